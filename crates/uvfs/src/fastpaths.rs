@@ -1,0 +1,220 @@
+//! The A/B switches: one [`FastPaths`] value, fixed when a [`Vfs`](crate::Vfs)
+//! is built, chooses for each seed's fast path between the seed's code and
+//! the code Linux ran before it. Both sides of every switch are real code
+//! paths doing real work; nothing imitates a cost.
+
+use crate::errno::Errno;
+use std::fmt;
+
+/// Which fast paths a VFS instance runs. Every field `true` is [`seeds()`]
+/// (the kernel after the seed patches), every field `false` is [`stock()`]
+/// (before them).
+///
+/// [`seeds()`]: FastPaths::seeds
+/// [`stock()`]: FastPaths::stock
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FastPaths {
+    /// Seed 000: close(2) does the final release of the file synchronously;
+    /// off, the release is queued as deferred work (task_work) and runs when
+    /// the call returns.
+    pub close_sync: bool,
+    /// Seed 001: a failed open frees its never-opened file object at once;
+    /// off, it goes through the deferred queue and the full release.
+    pub badopen_immediate: bool,
+    /// Seed 001: file objects come from a type-stable pool and are reused at
+    /// once (lookups re-validate); off, they are heap objects freed after an
+    /// epoch grace period, and lookups pin the epoch.
+    pub typesafe_files: bool,
+    /// Seed 003: fd lookup is one masked, branch-free slot load, then
+    /// inc-not-zero and a re-check of the slot; off, the generic
+    /// "get file from slot" helper with its branches and reloads.
+    pub fget_masked: bool,
+    /// Seed 004: alloc_fd looks in the open_fds word holding `next_fd` first,
+    /// and `full_fds_bits` is cleared only when set; off, the stock two-level
+    /// search and an unconditional clear.
+    pub alloc_fd_fast: bool,
+}
+
+/// Name, description and accessor of every switch, in a stable order.
+type Switch = (&'static str, &'static str, fn(&mut FastPaths) -> &mut bool);
+
+const SWITCHES: [Switch; 5] = [
+    (
+        "close_sync",
+        "seed 000: close(2) releases the file synchronously",
+        |f| &mut f.close_sync,
+    ),
+    (
+        "badopen_immediate",
+        "seed 001: a failed open frees its file at once",
+        |f| &mut f.badopen_immediate,
+    ),
+    (
+        "typesafe_files",
+        "seed 001: file objects from a type-stable pool",
+        |f| &mut f.typesafe_files,
+    ),
+    (
+        "fget_masked",
+        "seed 003: branch-free masked fd lookup",
+        |f| &mut f.fget_masked,
+    ),
+    (
+        "alloc_fd_fast",
+        "seed 004: alloc_fd searches next_fd's word first",
+        |f| &mut f.alloc_fd_fast,
+    ),
+];
+
+impl FastPaths {
+    /// All fast paths off: the kernel before the seed patches.
+    pub const fn stock() -> Self {
+        FastPaths {
+            close_sync: false,
+            badopen_immediate: false,
+            typesafe_files: false,
+            fget_masked: false,
+            alloc_fd_fast: false,
+        }
+    }
+
+    /// All fast paths on: the kernel after the seed patches.
+    pub const fn seeds() -> Self {
+        FastPaths {
+            close_sync: true,
+            badopen_immediate: true,
+            typesafe_files: true,
+            fget_masked: true,
+            alloc_fd_fast: true,
+        }
+    }
+
+    /// The names of the switches, in a stable order, with a one-line
+    /// description each.
+    pub fn switches() -> impl Iterator<Item = (&'static str, &'static str)> {
+        SWITCHES.iter().map(|(n, d, _)| (*n, *d))
+    }
+
+    /// Reads a switch by name.
+    pub fn get(&self, name: &str) -> Option<bool> {
+        let mut copy = *self;
+        SWITCHES
+            .iter()
+            .find(|s| s.0 == name)
+            .map(|s| *(s.2)(&mut copy))
+    }
+
+    /// Sets a switch by name; `EINVAL` for an unknown name.
+    pub fn set(&mut self, name: &str, on: bool) -> Result<(), Errno> {
+        let s = SWITCHES.iter().find(|s| s.0 == name).ok_or(Errno::EINVAL)?;
+        *(s.2)(self) = on;
+        Ok(())
+    }
+
+    /// Returns a copy with one switch changed; panics on an unknown name
+    /// (for literals in code; use [`set`](Self::set) for user input).
+    pub fn with(mut self, name: &str, on: bool) -> Self {
+        if self.set(name, on).is_err() {
+            panic!("unknown fast-path switch {name:?}");
+        }
+        self
+    }
+
+    /// Every combination of the switches (2^n values), for tests that check
+    /// the switches never change observable results.
+    pub fn all_combinations() -> impl Iterator<Item = FastPaths> {
+        (0u32..1 << SWITCHES.len()).map(|bits| {
+            let mut f = FastPaths::stock();
+            for (i, s) in SWITCHES.iter().enumerate() {
+                *(s.2)(&mut f) = bits & (1 << i) != 0;
+            }
+            f
+        })
+    }
+
+    /// Parses `seeds`, `stock`, or a comma-separated list whose items are a
+    /// preset or `SWITCH=on|off`, applied left to right, starting from
+    /// `seeds` (`stock,close_sync=on` is stock with one fast path).
+    pub fn parse(spec: &str) -> Result<FastPaths, Errno> {
+        let mut f = FastPaths::seeds();
+        for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            match item {
+                "seeds" => f = FastPaths::seeds(),
+                "stock" => f = FastPaths::stock(),
+                _ => {
+                    let (name, val) = item.split_once('=').ok_or(Errno::EINVAL)?;
+                    let on = match val.trim() {
+                        "on" | "1" | "true" => true,
+                        "off" | "0" | "false" => false,
+                        _ => return Err(Errno::EINVAL),
+                    };
+                    f.set(name.trim(), on)?;
+                }
+            }
+        }
+        Ok(f)
+    }
+}
+
+impl Default for FastPaths {
+    /// The seeds preset: what current Linux runs.
+    fn default() -> Self {
+        FastPaths::seeds()
+    }
+}
+
+impl fmt::Display for FastPaths {
+    /// `seeds`, `stock`, or `stock,NAME=on,…` naming the switches that differ
+    /// from stock; [`FastPaths::parse`] reads it back.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if *self == FastPaths::seeds() {
+            return f.write_str("seeds");
+        }
+        f.write_str("stock")?;
+        for (name, _) in FastPaths::switches() {
+            if self.get(name) == Some(true) {
+                write!(f, ",{name}=on")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_and_parse() {
+        assert_eq!(FastPaths::parse("seeds").unwrap(), FastPaths::seeds());
+        assert_eq!(FastPaths::parse("stock").unwrap(), FastPaths::stock());
+        let f = FastPaths::parse("stock,close_sync=on").unwrap();
+        assert!(f.close_sync && !f.fget_masked);
+        let f = FastPaths::parse("fget_masked=off").unwrap();
+        assert!(!f.fget_masked && f.close_sync);
+        assert_eq!(FastPaths::parse("nope=on"), Err(Errno::EINVAL));
+        assert_eq!(FastPaths::parse("close_sync=maybe"), Err(Errno::EINVAL));
+        assert_eq!(FastPaths::parse("close_sync"), Err(Errno::EINVAL));
+    }
+
+    #[test]
+    fn display_round_trips_every_combination() {
+        let all: Vec<_> = FastPaths::all_combinations().collect();
+        assert_eq!(all.len(), 32);
+        for f in all {
+            assert_eq!(FastPaths::parse(&f.to_string()).unwrap(), f, "{f}");
+        }
+    }
+
+    #[test]
+    fn get_set_by_name() {
+        let mut f = FastPaths::stock();
+        for (name, _) in FastPaths::switches() {
+            assert_eq!(f.get(name), Some(false));
+            f.set(name, true).unwrap();
+        }
+        assert_eq!(f, FastPaths::seeds());
+        assert_eq!(f.get("bogus"), None);
+        assert_eq!(f.set("bogus", true), Err(Errno::EINVAL));
+    }
+}

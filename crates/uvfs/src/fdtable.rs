@@ -1,0 +1,909 @@
+//! The fd table (`files_struct` + `fdtable`): which fd numbers are open,
+//! reserved or close-on-exec, and which file each open fd refers to.
+//!
+//! Writers (allocation, install bookkeeping, close, dup2, growth) serialize
+//! on one lock per table, as in Linux; lookups take no lock and write nothing
+//! shared but the file's reference count.
+//!
+//! Allocation is Linux's: the lowest free fd at or above a start, found over
+//! `open_fds` with the second-level `full_fds_bits` (one bit per full word)
+//! and the `next_fd` hint; growth by powers of two up to RLIMIT_NOFILE
+//! (`EMFILE` beyond it, and beyond [`NR_OPEN`](crate::uapi::NR_OPEN)).
+//!
+//! One deliberate difference in representation: the slot array is
+//! *segmented*. Linux grows by allocating a bigger flat array, copying the
+//! slots and publishing it, which forces `fd_install` to detect a concurrent
+//! resize and old arrays to be reclaimed after a grace period. Here slots
+//! live in chunks of 64, 64, 128, 256, … slots that never move: growth only
+//! publishes a new chunk, so an install is one release store, a lookup is
+//! never broken by growth, and nothing needs reclaiming. The chunk holding
+//! an fd is found with one `ilog2`, branch-free, so the seed-003 masked
+//! lookup keeps its shape: mask, one chunk load, one slot load, mask.
+
+use crate::errno::Errno;
+use crate::fastpaths::FastPaths;
+use crate::file::{File, FileRef};
+use crate::nospec;
+use crate::primitive::{AtomicPtr, AtomicUsize, Mutex, MutexGuard, Ordering, lock};
+use crate::{reclaim, uapi};
+use crossbeam_utils::CachePadded;
+use std::ptr::{self, NonNull};
+
+/// Slots in the first chunk (Linux's `NR_OPEN_DEFAULT`, one bitmap word).
+pub const NR_OPEN_DEFAULT: usize = 64;
+const BASE_SHIFT: u32 = NR_OPEN_DEFAULT.trailing_zeros();
+/// Chunk pointers in a table: enough for 64 << 31 fds, far past `NR_OPEN`.
+const NR_CHUNKS: usize = 32;
+const WORD: usize = u64::BITS as usize;
+
+type Slot = AtomicPtr<File>;
+
+/// The chunk holding `fd` and the offset in it: chunk 0 holds fds 0..64,
+/// chunk k ≥ 1 holds 64<<(k-1) .. 64<<k. Branch-free.
+#[inline(always)]
+fn chunk_of(fd: usize) -> (usize, usize) {
+    let l = (fd | (NR_OPEN_DEFAULT - 1)).ilog2();
+    let k = (l + 1 - BASE_SHIFT) as usize;
+    let base = (1usize << l) & !(NR_OPEN_DEFAULT - 1);
+    (k, fd - base)
+}
+
+/// Slots in chunk `k`.
+const fn chunk_len(k: usize) -> usize {
+    if k == 0 {
+        NR_OPEN_DEFAULT
+    } else {
+        NR_OPEN_DEFAULT << (k - 1)
+    }
+}
+
+fn words(bits: usize) -> usize {
+    bits.div_ceil(WORD)
+}
+
+/// First clear bit at or after `start` and below `size`, or `size`.
+fn find_next_zero_bit(map: &[u64], size: usize, start: usize) -> usize {
+    find_next(map, size, start, true)
+}
+
+/// First set bit at or after `start` and below `size`, or `size`.
+fn find_next_bit(map: &[u64], size: usize, start: usize) -> usize {
+    find_next(map, size, start, false)
+}
+
+fn find_next(map: &[u64], size: usize, start: usize, zero: bool) -> usize {
+    if start >= size {
+        return size;
+    }
+    let flip = if zero { !0u64 } else { 0 };
+    let mut w = start / WORD;
+    let mut word = (map[w] ^ flip) & (!0u64 << (start % WORD));
+    loop {
+        if word != 0 {
+            return (w * WORD + word.trailing_zeros() as usize).min(size);
+        }
+        w += 1;
+        if w * WORD >= size {
+            return size;
+        }
+        word = map[w] ^ flip;
+    }
+}
+
+fn test_bit(map: &[u64], bit: usize) -> bool {
+    map[bit / WORD] & (1 << (bit % WORD)) != 0
+}
+
+fn set_bit(map: &mut [u64], bit: usize) {
+    map[bit / WORD] |= 1 << (bit % WORD);
+}
+
+fn clear_bit(map: &mut [u64], bit: usize) {
+    map[bit / WORD] &= !(1 << (bit % WORD));
+}
+
+/// The writer side, under the table lock.
+#[derive(Debug)]
+struct Bitmaps {
+    max_fds: usize,
+    next_fd: usize,
+    open_fds: Vec<u64>,
+    close_on_exec: Vec<u64>,
+    full_fds_bits: Vec<u64>,
+}
+
+impl Bitmaps {
+    fn is_open(&self, fd: usize) -> bool {
+        fd < self.max_fds && test_bit(&self.open_fds, fd)
+    }
+
+    fn set_open(&mut self, fd: usize) {
+        set_bit(&mut self.open_fds, fd);
+        let w = fd / WORD;
+        if self.open_fds[w] == !0 {
+            set_bit(&mut self.full_fds_bits, w);
+        }
+    }
+
+    /// `__clear_open_fd`: the seed clears `full_fds_bits` only when set, the
+    /// stock path always writes it.
+    fn clear_open(&mut self, fd: usize, fast: bool) {
+        clear_bit(&mut self.open_fds, fd);
+        let w = fd / WORD;
+        if fast {
+            if test_bit(&self.full_fds_bits, w) {
+                clear_bit(&mut self.full_fds_bits, w);
+            }
+        } else {
+            clear_bit(&mut self.full_fds_bits, w);
+        }
+    }
+
+    fn put_unused(&mut self, fd: usize, fast: bool) {
+        self.clear_open(fd, fast);
+        if fd < self.next_fd {
+            self.next_fd = fd;
+        }
+    }
+
+    fn set_cloexec(&mut self, fd: usize, on: bool) {
+        if on {
+            set_bit(&mut self.close_on_exec, fd);
+        } else if test_bit(&self.close_on_exec, fd) {
+            clear_bit(&mut self.close_on_exec, fd);
+        }
+    }
+
+    /// `find_next_fd`, for `start < max_fds`. With the seed, the open_fds
+    /// word holding `start` is searched first and the second level is not
+    /// touched when it has a free bit.
+    fn find_next_fd(&self, start: usize, fast: bool) -> usize {
+        let maxfd = self.max_fds;
+        let bitbit = start / WORD;
+        if fast {
+            let free = !self.open_fds[bitbit] & (!0u64 << (start % WORD));
+            if free != 0 {
+                return bitbit * WORD + free.trailing_zeros() as usize;
+            }
+        }
+        let bitbit = find_next_zero_bit(&self.full_fds_bits, words(maxfd), bitbit) * WORD;
+        if bitbit >= maxfd {
+            return maxfd;
+        }
+        find_next_zero_bit(&self.open_fds, maxfd, start.max(bitbit))
+    }
+
+    /// Grows the bitmaps to cover `new_max` fds; all-or-nothing.
+    fn grow(&mut self, new_max: usize) -> Result<(), Errno> {
+        let (w, fw) = (words(new_max), words(words(new_max)));
+        let extra = |v: &Vec<u64>, n: usize| n.saturating_sub(v.len());
+        self.open_fds
+            .try_reserve_exact(extra(&self.open_fds, w))
+            .map_err(|_| Errno::ENOMEM)?;
+        self.close_on_exec
+            .try_reserve_exact(extra(&self.close_on_exec, w))
+            .map_err(|_| Errno::ENOMEM)?;
+        self.full_fds_bits
+            .try_reserve_exact(extra(&self.full_fds_bits, fw))
+            .map_err(|_| Errno::ENOMEM)?;
+        self.open_fds.resize(w, 0);
+        self.close_on_exec.resize(w, 0);
+        self.full_fds_bits.resize(fw, 0);
+        Ok(())
+    }
+}
+
+/// A process's fd table, shared by its threads.
+pub struct FdTable {
+    max_fds: AtomicUsize,
+    /// Threads (handles) using the table, Linux's `files->count`; when it is
+    /// one, lookups may skip the reference count (`fdget` light).
+    users: AtomicUsize,
+    masked: bool,
+    alloc_fast: bool,
+    typesafe: bool,
+    chunks: [AtomicPtr<Slot>; NR_CHUNKS],
+    inner: CachePadded<Mutex<Bitmaps>>,
+}
+
+/// A reserved fd (`get_unused_fd_flags` done, `fd_install` not yet): the
+/// number is taken, lookups see no file. Install a file with
+/// [`install`](Self::install); dropping the reservation frees the number
+/// (`put_unused_fd`).
+#[must_use = "a reserved fd is released when dropped"]
+pub struct ReservedFd<'t> {
+    table: &'t FdTable,
+    fd: u32,
+}
+
+impl ReservedFd<'_> {
+    /// The reserved number.
+    pub fn fd(&self) -> u32 {
+        self.fd
+    }
+
+    /// Publishes `file` at the reserved fd (`fd_install`) and returns the fd.
+    /// `EINVAL` if the file was allocated under another file-memory mode
+    /// than the table's (it belongs to another [`Vfs`](crate::Vfs)); the file
+    /// is then put and the reservation released.
+    pub fn install(self, file: FileRef) -> Result<u32, Errno> {
+        if file.is_typesafe() != self.table.typesafe {
+            return Err(Errno::EINVAL);
+        }
+        let fd = self.fd;
+        let table = self.table;
+        std::mem::forget(self);
+        // The reservation keeps fd below max_fds (tables never shrink), and
+        // chunks never move, so this store cannot race a resize.
+        let old = table
+            .slot(fd as usize)
+            .swap(file.into_raw().as_ptr(), Ordering::Release);
+        debug_assert!(old.is_null(), "fd_install over an installed file");
+        Ok(fd)
+    }
+}
+
+impl Drop for ReservedFd<'_> {
+    fn drop(&mut self) {
+        let mut g = self.table.lock();
+        g.put_unused(self.fd as usize, self.table.alloc_fast);
+    }
+}
+
+/// A file found by [`FdTable::fdget`]: borrowed when the table is not shared
+/// (no reference taken), counted otherwise.
+pub enum FdRef<'a> {
+    /// The table's own reference is borrowed.
+    Borrowed(&'a File),
+    /// A reference was taken.
+    Counted(FileRef),
+}
+
+impl std::ops::Deref for FdRef<'_> {
+    type Target = File;
+    fn deref(&self) -> &File {
+        match self {
+            FdRef::Borrowed(f) => f,
+            FdRef::Counted(f) => f,
+        }
+    }
+}
+
+impl FdTable {
+    /// An empty table with room for [`NR_OPEN_DEFAULT`] fds and one user.
+    pub fn new(fast: &FastPaths) -> Result<FdTable, Errno> {
+        let t = FdTable {
+            max_fds: AtomicUsize::new(0),
+            users: AtomicUsize::new(1),
+            masked: fast.fget_masked,
+            alloc_fast: fast.alloc_fd_fast,
+            typesafe: fast.typesafe_files,
+            chunks: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+            inner: CachePadded::new(Mutex::new(Bitmaps {
+                max_fds: 0,
+                next_fd: 0,
+                open_fds: Vec::new(),
+                close_on_exec: Vec::new(),
+                full_fds_bits: Vec::new(),
+            })),
+        };
+        {
+            let mut g = t.lock();
+            t.expand_locked(&mut g, 0)?;
+        }
+        Ok(t)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Bitmaps> {
+        lock(&self.inner)
+    }
+
+    /// The slot for `fd`.
+    #[inline(always)]
+    fn slot(&self, fd: usize) -> &Slot {
+        let (k, off) = chunk_of(fd);
+        let chunk = self.chunks[k & (NR_CHUNKS - 1)].load(Ordering::Acquire);
+        debug_assert!(!chunk.is_null() && off < chunk_len(k));
+        // SAFETY: every caller passes an fd below a `max_fds` it loaded with
+        // acquire (or read under the lock); chunks are published before
+        // `max_fds` covers them and live as long as the table, and `off` is
+        // within chunk `k` by construction of `chunk_of`.
+        unsafe { &*chunk.add(off) }
+    }
+
+    /// Slots currently allocated (`fdt->max_fds`).
+    pub fn max_fds(&self) -> usize {
+        self.max_fds.load(Ordering::Acquire)
+    }
+
+    /// Grows the table so that `nr` is a valid index (`expand_files`).
+    fn expand_locked(&self, g: &mut Bitmaps, nr: usize) -> Result<(), Errno> {
+        if nr < g.max_fds && g.max_fds != 0 {
+            return Ok(());
+        }
+        if nr as u64 >= uapi::NR_OPEN {
+            return Err(Errno::EMFILE);
+        }
+        while g.max_fds <= nr {
+            let k = if g.max_fds == 0 {
+                0
+            } else {
+                chunk_of(g.max_fds).0
+            };
+            let len = chunk_len(k);
+            let new_max = NR_OPEN_DEFAULT << k;
+            g.grow(new_max)?;
+            let mut chunk: Vec<Slot> = Vec::new();
+            chunk.try_reserve_exact(len).map_err(|_| Errno::ENOMEM)?;
+            chunk.extend((0..len).map(|_| AtomicPtr::new(ptr::null_mut())));
+            let raw = Box::into_raw(chunk.into_boxed_slice()).cast::<Slot>();
+            self.chunks[k].store(raw, Ordering::Release);
+            g.max_fds = new_max;
+            self.max_fds.store(new_max, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// Reserves the lowest free fd in `start..end` (`alloc_fd`); `end` is the
+    /// caller's RLIMIT_NOFILE. `EMFILE` when there is none.
+    pub fn alloc_fd(&self, start: u32, end: u64, cloexec: bool) -> Result<ReservedFd<'_>, Errno> {
+        let start = start as usize;
+        let mut g = self.lock();
+        let mut fd = start.max(g.next_fd);
+        if fd < g.max_fds {
+            fd = g.find_next_fd(fd, self.alloc_fast);
+        }
+        if fd as u64 >= end {
+            return Err(Errno::EMFILE);
+        }
+        self.expand_locked(&mut g, fd)?;
+        if start <= g.next_fd {
+            g.next_fd = fd + 1;
+        }
+        g.set_open(fd);
+        g.set_cloexec(fd, cloexec);
+        Ok(ReservedFd {
+            table: self,
+            fd: fd as u32,
+        })
+    }
+
+    /// The lowest free fd below `rlimit` (`get_unused_fd_flags`).
+    pub fn get_unused_fd(&self, cloexec: bool, rlimit: u64) -> Result<ReservedFd<'_>, Errno> {
+        self.alloc_fd(0, rlimit, cloexec)
+    }
+
+    /// The masked, branch-free raw lookup of seed 003: returns the slot's
+    /// file (null for an invalid fd) and the slot it came from.
+    #[inline(always)]
+    fn lookup_masked(&self, fd: u32) -> (*mut File, &Slot) {
+        let max = self.max_fds.load(Ordering::Acquire);
+        let mask = nospec::index_mask(fd as usize, max);
+        let slot = self.slot(fd as usize & mask);
+        let f = slot.load(Ordering::Acquire);
+        (f.map_addr(|a| a & mask), slot)
+    }
+
+    /// The branching raw lookup of the stock kernel: bounds check, then a
+    /// speculation-clamped index.
+    #[inline(always)]
+    fn lookup_branchy(&self, fd: u32) -> Option<&Slot> {
+        let max = self.max_fds.load(Ordering::Acquire);
+        if fd as usize >= max {
+            return None;
+        }
+        Some(self.slot(nospec::clamp_index(fd as usize, max)))
+    }
+
+    /// A counted lookup (`fget_raw`): lockless, never blocked by writers.
+    /// Takes `fd` as the syscall's signed int; negative values are invalid.
+    #[inline]
+    pub fn get(&self, fd: i32) -> Option<FileRef> {
+        self.get_mask(fd, 0)
+    }
+
+    /// A counted lookup refusing files whose mode has any bit of `mask`
+    /// (`__fget(fd, mask)`; `fget` refuses `FMODE_PATH`).
+    #[inline]
+    pub fn get_mask(&self, fd: i32, mask: u32) -> Option<FileRef> {
+        // Heap files are freed after a grace period: stay pinned while the
+        // pointer loaded from the slot is dereferenced.
+        let _pin = (!self.typesafe).then(reclaim::pin);
+        let f = if self.masked {
+            self.fget_masked(fd as u32)
+        } else {
+            self.fget_stock(fd as u32)
+        }?;
+        if f.mode() & mask != 0 {
+            return None;
+        }
+        Some(f)
+    }
+
+    /// Seed 003's `__fget_files_rcu`: masked load, inc-not-zero, re-check.
+    #[inline(always)]
+    fn fget_masked(&self, fd: u32) -> Option<FileRef> {
+        loop {
+            let (f, slot) = self.lookup_masked(fd);
+            let f = NonNull::new(f)?;
+            // SAFETY: `f` was loaded from a slot, so it is a file object:
+            // pooled objects stay files for the pool's ('static) life, heap
+            // objects outlive our pin. Only the count is touched until the
+            // re-check below validates it.
+            if !unsafe { f.as_ref() }.inc_not_zero() {
+                continue;
+            }
+            // SAFETY: the increment gave us a reference.
+            let file = unsafe { FileRef::from_raw(f) };
+            if slot.load(Ordering::Acquire) != f.as_ptr() {
+                drop(file);
+                continue;
+            }
+            return Some(file);
+        }
+    }
+
+    /// The stock path: branching lookup, then the generic
+    /// `__get_file_rcu(slot)` helper (load, null check, inc-not-zero, reload
+    /// and compare, retry).
+    #[inline(never)]
+    fn fget_stock(&self, fd: u32) -> Option<FileRef> {
+        loop {
+            let slot = self.lookup_branchy(fd)?;
+            match get_file_rcu(slot) {
+                Ok(f) => return f,
+                Err(()) => continue,
+            }
+        }
+    }
+
+    /// The file at `fd` without taking a reference (`files_lookup_fd_raw`).
+    ///
+    /// # Safety
+    /// The caller guarantees no one closes or replaces `fd` while the borrow
+    /// lives: it is the table's only user and does not close it itself.
+    #[inline]
+    pub unsafe fn lookup_borrowed(&self, fd: i32) -> Option<&File> {
+        let f = if self.masked {
+            self.lookup_masked(fd as u32).0
+        } else {
+            self.lookup_branchy(fd as u32)?.load(Ordering::Acquire)
+        };
+        // SAFETY: the slot holds a reference that, per the contract, stays
+        // in place while the borrow lives.
+        NonNull::new(f).map(|f| unsafe { &*f.as_ptr() })
+    }
+
+    /// `fdget`: a borrowed lookup when this table has a single user, a
+    /// counted one otherwise; refuses files whose mode has a bit of `mask`.
+    ///
+    /// # Safety
+    /// The caller is one of the table's users and does not close or replace
+    /// `fd` while the result lives.
+    #[inline]
+    pub unsafe fn fdget(&self, fd: i32, mask: u32) -> Option<FdRef<'_>> {
+        if self.users.load(Ordering::Acquire) == 1 {
+            // SAFETY: a single user, which per the contract is the caller and
+            // keeps `fd` in place.
+            let f = unsafe { self.lookup_borrowed(fd) }?;
+            (f.mode() & mask == 0).then_some(FdRef::Borrowed(f))
+        } else {
+            self.get_mask(fd, mask).map(FdRef::Counted)
+        }
+    }
+
+    /// Whether `fd` has a file installed (racy; for `dup2(fd, fd)`).
+    fn has_file(&self, fd: i32) -> bool {
+        let _pin = (!self.typesafe).then(reclaim::pin);
+        match self.lookup_branchy(fd as u32) {
+            Some(slot) => !slot.load(Ordering::Acquire).is_null(),
+            None => false,
+        }
+    }
+
+    /// Removes the file at `fd` and frees the number (`file_close_fd` /
+    /// `pick_file`), handing the table's reference to the caller, who
+    /// flushes and puts it. `EBADF` for a negative, out-of-range, free or
+    /// reserved-but-not-installed fd.
+    pub fn close(&self, fd: i32) -> Result<FileRef, Errno> {
+        let mut g = self.lock();
+        self.pick_locked(&mut g, fd as u32 as usize)
+            .ok_or(Errno::EBADF)
+    }
+
+    fn pick_locked(&self, g: &mut Bitmaps, fd: usize) -> Option<FileRef> {
+        if fd >= g.max_fds {
+            return None;
+        }
+        let slot = self.slot(fd);
+        let f = NonNull::new(slot.load(Ordering::Acquire))?;
+        slot.store(ptr::null_mut(), Ordering::Release);
+        g.put_unused(fd, self.alloc_fast);
+        // SAFETY: the slot's reference moves to the caller.
+        Some(unsafe { FileRef::from_raw(f) })
+    }
+
+    /// `dup(fd)`: the lowest free fd, referring to the same file.
+    pub fn dup(&self, fd: i32, rlimit: u64) -> Result<u32, Errno> {
+        let file = self.get(fd).ok_or(Errno::EBADF)?;
+        self.get_unused_fd(false, rlimit)?.install(file)
+    }
+
+    /// `F_DUPFD` / `F_DUPFD_CLOEXEC` of `file` (already looked up): the
+    /// lowest free fd at or above `from`; `EINVAL` when `from` is at or above
+    /// the limit.
+    pub fn dup_from(
+        &self,
+        file: &File,
+        from: u64,
+        cloexec: bool,
+        rlimit: u64,
+    ) -> Result<u32, Errno> {
+        if from >= rlimit {
+            return Err(Errno::EINVAL);
+        }
+        let r = self.alloc_fd(from as u32, rlimit, cloexec)?;
+        file.get();
+        // SAFETY: `get` just took the reference the new slot will own.
+        r.install(unsafe { FileRef::from_raw(NonNull::from(file)) })
+    }
+
+    /// `dup2(old, new)`.
+    pub fn dup2(&self, old: i32, new: i32, rlimit: u64) -> Result<u32, Errno> {
+        if old == new {
+            return if self.has_file(old) {
+                Ok(new as u32)
+            } else {
+                Err(Errno::EBADF)
+            };
+        }
+        self.replace(old, new, false, rlimit)
+    }
+
+    /// `dup3(old, new, flags)`: `EINVAL` for flags other than `O_CLOEXEC` or
+    /// for `old == new`.
+    pub fn dup3(&self, old: i32, new: i32, flags: i32, rlimit: u64) -> Result<u32, Errno> {
+        if flags & !uapi::O_CLOEXEC != 0 || old == new {
+            return Err(Errno::EINVAL);
+        }
+        self.replace(old, new, flags & uapi::O_CLOEXEC != 0, rlimit)
+    }
+
+    /// `ksys_dup3` + `do_dup2`: makes `new` refer to `old`'s file, closing
+    /// what `new` referred to. `EBUSY` when `new` is reserved by an open in
+    /// progress, as in Linux.
+    fn replace(&self, old: i32, new: i32, cloexec: bool, rlimit: u64) -> Result<u32, Errno> {
+        let newfd = new as u32 as usize;
+        if newfd as u64 >= rlimit {
+            return Err(Errno::EBADF);
+        }
+        let tofree = {
+            let mut g = self.lock();
+            let grown = self.expand_locked(&mut g, newfd);
+            let oldfd = old as u32 as usize;
+            let file = if oldfd < g.max_fds {
+                NonNull::new(self.slot(oldfd).load(Ordering::Acquire))
+            } else {
+                None
+            };
+            let Some(file) = file else {
+                return Err(Errno::EBADF);
+            };
+            match grown {
+                Err(Errno::EMFILE) => return Err(Errno::EBADF),
+                Err(e) => return Err(e),
+                Ok(()) => {}
+            }
+            let slot = self.slot(newfd);
+            let tofree = slot.load(Ordering::Acquire);
+            if tofree.is_null() && g.is_open(newfd) {
+                return Err(Errno::EBUSY);
+            }
+            // SAFETY: the old slot holds a reference and we hold the lock, so
+            // the file is live; we take one more for the new slot.
+            unsafe { file.as_ref() }.get();
+            slot.store(file.as_ptr(), Ordering::Release);
+            g.set_open(newfd);
+            g.set_cloexec(newfd, cloexec);
+            // SAFETY: the replaced slot's reference moves to us.
+            NonNull::new(tofree).map(|f| unsafe { FileRef::from_raw(f) })
+        };
+        if let Some(f) = tofree {
+            let _ = filp_close(f);
+        }
+        Ok(newfd as u32)
+    }
+
+    /// Whether `fd` is close-on-exec.
+    pub fn get_cloexec(&self, fd: i32) -> bool {
+        let g = self.lock();
+        let fd = fd as u32 as usize;
+        fd < g.max_fds && test_bit(&g.close_on_exec, fd)
+    }
+
+    /// Sets or clears close-on-exec on `fd` (`F_SETFD`).
+    pub fn set_cloexec(&self, fd: i32, on: bool) {
+        let mut g = self.lock();
+        let fd = fd as u32 as usize;
+        if fd < g.max_fds {
+            g.set_cloexec(fd, on);
+        }
+    }
+
+    /// Closes every open fd in `first..=last` (close_range without flags),
+    /// flushing and putting each file. Reserved fds are left alone.
+    pub fn close_range(&self, first: u32, last: u32) {
+        let mut fd = first as usize;
+        loop {
+            let file = {
+                let mut g = self.lock();
+                let end = (last as usize).min(g.max_fds.saturating_sub(1)) + 1;
+                let mut found = None;
+                while fd < end {
+                    fd = find_next_bit(&g.open_fds, end, fd);
+                    if fd >= end {
+                        break;
+                    }
+                    let picked = self.pick_locked(&mut g, fd);
+                    fd += 1;
+                    if picked.is_some() {
+                        found = picked;
+                        break;
+                    }
+                }
+                found
+            };
+            match file {
+                Some(f) => {
+                    let _ = filp_close(f);
+                }
+                None => return,
+            }
+        }
+    }
+
+    /// Marks `first..=last` close-on-exec (`CLOSE_RANGE_CLOEXEC`); like
+    /// Linux, the bits are set for free fds too (allocation resets them).
+    pub fn set_cloexec_range(&self, first: u32, last: u32) {
+        let mut g = self.lock();
+        let last = (last as usize).min(g.max_fds.saturating_sub(1));
+        for fd in first as usize..=last {
+            set_bit(&mut g.close_on_exec, fd);
+        }
+    }
+
+    /// The exec sweep (`do_close_on_exec`): closes every close-on-exec fd
+    /// and clears the close-on-exec bits.
+    pub fn close_on_exec(&self) {
+        let mut w = 0;
+        loop {
+            let file = {
+                let mut g = self.lock();
+                let mut found = None;
+                while w < g.close_on_exec.len() {
+                    let set = g.close_on_exec[w];
+                    if set == 0 {
+                        w += 1;
+                        continue;
+                    }
+                    let bit = set.trailing_zeros() as usize;
+                    g.close_on_exec[w] &= !(1 << bit);
+                    if let Some(f) = self.pick_locked(&mut g, w * WORD + bit) {
+                        found = Some(f);
+                        break;
+                    }
+                }
+                found
+            };
+            match file {
+                Some(f) => {
+                    let _ = filp_close(f);
+                }
+                None => return,
+            }
+        }
+    }
+
+    /// A copy of the table for fork or unshare (`dup_fd`): same fds, same
+    /// files (one more reference each), same close-on-exec bits; fds that are
+    /// reserved but not installed are free in the copy, and fds at or above
+    /// `below` are not copied (close_range's punch hole).
+    pub fn copy(&self, below: Option<u32>) -> Result<FdTable, Errno> {
+        let fast = FastPaths {
+            fget_masked: self.masked,
+            alloc_fd_fast: self.alloc_fast,
+            typesafe_files: self.typesafe,
+            ..FastPaths::stock()
+        };
+        let new = FdTable::new(&fast)?;
+        let g = self.lock();
+        let limit = below.map_or(g.max_fds, |b| (b as usize).min(g.max_fds));
+        let last_open = (0..words(limit)).rev().find(|&w| g.open_fds[w] != 0);
+        let mut n = new.lock();
+        if let Some(w) = last_open {
+            let top = (w * WORD + (WORD - 1)).min(limit.saturating_sub(1));
+            new.expand_locked(&mut n, top)?;
+            let mut fd = find_next_bit(&g.open_fds, limit, 0);
+            while fd < limit {
+                if let Some(f) = NonNull::new(self.slot(fd).load(Ordering::Acquire)) {
+                    // SAFETY: the slot holds a reference and we hold the old
+                    // table's lock, so the file is live.
+                    unsafe { f.as_ref() }.get();
+                    new.slot(fd).store(f.as_ptr(), Ordering::Release);
+                    n.set_open(fd);
+                    if test_bit(&g.close_on_exec, fd) {
+                        set_bit(&mut n.close_on_exec, fd);
+                    }
+                }
+                fd = find_next_bit(&g.open_fds, limit, fd + 1);
+            }
+        }
+        drop(n);
+        Ok(new)
+    }
+
+    /// Adds a user (a thread sharing the table, `CLONE_FILES`).
+    pub fn attach(&self) {
+        self.users.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Drops a user; the last one closes every fd (`put_files_struct`).
+    pub fn detach(&self) {
+        if self.users.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.close_range(0, u32::MAX);
+        }
+    }
+
+    /// Threads using the table.
+    pub fn users(&self) -> usize {
+        self.users.load(Ordering::Acquire)
+    }
+
+    /// The open fds (installed or reserved), ascending.
+    pub fn open_fds(&self) -> Vec<u32> {
+        let g = self.lock();
+        let mut v = Vec::new();
+        let mut fd = find_next_bit(&g.open_fds, g.max_fds, 0);
+        while fd < g.max_fds {
+            v.push(fd as u32);
+            fd = find_next_bit(&g.open_fds, g.max_fds, fd + 1);
+        }
+        v
+    }
+
+    /// Whether `fd` is reserved but has no file installed.
+    pub fn is_reserved(&self, fd: u32) -> bool {
+        let g = self.lock();
+        let fd = fd as usize;
+        g.is_open(fd) && self.slot(fd).load(Ordering::Acquire).is_null()
+    }
+
+    /// The allocation hint (`next_fd`).
+    pub fn next_fd(&self) -> u32 {
+        self.lock().next_fd as u32
+    }
+
+    /// Checks the bitmaps' internal consistency (full bits match full words,
+    /// `next_fd` is at or below the lowest free fd, every installed slot is
+    /// marked open). For tests.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let g = self.lock();
+        for (w, &word) in g.open_fds.iter().enumerate() {
+            if (word == !0) != test_bit(&g.full_fds_bits, w) {
+                return Err(format!(
+                    "full_fds_bits[{w}] disagrees with open_fds word {word:#x}"
+                ));
+            }
+        }
+        let lowest_free = find_next_zero_bit(&g.open_fds, g.max_fds, 0);
+        if g.next_fd > lowest_free {
+            return Err(format!(
+                "next_fd {} above lowest free fd {lowest_free}",
+                g.next_fd
+            ));
+        }
+        for fd in 0..g.max_fds {
+            let installed = !self.slot(fd).load(Ordering::Acquire).is_null();
+            if installed && !test_bit(&g.open_fds, fd) {
+                return Err(format!("fd {fd} has a file but is not marked open"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `__get_file_rcu`: the generic slot-to-file helper. `Err` asks the caller
+/// to retry from the start (the file's count was zero).
+#[inline(never)]
+fn get_file_rcu(slot: &Slot) -> Result<Option<FileRef>, ()> {
+    loop {
+        let Some(f) = NonNull::new(slot.load(Ordering::Acquire)) else {
+            return Ok(None);
+        };
+        // SAFETY: as in `fget_masked`: a slot only ever holds file objects,
+        // which stay valid for the pinned or type-stable reader.
+        if !unsafe { f.as_ref() }.inc_not_zero() {
+            return Err(());
+        }
+        // SAFETY: the increment gave us a reference.
+        let file = unsafe { FileRef::from_raw(f) };
+        let reloaded = slot.load(Ordering::Acquire);
+        if reloaded == f.as_ptr() {
+            return Ok(Some(file));
+        }
+        drop(file);
+        if reloaded.is_null() {
+            return Ok(None);
+        }
+    }
+}
+
+/// `filp_close`: the owner's flush, then the (deferred) put.
+pub(crate) fn filp_close(f: FileRef) -> Result<(), Errno> {
+    let r = match f.ops() {
+        Some(ops) => ops.flush(&f),
+        None => Ok(()),
+    };
+    drop(f);
+    r
+}
+
+impl Drop for FdTable {
+    fn drop(&mut self) {
+        // Tables dropped without their last user detaching (used directly,
+        // not through a process) still put their files.
+        self.close_range(0, u32::MAX);
+        for (k, c) in self.chunks.iter().enumerate() {
+            let p = c.load(Ordering::Acquire);
+            if !p.is_null() {
+                // SAFETY: chunk `k` came from a boxed slice of `chunk_len(k)`
+                // slots, and no lookup can run on a table being dropped.
+                drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(p, chunk_len(k))) });
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for FdTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FdTable")
+            .field("max_fds", &self.max_fds())
+            .field("users", &self.users())
+            .field("open", &self.open_fds())
+            .finish()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_math() {
+        assert_eq!(chunk_of(0), (0, 0));
+        assert_eq!(chunk_of(63), (0, 63));
+        assert_eq!(chunk_of(64), (1, 0));
+        assert_eq!(chunk_of(127), (1, 63));
+        assert_eq!(chunk_of(128), (2, 0));
+        assert_eq!(chunk_of(255), (2, 127));
+        assert_eq!(chunk_of(1 << 20), (15, 0));
+        for fd in 0..5000usize {
+            let (k, off) = chunk_of(fd);
+            assert!(off < chunk_len(k), "fd {fd}");
+            let start: usize = (0..k).map(chunk_len).sum();
+            assert_eq!(start + off, fd);
+        }
+    }
+
+    #[test]
+    fn find_next_helpers() {
+        let map = [!0u64, 0b1011, 0];
+        assert_eq!(find_next_zero_bit(&map, 192, 0), 66);
+        assert_eq!(find_next_zero_bit(&map, 66, 0), 66);
+        assert_eq!(find_next_zero_bit(&map, 192, 67), 68);
+        assert_eq!(find_next_bit(&map, 192, 64), 64);
+        assert_eq!(find_next_bit(&map, 192, 66), 67);
+        assert_eq!(find_next_bit(&map, 192, 68), 192);
+        assert_eq!(find_next_bit(&map, 192, 500), 192);
+    }
+}

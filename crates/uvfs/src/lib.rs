@@ -1,0 +1,35 @@
+//! uvfs: the Linux VFS file lifecycle — fd tables, open-file objects,
+//! deferred release — in user space, with the kernel's fast paths and their
+//! pre-seed alternatives selectable at run time ([`FastPaths`]).
+//!
+//! Module map, by kernel concept:
+//! - [`fdtable`]: `files_struct`/`fdtable`: allocation, install, lookup,
+//!   close, dup, close_range, fork copy, exec sweep;
+//! - [`file`]: `struct file`, its reference count and release;
+//! - [`pool`]: the type-stable file pool (`SLAB_TYPESAFE_BY_RCU`);
+//! - [`task_work`]: the deferred-release queue;
+//! - [`process`]: the syscall-level API;
+//! - [`fastpaths`]: the A/B switches;
+//! - [`errno`], [`uapi`]: Linux's numbers.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+pub mod errno;
+pub mod fastpaths;
+pub mod fdtable;
+pub mod file;
+pub mod nospec;
+pub mod pool;
+mod primitive;
+pub mod process;
+mod reclaim;
+pub mod task_work;
+pub mod uapi;
+mod vfs;
+
+pub use errno::Errno;
+pub use fastpaths::FastPaths;
+pub use fdtable::{FdRef, FdTable, ReservedFd};
+pub use file::{File, FileOps, FileRef};
+pub use process::{Opening, Process};
+pub use vfs::Vfs;

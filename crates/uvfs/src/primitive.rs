@@ -1,0 +1,58 @@
+//! The one place the concurrent core takes its atomics, locks, cells and
+//! thread-locals from: `std` in normal builds, `loom` under `--cfg loom`, so
+//! the loom models exercise the very code that ships (the crossbeam/tokio
+//! pattern).
+
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
+#[cfg(not(loom))]
+pub(crate) use std::sync::{Mutex, MutexGuard};
+
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{
+    AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
+};
+#[cfg(loom)]
+pub(crate) use loom::sync::{Mutex, MutexGuard};
+
+/// Locks `m`, ignoring poisoning: nothing in uvfs panics while holding a
+/// lock, and a caller's panic elsewhere must not wedge the table.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+/// An `UnsafeCell` with loom's closure API in both builds, so loom can check
+/// that no two accesses to a cell race.
+#[derive(Debug)]
+pub(crate) struct UnsafeCell<T>(
+    #[cfg(not(loom))] std::cell::UnsafeCell<T>,
+    #[cfg(loom)] loom::cell::UnsafeCell<T>,
+);
+
+impl<T> UnsafeCell<T> {
+    pub(crate) fn new(v: T) -> Self {
+        #[cfg(not(loom))]
+        return UnsafeCell(std::cell::UnsafeCell::new(v));
+        #[cfg(loom)]
+        return UnsafeCell(loom::cell::UnsafeCell::new(v));
+    }
+
+    #[inline(always)]
+    pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+        #[cfg(not(loom))]
+        return f(self.0.get());
+        #[cfg(loom)]
+        return self.0.with(f);
+    }
+
+    #[inline(always)]
+    pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+        #[cfg(not(loom))]
+        return f(self.0.get());
+        #[cfg(loom)]
+        return self.0.with_mut(f);
+    }
+}

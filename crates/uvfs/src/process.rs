@@ -1,0 +1,361 @@
+//! The syscall-level API: a [`Process`] is one thread's handle on its
+//! process (Linux's `current`): its fd table, shared with the other threads
+//! of the process, and its RLIMIT_NOFILE. Methods are the Linux calls,
+//! taking and returning what the syscalls do, with `Err(Errno)` for `-1` and
+//! `errno`.
+//!
+//! Every call runs inside a task_work scope: puts it makes that are not
+//! close(2)'s own are released when the call returns.
+
+use crate::errno::Errno;
+use crate::fdtable::{FdRef, FdTable};
+use crate::file::{FMODE_ATOMIC_POS, FMODE_OPENED, FMODE_PATH, File, FileOps, FileRef};
+use crate::task_work;
+use crate::uapi::*;
+use crate::vfs::Vfs;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// Linux's default RLIMIT_NOFILE soft limit.
+pub const DEFAULT_NOFILE_SOFT: u64 = 1024;
+/// The default hard limit used by uvfs (Linux's `fs.nr_open` default).
+pub const DEFAULT_NOFILE_HARD: u64 = NR_OPEN;
+
+/// Per-process state shared by its threads.
+#[derive(Debug)]
+struct Shared {
+    nofile_cur: AtomicU64,
+    nofile_max: AtomicU64,
+    cap_sys_resource: AtomicBool,
+}
+
+impl Shared {
+    fn new(cur: u64, max: u64, cap: bool) -> Arc<Shared> {
+        Arc::new(Shared {
+            nofile_cur: AtomicU64::new(cur),
+            nofile_max: AtomicU64::new(max),
+            cap_sys_resource: AtomicBool::new(cap),
+        })
+    }
+}
+
+/// One thread's handle on a process. Not `Sync`: each thread of a process
+/// has its own handle ([`Process::new_thread`]); methods take `&mut self`,
+/// which is what lets lookups borrow the table's reference when the table is
+/// not shared, as the kernel's `fdget` does.
+#[derive(Debug)]
+pub struct Process {
+    vfs: Arc<Vfs>,
+    files: Arc<FdTable>,
+    shared: Arc<Shared>,
+}
+
+/// A file being opened, handed to the opener of [`Process::open_with`].
+pub struct Opening<'a> {
+    file: &'a FileRef,
+}
+
+impl Opening<'_> {
+    /// The file object (flags, mode).
+    pub fn file(&self) -> &File {
+        self.file
+    }
+
+    /// Sets the owner's operations (flush and release hooks).
+    pub fn set_ops(&mut self, ops: Arc<dyn FileOps>) {
+        // SAFETY: the file is not published yet: the opener holds the only
+        // handle.
+        unsafe { self.file.set_ops(Some(ops)) };
+    }
+
+    /// Clears `FMODE_ATOMIC_POS` (for files that are not regular files or
+    /// directories).
+    pub fn clear_atomic_pos(&mut self) {
+        // SAFETY: as in `set_ops`.
+        unsafe { self.file.set_mode(self.file.mode() & !FMODE_ATOMIC_POS) };
+    }
+}
+
+/// The `f_flags` and `FMODE_*` bits Linux derives from open flags.
+pub fn open_flags_to_file(flags: i32) -> (i32, u32) {
+    if flags & O_PATH != 0 {
+        return (flags & (O_DIRECTORY | O_NOFOLLOW | O_PATH), FMODE_PATH);
+    }
+    let f_flags = (flags & !(O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_CLOEXEC)) | O_LARGEFILE;
+    // OPEN_FMODE: 0 -> read, 1 -> write, 2 -> both, 3 -> neither.
+    let mode = ((flags + 1) & O_ACCMODE) as u32;
+    (f_flags, mode | FMODE_ATOMIC_POS)
+}
+
+impl Process {
+    /// A new process (one thread) with an empty fd table and the default
+    /// limits, privileged (may raise its hard limit).
+    pub fn new(vfs: &Arc<Vfs>) -> Result<Process, Errno> {
+        Ok(Process {
+            vfs: vfs.clone(),
+            files: Arc::new(FdTable::new(vfs.fastpaths())?),
+            shared: Shared::new(DEFAULT_NOFILE_SOFT, DEFAULT_NOFILE_HARD, true),
+        })
+    }
+
+    /// The VFS this process runs on.
+    pub fn vfs(&self) -> &Arc<Vfs> {
+        &self.vfs
+    }
+
+    /// The fd table (shared with the process's other threads).
+    pub fn fd_table(&self) -> &Arc<FdTable> {
+        &self.files
+    }
+
+    /// Another thread of this process: same fd table and limits
+    /// (`clone(CLONE_FILES | CLONE_THREAD …)`).
+    pub fn new_thread(&self) -> Process {
+        self.files.attach();
+        Process {
+            vfs: self.vfs.clone(),
+            files: self.files.clone(),
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// `fork()`: a new process with a copy of the fd table (same files, one
+    /// more reference each; fds reserved by an open in progress are free in
+    /// the copy) and of the limits.
+    pub fn fork(&mut self) -> Result<Process, Errno> {
+        let _call = task_work::enter();
+        let files = Arc::new(self.files.copy(None)?);
+        let s = &self.shared;
+        Ok(Process {
+            vfs: self.vfs.clone(),
+            files,
+            shared: Shared::new(
+                s.nofile_cur.load(Ordering::Relaxed),
+                s.nofile_max.load(Ordering::Relaxed),
+                s.cap_sys_resource.load(Ordering::Relaxed),
+            ),
+        })
+    }
+
+    /// `unshare(CLONE_FILES)`: gives this thread a private copy of the fd
+    /// table if it is shared.
+    pub fn unshare_files(&mut self) -> Result<(), Errno> {
+        let _call = task_work::enter();
+        self.unshare_below(None)
+    }
+
+    fn unshare_below(&mut self, below: Option<u32>) -> Result<(), Errno> {
+        if self.files.users() > 1 {
+            let new = Arc::new(self.files.copy(below)?);
+            let old = std::mem::replace(&mut self.files, new);
+            old.detach();
+        }
+        Ok(())
+    }
+
+    /// The fd-table part of `execve`: unshare the table, then close every
+    /// close-on-exec fd.
+    pub fn exec(&mut self) -> Result<(), Errno> {
+        let _call = task_work::enter();
+        self.unshare_below(None)?;
+        self.files.close_on_exec();
+        Ok(())
+    }
+
+    /// RLIMIT_NOFILE's soft limit.
+    fn nofile(&self) -> u64 {
+        self.shared.nofile_cur.load(Ordering::Relaxed)
+    }
+
+    /// `getrlimit(RLIMIT_NOFILE)`: (soft, hard).
+    pub fn getrlimit_nofile(&self) -> (u64, u64) {
+        (
+            self.shared.nofile_cur.load(Ordering::Relaxed),
+            self.shared.nofile_max.load(Ordering::Relaxed),
+        )
+    }
+
+    /// `setrlimit(RLIMIT_NOFILE)`: `EINVAL` if soft > hard; `EPERM` if hard
+    /// exceeds `NR_OPEN`, or raises the current hard limit without
+    /// `CAP_SYS_RESOURCE`.
+    pub fn setrlimit_nofile(&mut self, soft: u64, hard: u64) -> Result<(), Errno> {
+        if soft > hard {
+            return Err(Errno::EINVAL);
+        }
+        if hard > NR_OPEN {
+            return Err(Errno::EPERM);
+        }
+        let s = &self.shared;
+        if hard > s.nofile_max.load(Ordering::Relaxed)
+            && !s.cap_sys_resource.load(Ordering::Relaxed)
+        {
+            return Err(Errno::EPERM);
+        }
+        s.nofile_max.store(hard, Ordering::Relaxed);
+        s.nofile_cur.store(soft, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Drops (or grants) `CAP_SYS_RESOURCE` for the whole process; without
+    /// it the hard RLIMIT_NOFILE can only be lowered.
+    pub fn set_cap_sys_resource(&mut self, on: bool) {
+        self.shared.cap_sys_resource.store(on, Ordering::Relaxed);
+    }
+
+    /// Opens a file the way `openat` does, with `open` standing for the path
+    /// walk and the file system's open: reserve the lowest free fd, allocate
+    /// the file object, run `open`, then install the file; if `open` fails,
+    /// the never-opened file is cleaned up (`fput_badopen`) and the fd is
+    /// released.
+    pub fn open_with(
+        &mut self,
+        flags: i32,
+        open: impl FnOnce(&mut Opening<'_>) -> Result<(), Errno>,
+    ) -> Result<i32, Errno> {
+        let _call = task_work::enter();
+        let reserved = self
+            .files
+            .get_unused_fd(flags & O_CLOEXEC != 0, self.nofile())?;
+        let (f_flags, fmode) = open_flags_to_file(flags);
+        let file = self.vfs.alloc_file(f_flags, fmode)?;
+        match open(&mut Opening { file: &file }) {
+            Ok(()) => {
+                // SAFETY: still unpublished: only we hold the file.
+                unsafe { file.set_mode(file.mode() | FMODE_OPENED) };
+                Ok(reserved.install(file)? as i32)
+            }
+            Err(e) => {
+                file.put_badopen(self.vfs.fastpaths().badopen_immediate);
+                drop(reserved);
+                Err(e)
+            }
+        }
+    }
+
+    /// `close(fd)`. The file's flush runs, then the final release, at once
+    /// (seed 000) or from the deferred queue as the call returns (stock).
+    /// The fd is closed even when flush reports an error.
+    pub fn close(&mut self, fd: i32) -> Result<(), Errno> {
+        let _call = task_work::enter();
+        let file = self.files.close(fd)?;
+        let r = match file.ops() {
+            Some(ops) => ops.flush(&file),
+            None => Ok(()),
+        };
+        if self.vfs.fastpaths().close_sync {
+            file.put_sync();
+        } else {
+            drop(file);
+        }
+        r
+    }
+
+    /// `dup(fd)`.
+    pub fn dup(&mut self, fd: i32) -> Result<i32, Errno> {
+        let _call = task_work::enter();
+        Ok(self.files.dup(fd, self.nofile())? as i32)
+    }
+
+    /// `dup2(old, new)`.
+    pub fn dup2(&mut self, old: i32, new: i32) -> Result<i32, Errno> {
+        let _call = task_work::enter();
+        Ok(self.files.dup2(old, new, self.nofile())? as i32)
+    }
+
+    /// `dup3(old, new, flags)`.
+    pub fn dup3(&mut self, old: i32, new: i32, flags: i32) -> Result<i32, Errno> {
+        let _call = task_work::enter();
+        Ok(self.files.dup3(old, new, flags, self.nofile())? as i32)
+    }
+
+    /// `fcntl(fd, cmd, arg)` for `F_DUPFD`, `F_DUPFD_CLOEXEC`, `F_GETFD`,
+    /// `F_SETFD`, `F_GETFL` and `F_SETFL`; `EINVAL` for other commands.
+    /// On an `O_PATH` fd only the first five are allowed (`EBADF`).
+    pub fn fcntl(&mut self, fd: i32, cmd: i32, arg: u64) -> Result<i32, Errno> {
+        let _call = task_work::enter();
+        // SAFETY: `&mut self` means this thread is inside one call on the
+        // table and fcntl never closes `fd`.
+        let file = unsafe { self.files.fdget(fd, 0) }.ok_or(Errno::EBADF)?;
+        if file.mode() & FMODE_PATH != 0
+            && !matches!(cmd, F_DUPFD | F_DUPFD_CLOEXEC | F_GETFD | F_SETFD | F_GETFL)
+        {
+            return Err(Errno::EBADF);
+        }
+        match cmd {
+            F_DUPFD | F_DUPFD_CLOEXEC => {
+                Ok(self
+                    .files
+                    .dup_from(&file, arg, cmd == F_DUPFD_CLOEXEC, self.nofile())?
+                    as i32)
+            }
+            F_GETFD => Ok(if self.files.get_cloexec(fd) {
+                FD_CLOEXEC
+            } else {
+                0
+            }),
+            F_SETFD => {
+                self.files.set_cloexec(fd, arg & FD_CLOEXEC as u64 != 0);
+                Ok(0)
+            }
+            F_GETFL => Ok(file.flags()),
+            F_SETFL => {
+                file.set_status_flags(arg as i32);
+                Ok(0)
+            }
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
+    /// `close_range(first, last, flags)` with `CLOSE_RANGE_UNSHARE` and
+    /// `CLOSE_RANGE_CLOEXEC`; `EINVAL` for other flags or `first > last`.
+    pub fn close_range(&mut self, first: u32, last: u32, flags: u32) -> Result<(), Errno> {
+        let _call = task_work::enter();
+        if flags & !(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC) != 0 || first > last {
+            return Err(Errno::EINVAL);
+        }
+        if flags & CLOSE_RANGE_UNSHARE != 0 {
+            // Closing up to the end: the copy need not take those files at all.
+            let below = (flags & CLOSE_RANGE_CLOEXEC == 0 && last as usize >= self.files.max_fds())
+                .then_some(first);
+            self.unshare_below(below)?;
+        }
+        if flags & CLOSE_RANGE_CLOEXEC != 0 {
+            self.files.set_cloexec_range(first, last);
+        } else {
+            self.files.close_range(first, last);
+        }
+        Ok(())
+    }
+
+    /// `fget`: a counted reference to the file at `fd`, `EBADF` if none or
+    /// if it is an `O_PATH` file.
+    pub fn fget(&mut self, fd: i32) -> Result<FileRef, Errno> {
+        self.files.get_mask(fd, FMODE_PATH).ok_or(Errno::EBADF)
+    }
+
+    /// `fget_raw`: as [`fget`](Self::fget), `O_PATH` files included.
+    pub fn fget_raw(&mut self, fd: i32) -> Result<FileRef, Errno> {
+        self.files.get(fd).ok_or(Errno::EBADF)
+    }
+
+    /// Runs `f` on the file at `fd` (not `O_PATH`), borrowing the table's
+    /// reference when the table is not shared (`fdget` light), taking one
+    /// otherwise. `EBADF` if there is no such file.
+    pub fn with_file<R>(&mut self, fd: i32, f: impl FnOnce(&File) -> R) -> Result<R, Errno> {
+        let _call = task_work::enter();
+        // SAFETY: `&mut self` is held for the whole closure, so this thread
+        // makes no other call on the table meanwhile; the closure gets only
+        // the `&File`, not the process.
+        let file: FdRef<'_> = unsafe { self.files.fdget(fd, FMODE_PATH) }.ok_or(Errno::EBADF)?;
+        Ok(f(&file))
+    }
+}
+
+impl Drop for Process {
+    /// Thread exit: the handle's use of the fd table ends; the last user
+    /// closes every fd.
+    fn drop(&mut self) {
+        let _call = task_work::enter();
+        self.files.detach();
+    }
+}

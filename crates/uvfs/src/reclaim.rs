@@ -1,0 +1,51 @@
+//! Memory reclamation for the stock (pre-seed) file lifetime: heap file
+//! objects freed after an epoch grace period, the user-space stand-in for
+//! `call_rcu`. All of uvfs's use of crossbeam-epoch is here, so the scheme
+//! can be swapped in one place.
+
+use std::ptr::NonNull;
+
+/// A read-side critical section: while it lives, nothing retired through
+/// [`defer_drop_box`] after it began is freed.
+pub(crate) type Guard = crossbeam_epoch::Guard;
+
+/// Enters a read-side critical section (the `rcu_read_lock` analogue).
+#[inline]
+pub(crate) fn pin() -> Guard {
+    crossbeam_epoch::pin()
+}
+
+/// Frees a `Box<T>` once every critical section that might still see it has
+/// ended.
+///
+/// # Safety
+/// `ptr` came from `Box::into_raw`, is unreachable for new readers, and is
+/// not used by the caller again.
+pub(crate) unsafe fn defer_drop_box<T>(ptr: NonNull<T>) {
+    let guard = pin();
+    // SAFETY: the caller hands over sole ownership of a boxed `T` that no new
+    // reader can reach; readers that may still hold it are pinned, and the
+    // epoch scheme runs the closure only after all of them have unpinned.
+    unsafe {
+        guard.defer_unchecked(move || drop(Box::from_raw(ptr.as_ptr())));
+    }
+}
+
+/// Allocates a `Box<T>`, reporting allocation failure as `None` instead of
+/// aborting.
+pub(crate) fn try_box<T>(value: T) -> Option<Box<T>> {
+    let layout = std::alloc::Layout::new::<T>();
+    if layout.size() == 0 {
+        return Some(Box::new(value));
+    }
+    // SAFETY: the layout has a non-zero size, as `alloc` requires.
+    let raw = unsafe { std::alloc::alloc(layout) }.cast::<T>();
+    let raw = NonNull::new(raw)?;
+    // SAFETY: `raw` is a fresh allocation with `T`'s layout; writing a value
+    // into it and handing it to `Box` (which frees with the same layout) is
+    // exactly what `Box::new` does.
+    unsafe {
+        raw.as_ptr().write(value);
+        Some(Box::from_raw(raw.as_ptr()))
+    }
+}

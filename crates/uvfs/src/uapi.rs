@@ -1,0 +1,76 @@
+//! Linux's user-visible constants for the calls uvfs implements (x86-64
+//! values), so callers can pass the same numbers they would pass to libc.
+
+/// Open for reading only.
+pub const O_RDONLY: i32 = 0o0;
+/// Open for writing only.
+pub const O_WRONLY: i32 = 0o1;
+/// Open for reading and writing.
+pub const O_RDWR: i32 = 0o2;
+/// Mask of the access mode bits.
+pub const O_ACCMODE: i32 = 0o3;
+/// Create the file if it does not exist.
+pub const O_CREAT: i32 = 0o100;
+/// With `O_CREAT`: fail if the file exists.
+pub const O_EXCL: i32 = 0o200;
+/// Do not make the file the controlling terminal.
+pub const O_NOCTTY: i32 = 0o400;
+/// Truncate a regular file to length 0.
+pub const O_TRUNC: i32 = 0o1000;
+/// Every write appends.
+pub const O_APPEND: i32 = 0o2000;
+/// Non-blocking I/O.
+pub const O_NONBLOCK: i32 = 0o4000;
+/// Same as `O_NONBLOCK` on Linux.
+pub const O_NDELAY: i32 = O_NONBLOCK;
+/// Synchronized data writes.
+pub const O_DSYNC: i32 = 0o10000;
+/// Signal-driven I/O (`FASYNC`).
+pub const O_ASYNC: i32 = 0o20000;
+/// Direct I/O.
+pub const O_DIRECT: i32 = 0o40000;
+/// Large-file marker; Linux sets it on every open on 64-bit.
+pub const O_LARGEFILE: i32 = 0o100000;
+/// Fail unless the path is a directory.
+pub const O_DIRECTORY: i32 = 0o200000;
+/// Do not follow a final symlink.
+pub const O_NOFOLLOW: i32 = 0o400000;
+/// Do not update the access time.
+pub const O_NOATIME: i32 = 0o1000000;
+/// Close on exec.
+pub const O_CLOEXEC: i32 = 0o2000000;
+/// Synchronized file integrity writes.
+pub const O_SYNC: i32 = 0o4010000;
+/// A path-only descriptor.
+pub const O_PATH: i32 = 0o10000000;
+/// An unnamed temporary file in the given directory.
+pub const O_TMPFILE: i32 = 0o20200000;
+
+/// The flags `F_SETFL` may change (Linux's `SETFL_MASK`). `O_ASYNC` is not
+/// among them: only a file's `fasync` operation sets it.
+pub const SETFL_MASK: i32 = O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME;
+
+/// fcntl: duplicate to the lowest free fd at or above the argument.
+pub const F_DUPFD: i32 = 0;
+/// fcntl: read the fd flags.
+pub const F_GETFD: i32 = 1;
+/// fcntl: set the fd flags.
+pub const F_SETFD: i32 = 2;
+/// fcntl: read the file status flags.
+pub const F_GETFL: i32 = 3;
+/// fcntl: set the file status flags.
+pub const F_SETFL: i32 = 4;
+/// fcntl: like `F_DUPFD`, and set close-on-exec on the new fd.
+pub const F_DUPFD_CLOEXEC: i32 = 1030;
+/// The one fd flag: close on exec.
+pub const FD_CLOEXEC: i32 = 1;
+
+/// close_range: unshare the fd table before closing.
+pub const CLOSE_RANGE_UNSHARE: u32 = 1 << 1;
+/// close_range: mark the range close-on-exec instead of closing it.
+pub const CLOSE_RANGE_CLOEXEC: u32 = 1 << 2;
+
+/// Linux's default ceiling for RLIMIT_NOFILE (`fs.nr_open`).
+pub const NR_OPEN: u64 = 1 << 20;
+/// "No limit" for setrlimit.
+pub const RLIM_INFINITY: u64 = u64::MAX;
