@@ -103,8 +103,11 @@ impl Process {
         &self.vfs
     }
 
-    /// The fd table (shared with the process's other threads).
-    pub fn fd_table(&self) -> &Arc<FdTable> {
+    /// The fd table (shared with the process's other threads). A plain
+    /// borrow, not the `Arc`: lookups borrow the table's references when
+    /// this handle is its only user, which holds only while no one else can
+    /// reach the table behind the handle's back.
+    pub fn fd_table(&self) -> &FdTable {
         &self.files
     }
 
@@ -314,10 +317,12 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         if flags & CLOSE_RANGE_UNSHARE != 0 {
-            // Closing up to the end: the copy need not take those files at all.
-            let below = (flags & CLOSE_RANGE_CLOEXEC == 0 && last as usize >= self.files.max_fds())
-                .then_some(first);
-            self.unshare_below(below)?;
+            // Copy everything, then close the range in the private copy. Linux
+            // skips copying fds past the word holding the last fd kept when
+            // the range reaches the end; the fd state is the same either way,
+            // only `flush` hooks of those skipped files differ (tmpfs has
+            // none).
+            self.unshare_below(None)?;
         }
         if flags & CLOSE_RANGE_CLOEXEC != 0 {
             self.files.set_cloexec_range(first, last);
