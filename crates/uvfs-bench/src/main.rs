@@ -19,12 +19,42 @@ struct Row {
 }
 
 const ROWS: &[Row] = &[
-    Row { seed: "000", test: "open1", switch: Some("close_sync"), note: "close(2) releases synchronously" },
-    Row { seed: "001", test: "open1", switch: Some("typesafe_files"), note: "type-stable file objects" },
-    Row { seed: "001", test: "openneg", switch: Some("badopen_immediate"), note: "failed open frees at once" },
-    Row { seed: "003", test: "getfl", switch: Some("fget_masked"), note: "masked branch-free fd lookup" },
-    Row { seed: "004", test: "dup100", switch: Some("alloc_fd_fast"), note: "alloc_fd: next_fd's word first" },
-    Row { seed: "002", test: "fstree", switch: None, note: "inode cache: needs the namespace issue" },
+    Row {
+        seed: "000",
+        test: "open1",
+        switch: Some("close_sync"),
+        note: "close(2) releases synchronously",
+    },
+    Row {
+        seed: "001",
+        test: "open1",
+        switch: Some("typesafe_files"),
+        note: "type-stable file objects",
+    },
+    Row {
+        seed: "001",
+        test: "openneg",
+        switch: Some("badopen_immediate"),
+        note: "failed open frees at once",
+    },
+    Row {
+        seed: "003",
+        test: "getfl",
+        switch: Some("fget_masked"),
+        note: "masked branch-free fd lookup",
+    },
+    Row {
+        seed: "004",
+        test: "dup100",
+        switch: Some("alloc_fd_fast"),
+        note: "alloc_fd: next_fd's word first",
+    },
+    Row {
+        seed: "002",
+        test: "fstree",
+        switch: None,
+        note: "inode cache: needs the namespace issue",
+    },
 ];
 
 /// Runs `op` repeatedly for `dur`, returning operations per second.
@@ -82,8 +112,8 @@ fn sample_uvfs(test: &str, fast: FastPaths, dur: Duration) -> Result<f64, Errno>
 fn sample_host(test: &str, dir: &str, dur: Duration) -> f64 {
     let file = CString::new(format!("{dir}/file")).unwrap();
     let missing = CString::new(format!("{dir}/missing")).unwrap();
-    // SAFETY (whole function): plain libc calls on NUL-terminated strings
-    // we own and on fds this function opened.
+    // SAFETY: plain libc calls on NUL-terminated strings we own and on fds
+    // this function opened; no memory is shared with the kernel.
     unsafe {
         let fd = libc::open(file.as_ptr(), libc::O_RDWR | libc::O_CREAT, 0o600);
         assert!(fd >= 0, "open {dir}/file: {}", Errno::last_os_error());
@@ -131,7 +161,12 @@ fn main() {
         Runs each seed's experiment on uvfs with the fast path off (A) and on (B),\n\
         interleaved A B A B in one process, and the host kernel's nearest loop.\n\
         --quick   4 rounds of 100 ms per side (smoke test); default 10 rounds of 300 ms.";
-    let quick = match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+    let quick = match args
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
         ["reproduce"] => false,
         ["reproduce", "--quick"] => true,
         ["-h" | "--help"] | ["help"] => {
@@ -143,20 +178,39 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let (rounds, dur) = if quick { (4, Duration::from_millis(100)) } else { (10, Duration::from_millis(300)) };
+    let (rounds, dur) = if quick {
+        (4, Duration::from_millis(100))
+    } else {
+        (10, Duration::from_millis(300))
+    };
     let dir = format!("/dev/shm/uvfs-bench-{}", std::process::id());
     std::fs::create_dir_all(&dir).expect("create a directory on /dev/shm for the host baseline");
 
-    println!("uvfs seed reproduction (fd table and file lifecycle layer), {rounds} rounds x {dur:?} per side");
+    println!(
+        "uvfs seed reproduction (fd table and file lifecycle layer), {rounds} rounds x {dur:?} per side"
+    );
     println!("host baseline: real syscalls, files in {dir} (tmpfs)");
-    println!("note: uvfs 'open' is the fd + file-object lifecycle only; path walk and tmpfs arrive with the namespace issue\n");
+    println!(
+        "note: uvfs 'open' is the fd + file-object lifecycle only; path walk and tmpfs arrive with the namespace issue\n"
+    );
     println!(
         "{:<5} {:<8} {:<18} {:>14} {:>14} {:>9} {:>17} {:>13} {:>9}",
-        "seed", "test", "switch", "A: off ops/s", "B: on ops/s", "change", "95% CI", "host ops/s", "B/host"
+        "seed",
+        "test",
+        "switch",
+        "A: off ops/s",
+        "B: on ops/s",
+        "change",
+        "95% CI",
+        "host ops/s",
+        "B/host"
     );
     for row in ROWS {
         let Some(switch) = row.switch else {
-            println!("{:<5} {:<8} {:<18} not reproducible yet: {}", row.seed, row.test, "-", row.note);
+            println!(
+                "{:<5} {:<8} {:<18} not reproducible yet: {}",
+                row.seed, row.test, "-", row.note
+            );
             continue;
         };
         let off = FastPaths::seeds().with(switch, false);

@@ -8,7 +8,10 @@ use uvfs::{Errno, FastPaths, Process, Vfs};
 fn configs(switch: &str) -> [(String, FastPaths); 3] {
     [
         ("seeds".into(), FastPaths::seeds()),
-        (format!("seeds,{switch}=off"), FastPaths::seeds().with(switch, false)),
+        (
+            format!("seeds,{switch}=off"),
+            FastPaths::seeds().with(switch, false),
+        ),
         ("stock".into(), FastPaths::stock()),
     ]
 }
@@ -18,7 +21,9 @@ fn bench(c: &mut Criterion) {
         let vfs = Vfs::new(fast);
         let mut p = Process::new(&vfs).unwrap();
         let fd = p.open_with(0, |_| Ok(())).unwrap();
-        c.bench_function(&format!("fget+put/{name}"), |b| b.iter(|| drop(black_box(p.fget(black_box(fd)).unwrap()))));
+        c.bench_function(&format!("fget+put/{name}"), |b| {
+            b.iter(|| drop(black_box(p.fget(black_box(fd)).unwrap())))
+        });
         let t = p.new_thread();
         c.bench_function(&format!("fget+put shared/{name}"), |b| {
             b.iter(|| drop(black_box(p.fget(black_box(fd)).unwrap())))

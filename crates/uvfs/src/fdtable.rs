@@ -235,10 +235,12 @@ impl ReservedFd<'_> {
         std::mem::forget(self);
         // The reservation keeps fd below max_fds (tables never shrink), and
         // chunks never move, so this store cannot race a resize.
-        let old = table
-            .slot(fd as usize)
-            .swap(file.into_raw().as_ptr(), Ordering::Release);
-        debug_assert!(old.is_null(), "fd_install over an installed file");
+        let slot = table.slot(fd as usize);
+        debug_assert!(
+            slot.load(Ordering::Relaxed).is_null(),
+            "fd_install over an installed file"
+        );
+        slot.store(file.into_raw().as_ptr(), Ordering::Release);
         Ok(fd)
     }
 }
@@ -303,6 +305,12 @@ impl FdTable {
     fn slot(&self, fd: usize) -> &Slot {
         let (k, off) = chunk_of(fd);
         let chunk = self.chunks[k & (NR_CHUNKS - 1)].load(Ordering::Acquire);
+        // Under loom a publication-order bug must fail the model, not crash it.
+        #[cfg(loom)]
+        assert!(
+            !chunk.is_null() && off < chunk_len(k),
+            "chunk {k} not published"
+        );
         debug_assert!(!chunk.is_null() && off < chunk_len(k));
         // SAFETY: every caller passes an fd below a `max_fds` it loaded with
         // acquire (or read under the lock); chunks are published before
@@ -431,6 +439,7 @@ impl FdTable {
             // objects outlive our pin. Only the count is touched until the
             // re-check below validates it.
             if !unsafe { f.as_ref() }.inc_not_zero() {
+                crate::primitive::retry_wait();
                 continue;
             }
             // SAFETY: the increment gave us a reference.
@@ -452,7 +461,7 @@ impl FdTable {
             let slot = self.lookup_branchy(fd)?;
             match get_file_rcu(slot) {
                 Ok(f) => return f,
-                Err(()) => continue,
+                Err(()) => crate::primitive::retry_wait(),
             }
         }
     }

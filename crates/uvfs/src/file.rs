@@ -421,3 +421,15 @@ pub(crate) fn alloc_heap(flags: i32, mode: u32) -> Result<FileRef, Errno> {
     // SAFETY: fresh object, ours alone.
     Ok(unsafe { File::init(f, flags, mode) })
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_object_fits_one_cache_line() {
+        // The memory target is at most 128 bytes per file object.
+        assert_eq!(std::mem::size_of::<File>(), 64);
+        assert_eq!(std::mem::align_of::<File>(), 64);
+    }
+}

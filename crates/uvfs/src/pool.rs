@@ -82,6 +82,7 @@ impl FilePool {
         lock(&self.depot).len()
     }
 
+    #[cfg_attr(loom, allow(dead_code))]
     fn is_global(&self) -> bool {
         #[cfg(not(loom))]
         return std::ptr::eq(self, &GLOBAL);

@@ -24,6 +24,18 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     }
 }
 
+/// The back-edge of a lockless retry loop that waits for another thread's
+/// stores to become visible (a lookup that found its slot's file at count
+/// zero). Nothing in normal builds, as in the kernel; under loom a yield:
+/// loom gives no progress guarantee to a thread that never yields, so it
+/// would explore the reader re-loading the stale slot forever and exceed its
+/// branch limit.
+#[inline(always)]
+pub(crate) fn retry_wait() {
+    #[cfg(loom)]
+    loom::thread::yield_now();
+}
+
 /// An `UnsafeCell` with loom's closure API in both builds, so loom can check
 /// that no two accesses to a cell race.
 #[derive(Debug)]

@@ -76,8 +76,49 @@ impl Opening<'_> {
     }
 }
 
+/// Linux's `VALID_OPEN_FLAGS`: open(2) silently drops every other bit.
+const VALID_OPEN_FLAGS: i32 = O_ACCMODE
+    | O_CREAT
+    | O_EXCL
+    | O_NOCTTY
+    | O_TRUNC
+    | O_APPEND
+    | O_NONBLOCK
+    | O_DSYNC
+    | O_ASYNC
+    | O_DIRECT
+    | O_LARGEFILE
+    | O_DIRECTORY
+    | O_NOFOLLOW
+    | O_NOATIME
+    | O_CLOEXEC
+    | O_PATH
+    | O_TMPFILE
+    | O_SYNC;
+
+/// The flag checks of Linux's `build_open_flags` that open(2) can fail
+/// (`EINVAL`, before an fd is allocated): `O_DIRECTORY | O_CREAT`, and
+/// `O_TMPFILE` without `O_DIRECTORY` or without write access. `O_PATH`
+/// drops the other flags first.
+fn check_open_flags(flags: i32) -> Result<(), Errno> {
+    let mut flags = flags & VALID_OPEN_FLAGS;
+    if flags & O_PATH != 0 {
+        flags &= O_DIRECTORY | O_NOFOLLOW | O_PATH | O_CLOEXEC;
+    }
+    if flags & (O_DIRECTORY | O_CREAT) == O_DIRECTORY | O_CREAT {
+        return Err(Errno::EINVAL);
+    }
+    if flags & (O_TMPFILE & !O_DIRECTORY) != 0
+        && (flags & O_DIRECTORY == 0 || flags & O_ACCMODE == O_RDONLY)
+    {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
+}
+
 /// The `f_flags` and `FMODE_*` bits Linux derives from open flags.
 pub fn open_flags_to_file(flags: i32) -> (i32, u32) {
+    let flags = flags & VALID_OPEN_FLAGS;
     if flags & O_PATH != 0 {
         return (flags & (O_DIRECTORY | O_NOFOLLOW | O_PATH), FMODE_PATH);
     }
@@ -206,16 +247,17 @@ impl Process {
     }
 
     /// Opens a file the way `openat` does, with `open` standing for the path
-    /// walk and the file system's open: reserve the lowest free fd, allocate
-    /// the file object, run `open`, then install the file; if `open` fails,
-    /// the never-opened file is cleaned up (`fput_badopen`) and the fd is
-    /// released.
+    /// walk and the file system's open: check the flags (`EINVAL`), reserve
+    /// the lowest free fd, allocate the file object, run `open`, then install
+    /// the file; if `open` fails, the never-opened file is cleaned up
+    /// (`fput_badopen`) and the fd is released.
     pub fn open_with(
         &mut self,
         flags: i32,
         open: impl FnOnce(&mut Opening<'_>) -> Result<(), Errno>,
     ) -> Result<i32, Errno> {
         let _call = task_work::enter();
+        check_open_flags(flags)?;
         let reserved = self
             .files
             .get_unused_fd(flags & O_CLOEXEC != 0, self.nofile())?;
@@ -250,7 +292,13 @@ impl Process {
         } else {
             drop(file);
         }
-        r
+        // The fd is gone, so the call cannot be restarted: Linux reports the
+        // restart codes (ERESTARTSYS, ERESTARTNOINTR, ERESTARTNOHAND,
+        // ERESTART_RESTARTBLOCK) as EINTR.
+        r.map_err(|e| match e.raw() {
+            512..=514 | 516 => Errno::EINTR,
+            _ => e,
+        })
     }
 
     /// `dup(fd)`.
@@ -272,23 +320,28 @@ impl Process {
     }
 
     /// `fcntl(fd, cmd, arg)` for `F_DUPFD`, `F_DUPFD_CLOEXEC`, `F_GETFD`,
-    /// `F_SETFD`, `F_GETFL` and `F_SETFL`; `EINVAL` for other commands.
-    /// On an `O_PATH` fd only the first five are allowed (`EBADF`).
+    /// `F_SETFD`, `F_GETFL`, `F_SETFL` and `F_DUPFD_QUERY`; `EINVAL` for
+    /// other commands. On an `O_PATH` fd `F_SETFL` is refused (`EBADF`).
     pub fn fcntl(&mut self, fd: i32, cmd: i32, arg: u64) -> Result<i32, Errno> {
         let _call = task_work::enter();
         // SAFETY: `&mut self` means this thread is inside one call on the
         // table and fcntl never closes `fd`.
         let file = unsafe { self.files.fdget(fd, 0) }.ok_or(Errno::EBADF)?;
         if file.mode() & FMODE_PATH != 0
-            && !matches!(cmd, F_DUPFD | F_DUPFD_CLOEXEC | F_GETFD | F_SETFD | F_GETFL)
+            && !matches!(
+                cmd,
+                F_DUPFD | F_DUPFD_CLOEXEC | F_GETFD | F_SETFD | F_GETFL | F_DUPFD_QUERY
+            )
         {
             return Err(Errno::EBADF);
         }
         match cmd {
             F_DUPFD | F_DUPFD_CLOEXEC => {
+                // Linux reads the argument as an int: only the low 32 bits count.
+                let from = u64::from(arg as u32);
                 Ok(self
                     .files
-                    .dup_from(&file, arg, cmd == F_DUPFD_CLOEXEC, self.nofile())?
+                    .dup_from(&file, from, cmd == F_DUPFD_CLOEXEC, self.nofile())?
                     as i32)
             }
             F_GETFD => Ok(if self.files.get_cloexec(fd) {
@@ -304,6 +357,12 @@ impl Process {
             F_SETFL => {
                 file.set_status_flags(arg as i32);
                 Ok(0)
+            }
+            F_DUPFD_QUERY => {
+                // Whether the fd in `arg` (read as an int) refers to the same
+                // open file; EBADF if it is not open.
+                let other = self.files.get(arg as i32).ok_or(Errno::EBADF)?;
+                Ok(std::ptr::eq(other.as_ptr(), &*file) as i32)
             }
             _ => Err(Errno::EINVAL),
         }

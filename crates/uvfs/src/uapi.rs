@@ -62,6 +62,8 @@ pub const F_GETFL: i32 = 3;
 pub const F_SETFL: i32 = 4;
 /// fcntl: like `F_DUPFD`, and set close-on-exec on the new fd.
 pub const F_DUPFD_CLOEXEC: i32 = 1030;
+/// fcntl: whether the fd in the argument refers to the same open file.
+pub const F_DUPFD_QUERY: i32 = 1027;
 /// The one fd flag: close on exec.
 pub const FD_CLOEXEC: i32 = 1;
 
