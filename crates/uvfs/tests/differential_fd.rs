@@ -28,6 +28,8 @@
 //!   uvfs does not implement (F_DUPFD_QUERY, leases, …) are not sent.
 #![cfg(target_os = "linux")]
 
+mod common;
+use common::Rng;
 use std::ffi::CString;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -55,36 +57,6 @@ const SEEDS: [u64; 8] = [
 ];
 const OPS_PER_SEED: usize = 700;
 const INVALID_FDS: [i32; 4] = [-1, -100, 1_000_000, i32::MAX];
-
-/// A tiny xorshift64* generator (no dependencies, same sequence everywhere).
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len() as u64) as usize]
-    }
-}
 
 #[derive(Clone, Copy, Debug)]
 enum Op {
@@ -238,11 +210,11 @@ impl Gen {
     /// far ones (growth of the table), or an invalid one.
     fn fd(&mut self) -> i32 {
         let open = self.open_fds();
-        let roll = self.rng.below(100);
+        let roll = self.rng.below_u64(100);
         if roll < 60 && !open.is_empty() {
             self.rng.pick(&open) as i32
         } else if roll < 88 {
-            self.rng.below(80) as i32
+            self.rng.below_u64(80) as i32
         } else if roll < 92 {
             self.rng
                 .pick(&[100, 127, 128, 200, 255, 256, 511, 512, 999])
@@ -289,15 +261,15 @@ impl Gen {
     fn fcntl(&mut self) -> Op {
         let fd = self.fd();
         let soft = self.soft;
-        match self.rng.below(12) {
+        match self.rng.below_u64(12) {
             0..=2 => {
                 let cmd = if self.rng.chance(50) {
                     F_DUPFD
                 } else {
                     F_DUPFD_CLOEXEC
                 };
-                let arg = match self.rng.below(10) {
-                    0..=5 => self.rng.below(80),
+                let arg = match self.rng.below_u64(10) {
+                    0..=5 => self.rng.below_u64(80),
                     // Below 1000 by construction; 1023 can only reach 1024.
                     6 => soft.saturating_sub(1).min(1023),
                     7 => soft,
@@ -305,7 +277,7 @@ impl Gen {
                         .rng
                         .pick(&[soft + 1, 1_000_000, i32::MAX as u64, u64::MAX]),
                     // The kernel takes the start as an unsigned int.
-                    _ => (1 << 32) | self.rng.below(8),
+                    _ => (1 << 32) | self.rng.below_u64(8),
                 };
                 Op::Fcntl(fd, cmd, arg)
             }
@@ -330,7 +302,7 @@ impl Gen {
                 }
                 Op::Fcntl(fd, F_SETFL, arg)
             }
-            _ => Op::Fcntl(fd, self.rng.pick(&[9999, -1]), self.rng.below(4)),
+            _ => Op::Fcntl(fd, self.rng.pick(&[9999, -1]), self.rng.below_u64(4)),
         }
     }
 
@@ -338,15 +310,15 @@ impl Gen {
         let first = if self.rng.chance(50) {
             self.fd().clamp(0, 999) as u32
         } else {
-            self.rng.below(80) as u32
+            self.rng.below_u64(80) as u32
         };
-        let last = match self.rng.below(20) {
+        let last = match self.rng.below_u64(20) {
             0 => 999,
             1 if first > 0 => first - 1,
             2 => first,
-            _ => (first + self.rng.below(6) as u32).min(999),
+            _ => (first + self.rng.below_u64(6) as u32).min(999),
         };
-        let flags = match self.rng.below(20) {
+        let flags = match self.rng.below_u64(20) {
             0..=9 => 0,
             10..=15 => CLOSE_RANGE_CLOEXEC,
             16 => CLOSE_RANGE_UNSHARE,
@@ -357,7 +329,7 @@ impl Gen {
     }
 
     fn op(&mut self) -> Op {
-        let op = match self.rng.below(100) {
+        let op = match self.rng.below_u64(100) {
             0..=19 => Op::Open(self.open_flags(true)),
             20..=23 => Op::OpenMissing(self.open_flags(false)),
             24..=35 => Op::Close(self.fd()),

@@ -5,6 +5,8 @@
 //! and release of every file in order, and the final fd sets, fd flags,
 //! status flags and file identities.
 
+mod common;
+use common::Rng;
 use std::any::Any;
 use std::collections::BTreeSet;
 use std::fmt::Debug;
@@ -52,30 +54,6 @@ impl FileOps for Tag {
 fn tag_of(f: &File) -> Option<u32> {
     let ops: &dyn Any = &**f.ops()?;
     ops.downcast_ref::<Tag>().map(|t| t.id)
-}
-
-/// xorshift64*, enough for test sequences.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
-        xs[self.below(xs.len())]
-    }
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
 }
 
 const SLOTS: usize = 5;

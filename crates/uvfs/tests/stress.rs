@@ -51,6 +51,8 @@
 //! The global file pool is shared by the whole test process, so this file
 //! holds this one test only, and runs the presets one after the other.
 
+mod common;
+use common::Rng;
 use std::any::Any;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::AtomicBool;
@@ -73,36 +75,6 @@ const RANGE: usize = 32;
 /// Fds with an ownership word.
 const WATCH: usize = LOW_LIMIT + SHARED_THREADS * RANGE;
 const DEFAULT_SEED: u64 = 0x5eed_f11e_7ab1_e000;
-
-/// A tiny xorshift64* generator.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len())]
-    }
-}
 
 /// Violations found anywhere (threads, hooks, probe drops; the first one
 /// stops every thread), and the probe counts.
