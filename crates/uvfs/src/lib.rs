@@ -8,6 +8,8 @@
 //! - [`file`]: `struct file`, its reference count and release;
 //! - [`pool`]: the type-stable file pool (`SLAB_TYPESAFE_BY_RCU`);
 //! - [`task_work`]: the deferred-release queue;
+//! - [`fs`]: the file-system interface (in inode numbers) and tmpfs;
+//! - [`icache`]: the inode cache (seed 002's lockless search);
 //! - [`process`]: the syscall-level API;
 //! - [`fastpaths`]: the A/B switches;
 //! - [`errno`], [`uapi`]: Linux's numbers.
@@ -18,6 +20,8 @@ pub mod errno;
 pub mod fastpaths;
 pub mod fdtable;
 pub mod file;
+pub mod fs;
+pub mod icache;
 pub mod nospec;
 pub mod pool;
 mod primitive;

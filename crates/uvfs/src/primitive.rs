@@ -6,14 +6,14 @@
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
 #[cfg(not(loom))]
-pub(crate) use std::sync::{Mutex, MutexGuard};
+pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{
     AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
 };
 #[cfg(loom)]
-pub(crate) use loom::sync::{Mutex, MutexGuard};
+pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
 
 /// Locks `m`, ignoring poisoning: nothing in uvfs panics while holding a
 /// lock, and a caller's panic elsewhere must not wedge the table.
@@ -34,6 +34,14 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(crate) fn retry_wait() {
     #[cfg(loom)]
     loom::thread::yield_now();
+}
+
+/// Waits on `cv`, ignoring poisoning like [`lock`].
+pub(crate) fn wait<'a, T>(cv: &Condvar, g: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+    match cv.wait(g) {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    }
 }
 
 /// An `UnsafeCell` with loom's closure API in both builds, so loom can check

@@ -1,0 +1,289 @@
+//! The file-system interface below the VFS caches, in inode numbers (the
+//! layer a FUSE low-level server sees): the VFS asks a [`FileSystem`] to look
+//! up, create, read or change inodes by number, and keeps its own dentry and
+//! inode caches in front of it, so that they can evict and re-read a file
+//! system the way the kernel re-reads a disk.
+//!
+//! Division of labour, as in Linux: the VFS does path walk, permission
+//! checks (`may_lookup`, `may_create`, `may_delete` from the attributes it
+//! reads here), flag handling and file positions; a file system stores
+//! inodes, directory entries and data, enforces its own limits (`ENOSPC`,
+//! `EFBIG`, `ENAMETOOLONG` for its name length), keeps link counts, sizes and
+//! block counts, and stamps timestamps the way the kernel's generic code does
+//! for it (see each method).
+
+use crate::errno::Errno;
+
+pub mod tmpfs;
+
+/// An inode number, unique within one file system.
+pub type Ino = u64;
+
+/// The `S_IFMT` type bits.
+pub const S_IFMT: u32 = 0o170000;
+/// Regular file.
+pub const S_IFREG: u32 = 0o100000;
+/// Directory.
+pub const S_IFDIR: u32 = 0o040000;
+/// Symbolic link.
+pub const S_IFLNK: u32 = 0o120000;
+/// Set-user-ID bit.
+pub const S_ISUID: u32 = 0o4000;
+/// Set-group-ID bit.
+pub const S_ISGID: u32 = 0o2000;
+/// Sticky bit.
+pub const S_ISVTX: u32 = 0o1000;
+
+/// `renameat2`: fail with `EEXIST` if the target exists.
+pub const RENAME_NOREPLACE: u32 = 1;
+/// `renameat2`: swap source and target atomically.
+pub const RENAME_EXCHANGE: u32 = 2;
+/// `fallocate`: do not change the file size.
+pub const FALLOC_FL_KEEP_SIZE: u32 = 1;
+/// `fallocate`: deallocate the range (requires `KEEP_SIZE`).
+pub const FALLOC_FL_PUNCH_HOLE: u32 = 2;
+
+/// A point in time, as `struct timespec`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timespec {
+    /// Seconds since the epoch.
+    pub sec: i64,
+    /// Nanoseconds, `0..1_000_000_000`.
+    pub nsec: u32,
+}
+
+impl Timespec {
+    /// The current wall-clock time.
+    pub fn now() -> Timespec {
+        let d = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        Timespec {
+            sec: d.as_secs() as i64,
+            nsec: d.subsec_nanos(),
+        }
+    }
+}
+
+/// An inode's attributes (what `stat` reports, less what the VFS adds:
+/// device numbers come from the mount).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Attr {
+    /// Inode number.
+    pub ino: Ino,
+    /// Type and permission bits (`st_mode`).
+    pub mode: u32,
+    /// Link count.
+    pub nlink: u32,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+    /// Size in bytes (for a directory, what the file system reports; tmpfs:
+    /// 40 plus 20 per entry; for a symlink, the target's length).
+    pub size: u64,
+    /// 512-byte blocks allocated.
+    pub blocks: u64,
+    /// Preferred I/O size.
+    pub blksize: u32,
+    /// Last access.
+    pub atime: Timespec,
+    /// Last data modification.
+    pub mtime: Timespec,
+    /// Last status change.
+    pub ctime: Timespec,
+    /// Creation.
+    pub btime: Timespec,
+}
+
+impl Attr {
+    /// The `S_IFMT` bits.
+    pub fn file_type(&self) -> u32 {
+        self.mode & S_IFMT
+    }
+
+    /// Whether this is a directory.
+    pub fn is_dir(&self) -> bool {
+        self.file_type() == S_IFDIR
+    }
+}
+
+/// What a new inode is created as and owned by. The VFS has applied the
+/// umask and decided uid/gid (the file system applies a set-group-ID parent
+/// directory: gid and, for directories, `S_ISGID` are inherited).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NewInode {
+    /// Type and permission bits.
+    pub mode: u32,
+    /// Owner (the caller's fsuid).
+    pub uid: u32,
+    /// Group (the caller's fsgid, unless the parent is set-group-ID).
+    pub gid: u32,
+}
+
+/// How `setattr` sets a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetTime {
+    /// To the current time (`UTIME_NOW`).
+    Now,
+    /// To this time.
+    At(Timespec),
+}
+
+/// Attribute changes for [`FileSystem::setattr`] (`struct iattr`). The VFS
+/// has checked permissions and cleared set-ID bits where chown or write
+/// require it; the file system applies the changes and sets `ctime` to now
+/// whenever anything changes, `mtime` too when the size changes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SetAttr {
+    /// New permission bits (the type bits are kept).
+    pub mode: Option<u32>,
+    /// New owner.
+    pub uid: Option<u32>,
+    /// New group.
+    pub gid: Option<u32>,
+    /// New size (truncate or extend with a hole); `EFBIG` past the maximum
+    /// file size, `EISDIR` on a directory, `EINVAL` on other non-regular
+    /// files.
+    pub size: Option<u64>,
+    /// New access time.
+    pub atime: Option<SetTime>,
+    /// New modification time.
+    pub mtime: Option<SetTime>,
+}
+
+/// One directory entry as `readdir` yields it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirEntry {
+    /// The entry's inode.
+    pub ino: Ino,
+    /// Its type bits (`S_IFMT` part of the mode; `d_type` derives from it).
+    pub file_type: u32,
+    /// Its name (`.` and `..` included).
+    pub name: Vec<u8>,
+    /// The cookie to resume after this entry (`d_off`): stable across
+    /// concurrent creates and unlinks of other entries.
+    pub next: u64,
+}
+
+/// File-system-wide figures (`statfs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StatFs {
+    /// Block size.
+    pub bsize: u64,
+    /// Total blocks (0: unlimited).
+    pub blocks: u64,
+    /// Free blocks.
+    pub bfree: u64,
+    /// Total inodes (0: unlimited).
+    pub files: u64,
+    /// Free inodes.
+    pub ffree: u64,
+    /// Maximum name length.
+    pub namemax: u64,
+}
+
+/// Where `seek_data_hole` looks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Seek {
+    /// The next offset at or after `off` holding data (`SEEK_DATA`).
+    Data,
+    /// The next offset at or after `off` in a hole, or the size (`SEEK_HOLE`).
+    Hole,
+}
+
+/// A file system, in inode numbers. Methods are called concurrently from
+/// many threads; a file system serializes what it must internally.
+///
+/// Errors are Linux's for the same situation on the same file system (the
+/// VFS checks permissions and path syntax before calling).
+pub trait FileSystem: Send + Sync + 'static {
+    /// The root directory's inode.
+    fn root(&self) -> Ino;
+
+    /// The child `name` of directory `dir` (`ENOENT`, `ENOTDIR`).
+    fn lookup(&self, dir: Ino, name: &[u8]) -> Result<Attr, Errno>;
+
+    /// An inode's attributes (`ESTALE` if it no longer exists).
+    fn getattr(&self, ino: Ino) -> Result<Attr, Errno>;
+
+    /// Changes attributes; returns the new ones.
+    fn setattr(&self, ino: Ino, set: &SetAttr) -> Result<Attr, Errno>;
+
+    /// Creates a regular file `name` in `dir` (`EEXIST`, `ENOSPC`).
+    /// Stamps the new inode's times and the directory's mtime and ctime.
+    fn create(&self, dir: Ino, name: &[u8], new: NewInode) -> Result<Attr, Errno>;
+
+    /// Creates a directory (link counts: 2 for it, +1 for `dir`).
+    fn mkdir(&self, dir: Ino, name: &[u8], new: NewInode) -> Result<Attr, Errno>;
+
+    /// Creates a symlink to `target` (`ENAMETOOLONG` past 4095 bytes).
+    fn symlink(&self, dir: Ino, name: &[u8], target: &[u8], new: NewInode) -> Result<Attr, Errno>;
+
+    /// Creates an unnamed regular file in `dir` with link count 0
+    /// (`O_TMPFILE`); it lives until [`evict`](Self::evict) or a `link`.
+    fn tmpfile(&self, dir: Ino, new: NewInode) -> Result<Attr, Errno>;
+
+    /// Adds the name `name` in `dir` for `ino` (`EEXIST`, `EMLINK`; linking an
+    /// unnamed tmpfile gives it its first name).
+    fn link(&self, ino: Ino, dir: Ino, name: &[u8]) -> Result<Attr, Errno>;
+
+    /// Removes the non-directory `name` from `dir` (`EISDIR` on a
+    /// directory). The inode lives on while the VFS holds it (open files):
+    /// it is freed at [`evict`](Self::evict) once its link count is zero.
+    fn unlink(&self, dir: Ino, name: &[u8]) -> Result<(), Errno>;
+
+    /// Removes the empty directory `name` (`ENOTEMPTY`, `ENOTDIR`).
+    fn rmdir(&self, dir: Ino, name: &[u8]) -> Result<(), Errno>;
+
+    /// Renames, with `RENAME_NOREPLACE` and `RENAME_EXCHANGE` (`EEXIST`,
+    /// `ENOTEMPTY`, `EISDIR`, `ENOTDIR`, `EINVAL` for moving a directory
+    /// into itself). A failed rename changes nothing.
+    fn rename(
+        &self,
+        odir: Ino,
+        oname: &[u8],
+        ndir: Ino,
+        nname: &[u8],
+        flags: u32,
+    ) -> Result<(), Errno>;
+
+    /// A symlink's target.
+    fn readlink(&self, ino: Ino) -> Result<Vec<u8>, Errno>;
+
+    /// Reads at `off` into `buf`; returns the bytes read (0 at or past EOF;
+    /// holes read as zeros). Does not touch atime (the VFS decides).
+    fn read(&self, ino: Ino, off: u64, buf: &mut [u8]) -> Result<usize, Errno>;
+
+    /// Writes `data` at `off`, extending the file; returns the bytes written.
+    /// Past the space limit it writes what fits and returns that count, or
+    /// `ENOSPC` if nothing fits; `EFBIG` at the maximum file size. Stamps
+    /// mtime and ctime.
+    fn write(&self, ino: Ino, off: u64, data: &[u8]) -> Result<usize, Errno>;
+
+    /// `fallocate` with mode 0, `KEEP_SIZE`, or `PUNCH_HOLE | KEEP_SIZE`
+    /// (`EOPNOTSUPP` for other modes).
+    fn fallocate(&self, ino: Ino, mode: u32, off: u64, len: u64) -> Result<(), Errno>;
+
+    /// `SEEK_DATA` / `SEEK_HOLE` (`ENXIO` at or past the size).
+    fn seek_data_hole(&self, ino: Ino, off: u64, whence: Seek) -> Result<u64, Errno>;
+
+    /// Lists `dir` from `cookie` (0: the start, `.` and `..` first), calling
+    /// `emit` for each entry until it returns false.
+    fn readdir(
+        &self,
+        dir: Ino,
+        cookie: u64,
+        emit: &mut dyn FnMut(&DirEntry) -> bool,
+    ) -> Result<(), Errno>;
+
+    /// File-system-wide figures.
+    fn statfs(&self) -> StatFs;
+
+    /// The VFS dropped its last in-memory reference to `ino` (the inode
+    /// cache evicted it, or its last open file closed). A file system frees
+    /// an inode whose link count is zero here; others stay stored. The VFS
+    /// holds every inode it unlinks, removes or renames over (it looked it
+    /// up first), so an unlinked inode always gets its `evict`.
+    fn evict(&self, ino: Ino);
+}

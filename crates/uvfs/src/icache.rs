@@ -1,0 +1,574 @@
+//! The inode cache (`inode_hashtable` and `iget_locked`): in-memory inodes
+//! keyed by (superblock, inode number), with a size limit and LRU eviction
+//! of unused inodes, in front of a [`FileSystem`](crate::fs::FileSystem)
+//! that is asked for an inode's attributes only on a miss.
+//!
+//! Seed 002's fast path is the lookup: with `lockless` on, `iget` searches
+//! its hash chain without the hash lock and takes the lock only to insert
+//! (searching again under it); with it off (stock), the first search takes
+//! the lock too, so a miss takes it twice.
+//!
+//! Lockless search without a reclamation scheme: inode objects are
+//! type-stable (slabs owned by the cache and freed only with it), so a
+//! reader may always dereference a node it reached. Chains end in a "nulls"
+//! marker that encodes the bucket (the kernel's `hlist_nulls`): a reader
+//! carried into another chain by a node that was freed and reused ends at
+//! the wrong marker and restarts. A hit is confirmed under the node's own
+//! lock (key equal, not being freed). A lockless miss is never trusted on
+//! its own: the insert path searches again under the hash lock.
+//!
+//! Inodes being created (`I_NEW`, filled from the file system outside any
+//! lock) are waited for; inodes being freed (`I_FREEING`) are waited out and
+//! the search restarts, never with the hash lock held.
+
+use crate::errno::Errno;
+use crate::fs::{Attr, Ino};
+use crate::primitive::{AtomicPtr, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, lock, wait};
+use std::collections::VecDeque;
+use std::ptr::{self, NonNull};
+
+const I_NEW: u32 = 1;
+const I_FREEING: u32 = 2;
+const I_FREE: u32 = 4;
+
+/// Nodes per slab.
+const SLAB: usize = if cfg!(loom) { 2 } else { 64 };
+
+#[derive(Debug)]
+struct State {
+    count: usize,
+    flags: u32,
+    /// Linked into its bucket's chain.
+    hashed: bool,
+    /// Has an entry on the LRU list.
+    on_lru: bool,
+    /// Bumped at every free, so LRU entries of an earlier life are ignored.
+    generation: u64,
+    attr: Option<Attr>,
+}
+
+/// An in-memory inode.
+#[derive(Debug)]
+pub struct Inode {
+    next: AtomicPtr<Inode>,
+    sb: AtomicU64,
+    ino: AtomicU64,
+    state: Mutex<State>,
+    cv: Condvar,
+}
+
+impl Inode {
+    fn empty() -> Inode {
+        Inode {
+            next: AtomicPtr::new(ptr::null_mut()),
+            sb: AtomicU64::new(u64::MAX),
+            ino: AtomicU64::new(u64::MAX),
+            state: Mutex::new(State {
+                count: 0,
+                flags: I_FREE,
+                hashed: false,
+                on_lru: false,
+                generation: 0,
+                attr: None,
+            }),
+            cv: Condvar::new(),
+        }
+    }
+}
+
+/// The end-of-chain marker of bucket `b`: an odd address (nodes are
+/// aligned), so it can never be a node.
+fn nulls(b: usize) -> *mut Inode {
+    ptr::without_provenance_mut((b << 1) | 1)
+}
+
+fn is_nulls(p: *mut Inode) -> bool {
+    p.addr() & 1 == 1
+}
+
+enum Find {
+    Hit(NonNull<Inode>),
+    Miss,
+    Retry,
+    Freeing(NonNull<Inode>),
+}
+
+type EvictFn = Box<dyn Fn(u64, Ino) + Send + Sync>;
+
+/// The inode cache.
+pub struct InodeCache {
+    buckets: Box<[AtomicPtr<Inode>]>,
+    hash_lock: Mutex<()>,
+    lru: Mutex<VecDeque<(NonNull<Inode>, u64)>>,
+    hashed: AtomicUsize,
+    limit: usize,
+    lockless: bool,
+    free: Mutex<Vec<NonNull<Inode>>>,
+    slabs: Mutex<Vec<Box<[Inode]>>>,
+    evict: EvictFn,
+}
+
+// SAFETY: the raw node pointers point into slabs the cache owns; nodes are
+// shared only through atomics and their own mutex.
+unsafe impl Send for InodeCache {}
+// SAFETY: as above.
+unsafe impl Sync for InodeCache {}
+
+/// A counted reference to a cached inode (`ihold`/`iput`).
+pub struct InodeRef<'c> {
+    cache: &'c InodeCache,
+    node: NonNull<Inode>,
+}
+
+// SAFETY: the node is shared through atomics and its mutex; the cache is Sync.
+unsafe impl Send for InodeRef<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for InodeRef<'_> {}
+
+impl InodeCache {
+    /// A cache holding at most `limit` inodes when none is in use (inodes in
+    /// use are never evicted), with `buckets` hash chains (rounded up to a
+    /// power of two). `lockless` selects seed 002's search. `evict` is called
+    /// for every inode dropped from the cache, with its superblock id and
+    /// number, so the file system can free an unlinked one.
+    pub fn new(
+        limit: usize,
+        buckets: usize,
+        lockless: bool,
+        evict: impl Fn(u64, Ino) + Send + Sync + 'static,
+    ) -> InodeCache {
+        let n = buckets.max(1).next_power_of_two();
+        InodeCache {
+            buckets: (0..n).map(|b| AtomicPtr::new(nulls(b))).collect(),
+            hash_lock: Mutex::new(()),
+            lru: Mutex::new(VecDeque::new()),
+            hashed: AtomicUsize::new(0),
+            limit,
+            lockless,
+            free: Mutex::new(Vec::new()),
+            slabs: Mutex::new(Vec::new()),
+            evict: Box::new(evict),
+        }
+    }
+
+    /// Inodes currently hashed (cached, in use or not).
+    pub fn len(&self) -> usize {
+        self.hashed.load(Ordering::Relaxed)
+    }
+
+    /// Whether the cache holds no inode.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Inode objects ever carved (the cache's memory is this times
+    /// `size_of::<Inode>()`).
+    pub fn objects(&self) -> usize {
+        lock(&self.slabs).len() * SLAB
+    }
+
+    fn bucket(&self, sb: u64, ino: Ino) -> usize {
+        let h = (ino ^ sb.rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (h >> 32) as usize & (self.buckets.len() - 1)
+    }
+
+    /// `iget_locked` + fill: the cached inode for (`sb`, `ino`), or a new
+    /// one filled by `fill` (called once, outside every lock, while other
+    /// callers for the same inode wait). A `fill` error is returned and
+    /// nothing is cached.
+    pub fn iget(
+        &self,
+        sb: u64,
+        ino: Ino,
+        fill: impl FnOnce() -> Result<Attr, Errno>,
+    ) -> Result<InodeRef<'_>, Errno> {
+        let b = self.bucket(sb, ino);
+        let mut fill = Some(fill);
+        loop {
+            let found = if self.lockless {
+                self.find(b, sb, ino)
+            } else {
+                let _g = lock(&self.hash_lock);
+                self.find(b, sb, ino)
+            };
+            match found {
+                Find::Hit(n) => match self.wait_new(n) {
+                    Some(r) => return Ok(r),
+                    None => continue,
+                },
+                Find::Freeing(n) => {
+                    self.wait_freed(n);
+                    continue;
+                }
+                Find::Retry => continue,
+                Find::Miss => {}
+            }
+            let new = self.alloc_node()?;
+            let g = lock(&self.hash_lock);
+            // Search again under the lock: another thread may have inserted
+            // the inode since our (lockless or locked) miss.
+            match self.find(b, sb, ino) {
+                Find::Hit(n) => {
+                    drop(g);
+                    self.free_node(new);
+                    match self.wait_new(n) {
+                        Some(r) => return Ok(r),
+                        None => continue,
+                    }
+                }
+                Find::Freeing(n) => {
+                    drop(g);
+                    self.free_node(new);
+                    self.wait_freed(n);
+                    continue;
+                }
+                Find::Retry => {
+                    drop(g);
+                    self.free_node(new);
+                    continue;
+                }
+                Find::Miss => {}
+            }
+            // Key and state are set under the hash lock, right before the
+            // insert, so a stale reader that reaches this node can only see
+            // it as the new inode it is about to become.
+            // SAFETY: nodes live as long as the cache.
+            let node = unsafe { new.as_ref() };
+            {
+                let mut st = lock(&node.state);
+                node.sb.store(sb, Ordering::Relaxed);
+                node.ino.store(ino, Ordering::Relaxed);
+                st.count = 1;
+                st.flags = I_NEW;
+                st.hashed = true;
+            }
+            node.next
+                .store(self.buckets[b].load(Ordering::Relaxed), Ordering::Relaxed);
+            self.buckets[b].store(new.as_ptr(), Ordering::Release);
+            self.hashed.fetch_add(1, Ordering::Relaxed);
+            drop(g);
+            let r = InodeRef {
+                cache: self,
+                node: new,
+            };
+            let filled = (fill.take().expect("fill runs once"))();
+            if filled.is_err() {
+                // `iget_failed`: unhash while still `I_NEW`, so no waiter can
+                // see a ready inode without attributes; waiters then see it
+                // unhashed and retry; the node is freed at its last put, with
+                // no evict call.
+                self.unhash(new, b);
+            }
+            let mut st = lock(&node.state);
+            st.flags &= !I_NEW;
+            let result = filled.map(|attr| st.attr = Some(attr));
+            drop(st);
+            node.cv.notify_all();
+            result?;
+            self.shrink();
+            return Ok(r);
+        }
+    }
+
+    /// The cached inode for (`sb`, `ino`) if there is one (`ilookup`).
+    pub fn ilookup(&self, sb: u64, ino: Ino) -> Option<InodeRef<'_>> {
+        let b = self.bucket(sb, ino);
+        loop {
+            let found = {
+                let _g = lock(&self.hash_lock);
+                self.find(b, sb, ino)
+            };
+            match found {
+                Find::Hit(n) => match self.wait_new(n) {
+                    Some(r) => return Some(r),
+                    None => continue,
+                },
+                Find::Freeing(n) => self.wait_freed(n),
+                Find::Retry => continue,
+                Find::Miss => return None,
+            }
+        }
+    }
+
+    /// Searches bucket `b`, taking a reference on a hit.
+    fn find(&self, b: usize, sb: u64, ino: Ino) -> Find {
+        let mut p = self.buckets[b].load(Ordering::Acquire);
+        loop {
+            if is_nulls(p) {
+                return if p.addr() >> 1 == b {
+                    Find::Miss
+                } else {
+                    Find::Retry
+                };
+            }
+            // SAFETY: a chain only ever links nodes of this cache's slabs,
+            // which live as long as the cache (type-stable), so the address
+            // is a valid node even if it was freed or reused meanwhile.
+            let node = unsafe { &*p };
+            if node.ino.load(Ordering::Acquire) == ino && node.sb.load(Ordering::Acquire) == sb {
+                let mut st = lock(&node.state);
+                let same = node.ino.load(Ordering::Relaxed) == ino
+                    && node.sb.load(Ordering::Relaxed) == sb
+                    && st.hashed;
+                if !same {
+                    // Freed or reused under us: the walk may have strayed.
+                    return Find::Retry;
+                }
+                // SAFETY: `p` is a node pointer (not nulls).
+                let n = unsafe { NonNull::new_unchecked(p) };
+                if st.flags & I_FREEING != 0 {
+                    return Find::Freeing(n);
+                }
+                st.count += 1;
+                return Find::Hit(n);
+            }
+            p = node.next.load(Ordering::Acquire);
+        }
+    }
+
+    /// Waits until a referenced inode is no longer `I_NEW`; `None` (the
+    /// reference dropped) if its fill failed.
+    fn wait_new(&self, n: NonNull<Inode>) -> Option<InodeRef<'_>> {
+        let r = InodeRef {
+            cache: self,
+            node: n,
+        };
+        // SAFETY: nodes live as long as the cache.
+        let node = unsafe { n.as_ref() };
+        let mut st = lock(&node.state);
+        while st.flags & I_NEW != 0 {
+            st = wait(&node.cv, st);
+        }
+        let ok = st.hashed;
+        drop(st);
+        ok.then_some(r)
+    }
+
+    /// Waits until an inode being freed is gone.
+    fn wait_freed(&self, n: NonNull<Inode>) {
+        // SAFETY: nodes live as long as the cache.
+        let node = unsafe { n.as_ref() };
+        let mut st = lock(&node.state);
+        while st.flags & I_FREEING != 0 {
+            st = wait(&node.cv, st);
+        }
+    }
+
+    fn alloc_node(&self) -> Result<NonNull<Inode>, Errno> {
+        if let Some(n) = lock(&self.free).pop() {
+            return Ok(n);
+        }
+        let mut v: Vec<Inode> = Vec::new();
+        v.try_reserve_exact(SLAB).map_err(|_| Errno::ENOMEM)?;
+        v.extend((0..SLAB).map(|_| Inode::empty()));
+        let mut slab = v.into_boxed_slice();
+        let mut ptrs: Vec<NonNull<Inode>> = slab.iter_mut().map(NonNull::from).collect();
+        let first = ptrs.pop().ok_or(Errno::ENOMEM)?;
+        lock(&self.slabs).push(slab);
+        lock(&self.free).append(&mut ptrs);
+        Ok(first)
+    }
+
+    /// Returns an unhashed node with no references to the free list.
+    fn free_node(&self, n: NonNull<Inode>) {
+        // SAFETY: nodes live as long as the cache.
+        let node = unsafe { n.as_ref() };
+        {
+            let mut st = lock(&node.state);
+            st.flags = I_FREE;
+            st.count = 0;
+            st.hashed = false;
+            st.on_lru = false;
+            st.attr = None;
+            st.generation += 1;
+        }
+        node.cv.notify_all();
+        lock(&self.free).push(n);
+    }
+
+    /// Unlinks a node from bucket `b` (its own `next` is kept, so readers
+    /// standing on it can go on).
+    fn unhash(&self, n: NonNull<Inode>, b: usize) {
+        let _g = lock(&self.hash_lock);
+        // SAFETY: nodes live as long as the cache.
+        let node = unsafe { n.as_ref() };
+        let mut prev = &self.buckets[b];
+        loop {
+            let p = prev.load(Ordering::Relaxed);
+            if is_nulls(p) {
+                return; // not hashed (already removed)
+            }
+            if p == n.as_ptr() {
+                prev.store(node.next.load(Ordering::Relaxed), Ordering::Release);
+                break;
+            }
+            // SAFETY: chain nodes are valid (type-stable) and, under the hash
+            // lock, hashed.
+            prev = unsafe { &(*p).next };
+        }
+        lock(&node.state).hashed = false;
+        self.hashed.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Evicts a node whose count is zero and which we marked `I_FREEING`.
+    fn evict_node(&self, n: NonNull<Inode>) {
+        // SAFETY: nodes live as long as the cache.
+        let node = unsafe { n.as_ref() };
+        let (sb, ino) = (
+            node.sb.load(Ordering::Relaxed),
+            node.ino.load(Ordering::Relaxed),
+        );
+        self.unhash(n, self.bucket(sb, ino));
+        (self.evict)(sb, ino);
+        self.free_node(n);
+    }
+
+    fn iput(&self, n: NonNull<Inode>) {
+        // SAFETY: nodes live as long as the cache.
+        let node = unsafe { n.as_ref() };
+        let mut st = lock(&node.state);
+        st.count -= 1;
+        if st.count > 0 {
+            return;
+        }
+        if !st.hashed {
+            // A failed fill's last reference.
+            drop(st);
+            self.free_node(n);
+            return;
+        }
+        if st.attr.is_some_and(|a| a.nlink == 0) {
+            st.flags |= I_FREEING;
+            drop(st);
+            self.evict_node(n);
+            return;
+        }
+        if !st.on_lru {
+            st.on_lru = true;
+            let generation = st.generation;
+            drop(st);
+            lock(&self.lru).push_back((n, generation));
+        } else {
+            drop(st);
+        }
+        self.shrink();
+    }
+
+    /// Evicts unused inodes, oldest first, until at most `limit` are cached
+    /// or none is unused.
+    pub fn shrink(&self) {
+        while self.hashed.load(Ordering::Relaxed) > self.limit {
+            let Some((n, generation)) = lock(&self.lru).pop_front() else {
+                return;
+            };
+            // SAFETY: nodes live as long as the cache.
+            let node = unsafe { n.as_ref() };
+            let mut st = lock(&node.state);
+            if st.generation != generation {
+                continue; // an entry from an earlier life of the node
+            }
+            st.on_lru = false;
+            if st.count != 0 || st.flags != 0 || !st.hashed {
+                continue; // in use again: re-listed at its next last put
+            }
+            st.flags = I_FREEING;
+            drop(st);
+            self.evict_node(n);
+        }
+    }
+}
+
+impl Drop for InodeCache {
+    fn drop(&mut self) {
+        // No reference can outlive the cache (they borrow it), so every
+        // cached inode is unused: tell the file system about each.
+        for b in 0..self.buckets.len() {
+            let mut p = self.buckets[b].load(Ordering::Acquire);
+            while !is_nulls(p) {
+                // SAFETY: slabs are still alive; no other thread can reach
+                // a cache being dropped.
+                let node = unsafe { &*p };
+                (self.evict)(
+                    node.sb.load(Ordering::Relaxed),
+                    node.ino.load(Ordering::Relaxed),
+                );
+                p = node.next.load(Ordering::Acquire);
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for InodeCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InodeCache")
+            .field("len", &self.len())
+            .field("limit", &self.limit)
+            .field("lockless", &self.lockless)
+            .finish_non_exhaustive()
+    }
+}
+
+impl InodeRef<'_> {
+    fn node(&self) -> &Inode {
+        // SAFETY: nodes live as long as the cache we borrow.
+        unsafe { self.node.as_ref() }
+    }
+
+    /// The inode number.
+    pub fn ino(&self) -> Ino {
+        self.node().ino.load(Ordering::Relaxed)
+    }
+
+    /// The superblock id.
+    pub fn sb(&self) -> u64 {
+        self.node().sb.load(Ordering::Relaxed)
+    }
+
+    /// The cached attributes.
+    pub fn attr(&self) -> Attr {
+        lock(&self.node().state)
+            .attr
+            .expect("a referenced inode is filled")
+    }
+
+    /// Replaces the cached attributes (after a change made through the file
+    /// system).
+    pub fn set_attr(&self, attr: Attr) {
+        lock(&self.node().state).attr = Some(attr);
+    }
+
+    /// References held (for tests).
+    pub fn count(&self) -> usize {
+        lock(&self.node().state).count
+    }
+
+    /// Whether two references are to the same in-memory inode.
+    pub fn ptr_eq(a: &InodeRef<'_>, b: &InodeRef<'_>) -> bool {
+        a.node == b.node
+    }
+}
+
+impl Clone for InodeRef<'_> {
+    fn clone(&self) -> Self {
+        lock(&self.node().state).count += 1;
+        InodeRef {
+            cache: self.cache,
+            node: self.node,
+        }
+    }
+}
+
+impl Drop for InodeRef<'_> {
+    fn drop(&mut self) {
+        self.cache.iput(self.node);
+    }
+}
+
+impl std::fmt::Debug for InodeRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InodeRef")
+            .field("sb", &self.sb())
+            .field("ino", &self.ino())
+            .finish()
+    }
+}
