@@ -9,6 +9,8 @@
 //! - [`pool`]: the type-stable file pool (`SLAB_TYPESAFE_BY_RCU`);
 //! - [`task_work`]: the deferred-release queue;
 //! - [`fs`]: the file-system interface (in inode numbers) and tmpfs;
+//! - [`cred`]: `struct cred` and the permission rules (`generic_permission`,
+//!   `may_delete`, set-ID bit handling for create, chmod, chown, write);
 //! - [`icache`]: the inode cache (seed 002's lockless search);
 //! - [`process`]: the syscall-level API;
 //! - [`fastpaths`]: the A/B switches;
@@ -16,6 +18,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+pub mod cred;
 pub mod errno;
 pub mod fastpaths;
 pub mod fdtable;
