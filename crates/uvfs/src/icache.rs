@@ -23,7 +23,9 @@
 
 use crate::errno::Errno;
 use crate::fs::{Attr, Ino};
-use crate::primitive::{AtomicPtr, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, lock, wait};
+use crate::primitive::{
+    AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, lock, wait,
+};
 use std::collections::VecDeque;
 use std::ptr::{self, NonNull};
 
@@ -55,6 +57,12 @@ pub struct Inode {
     ino: AtomicU64,
     state: Mutex<State>,
     cv: Condvar,
+    /// The permission-relevant attributes, readable without the state lock
+    /// (Linux's `i_mode`, `i_uid`, `i_gid`): set with the attributes at
+    /// fill and by [`InodeRef::set_attr`].
+    mode: AtomicU32,
+    uid: AtomicU32,
+    gid: AtomicU32,
     /// Serializes a VFS read-modify-write of the inode (append, truncate,
     /// set-ID removal on write): the `inode_lock` of the write path.
     pub(crate) io_lock: Mutex<()>,
@@ -75,6 +83,9 @@ impl Inode {
                 attr: None,
             }),
             cv: Condvar::new(),
+            mode: AtomicU32::new(0),
+            uid: AtomicU32::new(0),
+            gid: AtomicU32::new(0),
             io_lock: Mutex::new(()),
         }
     }
@@ -265,7 +276,10 @@ impl InodeCache {
             }
             let mut st = lock(&node.state);
             st.flags &= !I_NEW;
-            let result = filled.map(|attr| st.attr = Some(attr));
+            let result = filled.map(|attr| {
+                node.set_perm(&attr);
+                st.attr = Some(attr);
+            });
             drop(st);
             node.cv.notify_all();
             result?;
@@ -538,7 +552,14 @@ impl InodeRef<'_> {
     /// Replaces the cached attributes (after a change made through the file
     /// system).
     pub fn set_attr(&self, attr: Attr) {
-        lock(&self.node().state).attr = Some(attr);
+        let mut st = lock(&self.node().state);
+        self.node().set_perm(&attr);
+        st.attr = Some(attr);
+    }
+
+    /// The permission attributes (mode, uid, gid), read without locks.
+    pub fn perm(&self) -> (u32, u32, u32) {
+        self.node().perm()
     }
 
     /// References held (for tests).
@@ -574,6 +595,23 @@ impl std::fmt::Debug for InodeRef<'_> {
             .field("sb", &self.sb())
             .field("ino", &self.ino())
             .finish()
+    }
+}
+
+impl Inode {
+    fn set_perm(&self, a: &Attr) {
+        self.mode.store(a.mode, Ordering::Relaxed);
+        self.uid.store(a.uid, Ordering::Relaxed);
+        self.gid.store(a.gid, Ordering::Relaxed);
+    }
+
+    /// The permission attributes (mode, uid, gid) without locks.
+    pub(crate) fn perm(&self) -> (u32, u32, u32) {
+        (
+            self.mode.load(Ordering::Relaxed),
+            self.uid.load(Ordering::Relaxed),
+            self.gid.load(Ordering::Relaxed),
+        )
     }
 }
 

@@ -225,7 +225,7 @@ impl Vfs {
         let cred = crate::cred::Cred::root();
         let nd = crate::namei::Nd::new(self, &cred, &self.root, &self.root);
         let mp = nd.lookup(
-            self.root.clone(),
+            &self.root,
             path,
             crate::namei::FOLLOW | crate::namei::DIRECTORY,
         )?;

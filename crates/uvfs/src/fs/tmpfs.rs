@@ -380,7 +380,34 @@ fn check_name(name: &[u8]) -> Result<(), Errno> {
 }
 
 /// One shard of the inode table.
-type Shard = RwLock<HashMap<Ino, Arc<Inode>>>;
+/// Each on its own cache lines, so threads working in different shards do
+/// not bounce one line between them.
+type Shard = crossbeam_utils::CachePadded<RwLock<HashMap<Ino, Arc<Inode>, InoHash>>>;
+
+/// Hashes an inode number with one multiply, folding the high half down so
+/// the low bits (which pick the bucket) depend on every bit: inode numbers
+/// in one shard share their low bits.
+#[derive(Clone, Copy, Default)]
+struct InoHasher(u64);
+
+impl std::hash::Hasher for InoHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        let h = (self.0 ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = h ^ (h >> 32);
+    }
+}
+
+type InoHash = std::hash::BuildHasherDefault<InoHasher>;
 
 /// An in-memory tmpfs. See the [module docs](self).
 pub struct Tmpfs {
@@ -407,7 +434,9 @@ impl Tmpfs {
             .filter(|&b| b > 0)
             .map(|b| b.div_ceil(PAGE_SIZE));
         let max_inodes = opts.nr_inodes.filter(|&n| n > 0);
-        let shards = (0..SHARDS).map(|_| RwLock::new(HashMap::new())).collect();
+        let shards = (0..SHARDS)
+            .map(|_| crossbeam_utils::CachePadded::new(RwLock::new(HashMap::default())))
+            .collect();
         let fs = Tmpfs {
             shards,
             next_ino: AtomicU64::new(ROOT_INO + 1),

@@ -113,9 +113,7 @@ impl Process {
     /// Applies a permission-checked attribute change and refreshes the
     /// walk's copy of the permission bits.
     fn apply(&self, d: &DentryRef, set: &SetAttr) -> Result<(), Errno> {
-        let a = d.sb().fs.setattr(d.ino(), set)?;
-        d.set_perm(a.mode, a.uid, a.gid);
-        Ok(())
+        self.setattr(d, set).map(|_| ())
     }
 
     fn do_chmod(&self, d: &DentryRef, mode: u32) -> Result<(), Errno> {
@@ -252,7 +250,7 @@ impl Process {
         }
         let start = self.start(dirfd, path)?;
         let nd = crate::namei::Nd::new(&self.vfs, &cred, self.vfs.root(), self.vfs.root());
-        let d = nd.lookup(start, path, lf)?;
+        let d = nd.lookup(&start, path, lf)?;
         if mode == 0 {
             return Ok(());
         }
@@ -324,7 +322,7 @@ impl Process {
                 ..SetAttr::default()
             },
         };
-        d.sb().fs.setattr(d.ino(), &set).map(|_| ())
+        self.setattr(d, &set).map(|_| ())
     }
 }
 

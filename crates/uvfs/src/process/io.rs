@@ -153,12 +153,12 @@ impl Process {
         if off >= MAX_FILE_SIZE {
             return Err(Errno::EFBIG);
         }
-        let attr = fs.getattr(ino)?;
-        if let Some(m) = cred::remove_privs_on_write(&self.cred, &attr) {
-            fs.setattr(
-                ino,
+        let perm = d.inode_perm().ok_or(Errno::EBADF)?.attr();
+        if let Some(m) = cred::remove_privs_on_write(&self.cred, &perm) {
+            self.setattr(
+                d,
                 &SetAttr {
-                    mode: Some(m),
+                    mode: Some(m & 0o7777),
                     ..SetAttr::default()
                 },
             )?;
@@ -288,7 +288,7 @@ impl Process {
         if let Some(m) = cred::remove_privs_on_write(&self.cred, &attr) {
             set.mode = Some(m);
         }
-        d.sb().fs.setattr(d.ino(), &set).map(|_| ())
+        self.setattr(d, &set).map(|_| ())
     }
 
     /// `fallocate(fd, mode, off, len)` with mode 0, `KEEP_SIZE`, or

@@ -30,7 +30,7 @@ impl Process {
             return Err(Errno::ENOENT);
         }
         let start = self.start(dirfd, path)?;
-        self.nd().lookup_parent(start, path)
+        self.nd().lookup_parent(start.into_owned(), path)
     }
 
     /// `filename_create`'s checks and `may_create`, with the directory
