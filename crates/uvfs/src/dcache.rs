@@ -602,7 +602,9 @@ impl DentryCache {
     /// A cache that keeps at most `limit` unused dentries beyond those in
     /// use, with about `limit` hash buckets.
     pub(crate) fn new(limit: usize) -> DentryCache {
-        let n = limit.clamp(64, 1 << 22).next_power_of_two();
+        let n = limit
+            .clamp(if cfg!(loom) { 2 } else { 64 }, 1 << 22)
+            .next_power_of_two();
         DentryCache {
             buckets: (0..n).map(|_| AtomicPtr::new(ptr::null_mut())).collect(),
             locks: (0..n.min(MAX_LOCKS))
@@ -946,6 +948,50 @@ impl DentryCache {
     pub(crate) fn shutdown(&self) {
         self.shutdown.store(true, Ordering::Release);
         while self.shrink(usize::MAX) > 0 {}
+    }
+}
+
+/// One hashed dentry as [`DentryCache::hashed`] reports it.
+#[derive(Debug)]
+pub(crate) struct Seen {
+    pub(crate) ptr: *const Dentry,
+    pub(crate) parent: *const Dentry,
+    pub(crate) parent_ino: Ino,
+    pub(crate) name: Vec<u8>,
+    pub(crate) ino: Option<Ino>,
+    pub(crate) refs: usize,
+    pub(crate) sb: u64,
+}
+
+impl DentryCache {
+    /// Every hashed dentry (for consistency checks; only meaningful while
+    /// nothing changes the cache).
+    pub(crate) fn hashed(&self) -> Vec<Seen> {
+        let _pin = reclaim::pin();
+        let mut out = Vec::new();
+        for b in 0..self.buckets.len() {
+            let _g = self.bucket_lock(b);
+            let mut p = self.buckets[b].load(Ordering::Acquire);
+            while let Some(d) = NonNull::new(p) {
+                // SAFETY: hashed dentries are alive under the bucket lock.
+                let dr = unsafe { d.as_ref() };
+                let parent = dr.parent_ptr();
+                // SAFETY: a hashed dentry's parent is alive (it holds a
+                // reference on it).
+                let parent_ino = NonNull::new(parent).map_or(0, |pp| unsafe { pp.as_ref() }.ino());
+                out.push(Seen {
+                    ptr: d.as_ptr(),
+                    parent,
+                    parent_ino,
+                    name: dr.name(),
+                    ino: (!dr.is_negative()).then(|| dr.ino()),
+                    refs: dr.refs(),
+                    sb: dr.sb.id,
+                });
+                p = dr.next.load(Ordering::Acquire);
+            }
+        }
+        out
     }
 }
 

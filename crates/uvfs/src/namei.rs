@@ -277,7 +277,7 @@ impl<'a> Nd<'a> {
             if let Some(p) = d.parent() {
                 return self.follow_mounts(p);
             }
-            let mp = lock(&d.sb().mountpoint).clone();
+            let mp = crate::primitive::std_lock(&d.sb().mountpoint).clone();
             match mp {
                 Some(mp) => d = mp,
                 None => return d,

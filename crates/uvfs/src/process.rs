@@ -226,7 +226,7 @@ impl Process {
 
     /// The current directory, with a reference.
     fn cwd(&self) -> DentryRef {
-        crate::primitive::lock(&self.fs.cwd).clone()
+        crate::primitive::std_lock(&self.fs.cwd).clone()
     }
 
     /// Where a walk of `path` relative to `dirfd` starts (`path_init`):

@@ -728,8 +728,8 @@ impl Tmpfs {
     /// recorded type, link counts equal names (dirs: 2 + subdirectories),
     /// space and inode counters equal what the inodes hold, and (with
     /// `after_evict`) no inode with link count 0 remains.
-    #[cfg(test)]
-    fn fsck(&self, after_evict: bool) -> Result<(), String> {
+    #[doc(hidden)]
+    pub fn fsck(&self, after_evict: bool) -> Result<(), String> {
         let mut all: HashMap<Ino, Arc<Inode>> = HashMap::new();
         for s in self.shards.iter() {
             for (k, v) in s.read().unwrap().iter() {

@@ -274,7 +274,7 @@ impl Process {
         }
         let (odir, ndir) = (&op.dir, &np.dir);
         let same = DentryRef::ptr_eq(odir, ndir);
-        let _rl = (!same).then(|| lock(&odir.sb().rename_lock));
+        let _rl = (!same).then(|| crate::primitive::std_lock(&odir.sb().rename_lock));
         let (first, second) = if odir.as_ptr() < ndir.as_ptr() {
             (odir, ndir)
         } else {
@@ -484,7 +484,7 @@ impl Process {
 
     fn set_cwd(&self, d: DentryRef) -> Result<(), Errno> {
         permission(&self.cred, &attr_of(&d)?, MAY_EXEC)?;
-        let old = std::mem::replace(&mut *lock(&self.fs.cwd), d);
+        let old = std::mem::replace(&mut *crate::primitive::std_lock(&self.fs.cwd), d);
         drop(old);
         Ok(())
     }
@@ -537,7 +537,7 @@ pub(super) fn d_path(
                 }
                 // `dotdot` went to the mountpoint's parent: record the
                 // mountpoint's own name.
-                let mp = lock(&cur.sb().mountpoint).clone();
+                let mp = crate::primitive::std_lock(&cur.sb().mountpoint).clone();
                 match mp {
                     Some(mp) => cur = mp,
                     None => break,
