@@ -24,7 +24,7 @@
 use crate::errno::Errno;
 use crate::fs::{Attr, Ino};
 use crate::primitive::{
-    AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, lock, wait,
+    AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, lock, retry_wait, wait,
 };
 use std::collections::VecDeque;
 use std::ptr::{self, NonNull};
@@ -145,7 +145,8 @@ impl InodeCache {
     /// use are never evicted), with `buckets` hash chains (rounded up to a
     /// power of two). `lockless` selects seed 002's search. `evict` is called
     /// for every inode dropped from the cache, with its superblock id and
-    /// number, so the file system can free an unlinked one.
+    /// number, so the file system can free an unlinked one; until it returns,
+    /// an `iget` of that inode waits rather than filling a new copy.
     pub fn new(
         limit: usize,
         buckets: usize,
@@ -215,7 +216,13 @@ impl InodeCache {
                     self.wait_freed(n);
                     continue;
                 }
-                Find::Retry => continue,
+                Find::Retry => {
+                    // A lockless walk that strayed restarts from a bucket
+                    // head it may still see stale for a while (see
+                    // `retry_wait`: a yield under loom, nothing otherwise).
+                    retry_wait();
+                    continue;
+                }
                 Find::Miss => {}
             }
             let new = self.alloc_node()?;
@@ -257,8 +264,17 @@ impl InodeCache {
                 st.flags = I_NEW;
                 st.hashed = true;
             }
+            // Release, not relaxed, although the head store below publishes
+            // the node: a stale reader still standing on this node from an
+            // earlier life (it was freed and reused meanwhile) reads `next`
+            // without passing through that head, then follows it to the old
+            // first node. Only this edge orders that node's insert (under the
+            // hash lock, before ours) with the reader; without it the reader
+            // may see a node it has no happens-before edge to in its initial
+            // state, `next` null, and crash (found by the loom model
+            // `lockless_search_vs_evict_and_reuse`).
             node.next
-                .store(self.buckets[b].load(Ordering::Relaxed), Ordering::Relaxed);
+                .store(self.buckets[b].load(Ordering::Relaxed), Ordering::Release);
             self.buckets[b].store(new.as_ptr(), Ordering::Release);
             self.hashed.fetch_add(1, Ordering::Relaxed);
             drop(g);
@@ -436,8 +452,17 @@ impl InodeCache {
             node.sb.load(Ordering::Relaxed),
             node.ino.load(Ordering::Relaxed),
         );
-        self.unhash(n, self.bucket(sb, ino));
+        // The file system first, then the unhash (Linux's `evict()`:
+        // `->evict_inode`, then `remove_inode_hash`). While the callback
+        // runs the inode stays hashed and `I_FREEING`, so an `iget` of the
+        // same number waits for it. Unhashed first, a racing `iget` would
+        // miss, insert and fill a second in-memory copy from a file system
+        // that is still tearing the first down (for an unlinked inode:
+        // freeing it), which then drops the inode under that copy. Found by
+        // the loom models in tests/loom_icache.rs (the unlinked last put,
+        // and LRU eviction, each racing an iget).
         (self.evict)(sb, ino);
+        self.unhash(n, self.bucket(sb, ino));
         self.free_node(n);
     }
 
