@@ -16,6 +16,7 @@
 
 mod attrs;
 mod io;
+pub use io::ReadDir;
 mod names;
 mod open;
 

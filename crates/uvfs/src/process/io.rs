@@ -335,3 +335,55 @@ impl Process {
         self.fsync(fd)
     }
 }
+
+/// The entries of a directory fd, read with `getdents64` in batches (what
+/// `readdir(3)` does over the syscall): see [`Process::readdir`].
+pub struct ReadDir<'p> {
+    p: &'p mut Process,
+    fd: i32,
+    buf: Vec<u8>,
+    batch: std::vec::IntoIter<crate::stat::Dirent64>,
+    done: bool,
+}
+
+impl Iterator for ReadDir<'_> {
+    type Item = Result<crate::stat::Dirent64, Errno>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(e) = self.batch.next() {
+                return Some(Ok(e));
+            }
+            if self.done {
+                return None;
+            }
+            match self.p.getdents64(self.fd, &mut self.buf) {
+                Ok(0) => {
+                    self.done = true;
+                    return None;
+                }
+                Ok(n) => self.batch = crate::stat::parse_dirents64(&self.buf[..n]).into_iter(),
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+}
+
+impl Process {
+    /// The entries of the directory open at `fd`, from its current position
+    /// on, as an iterator (each `getdents64` call fills a 32 KiB buffer, as
+    /// glibc's `readdir` does). Errors (`EBADF`, `ENOTDIR`) come as the
+    /// first item.
+    pub fn readdir(&mut self, fd: i32) -> ReadDir<'_> {
+        ReadDir {
+            p: self,
+            fd,
+            buf: vec![0; 32 * 1024],
+            batch: Vec::new().into_iter(),
+            done: false,
+        }
+    }
+}
