@@ -389,6 +389,13 @@ impl DentryRef {
         })
     }
 
+    /// The in-core inode (the caller's reference keeps it), or `None` for a
+    /// negative dentry.
+    pub(crate) fn inode(&self) -> Option<&Inode> {
+        // SAFETY: our reference holds an inode reference.
+        self.inode_ptr().map(|i| unsafe { &*i.as_ptr() })
+    }
+
     /// The referenced inode (the caller's dentry is positive).
     pub(crate) fn inode_ptr(&self) -> Option<NonNull<Inode>> {
         NonNull::new(self.inode.load(Ordering::Acquire))

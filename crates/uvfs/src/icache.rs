@@ -63,6 +63,10 @@ pub struct Inode {
     mode: AtomicU32,
     uid: AtomicU32,
     gid: AtomicU32,
+    /// `relatime` state: 1 when data or status changed since atime was
+    /// last set (the next access must update it), and atime's seconds.
+    atime_stale: AtomicU32,
+    atime_sec: AtomicU64,
     /// Serializes a VFS read-modify-write of the inode (append, truncate,
     /// set-ID removal on write): the `inode_lock` of the write path.
     pub(crate) io_lock: Mutex<()>,
@@ -86,6 +90,8 @@ impl Inode {
             mode: AtomicU32::new(0),
             uid: AtomicU32::new(0),
             gid: AtomicU32::new(0),
+            atime_stale: AtomicU32::new(0),
+            atime_sec: AtomicU64::new(0),
             io_lock: Mutex::new(()),
         }
     }
@@ -628,6 +634,24 @@ impl Inode {
         self.mode.store(a.mode, Ordering::Relaxed);
         self.uid.store(a.uid, Ordering::Relaxed);
         self.gid.store(a.gid, Ordering::Relaxed);
+        let stale = a.atime <= a.mtime || a.atime <= a.ctime;
+        self.atime_stale.store(u32::from(stale), Ordering::Relaxed);
+        self.atime_sec.store(a.atime.sec as u64, Ordering::Relaxed);
+    }
+
+    /// Notes that the inode's data or status changed (mtime or ctime moved
+    /// past atime), so the next access updates atime.
+    pub(crate) fn mark_changed(&self) {
+        if self.atime_stale.load(Ordering::Relaxed) == 0 {
+            self.atime_stale.store(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Linux's `relatime_need_update`: an access at `now_sec` must update
+    /// atime when mtime or ctime is not older than it, or it is a day old.
+    pub(crate) fn atime_due(&self, now_sec: i64) -> bool {
+        self.atime_stale.load(Ordering::Relaxed) != 0
+            || now_sec.saturating_sub(self.atime_sec.load(Ordering::Relaxed) as i64) >= 24 * 60 * 60
     }
 
     /// The permission attributes (mode, uid, gid) without locks.

@@ -882,7 +882,7 @@ impl FileSystem for Tmpfs {
             // (host: ftruncate to the same size stamps both).
             st.mtime = now;
         }
-        if any {
+        if any && !set.no_ctime {
             st.ctime = now;
         }
         Ok(Self::attr(ino, &st))

@@ -123,6 +123,10 @@ impl Process {
         if let At::Pos = at {
             pos.set(off);
         }
+        drop(pos);
+        if total > 0 {
+            self.touch_atime(d, f.flags());
+        }
         Ok(done)
     }
 
@@ -183,6 +187,9 @@ impl Process {
         if let At::Pos = at {
             pos.set(off);
         }
+        if done > 0 {
+            self.changed(d);
+        }
         Ok(done)
     }
 
@@ -237,7 +244,7 @@ impl Process {
     /// resuming at the file position (a readdir cookie); `EINVAL` if not
     /// even one fits, `ENOTDIR` on a non-directory.
     pub fn getdents64(&mut self, fd: i32, buf: &mut [u8]) -> Result<usize, Errno> {
-        self.on_file(fd, |_, f| {
+        self.on_file(fd, |p, f| {
             let d = dentry(f)?;
             if ftype(d) != S_IFDIR {
                 return Err(Errno::ENOTDIR);
@@ -259,6 +266,8 @@ impl Process {
                 return Err(Errno::EINVAL);
             }
             pos.set(next);
+            drop(pos);
+            p.touch_atime(d, f.flags());
             Ok(at)
         })
     }
@@ -294,7 +303,7 @@ impl Process {
     /// `fallocate(fd, mode, off, len)` with mode 0, `KEEP_SIZE`, or
     /// `PUNCH_HOLE | KEEP_SIZE`.
     pub fn fallocate(&mut self, fd: i32, mode: i32, off: i64, len: i64) -> Result<(), Errno> {
-        self.on_file(fd, |_, f| {
+        self.on_file(fd, |p, f| {
             if off < 0 || len <= 0 {
                 return Err(Errno::EINVAL);
             }
@@ -321,7 +330,9 @@ impl Process {
                 return Err(Errno::EFBIG);
             }
             let _g = d.lock_inode();
-            d.sb().fs.fallocate(d.ino(), mode, off as u64, len as u64)
+            d.sb().fs.fallocate(d.ino(), mode, off as u64, len as u64)?;
+            p.changed(d);
+            Ok(())
         })
     }
 

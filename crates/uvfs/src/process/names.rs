@@ -72,6 +72,7 @@ impl Process {
         let attr = f(dir, &p.last, new)?;
         let inode = namei::iget(&self.vfs, dir.sb(), &attr)?;
         self.vfs.caches().dcache.instantiate(&d, inode, &attr);
+        self.changed(dir);
         Ok(())
     }
 
@@ -174,6 +175,8 @@ impl Process {
             dir.sb().fs.unlink(dir.ino(), &p.last)?;
         }
         self.refresh_inode(&d);
+        self.changed(dir);
+        self.changed(&d);
         self.vfs.caches().dcache.d_drop(&d);
         Ok(())
     }
@@ -352,6 +355,9 @@ impl Process {
         odir.sb()
             .fs
             .rename(odir.ino(), &op.last, ndir.ino(), &np.last, flags)?;
+        for d in [odir, ndir, &od_, &nd_] {
+            self.changed(d);
+        }
         let dc = &self.vfs.caches().dcache;
         if exchange {
             dc.d_exchange(&od_, &op.last, &nd_, &np.last, odir, ndir);
@@ -424,6 +430,8 @@ impl Process {
         }
         let _io = src.lock_inode();
         let attr = dir.sb().fs.link(src.ino(), dir.ino(), &p.last)?;
+        self.changed(dir);
+        self.changed(&src);
         let inode = namei::iget(&self.vfs, dir.sb(), &attr)?;
         self.vfs.caches().dcache.instantiate(&d, inode, &attr);
         Ok(())
@@ -461,6 +469,7 @@ impl Process {
         let t = d.sb().fs.readlink(d.ino())?;
         let n = t.len().min(buf.len());
         buf[..n].copy_from_slice(&t[..n]);
+        self.touch_atime(&d, 0);
         Ok(n)
     }
 

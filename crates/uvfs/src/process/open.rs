@@ -110,6 +110,7 @@ impl Process {
                 )?;
                 let inode = namei::iget(&self.vfs, dir.sb(), &attr)?;
                 self.vfs.caches().dcache.instantiate(&d, inode, &attr);
+                self.changed(&dir);
                 drop(g);
                 return Ok((d, true));
             }
@@ -266,6 +267,38 @@ impl Process {
             r.set_attr(a);
         }
         d.set_perm(a.mode, a.uid, a.gid);
+    }
+}
+
+impl Process {
+    /// Notes a change of `d`'s inode's data or status (mtime or ctime), for
+    /// `relatime`.
+    pub(super) fn changed(&self, d: &DentryRef) {
+        if let Some(i) = d.inode() {
+            i.mark_changed();
+        }
+    }
+
+    /// `touch_atime` under the default `relatime` mount option: sets atime
+    /// to now when the inode changed since its last access or atime is a
+    /// day old; never for an `O_NOATIME` file.
+    pub(super) fn touch_atime(&self, d: &DentryRef, file_flags: i32) {
+        if file_flags & O_NOATIME != 0 {
+            return;
+        }
+        let Some(i) = d.inode() else {
+            return;
+        };
+        if !i.atime_due(crate::fs::Timespec::now().sec) {
+            return;
+        }
+        let set = SetAttr {
+            atime: Some(SetTime::Now),
+            no_ctime: true,
+            ..SetAttr::default()
+        };
+        // Like Linux, a failed atime update does not fail the access.
+        let _ = self.setattr(d, &set);
     }
 }
 
