@@ -171,12 +171,19 @@ impl Process {
         let _g = d.lock_inode();
         let a = attr_of(d)?;
         let eff = cred::chown_check(&self.cred, &a, Some(uid), Some(gid))?;
-        let set = SetAttr {
+        let mut set = SetAttr {
             uid: eff.uid,
             gid: eff.gid,
             mode: eff.new_mode(&a).map(|m| m & 0o7777),
             ..SetAttr::default()
         };
+        if set == SetAttr::default() {
+            // chown(-1, -1) still stamps ctime: Linux's chown_common always
+            // passes ATTR_CTIME (host: "c" for chown -1 -1). The file system
+            // stamps ctime for any change, so set the mode to itself (under
+            // the inode lock, so no chmod slips in between).
+            set.mode = Some(a.mode & 0o7777);
+        }
         self.apply(d, &set)
     }
 
