@@ -15,6 +15,10 @@ use crate::task_work;
 use crate::uapi::*;
 use std::sync::atomic::Ordering;
 
+/// `stx_attributes_mask` on a 6.18 tmpfs (host: 0x203070):
+/// `STATX_ATTR_IMMUTABLE | APPEND | NODUMP | AUTOMOUNT | MOUNT_ROOT | DAX`.
+const STATX_ATTRS_MASK_TMPFS: u64 = 0x10 | 0x20 | 0x40 | 0x1000 | STATX_ATTR_MOUNT_ROOT | 0x20_0000;
+
 fn lookup_flags(flags: i32) -> u32 {
     let mut lf = 0;
     if flags & AT_SYMLINK_NOFOLLOW == 0 {
@@ -91,7 +95,22 @@ impl Process {
         let d = self.resolve(dirfd, path.as_ref(), lookup_flags(flags))?;
         let a = attr_of(&d)?;
         let mount_root = d.parent_ptr().is_null();
-        Ok(Statx::from_attr(&a, d.sb().dev, d.sb().id + 1, mount_root))
+        let mut sx = Statx::from_attr(&a, d.sb().dev, d.sb().id + 1, mount_root);
+        // What Linux 6.18 reports for tmpfs (host): the basic fields but
+        // mtime/ctime, and the mount id, always; mtime and ctime only when
+        // either is asked for (multigrain timestamps: `fill_mg_cmtime`);
+        // btime only when asked for. The values are filled regardless.
+        sx.stx_mask = STATX_BASIC_STATS & !(STATX_MTIME | STATX_CTIME) | STATX_MNT_ID;
+        if mask & (STATX_MTIME | STATX_CTIME) != 0 {
+            sx.stx_mask |= STATX_MTIME | STATX_CTIME;
+        }
+        if mask & STATX_BTIME != 0 {
+            sx.stx_mask |= STATX_BTIME;
+        }
+        // The attributes Linux can report there: append, immutable and
+        // nodump (shmem), automount and dax (generic), mount root.
+        sx.stx_attributes_mask = STATX_ATTRS_MASK_TMPFS;
+        Ok(sx)
     }
 
     /// `truncate(path, len)`: `EINVAL` for a negative length or a
