@@ -282,8 +282,11 @@ impl Vfs {
     }
 
     /// Mounts `fs` on the directory `path` (absolute, resolved as root from
-    /// `/`). `EBUSY` if something is mounted there already, `ENOTDIR` if it
-    /// is not a directory.
+    /// `/`); `ENOTDIR` if it is not a directory. A path that is already a
+    /// mountpoint resolves to the root of what is mounted there, so the new
+    /// mount stacks on top of it and hides it, as a second `mount -t tmpfs`
+    /// on the same directory does on Linux. (`EBUSY` only if that root is
+    /// somehow a mountpoint already, which the walk never returns.)
     pub fn mount(&self, path: &[u8], fs: Arc<dyn FileSystem>) -> Result<(), Errno> {
         let cred = crate::cred::Cred::root();
         let nd = crate::namei::Nd::new(self, &cred, &self.root, &self.root);

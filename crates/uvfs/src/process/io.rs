@@ -32,6 +32,18 @@ fn ftype(d: &DentryRef) -> u32 {
     d.snap().map_or(0, |s| s.mode & S_IFMT)
 }
 
+/// Linux's `rw_verify_area` for a read or write of `count` bytes at `pos`:
+/// `EINVAL` if the count is negative as an `ssize_t` or if `pos + count`
+/// overflows `loff_t` (host: pread of 1 byte at 2^63-1, pwrite of 2 bytes
+/// at 2^63-2, and write at file position 2^63-1 are all `EINVAL`, not
+/// `EFBIG`, on tmpfs; 0 bytes at 2^63-1 succeed).
+fn rw_verify_area(pos: u64, count: usize) -> Result<(), Errno> {
+    if count > isize::MAX as usize || pos.saturating_add(count as u64) > i64::MAX as u64 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
+}
+
 impl Process {
     /// Runs `f` on the open (non-`O_PATH`) file `fd`: `EBADF` if there is
     /// none.
@@ -96,18 +108,16 @@ impl Process {
             return Err(Errno::EBADF);
         }
         let d = dentry(f)?;
-        if ftype(d) == S_IFDIR {
-            return Err(Errno::EISDIR);
-        }
         let total: usize = bufs.iter().map(|b| b.len()).sum();
-        if total > isize::MAX as usize {
-            return Err(Errno::EINVAL);
-        }
         let mut pos = f.lock_pos();
         let mut off = match at {
             At::Pos => pos.get(),
             At::Off(o) => o,
         };
+        rw_verify_area(off, total)?;
+        if ftype(d) == S_IFDIR {
+            return Err(Errno::EISDIR);
+        }
         let mut done = 0;
         for b in bufs.iter_mut() {
             if b.is_empty() {
@@ -136,10 +146,16 @@ impl Process {
         }
         let d = dentry(f)?;
         let total: usize = bufs.iter().map(|b| b.len()).sum();
-        if total > isize::MAX as usize {
-            return Err(Errno::EINVAL);
-        }
         let mut pos = f.lock_pos();
+        // The position checked is the file's (or the given offset) even
+        // with O_APPEND: Linux verifies it before appending.
+        rw_verify_area(
+            match at {
+                At::Pos => pos.get(),
+                At::Off(o) => o,
+            },
+            total,
+        )?;
         let fs = &d.sb().fs;
         let ino = d.ino();
         // Appends and privilege removal read the size and mode and then

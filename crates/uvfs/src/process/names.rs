@@ -464,7 +464,14 @@ impl Process {
         let d = self.resolve(dirfd, path, lf)?;
         let a = attr_of(&d)?;
         if a.mode & crate::fs::S_IFMT != S_IFLNK {
-            return Err(Errno::EINVAL);
+            // Linux's do_readlinkat: an empty path naming a non-symlink is
+            // ENOENT, any other non-symlink EINVAL (host: readlinkat on a
+            // directory fd with "" is ENOENT).
+            return Err(if path.is_empty() {
+                Errno::ENOENT
+            } else {
+                Errno::EINVAL
+            });
         }
         let t = d.sb().fs.readlink(d.ino())?;
         let n = t.len().min(buf.len());
