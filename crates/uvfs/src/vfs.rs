@@ -217,7 +217,7 @@ impl Vfs {
     /// `echo 2 > /proc/sys/vm/drop_caches` does.
     pub fn drop_caches(&self) {
         while self.caches.dcache.shrink(usize::MAX) > 0 {}
-        self.caches.icache.shrink();
+        self.caches.icache.shrink_to(0);
     }
 
     /// Checks, while no process uses the VFS, that the dentry cache agrees
