@@ -544,7 +544,15 @@ unsafe fn kill(d: NonNull<Dentry>) {
         }
         cache.nr.fetch_sub(1, Ordering::Relaxed);
         let parent = dr.parent.swap(ptr::null_mut(), Ordering::AcqRel);
-        let name = dr.name.swap(ptr::null_mut(), Ordering::AcqRel);
+        // The name stays in place (freed with the dentry, after the grace
+        // period): a lockless walker may be standing on this dentry, having
+        // reached it through a chain before the unhash, and reads the name
+        // after checking the hash, parent and sequence count, none of which
+        // killing changes in a write section. Nulling it here made that
+        // walker dereference null (found by the loom model
+        // `rename_over_victim_vs_step_new_name`: a SIGSEGV when the victim's
+        // last reference was dropped under the walker).
+        let name = dr.name.load(Ordering::Acquire);
         // SAFETY: the dentry is unreachable for new walkers (unhashed, no
         // references); pinned walkers may still read it, so both are freed
         // after a grace period.
