@@ -533,7 +533,14 @@ unsafe fn kill(d: NonNull<Dentry>) {
         if dr.flags.load(Ordering::Acquire) & HASHED != 0 {
             cache.unhash(d);
         }
-        if dr.flags.load(Ordering::Acquire) & LRU != 0 {
+        // Listed or not is decided by `C_LRU` in the count, not by the
+        // `LRU` flag: `C_LRU` is set (under the LRU lock, before the flag
+        // and the links) only by a CAS that refuses `DEAD`, so either our
+        // `DEAD` saw it and the lock below waits for the listing to finish,
+        // or nobody lists this dentry any more. The flag, read without the
+        // lock, could say "not listed" while the shrinker held it off the
+        // list for a moment.
+        if dr.count.load(Ordering::Acquire) & C_LRU != 0 {
             let _g = lock(&cache.lru_lock);
             // SAFETY: under the LRU lock.
             unsafe { cache.lru_unlink(d) };
@@ -868,12 +875,26 @@ impl DentryCache {
         // SAFETY: the caller is pinned; we re-check under the lock that the
         // dentry is unused, alive and hashed.
         let dr = unsafe { d.as_ref() };
-        let c = dr.count.load(Ordering::Acquire);
-        if c & (REFS | DEAD | C_LRU) != 0 || c & C_HASHED == 0 {
-            return;
+        // The check and `C_LRU` in one CAS: between a separate check and a
+        // `fetch_or`, a lockless walker could revive the dentry, unhash it
+        // and drop it, killing it; `kill`, not seeing it listed, would free
+        // it, and we would list a freed dentry (found by the loom model
+        // `first_put_vs_revival_and_unlink`). A killer whose `DEAD` comes
+        // after this CAS sees `C_LRU` and waits for our lock to unlist it.
+        let mut c = dr.count.load(Ordering::Acquire);
+        loop {
+            if c & (REFS | DEAD | C_LRU) != 0 || c & C_HASHED == 0 {
+                return;
+            }
+            match dr
+                .count
+                .compare_exchange(c, c | C_LRU, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => break,
+                Err(seen) => c = seen,
+            }
         }
         dr.flags.fetch_or(LRU, Ordering::Relaxed);
-        dr.count.fetch_or(C_LRU, Ordering::Release);
         // SAFETY: under the LRU lock.
         unsafe {
             let (_, tail) = *self.lru.get();
@@ -944,8 +965,31 @@ impl DentryCache {
                     continue; // in use: re-listed at its next final put
                 }
                 if dr.flags.load(Ordering::Relaxed) & REFERENCED != 0 && budget > n {
-                    // Second chance: back to the tail, unreferenced.
+                    // Second chance: back to the tail, unreferenced, unless
+                    // it died since the check above (revived, unhashed and
+                    // dropped by another thread): `C_LRU` goes in by a CAS
+                    // refusing `DEAD`, as in `lru_add` (found by the loom
+                    // model `second_chance_vs_unlink`: a dead dentry
+                    // re-listed).
                     dr.flags.fetch_and(!REFERENCED, Ordering::Relaxed);
+                    let mut c = dr.count.load(Ordering::Acquire);
+                    let relisted = loop {
+                        if c & DEAD != 0 {
+                            break false;
+                        }
+                        match dr.count.compare_exchange(
+                            c,
+                            c | C_LRU,
+                            Ordering::AcqRel,
+                            Ordering::Acquire,
+                        ) {
+                            Ok(_) => break true,
+                            Err(seen) => c = seen,
+                        }
+                    };
+                    if !relisted {
+                        continue;
+                    }
                     // SAFETY: under the LRU lock; re-append.
                     unsafe {
                         let (_, tail) = *self.lru.get();
@@ -957,7 +1001,6 @@ impl DentryCache {
                         (*self.lru.get()).1 = d.as_ptr();
                     }
                     dr.flags.fetch_or(LRU, Ordering::Relaxed);
-                    dr.count.fetch_or(C_LRU, Ordering::Release);
                     self.lru_len.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
