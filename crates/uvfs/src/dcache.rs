@@ -787,8 +787,12 @@ impl DentryCache {
         let _g = self.bucket_lock(b);
         // SAFETY: the caller owns a reference.
         let dr = unsafe { d.as_ref() };
+        // Release: a walker that reaches this dentry through a stale
+        // pointer (it was in another chain before a rename) and follows
+        // `next` must see the head it points at initialized (the head's
+        // insertion happened before, under this bucket lock).
         dr.next
-            .store(self.buckets[b].load(Ordering::Relaxed), Ordering::Relaxed);
+            .store(self.buckets[b].load(Ordering::Relaxed), Ordering::Release);
         dr.flags.fetch_or(HASHED, Ordering::Release);
         dr.count.fetch_or(C_HASHED, Ordering::Release);
         self.buckets[b].store(d.as_ptr(), Ordering::Release);
@@ -966,12 +970,14 @@ impl DentryCache {
                 };
                 // SAFETY: LRU members are alive (kill unlinks them first).
                 let dr = unsafe { d.as_ref() };
+                // Read before unlinking: `lru_unlink` clears it.
+                let referenced = dr.flags.load(Ordering::Relaxed) & REFERENCED != 0;
                 // SAFETY: under the LRU lock.
                 unsafe { self.lru_unlink(d) };
                 if dr.count.load(Ordering::Acquire) & REFS != 0 {
                     continue; // in use: re-listed at its next final put
                 }
-                if dr.flags.load(Ordering::Relaxed) & REFERENCED != 0 && budget > n {
+                if referenced && budget > n {
                     // Second chance: back to the tail, unreferenced, unless
                     // it died since the check above (revived, unhashed and
                     // dropped by another thread): `C_LRU` goes in by a CAS
