@@ -313,7 +313,6 @@ impl<'a> Nd<'a> {
         dir: &DentryRef,
         name: &[u8],
     ) -> Result<DentryRef, Errno> {
-        dcache::check_name_len(name)?;
         if let Some(d) = self.vfs.caches().dcache.lookup_locked(dir, name) {
             return Ok(d);
         }
@@ -328,11 +327,16 @@ impl<'a> Nd<'a> {
         dir: &DentryRef,
         name: &[u8],
     ) -> Result<DentryRef, Errno> {
-        dcache::check_name_len(name)?;
         let dc = &self.vfs.caches().dcache;
         if let Some(d) = dc.lookup_locked(dir, name) {
             return Ok(d);
         }
+        // A removed directory has no entries (IS_DEADDIR): ENOENT before the
+        // file system is asked, so before its NAME_MAX check.
+        if dir.is_dead_dir() {
+            return Err(Errno::ENOENT);
+        }
+        dcache::check_name_len(name)?;
         match dir.sb().fs.lookup(dir.ino(), name) {
             Ok(attr) => {
                 let inode = iget(self.vfs, dir.sb(), &attr)?;

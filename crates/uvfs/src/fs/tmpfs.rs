@@ -844,10 +844,9 @@ impl FileSystem for Tmpfs {
             }
         }
         let now = Timespec::now();
-        let any = set.mode.is_some()
+        let mut any = set.mode.is_some()
             || set.uid.is_some()
             || set.gid.is_some()
-            || set.size.is_some()
             || set.atime.is_some()
             || set.mtime.is_some();
         if let Some(m) = set.mode {
@@ -873,14 +872,24 @@ impl FileSystem for Tmpfs {
             if let Kind::Reg(f) = &mut st.kind {
                 // Linux frees pages past the new size even when it equals
                 // the old one (preallocated KEEP_SIZE pages).
+                // `shmem_setattr` stamps mtime and ctime when the size
+                // changes, and `shmem_truncate_range` (run when shrinking or
+                // keeping the size of a file that holds pages) stamps them
+                // too; ftruncate and O_TRUNC also ask for them explicitly
+                // (`mtime`), truncate(2) does not. Host: truncate 0 -> 0 of
+                // an empty file stamps nothing, 6 -> 6 stamps both.
+                let truncates = size <= f.size && !f.pages.is_empty();
                 if size <= f.size {
                     self.truncate_pages(f, size);
                 }
-                f.size = size;
+                let old = std::mem::replace(&mut f.size, size);
+                if old != size || truncates {
+                    if set.mtime.is_none() {
+                        st.mtime = now;
+                    }
+                    any = true;
+                }
             }
-            // truncate/ftruncate/O_TRUNC always pass ATTR_MTIME|ATTR_CTIME
-            // (host: ftruncate to the same size stamps both).
-            st.mtime = now;
         }
         if any && !set.no_ctime {
             st.ctime = now;
