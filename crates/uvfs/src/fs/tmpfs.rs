@@ -868,27 +868,27 @@ impl FileSystem for Tmpfs {
         if let Some(t) = set.mtime {
             st.mtime = at(t);
         }
-        if let Some(size) = set.size {
-            if let Kind::Reg(f) = &mut st.kind {
-                // Linux frees pages past the new size even when it equals
-                // the old one (preallocated KEEP_SIZE pages).
-                // `shmem_setattr` stamps mtime and ctime when the size
-                // changes, and `shmem_truncate_range` (run when shrinking or
-                // keeping the size of a file that holds pages) stamps them
-                // too; ftruncate and O_TRUNC also ask for them explicitly
-                // (`mtime`), truncate(2) does not. Host: truncate 0 -> 0 of
-                // an empty file stamps nothing, 6 -> 6 stamps both.
-                let truncates = size <= f.size && !f.pages.is_empty();
-                if size <= f.size {
-                    self.truncate_pages(f, size);
+        if let Some(size) = set.size
+            && let Kind::Reg(f) = &mut st.kind
+        {
+            // Linux frees pages past the new size even when it equals
+            // the old one (preallocated KEEP_SIZE pages).
+            // `shmem_setattr` stamps mtime and ctime when the size
+            // changes, and `shmem_truncate_range` (run when shrinking or
+            // keeping the size of a file that holds pages) stamps them
+            // too; ftruncate and O_TRUNC also ask for them explicitly
+            // (`mtime`), truncate(2) does not. Host: truncate 0 -> 0 of
+            // an empty file stamps nothing, 6 -> 6 stamps both.
+            let truncates = size <= f.size && !f.pages.is_empty();
+            if size <= f.size {
+                self.truncate_pages(f, size);
+            }
+            let old = std::mem::replace(&mut f.size, size);
+            if old != size || truncates {
+                if set.mtime.is_none() {
+                    st.mtime = now;
                 }
-                let old = std::mem::replace(&mut f.size, size);
-                if old != size || truncates {
-                    if set.mtime.is_none() {
-                        st.mtime = now;
-                    }
-                    any = true;
-                }
+                any = true;
             }
         }
         if any && !set.no_ctime {
