@@ -326,6 +326,10 @@ impl Process {
     /// `futimens(fd, times)`.
     pub fn futimens(&mut self, fd: i32, times: Option<[Timespec; 2]>) -> Result<(), Errno> {
         let _call = task_work::enter();
+        // glibc's futimens refuses a negative fd before any syscall.
+        if fd < 0 {
+            return Err(Errno::EBADF);
+        }
         if both_omit(times) {
             return Ok(());
         }

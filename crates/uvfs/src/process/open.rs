@@ -93,7 +93,7 @@ impl Process {
     ) -> Result<(DentryRef, bool), Errno> {
         let nd = self.nd();
         let mut p = nd.lookup_parent(start, path)?;
-        let mut links = 0;
+        let mut links = p.links;
         loop {
             if p.kind != LastType::Norm {
                 // ".", "..", "/": resolves to an existing directory; `do_open`
@@ -146,7 +146,8 @@ impl Process {
                 if target.is_empty() {
                     return Err(Errno::ENOENT);
                 }
-                p = nd.lookup_parent(dir, &target)?;
+                p = nd.lookup_parent_counted(dir, &target, links)?;
+                links = p.links;
                 continue;
             }
             if !namei::is_dir(&d) {
