@@ -96,3 +96,21 @@ fn o_creat_counts_trailing_links_against_the_walk() {
     };
     assert_eq!(p.futimens(-2, Some([omit, omit])), Err(Errno::EBADF));
 }
+
+/// Host (differential finding 20): a second fallocate over pages an earlier
+/// one allocated turns them into data for SEEK_DATA; fresh ones stay holes.
+#[test]
+fn fallocate_over_fallocated_pages_makes_data() {
+    let vfs = Vfs::new(FastPaths::seeds());
+    let mut p = Process::new(&vfs).unwrap();
+    let fd = p.open("/f", O_CREAT | O_RDWR, 0o644).unwrap();
+    p.fallocate(fd, 0, 1 << 20, 1 << 20).unwrap();
+    assert_eq!(p.lseek(fd, 0, SEEK_DATA), Err(Errno::ENXIO));
+    p.fallocate(fd, 0, 1 << 20, 8192).unwrap();
+    assert_eq!(p.lseek(fd, 0, SEEK_DATA), Ok(1 << 20));
+    assert_eq!(p.lseek(fd, 1 << 20, SEEK_HOLE), Ok((1 << 20) + 8192));
+    let mut buf = [1u8; 16];
+    assert_eq!(p.pread(fd, &mut buf, 1 << 20), Ok(16));
+    assert_eq!(buf, [0; 16]);
+    assert_eq!(p.fstat(fd).unwrap().st_blocks, (1 << 20) / 512);
+}

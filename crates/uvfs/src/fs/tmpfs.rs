@@ -140,6 +140,10 @@ enum Page {
     Falloc,
     /// Written data.
     Data(Box<[u8; PAGE_SIZE as usize]>),
+    /// Zeros that count as data: a page `fallocate`d again after an earlier
+    /// `fallocate` allocated it (Linux's `SGP_FALLOC` zeroes such a folio and
+    /// marks it uptodate). Holds no memory until written.
+    Zero,
 }
 
 fn zero_page() -> Box<[u8; PAGE_SIZE as usize]> {
@@ -1188,7 +1192,7 @@ impl FileSystem for Tmpfs {
                     f.pages.entry(idx).or_insert(Page::Falloc)
                 }
             };
-            if let Page::Falloc = page {
+            if let Page::Falloc | Page::Zero = page {
                 *page = Page::Data(zero_page());
             }
             if let Page::Data(p) = page {
@@ -1247,9 +1251,19 @@ impl FileSystem for Tmpfs {
                 self.release_pages(missing);
                 return Err(Errno::ENOMEM);
             }
-            if missing > 0 {
-                for idx in first..last {
-                    f.pages.entry(idx).or_insert(Page::Falloc);
+            for idx in first..last {
+                // Host: a page an earlier fallocate allocated becomes data
+                // for SEEK_DATA (zeroed, uptodate); pages new to this call
+                // stay unwritten.
+                match f.pages.entry(idx) {
+                    std::collections::btree_map::Entry::Vacant(v) => {
+                        v.insert(Page::Falloc);
+                    }
+                    std::collections::btree_map::Entry::Occupied(mut o) => {
+                        if let Page::Falloc = o.get() {
+                            *o.get_mut() = Page::Zero;
+                        }
+                    }
                 }
             }
             if !keep && end > f.size {
@@ -1275,7 +1289,7 @@ impl FileSystem for Tmpfs {
                 let found = f
                     .pages
                     .range(idx..)
-                    .find(|(_, p)| matches!(p, Page::Data(_)));
+                    .find(|(_, p)| matches!(p, Page::Data(_) | Page::Zero));
                 match found {
                     Some((&k, _)) => {
                         let pos = off.max(k * PAGE_SIZE);
@@ -1291,7 +1305,7 @@ impl FileSystem for Tmpfs {
             Seek::Hole => {
                 let mut next = idx;
                 for (&k, p) in f.pages.range(idx..) {
-                    if k != next || !matches!(p, Page::Data(_)) {
+                    if k != next || !matches!(p, Page::Data(_) | Page::Zero) {
                         break;
                     }
                     next = k + 1;
