@@ -114,3 +114,29 @@ fn fallocate_over_fallocated_pages_makes_data() {
     assert_eq!(buf, [0; 16]);
     assert_eq!(p.fstat(fd).unwrap().st_blocks, (1 << 20) / 512);
 }
+
+/// Host (differential finding 17): a getdents64 whose buffer cannot hold
+/// the next entry fails with EINVAL but moves the position to that entry.
+#[test]
+fn getdents_einval_moves_to_the_entry_tried() {
+    let vfs = Vfs::new(FastPaths::seeds());
+    let mut p = Process::new(&vfs).unwrap();
+    p.mkdir("/d", 0o755).unwrap();
+    for n in ["/d/a", "/d/b"] {
+        let fd = p.open(n, O_CREAT | O_RDWR, 0o644).unwrap();
+        p.close(fd).unwrap();
+    }
+    let fd = p.open("/d", O_RDONLY | O_DIRECTORY, 0).unwrap();
+    assert_eq!(p.lseek(fd, 12288, SEEK_SET), Ok(12288));
+    let mut small = [0u8; 10];
+    assert_eq!(p.getdents64(fd, &mut small), Err(Errno::EINVAL));
+    assert_eq!(
+        p.lseek(fd, 0, SEEK_CUR),
+        Ok(4),
+        "b's cookie (created second)"
+    );
+    // At the start, '.' does not fit: the position stays 0.
+    assert_eq!(p.lseek(fd, 0, SEEK_SET), Ok(0));
+    assert_eq!(p.getdents64(fd, &mut small), Err(Errno::EINVAL));
+    assert_eq!(p.lseek(fd, 0, SEEK_CUR), Ok(0));
+}

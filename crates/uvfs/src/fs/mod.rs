@@ -164,6 +164,9 @@ pub struct DirEntry {
     pub file_type: u32,
     /// Its name (`.` and `..` included).
     pub name: Vec<u8>,
+    /// This entry's own cookie: where a listing that stops before it
+    /// resumes (`.` is 0, `..` is 1).
+    pub pos: u64,
     /// The cookie to resume after this entry (`d_off`): stable across
     /// concurrent creates and unlinks of other entries.
     pub next: u64,

@@ -1348,6 +1348,7 @@ impl FileSystem for Tmpfs {
                     ino: dir,
                     file_type: S_IFDIR,
                     name: b".".to_vec(),
+                    pos: 0,
                     next: 1,
                 };
                 if !emit(&e) {
@@ -1361,6 +1362,7 @@ impl FileSystem for Tmpfs {
                     ino: parent,
                     file_type: S_IFDIR,
                     name: b"..".to_vec(),
+                    pos: 1,
                     next: dd.head_cookie(),
                 };
                 if !emit(&e) {
@@ -1387,6 +1389,7 @@ impl FileSystem for Tmpfs {
                         ino: slot.ino,
                         file_type: slot.ftype,
                         name: slot.name.to_vec(),
+                        pos: slot.offset,
                         next: dd.next_cookie_after(s),
                     });
                 }

@@ -292,6 +292,10 @@ impl Process {
                 if !put_dirent64(buf, at, e.ino, e.next as i64, d_type(e.file_type), &e.name) {
                     too_small = at == 0;
                     stopped = true;
+                    // Linux sets the position to the entry's cookie before
+                    // trying to emit it (`offset_iterate_dir`), so even a
+                    // failed first entry moves it.
+                    next = e.pos;
                     return false;
                 }
                 at += dirent64_reclen(e.name.len());
@@ -299,6 +303,7 @@ impl Process {
                 true
             })?;
             if too_small {
+                pos.set(next);
                 return Err(Errno::EINVAL);
             }
             // Having reached the end, the position rests at the
