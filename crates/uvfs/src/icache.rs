@@ -47,6 +47,11 @@ struct State {
     /// Bumped at every free, so LRU entries of an earlier life are ignored.
     generation: u64,
     attr: Option<Attr>,
+    /// Threads waiting on `cv` for this node (`I_NEW` or `I_FREEING` to
+    /// clear). Notifiers wake only when it is non-zero: std's condvar makes
+    /// a futex syscall on every `notify_all`, waiters or not, which on the
+    /// miss path of a cache-busting walk cost more than the hash lock.
+    waiters: u32,
 }
 
 /// An in-memory inode.
@@ -85,6 +90,7 @@ impl Inode {
                 on_lru: false,
                 generation: 0,
                 attr: None,
+                waiters: 0,
             }),
             cv: Condvar::new(),
             mode: AtomicU32::new(0),
@@ -302,8 +308,11 @@ impl InodeCache {
                 node.set_perm(&attr);
                 st.attr = Some(attr);
             });
+            let wake = st.waiters > 0;
             drop(st);
-            node.cv.notify_all();
+            if wake {
+                node.cv.notify_all();
+            }
             result?;
             self.shrink();
             return Ok(r);
@@ -377,7 +386,9 @@ impl InodeCache {
         let node = unsafe { n.as_ref() };
         let mut st = lock(&node.state);
         while st.flags & I_NEW != 0 {
+            st.waiters += 1;
             st = wait(&node.cv, st);
+            st.waiters -= 1;
         }
         let ok = st.hashed;
         drop(st);
@@ -390,7 +401,9 @@ impl InodeCache {
         let node = unsafe { n.as_ref() };
         let mut st = lock(&node.state);
         while st.flags & I_FREEING != 0 {
+            st.waiters += 1;
             st = wait(&node.cv, st);
+            st.waiters -= 1;
         }
     }
 
@@ -413,7 +426,7 @@ impl InodeCache {
     fn free_node(&self, n: NonNull<Inode>) {
         // SAFETY: nodes live as long as the cache.
         let node = unsafe { n.as_ref() };
-        {
+        let wake = {
             let mut st = lock(&node.state);
             st.flags = I_FREE;
             st.count = 0;
@@ -421,8 +434,11 @@ impl InodeCache {
             st.on_lru = false;
             st.attr = None;
             st.generation += 1;
+            st.waiters > 0
+        };
+        if wake {
+            node.cv.notify_all();
         }
-        node.cv.notify_all();
         lock(&self.free).push(n);
     }
 
