@@ -270,3 +270,56 @@ pub fn uvfs_remove_workdir(p: &mut Process, dir: &str) -> Result<Vec<String>, Er
 pub fn uvfs_vfs(fast: uvfs::FastPaths) -> Arc<Vfs> {
     Vfs::builder().fastpaths(fast).build()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uvfs_workdir_reports_leftovers() {
+        let vfs = uvfs_vfs(uvfs::FastPaths::seeds());
+        let mut p = Process::new(&vfs).unwrap();
+        let dir = uvfs_workdir(&mut p, Path::new("/dev/shm")).unwrap();
+        assert!(dir.starts_with("/dev/shm/uvfs-bench."));
+        let fd = p
+            .open(format!("{dir}/stray"), uapi::O_CREAT | uapi::O_RDWR, 0o600)
+            .unwrap();
+        p.close(fd).unwrap();
+        p.mkdir(format!("{dir}/sub"), 0o700).unwrap();
+        let mut left = uvfs_remove_workdir(&mut p, &dir).unwrap();
+        left.sort();
+        assert_eq!(left, ["stray", "sub"]);
+        assert_eq!(p.stat(&dir).unwrap_err(), Errno::ENOENT);
+        // An empty one leaves nothing to report.
+        let dir = uvfs_workdir(&mut p, Path::new("/dev/shm")).unwrap();
+        assert!(uvfs_remove_workdir(&mut p, &dir).unwrap().is_empty());
+    }
+
+    #[test]
+    fn host_dir_reports_leftovers_and_is_removed() {
+        let d = HostDir::create(&std::env::temp_dir()).unwrap();
+        let path = d.path().to_path_buf();
+        assert!(path.is_dir());
+        std::fs::write(path.join("stray"), b"x").unwrap();
+        assert_eq!(d.remove(), ["stray"]);
+        assert!(!path.exists());
+        let d = HostDir::create(&std::env::temp_dir()).unwrap();
+        let path = d.path().to_path_buf();
+        assert!(d.remove().is_empty());
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn both_backends_agree_on_errors() {
+        let vfs = uvfs_vfs(uvfs::FastPaths::seeds());
+        let mut u = UvfsSys(Process::new(&vfs).unwrap());
+        let missing = cpath("/nonexistent-uvfs-bench/x");
+        assert_eq!(u.open(&missing, uapi::O_RDONLY, 0), Err(Errno::ENOENT));
+        assert_eq!(
+            HostSys.open(&missing, uapi::O_RDONLY, 0),
+            Err(Errno::ENOENT)
+        );
+        assert_eq!(u.close(1000), Err(Errno::EBADF));
+        assert_eq!(HostSys.close(100_000), Err(Errno::EBADF));
+    }
+}
