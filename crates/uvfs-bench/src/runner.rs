@@ -94,6 +94,8 @@ pub struct Measurement {
     pub samples: Vec<f64>,
     /// Each task's operations per second over the whole measured time.
     pub task_ops_per_sec: Vec<f64>,
+    /// Each task's iterations over its whole loop, warm-up included.
+    pub task_total_ops: Vec<u64>,
     /// The work directory (removed by now).
     pub workdir: String,
     /// Names left in the work directory after the tests' cleanup (empty
@@ -221,6 +223,9 @@ fn task<S: Sys>(sys: &mut S, ctl: &Control, i: usize, test: Test, workdir: &str)
     slot.done.store(true, Ordering::Release);
 }
 
+/// Samples, per-task ops/s, per-task total iterations.
+type Sampled = (Vec<f64>, Vec<f64>, Vec<u64>);
+
 /// The running tasks, to be stopped and joined.
 enum Tasks<'s> {
     Threads(Vec<std::thread::ScopedJoinHandle<'s, ()>>),
@@ -244,7 +249,7 @@ pub fn run(cfg: &RunConfig) -> Result<Measurement, String> {
 fn run_host(cfg: &RunConfig) -> Result<Measurement, String> {
     let dir = HostDir::create(&cfg.dir)?;
     let workdir = dir.path().to_string_lossy().into_owned();
-    let result = (|| -> Result<(Vec<f64>, Vec<f64>), String> {
+    let result = (|| -> Result<Sampled, String> {
         let mut sys = HostSys;
         let prepared = workloads::prepare(cfg.test, &mut sys, &workdir, cfg.tasks)
             .map_err(|e| format!("{}: preparing in {workdir}: {e}", cfg.test.name()))?;
@@ -264,15 +269,16 @@ fn run_host(cfg: &RunConfig) -> Result<Measurement, String> {
             measure(cfg, &ctl, tasks)
         });
         let cleaned = workloads::cleanup(&mut sys, prepared);
-        let (samples, task_ops_per_sec) = r?;
+        let sampled = r?;
         cleaned.map_err(|e| format!("{}: cleanup: {e}", cfg.test.name()))?;
-        Ok((samples, task_ops_per_sec))
+        Ok(sampled)
     })();
     let leftovers = dir.remove();
-    let (samples, task_ops_per_sec) = result?;
+    let (samples, task_ops_per_sec, task_total_ops) = result?;
     Ok(Measurement {
         samples,
         task_ops_per_sec,
+        task_total_ops,
         workdir,
         leftovers,
     })
@@ -366,23 +372,20 @@ fn run_uvfs(cfg: &RunConfig) -> Result<Measurement, String> {
     let cleaned = workloads::cleanup(&mut harness, prepared);
     let leftovers = uvfs_remove_workdir(&mut harness.0, &workdir)
         .map_err(|e| ctx("removing the work directory", e))?;
-    let (samples, task_ops_per_sec) = r?;
+    let (samples, task_ops_per_sec, task_total_ops) = r?;
     cleaned.map_err(|e| ctx("cleanup", e))?;
     Ok(Measurement {
         samples,
         task_ops_per_sec,
+        task_total_ops,
         workdir,
         leftovers,
     })
 }
 
 /// Waits for the tasks to be ready, starts them, samples, stops them and
-/// collects their errors. Returns (samples, per-task ops/s).
-fn measure(
-    cfg: &RunConfig,
-    ctl: &Control,
-    tasks: Tasks<'_>,
-) -> Result<(Vec<f64>, Vec<f64>), String> {
+/// collects their errors.
+fn measure(cfg: &RunConfig, ctl: &Control, tasks: Tasks<'_>) -> Result<Sampled, String> {
     let h = ctl.header();
     let n = ctl.tasks;
     // Wait for every setup (or the first failure).
@@ -450,7 +453,7 @@ fn measure(
         errors.push(format!("{crashed} task(s) crashed"));
     }
     if errors.is_empty() {
-        Ok((samples, per_task))
+        Ok((samples, per_task, ctl.counts()))
     } else {
         Err(format!("{}: {}", cfg.test.name(), errors.join("; ")))
     }
