@@ -1,0 +1,278 @@
+//! The command line (clap): `list`, `run`, `compare`, `reproduce`, and the
+//! commands' drivers.
+
+use crate::compare::{self, Rule};
+use crate::report::{self, Machine, Record, mean_sd};
+use crate::runner::{self, Backend, Mode, RunConfig};
+use crate::workloads::{TESTS, Test};
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use uvfs::FastPaths;
+
+/// The uvfs lab: will-it-scale's file tests on the host kernel and on uvfs.
+#[derive(Debug, Parser)]
+#[command(name = "uvfs-bench", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List every test with a one-line description.
+    List,
+    /// Run one test and print (and optionally save) its ops/s.
+    ///
+    /// Tasks start together after their setup, run the test's loop for the
+    /// warm-up, then for --seconds while the summed counters are sampled
+    /// every --interval; the table shows the mean total ops/s, per task,
+    /// the samples' relative standard deviation and the samples.
+    Run(RunArgs),
+    /// Compare two `run --json` files, record by record.
+    ///
+    /// Records are matched by test, backend, mode, tasks and fastpaths. A
+    /// change is beyond noise when it exceeds --sigmas times the combined
+    /// standard error of both runs' samples (sqrt(sd1²/n1 + sd2²/n2)) and
+    /// is at least --min-change % of the base; records with fewer than 2
+    /// samples on a side are reported as "noise unknown". Exit status: 1
+    /// if some record regressed beyond noise, 0 otherwise, 2 on bad input.
+    Compare(CompareArgs),
+    /// Reproduce each seed's A/B experiment on uvfs, beside the host.
+    ///
+    /// Runs each seed's experiment on uvfs with the fast path off (A) and
+    /// on (B), interleaved A B A B in one process, and the host kernel's
+    /// nearest loop; prints before, after, change and its 95 % interval.
+    Reproduce {
+        /// 4 rounds of 100 ms per side (smoke test); default 10 rounds of
+        /// 300 ms.
+        #[arg(long)]
+        quick: bool,
+    },
+    /// Run one of reproduce's loops on uvfs for SECS seconds (a target for
+    /// perf or callgrind).
+    #[command(hide = true)]
+    Loop {
+        /// open1, openneg, getfl, dup100 or fstree.
+        test: String,
+        /// How long.
+        #[arg(default_value_t = 5.0)]
+        secs: f64,
+    },
+}
+
+/// `run`'s options.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The test (`uvfs-bench list` shows them): open1, open2, open3, dup1,
+    /// lseek1, lseek2, read1, read2, pread1, write1, unlink1, unlink2,
+    /// openneg.
+    #[arg(value_parser = Test::from_name)]
+    pub test: Test,
+    /// Where to run: `host` = real system calls through libc on a temp
+    /// directory under --dir; `uvfs` = the same calls on a uvfs VFS built
+    /// with --fastpaths, under the same path inside it.
+    #[arg(long, value_enum, default_value_t = Backend::Uvfs)]
+    pub backend: Backend,
+    /// `processes` = each task its own process and fd table (host: forked
+    /// processes; uvfs: its own `Process`, on its own OS thread);
+    /// `threads` = the tasks are threads sharing one fd table.
+    #[arg(long, value_enum, default_value_t = Mode::Processes)]
+    pub mode: Mode,
+    /// Task counts to run, comma-separated (one run and one record each),
+    /// e.g. `1,2,4`.
+    #[arg(long, value_delimiter = ',', num_args = 1.., default_value = "1")]
+    pub tasks: Vec<usize>,
+    /// Seconds measured per run, after the warm-up.
+    #[arg(long, default_value_t = 5.0)]
+    pub seconds: f64,
+    /// Seconds the tasks run before measuring starts.
+    #[arg(long, default_value_t = 1.0)]
+    pub warmup: f64,
+    /// Sample length in seconds: --seconds is split into
+    /// round(seconds / interval) samples (at least one).
+    #[arg(long, default_value_t = 1.0)]
+    pub interval: f64,
+    /// uvfs fast paths: `seeds` (all on), `stock` (all off), or a
+    /// comma-separated list of presets and SWITCH=on|off applied left to
+    /// right, e.g. `stock,close_sync=on`. Switches: close_sync,
+    /// badopen_immediate, typesafe_files, fget_masked, alloc_fd_fast,
+    /// icache_lockless. Ignored on the host.
+    #[arg(long, default_value = "seeds", value_parser = parse_fastpaths)]
+    pub fastpaths: FastPaths,
+    /// The directory the work directory `uvfs-bench.XXXXXX` is made in
+    /// (host: should be a tmpfs; uvfs: the same path is made inside the
+    /// VFS).
+    #[arg(long, default_value = "/dev/shm")]
+    pub dir: PathBuf,
+    /// Also write the results to FILE as a JSON array of records (test,
+    /// backend, mode, tasks, fastpaths, ops_per_sec, per_task_ops_per_sec,
+    /// stddev, samples, …).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// `compare`'s options.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline results (JSON from `run --json`).
+    pub base: PathBuf,
+    /// The new results.
+    pub new: PathBuf,
+    /// How many combined standard errors a change must exceed.
+    #[arg(long, default_value_t = 2.0)]
+    pub sigmas: f64,
+    /// The smallest change, in % of the base, reported as beyond noise.
+    #[arg(long, default_value_t = 1.0)]
+    pub min_change: f64,
+}
+
+fn parse_fastpaths(s: &str) -> Result<FastPaths, String> {
+    FastPaths::parse(s).map_err(|_| {
+        let names: Vec<&str> = FastPaths::switches().map(|(n, _)| n).collect();
+        format!(
+            "expected seeds, stock or SWITCH=on|off items; switches: {}",
+            names.join(", ")
+        )
+    })
+}
+
+/// Runs the parsed command line.
+pub fn main(cli: Cli) -> ExitCode {
+    match cli.command {
+        Command::List => {
+            for e in TESTS {
+                println!("{:<10} {}", e.name, e.description);
+            }
+            ExitCode::SUCCESS
+        }
+        Command::Run(args) => match run(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("uvfs-bench run: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Command::Compare(args) => compare_files(&args),
+        Command::Reproduce { quick } => {
+            crate::reproduce::reproduce(quick);
+            ExitCode::SUCCESS
+        }
+        Command::Loop { test, secs } => match crate::reproduce::profile_loop(&test, secs) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("uvfs-bench loop: {e}");
+                ExitCode::from(2)
+            }
+        },
+    }
+}
+
+/// Builds a record from one run's measurement.
+pub fn record(cfg: &RunConfig, m: &runner::Measurement, machine: Option<Machine>) -> Record {
+    let (mean, sd) = mean_sd(&m.samples);
+    Record {
+        test: cfg.test.name().into(),
+        backend: cfg.backend.name().into(),
+        mode: cfg.mode.name().into(),
+        tasks: cfg.tasks,
+        fastpaths: match cfg.backend {
+            Backend::Host => "-".into(),
+            Backend::Uvfs => cfg.fastpaths.to_string(),
+        },
+        ops_per_sec: mean,
+        per_task_ops_per_sec: mean / cfg.tasks as f64,
+        stddev: sd,
+        samples: m.samples.clone(),
+        task_ops_per_sec: m.task_ops_per_sec.clone(),
+        seconds: cfg.seconds,
+        warmup: cfg.warmup,
+        machine,
+    }
+}
+
+fn run(args: &RunArgs) -> Result<(), String> {
+    let machine = Machine::current();
+    let fast = match args.backend {
+        Backend::Host => "host kernel".to_string(),
+        Backend::Uvfs => format!("fast paths {}", args.fastpaths),
+    };
+    let description = TESTS
+        .iter()
+        .find(|e| e.test == Some(args.test))
+        .map_or("", |e| e.description);
+    println!("{} ({description})", args.test.name());
+    println!(
+        "backend {} ({fast}), {} mode, {} s measured after {} s warm-up, samples of ~{} s, under {}",
+        args.backend.name(),
+        args.mode.name(),
+        args.seconds,
+        args.warmup,
+        args.interval,
+        args.dir.display()
+    );
+    println!(
+        "machine: {}, {} CPUs, kernel {}",
+        machine.cpu, machine.nproc, machine.kernel
+    );
+    let mut out = std::io::stdout();
+    report::table_header(&mut out).map_err(|e| e.to_string())?;
+    let mut records = Vec::new();
+    for &tasks in &args.tasks {
+        let cfg = RunConfig {
+            test: args.test,
+            backend: args.backend,
+            mode: args.mode,
+            tasks,
+            seconds: args.seconds,
+            warmup: args.warmup,
+            interval: args.interval,
+            fastpaths: args.fastpaths,
+            dir: args.dir.clone(),
+        };
+        let m = runner::run(&cfg)?;
+        if !m.leftovers.is_empty() {
+            eprintln!(
+                "warning: {} left {:?} in {}",
+                args.test.name(),
+                m.leftovers,
+                m.workdir
+            );
+        }
+        let r = record(&cfg, &m, Some(machine.clone()));
+        report::table_row(&mut out, &r).map_err(|e| e.to_string())?;
+        records.push(r);
+    }
+    if let Some(path) = &args.json {
+        report::write_json(path, &records)?;
+        println!("wrote {} record(s) to {}", records.len(), path.display());
+    }
+    Ok(())
+}
+
+fn compare_files(args: &CompareArgs) -> ExitCode {
+    let read = |p: &PathBuf| report::read_json(p);
+    let (base, new) = match (read(&args.base), read(&args.new)) {
+        (Ok(b), Ok(n)) => (b, n),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("uvfs-bench compare: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if !(args.sigmas >= 0.0 && args.min_change >= 0.0) {
+        eprintln!("uvfs-bench compare: --sigmas and --min-change must be >= 0");
+        return ExitCode::from(2);
+    }
+    let rule = Rule {
+        sigmas: args.sigmas,
+        min_change_pct: args.min_change,
+    };
+    let lines = compare::compare(&base, &new, rule);
+    if let Err(e) = compare::print(&mut std::io::stdout(), &lines, rule) {
+        eprintln!("uvfs-bench compare: {e}");
+        return ExitCode::from(2);
+    }
+    ExitCode::from(compare::exit_status(&lines))
+}

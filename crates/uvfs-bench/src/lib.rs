@@ -1,0 +1,18 @@
+//! The uvfs lab: will-it-scale's file-system tests run on the host kernel
+//! (real system calls through libc) and on uvfs, in processes or threads
+//! mode, with JSON results and a regression comparison; and `reproduce`,
+//! the seeds' A/B experiments.
+//!
+//! Modules, one concern each: [`cli`] (the command line and its drivers),
+//! [`workloads`] (the tests), [`backend`] (host and uvfs system calls and
+//! work directories), [`runner`] (tasks, start barrier, counters,
+//! sampling), [`report`] (records, JSON, tables), [`compare`] (the noise
+//! rule and verdicts), [`reproduce`] (the seeds' table).
+
+pub mod backend;
+pub mod cli;
+pub mod compare;
+pub mod report;
+pub mod reproduce;
+pub mod runner;
+pub mod workloads;

@@ -1,0 +1,220 @@
+//! Results: the JSON record of one (test, tasks) run, the machine it ran
+//! on, and the text table `run` prints.
+//!
+//! The record's field names are a contract other tools read: `test`,
+//! `backend`, `mode`, `tasks`, `fastpaths`, `ops_per_sec` (total, the mean
+//! of the samples), `per_task_ops_per_sec`, `stddev` (of the samples),
+//! `samples` (per-interval totals, in ops/s). Everything else is optional
+//! when read back.
+
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::Path;
+
+/// One (test, backend, mode, tasks, fastpaths) result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// The test's name (`open1`, …).
+    pub test: String,
+    /// `host` or `uvfs`.
+    pub backend: String,
+    /// `processes` or `threads`.
+    pub mode: String,
+    /// How many tasks ran.
+    pub tasks: usize,
+    /// The uvfs fast paths (`seeds`, `stock`, `stock,close_sync=on`, …, in
+    /// the canonical form `FastPaths` prints), or `-` on the host.
+    pub fastpaths: String,
+    /// Total operations per second: the mean of `samples`.
+    pub ops_per_sec: f64,
+    /// `ops_per_sec / tasks` (will-it-scale's per_process_ops /
+    /// per_thread_ops).
+    pub per_task_ops_per_sec: f64,
+    /// The sample standard deviation of `samples` (0 with one sample).
+    pub stddev: f64,
+    /// Total operations per second in each sampling interval.
+    pub samples: Vec<f64>,
+    /// Each task's operations per second over the measured time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub task_ops_per_sec: Vec<f64>,
+    /// Measured seconds (after the warm-up).
+    #[serde(default)]
+    pub seconds: f64,
+    /// Warm-up seconds.
+    #[serde(default)]
+    pub warmup: f64,
+    /// The machine the run was made on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<Machine>,
+}
+
+/// Mean and sample standard deviation (n - 1; 0 for fewer than 2 values).
+pub fn mean_sd(v: &[f64]) -> (f64, f64) {
+    if v.is_empty() {
+        return (0.0, 0.0);
+    }
+    let n = v.len() as f64;
+    let m = v.iter().sum::<f64>() / n;
+    if v.len() < 2 {
+        return (m, 0.0);
+    }
+    let var = v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1.0);
+    (m, var.sqrt())
+}
+
+/// What the run ran on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    /// `model name` from /proc/cpuinfo.
+    pub cpu: String,
+    /// CPUs this process may run on.
+    pub nproc: usize,
+    /// `uname -r`.
+    pub kernel: String,
+}
+
+impl Machine {
+    /// This machine.
+    pub fn current() -> Machine {
+        let cpu = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split_once(':'))
+                    .map(|(_, v)| v.trim().to_string())
+            })
+            .unwrap_or_else(|| "unknown".into());
+        let nproc = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "unknown".into());
+        Machine { cpu, nproc, kernel }
+    }
+}
+
+/// Writes `records` as a pretty-printed JSON array.
+pub fn write_json(path: &Path, records: &[Record]) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(records).map_err(|e| e.to_string())?;
+    let mut f = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    writeln!(f, "{text}").map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Reads a JSON array of records (a single record object is accepted too).
+pub fn read_json(path: &Path) -> Result<Vec<Record>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    parse_json(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Parses what [`write_json`] writes.
+pub fn parse_json(text: &str) -> Result<Vec<Record>, String> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let v = match v {
+        serde_json::Value::Array(_) => v,
+        o @ serde_json::Value::Object(_) => serde_json::Value::Array(vec![o]),
+        _ => return Err("expected a JSON array of records".into()),
+    };
+    serde_json::from_value(v).map_err(|e| e.to_string())
+}
+
+/// The header of `run`'s table.
+pub fn table_header(out: &mut impl Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:>5} {:>14} {:>14} {:>8} {:>7}  samples (ops/s)",
+        "tasks", "ops/s", "per task", "stddev", "n"
+    )
+}
+
+/// One row of `run`'s table.
+pub fn table_row(out: &mut impl Write, r: &Record) -> std::io::Result<()> {
+    let rel = if r.ops_per_sec > 0.0 {
+        r.stddev / r.ops_per_sec * 100.0
+    } else {
+        0.0
+    };
+    let samples: Vec<String> = r.samples.iter().map(|s| format!("{s:.0}")).collect();
+    writeln!(
+        out,
+        "{:>5} {:>14.0} {:>14.0} {:>7.1}% {:>7}  {}",
+        r.tasks,
+        r.ops_per_sec,
+        r.per_task_ops_per_sec,
+        rel,
+        r.samples.len(),
+        samples.join(" ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record() -> Record {
+        Record {
+            test: "open1".into(),
+            backend: "uvfs".into(),
+            mode: "processes".into(),
+            tasks: 2,
+            fastpaths: "seeds".into(),
+            ops_per_sec: 2000.0,
+            per_task_ops_per_sec: 1000.0,
+            stddev: 10.0,
+            samples: vec![1990.0, 2010.0],
+            task_ops_per_sec: vec![1000.0, 1000.0],
+            seconds: 2.0,
+            warmup: 1.0,
+            machine: Some(Machine::current()),
+        }
+    }
+
+    #[test]
+    fn json_round_trip_keeps_the_contract_names() {
+        let recs = vec![record()];
+        let text = serde_json::to_string(&recs).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let obj = v[0].as_object().unwrap();
+        for key in [
+            "test",
+            "backend",
+            "mode",
+            "tasks",
+            "fastpaths",
+            "ops_per_sec",
+            "per_task_ops_per_sec",
+            "stddev",
+            "samples",
+        ] {
+            assert!(obj.contains_key(key), "missing {key} in {text}");
+        }
+        assert_eq!(obj["samples"].as_array().unwrap().len(), 2);
+        assert_eq!(parse_json(&text).unwrap(), recs);
+
+        let dir = std::env::temp_dir().join(format!("uvfs-bench-json-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("r.json");
+        write_json(&path, &recs).unwrap();
+        assert_eq!(read_json(&path).unwrap(), recs);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn contract_fields_alone_are_enough() {
+        let text = r#"[{"test":"dup1","backend":"host","mode":"threads","tasks":1,
+            "fastpaths":"-","ops_per_sec":5.0,"per_task_ops_per_sec":5.0,
+            "stddev":0.0,"samples":[5.0]}]"#;
+        let r = parse_json(text).unwrap();
+        assert_eq!(r[0].test, "dup1");
+        assert_eq!(r[0].machine, None);
+        assert!(parse_json("42").is_err());
+        assert!(parse_json(r#"[{"test":"x"}]"#).is_err());
+    }
+
+    #[test]
+    fn mean_and_sd() {
+        assert_eq!(mean_sd(&[]), (0.0, 0.0));
+        assert_eq!(mean_sd(&[3.0]), (3.0, 0.0));
+        let (m, s) = mean_sd(&[1.0, 2.0, 3.0]);
+        assert!((m - 2.0).abs() < 1e-12 && (s - 1.0).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,460 @@
+//! The runner: starts the tasks of one (test, backend, mode, tasks) run,
+//! releases them together, samples their counters, stops them and cleans
+//! up, as will-it-scale's `main.c` does.
+//!
+//! The counters live in a [`Control`] block in an anonymous shared mapping,
+//! each task's on its own cache lines (`CachePadded`), so the same block
+//! serves threads and `fork()`ed processes. The protocol: each task runs its
+//! setup, bumps `ready`, spins until `go`; loops until `stop`, publishing its
+//! iteration count after each iteration; runs its teardown and sets `done`.
+//! The harness waits for all `ready`, sets `go`, waits the warm-up, then
+//! takes one sample of the summed counters per interval.
+//!
+//! Modes: *processes* = every task has its own fd table (host: a `fork()`ed
+//! OS process; uvfs: its own `Process` on the shared `Vfs`, on its own OS
+//! thread); *threads* = one fd table shared by all tasks and the harness
+//! (host: threads of this process; uvfs: `new_thread()` handles of one
+//! `Process`, the harness keeping the first one as will-it-scale's main
+//! thread stays in its process).
+
+use crate::backend::{HostDir, HostSys, Sys, UvfsSys, uvfs_remove_workdir, uvfs_vfs, uvfs_workdir};
+use crate::workloads::{self, Test};
+use crossbeam_utils::CachePadded;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use uvfs::{Errno, FastPaths, Process};
+
+/// Where the tests run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Backend {
+    /// The host kernel: real system calls through libc, on a tmpfs directory.
+    Host,
+    /// uvfs: the same calls on a `uvfs::Process`.
+    Uvfs,
+}
+
+impl Backend {
+    /// The name used in the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Host => "host",
+            Backend::Uvfs => "uvfs",
+        }
+    }
+}
+
+/// How tasks share the fd table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// Each task its own process and fd table.
+    Processes,
+    /// All tasks threads of one process, sharing one fd table.
+    Threads,
+}
+
+impl Mode {
+    /// The name used in the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Processes => "processes",
+            Mode::Threads => "threads",
+        }
+    }
+}
+
+/// One run's parameters.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    /// The test.
+    pub test: Test,
+    /// The backend.
+    pub backend: Backend,
+    /// The mode.
+    pub mode: Mode,
+    /// How many tasks.
+    pub tasks: usize,
+    /// Measured time after the warm-up.
+    pub seconds: f64,
+    /// Time the tasks run before the first sample starts.
+    pub warmup: f64,
+    /// Sample length (the measured time is split into samples of about this).
+    pub interval: f64,
+    /// The uvfs fast paths (ignored on the host).
+    pub fastpaths: FastPaths,
+    /// The directory the work directory is made in (on the host; on uvfs
+    /// the same path inside the VFS).
+    pub dir: PathBuf,
+}
+
+/// What a run measured.
+#[derive(Clone, Debug)]
+pub struct Measurement {
+    /// Summed operations per second, one per sample.
+    pub samples: Vec<f64>,
+    /// Each task's operations per second over the whole measured time.
+    pub task_ops_per_sec: Vec<f64>,
+    /// Each task's iterations over its whole loop, warm-up included.
+    pub task_total_ops: Vec<u64>,
+    /// The work directory (removed by now).
+    pub workdir: String,
+    /// Names left in the work directory after the tests' cleanup (empty
+    /// when the test cleaned up after itself).
+    pub leftovers: Vec<String>,
+}
+
+/// The harness's part of the control block.
+#[repr(C)]
+struct Header {
+    ready: AtomicUsize,
+    go: AtomicBool,
+    stop: AtomicBool,
+}
+
+/// One task's part of the control block.
+#[repr(C)]
+struct Slot {
+    count: AtomicU64,
+    /// The errno that ended the task, 0 if none.
+    err: AtomicI32,
+    /// Where it ended: 1 setup, 2 loop, 3 teardown.
+    stage: AtomicI32,
+    done: AtomicBool,
+}
+
+/// The control block: a header and one slot per task, each on its own
+/// cache lines, in an anonymous shared mapping (shared with forked tasks).
+pub struct Control {
+    base: *mut u8,
+    len: usize,
+    tasks: usize,
+}
+
+// SAFETY: the block holds only atomics, which any thread may access through
+// shared references; the mapping lives until the `Control` is dropped.
+unsafe impl Sync for Control {}
+// SAFETY: as above; the pointer is not tied to the creating thread.
+unsafe impl Send for Control {}
+
+const HEADER: usize = size_of::<CachePadded<Header>>();
+const SLOT: usize = size_of::<CachePadded<Slot>>();
+
+impl Control {
+    /// A zeroed block for `tasks` tasks (all-zero is the initial state).
+    fn new(tasks: usize) -> Result<Control, String> {
+        let len = HEADER + SLOT * tasks;
+        // SAFETY: an anonymous shared mapping of `len` bytes; no existing
+        // memory is affected.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(format!("mmap of the counters: {}", Errno::last_os_error()));
+        }
+        Ok(Control {
+            base: p.cast(),
+            len,
+            tasks,
+        })
+    }
+
+    fn header(&self) -> &Header {
+        // SAFETY: the mapping is page-aligned, zero-filled (a valid
+        // `Header`: atomics of 0/false) and at least HEADER bytes long.
+        unsafe { &*self.base.cast::<CachePadded<Header>>() }
+    }
+
+    fn slot(&self, i: usize) -> &Slot {
+        assert!(i < self.tasks);
+        // SAFETY: slot `i` lies within the mapping (checked above), at a
+        // multiple of the `CachePadded` alignment from a page-aligned base,
+        // and zero-filled memory is a valid `Slot`.
+        unsafe { &*self.base.add(HEADER + SLOT * i).cast::<CachePadded<Slot>>() }
+    }
+
+    fn counts(&self) -> Vec<u64> {
+        (0..self.tasks)
+            .map(|i| self.slot(i).count.load(Ordering::Relaxed))
+            .collect()
+    }
+}
+
+impl Drop for Control {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping `new` made; no reference into
+        // it outlives `self`.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+/// One task's life: setup, start together, loop, teardown.
+fn task<S: Sys>(sys: &mut S, ctl: &Control, i: usize, test: Test, workdir: &str) {
+    let h = ctl.header();
+    let slot = ctl.slot(i);
+    let fail = |stage: i32, e: Errno| {
+        slot.err.store(e.raw(), Ordering::Relaxed);
+        slot.stage.store(stage, Ordering::Relaxed);
+    };
+    match workloads::setup(test, sys, workdir, i) {
+        Err(e) => {
+            fail(1, e);
+            h.ready.fetch_add(1, Ordering::Release);
+        }
+        Ok(mut st) => {
+            h.ready.fetch_add(1, Ordering::Release);
+            while !h.go.load(Ordering::Acquire) {
+                std::thread::yield_now();
+            }
+            if let Err(e) = workloads::run(sys, &mut st, &slot.count, &h.stop) {
+                fail(2, e);
+            }
+            if let Err(e) = workloads::teardown(sys, st) {
+                fail(3, e);
+            }
+        }
+    }
+    slot.done.store(true, Ordering::Release);
+}
+
+/// Samples, per-task ops/s, per-task total iterations.
+type Sampled = (Vec<f64>, Vec<f64>, Vec<u64>);
+
+/// The running tasks, to be stopped and joined.
+enum Tasks<'s> {
+    Threads(Vec<std::thread::ScopedJoinHandle<'s, ()>>),
+    Children(Vec<libc::pid_t>),
+}
+
+/// Runs one configuration and returns its samples.
+pub fn run(cfg: &RunConfig) -> Result<Measurement, String> {
+    if cfg.tasks == 0 {
+        return Err("--tasks must be at least 1".into());
+    }
+    if !(cfg.seconds > 0.0 && cfg.interval > 0.0 && cfg.warmup >= 0.0) {
+        return Err("--seconds and --interval must be > 0, --warmup >= 0".into());
+    }
+    match cfg.backend {
+        Backend::Host => run_host(cfg),
+        Backend::Uvfs => run_uvfs(cfg),
+    }
+}
+
+fn run_host(cfg: &RunConfig) -> Result<Measurement, String> {
+    let dir = HostDir::create(&cfg.dir)?;
+    let workdir = dir.path().to_string_lossy().into_owned();
+    let result = (|| -> Result<Sampled, String> {
+        let mut sys = HostSys;
+        let prepared = workloads::prepare(cfg.test, &mut sys, &workdir, cfg.tasks)
+            .map_err(|e| format!("{}: preparing in {workdir}: {e}", cfg.test.name()))?;
+        let ctl = Control::new(cfg.tasks)?;
+        let r = std::thread::scope(|s| {
+            let tasks = match cfg.mode {
+                Mode::Threads => Tasks::Threads(
+                    (0..cfg.tasks)
+                        .map(|i| {
+                            let (ctl, wd) = (&ctl, workdir.as_str());
+                            s.spawn(move || task(&mut HostSys, ctl, i, cfg.test, wd))
+                        })
+                        .collect(),
+                ),
+                Mode::Processes => Tasks::Children(fork_tasks(&ctl, cfg.test, &workdir)?),
+            };
+            measure(cfg, &ctl, tasks)
+        });
+        let cleaned = workloads::cleanup(&mut sys, prepared);
+        let sampled = r?;
+        cleaned.map_err(|e| format!("{}: cleanup: {e}", cfg.test.name()))?;
+        Ok(sampled)
+    })();
+    let leftovers = dir.remove();
+    let (samples, task_ops_per_sec, task_total_ops) = result?;
+    Ok(Measurement {
+        samples,
+        task_ops_per_sec,
+        task_total_ops,
+        workdir,
+        leftovers,
+    })
+}
+
+/// Forks one child per task; each runs [`task`] with real system calls and
+/// `_exit`s. The child only makes system calls and touches the shared block
+/// (and the allocator, which glibc keeps usable across fork).
+fn fork_tasks(ctl: &Control, test: Test, workdir: &str) -> Result<Vec<libc::pid_t>, String> {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    let mut pids = Vec::with_capacity(ctl.tasks);
+    for i in 0..ctl.tasks {
+        // SAFETY: fork(); the child below runs only the task (system calls
+        // and atomics) and leaves with `_exit`, never returning into the
+        // parent's stack frames or running its destructors.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            let e = Errno::last_os_error();
+            ctl.header().stop.store(true, Ordering::Relaxed);
+            ctl.header().go.store(true, Ordering::Release);
+            reap(&pids);
+            return Err(format!("fork: {e}"));
+        }
+        if pid == 0 {
+            // SAFETY: asks for SIGKILL if the harness dies, so no task
+            // outlives it; no memory is passed.
+            unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
+            let ok = std::panic::catch_unwind(|| task(&mut HostSys, ctl, i, test, workdir)).is_ok();
+            // SAFETY: ends the child at once, as the C harness would.
+            unsafe { libc::_exit(if ok { 0 } else { 101 }) };
+        }
+        pids.push(pid);
+    }
+    Ok(pids)
+}
+
+/// Waits for the children; returns how many did not exit with status 0.
+fn reap(pids: &[libc::pid_t]) -> usize {
+    let mut bad = 0;
+    for &pid in pids {
+        let mut status = 0;
+        loop {
+            // SAFETY: waits for our own child, writing its status into a
+            // local.
+            let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+            if r == pid {
+                break;
+            }
+            if Errno::last_os_error() != Errno::EINTR {
+                status = -1;
+                break;
+            }
+        }
+        if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+            bad += 1;
+        }
+    }
+    bad
+}
+
+fn run_uvfs(cfg: &RunConfig) -> Result<Measurement, String> {
+    let vfs = uvfs_vfs(cfg.fastpaths);
+    let ctx = |what: &str, e: Errno| format!("{} on uvfs: {what}: {e}", cfg.test.name());
+    let mut main = Process::new(&vfs).map_err(|e| ctx("new process", e))?;
+    let workdir = uvfs_workdir(&mut main, &cfg.dir).map_err(|e| ctx("work directory", e))?;
+    // The harness's handle: for threads mode the tasks are threads of it.
+    let mut harness = UvfsSys(main);
+    let prepared = workloads::prepare(cfg.test, &mut harness, &workdir, cfg.tasks)
+        .map_err(|e| ctx("prepare", e))?;
+    let mut procs = Vec::with_capacity(cfg.tasks);
+    for _ in 0..cfg.tasks {
+        procs.push(UvfsSys(match cfg.mode {
+            Mode::Threads => harness.0.new_thread(),
+            Mode::Processes => Process::new(&vfs).map_err(|e| ctx("new process", e))?,
+        }));
+    }
+    let ctl = Control::new(cfg.tasks)?;
+    let r = std::thread::scope(|s| {
+        let handles = procs
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut sys)| {
+                let (ctl, wd) = (&ctl, workdir.as_str());
+                s.spawn(move || task(&mut sys, ctl, i, cfg.test, wd))
+            })
+            .collect();
+        measure(cfg, &ctl, Tasks::Threads(handles))
+    });
+    let cleaned = workloads::cleanup(&mut harness, prepared);
+    let leftovers = uvfs_remove_workdir(&mut harness.0, &workdir)
+        .map_err(|e| ctx("removing the work directory", e))?;
+    let (samples, task_ops_per_sec, task_total_ops) = r?;
+    cleaned.map_err(|e| ctx("cleanup", e))?;
+    Ok(Measurement {
+        samples,
+        task_ops_per_sec,
+        task_total_ops,
+        workdir,
+        leftovers,
+    })
+}
+
+/// Waits for the tasks to be ready, starts them, samples, stops them and
+/// collects their errors.
+fn measure(cfg: &RunConfig, ctl: &Control, tasks: Tasks<'_>) -> Result<Sampled, String> {
+    let h = ctl.header();
+    let n = ctl.tasks;
+    // Wait for every setup (or the first failure).
+    while h.ready.load(Ordering::Acquire) < n {
+        if (0..n).any(|i| ctl.slot(i).stage.load(Ordering::Relaxed) != 0) {
+            break;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let setup_failed = (0..n).any(|i| ctl.slot(i).stage.load(Ordering::Relaxed) != 0);
+    let mut samples = Vec::new();
+    let mut per_task = vec![0.0; n];
+    if !setup_failed {
+        h.go.store(true, Ordering::Release);
+        std::thread::sleep(Duration::from_secs_f64(cfg.warmup));
+        let nsamples = ((cfg.seconds / cfg.interval).round() as usize).max(1);
+        let step = Duration::from_secs_f64(cfg.seconds / nsamples as f64);
+        let t0 = Instant::now();
+        let c0 = ctl.counts();
+        let (mut prev_t, mut prev) = (t0, c0.iter().sum::<u64>());
+        let mut last = c0.clone();
+        for k in 1..=nsamples {
+            let deadline = t0 + step * k as u32;
+            let now = Instant::now();
+            if deadline > now {
+                std::thread::sleep(deadline - now);
+            }
+            let t = Instant::now();
+            last = ctl.counts();
+            let total: u64 = last.iter().sum();
+            samples.push((total - prev) as f64 / (t - prev_t).as_secs_f64());
+            (prev_t, prev) = (t, total);
+        }
+        let secs = (prev_t - t0).as_secs_f64();
+        for (i, p) in per_task.iter_mut().enumerate() {
+            *p = (last[i] - c0[i]) as f64 / secs;
+        }
+    }
+    h.stop.store(true, Ordering::Relaxed);
+    h.go.store(true, Ordering::Release);
+    let crashed = match tasks {
+        Tasks::Threads(handles) => handles
+            .into_iter()
+            .map(|h| h.join())
+            .filter(Result::is_err)
+            .count(),
+        Tasks::Children(pids) => reap(&pids),
+    };
+    let mut errors = Vec::new();
+    for i in 0..n {
+        let slot = ctl.slot(i);
+        let stage = slot.stage.load(Ordering::Relaxed);
+        if stage != 0 {
+            let what = ["", "setup", "loop", "teardown"][stage as usize];
+            let e = Errno::from_raw(slot.err.load(Ordering::Relaxed));
+            errors.push(format!(
+                "task {i}: {what}: {} ({e})",
+                e.name().unwrap_or("?")
+            ));
+        } else if !slot.done.load(Ordering::Acquire) {
+            errors.push(format!("task {i}: did not finish"));
+        }
+    }
+    if crashed > 0 {
+        errors.push(format!("{crashed} task(s) crashed"));
+    }
+    if errors.is_empty() {
+        Ok((samples, per_task, ctl.counts()))
+    } else {
+        Err(format!("{}: {}", cfg.test.name(), errors.join("; ")))
+    }
+}

@@ -1,0 +1,185 @@
+//! The binary end to end: `list`, `run --json` (the contract's field
+//! names), and `compare`'s exit status (1 on a regression beyond noise, 0
+//! on noise, 2 on bad input).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn bench() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_uvfs-bench"))
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("uvfs-bench-cli-{name}.{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn record(test: &str, samples: &[f64]) -> String {
+    let mean = samples.iter().sum::<f64>() / samples.len() as f64;
+    let sd = (samples.iter().map(|s| (s - mean) * (s - mean)).sum::<f64>()
+        / (samples.len() as f64 - 1.0))
+        .sqrt();
+    format!(
+        r#"{{"test":"{test}","backend":"uvfs","mode":"processes","tasks":1,"fastpaths":"seeds",
+        "ops_per_sec":{mean},"per_task_ops_per_sec":{mean},"stddev":{sd},"samples":{samples:?}}}"#
+    )
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn list_names_every_test() {
+    let out = bench().arg("list").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for name in [
+        "open1",
+        "open2",
+        "open3",
+        "dup1",
+        "lseek1",
+        "lseek2",
+        "read1",
+        "read2",
+        "pread1",
+        "write1",
+        "unlink1",
+        "unlink2",
+        "openneg",
+        "fstree",
+        "blogbench",
+    ] {
+        assert!(
+            text.lines()
+                .any(|l| l.split_whitespace().next() == Some(name)),
+            "{name} missing from\n{text}"
+        );
+    }
+}
+
+#[test]
+fn run_writes_the_json_contract() {
+    let dir = tmpdir("run");
+    let json = dir.join("r.json");
+    let out = bench()
+        .args([
+            "run",
+            "dup1",
+            "--tasks",
+            "1,2",
+            "--seconds",
+            "0.2",
+            "--warmup",
+            "0",
+        ])
+        .args([
+            "--interval",
+            "0.1",
+            "--mode",
+            "threads",
+            "--fastpaths",
+            "stock",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let recs = v.as_array().unwrap();
+    assert_eq!(recs.len(), 2);
+    for (r, tasks) in recs.iter().zip([1, 2]) {
+        assert_eq!(r["test"], "dup1");
+        assert_eq!(r["backend"], "uvfs");
+        assert_eq!(r["mode"], "threads");
+        assert_eq!(r["tasks"], tasks);
+        assert_eq!(r["fastpaths"], "stock");
+        assert!(r["ops_per_sec"].as_f64().unwrap() > 0.0);
+        assert!(r["per_task_ops_per_sec"].as_f64().unwrap() > 0.0);
+        assert!(r["stddev"].as_f64().unwrap() >= 0.0);
+        assert_eq!(r["samples"].as_array().unwrap().len(), 2);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn compare_exit_status() {
+    let dir = tmpdir("compare");
+    let base = write(
+        &dir,
+        "base.json",
+        &format!(
+            "[{},{}]",
+            record("open1", &[1000.0, 1010.0, 990.0, 1005.0, 995.0]),
+            record("dup1", &[500.0, 520.0, 480.0])
+        ),
+    );
+    let regressed = write(
+        &dir,
+        "regressed.json",
+        &format!(
+            "[{},{}]",
+            record("open1", &[877.0, 880.0, 875.0, 879.0, 874.0]),
+            record("dup1", &[505.0, 515.0, 485.0])
+        ),
+    );
+    // open1 within noise, dup1 missing.
+    let noisy = write(
+        &dir,
+        "noisy.json",
+        &format!(
+            "[{}]",
+            record("open1", &[1003.0, 1012.0, 985.0, 1001.0, 990.0])
+        ),
+    );
+    let out = bench()
+        .arg("compare")
+        .arg(&base)
+        .arg(&regressed)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(
+            "will-it-scale.per_process_ops -12.3% regression on open1 (uvfs seeds, processes, 1 task)"
+        ),
+        "{text}"
+    );
+    let out = bench()
+        .arg("compare")
+        .arg(&base)
+        .arg(&noisy)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("missing in NEW"), "{text}");
+
+    let bad = write(&dir, "bad.json", "{not json");
+    let out = bench()
+        .arg("compare")
+        .arg(&base)
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = bench()
+        .arg("compare")
+        .arg(&base)
+        .arg(dir.join("absent.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,120 @@
+//! Smoke test of the runner: every test, on both backends, in both modes,
+//! with 1 and 2 tasks, for about 0.2 s each: every task counts operations,
+//! the tests leave nothing in their work directory, and the host work
+//! directories are gone afterwards.
+
+use std::path::PathBuf;
+use uvfs::FastPaths;
+use uvfs_bench::runner::{self, Backend, Mode, RunConfig};
+use uvfs_bench::workloads::Test;
+
+/// A fresh parent directory for the host work directories (tmpfs when
+/// /dev/shm exists).
+fn parent() -> PathBuf {
+    let base = if std::path::Path::new("/dev/shm").is_dir() {
+        PathBuf::from("/dev/shm")
+    } else {
+        std::env::temp_dir()
+    };
+    let dir = base.join(format!("uvfs-bench-smoke.{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn every_test_runs_and_cleans_up() {
+    let dir = parent();
+    let mut failures = Vec::new();
+    for test in Test::all() {
+        for backend in [Backend::Host, Backend::Uvfs] {
+            for mode in [Mode::Processes, Mode::Threads] {
+                for tasks in [1, 2] {
+                    let cfg = RunConfig {
+                        test,
+                        backend,
+                        mode,
+                        tasks,
+                        seconds: 0.2,
+                        warmup: 0.05,
+                        interval: 0.1,
+                        fastpaths: FastPaths::seeds(),
+                        dir: dir.clone(),
+                    };
+                    let what = format!("{} {backend:?} {mode:?} {tasks}", test.name());
+                    let m = match runner::run(&cfg) {
+                        Ok(m) => m,
+                        Err(e) => {
+                            failures.push(format!("{what}: {e}"));
+                            continue;
+                        }
+                    };
+                    if m.samples.len() != 2 || m.samples.iter().any(|&s| s <= 0.0) {
+                        failures.push(format!("{what}: samples {:?}", m.samples));
+                    }
+                    // Every task ran its loop (over the whole run: on a
+                    // loaded machine one task may be off the CPU, or
+                    // waiting for a directory lock, for a whole 0.1 s).
+                    if m.task_total_ops.len() != tasks || m.task_total_ops.contains(&0) {
+                        failures.push(format!("{what}: per task {:?}", m.task_total_ops));
+                    }
+                    if !m.leftovers.is_empty() {
+                        failures.push(format!("{what}: left {:?}", m.leftovers));
+                    }
+                    if backend == Backend::Host && std::path::Path::new(&m.workdir).exists() {
+                        failures.push(format!("{what}: {} not removed", m.workdir));
+                    }
+                }
+            }
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(left.is_empty(), "host work directories left: {left:?}");
+}
+
+#[test]
+fn stock_fast_paths_run_too() {
+    let dir = parent().join("stock");
+    std::fs::create_dir_all(&dir).unwrap();
+    for test in [Test::Open1, Test::Openneg, Test::Dup1] {
+        let cfg = RunConfig {
+            test,
+            backend: Backend::Uvfs,
+            mode: Mode::Threads,
+            tasks: 2,
+            seconds: 0.1,
+            warmup: 0.0,
+            interval: 1.0,
+            fastpaths: FastPaths::stock(),
+            dir: dir.clone(),
+        };
+        let m = runner::run(&cfg).unwrap();
+        assert_eq!(m.samples.len(), 1);
+        assert!(m.samples[0] > 0.0 && m.leftovers.is_empty(), "{m:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_configs_are_refused() {
+    let cfg = RunConfig {
+        test: Test::Open1,
+        backend: Backend::Uvfs,
+        mode: Mode::Processes,
+        tasks: 0,
+        seconds: 0.1,
+        warmup: 0.0,
+        interval: 1.0,
+        fastpaths: FastPaths::seeds(),
+        dir: PathBuf::from("/dev/shm"),
+    };
+    assert!(runner::run(&cfg).is_err());
+    let host = RunConfig {
+        backend: Backend::Host,
+        tasks: 1,
+        dir: PathBuf::from("/nonexistent/uvfs-bench"),
+        ..cfg
+    };
+    assert!(runner::run(&host).unwrap_err().contains("work directory"));
+}
