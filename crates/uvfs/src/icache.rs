@@ -670,11 +670,14 @@ impl Inode {
         }
     }
 
-    /// Linux's `relatime_need_update`: an access at `now_sec` must update
-    /// atime when mtime or ctime is not older than it, or it is a day old.
-    pub(crate) fn atime_due(&self, now_sec: i64) -> bool {
+    /// Linux's `relatime_need_update`: an access must update atime when
+    /// mtime or ctime is not older than it, or it is a day old. `now_sec`
+    /// is asked for only when the first rule does not decide (a clock read
+    /// is a sizeable part of a cached 4 KiB read).
+    pub(crate) fn atime_due(&self, now_sec: impl FnOnce() -> i64) -> bool {
         self.atime_stale.load(Ordering::Relaxed) != 0
-            || now_sec.saturating_sub(self.atime_sec.load(Ordering::Relaxed) as i64) >= 24 * 60 * 60
+            || now_sec().saturating_sub(self.atime_sec.load(Ordering::Relaxed) as i64)
+                >= 24 * 60 * 60
     }
 
     /// The permission attributes (mode, uid, gid) without locks.

@@ -485,7 +485,7 @@ pub(crate) fn touch_atime(vfs: &Vfs, d: &DentryRef) {
     let Some(i) = d.inode() else {
         return;
     };
-    if !i.atime_due(crate::fs::Timespec::now().sec) {
+    if !i.atime_due(crate::fs::coarse_now_sec) {
         return;
     }
     let set = crate::fs::SetAttr {

@@ -65,6 +65,24 @@ impl Timespec {
     }
 }
 
+/// The wall clock's seconds from the coarse clock (`CLOCK_REALTIME_COARSE`,
+/// what the kernel's `current_time` reads): a few nanoseconds, for checks
+/// that need only seconds (`relatime`'s one-day rule).
+pub fn coarse_now_sec() -> i64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `clock_gettime` writes one `timespec` into the valid, owned
+    // buffer we pass; it has no other effect.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) };
+    if r == 0 {
+        ts.tv_sec
+    } else {
+        Timespec::now().sec
+    }
+}
+
 /// An inode's attributes (what `stat` reports, less what the VFS adds:
 /// device numbers come from the mount).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
