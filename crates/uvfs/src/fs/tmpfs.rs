@@ -426,6 +426,12 @@ pub struct Tmpfs {
     dir_offset_max: u64,
 }
 
+/// The size of one tmpfs inode as allocated (behind its `Arc`), pages and
+/// directory entries apart.
+pub fn inode_size() -> usize {
+    std::mem::size_of::<Inode>() + 2 * std::mem::size_of::<usize>()
+}
+
 impl Tmpfs {
     /// Mounts a fresh tmpfs.
     pub fn new(opts: TmpfsOptions) -> Arc<Tmpfs> {
