@@ -33,12 +33,16 @@ pub struct FastPaths {
     /// and `full_fds_bits` is cleared only when set; off, the stock two-level
     /// search and an unconditional clear.
     pub alloc_fd_fast: bool,
+    /// Seed 002: the inode cache is searched without the hash lock, which
+    /// is taken only to insert (searching again under it); off, the first
+    /// search takes the lock too, so a miss takes it twice.
+    pub icache_lockless: bool,
 }
 
 /// Name, description and accessor of every switch, in a stable order.
 type Switch = (&'static str, &'static str, fn(&mut FastPaths) -> &mut bool);
 
-const SWITCHES: [Switch; 5] = [
+const SWITCHES: [Switch; 6] = [
     (
         "close_sync",
         "seed 000: close(2) releases the file synchronously",
@@ -64,6 +68,11 @@ const SWITCHES: [Switch; 5] = [
         "seed 004: alloc_fd searches next_fd's word first",
         |f| &mut f.alloc_fd_fast,
     ),
+    (
+        "icache_lockless",
+        "seed 002: inode cache searched without the hash lock",
+        |f| &mut f.icache_lockless,
+    ),
 ];
 
 impl FastPaths {
@@ -75,6 +84,7 @@ impl FastPaths {
             typesafe_files: false,
             fget_masked: false,
             alloc_fd_fast: false,
+            icache_lockless: false,
         }
     }
 
@@ -86,6 +96,7 @@ impl FastPaths {
             typesafe_files: true,
             fget_masked: true,
             alloc_fd_fast: true,
+            icache_lockless: true,
         }
     }
 
@@ -200,7 +211,7 @@ mod tests {
     #[test]
     fn display_round_trips_every_combination() {
         let all: Vec<_> = FastPaths::all_combinations().collect();
-        assert_eq!(all.len(), 32);
+        assert_eq!(all.len(), 64);
         for f in all {
             assert_eq!(FastPaths::parse(&f.to_string()).unwrap(), f, "{f}");
         }

@@ -55,6 +55,9 @@ pub struct Inode {
     ino: AtomicU64,
     state: Mutex<State>,
     cv: Condvar,
+    /// Serializes a VFS read-modify-write of the inode (append, truncate,
+    /// set-ID removal on write): the `inode_lock` of the write path.
+    pub(crate) io_lock: Mutex<()>,
 }
 
 impl Inode {
@@ -72,6 +75,7 @@ impl Inode {
                 attr: None,
             }),
             cv: Condvar::new(),
+            io_lock: Mutex::new(()),
         }
     }
 }
@@ -570,5 +574,28 @@ impl std::fmt::Debug for InodeRef<'_> {
             .field("sb", &self.sb())
             .field("ino", &self.ino())
             .finish()
+    }
+}
+
+impl<'c> InodeRef<'c> {
+    /// Gives up the handle without dropping its reference (for the dentry
+    /// cache, which keeps inode references in its own objects).
+    pub(crate) fn into_raw(self) -> NonNull<Inode> {
+        std::mem::ManuallyDrop::new(self).node
+    }
+}
+
+impl InodeCache {
+    /// Takes back a reference given up by [`InodeRef::into_raw`].
+    ///
+    /// # Safety
+    /// `n` came from `into_raw` on a reference of this cache, and the caller
+    /// transfers that reference.
+    #[allow(clippy::wrong_self_convention)]
+    pub(crate) unsafe fn from_raw(&self, n: NonNull<Inode>) -> InodeRef<'_> {
+        InodeRef {
+            cache: self,
+            node: n,
+        }
     }
 }

@@ -9,31 +9,42 @@
 //! - [`pool`]: the type-stable file pool (`SLAB_TYPESAFE_BY_RCU`);
 //! - [`task_work`]: the deferred-release queue;
 //! - [`fs`]: the file-system interface (in inode numbers) and tmpfs;
+//! - [`cred`]: `struct cred` and the permission rules (`generic_permission`,
+//!   `may_delete`, set-ID bit handling for create, chmod, chown, write);
 //! - [`icache`]: the inode cache (seed 002's lockless search);
+//! - [`dcache`]: the dentry cache (positive and negative entries, LRU);
+//! - [`namei`]: path walk, lockless with a locked fallback;
+//! - [`vfs`]: superblocks, mounts, the namespace;
+//! - [`stat`]: `struct stat`, `statx`, `linux_dirent64`;
 //! - [`process`]: the syscall-level API;
 //! - [`fastpaths`]: the A/B switches;
 //! - [`errno`], [`uapi`]: Linux's numbers.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+pub mod cred;
+pub mod dcache;
 pub mod errno;
 pub mod fastpaths;
 pub mod fdtable;
 pub mod file;
 pub mod fs;
 pub mod icache;
+pub mod namei;
 pub mod nospec;
 pub mod pool;
 mod primitive;
 pub mod process;
 mod reclaim;
+pub mod stat;
 pub mod task_work;
 pub mod uapi;
-mod vfs;
+pub mod vfs;
 
 pub use errno::Errno;
 pub use fastpaths::FastPaths;
 pub use fdtable::{FdRef, FdTable, ReservedFd};
 pub use file::{File, FileOps, FileRef};
 pub use process::{Opening, Process};
-pub use vfs::Vfs;
+pub use stat::{Stat, Statx};
+pub use vfs::{Vfs, VfsBuilder};

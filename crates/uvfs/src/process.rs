@@ -6,15 +6,30 @@
 //!
 //! Every call runs inside a task_work scope: puts it makes that are not
 //! close(2)'s own are released when the call returns.
+//!
+//! The calls on paths and open files live in submodules by area: [`open`]
+//! (open, openat, creat, `O_TMPFILE`), [`io`] (read, write, their
+//! positional and vector forms, lseek, getdents64, truncate, fallocate,
+//! fsync), [`names`] (mkdir, rmdir, unlink, rename, link, symlink,
+//! readlink, chdir, getcwd) and [`attrs`] (the stat family, chmod, chown,
+//! utimensat, access, umask).
 
+mod attrs;
+mod io;
+mod names;
+mod open;
+
+use crate::cred::Cred;
+use crate::dcache::DentryRef;
 use crate::errno::Errno;
 use crate::fdtable::{FdRef, FdTable};
 use crate::file::{FMODE_ATOMIC_POS, FMODE_OPENED, FMODE_PATH, File, FileOps, FileRef};
+use crate::namei::{self, Nd};
 use crate::task_work;
 use crate::uapi::*;
 use crate::vfs::Vfs;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Linux's default RLIMIT_NOFILE soft limit.
 pub const DEFAULT_NOFILE_SOFT: u64 = 1024;
@@ -39,6 +54,23 @@ impl Shared {
     }
 }
 
+/// The process's file-system context (`fs_struct`): current directory and
+/// umask, shared by threads, copied by fork.
+#[derive(Debug)]
+struct FsStruct {
+    cwd: Mutex<DentryRef>,
+    umask: AtomicU32,
+}
+
+impl FsStruct {
+    fn new(cwd: DentryRef, umask: u32) -> Arc<FsStruct> {
+        Arc::new(FsStruct {
+            cwd: Mutex::new(cwd),
+            umask: AtomicU32::new(umask),
+        })
+    }
+}
+
 /// One thread's handle on a process. Not `Sync`: each thread of a process
 /// has its own handle ([`Process::new_thread`]); methods take `&mut self`,
 /// which is what lets lookups borrow the table's reference when the table is
@@ -48,6 +80,8 @@ pub struct Process {
     vfs: Arc<Vfs>,
     files: Arc<FdTable>,
     shared: Arc<Shared>,
+    fs: Arc<FsStruct>,
+    cred: Arc<Cred>,
 }
 
 /// A file being opened, handed to the opener of [`Process::open_with`].
@@ -66,6 +100,12 @@ impl Opening<'_> {
         // SAFETY: the file is not published yet: the opener holds the only
         // handle.
         unsafe { self.file.set_ops(Some(ops)) };
+    }
+
+    /// Sets the dentry the file is opened through.
+    pub(crate) fn set_path(&mut self, d: DentryRef) {
+        // SAFETY: as in `set_ops`.
+        unsafe { self.file.set_path(d) };
     }
 
     /// Clears `FMODE_ATOMIC_POS` (for files that are not regular files or
@@ -130,13 +170,67 @@ pub fn open_flags_to_file(flags: i32) -> (i32, u32) {
 
 impl Process {
     /// A new process (one thread) with an empty fd table and the default
-    /// limits, privileged (may raise its hard limit).
+    /// limits, running as root (may raise its hard limit), in `/` with
+    /// umask 022.
     pub fn new(vfs: &Arc<Vfs>) -> Result<Process, Errno> {
         Ok(Process {
             vfs: vfs.clone(),
             files: Arc::new(FdTable::new(vfs.fastpaths())?),
             shared: Shared::new(DEFAULT_NOFILE_SOFT, DEFAULT_NOFILE_HARD, true),
+            fs: FsStruct::new(vfs.root().clone(), 0o022),
+            cred: Arc::new(Cred::root()),
         })
+    }
+
+    /// The credentials this thread acts with.
+    pub fn cred(&self) -> &Cred {
+        &self.cred
+    }
+
+    /// Replaces this thread's credentials (threads created from it later
+    /// and forks inherit them).
+    pub fn set_cred(&mut self, cred: Cred) {
+        self.cred = Arc::new(cred);
+    }
+
+    /// A path walk in this process's context.
+    fn nd(&self) -> Nd<'_> {
+        Nd::new(&self.vfs, &self.cred, self.vfs.root(), self.vfs.root())
+    }
+
+    /// The current directory, with a reference.
+    fn cwd(&self) -> DentryRef {
+        crate::primitive::lock(&self.fs.cwd).clone()
+    }
+
+    /// Where a walk of `path` relative to `dirfd` starts (`path_init`):
+    /// the root for an absolute path (the fd is not looked at), the current
+    /// directory for `AT_FDCWD`, else the directory the fd was opened on
+    /// (`EBADF` if none; `ENOTDIR` if it is not a directory and the path is
+    /// not empty).
+    fn start(&self, dirfd: i32, path: &[u8]) -> Result<DentryRef, Errno> {
+        if path.first() == Some(&b'/') {
+            return Ok(self.vfs.root().clone());
+        }
+        if dirfd == AT_FDCWD {
+            return Ok(self.cwd());
+        }
+        let file = self.files.get(dirfd).ok_or(Errno::EBADF)?;
+        let d = file.dentry().ok_or(Errno::ENOTDIR)?.clone();
+        if !path.is_empty() && !namei::is_dir(&d) {
+            return Err(Errno::ENOTDIR);
+        }
+        Ok(d)
+    }
+
+    /// Resolves `path` relative to `dirfd` with lookup `flags`.
+    fn resolve(&self, dirfd: i32, path: &[u8], flags: u32) -> Result<DentryRef, Errno> {
+        let path = namei::getname(path)?;
+        if path.is_empty() && flags & namei::EMPTY == 0 {
+            return Err(Errno::ENOENT);
+        }
+        let start = self.start(dirfd, path)?;
+        self.nd().lookup(start, path, flags)
     }
 
     /// The VFS this process runs on.
@@ -160,6 +254,8 @@ impl Process {
             vfs: self.vfs.clone(),
             files: self.files.clone(),
             shared: self.shared.clone(),
+            fs: self.fs.clone(),
+            cred: self.cred.clone(),
         }
     }
 
@@ -173,6 +269,8 @@ impl Process {
         Ok(Process {
             vfs: self.vfs.clone(),
             files,
+            fs: FsStruct::new(self.cwd(), self.fs.umask.load(Ordering::Relaxed)),
+            cred: self.cred.clone(),
             shared: Shared::new(
                 s.nofile_cur.load(Ordering::Relaxed),
                 s.nofile_max.load(Ordering::Relaxed),
@@ -256,6 +354,17 @@ impl Process {
         flags: i32,
         open: impl FnOnce(&mut Opening<'_>) -> Result<(), Errno>,
     ) -> Result<i32, Errno> {
+        self.open_inner(flags, |_, op| open(op))
+    }
+
+    /// `do_sys_openat2`'s skeleton, shared by [`open_with`](Self::open_with)
+    /// and the path opens: `open` gets the process (for the walk) and the
+    /// file being opened.
+    fn open_inner(
+        &self,
+        flags: i32,
+        open: impl FnOnce(&Process, &mut Opening<'_>) -> Result<(), Errno>,
+    ) -> Result<i32, Errno> {
         let _call = task_work::enter();
         check_open_flags(flags)?;
         let reserved = self
@@ -263,7 +372,7 @@ impl Process {
             .get_unused_fd(flags & O_CLOEXEC != 0, self.nofile())?;
         let (f_flags, fmode) = open_flags_to_file(flags);
         let file = self.vfs.alloc_file(f_flags, fmode)?;
-        match open(&mut Opening { file: &file }) {
+        match open(self, &mut Opening { file: &file }) {
             Ok(()) => {
                 // SAFETY: still unpublished: only we hold the file.
                 unsafe { file.set_mode(file.mode() | FMODE_OPENED) };

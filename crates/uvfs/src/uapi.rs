@@ -76,3 +76,99 @@ pub const CLOSE_RANGE_CLOEXEC: u32 = 1 << 2;
 pub const NR_OPEN: u64 = 1 << 20;
 /// "No limit" for setrlimit.
 pub const RLIM_INFINITY: u64 = u64::MAX;
+
+/// `*at` calls: the directory fd meaning "the current directory".
+pub const AT_FDCWD: i32 = -100;
+/// `*at` calls: do not follow a final symlink.
+pub const AT_SYMLINK_NOFOLLOW: i32 = 0x100;
+/// `unlinkat`: remove a directory.
+pub const AT_REMOVEDIR: i32 = 0x200;
+/// `faccessat`: check with the effective ids.
+pub const AT_EACCESS: i32 = 0x200;
+/// `linkat`: follow a final symlink.
+pub const AT_SYMLINK_FOLLOW: i32 = 0x400;
+/// `fstatat`/`statx`: do not automount (no effect in uvfs).
+pub const AT_NO_AUTOMOUNT: i32 = 0x800;
+/// An empty path names the directory fd itself.
+pub const AT_EMPTY_PATH: i32 = 0x1000;
+/// `statx`: the sync-type bits (accepted, no effect on tmpfs).
+pub const AT_STATX_SYNC_TYPE: i32 = 0x6000;
+
+/// `lseek`: absolute.
+pub const SEEK_SET: i32 = 0;
+/// `lseek`: relative to the position.
+pub const SEEK_CUR: i32 = 1;
+/// `lseek`: relative to the end.
+pub const SEEK_END: i32 = 2;
+/// `lseek`: the next data at or after the offset.
+pub const SEEK_DATA: i32 = 3;
+/// `lseek`: the next hole at or after the offset.
+pub const SEEK_HOLE: i32 = 4;
+
+/// `access`: existence only.
+pub const F_OK: i32 = 0;
+/// `access`: execute (search) permission.
+pub const X_OK: i32 = 1;
+/// `access`: write permission.
+pub const W_OK: i32 = 2;
+/// `access`: read permission.
+pub const R_OK: i32 = 4;
+
+/// `utimensat`: set this time to now.
+pub const UTIME_NOW: i64 = (1 << 30) - 1;
+/// `utimensat`: leave this time alone.
+pub const UTIME_OMIT: i64 = (1 << 30) - 2;
+
+/// The most buffers `readv`/`writev` take (`UIO_MAXIOV`).
+pub const UIO_MAXIOV: usize = 1024;
+
+/// `struct timespec` as the time-setting calls take it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Timespec {
+    /// Seconds.
+    pub tv_sec: i64,
+    /// Nanoseconds, or [`UTIME_NOW`] / [`UTIME_OMIT`].
+    pub tv_nsec: i64,
+}
+
+/// `statx` mask: file type.
+pub const STATX_TYPE: u32 = 0x1;
+/// `statx` mask: permission bits.
+pub const STATX_MODE: u32 = 0x2;
+/// `statx` mask: link count.
+pub const STATX_NLINK: u32 = 0x4;
+/// `statx` mask: owner.
+pub const STATX_UID: u32 = 0x8;
+/// `statx` mask: group.
+pub const STATX_GID: u32 = 0x10;
+/// `statx` mask: access time.
+pub const STATX_ATIME: u32 = 0x20;
+/// `statx` mask: modification time.
+pub const STATX_MTIME: u32 = 0x40;
+/// `statx` mask: change time.
+pub const STATX_CTIME: u32 = 0x80;
+/// `statx` mask: inode number.
+pub const STATX_INO: u32 = 0x100;
+/// `statx` mask: size.
+pub const STATX_SIZE: u32 = 0x200;
+/// `statx` mask: blocks.
+pub const STATX_BLOCKS: u32 = 0x400;
+/// `statx` mask: everything `stat` returns.
+pub const STATX_BASIC_STATS: u32 = 0x7ff;
+/// `statx` mask: creation time.
+pub const STATX_BTIME: u32 = 0x800;
+/// `statx` mask: mount id.
+pub const STATX_MNT_ID: u32 = 0x1000;
+/// `statx`: a reserved mask bit (`EINVAL`).
+pub const STATX_RESERVED: u32 = 0x8000_0000;
+/// `statx` attribute: the file is the root of a mount.
+pub const STATX_ATTR_MOUNT_ROOT: u64 = 0x2000;
+
+/// `d_type` values of `getdents64` records.
+pub const DT_UNKNOWN: u8 = 0;
+/// Directory.
+pub const DT_DIR: u8 = 4;
+/// Regular file.
+pub const DT_REG: u8 = 8;
+/// Symbolic link.
+pub const DT_LNK: u8 = 10;

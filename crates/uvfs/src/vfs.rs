@@ -1,26 +1,174 @@
-//! A VFS instance: the fast-path configuration and the allocator of file
-//! objects. Processes are created against one; the namespace (mounts,
-//! caches) will live here too.
+//! A VFS instance: the fast-path configuration, the allocator of file
+//! objects, and the namespace: superblocks (one per mounted file system),
+//! the dentry and inode caches they share, and the mount table.
 
+use crate::dcache::{self, DentryCache, DentryRef};
 use crate::errno::Errno;
 use crate::fastpaths::FastPaths;
 use crate::file::{self, FileRef};
+use crate::fs::tmpfs::{Tmpfs, TmpfsOptions};
+use crate::fs::{FileSystem, Ino};
+use crate::icache::InodeCache;
 use crate::pool::FilePool;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+/// The caches every superblock of one VFS shares (Linux has one dentry hash
+/// and one inode hash for the whole system). Field order matters: dentries
+/// die before the inodes they hold.
+pub(crate) struct Caches {
+    pub(crate) dcache: DentryCache,
+    pub(crate) icache: InodeCache,
+}
+
+/// A mounted file system instance (`struct super_block`).
+pub(crate) struct SuperBlock {
+    pub(crate) id: u64,
+    /// `st_dev`: an anonymous device number, as tmpfs gets.
+    pub(crate) dev: u64,
+    pub(crate) fs: Arc<dyn FileSystem>,
+    caches: Arc<Caches>,
+    /// Serializes cross-directory renames (`s_vfs_rename_mutex`).
+    pub(crate) rename_lock: Mutex<()>,
+    /// Where this file system is mounted: the mountpoint in the parent file
+    /// system; `None` for the namespace root.
+    pub(crate) mountpoint: Mutex<Option<DentryRef>>,
+}
+
+impl SuperBlock {
+    pub(crate) fn caches(&self) -> &Arc<Caches> {
+        &self.caches
+    }
+}
+
+impl std::fmt::Debug for SuperBlock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SuperBlock")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a [`Vfs`] is built.
+#[derive(Clone, Debug)]
+pub struct VfsBuilder {
+    fast: FastPaths,
+    dcache_limit: usize,
+    icache_limit: usize,
+    root: TmpfsOptions,
+}
+
+impl VfsBuilder {
+    /// The fast paths to run (default: [`FastPaths::seeds`]).
+    pub fn fastpaths(mut self, fast: FastPaths) -> Self {
+        self.fast = fast;
+        self
+    }
+
+    /// Unused dentries kept beyond those in use (default 1 Mi).
+    pub fn dcache_limit(mut self, n: usize) -> Self {
+        self.dcache_limit = n;
+        self
+    }
+
+    /// Unused inodes kept beyond those in use (default 1 Mi).
+    pub fn icache_limit(mut self, n: usize) -> Self {
+        self.icache_limit = n;
+        self
+    }
+
+    /// Mount options of the root tmpfs (default: unlimited, mode 0755,
+    /// owned by root).
+    pub fn root_options(mut self, opts: TmpfsOptions) -> Self {
+        self.root = opts;
+        self
+    }
+
+    /// Builds the VFS with a fresh tmpfs as its root.
+    pub fn build(self) -> Arc<Vfs> {
+        let opts = self.root;
+        Vfs::with_root(self, Tmpfs::new(opts))
+    }
+
+    /// Builds the VFS with `fs` as its root file system.
+    pub fn build_with_root(self, fs: Arc<dyn FileSystem>) -> Arc<Vfs> {
+        Vfs::with_root(self, fs)
+    }
+}
+
+type FsRegistry = Arc<RwLock<HashMap<u64, Arc<dyn FileSystem>>>>;
 
 /// One VFS: what the kernel is to its processes.
-#[derive(Debug)]
 pub struct Vfs {
     fast: FastPaths,
     pool: &'static FilePool,
+    caches: Arc<Caches>,
+    registry: FsRegistry,
+    next_sb: AtomicU64,
+    root: DentryRef,
+    /// Mounted roots by mountpoint address; the map holds references on
+    /// both ends.
+    mounts: Mutex<Vec<(DentryRef, DentryRef)>>,
+}
+
+impl std::fmt::Debug for Vfs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Vfs")
+            .field("fast", &self.fast)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Vfs {
-    /// A VFS running the given fast paths.
+    /// A VFS running the given fast paths, with a fresh tmpfs (mode 0755,
+    /// root's) as `/` and default cache limits.
     pub fn new(fast: FastPaths) -> Arc<Vfs> {
+        Vfs::builder().fastpaths(fast).build()
+    }
+
+    /// A builder with the defaults.
+    pub fn builder() -> VfsBuilder {
+        VfsBuilder {
+            fast: FastPaths::seeds(),
+            dcache_limit: 1 << 20,
+            icache_limit: 1 << 20,
+            root: TmpfsOptions {
+                mode: 0o755,
+                ..TmpfsOptions::default()
+            },
+        }
+    }
+
+    fn with_root(b: VfsBuilder, fs: Arc<dyn FileSystem>) -> Arc<Vfs> {
+        let registry: FsRegistry = Arc::default();
+        let reg = registry.clone();
+        let icache = InodeCache::new(
+            b.icache_limit,
+            b.icache_limit.clamp(64, 1 << 22),
+            b.fast.icache_lockless,
+            move |sb, ino| {
+                let fs = reg.read().ok().and_then(|m| m.get(&sb).cloned());
+                if let Some(fs) = fs {
+                    fs.evict(ino);
+                }
+            },
+        );
+        let caches = Arc::new(Caches {
+            dcache: DentryCache::new(b.dcache_limit),
+            icache,
+        });
+        let next_sb = AtomicU64::new(0);
+        let root = new_sb(&caches, &registry, &next_sb, fs)
+            .expect("the root file system has a root inode");
         Arc::new(Vfs {
-            fast,
+            fast: b.fast,
             pool: FilePool::global(),
+            caches,
+            registry,
+            next_sb,
+            root,
+            mounts: Mutex::new(Vec::new()),
         })
     }
 
@@ -42,5 +190,105 @@ impl Vfs {
         } else {
             file::alloc_heap(flags, mode)
         }
+    }
+
+    /// The namespace root, `/`.
+    pub(crate) fn root(&self) -> &DentryRef {
+        &self.root
+    }
+
+    pub(crate) fn caches(&self) -> &Caches {
+        &self.caches
+    }
+
+    /// Dentries alive in the dentry cache.
+    pub fn dcache_len(&self) -> usize {
+        self.caches.dcache.len()
+    }
+
+    /// Inodes in the inode cache.
+    pub fn icache_len(&self) -> usize {
+        self.caches.icache.len()
+    }
+
+    /// Drops every unused dentry (and so the inodes only they held), as
+    /// `echo 2 > /proc/sys/vm/drop_caches` does.
+    pub fn drop_caches(&self) {
+        while self.caches.dcache.shrink(usize::MAX) > 0 {}
+        self.caches.icache.shrink();
+    }
+
+    /// Mounts `fs` on the directory `path` (absolute, resolved as root from
+    /// `/`). `EBUSY` if something is mounted there already, `ENOTDIR` if it
+    /// is not a directory.
+    pub fn mount(&self, path: &[u8], fs: Arc<dyn FileSystem>) -> Result<(), Errno> {
+        let cred = crate::cred::Cred::root();
+        let nd = crate::namei::Nd::new(self, &cred, &self.root, &self.root);
+        let mp = nd.lookup(
+            self.root.clone(),
+            path,
+            crate::namei::FOLLOW | crate::namei::DIRECTORY,
+        )?;
+        let mut mounts = crate::primitive::lock(&self.mounts);
+        if !mp.mounted_ptr().is_null() {
+            return Err(Errno::EBUSY);
+        }
+        let root = new_sb(&self.caches, &self.registry, &self.next_sb, fs)?;
+        *crate::primitive::lock(&root.sb().mountpoint) = Some(mp.clone());
+        dcache::set_mounted(&mp, Some(&root));
+        mounts.push((mp, root));
+        Ok(())
+    }
+
+    /// The root of the file system mounted on `mp`, with a reference.
+    pub(crate) fn mounted_root(&self, mp: &DentryRef) -> Option<DentryRef> {
+        if mp.mounted_ptr().is_null() {
+            return None;
+        }
+        let mounts = crate::primitive::lock(&self.mounts);
+        mounts
+            .iter()
+            .find(|(m, _)| DentryRef::ptr_eq(m, mp))
+            .map(|(_, r)| r.clone())
+    }
+}
+
+/// Creates a superblock for `fs` and its root dentry.
+fn new_sb(
+    caches: &Arc<Caches>,
+    registry: &FsRegistry,
+    next: &AtomicU64,
+    fs: Arc<dyn FileSystem>,
+) -> Result<DentryRef, Errno> {
+    let id = next.fetch_add(1, Ordering::Relaxed);
+    registry
+        .write()
+        .map_err(|_| Errno::EIO)?
+        .insert(id, fs.clone());
+    let root_ino: Ino = fs.root();
+    let attr = fs.getattr(root_ino)?;
+    let sb = Arc::new(SuperBlock {
+        id,
+        dev: 40 + id, // major 0 (anonymous), minor 40 + id
+        fs,
+        caches: caches.clone(),
+        rename_lock: Mutex::new(()),
+        mountpoint: Mutex::new(None),
+    });
+    let inode = caches.icache.iget(id, root_ino, || Ok(attr))?;
+    Ok(caches.dcache.new_root(sb, inode.into_raw(), &attr))
+}
+
+impl Drop for Vfs {
+    fn drop(&mut self) {
+        let mounts = std::mem::take(&mut *crate::primitive::lock(&self.mounts));
+        for (mp, root) in mounts.into_iter().rev() {
+            dcache::set_mounted(&mp, None);
+            if let Ok(mut g) = root.sb().mountpoint.lock() {
+                g.take();
+            }
+            drop((mp, root));
+        }
+        self.caches.dcache.shutdown();
     }
 }

@@ -1,0 +1,955 @@
+//! The dentry cache (`dcache`): names resolved to inodes, positive and
+//! negative, in one hash table keyed by (parent dentry, name), with an LRU
+//! and a size limit so a walk over more names than the cache holds misses
+//! the way it does on a disk file system.
+//!
+//! # Lifetimes
+//!
+//! A dentry has a reference count; cached-but-unused dentries have count
+//! zero and stay hashed. A child holds a reference on its parent and a
+//! positive dentry one on its inode (in the [inode cache](crate::icache)),
+//! so eviction works from the leaves up, as in Linux. The count has a `DEAD`
+//! bit: a dentry being killed cannot be revived by a lockless lookup
+//! (`lockref_get_not_dead`).
+//!
+//! Dentry memory is reclaimed through the epoch scheme in [`reclaim`]
+//! (Linux frees dentries after an RCU grace period too): a lockless walker
+//! pins the epoch, so any dentry it reaches through a hash chain or a parent
+//! pointer stays allocated while it looks at it.
+//!
+//! # Lockless lookup (the RCU walk)
+//!
+//! [`DentryCache::lookup_rcu`] searches a chain with no lock and no
+//! reference, and returns the child with a snapshot of its sequence count
+//! (`d_seq`). Every change a walker must not miss — instantiation, unhashing,
+//! a rename's move — happens inside a write section of that count (odd while
+//! in progress), so a walker that re-reads an unchanged, even count knows the
+//! name, parent and inode it read belong together. A miss in a lockless
+//! search is never trusted: the caller falls back to the locked walk, which
+//! searches under the bucket lock.
+//!
+//! # LRU
+//!
+//! A dentry joins the LRU at its first final put and stays on it while in use
+//! (Linux's lazy LRU): later final puts only set `REFERENCED`, so the hot
+//! open/close path takes no global lock. The shrinker skips referenced
+//! entries once (second chance), drops in-use ones from the list, and kills
+//! the rest.
+
+use crate::errno::Errno;
+use crate::fs::{Attr, Ino, S_IFDIR, S_IFLNK, S_IFMT};
+use crate::icache::Inode;
+use crate::primitive::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering, lock};
+use crate::reclaim;
+use crate::vfs::SuperBlock;
+use std::cell::UnsafeCell;
+use std::fmt;
+use std::ops::Deref;
+use std::ptr::{self, NonNull};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+/// The count bit of a dentry being killed.
+const DEAD: usize = 1 << (usize::BITS - 1);
+
+/// In the hash table.
+const HASHED: u32 = 1;
+/// On the LRU list.
+const LRU: u32 = 2;
+/// Used since the shrinker last looked.
+const REFERENCED: u32 = 4;
+
+/// An `O_TMPFILE | O_EXCL` file: may never be given a name.
+const NOLINK: u32 = 8;
+
+/// Buckets per bucket lock.
+const LOCK_STRIPE: usize = 16;
+
+/// A name as stored: immutable, replaced whole (and the old one reclaimed
+/// after a grace period) by a rename.
+struct Name(Box<[u8]>);
+
+/// A directory entry in memory (`struct dentry`).
+pub struct Dentry {
+    count: AtomicUsize,
+    seq: AtomicU32,
+    flags: AtomicU32,
+    /// The parent (holding a reference), or null for a superblock's root.
+    parent: AtomicPtr<Dentry>,
+    name: AtomicPtr<Name>,
+    hash: AtomicU64,
+    /// Next in the hash chain.
+    next: AtomicPtr<Dentry>,
+    /// The inode (one reference held), or null: a negative dentry.
+    inode: AtomicPtr<Inode>,
+    /// The inode's number and the attributes the walk reads without locks
+    /// (type, permission bits, owner), copied at instantiation and kept in
+    /// step by the VFS's chmod/chown.
+    ino: AtomicU64,
+    mode: AtomicU32,
+    uid: AtomicU32,
+    gid: AtomicU32,
+    /// The root dentry of the file system mounted here, or null.
+    mounted: AtomicPtr<Dentry>,
+    /// Serializes changes to this directory's children (the `i_rwsem`
+    /// analogue; directories have one dentry).
+    pub(crate) dir_lock: Mutex<()>,
+    /// LRU links, guarded by the cache's LRU lock.
+    lru: UnsafeCell<(*mut Dentry, *mut Dentry)>,
+    sb: Arc<SuperBlock>,
+}
+
+// SAFETY: shared state is atomics and mutexes; `lru` is only touched under
+// the cache's LRU lock; `sb` is `Send + Sync`.
+unsafe impl Send for Dentry {}
+// SAFETY: as above.
+unsafe impl Sync for Dentry {}
+
+/// What a lockless child lookup found.
+pub(crate) struct RcuChild {
+    pub(crate) dentry: NonNull<Dentry>,
+    pub(crate) seq: u32,
+}
+
+/// Attributes the walk needs, read without locks.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Snap {
+    pub(crate) ino: Ino,
+    pub(crate) mode: u32,
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
+}
+
+impl Snap {
+    pub(crate) fn is_dir(&self) -> bool {
+        self.mode & S_IFMT == S_IFDIR
+    }
+
+    pub(crate) fn is_symlink(&self) -> bool {
+        self.mode & S_IFMT == S_IFLNK
+    }
+
+    /// An `Attr` carrying the permission-relevant fields, for the checks in
+    /// [`cred`](crate::cred).
+    pub(crate) fn attr(&self) -> Attr {
+        Attr {
+            ino: self.ino,
+            mode: self.mode,
+            nlink: 1,
+            uid: self.uid,
+            gid: self.gid,
+            size: 0,
+            blocks: 0,
+            blksize: 0,
+            atime: Default::default(),
+            mtime: Default::default(),
+            ctime: Default::default(),
+            btime: Default::default(),
+        }
+    }
+}
+
+impl Dentry {
+    fn new(sb: Arc<SuperBlock>, parent: *mut Dentry, name: &[u8], hash: u64) -> Box<Dentry> {
+        let name = Box::into_raw(Box::new(Name(name.into())));
+        Box::new(Dentry {
+            count: AtomicUsize::new(1),
+            seq: AtomicU32::new(0),
+            flags: AtomicU32::new(0),
+            parent: AtomicPtr::new(parent),
+            name: AtomicPtr::new(name),
+            hash: AtomicU64::new(hash),
+            next: AtomicPtr::new(ptr::null_mut()),
+            inode: AtomicPtr::new(ptr::null_mut()),
+            ino: AtomicU64::new(0),
+            mode: AtomicU32::new(0),
+            uid: AtomicU32::new(0),
+            gid: AtomicU32::new(0),
+            mounted: AtomicPtr::new(ptr::null_mut()),
+            dir_lock: Mutex::new(()),
+            lru: UnsafeCell::new((ptr::null_mut(), ptr::null_mut())),
+            sb,
+        })
+    }
+
+    /// The superblock this dentry belongs to.
+    pub(crate) fn sb(&self) -> &Arc<SuperBlock> {
+        &self.sb
+    }
+
+    /// Begins a change readers must not see half-done.
+    fn write_begin(&self) {
+        self.seq.fetch_add(1, Ordering::Relaxed);
+        crate::primitive::fence(Ordering::Release);
+    }
+
+    fn write_end(&self) {
+        self.seq.fetch_add(1, Ordering::Release);
+    }
+
+    /// The sequence count, waiting out a writer (spins are short: writers
+    /// hold it for a few stores). `None` if a writer is active: the lockless
+    /// walk gives up instead of waiting.
+    #[inline]
+    pub(crate) fn read_seq(&self) -> Option<u32> {
+        let s = self.seq.load(Ordering::Acquire);
+        (s & 1 == 0).then_some(s)
+    }
+
+    /// Whether the count is still `seq` (the reads since were consistent).
+    #[inline]
+    pub(crate) fn seq_valid(&self, seq: u32) -> bool {
+        crate::primitive::fence(Ordering::Acquire);
+        self.seq.load(Ordering::Relaxed) == seq
+    }
+
+    /// The lockless snapshot of the inode's walk attributes; `None` for a
+    /// negative dentry. Validate with [`seq_valid`](Self::seq_valid).
+    #[inline]
+    pub(crate) fn snap(&self) -> Option<Snap> {
+        if self.inode.load(Ordering::Acquire).is_null() {
+            return None;
+        }
+        Some(Snap {
+            ino: self.ino.load(Ordering::Relaxed),
+            mode: self.mode.load(Ordering::Relaxed),
+            uid: self.uid.load(Ordering::Relaxed),
+            gid: self.gid.load(Ordering::Relaxed),
+        })
+    }
+
+    /// Whether the dentry is negative (no inode).
+    pub(crate) fn is_negative(&self) -> bool {
+        self.inode.load(Ordering::Acquire).is_null()
+    }
+
+    /// The inode number (0 for a negative dentry).
+    pub(crate) fn ino(&self) -> Ino {
+        self.ino.load(Ordering::Relaxed)
+    }
+
+    /// Whether the dentry is still in the hash (not unlinked, removed or
+    /// renamed over).
+    pub(crate) fn is_hashed(&self) -> bool {
+        self.flags.load(Ordering::Acquire) & HASHED != 0
+    }
+
+    /// The parent pointer (no reference); null at a superblock root.
+    pub(crate) fn parent_ptr(&self) -> *mut Dentry {
+        self.parent.load(Ordering::Acquire)
+    }
+
+    /// The root of the file system mounted on this dentry, if any.
+    pub(crate) fn mounted_ptr(&self) -> *mut Dentry {
+        self.mounted.load(Ordering::Acquire)
+    }
+
+    /// A copy of the name. The caller must keep the name from being replaced
+    /// (hold a reference and the parent's `dir_lock`, or accept a racy copy
+    /// under an epoch pin).
+    pub(crate) fn name(&self) -> Vec<u8> {
+        let _g = reclaim::pin();
+        // SAFETY: names are freed only after a grace period, and we are
+        // pinned.
+        unsafe { (*self.name.load(Ordering::Acquire)).0.to_vec() }
+    }
+
+    /// Updates the lockless copy of the permission attributes after a chmod
+    /// or chown.
+    pub(crate) fn set_perm(&self, mode: u32, uid: u32, gid: u32) {
+        self.write_begin();
+        self.mode.store(mode, Ordering::Relaxed);
+        self.uid.store(uid, Ordering::Relaxed);
+        self.gid.store(gid, Ordering::Relaxed);
+        self.write_end();
+    }
+
+    /// Marks an unnamed (`O_TMPFILE | O_EXCL`) file as never linkable.
+    pub(crate) fn set_unlinkable(&self) {
+        self.flags.fetch_or(NOLINK, Ordering::Relaxed);
+    }
+
+    /// Whether `linkat` may not give this file a name.
+    pub(crate) fn is_unlinkable(&self) -> bool {
+        self.flags.load(Ordering::Relaxed) & NOLINK != 0
+    }
+
+    /// Takes a reference unless the dentry is dead (`lockref_get_not_dead`).
+    #[inline]
+    fn get_not_dead(&self) -> bool {
+        let mut c = self.count.load(Ordering::Relaxed);
+        loop {
+            if c & DEAD != 0 {
+                return false;
+            }
+            match self
+                .count
+                .compare_exchange_weak(c, c + 1, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(seen) => c = seen,
+            }
+        }
+    }
+
+    /// References held (for tests and checks).
+    pub(crate) fn refs(&self) -> usize {
+        self.count.load(Ordering::Relaxed) & !DEAD
+    }
+}
+
+impl fmt::Debug for Dentry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Dentry")
+            .field("name", &String::from_utf8_lossy(&self.name()))
+            .field("ino", &self.ino())
+            .field("count", &self.refs())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A counted reference to a dentry (`dget`/`dput`).
+pub struct DentryRef(NonNull<Dentry>);
+
+// SAFETY: a counted reference to a `Send + Sync` object, like `Arc`.
+unsafe impl Send for DentryRef {}
+// SAFETY: as above.
+unsafe impl Sync for DentryRef {}
+
+impl DentryRef {
+    /// Takes a reference to a dentry reached locklessly, then checks that
+    /// its sequence count is still `seq` (`legitimize`): `None` if it died or
+    /// changed.
+    pub(crate) fn legitimize(d: NonNull<Dentry>, seq: u32) -> Option<DentryRef> {
+        // SAFETY: the caller is pinned and reached `d` through the cache, so
+        // its memory is valid.
+        let dr = unsafe { d.as_ref() };
+        if !dr.get_not_dead() {
+            return None;
+        }
+        let r = DentryRef(d);
+        dr.seq_valid(seq).then_some(r)
+    }
+
+    /// The raw pointer, for identity and the lockless walk.
+    pub(crate) fn as_ptr(&self) -> NonNull<Dentry> {
+        self.0
+    }
+
+    /// Whether two references are to the same dentry.
+    pub fn ptr_eq(a: &DentryRef, b: &DentryRef) -> bool {
+        a.0 == b.0
+    }
+
+    /// A new reference to the parent, or `None` at a superblock root.
+    /// The caller holds the parent's parent `dir_lock` or accepts a parent
+    /// that a concurrent rename is replacing.
+    pub(crate) fn parent(&self) -> Option<DentryRef> {
+        let _g = reclaim::pin();
+        loop {
+            let p = NonNull::new(self.parent_ptr())?;
+            // SAFETY: pinned, and `p` was our parent (holding a reference
+            // from us) when loaded.
+            if unsafe { p.as_ref() }.get_not_dead() {
+                let r = DentryRef(p);
+                if self.parent_ptr() == p.as_ptr() {
+                    return Some(r);
+                }
+            }
+        }
+    }
+
+    /// Locks the inode's I/O lock (see [`Inode::io_lock`]); a no-op guard
+    /// for a negative dentry.
+    pub(crate) fn lock_inode(&self) -> Option<crate::primitive::MutexGuard<'_, ()>> {
+        let i = self.inode_ptr()?;
+        // SAFETY: our dentry reference holds an inode reference, so the node
+        // stays this inode for as long as the borrow of `self`.
+        Some(lock(&unsafe { &*i.as_ptr() }.io_lock))
+    }
+
+    /// The referenced inode (the caller's dentry is positive).
+    pub(crate) fn inode_ptr(&self) -> Option<NonNull<Inode>> {
+        NonNull::new(self.inode.load(Ordering::Acquire))
+    }
+}
+
+impl Deref for DentryRef {
+    type Target = Dentry;
+    #[inline]
+    fn deref(&self) -> &Dentry {
+        // SAFETY: we hold a reference.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl Clone for DentryRef {
+    fn clone(&self) -> DentryRef {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        DentryRef(self.0)
+    }
+}
+
+impl Drop for DentryRef {
+    fn drop(&mut self) {
+        dput(self.0);
+    }
+}
+
+impl fmt::Debug for DentryRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+/// Drops one reference (`dput`).
+fn dput(d: NonNull<Dentry>) {
+    // SAFETY: the caller owns a reference.
+    let dr = unsafe { d.as_ref() };
+    let mut c = dr.count.load(Ordering::Relaxed);
+    while c > 1 {
+        match dr
+            .count
+            .compare_exchange_weak(c, c - 1, Ordering::Release, Ordering::Relaxed)
+        {
+            Ok(_) => return,
+            Err(seen) => c = seen,
+        }
+    }
+    // The last reference (as far as we can tell). Once the count is zero
+    // another thread may revive and kill the dentry; the pin keeps its
+    // memory for the checks below.
+    let _pin = reclaim::pin();
+    loop {
+        let c = dr.count.load(Ordering::Relaxed);
+        if c > 1 {
+            if dr
+                .count
+                .compare_exchange_weak(c, c - 1, Ordering::Release, Ordering::Relaxed)
+                .is_ok()
+            {
+                return;
+            }
+            continue;
+        }
+        debug_assert_eq!(c, 1, "dput of a dentry with no reference");
+        let flags = dr.flags.load(Ordering::Acquire);
+        let cache = &dr.sb.caches().dcache;
+        if flags & HASHED == 0 || cache.shutdown.load(Ordering::Acquire) {
+            if dr
+                .count
+                .compare_exchange(1, DEAD, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                // SAFETY: the count went to DEAD from our reference: ours.
+                unsafe { kill(d) };
+                return;
+            }
+            continue;
+        }
+        if dr
+            .count
+            .compare_exchange(1, 0, Ordering::Release, Ordering::Relaxed)
+            .is_err()
+        {
+            continue;
+        }
+        if flags & LRU == 0 {
+            cache.lru_add(d);
+        } else if flags & REFERENCED == 0 {
+            dr.flags.fetch_or(REFERENCED, Ordering::Relaxed);
+        }
+        return;
+    }
+}
+
+/// Frees a dead dentry: out of the hash and the LRU, its inode and parent
+/// references dropped, memory reclaimed after a grace period.
+///
+/// # Safety
+/// The count is `DEAD`, set by the caller, who owns the dentry.
+unsafe fn kill(d: NonNull<Dentry>) {
+    let mut next = Some(d);
+    while let Some(d) = next.take() {
+        // SAFETY: per the contract (and the loop: parents are killed only
+        // after winning their own DEAD transition below).
+        let dr = unsafe { d.as_ref() };
+        let caches = dr.sb.caches().clone();
+        let cache = &caches.dcache;
+        if dr.flags.load(Ordering::Acquire) & HASHED != 0 {
+            cache.unhash(d);
+        }
+        if dr.flags.load(Ordering::Acquire) & LRU != 0 {
+            let _g = lock(&cache.lru_lock);
+            // SAFETY: under the LRU lock.
+            unsafe { cache.lru_unlink(d) };
+        }
+        if let Some(i) = NonNull::new(dr.inode.swap(ptr::null_mut(), Ordering::AcqRel)) {
+            // SAFETY: the dentry held this reference, taken from this cache.
+            drop(unsafe { caches.icache.from_raw(i) });
+        }
+        cache.nr.fetch_sub(1, Ordering::Relaxed);
+        let parent = dr.parent.swap(ptr::null_mut(), Ordering::AcqRel);
+        let name = dr.name.swap(ptr::null_mut(), Ordering::AcqRel);
+        // SAFETY: the dentry is unreachable for new walkers (unhashed, no
+        // references); pinned walkers may still read it, so both are freed
+        // after a grace period.
+        unsafe {
+            if let Some(n) = NonNull::new(name) {
+                reclaim::defer_drop_box(n);
+            }
+            reclaim::defer_drop_box(d);
+        }
+        // Drop the parent's reference; if it was the last and the parent
+        // must die too, continue with it here instead of recursing.
+        if let Some(p) = NonNull::new(parent) {
+            next = dput_for_kill(p);
+        }
+    }
+}
+
+/// `dput` from `kill`: returns the parent when it must be killed too.
+fn dput_for_kill(p: NonNull<Dentry>) -> Option<NonNull<Dentry>> {
+    // SAFETY: the child held a reference.
+    let pr = unsafe { p.as_ref() };
+    let c = pr.count.load(Ordering::Relaxed);
+    let flags = pr.flags.load(Ordering::Acquire);
+    let shut = pr.sb.caches().dcache.shutdown.load(Ordering::Acquire);
+    if c == 1
+        && (flags & HASHED == 0 || shut)
+        && pr
+            .count
+            .compare_exchange(1, DEAD, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    {
+        return Some(p);
+    }
+    dput(p);
+    None
+}
+
+/// The dentry cache.
+pub struct DentryCache {
+    buckets: Box<[AtomicPtr<Dentry>]>,
+    locks: Box<[Mutex<()>]>,
+    lru_lock: Mutex<()>,
+    /// LRU list ends (oldest at the head), under `lru_lock`.
+    lru: UnsafeCell<(*mut Dentry, *mut Dentry)>,
+    lru_len: AtomicUsize,
+    /// Dentries alive (hashed or not).
+    nr: AtomicUsize,
+    limit: usize,
+    /// Set when the VFS is dropped: final puts kill instead of caching.
+    shutdown: AtomicBool,
+}
+
+// SAFETY: `lru` is only touched under `lru_lock`; the rest is atomics and
+// mutexes.
+unsafe impl Send for DentryCache {}
+// SAFETY: as above.
+unsafe impl Sync for DentryCache {}
+
+/// Hashes a name under a parent (FxHash-style over 8-byte words).
+pub(crate) fn name_hash(parent: *const Dentry, name: &[u8]) -> u64 {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let mut h = (parent.addr() as u64).wrapping_mul(K);
+    let mut chunks = name.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
+        h = (h.rotate_left(5) ^ w).wrapping_mul(K);
+    }
+    let mut tail = [0u8; 8];
+    tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    h = (h.rotate_left(5) ^ u64::from_le_bytes(tail) ^ name.len() as u64).wrapping_mul(K);
+    h ^ (h >> 29)
+}
+
+impl DentryCache {
+    /// A cache that keeps at most `limit` unused dentries beyond those in
+    /// use, with about `limit` hash buckets.
+    pub(crate) fn new(limit: usize) -> DentryCache {
+        let n = limit.clamp(64, 1 << 22).next_power_of_two();
+        DentryCache {
+            buckets: (0..n).map(|_| AtomicPtr::new(ptr::null_mut())).collect(),
+            locks: (0..n.div_ceil(LOCK_STRIPE))
+                .map(|_| Mutex::new(()))
+                .collect(),
+            lru_lock: Mutex::new(()),
+            lru: UnsafeCell::new((ptr::null_mut(), ptr::null_mut())),
+            lru_len: AtomicUsize::new(0),
+            nr: AtomicUsize::new(0),
+            limit,
+            shutdown: AtomicBool::new(false),
+        }
+    }
+
+    /// Dentries alive.
+    pub fn len(&self) -> usize {
+        self.nr.load(Ordering::Relaxed)
+    }
+
+    /// Whether no dentry is alive.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The size limit.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    fn bucket(&self, hash: u64) -> usize {
+        (hash as usize) & (self.buckets.len() - 1)
+    }
+
+    fn bucket_lock(&self, b: usize) -> crate::primitive::MutexGuard<'_, ()> {
+        lock(&self.locks[b / LOCK_STRIPE])
+    }
+
+    /// A new root dentry for a superblock, with its inode (one reference
+    /// handed over).
+    pub(crate) fn new_root(
+        &self,
+        sb: Arc<SuperBlock>,
+        inode: NonNull<Inode>,
+        attr: &Attr,
+    ) -> DentryRef {
+        let d = Dentry::new(sb, ptr::null_mut(), b"/", 0);
+        self.nr.fetch_add(1, Ordering::Relaxed);
+        let d = NonNull::from(Box::leak(d));
+        // SAFETY: fresh and ours.
+        unsafe { instantiate_raw(d.as_ref(), inode, attr) };
+        DentryRef(d)
+    }
+
+    /// Searches `parent`'s child `name` without locks or references. The
+    /// caller is pinned and validates the result's sequence count after
+    /// reading what it needs. `None` means "not found here", which the
+    /// caller must confirm under locks.
+    #[inline]
+    pub(crate) fn lookup_rcu(&self, parent: NonNull<Dentry>, name: &[u8]) -> Option<RcuChild> {
+        let hash = name_hash(parent.as_ptr(), name);
+        let mut p = self.buckets[self.bucket(hash)].load(Ordering::Acquire);
+        while let Some(d) = NonNull::new(p) {
+            // SAFETY: the caller is pinned; chain members are freed only
+            // after a grace period.
+            let dr = unsafe { d.as_ref() };
+            if dr.hash.load(Ordering::Relaxed) == hash
+                && dr.parent.load(Ordering::Relaxed) == parent.as_ptr()
+            {
+                let seq = dr.read_seq()?;
+                // SAFETY: as above; names are reclaimed after a grace period.
+                let same = unsafe { &*dr.name.load(Ordering::Acquire) }.0[..] == *name;
+                if same && dr.parent.load(Ordering::Relaxed) == parent.as_ptr() && dr.seq_valid(seq)
+                {
+                    if dr.flags.load(Ordering::Relaxed) & HASHED == 0 {
+                        return None;
+                    }
+                    return Some(RcuChild { dentry: d, seq });
+                }
+            }
+            p = dr.next.load(Ordering::Acquire);
+        }
+        None
+    }
+
+    /// Searches `parent`'s child `name` under the bucket lock, taking a
+    /// reference on a hit.
+    pub(crate) fn lookup_locked(&self, parent: &DentryRef, name: &[u8]) -> Option<DentryRef> {
+        let hash = name_hash(parent.0.as_ptr(), name);
+        let b = self.bucket(hash);
+        let _g = self.bucket_lock(b);
+        let mut p = self.buckets[b].load(Ordering::Acquire);
+        while let Some(d) = NonNull::new(p) {
+            // SAFETY: hashed dentries are alive while the bucket lock is held
+            // (unhashing takes it).
+            let dr = unsafe { d.as_ref() };
+            if dr.hash.load(Ordering::Relaxed) == hash
+                && dr.parent.load(Ordering::Relaxed) == parent.0.as_ptr()
+                // SAFETY: the name of a hashed dentry is only replaced under
+                // this bucket lock (rehash) or its parent's dir lock.
+                && unsafe { &*dr.name.load(Ordering::Acquire) }.0[..] == *name
+                && dr.get_not_dead()
+            {
+                dr.flags.fetch_or(REFERENCED, Ordering::Relaxed);
+                return Some(DentryRef(d));
+            }
+            p = dr.next.load(Ordering::Acquire);
+        }
+        None
+    }
+
+    /// Allocates a child dentry of `parent` named `name`, negative until
+    /// [`instantiate`](Self::instantiate)d, and hashes it. The caller holds
+    /// `parent.dir_lock` and has checked the name is not cached.
+    pub(crate) fn d_alloc(&self, parent: &DentryRef, name: &[u8]) -> DentryRef {
+        let hash = name_hash(parent.0.as_ptr(), name);
+        let p = parent.clone();
+        let d = Dentry::new(parent.sb.clone(), p.0.as_ptr(), name, hash);
+        std::mem::forget(p); // the child's reference on its parent
+        self.nr.fetch_add(1, Ordering::Relaxed);
+        let d = NonNull::from(Box::leak(d));
+        self.hash_in(d, hash);
+        let r = DentryRef(d);
+        self.shrink_to_limit();
+        r
+    }
+
+    fn hash_in(&self, d: NonNull<Dentry>, hash: u64) {
+        let b = self.bucket(hash);
+        let _g = self.bucket_lock(b);
+        // SAFETY: the caller owns a reference.
+        let dr = unsafe { d.as_ref() };
+        dr.next
+            .store(self.buckets[b].load(Ordering::Relaxed), Ordering::Relaxed);
+        dr.flags.fetch_or(HASHED, Ordering::Release);
+        self.buckets[b].store(d.as_ptr(), Ordering::Release);
+    }
+
+    /// Removes a dentry from the hash (`__d_drop`); its own `next` is kept
+    /// so walkers standing on it can go on.
+    fn unhash(&self, d: NonNull<Dentry>) {
+        // SAFETY: the caller holds a reference or owns the dead dentry.
+        let dr = unsafe { d.as_ref() };
+        let b = self.bucket(dr.hash.load(Ordering::Relaxed));
+        let _g = self.bucket_lock(b);
+        if dr.flags.load(Ordering::Relaxed) & HASHED == 0 {
+            return;
+        }
+        let mut prev = &self.buckets[b];
+        loop {
+            let p = prev.load(Ordering::Relaxed);
+            let Some(pn) = NonNull::new(p) else {
+                break;
+            };
+            if pn == d {
+                prev.store(dr.next.load(Ordering::Relaxed), Ordering::Release);
+                break;
+            }
+            // SAFETY: chain members are alive under the bucket lock.
+            prev = unsafe { &pn.as_ref().next };
+        }
+        dr.write_begin();
+        dr.flags.fetch_and(!HASHED, Ordering::Release);
+        dr.write_end();
+    }
+
+    /// `d_drop`: unhashes a dentry the caller holds, so lookups miss it
+    /// (unlink, rmdir, a rename's victim). Open files keep using it; it dies
+    /// at its last put.
+    pub(crate) fn d_drop(&self, d: &DentryRef) {
+        self.unhash(d.0);
+    }
+
+    /// Makes a negative dentry positive (`d_instantiate`), handing over one
+    /// inode reference. The caller holds the parent's `dir_lock`.
+    pub(crate) fn instantiate(&self, d: &DentryRef, inode: NonNull<Inode>, attr: &Attr) {
+        // SAFETY: the caller holds a reference and serializes changes.
+        unsafe { instantiate_raw(d, inode, attr) };
+    }
+
+    /// `d_move`: moves `d` to `new_parent`/`new_name`, rehashing it. The
+    /// caller holds both parents' `dir_lock`s and references on everything.
+    pub(crate) fn d_move(&self, d: &DentryRef, new_parent: &DentryRef, new_name: &[u8]) {
+        self.unhash(d.0);
+        let hash = name_hash(new_parent.0.as_ptr(), new_name);
+        d.write_begin();
+        let np = new_parent.clone();
+        let old_parent = d.parent.swap(np.0.as_ptr(), Ordering::AcqRel);
+        std::mem::forget(np);
+        let name = Box::into_raw(Box::new(Name(new_name.into())));
+        let old_name = d.name.swap(name, Ordering::AcqRel);
+        d.hash.store(hash, Ordering::Relaxed);
+        d.write_end();
+        self.hash_in(d.0, hash);
+        if let Some(n) = NonNull::new(old_name) {
+            // SAFETY: the old name is unreachable now; pinned readers may
+            // still hold it, so it goes after a grace period.
+            unsafe { reclaim::defer_drop_box(n) };
+        }
+        if let Some(p) = NonNull::new(old_parent) {
+            dput(p);
+        }
+    }
+
+    /// `RENAME_EXCHANGE`: swaps the places of `a` (in `pa`) and `b` (in
+    /// `pb`), keeping each's name slot.
+    pub(crate) fn d_exchange(
+        &self,
+        a: &DentryRef,
+        a_name: &[u8],
+        b: &DentryRef,
+        b_name: &[u8],
+        pa: &DentryRef,
+        pb: &DentryRef,
+    ) {
+        self.d_move(a, pb, b_name);
+        self.d_move(b, pa, a_name);
+    }
+
+    /// Puts an unused dentry on the LRU (first final put).
+    fn lru_add(&self, d: NonNull<Dentry>) {
+        let _g = lock(&self.lru_lock);
+        // SAFETY: the caller is pinned; we re-check under the lock that the
+        // dentry is unused, alive and hashed.
+        let dr = unsafe { d.as_ref() };
+        let f = dr.flags.load(Ordering::Acquire);
+        if dr.count.load(Ordering::Acquire) != 0 || f & (LRU | HASHED) != HASHED {
+            return;
+        }
+        dr.flags.fetch_or(LRU, Ordering::Relaxed);
+        // SAFETY: under the LRU lock.
+        unsafe {
+            let (_, tail) = *self.lru.get();
+            *dr.lru.get() = (tail, ptr::null_mut());
+            if let Some(t) = NonNull::new(tail) {
+                (*t.as_ref().lru.get()).1 = d.as_ptr();
+            } else {
+                (*self.lru.get()).0 = d.as_ptr();
+            }
+            (*self.lru.get()).1 = d.as_ptr();
+        }
+        self.lru_len.fetch_add(1, Ordering::Relaxed);
+        drop(_g);
+        self.shrink_to_limit();
+    }
+
+    /// # Safety
+    /// The LRU lock is held and `d` is on the list.
+    unsafe fn lru_unlink(&self, d: NonNull<Dentry>) {
+        // SAFETY: per the contract.
+        unsafe {
+            let dr = d.as_ref();
+            if dr.flags.load(Ordering::Relaxed) & LRU == 0 {
+                return;
+            }
+            let (prev, next) = *dr.lru.get();
+            match NonNull::new(prev) {
+                Some(p) => (*p.as_ref().lru.get()).1 = next,
+                None => (*self.lru.get()).0 = next,
+            }
+            match NonNull::new(next) {
+                Some(n) => (*n.as_ref().lru.get()).0 = prev,
+                None => (*self.lru.get()).1 = prev,
+            }
+            *dr.lru.get() = (ptr::null_mut(), ptr::null_mut());
+            dr.flags.fetch_and(!(LRU | REFERENCED), Ordering::Relaxed);
+        }
+        self.lru_len.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    fn shrink_to_limit(&self) {
+        let over = self.nr.load(Ordering::Relaxed).saturating_sub(self.limit);
+        if over > 0 {
+            self.shrink(over.max(16));
+        }
+    }
+
+    /// Kills up to `n` unused dentries, oldest first (`prune_dcache_sb`).
+    /// Returns how many were killed.
+    pub fn shrink(&self, n: usize) -> usize {
+        let mut victims = Vec::new();
+        {
+            let _pin = reclaim::pin();
+            let _g = lock(&self.lru_lock);
+            let mut budget = self.lru_len.load(Ordering::Relaxed) * 2;
+            while victims.len() < n && budget > 0 {
+                budget -= 1;
+                // SAFETY: under the LRU lock.
+                let Some(d) = NonNull::new(unsafe { (*self.lru.get()).0 }) else {
+                    break;
+                };
+                // SAFETY: LRU members are alive (kill unlinks them first).
+                let dr = unsafe { d.as_ref() };
+                // SAFETY: under the LRU lock.
+                unsafe { self.lru_unlink(d) };
+                if dr.count.load(Ordering::Acquire) != 0 {
+                    continue; // in use: re-listed at its next final put
+                }
+                if dr.flags.load(Ordering::Relaxed) & REFERENCED != 0 && budget > n {
+                    // Second chance: back to the tail, unreferenced.
+                    dr.flags.fetch_and(!REFERENCED, Ordering::Relaxed);
+                    // SAFETY: under the LRU lock; re-append.
+                    unsafe {
+                        let (_, tail) = *self.lru.get();
+                        *dr.lru.get() = (tail, ptr::null_mut());
+                        match NonNull::new(tail) {
+                            Some(t) => (*t.as_ref().lru.get()).1 = d.as_ptr(),
+                            None => (*self.lru.get()).0 = d.as_ptr(),
+                        }
+                        (*self.lru.get()).1 = d.as_ptr();
+                    }
+                    dr.flags.fetch_or(LRU, Ordering::Relaxed);
+                    self.lru_len.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                if dr
+                    .count
+                    .compare_exchange(0, DEAD, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    victims.push(d);
+                }
+            }
+        }
+        let killed = victims.len();
+        for d in victims {
+            // SAFETY: we set DEAD on each.
+            unsafe { kill(d) };
+        }
+        killed
+    }
+
+    /// Drops every unused dentry and makes later final puts kill (the VFS
+    /// is going away).
+    pub(crate) fn shutdown(&self) {
+        self.shutdown.store(true, Ordering::Release);
+        while self.shrink(usize::MAX) > 0 {}
+    }
+}
+
+impl Drop for DentryCache {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl fmt::Debug for DentryCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DentryCache")
+            .field("len", &self.len())
+            .field("limit", &self.limit)
+            .finish_non_exhaustive()
+    }
+}
+
+/// # Safety
+/// The caller owns `d` or holds a reference and serializes changes to it.
+unsafe fn instantiate_raw(d: &Dentry, inode: NonNull<Inode>, attr: &Attr) {
+    d.write_begin();
+    d.ino.store(attr.ino, Ordering::Relaxed);
+    d.mode.store(attr.mode, Ordering::Relaxed);
+    d.uid.store(attr.uid, Ordering::Relaxed);
+    d.gid.store(attr.gid, Ordering::Relaxed);
+    d.inode.store(inode.as_ptr(), Ordering::Release);
+    d.write_end();
+}
+
+/// Sets or clears the mount on a mountpoint dentry.
+pub(crate) fn set_mounted(mountpoint: &DentryRef, root: Option<&DentryRef>) {
+    mountpoint.write_begin();
+    mountpoint.mounted.store(
+        root.map_or(ptr::null_mut(), |r| r.0.as_ptr()),
+        Ordering::Release,
+    );
+    mountpoint.write_end();
+}
+
+/// Converts an error for a name too long for any file system.
+pub(crate) fn check_name_len(name: &[u8]) -> Result<(), Errno> {
+    if name.len() > crate::fs::tmpfs::NAME_MAX {
+        Err(Errno::ENAMETOOLONG)
+    } else {
+        Ok(())
+    }
+}

@@ -1,0 +1,445 @@
+//! Path walk (`fs/namei.c`): resolves a path to a dentry over the dentry
+//! cache, asking the file system only on a miss.
+//!
+//! Two walks, as in Linux:
+//! - the **lockless walk** (`LOOKUP_RCU`): under an epoch pin, no lock and
+//!   no reference is taken on any directory passed through; each step reads
+//!   the child's sequence count and checks the parent's is unchanged, and
+//!   only the final dentry gets a reference, after which its count is
+//!   re-checked (`legitimize`). It handles the common case: every component
+//!   cached, no symlink to follow, no `..`, no mount to cross, no permission
+//!   denied. Anything else, or any sign of a concurrent change, and it gives
+//!   up;
+//! - the **locked walk** (ref-walk) then starts over from the beginning: it
+//!   holds a reference on the current directory, searches the cache under
+//!   the bucket lock, and on a miss takes the directory's lock and asks the
+//!   file system (`lookup_slow`), caching the answer, positive or negative.
+//!   It implements everything: symlinks (40 in one walk, then `ELOOP`), `.`
+//!   and `..` (stopping at the root, crossing mounts upwards), mounts,
+//!   trailing slashes, and the errors in Linux's order (`EACCES` for a
+//!   directory that may not be searched, `ENOTDIR`, `ENOENT`,
+//!   `ENAMETOOLONG`).
+
+use crate::cred::{Cred, MAY_EXEC, permission};
+use crate::dcache::{self, Dentry, DentryRef};
+use crate::errno::Errno;
+use crate::fs::Attr;
+use crate::primitive::lock;
+use crate::reclaim;
+use crate::vfs::{SuperBlock, Vfs};
+use std::ptr::NonNull;
+
+/// Follow a symlink in the last component.
+pub(crate) const FOLLOW: u32 = 1;
+/// The last component must be a directory.
+pub(crate) const DIRECTORY: u32 = 2;
+/// An empty path names the start directory (`AT_EMPTY_PATH`).
+pub(crate) const EMPTY: u32 = 4;
+
+/// Symlinks one walk may follow (`MAXSYMLINKS`).
+pub const MAXSYMLINKS: u32 = 40;
+/// The longest path, with its terminating NUL (`PATH_MAX`).
+pub const PATH_MAX: usize = 4096;
+
+/// The kind of a path's last component (`LAST_NORM` …).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LastType {
+    Norm,
+    Dot,
+    DotDot,
+    Root,
+}
+
+/// What [`Nd::lookup_parent`] returns: the directory holding the last
+/// component, the component, and whether slashes followed it.
+#[derive(Debug)]
+pub(crate) struct Parent {
+    pub(crate) dir: DentryRef,
+    pub(crate) last: Vec<u8>,
+    pub(crate) kind: LastType,
+    pub(crate) trailing: bool,
+}
+
+/// Checks a user path the way `getname` does: `ENAMETOOLONG` at
+/// `PATH_MAX` bytes or more, `EINVAL` for an embedded NUL (a C string
+/// cannot carry one; uvfs refuses rather than truncating).
+pub(crate) fn getname(path: &[u8]) -> Result<&[u8], Errno> {
+    if path.len() >= PATH_MAX {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    if path.contains(&0) {
+        return Err(Errno::EINVAL);
+    }
+    Ok(path)
+}
+
+fn trim_slashes(p: &[u8]) -> &[u8] {
+    let n = p.iter().take_while(|&&c| c == b'/').count();
+    &p[n..]
+}
+
+fn kind_of(name: &[u8]) -> LastType {
+    match name {
+        b"." => LastType::Dot,
+        b".." => LastType::DotDot,
+        _ => LastType::Norm,
+    }
+}
+
+/// Whether a positive dentry is a directory (by its lockless snapshot; the
+/// type of an inode never changes).
+pub(crate) fn is_dir(d: &Dentry) -> bool {
+    d.snap().is_some_and(|s| s.is_dir())
+}
+
+fn is_symlink(d: &Dentry) -> bool {
+    d.snap().is_some_and(|s| s.is_symlink())
+}
+
+/// A walk's context: the VFS, the caller's credentials, its root and cwd.
+pub(crate) struct Nd<'a> {
+    vfs: &'a Vfs,
+    cred: &'a Cred,
+    root: &'a DentryRef,
+}
+
+struct Walk {
+    cur: DentryRef,
+    links: u32,
+}
+
+impl<'a> Nd<'a> {
+    pub(crate) fn new(
+        vfs: &'a Vfs,
+        cred: &'a Cred,
+        root: &'a DentryRef,
+        _cwd: &'a DentryRef,
+    ) -> Nd<'a> {
+        Nd { vfs, cred, root }
+    }
+
+    /// Resolves `path` from `start` (used for relative paths) to a positive
+    /// dentry.
+    pub(crate) fn lookup(
+        &self,
+        start: DentryRef,
+        path: &[u8],
+        flags: u32,
+    ) -> Result<DentryRef, Errno> {
+        if path.is_empty() {
+            return if flags & EMPTY != 0 {
+                Ok(start)
+            } else {
+                Err(Errno::ENOENT)
+            };
+        }
+        if let Some(r) = self.lookup_rcu(&start, path, flags) {
+            return r;
+        }
+        let mut w = Walk {
+            cur: start,
+            links: 0,
+        };
+        let (kind, last, trailing) = self.link_path_walk(&mut w, path)?;
+        self.walk_last(&mut w, kind, last, trailing, flags)?;
+        Ok(w.cur)
+    }
+
+    /// Resolves all but the last component of `path` (`ENOENT` for an
+    /// empty path).
+    pub(crate) fn lookup_parent(&self, start: DentryRef, path: &[u8]) -> Result<Parent, Errno> {
+        if path.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        let mut w = Walk {
+            cur: start,
+            links: 0,
+        };
+        let (kind, last, trailing) = self.link_path_walk(&mut w, path)?;
+        let last = last.to_vec();
+        Ok(Parent {
+            dir: w.cur,
+            last,
+            kind,
+            trailing,
+        })
+    }
+
+    /// Search permission on a directory (`may_lookup`).
+    fn may_lookup(&self, dir: &Dentry) -> Result<(), Errno> {
+        match dir.snap() {
+            Some(s) => permission(self.cred, &s.attr(), MAY_EXEC),
+            None => Err(Errno::ENOENT),
+        }
+    }
+
+    /// Walks every component but the last (`link_path_walk`); returns the
+    /// last component, its kind and whether slashes followed it.
+    fn link_path_walk<'p>(
+        &self,
+        w: &mut Walk,
+        path: &'p [u8],
+    ) -> Result<(LastType, &'p [u8], bool), Errno> {
+        let mut rest = path;
+        if rest.first() == Some(&b'/') {
+            w.cur = self.root.clone();
+            rest = trim_slashes(rest);
+            if rest.is_empty() {
+                return Ok((LastType::Root, b"/", false));
+            }
+        } else if !is_dir(&w.cur) {
+            return Err(Errno::ENOTDIR);
+        }
+        loop {
+            self.may_lookup(&w.cur)?;
+            let end = rest.iter().position(|&c| c == b'/').unwrap_or(rest.len());
+            let name = &rest[..end];
+            let after = trim_slashes(&rest[end..]);
+            if after.is_empty() {
+                return Ok((kind_of(name), name, end < rest.len()));
+            }
+            self.step(w, name, true)?;
+            if !is_dir(&w.cur) {
+                return Err(Errno::ENOTDIR);
+            }
+            rest = after;
+        }
+    }
+
+    /// Resolves the last component into `w.cur`.
+    fn walk_last(
+        &self,
+        w: &mut Walk,
+        kind: LastType,
+        name: &[u8],
+        trailing: bool,
+        flags: u32,
+    ) -> Result<(), Errno> {
+        let flags = if trailing {
+            flags | FOLLOW | DIRECTORY
+        } else {
+            flags
+        };
+        match kind {
+            LastType::Root => {}
+            _ => self.step(w, name, flags & FOLLOW != 0)?,
+        }
+        if flags & DIRECTORY != 0 && !is_dir(&w.cur) {
+            return Err(Errno::ENOTDIR);
+        }
+        Ok(())
+    }
+
+    /// One component: `.`, `..`, or a name (following a symlink if
+    /// `follow`).
+    fn step(&self, w: &mut Walk, name: &[u8], follow: bool) -> Result<(), Errno> {
+        match name {
+            b"." => Ok(()),
+            b".." => {
+                w.cur = self.dotdot(&w.cur);
+                Ok(())
+            }
+            _ => {
+                let child = self.lookup_one(&w.cur, name)?;
+                let child = self.follow_mounts(child);
+                if follow && is_symlink(&child) {
+                    self.follow_link(w, &child)
+                } else {
+                    w.cur = child;
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    /// Follows the symlink `link` found in `w.cur`, leaving its target in
+    /// `w.cur`.
+    fn follow_link(&self, w: &mut Walk, link: &DentryRef) -> Result<(), Errno> {
+        w.links += 1;
+        if w.links > MAXSYMLINKS {
+            return Err(Errno::ELOOP);
+        }
+        let target = link.sb().fs.readlink(link.ino())?;
+        if target.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        let (kind, last, trailing) = self.link_path_walk(w, &target)?;
+        self.walk_last(w, kind, last, trailing, FOLLOW)
+    }
+
+    /// `..`: the parent, staying at the root, crossing a mount upwards.
+    pub(crate) fn dotdot(&self, cur: &DentryRef) -> DentryRef {
+        let mut d = cur.clone();
+        loop {
+            if DentryRef::ptr_eq(&d, self.root) {
+                return d;
+            }
+            if let Some(p) = d.parent() {
+                return self.follow_mounts(p);
+            }
+            let mp = lock(&d.sb().mountpoint).clone();
+            match mp {
+                Some(mp) => d = mp,
+                None => return d,
+            }
+        }
+    }
+
+    /// Descends into whatever is mounted on `d`.
+    pub(crate) fn follow_mounts(&self, mut d: DentryRef) -> DentryRef {
+        while let Some(r) = self.vfs.mounted_root(&d) {
+            d = r;
+        }
+        d
+    }
+
+    /// Looks up one name in `dir` (`lookup_fast`, then `lookup_slow`);
+    /// `ENOENT` for a negative entry.
+    pub(crate) fn lookup_one(&self, dir: &DentryRef, name: &[u8]) -> Result<DentryRef, Errno> {
+        let d = self.lookup_cached_or_fs(dir, name)?;
+        if d.is_negative() {
+            return Err(Errno::ENOENT);
+        }
+        Ok(d)
+    }
+
+    /// The dentry for `name` in `dir`, positive or negative, from the cache
+    /// or the file system. Errors other than "no such name" come from the
+    /// file system.
+    pub(crate) fn lookup_cached_or_fs(
+        &self,
+        dir: &DentryRef,
+        name: &[u8],
+    ) -> Result<DentryRef, Errno> {
+        dcache::check_name_len(name)?;
+        if let Some(d) = self.vfs.caches().dcache.lookup_locked(dir, name) {
+            return Ok(d);
+        }
+        let _g = lock(&dir.dir_lock);
+        self.lookup_locked_dir(dir, name)
+    }
+
+    /// As [`lookup_cached_or_fs`](Self::lookup_cached_or_fs) with
+    /// `dir.dir_lock` already held by the caller.
+    pub(crate) fn lookup_locked_dir(
+        &self,
+        dir: &DentryRef,
+        name: &[u8],
+    ) -> Result<DentryRef, Errno> {
+        dcache::check_name_len(name)?;
+        let dc = &self.vfs.caches().dcache;
+        if let Some(d) = dc.lookup_locked(dir, name) {
+            return Ok(d);
+        }
+        match dir.sb().fs.lookup(dir.ino(), name) {
+            Ok(attr) => {
+                let inode = iget(self.vfs, dir.sb(), &attr)?;
+                let d = dc.d_alloc(dir, name);
+                dc.instantiate(&d, inode, &attr);
+                Ok(d)
+            }
+            Err(Errno::ENOENT) => Ok(dc.d_alloc(dir, name)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The lockless walk; `None` to fall back to the locked walk.
+    fn lookup_rcu(
+        &self,
+        start: &DentryRef,
+        path: &[u8],
+        flags: u32,
+    ) -> Option<Result<DentryRef, Errno>> {
+        let _pin = reclaim::pin();
+        let dc = &self.vfs.caches().dcache;
+        let mut rest = path;
+        let mut cur: NonNull<Dentry> = start.as_ptr();
+        if rest.first() == Some(&b'/') {
+            cur = self.root.as_ptr();
+            rest = trim_slashes(rest);
+        }
+        // SAFETY: pinned, and `cur` is referenced by the caller or the VFS.
+        let mut seq = unsafe { cur.as_ref() }.read_seq()?;
+        // SAFETY: as above.
+        let mut snap = unsafe { cur.as_ref() }.snap()?;
+        if rest.is_empty() {
+            // "/" alone.
+            return DentryRef::legitimize(cur, seq).map(Ok);
+        }
+        if !snap.is_dir() {
+            return None;
+        }
+        loop {
+            if permission(self.cred, &snap.attr(), MAY_EXEC).is_err() {
+                return None;
+            }
+            let end = rest.iter().position(|&c| c == b'/').unwrap_or(rest.len());
+            let name = &rest[..end];
+            let after = trim_slashes(&rest[end..]);
+            let last = after.is_empty();
+            let trailing = end < rest.len();
+            match name {
+                b"." => {}
+                b".." => return None,
+                _ => {
+                    if name.len() > crate::fs::tmpfs::NAME_MAX {
+                        return None;
+                    }
+                    let child = dc.lookup_rcu(cur, name)?;
+                    // SAFETY: pinned.
+                    if !unsafe { cur.as_ref() }.seq_valid(seq) {
+                        return None;
+                    }
+                    cur = child.dentry;
+                    seq = child.seq;
+                    // SAFETY: pinned; reached through the cache.
+                    let d = unsafe { cur.as_ref() };
+                    if !d.mounted_ptr().is_null() {
+                        return None;
+                    }
+                    match d.snap() {
+                        None => {
+                            return d.seq_valid(seq).then_some(Err(Errno::ENOENT));
+                        }
+                        Some(s) => {
+                            if s.is_symlink() && (!last || trailing || flags & FOLLOW != 0) {
+                                return None;
+                            }
+                            snap = s;
+                        }
+                    }
+                }
+            }
+            if last {
+                if (flags & DIRECTORY != 0 || trailing) && !snap.is_dir() {
+                    // SAFETY: pinned.
+                    return unsafe { cur.as_ref() }
+                        .seq_valid(seq)
+                        .then_some(Err(Errno::ENOTDIR));
+                }
+                return DentryRef::legitimize(cur, seq).map(Ok);
+            }
+            if !snap.is_dir() {
+                // SAFETY: pinned.
+                return unsafe { cur.as_ref() }
+                    .seq_valid(seq)
+                    .then_some(Err(Errno::ENOTDIR));
+            }
+            rest = after;
+        }
+    }
+}
+
+/// The cached inode for `attr`, filled from `attr` on a miss, with its
+/// cached attributes refreshed; one reference, as a raw pointer for a
+/// dentry.
+pub(crate) fn iget(
+    vfs: &Vfs,
+    sb: &SuperBlock,
+    attr: &Attr,
+) -> Result<NonNull<crate::icache::Inode>, Errno> {
+    let a = *attr;
+    let r = vfs.caches().icache.iget(sb.id, attr.ino, move || Ok(a))?;
+    r.set_attr(*attr);
+    Ok(r.into_raw())
+}

@@ -1,0 +1,343 @@
+//! Attributes: the stat family (stat, lstat, fstat, fstatat, statx),
+//! truncate, chmod, chown, utimensat, access, umask. The VFS checks
+//! permissions (with [`cred`](crate::cred)), the file system applies the
+//! change and stamps ctime.
+
+use super::Process;
+use super::open::attr_of;
+use crate::cred::{self, MAY_EXEC, MAY_READ, MAY_WRITE, permission};
+use crate::dcache::DentryRef;
+use crate::errno::Errno;
+use crate::fs::{S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, SetAttr, SetTime, Timespec as FsTime};
+use crate::namei::{EMPTY, FOLLOW};
+use crate::stat::{Stat, Statx};
+use crate::task_work;
+use crate::uapi::*;
+use std::sync::atomic::Ordering;
+
+fn lookup_flags(flags: i32) -> u32 {
+    let mut lf = 0;
+    if flags & AT_SYMLINK_NOFOLLOW == 0 {
+        lf |= FOLLOW;
+    }
+    if flags & AT_EMPTY_PATH != 0 {
+        lf |= EMPTY;
+    }
+    lf
+}
+
+impl Process {
+    /// The dentry of an fd (`O_PATH` included): `EBADF` if not open.
+    fn fd_dentry(&self, fd: i32) -> Result<DentryRef, Errno> {
+        let file = self.files.get(fd).ok_or(Errno::EBADF)?;
+        file.dentry().cloned().ok_or(Errno::EBADF)
+    }
+
+    fn stat_of(&self, d: &DentryRef) -> Result<Stat, Errno> {
+        Ok(Stat::from_attr(&attr_of(d)?, d.sb().dev))
+    }
+
+    /// `stat(path)`.
+    pub fn stat<P: AsRef<[u8]>>(&mut self, path: P) -> Result<Stat, Errno> {
+        self.fstatat(AT_FDCWD, path, 0)
+    }
+
+    /// `lstat(path)`.
+    pub fn lstat<P: AsRef<[u8]>>(&mut self, path: P) -> Result<Stat, Errno> {
+        self.fstatat(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW)
+    }
+
+    /// `fstat(fd)`.
+    pub fn fstat(&mut self, fd: i32) -> Result<Stat, Errno> {
+        let _call = task_work::enter();
+        let d = self.fd_dentry(fd)?;
+        self.stat_of(&d)
+    }
+
+    /// `fstatat(dirfd, path, flags)` with `AT_SYMLINK_NOFOLLOW`,
+    /// `AT_EMPTY_PATH`, `AT_NO_AUTOMOUNT`; `EINVAL` for other flags.
+    pub fn fstatat<P: AsRef<[u8]>>(
+        &mut self,
+        dirfd: i32,
+        path: P,
+        flags: i32,
+    ) -> Result<Stat, Errno> {
+        let _call = task_work::enter();
+        if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let d = self.resolve(dirfd, path.as_ref(), lookup_flags(flags))?;
+        self.stat_of(&d)
+    }
+
+    /// `statx(dirfd, path, flags, mask)`: every basic field, the birth time
+    /// and the mount id; `EINVAL` for unknown flags or the reserved mask
+    /// bit.
+    pub fn statx<P: AsRef<[u8]>>(
+        &mut self,
+        dirfd: i32,
+        path: P,
+        flags: i32,
+        mask: u32,
+    ) -> Result<Statx, Errno> {
+        let _call = task_work::enter();
+        if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT | AT_STATX_SYNC_TYPE)
+            != 0
+            || flags & AT_STATX_SYNC_TYPE == AT_STATX_SYNC_TYPE
+            || mask & STATX_RESERVED != 0
+        {
+            return Err(Errno::EINVAL);
+        }
+        let d = self.resolve(dirfd, path.as_ref(), lookup_flags(flags))?;
+        let a = attr_of(&d)?;
+        let mount_root = d.parent_ptr().is_null();
+        Ok(Statx::from_attr(&a, d.sb().dev, d.sb().id + 1, mount_root))
+    }
+
+    /// `truncate(path, len)`: `EINVAL` for a negative length or a
+    /// non-regular file, `EISDIR`, `EACCES` without write permission.
+    pub fn truncate<P: AsRef<[u8]>>(&mut self, path: P, len: i64) -> Result<(), Errno> {
+        let _call = task_work::enter();
+        let len = u64::try_from(len).map_err(|_| Errno::EINVAL)?;
+        let d = self.resolve(AT_FDCWD, path.as_ref(), FOLLOW)?;
+        let a = attr_of(&d)?;
+        match a.mode & S_IFMT {
+            S_IFDIR => return Err(Errno::EISDIR),
+            S_IFREG => {}
+            _ => return Err(Errno::EINVAL),
+        }
+        permission(&self.cred, &a, MAY_WRITE)?;
+        self.do_truncate(&d, len)
+    }
+
+    /// Applies a permission-checked attribute change and refreshes the
+    /// walk's copy of the permission bits.
+    fn apply(&self, d: &DentryRef, set: &SetAttr) -> Result<(), Errno> {
+        let a = d.sb().fs.setattr(d.ino(), set)?;
+        d.set_perm(a.mode, a.uid, a.gid);
+        Ok(())
+    }
+
+    fn do_chmod(&self, d: &DentryRef, mode: u32) -> Result<(), Errno> {
+        let _g = d.lock_inode();
+        let a = attr_of(d)?;
+        let m = cred::chmod_mode(&self.cred, &a, mode)?;
+        self.apply(
+            d,
+            &SetAttr {
+                mode: Some(m & 0o7777),
+                ..SetAttr::default()
+            },
+        )
+    }
+
+    /// `chmod(path, mode)`.
+    pub fn chmod<P: AsRef<[u8]>>(&mut self, path: P, mode: u32) -> Result<(), Errno> {
+        self.fchmodat(AT_FDCWD, path, mode, 0)
+    }
+
+    /// `fchmod(fd, mode)` (`O_PATH` fds: `EBADF`, as Linux).
+    pub fn fchmod(&mut self, fd: i32, mode: u32) -> Result<(), Errno> {
+        let _call = task_work::enter();
+        let file = self
+            .files
+            .get_mask(fd, crate::file::FMODE_PATH)
+            .ok_or(Errno::EBADF)?;
+        let d = file.dentry().cloned().ok_or(Errno::EBADF)?;
+        self.do_chmod(&d, mode)
+    }
+
+    /// `fchmodat(dirfd, path, mode, flags)` (`fchmodat2`): with
+    /// `AT_SYMLINK_NOFOLLOW` on a symlink, `EOPNOTSUPP`.
+    pub fn fchmodat<P: AsRef<[u8]>>(
+        &mut self,
+        dirfd: i32,
+        path: P,
+        mode: u32,
+        flags: i32,
+    ) -> Result<(), Errno> {
+        let _call = task_work::enter();
+        if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let d = self.resolve(dirfd, path.as_ref(), lookup_flags(flags))?;
+        if d.snap().is_some_and(|s| s.mode & S_IFMT == S_IFLNK) {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        self.do_chmod(&d, mode)
+    }
+
+    fn do_chown(&self, d: &DentryRef, uid: u32, gid: u32) -> Result<(), Errno> {
+        let _g = d.lock_inode();
+        let a = attr_of(d)?;
+        let eff = cred::chown_check(&self.cred, &a, Some(uid), Some(gid))?;
+        let set = SetAttr {
+            uid: eff.uid,
+            gid: eff.gid,
+            mode: eff.new_mode(&a).map(|m| m & 0o7777),
+            ..SetAttr::default()
+        };
+        self.apply(d, &set)
+    }
+
+    /// `chown(path, uid, gid)` (`u32::MAX` leaves an id unchanged).
+    pub fn chown<P: AsRef<[u8]>>(&mut self, path: P, uid: u32, gid: u32) -> Result<(), Errno> {
+        self.fchownat(AT_FDCWD, path, uid, gid, 0)
+    }
+
+    /// `lchown(path, uid, gid)`.
+    pub fn lchown<P: AsRef<[u8]>>(&mut self, path: P, uid: u32, gid: u32) -> Result<(), Errno> {
+        self.fchownat(AT_FDCWD, path, uid, gid, AT_SYMLINK_NOFOLLOW)
+    }
+
+    /// `fchown(fd, uid, gid)`.
+    pub fn fchown(&mut self, fd: i32, uid: u32, gid: u32) -> Result<(), Errno> {
+        let _call = task_work::enter();
+        let file = self
+            .files
+            .get_mask(fd, crate::file::FMODE_PATH)
+            .ok_or(Errno::EBADF)?;
+        let d = file.dentry().cloned().ok_or(Errno::EBADF)?;
+        self.do_chown(&d, uid, gid)
+    }
+
+    /// `fchownat(dirfd, path, uid, gid, flags)`.
+    pub fn fchownat<P: AsRef<[u8]>>(
+        &mut self,
+        dirfd: i32,
+        path: P,
+        uid: u32,
+        gid: u32,
+        flags: i32,
+    ) -> Result<(), Errno> {
+        let _call = task_work::enter();
+        if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let d = self.resolve(dirfd, path.as_ref(), lookup_flags(flags))?;
+        self.do_chown(&d, uid, gid)
+    }
+
+    /// `umask(mask)`: sets the mask, returns the old one.
+    pub fn umask(&mut self, mask: u32) -> u32 {
+        self.fs.umask.swap(mask & 0o777, Ordering::Relaxed)
+    }
+
+    /// `access(path, mode)`.
+    pub fn access<P: AsRef<[u8]>>(&mut self, path: P, mode: i32) -> Result<(), Errno> {
+        self.faccessat(AT_FDCWD, path, mode, 0)
+    }
+
+    /// `faccessat(dirfd, path, mode, flags)` (`faccessat2`): checks with
+    /// the real ids unless `AT_EACCESS`.
+    pub fn faccessat<P: AsRef<[u8]>>(
+        &mut self,
+        dirfd: i32,
+        path: P,
+        mode: i32,
+        flags: i32,
+    ) -> Result<(), Errno> {
+        let _call = task_work::enter();
+        if mode & !(R_OK | W_OK | X_OK) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if flags & !(AT_EACCESS | AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let cred = self.cred.for_access(flags & AT_EACCESS != 0);
+        let path = crate::namei::getname(path.as_ref())?;
+        let lf = lookup_flags(flags);
+        if path.is_empty() && lf & EMPTY == 0 {
+            return Err(Errno::ENOENT);
+        }
+        let start = self.start(dirfd, path)?;
+        let nd = crate::namei::Nd::new(&self.vfs, &cred, self.vfs.root(), self.vfs.root());
+        let d = nd.lookup(start, path, lf)?;
+        if mode == 0 {
+            return Ok(());
+        }
+        let mut mask = 0;
+        if mode & R_OK != 0 {
+            mask |= MAY_READ;
+        }
+        if mode & W_OK != 0 {
+            mask |= MAY_WRITE;
+        }
+        if mode & X_OK != 0 {
+            mask |= MAY_EXEC;
+        }
+        permission(&cred, &attr_of(&d)?, mask)
+    }
+
+    /// `utimensat(dirfd, path, times, flags)`: `None` or `UTIME_NOW` sets
+    /// now, `UTIME_OMIT` leaves a time alone; `EINVAL` for nanoseconds out
+    /// of range.
+    pub fn utimensat<P: AsRef<[u8]>>(
+        &mut self,
+        dirfd: i32,
+        path: P,
+        times: Option<[Timespec; 2]>,
+        flags: i32,
+    ) -> Result<(), Errno> {
+        let _call = task_work::enter();
+        check_times(times)?;
+        if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let d = self.resolve(dirfd, path.as_ref(), lookup_flags(flags))?;
+        self.do_utimes(&d, times)
+    }
+
+    /// `futimens(fd, times)`.
+    pub fn futimens(&mut self, fd: i32, times: Option<[Timespec; 2]>) -> Result<(), Errno> {
+        let _call = task_work::enter();
+        check_times(times)?;
+        let d = self.fd_dentry(fd)?;
+        self.do_utimes(&d, times)
+    }
+
+    fn do_utimes(&self, d: &DentryRef, times: Option<[Timespec; 2]>) -> Result<(), Errno> {
+        let nsecs = times.map(|t| [t[0].tv_nsec, t[1].tv_nsec]);
+        let Some(explicit) = cred::utimens_explicit(nsecs) else {
+            return Ok(()); // both UTIME_OMIT
+        };
+        let _g = d.lock_inode();
+        let a = attr_of(d)?;
+        cred::utimes_check(&self.cred, &a, explicit)?;
+        let conv = |t: Timespec| match t.tv_nsec {
+            UTIME_OMIT => None,
+            UTIME_NOW => Some(SetTime::Now),
+            n => Some(SetTime::At(FsTime {
+                sec: t.tv_sec,
+                nsec: n as u32,
+            })),
+        };
+        let set = match times {
+            None => SetAttr {
+                atime: Some(SetTime::Now),
+                mtime: Some(SetTime::Now),
+                ..SetAttr::default()
+            },
+            Some([at, mt]) => SetAttr {
+                atime: conv(at),
+                mtime: conv(mt),
+                ..SetAttr::default()
+            },
+        };
+        d.sb().fs.setattr(d.ino(), &set).map(|_| ())
+    }
+}
+
+fn check_times(times: Option<[Timespec; 2]>) -> Result<(), Errno> {
+    if let Some(t) = times {
+        for x in t {
+            if x.tv_nsec != UTIME_NOW
+                && x.tv_nsec != UTIME_OMIT
+                && !(0..1_000_000_000).contains(&x.tv_nsec)
+            {
+                return Err(Errno::EINVAL);
+            }
+        }
+    }
+    Ok(())
+}

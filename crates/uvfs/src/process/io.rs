@@ -1,0 +1,337 @@
+//! I/O on open files: read, write, pread, pwrite, readv, writev, lseek,
+//! getdents64, ftruncate, fallocate, fsync, fdatasync — the
+//! `file_operations` of tmpfs files and directories, on the file's dentry.
+
+use super::Process;
+use super::open::attr_of;
+use crate::cred;
+use crate::dcache::DentryRef;
+use crate::errno::Errno;
+use crate::file::{FMODE_READ, FMODE_WRITE, File};
+use crate::fs::{
+    FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, S_IFDIR, S_IFMT, S_IFREG, Seek, SetAttr, SetTime,
+    tmpfs::MAX_FILE_SIZE,
+};
+use crate::stat::{d_type, dirent64_reclen, put_dirent64};
+use crate::task_work;
+use crate::uapi::*;
+
+/// Where a read or write goes: the file position (locked when shared) or
+/// an explicit offset.
+#[derive(Clone, Copy)]
+enum At {
+    Pos,
+    Off(u64),
+}
+
+fn dentry(file: &File) -> Result<&DentryRef, Errno> {
+    file.dentry().ok_or(Errno::EINVAL)
+}
+
+fn ftype(d: &DentryRef) -> u32 {
+    d.snap().map_or(0, |s| s.mode & S_IFMT)
+}
+
+impl Process {
+    /// Runs `f` on the open (non-`O_PATH`) file `fd`: `EBADF` if there is
+    /// none.
+    fn on_file<R>(
+        &mut self,
+        fd: i32,
+        f: impl FnOnce(&Process, &File) -> Result<R, Errno>,
+    ) -> Result<R, Errno> {
+        let _call = task_work::enter();
+        // SAFETY: `&mut self` is held for the whole call, so this thread
+        // makes no other call on the table meanwhile, and `f` cannot close
+        // fds (it gets `&Process`, and closing takes `&mut`).
+        let file = unsafe { self.files.fdget(fd, crate::file::FMODE_PATH) }.ok_or(Errno::EBADF)?;
+        f(self, &file)
+    }
+
+    /// `read(fd, buf)`.
+    pub fn read(&mut self, fd: i32, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.on_file(fd, |p, f| p.do_read(f, &mut [buf], At::Pos))
+    }
+
+    /// `pread(fd, buf, off)`: `EINVAL` for a negative offset.
+    pub fn pread(&mut self, fd: i32, buf: &mut [u8], off: i64) -> Result<usize, Errno> {
+        self.on_file(fd, |p, f| {
+            let off = u64::try_from(off).map_err(|_| Errno::EINVAL)?;
+            p.do_read(f, &mut [buf], At::Off(off))
+        })
+    }
+
+    /// `readv(fd, bufs)`: `EINVAL` past 1024 buffers.
+    pub fn readv(&mut self, fd: i32, bufs: &mut [&mut [u8]]) -> Result<usize, Errno> {
+        if bufs.len() > UIO_MAXIOV {
+            return Err(Errno::EINVAL);
+        }
+        self.on_file(fd, |p, f| p.do_read(f, bufs, At::Pos))
+    }
+
+    /// `write(fd, buf)`.
+    pub fn write(&mut self, fd: i32, buf: &[u8]) -> Result<usize, Errno> {
+        self.on_file(fd, |p, f| p.do_write(f, &[buf], At::Pos))
+    }
+
+    /// `pwrite(fd, buf, off)`: `EINVAL` for a negative offset; ignores
+    /// `O_APPEND`'s position only as Linux does (it still appends).
+    pub fn pwrite(&mut self, fd: i32, buf: &[u8], off: i64) -> Result<usize, Errno> {
+        self.on_file(fd, |p, f| {
+            let off = u64::try_from(off).map_err(|_| Errno::EINVAL)?;
+            p.do_write(f, &[buf], At::Off(off))
+        })
+    }
+
+    /// `writev(fd, bufs)`: `EINVAL` past 1024 buffers.
+    pub fn writev(&mut self, fd: i32, bufs: &[&[u8]]) -> Result<usize, Errno> {
+        if bufs.len() > UIO_MAXIOV {
+            return Err(Errno::EINVAL);
+        }
+        self.on_file(fd, |p, f| p.do_write(f, bufs, At::Pos))
+    }
+
+    fn do_read(&self, f: &File, bufs: &mut [&mut [u8]], at: At) -> Result<usize, Errno> {
+        if f.mode() & FMODE_READ == 0 {
+            return Err(Errno::EBADF);
+        }
+        let d = dentry(f)?;
+        if ftype(d) == S_IFDIR {
+            return Err(Errno::EISDIR);
+        }
+        let total: usize = bufs.iter().map(|b| b.len()).sum();
+        if total > isize::MAX as usize {
+            return Err(Errno::EINVAL);
+        }
+        let mut pos = f.lock_pos();
+        let mut off = match at {
+            At::Pos => pos.get(),
+            At::Off(o) => o,
+        };
+        let mut done = 0;
+        for b in bufs.iter_mut() {
+            if b.is_empty() {
+                continue;
+            }
+            let n = d.sb().fs.read(d.ino(), off, b)?;
+            done += n;
+            off += n as u64;
+            if n < b.len() {
+                break;
+            }
+        }
+        if let At::Pos = at {
+            pos.set(off);
+        }
+        Ok(done)
+    }
+
+    fn do_write(&self, f: &File, bufs: &[&[u8]], at: At) -> Result<usize, Errno> {
+        if f.mode() & FMODE_WRITE == 0 {
+            return Err(Errno::EBADF);
+        }
+        let d = dentry(f)?;
+        let total: usize = bufs.iter().map(|b| b.len()).sum();
+        if total > isize::MAX as usize {
+            return Err(Errno::EINVAL);
+        }
+        let mut pos = f.lock_pos();
+        let fs = &d.sb().fs;
+        let ino = d.ino();
+        // Appends and privilege removal read the size and mode and then
+        // write: serialized per inode, as `inode_lock` does in
+        // `generic_file_write_iter`.
+        let _g = d.lock_inode();
+        let mut off = match at {
+            _ if f.flags() & O_APPEND != 0 => fs.getattr(ino)?.size,
+            At::Pos => pos.get(),
+            At::Off(o) => o,
+        };
+        if total == 0 {
+            return Ok(0);
+        }
+        if off >= MAX_FILE_SIZE {
+            return Err(Errno::EFBIG);
+        }
+        let attr = fs.getattr(ino)?;
+        if let Some(m) = cred::remove_privs_on_write(&self.cred, &attr) {
+            fs.setattr(
+                ino,
+                &SetAttr {
+                    mode: Some(m),
+                    ..SetAttr::default()
+                },
+            )?;
+        }
+        let mut done = 0;
+        for b in bufs {
+            if b.is_empty() {
+                continue;
+            }
+            match fs.write(ino, off, b) {
+                Ok(n) => {
+                    done += n;
+                    off += n as u64;
+                    if n < b.len() {
+                        break;
+                    }
+                }
+                Err(e) if done == 0 => return Err(e),
+                Err(_) => break,
+            }
+        }
+        if let At::Pos = at {
+            pos.set(off);
+        }
+        Ok(done)
+    }
+
+    /// `lseek(fd, off, whence)`: `SEEK_SET`, `SEEK_CUR`, `SEEK_END`,
+    /// `SEEK_DATA`, `SEEK_HOLE` on regular files; on directories `SEEK_SET`
+    /// and `SEEK_CUR` move the readdir cookie.
+    pub fn lseek(&mut self, fd: i32, off: i64, whence: i32) -> Result<i64, Errno> {
+        self.on_file(fd, |_, f| {
+            let d = dentry(f)?;
+            let mut pos = f.lock_pos();
+            let cur = pos.get() as i64;
+            let new = if ftype(d) == S_IFDIR {
+                match whence {
+                    SEEK_SET => off,
+                    SEEK_CUR => cur.checked_add(off).ok_or(Errno::EINVAL)?,
+                    _ => return Err(Errno::EINVAL),
+                }
+            } else {
+                match whence {
+                    SEEK_SET => off,
+                    SEEK_CUR => {
+                        if off == 0 {
+                            return Ok(cur);
+                        }
+                        cur.checked_add(off).ok_or(Errno::EINVAL)?
+                    }
+                    SEEK_END => {
+                        let size = d.sb().fs.getattr(d.ino())?.size as i64;
+                        size.checked_add(off).ok_or(Errno::EINVAL)?
+                    }
+                    SEEK_DATA | SEEK_HOLE => {
+                        let o = u64::try_from(off).map_err(|_| Errno::ENXIO)?;
+                        let w = if whence == SEEK_DATA {
+                            Seek::Data
+                        } else {
+                            Seek::Hole
+                        };
+                        d.sb().fs.seek_data_hole(d.ino(), o, w)? as i64
+                    }
+                    _ => return Err(Errno::EINVAL),
+                }
+            };
+            if new < 0 {
+                return Err(Errno::EINVAL);
+            }
+            pos.set(new as u64);
+            Ok(new)
+        })
+    }
+
+    /// `getdents64(fd, buf)`: as many `linux_dirent64` records as fit,
+    /// resuming at the file position (a readdir cookie); `EINVAL` if not
+    /// even one fits, `ENOTDIR` on a non-directory.
+    pub fn getdents64(&mut self, fd: i32, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.on_file(fd, |_, f| {
+            let d = dentry(f)?;
+            if ftype(d) != S_IFDIR {
+                return Err(Errno::ENOTDIR);
+            }
+            let mut pos = f.lock_pos();
+            let mut at = 0;
+            let mut next = pos.get();
+            let mut too_small = false;
+            d.sb().fs.readdir(d.ino(), pos.get(), &mut |e| {
+                if !put_dirent64(buf, at, e.ino, e.next as i64, d_type(e.file_type), &e.name) {
+                    too_small = at == 0;
+                    return false;
+                }
+                at += dirent64_reclen(e.name.len());
+                next = e.next;
+                true
+            })?;
+            if too_small {
+                return Err(Errno::EINVAL);
+            }
+            pos.set(next);
+            Ok(at)
+        })
+    }
+
+    /// `ftruncate(fd, len)`: `EINVAL` for a negative length or a file not
+    /// open for writing or not regular.
+    pub fn ftruncate(&mut self, fd: i32, len: i64) -> Result<(), Errno> {
+        self.on_file(fd, |p, f| {
+            let len = u64::try_from(len).map_err(|_| Errno::EINVAL)?;
+            let d = dentry(f)?;
+            if ftype(d) != S_IFREG || f.mode() & FMODE_WRITE == 0 {
+                return Err(Errno::EINVAL);
+            }
+            p.do_truncate(d, len)
+        })
+    }
+
+    /// Sets the size of a regular file, dropping set-ID bits as a write does.
+    pub(super) fn do_truncate(&self, d: &DentryRef, len: u64) -> Result<(), Errno> {
+        let _g = d.lock_inode();
+        let attr = attr_of(d)?;
+        let mut set = SetAttr {
+            size: Some(len),
+            mtime: Some(SetTime::Now),
+            ..SetAttr::default()
+        };
+        if let Some(m) = cred::remove_privs_on_write(&self.cred, &attr) {
+            set.mode = Some(m);
+        }
+        d.sb().fs.setattr(d.ino(), &set).map(|_| ())
+    }
+
+    /// `fallocate(fd, mode, off, len)` with mode 0, `KEEP_SIZE`, or
+    /// `PUNCH_HOLE | KEEP_SIZE`.
+    pub fn fallocate(&mut self, fd: i32, mode: i32, off: i64, len: i64) -> Result<(), Errno> {
+        self.on_file(fd, |_, f| {
+            if off < 0 || len <= 0 {
+                return Err(Errno::EINVAL);
+            }
+            let mode = mode as u32;
+            if mode & !0xff != 0 {
+                return Err(Errno::EOPNOTSUPP);
+            }
+            if mode & FALLOC_FL_PUNCH_HOLE != 0 && mode & FALLOC_FL_KEEP_SIZE == 0 {
+                return Err(Errno::EOPNOTSUPP);
+            }
+            if f.mode() & FMODE_WRITE == 0 {
+                return Err(Errno::EBADF);
+            }
+            let d = dentry(f)?;
+            match ftype(d) {
+                S_IFDIR => return Err(Errno::EISDIR),
+                S_IFREG => {}
+                _ => return Err(Errno::ENODEV),
+            }
+            if off
+                .checked_add(len)
+                .is_none_or(|e| e as u64 > MAX_FILE_SIZE)
+            {
+                return Err(Errno::EFBIG);
+            }
+            let _g = d.lock_inode();
+            d.sb().fs.fallocate(d.ino(), mode, off as u64, len as u64)
+        })
+    }
+
+    /// `fsync(fd)`: nothing to write back on tmpfs.
+    pub fn fsync(&mut self, fd: i32) -> Result<(), Errno> {
+        self.on_file(fd, |_, _| Ok(()))
+    }
+
+    /// `fdatasync(fd)`.
+    pub fn fdatasync(&mut self, fd: i32) -> Result<(), Errno> {
+        self.fsync(fd)
+    }
+}

@@ -1,0 +1,257 @@
+//! open, openat, creat: `do_filp_open`'s path side — resolve the path
+//! (creating the last component for `O_CREAT`), check the open against the
+//! inode (`may_open`), truncate, and attach the dentry to the file.
+
+use super::{Opening, Process};
+use crate::cred::{self, MAY_EXEC, MAY_READ, MAY_WRITE, permission};
+use crate::dcache::DentryRef;
+use crate::errno::Errno;
+use crate::fs::{Attr, NewInode, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, SetAttr, SetTime};
+use crate::namei::{self, DIRECTORY, FOLLOW, LastType, MAXSYMLINKS};
+use crate::primitive::lock;
+use crate::uapi::*;
+use std::sync::atomic::Ordering;
+
+impl Process {
+    /// `open(path, flags, mode)`.
+    pub fn open<P: AsRef<[u8]>>(&mut self, path: P, flags: i32, mode: u32) -> Result<i32, Errno> {
+        self.openat(AT_FDCWD, path, flags, mode)
+    }
+
+    /// `creat(path, mode)`: `open` with `O_CREAT | O_WRONLY | O_TRUNC`.
+    pub fn creat<P: AsRef<[u8]>>(&mut self, path: P, mode: u32) -> Result<i32, Errno> {
+        self.openat(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode)
+    }
+
+    /// `openat(dirfd, path, flags, mode)`. As in Linux, the fd is reserved
+    /// before the path is looked at (`EMFILE` wins over `ENOENT`), and a
+    /// failed open releases its file object through the failed-open path.
+    pub fn openat<P: AsRef<[u8]>>(
+        &mut self,
+        dirfd: i32,
+        path: P,
+        flags: i32,
+        mode: u32,
+    ) -> Result<i32, Errno> {
+        let path = namei::getname(path.as_ref())?;
+        self.open_inner(flags, |p, op| p.path_openat(dirfd, path, flags, mode, op))
+    }
+
+    fn path_openat(
+        &self,
+        dirfd: i32,
+        path: &[u8],
+        flags: i32,
+        mode: u32,
+        op: &mut Opening<'_>,
+    ) -> Result<(), Errno> {
+        if path.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        let start = self.start(dirfd, path)?;
+        let nd = self.nd();
+        if flags & O_TMPFILE == O_TMPFILE {
+            let dir = nd.lookup(start, path, FOLLOW | DIRECTORY)?;
+            return self.open_tmpfile(dir, flags, mode, op);
+        }
+        let (d, created) = if flags & O_CREAT != 0 && flags & O_PATH == 0 {
+            self.open_create(start, path, flags, mode)?
+        } else {
+            let mut lf = 0;
+            if flags & O_NOFOLLOW == 0 {
+                lf |= FOLLOW;
+            }
+            if flags & O_DIRECTORY != 0 {
+                lf |= DIRECTORY;
+            }
+            (nd.lookup(start, path, lf)?, false)
+        };
+        self.do_open(d, flags, created, op)
+    }
+
+    /// The `O_CREAT` side of the last component (`open_last_lookups`):
+    /// look the name up under the directory's lock and create it if it is
+    /// missing; follow a symlink found there (creating its target if that
+    /// is missing, as Linux does), up to the symlink limit.
+    fn open_create(
+        &self,
+        start: DentryRef,
+        path: &[u8],
+        flags: i32,
+        mode: u32,
+    ) -> Result<(DentryRef, bool), Errno> {
+        let nd = self.nd();
+        let mut p = nd.lookup_parent(start, path)?;
+        let mut links = 0;
+        loop {
+            if p.kind != LastType::Norm {
+                // ".", "..", "/": resolves to a directory; O_CREAT on it.
+                return Err(Errno::EISDIR);
+            }
+            if p.trailing {
+                return Err(Errno::EISDIR);
+            }
+            let dir = p.dir.clone();
+            let g = lock(&dir.dir_lock);
+            let d = nd.lookup_locked_dir(&dir, &p.last)?;
+            if d.is_negative() {
+                let dattr = attr_of(&dir)?;
+                cred::may_create(&self.cred, &dattr)?;
+                let umask = self.fs.umask.load(Ordering::Relaxed);
+                let m = cred::prepare_mode(&self.cred, &dattr, S_IFREG | (mode & 0o7777), umask);
+                let attr = dir.sb().fs.create(
+                    dir.ino(),
+                    &p.last,
+                    NewInode {
+                        mode: m,
+                        uid: self.cred.fsuid,
+                        gid: self.cred.fsgid,
+                    },
+                )?;
+                let inode = namei::iget(&self.vfs, dir.sb(), &attr)?;
+                self.vfs.caches().dcache.instantiate(&d, inode, &attr);
+                drop(g);
+                return Ok((d, true));
+            }
+            drop(g);
+            if flags & O_EXCL != 0 {
+                return Err(Errno::EEXIST);
+            }
+            let d = nd.follow_mounts(d);
+            if d.snap().is_some_and(|s| s.mode & S_IFMT == S_IFLNK) && flags & O_NOFOLLOW == 0 {
+                links += 1;
+                if links > MAXSYMLINKS {
+                    return Err(Errno::ELOOP);
+                }
+                let target = d.sb().fs.readlink(d.ino())?;
+                if target.is_empty() {
+                    return Err(Errno::ENOENT);
+                }
+                p = nd.lookup_parent(dir, &target)?;
+                continue;
+            }
+            return Ok((d, false));
+        }
+    }
+
+    /// `do_open` + `may_open` + `handle_truncate`: checks the open against
+    /// the inode and attaches the dentry.
+    fn do_open(
+        &self,
+        d: DentryRef,
+        flags: i32,
+        created: bool,
+        op: &mut Opening<'_>,
+    ) -> Result<(), Errno> {
+        let attr = attr_of(&d)?;
+        let ftype = attr.mode & S_IFMT;
+        if flags & O_PATH != 0 {
+            if ftype != S_IFREG && ftype != S_IFDIR {
+                op.clear_atomic_pos();
+            }
+            op.set_path(d);
+            return Ok(());
+        }
+        if flags & O_CREAT != 0 && ftype == S_IFDIR {
+            return Err(Errno::EISDIR);
+        }
+        if flags & O_DIRECTORY != 0 && ftype != S_IFDIR {
+            return Err(Errno::ENOTDIR);
+        }
+        if ftype == S_IFLNK {
+            return Err(Errno::ELOOP);
+        }
+        let mut acc = match flags & O_ACCMODE {
+            O_RDONLY => MAY_READ,
+            O_WRONLY => MAY_WRITE,
+            O_RDWR => MAY_READ | MAY_WRITE,
+            _ => 0,
+        };
+        let mut trunc = flags & O_TRUNC != 0;
+        if created {
+            // A file this open created is not checked against its own mode
+            // and is not truncated.
+            acc = 0;
+            trunc = false;
+        } else if trunc {
+            acc |= MAY_WRITE;
+        }
+        if ftype == S_IFDIR && acc & MAY_WRITE != 0 {
+            return Err(Errno::EISDIR);
+        }
+        if acc != 0 {
+            permission(&self.cred, &attr, acc)?;
+        }
+        if flags & O_NOATIME != 0 && !cred::inode_owner_or_capable(&self.cred, &attr) {
+            return Err(Errno::EPERM);
+        }
+        if trunc && ftype == S_IFREG {
+            let mut set = SetAttr {
+                size: Some(0),
+                mtime: Some(SetTime::Now),
+                ..SetAttr::default()
+            };
+            if let Some(m) = cred::remove_privs_on_write(&self.cred, &attr) {
+                set.mode = Some(m);
+            }
+            d.sb().fs.setattr(d.ino(), &set)?;
+        }
+        if ftype != S_IFREG && ftype != S_IFDIR {
+            op.clear_atomic_pos();
+        }
+        op.set_path(d);
+        Ok(())
+    }
+
+    /// `O_TMPFILE`: an unnamed regular file in `dir`, with an unhashed
+    /// dentry; `linkat` with `AT_EMPTY_PATH` can give it a name unless
+    /// `O_EXCL` was given.
+    fn open_tmpfile(
+        &self,
+        dir: DentryRef,
+        flags: i32,
+        mode: u32,
+        op: &mut Opening<'_>,
+    ) -> Result<(), Errno> {
+        let dattr = attr_of(&dir)?;
+        permission(&self.cred, &dattr, MAY_WRITE | MAY_EXEC)?;
+        let umask = self.fs.umask.load(Ordering::Relaxed);
+        let m = cred::prepare_mode(&self.cred, &dattr, S_IFREG | (mode & 0o7777), umask);
+        let attr = dir.sb().fs.tmpfile(
+            dir.ino(),
+            NewInode {
+                mode: m,
+                uid: self.cred.fsuid,
+                gid: self.cred.fsgid,
+            },
+        )?;
+        let inode = namei::iget(&self.vfs, dir.sb(), &attr)?;
+        let dc = &self.vfs.caches().dcache;
+        let name = format!("#{}", attr.ino).into_bytes();
+        let d = {
+            let _g = lock(&dir.dir_lock);
+            let d = dc.d_alloc(&dir, &name);
+            dc.instantiate(&d, inode, &attr);
+            dc.d_drop(&d);
+            d
+        };
+        if flags & O_EXCL != 0 {
+            d.set_unlinkable();
+        }
+        op.set_path(d);
+        Ok(())
+    }
+}
+
+/// The current attributes of a dentry's inode, from its file system.
+pub(super) fn attr_of(d: &DentryRef) -> Result<Attr, Errno> {
+    if d.is_negative() {
+        return Err(Errno::ENOENT);
+    }
+    d.sb().fs.getattr(d.ino())
+}
+
+/// Whether `mode` is a directory's.
+pub(super) fn mode_is_dir(mode: u32) -> bool {
+    mode & S_IFMT == S_IFDIR
+}
