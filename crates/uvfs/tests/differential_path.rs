@@ -93,6 +93,11 @@
 //!   up to its oldest entry, rename that entry away, create a new one,
 //!   getdents64 again (host: the whole directory from the head; uvfs: 0).
 //! - Embedded NUL bytes in paths: the host C API cannot express them.
+//! - A host call that fails with ELOOP is retried (up to 8 times; a failed
+//!   path walk changes nothing): Linux counts the links an abandoned
+//!   RCU-walk attempt followed again in the ref-walk retry, so a path of
+//!   more than 20 links (the 40-link chain) can spuriously fail under load
+//!   (see `Backend::eloop_retries`).
 //! - futimens is glibc's (a libc function, not a syscall): for a negative
 //!   fd glibc answers EBADF without asking the kernel, so that is the
 //!   reference; every other call is the syscall (fchmodat, faccessat,
@@ -195,6 +200,7 @@ const S_IFMT: u32 = 0o170000;
 const S_IFDIR: u32 = 0o040000;
 const S_IFREG: u32 = 0o100000;
 const S_IFLNK: u32 = 0o120000;
+const ELOOP: i32 = 40;
 const UTIME_NOW: i64 = (1 << 30) - 1;
 const UTIME_OMIT: i64 = (1 << 30) - 2;
 const STATX_BASIC_STATS: u32 = 0x7ff;
@@ -393,6 +399,16 @@ impl FdList {
 
 trait Backend {
     fn fds(&mut self) -> &mut FdList;
+    /// How often to retry a call that failed with ELOOP. A path walk that
+    /// fails with ELOOP has changed nothing, and Linux's ELOOP is timing
+    /// dependent: `total_link_count` lives in the `nameidata`, which the
+    /// ref-walk retry after a failed RCU walk (`-ECHILD`) reuses, so links
+    /// followed by the abandoned RCU attempt count again and a path with
+    /// more than 20 links can fail under load (seen: a 40-link chain that
+    /// is normally fine). The host retries; uvfs has no such artefact.
+    fn eloop_retries(&self) -> usize {
+        0
+    }
     fn open(&mut self, path: &[u8], flags: i32, mode: u32) -> R<i32>;
     fn openat(&mut self, dir: Fd, path: &[u8], flags: i32, mode: u32) -> R<i32>;
     fn creat(&mut self, path: &[u8], mode: u32) -> R<i32>;
@@ -661,15 +677,36 @@ fn parse_dents(buf: &[u8]) -> Vec<Dent> {
 }
 
 /// Runs one op on a backend.
+/// How often the host retries a call that failed with ELOOP (see
+/// `Backend::eloop_retries`).
+const HOST_ELOOP_RETRIES: usize = 8;
+
 fn exec(b: &mut dyn Backend, op: &Op) -> Res {
-    let r = match op {
-        Op::Open(p, fl, m) => b.open(p, *fl, *m),
-        Op::Openat(d, p, fl, m) => b.openat(*d, p, *fl, *m),
-        Op::Creat(p, m) => b.creat(p, *m),
-        _ => return exec_other(b, op),
+    let open = |b: &mut dyn Backend| match op {
+        Op::Open(p, fl, m) => Some(b.open(p, *fl, *m)),
+        Op::Openat(d, p, fl, m) => Some(b.openat(*d, p, *fl, *m)),
+        Op::Creat(p, m) => Some(b.creat(p, *m)),
+        _ => None,
     };
-    b.fds().0.push(r.ok());
-    r.map(|_| Val::Fd)
+    let mut r = open(b);
+    for _ in 0..b.eloop_retries() {
+        if r != Some(Err(ELOOP)) {
+            break;
+        }
+        r = open(b);
+    }
+    if let Some(r) = r {
+        b.fds().0.push(r.ok());
+        return r.map(|_| Val::Fd);
+    }
+    let mut r = exec_other(b, op);
+    for _ in 0..b.eloop_retries() {
+        if r != Err(ELOOP) {
+            break;
+        }
+        r = exec_other(b, op);
+    }
+    r
 }
 
 fn exec_other(b: &mut dyn Backend, op: &Op) -> Res {
@@ -2114,6 +2151,9 @@ impl Drop for Host {
 impl Backend for Host {
     fn fds(&mut self) -> &mut FdList {
         &mut self.fds
+    }
+    fn eloop_retries(&self) -> usize {
+        HOST_ELOOP_RETRIES
     }
     fn open(&mut self, path: &[u8], flags: i32, mode: u32) -> R<i32> {
         let p = c(path);
