@@ -1,9 +1,9 @@
 //! The uvfs lab, thin edition: `uvfs-bench reproduce [--quick]` runs each
-//! seed's experiment at the layer uvfs has so far (fd table and file
-//! lifecycle; no path walk or tmpfs yet), fast path off and on, interleaved
-//! A B A B in one process, with the host kernel's figure for the nearest
-//! will-it-scale loop beside it. The lab issue replaces this with the full
-//! CLI (`run`, `list`, `compare`, JSON and HTML reports).
+//! seed's experiment on uvfs (real path walk, dentry and inode caches,
+//! tmpfs), fast path off and on, interleaved A B A B in one process, with
+//! the host kernel's figure for the same loop beside it. The lab issue
+//! replaces this with the full CLI (`run`, `list`, `compare`, JSON and HTML
+//! reports).
 
 use std::ffi::CString;
 use std::hint::black_box;
@@ -52,8 +52,8 @@ const ROWS: &[Row] = &[
     Row {
         seed: "002",
         test: "fstree",
-        switch: None,
-        note: "inode cache: needs the namespace issue",
+        switch: Some("icache_lockless"),
+        note: "inode hash searched without its lock",
     },
 ];
 
@@ -73,27 +73,48 @@ fn rate(dur: Duration, mut op: impl FnMut()) -> f64 {
     }
 }
 
-/// One timed sample of `test` on uvfs with `fast`.
-fn sample_uvfs(test: &str, fast: FastPaths, dur: Duration) -> Result<f64, Errno> {
+/// The file will-it-scale's open1 opens, and the missing one openneg tries.
+const FILE: &str = "/tmp/willitscale.file";
+const MISSING: &str = "/tmp/nonexistent";
+
+/// fstree's shape per task: directories x files (seed 002: 1000 x 1000 per
+/// thread on 20 threads; scaled to this machine), and the cache limits set
+/// below one task's tree so every walk misses, as in the seed.
+const FSTREE_DIRS: usize = 40;
+const FSTREE_FILES: usize = 100;
+const FSTREE_TASKS: usize = 2;
+const FSTREE_CACHE: usize = FSTREE_DIRS * FSTREE_FILES / 4;
+
+/// A VFS with the will-it-scale layout: `/tmp` and the file open1 opens.
+fn wis_vfs(fast: FastPaths) -> Result<(std::sync::Arc<Vfs>, Process), Errno> {
     let vfs = Vfs::new(fast);
     let mut p = Process::new(&vfs)?;
+    p.mkdir("/tmp", 0o1777)?;
+    let fd = p.open(FILE, uapi::O_CREAT | uapi::O_RDWR, 0o600)?;
+    p.close(fd)?;
+    Ok((vfs, p))
+}
+
+/// One timed sample of `test` on uvfs with `fast`.
+fn sample_uvfs(test: &str, fast: FastPaths, dur: Duration) -> Result<f64, Errno> {
+    let (_vfs, mut p) = wis_vfs(fast)?;
     Ok(match test {
         "open1" => rate(dur, || {
-            let fd = p.open_with(uapi::O_RDWR, |_| Ok(())).expect("open");
+            let fd = p.open(FILE, uapi::O_RDWR, 0).expect("open");
             p.close(black_box(fd)).expect("close");
         }),
         "openneg" => rate(dur, || {
-            let r = p.open_with(uapi::O_RDONLY, |_| Err(Errno::ENOENT));
+            let r = p.open(MISSING, uapi::O_RDONLY, 0);
             assert_eq!(black_box(r), Err(Errno::ENOENT));
         }),
         "getfl" => {
-            let fd = p.open_with(uapi::O_RDWR, |_| Ok(()))?;
+            let fd = p.open(FILE, uapi::O_RDWR, 0)?;
             rate(dur, || {
                 black_box(p.fcntl(black_box(fd), uapi::F_GETFL, 0).expect("fcntl"));
             })
         }
         "dup100" => {
-            let fd = p.open_with(uapi::O_RDWR, |_| Ok(()))?;
+            let fd = p.open(FILE, uapi::O_RDWR, 0)?;
             for _ in 0..100 {
                 p.dup(fd)?;
             }
@@ -105,6 +126,111 @@ fn sample_uvfs(test: &str, fast: FastPaths, dur: Duration) -> Result<f64, Errno>
         }
         _ => unreachable!("unknown test {test}"),
     })
+}
+
+/// fstree on uvfs: a VFS whose caches hold a quarter of one task's tree,
+/// with one tree per task.
+fn fstree_vfs(fast: FastPaths) -> Result<std::sync::Arc<Vfs>, Errno> {
+    let vfs = Vfs::builder()
+        .fastpaths(fast)
+        .dcache_limit(FSTREE_CACHE)
+        .icache_limit(FSTREE_CACHE)
+        .build();
+    let mut p = Process::new(&vfs)?;
+    for t in 0..FSTREE_TASKS {
+        p.mkdir(format!("/t{t}"), 0o755)?;
+        for d in 0..FSTREE_DIRS {
+            p.mkdir(format!("/t{t}/d{d}"), 0o755)?;
+            for f in 0..FSTREE_FILES {
+                let fd = p.open(
+                    format!("/t{t}/d{d}/f{f}"),
+                    uapi::O_CREAT | uapi::O_WRONLY,
+                    0o644,
+                )?;
+                p.close(fd)?;
+            }
+        }
+    }
+    Ok(vfs)
+}
+
+/// One fstree sample: every task walks its own tree, stat-ing each file,
+/// over and over for `dur`; returns total stats per second.
+fn sample_fstree(vfs: &std::sync::Arc<Vfs>, dur: Duration) -> f64 {
+    let paths: Vec<Vec<String>> = (0..FSTREE_TASKS)
+        .map(|t| {
+            (0..FSTREE_DIRS)
+                .flat_map(|d| (0..FSTREE_FILES).map(move |f| format!("/t{t}/d{d}/f{f}")))
+                .collect()
+        })
+        .collect();
+    let start = Instant::now();
+    let total: u64 = std::thread::scope(|s| {
+        let hs: Vec<_> = paths
+            .iter()
+            .map(|mine| {
+                s.spawn(move || {
+                    let mut p = Process::new(vfs).expect("process");
+                    let mut n = 0u64;
+                    while start.elapsed() < dur {
+                        for path in mine {
+                            black_box(p.stat(path).expect("stat"));
+                        }
+                        n += mine.len() as u64;
+                    }
+                    n
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().expect("fstree task")).sum()
+    });
+    total as f64 / start.elapsed().as_secs_f64()
+}
+
+/// fstree on the host: the same trees under `dir`, walked by the same
+/// number of threads with stat(2).
+fn sample_host_fstree(dir: &str, dur: Duration) -> f64 {
+    let paths: Vec<Vec<CString>> = (0..FSTREE_TASKS)
+        .map(|t| {
+            let mut v = Vec::new();
+            for d in 0..FSTREE_DIRS {
+                std::fs::create_dir_all(format!("{dir}/t{t}/d{d}")).expect("host fstree dir");
+                for f in 0..FSTREE_FILES {
+                    let path = format!("{dir}/t{t}/d{d}/f{f}");
+                    std::fs::write(&path, b"").expect("host fstree file");
+                    v.push(CString::new(path).expect("path"));
+                }
+            }
+            v
+        })
+        .collect();
+    let start = Instant::now();
+    let total: u64 = std::thread::scope(|s| {
+        let hs: Vec<_> = paths
+            .iter()
+            .map(|mine| {
+                s.spawn(move || {
+                    let mut n = 0u64;
+                    // SAFETY: an all-zero `struct stat` is a valid value.
+                    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                    while start.elapsed() < dur {
+                        for path in mine {
+                            // SAFETY: a NUL-terminated path we own and a
+                            // `stat` buffer on our stack.
+                            let r = unsafe { libc::stat(path.as_ptr(), &mut st) };
+                            assert_eq!(black_box(r), 0);
+                        }
+                        n += mine.len() as u64;
+                    }
+                    n
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().expect("host fstree task"))
+            .sum()
+    });
+    total as f64 / start.elapsed().as_secs_f64()
 }
 
 /// The host kernel running the same loop with real syscalls, on a tmpfs
@@ -169,6 +295,20 @@ fn main() {
     {
         ["reproduce"] => false,
         ["reproduce", "--quick"] => true,
+        ["loop", test, secs] => {
+            // Runs one workload on uvfs (seeds preset) for SECS seconds: a
+            // clean target for `perf record` / `valgrind --tool=callgrind`.
+            let secs: f64 = secs.parse().unwrap_or(5.0);
+            let dur = Duration::from_secs_f64(secs);
+            let ops = if *test == "fstree" {
+                let vfs = fstree_vfs(FastPaths::seeds()).expect("fstree tree");
+                sample_fstree(&vfs, dur)
+            } else {
+                sample_uvfs(test, FastPaths::seeds(), dur).expect("uvfs loop")
+            };
+            println!("{test}: {ops:.0} ops/s");
+            return;
+        }
         ["-h" | "--help"] | ["help"] => {
             println!("{usage}");
             return;
@@ -186,12 +326,11 @@ fn main() {
     let dir = format!("/dev/shm/uvfs-bench-{}", std::process::id());
     std::fs::create_dir_all(&dir).expect("create a directory on /dev/shm for the host baseline");
 
-    println!(
-        "uvfs seed reproduction (fd table and file lifecycle layer), {rounds} rounds x {dur:?} per side"
-    );
+    println!("uvfs seed reproduction, {rounds} rounds x {dur:?} per side, A/B interleaved");
+    println!("uvfs: path walk + dentry/inode caches + tmpfs, files under /tmp of the VFS");
     println!("host baseline: real syscalls, files in {dir} (tmpfs)");
     println!(
-        "note: uvfs 'open' is the fd + file-object lifecycle only; path walk and tmpfs arrive with the namespace issue\n"
+        "fstree: {FSTREE_TASKS} tasks x {FSTREE_DIRS} dirs x {FSTREE_FILES} files, uvfs caches limited to {FSTREE_CACHE} entries; ops = stats\n"
     );
     println!(
         "{:<5} {:<8} {:<18} {:>14} {:>14} {:>9} {:>17} {:>13} {:>9}",
@@ -216,13 +355,25 @@ fn main() {
         let off = FastPaths::seeds().with(switch, false);
         let on = FastPaths::seeds();
         let (mut a, mut b) = (Vec::new(), Vec::new());
-        // Warm-up, then interleave.
-        let _ = sample_uvfs(row.test, on, dur / 4);
-        for _ in 0..rounds {
-            a.push(sample_uvfs(row.test, off, dur).expect("uvfs sample"));
-            b.push(sample_uvfs(row.test, on, dur).expect("uvfs sample"));
-        }
-        let host = sample_host(row.test, &dir, dur * 2);
+        let host = if row.test == "fstree" {
+            // Both trees are built once; the walks interleave.
+            let va = fstree_vfs(off).expect("fstree tree");
+            let vb = fstree_vfs(on).expect("fstree tree");
+            let _ = sample_fstree(&vb, dur / 4);
+            for _ in 0..rounds {
+                a.push(sample_fstree(&va, dur));
+                b.push(sample_fstree(&vb, dur));
+            }
+            sample_host_fstree(&dir, dur * 2)
+        } else {
+            // Warm-up, then interleave.
+            let _ = sample_uvfs(row.test, on, dur / 4);
+            for _ in 0..rounds {
+                a.push(sample_uvfs(row.test, off, dur).expect("uvfs sample"));
+                b.push(sample_uvfs(row.test, on, dur).expect("uvfs sample"));
+            }
+            sample_host(row.test, &dir, dur * 2)
+        };
         let ((ma, sa), (mb, sb)) = (mean_sd(&a), mean_sd(&b));
         let change = (mb / ma - 1.0) * 100.0;
         // Normal-approximation CI of the difference of means, in % of A.

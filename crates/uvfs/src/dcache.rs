@@ -51,6 +51,13 @@ use std::sync::atomic::AtomicBool;
 
 /// The count bit of a dentry being killed.
 const DEAD: usize = 1 << (usize::BITS - 1);
+/// Mirror of `HASHED` in the count word, so the final put's CAS proves the
+/// dentry is still hashed.
+const C_HASHED: usize = 1 << (usize::BITS - 2);
+/// Mirror of `LRU` in the count word (see [`dput`]).
+const C_LRU: usize = 1 << (usize::BITS - 3);
+/// The reference count bits.
+const REFS: usize = C_LRU - 1;
 
 /// In the hash table.
 const HASHED: u32 = 1;
@@ -62,8 +69,8 @@ const REFERENCED: u32 = 4;
 /// An `O_TMPFILE | O_EXCL` file: may never be given a name.
 const NOLINK: u32 = 8;
 
-/// Buckets per bucket lock.
-const LOCK_STRIPE: usize = 16;
+/// The most bucket locks (each on its own cache lines).
+const MAX_LOCKS: usize = 4096;
 
 /// A name as stored: immutable, replaced whole (and the old one reclaimed
 /// after a grace period) by a rename.
@@ -294,7 +301,7 @@ impl Dentry {
 
     /// References held (for tests and checks).
     pub(crate) fn refs(&self) -> usize {
-        self.count.load(Ordering::Relaxed) & !DEAD
+        self.count.load(Ordering::Relaxed) & REFS
     }
 }
 
@@ -368,6 +375,27 @@ impl DentryRef {
         Some(lock(&unsafe { &*i.as_ptr() }.io_lock))
     }
 
+    /// The inode's current permission attributes (from the inode, shared by
+    /// every name of it), as a [`Snap`]; `None` for a negative dentry.
+    pub(crate) fn inode_perm(&self) -> Option<Snap> {
+        let i = self.inode_ptr()?;
+        // SAFETY: our reference holds an inode reference.
+        let (mode, uid, gid) = unsafe { i.as_ref() }.perm();
+        Some(Snap {
+            ino: self.ino(),
+            mode,
+            uid,
+            gid,
+        })
+    }
+
+    /// The in-core inode (the caller's reference keeps it), or `None` for a
+    /// negative dentry.
+    pub(crate) fn inode(&self) -> Option<&Inode> {
+        // SAFETY: our reference holds an inode reference.
+        self.inode_ptr().map(|i| unsafe { &*i.as_ptr() })
+    }
+
     /// The referenced inode (the caller's dentry is positive).
     pub(crate) fn inode_ptr(&self) -> Option<NonNull<Inode>> {
         NonNull::new(self.inode.load(Ordering::Acquire))
@@ -403,11 +431,28 @@ impl fmt::Debug for DentryRef {
 }
 
 /// Drops one reference (`dput`).
+///
+/// The common final put of a cached dentry takes no lock and no epoch pin:
+/// when the count word says "one reference, hashed, on the LRU", one CAS to
+/// "no reference, hashed, on the LRU" both drops the reference and proves
+/// the dentry stays cached (an unhash or an LRU removal changes the word and
+/// fails the CAS), and nothing touches the dentry after it.
 fn dput(d: NonNull<Dentry>) {
     // SAFETY: the caller owns a reference.
     let dr = unsafe { d.as_ref() };
     let mut c = dr.count.load(Ordering::Relaxed);
-    while c > 1 {
+    loop {
+        let last = c & REFS == 1;
+        if last
+            && (c & (C_HASHED | C_LRU) != C_HASHED | C_LRU
+                || dr.sb.caches().dcache.shutdown.load(Ordering::Relaxed))
+        {
+            break;
+        }
+        if last && dr.flags.load(Ordering::Relaxed) & REFERENCED == 0 {
+            // Still ours to touch: we hold the reference.
+            dr.flags.fetch_or(REFERENCED, Ordering::Relaxed);
+        }
         match dr
             .count
             .compare_exchange_weak(c, c - 1, Ordering::Release, Ordering::Relaxed)
@@ -416,13 +461,16 @@ fn dput(d: NonNull<Dentry>) {
             Err(seen) => c = seen,
         }
     }
-    // The last reference (as far as we can tell). Once the count is zero
-    // another thread may revive and kill the dentry; the pin keeps its
-    // memory for the checks below.
+    // The last reference to a dentry that must die or join the LRU. Once the
+    // count is zero another thread may revive and kill the dentry; the pin
+    // keeps its memory for the checks below.
     let _pin = reclaim::pin();
+    let cache = &dr.sb.caches().dcache;
     loop {
         let c = dr.count.load(Ordering::Relaxed);
-        if c > 1 {
+        debug_assert!(c & REFS >= 1, "dput of a dentry with no reference");
+        let shutdown = cache.shutdown.load(Ordering::Acquire);
+        if c & REFS > 1 || (c & C_LRU != 0 && c & C_HASHED != 0 && !shutdown) {
             if dr
                 .count
                 .compare_exchange_weak(c, c - 1, Ordering::Release, Ordering::Relaxed)
@@ -432,13 +480,10 @@ fn dput(d: NonNull<Dentry>) {
             }
             continue;
         }
-        debug_assert_eq!(c, 1, "dput of a dentry with no reference");
-        let flags = dr.flags.load(Ordering::Acquire);
-        let cache = &dr.sb.caches().dcache;
-        if flags & HASHED == 0 || cache.shutdown.load(Ordering::Acquire) {
+        if c & C_HASHED == 0 || shutdown {
             if dr
                 .count
-                .compare_exchange(1, DEAD, Ordering::AcqRel, Ordering::Relaxed)
+                .compare_exchange(c, (c - 1) | DEAD, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
             {
                 // SAFETY: the count went to DEAD from our reference: ours.
@@ -447,18 +492,15 @@ fn dput(d: NonNull<Dentry>) {
             }
             continue;
         }
+        // Hashed, not on the LRU yet: drop to zero, then list it.
         if dr
             .count
-            .compare_exchange(1, 0, Ordering::Release, Ordering::Relaxed)
+            .compare_exchange(c, c - 1, Ordering::Release, Ordering::Relaxed)
             .is_err()
         {
             continue;
         }
-        if flags & LRU == 0 {
-            cache.lru_add(d);
-        } else if flags & REFERENCED == 0 {
-            dr.flags.fetch_or(REFERENCED, Ordering::Relaxed);
-        }
+        cache.lru_add(d);
         return;
     }
 }
@@ -513,13 +555,12 @@ fn dput_for_kill(p: NonNull<Dentry>) -> Option<NonNull<Dentry>> {
     // SAFETY: the child held a reference.
     let pr = unsafe { p.as_ref() };
     let c = pr.count.load(Ordering::Relaxed);
-    let flags = pr.flags.load(Ordering::Acquire);
     let shut = pr.sb.caches().dcache.shutdown.load(Ordering::Acquire);
-    if c == 1
-        && (flags & HASHED == 0 || shut)
+    if c & REFS == 1
+        && (c & C_HASHED == 0 || shut)
         && pr
             .count
-            .compare_exchange(1, DEAD, Ordering::AcqRel, Ordering::Relaxed)
+            .compare_exchange(c, (c - 1) | DEAD, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
     {
         return Some(p);
@@ -531,7 +572,7 @@ fn dput_for_kill(p: NonNull<Dentry>) -> Option<NonNull<Dentry>> {
 /// The dentry cache.
 pub struct DentryCache {
     buckets: Box<[AtomicPtr<Dentry>]>,
-    locks: Box<[Mutex<()>]>,
+    locks: Box<[crossbeam_utils::CachePadded<Mutex<()>>]>,
     lru_lock: Mutex<()>,
     /// LRU list ends (oldest at the head), under `lru_lock`.
     lru: UnsafeCell<(*mut Dentry, *mut Dentry)>,
@@ -568,11 +609,13 @@ impl DentryCache {
     /// A cache that keeps at most `limit` unused dentries beyond those in
     /// use, with about `limit` hash buckets.
     pub(crate) fn new(limit: usize) -> DentryCache {
-        let n = limit.clamp(64, 1 << 22).next_power_of_two();
+        let n = limit
+            .clamp(if cfg!(loom) { 2 } else { 64 }, 1 << 22)
+            .next_power_of_two();
         DentryCache {
             buckets: (0..n).map(|_| AtomicPtr::new(ptr::null_mut())).collect(),
-            locks: (0..n.div_ceil(LOCK_STRIPE))
-                .map(|_| Mutex::new(()))
+            locks: (0..n.min(MAX_LOCKS))
+                .map(|_| crossbeam_utils::CachePadded::new(Mutex::new(())))
                 .collect(),
             lru_lock: Mutex::new(()),
             lru: UnsafeCell::new((ptr::null_mut(), ptr::null_mut())),
@@ -603,7 +646,7 @@ impl DentryCache {
     }
 
     fn bucket_lock(&self, b: usize) -> crate::primitive::MutexGuard<'_, ()> {
-        lock(&self.locks[b / LOCK_STRIPE])
+        lock(&self.locks[b & (self.locks.len() - 1)])
     }
 
     /// A new root dentry for a superblock, with its inode (one reference
@@ -703,6 +746,7 @@ impl DentryCache {
         dr.next
             .store(self.buckets[b].load(Ordering::Relaxed), Ordering::Relaxed);
         dr.flags.fetch_or(HASHED, Ordering::Release);
+        dr.count.fetch_or(C_HASHED, Ordering::Release);
         self.buckets[b].store(d.as_ptr(), Ordering::Release);
     }
 
@@ -731,6 +775,7 @@ impl DentryCache {
         }
         dr.write_begin();
         dr.flags.fetch_and(!HASHED, Ordering::Release);
+        dr.count.fetch_and(!C_HASHED, Ordering::Release);
         dr.write_end();
     }
 
@@ -793,11 +838,12 @@ impl DentryCache {
         // SAFETY: the caller is pinned; we re-check under the lock that the
         // dentry is unused, alive and hashed.
         let dr = unsafe { d.as_ref() };
-        let f = dr.flags.load(Ordering::Acquire);
-        if dr.count.load(Ordering::Acquire) != 0 || f & (LRU | HASHED) != HASHED {
+        let c = dr.count.load(Ordering::Acquire);
+        if c & (REFS | DEAD | C_LRU) != 0 || c & C_HASHED == 0 {
             return;
         }
         dr.flags.fetch_or(LRU, Ordering::Relaxed);
+        dr.count.fetch_or(C_LRU, Ordering::Release);
         // SAFETY: under the LRU lock.
         unsafe {
             let (_, tail) = *self.lru.get();
@@ -834,6 +880,7 @@ impl DentryCache {
             }
             *dr.lru.get() = (ptr::null_mut(), ptr::null_mut());
             dr.flags.fetch_and(!(LRU | REFERENCED), Ordering::Relaxed);
+            dr.count.fetch_and(!C_LRU, Ordering::Release);
         }
         self.lru_len.fetch_sub(1, Ordering::Relaxed);
     }
@@ -863,7 +910,7 @@ impl DentryCache {
                 let dr = unsafe { d.as_ref() };
                 // SAFETY: under the LRU lock.
                 unsafe { self.lru_unlink(d) };
-                if dr.count.load(Ordering::Acquire) != 0 {
+                if dr.count.load(Ordering::Acquire) & REFS != 0 {
                     continue; // in use: re-listed at its next final put
                 }
                 if dr.flags.load(Ordering::Relaxed) & REFERENCED != 0 && budget > n {
@@ -880,13 +927,16 @@ impl DentryCache {
                         (*self.lru.get()).1 = d.as_ptr();
                     }
                     dr.flags.fetch_or(LRU, Ordering::Relaxed);
+                    dr.count.fetch_or(C_LRU, Ordering::Release);
                     self.lru_len.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
-                if dr
-                    .count
-                    .compare_exchange(0, DEAD, Ordering::AcqRel, Ordering::Relaxed)
-                    .is_ok()
+                let c = dr.count.load(Ordering::Acquire);
+                if c & (REFS | DEAD) == 0
+                    && dr
+                        .count
+                        .compare_exchange(c, c | DEAD, Ordering::AcqRel, Ordering::Relaxed)
+                        .is_ok()
                 {
                     victims.push(d);
                 }
@@ -905,6 +955,50 @@ impl DentryCache {
     pub(crate) fn shutdown(&self) {
         self.shutdown.store(true, Ordering::Release);
         while self.shrink(usize::MAX) > 0 {}
+    }
+}
+
+/// One hashed dentry as [`DentryCache::hashed`] reports it.
+#[derive(Debug)]
+pub(crate) struct Seen {
+    pub(crate) ptr: *const Dentry,
+    pub(crate) parent: *const Dentry,
+    pub(crate) parent_ino: Ino,
+    pub(crate) name: Vec<u8>,
+    pub(crate) ino: Option<Ino>,
+    pub(crate) refs: usize,
+    pub(crate) sb: u64,
+}
+
+impl DentryCache {
+    /// Every hashed dentry (for consistency checks; only meaningful while
+    /// nothing changes the cache).
+    pub(crate) fn hashed(&self) -> Vec<Seen> {
+        let _pin = reclaim::pin();
+        let mut out = Vec::new();
+        for b in 0..self.buckets.len() {
+            let _g = self.bucket_lock(b);
+            let mut p = self.buckets[b].load(Ordering::Acquire);
+            while let Some(d) = NonNull::new(p) {
+                // SAFETY: hashed dentries are alive under the bucket lock.
+                let dr = unsafe { d.as_ref() };
+                let parent = dr.parent_ptr();
+                // SAFETY: a hashed dentry's parent is alive (it holds a
+                // reference on it).
+                let parent_ino = NonNull::new(parent).map_or(0, |pp| unsafe { pp.as_ref() }.ino());
+                out.push(Seen {
+                    ptr: d.as_ptr(),
+                    parent,
+                    parent_ino,
+                    name: dr.name(),
+                    ino: (!dr.is_negative()).then(|| dr.ino()),
+                    refs: dr.refs(),
+                    sb: dr.sb.id,
+                });
+                p = dr.next.load(Ordering::Acquire);
+            }
+        }
+        out
     }
 }
 

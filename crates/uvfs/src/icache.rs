@@ -23,7 +23,9 @@
 
 use crate::errno::Errno;
 use crate::fs::{Attr, Ino};
-use crate::primitive::{AtomicPtr, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, lock, wait};
+use crate::primitive::{
+    AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, lock, retry_wait, wait,
+};
 use std::collections::VecDeque;
 use std::ptr::{self, NonNull};
 
@@ -55,6 +57,16 @@ pub struct Inode {
     ino: AtomicU64,
     state: Mutex<State>,
     cv: Condvar,
+    /// The permission-relevant attributes, readable without the state lock
+    /// (Linux's `i_mode`, `i_uid`, `i_gid`): set with the attributes at
+    /// fill and by [`InodeRef::set_attr`].
+    mode: AtomicU32,
+    uid: AtomicU32,
+    gid: AtomicU32,
+    /// `relatime` state: 1 when data or status changed since atime was
+    /// last set (the next access must update it), and atime's seconds.
+    atime_stale: AtomicU32,
+    atime_sec: AtomicU64,
     /// Serializes a VFS read-modify-write of the inode (append, truncate,
     /// set-ID removal on write): the `inode_lock` of the write path.
     pub(crate) io_lock: Mutex<()>,
@@ -75,6 +87,11 @@ impl Inode {
                 attr: None,
             }),
             cv: Condvar::new(),
+            mode: AtomicU32::new(0),
+            uid: AtomicU32::new(0),
+            gid: AtomicU32::new(0),
+            atime_stale: AtomicU32::new(0),
+            atime_sec: AtomicU64::new(0),
             io_lock: Mutex::new(()),
         }
     }
@@ -134,7 +151,8 @@ impl InodeCache {
     /// use are never evicted), with `buckets` hash chains (rounded up to a
     /// power of two). `lockless` selects seed 002's search. `evict` is called
     /// for every inode dropped from the cache, with its superblock id and
-    /// number, so the file system can free an unlinked one.
+    /// number, so the file system can free an unlinked one; until it returns,
+    /// an `iget` of that inode waits rather than filling a new copy.
     pub fn new(
         limit: usize,
         buckets: usize,
@@ -204,7 +222,13 @@ impl InodeCache {
                     self.wait_freed(n);
                     continue;
                 }
-                Find::Retry => continue,
+                Find::Retry => {
+                    // A lockless walk that strayed restarts from a bucket
+                    // head it may still see stale for a while (see
+                    // `retry_wait`: a yield under loom, nothing otherwise).
+                    retry_wait();
+                    continue;
+                }
                 Find::Miss => {}
             }
             let new = self.alloc_node()?;
@@ -246,8 +270,17 @@ impl InodeCache {
                 st.flags = I_NEW;
                 st.hashed = true;
             }
+            // Release, not relaxed, although the head store below publishes
+            // the node: a stale reader still standing on this node from an
+            // earlier life (it was freed and reused meanwhile) reads `next`
+            // without passing through that head, then follows it to the old
+            // first node. Only this edge orders that node's insert (under the
+            // hash lock, before ours) with the reader; without it the reader
+            // may see a node it has no happens-before edge to in its initial
+            // state, `next` null, and crash (found by the loom model
+            // `lockless_search_vs_evict_and_reuse`).
             node.next
-                .store(self.buckets[b].load(Ordering::Relaxed), Ordering::Relaxed);
+                .store(self.buckets[b].load(Ordering::Relaxed), Ordering::Release);
             self.buckets[b].store(new.as_ptr(), Ordering::Release);
             self.hashed.fetch_add(1, Ordering::Relaxed);
             drop(g);
@@ -265,7 +298,10 @@ impl InodeCache {
             }
             let mut st = lock(&node.state);
             st.flags &= !I_NEW;
-            let result = filled.map(|attr| st.attr = Some(attr));
+            let result = filled.map(|attr| {
+                node.set_perm(&attr);
+                st.attr = Some(attr);
+            });
             drop(st);
             node.cv.notify_all();
             result?;
@@ -422,8 +458,17 @@ impl InodeCache {
             node.sb.load(Ordering::Relaxed),
             node.ino.load(Ordering::Relaxed),
         );
-        self.unhash(n, self.bucket(sb, ino));
+        // The file system first, then the unhash (Linux's `evict()`:
+        // `->evict_inode`, then `remove_inode_hash`). While the callback
+        // runs the inode stays hashed and `I_FREEING`, so an `iget` of the
+        // same number waits for it. Unhashed first, a racing `iget` would
+        // miss, insert and fill a second in-memory copy from a file system
+        // that is still tearing the first down (for an unlinked inode:
+        // freeing it), which then drops the inode under that copy. Found by
+        // the loom models in tests/loom_icache.rs (the unlinked last put,
+        // and LRU eviction, each racing an iget).
         (self.evict)(sb, ino);
+        self.unhash(n, self.bucket(sb, ino));
         self.free_node(n);
     }
 
@@ -538,7 +583,14 @@ impl InodeRef<'_> {
     /// Replaces the cached attributes (after a change made through the file
     /// system).
     pub fn set_attr(&self, attr: Attr) {
-        lock(&self.node().state).attr = Some(attr);
+        let mut st = lock(&self.node().state);
+        self.node().set_perm(&attr);
+        st.attr = Some(attr);
+    }
+
+    /// The permission attributes (mode, uid, gid), read without locks.
+    pub fn perm(&self) -> (u32, u32, u32) {
+        self.node().perm()
     }
 
     /// References held (for tests).
@@ -574,6 +626,41 @@ impl std::fmt::Debug for InodeRef<'_> {
             .field("sb", &self.sb())
             .field("ino", &self.ino())
             .finish()
+    }
+}
+
+impl Inode {
+    fn set_perm(&self, a: &Attr) {
+        self.mode.store(a.mode, Ordering::Relaxed);
+        self.uid.store(a.uid, Ordering::Relaxed);
+        self.gid.store(a.gid, Ordering::Relaxed);
+        let stale = a.atime <= a.mtime || a.atime <= a.ctime;
+        self.atime_stale.store(u32::from(stale), Ordering::Relaxed);
+        self.atime_sec.store(a.atime.sec as u64, Ordering::Relaxed);
+    }
+
+    /// Notes that the inode's data or status changed (mtime or ctime moved
+    /// past atime), so the next access updates atime.
+    pub(crate) fn mark_changed(&self) {
+        if self.atime_stale.load(Ordering::Relaxed) == 0 {
+            self.atime_stale.store(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Linux's `relatime_need_update`: an access at `now_sec` must update
+    /// atime when mtime or ctime is not older than it, or it is a day old.
+    pub(crate) fn atime_due(&self, now_sec: i64) -> bool {
+        self.atime_stale.load(Ordering::Relaxed) != 0
+            || now_sec.saturating_sub(self.atime_sec.load(Ordering::Relaxed) as i64) >= 24 * 60 * 60
+    }
+
+    /// The permission attributes (mode, uid, gid) without locks.
+    pub(crate) fn perm(&self) -> (u32, u32, u32) {
+        (
+            self.mode.load(Ordering::Relaxed),
+            self.uid.load(Ordering::Relaxed),
+            self.gid.load(Ordering::Relaxed),
+        )
     }
 }
 

@@ -122,22 +122,22 @@ impl<'a> Nd<'a> {
     /// dentry.
     pub(crate) fn lookup(
         &self,
-        start: DentryRef,
+        start: &DentryRef,
         path: &[u8],
         flags: u32,
     ) -> Result<DentryRef, Errno> {
         if path.is_empty() {
             return if flags & EMPTY != 0 {
-                Ok(start)
+                Ok(start.clone())
             } else {
                 Err(Errno::ENOENT)
             };
         }
-        if let Some(r) = self.lookup_rcu(&start, path, flags) {
+        if let Some(r) = self.lookup_rcu(start, path, flags) {
             return r;
         }
         let mut w = Walk {
-            cur: start,
+            cur: start.clone(),
             links: 0,
         };
         let (kind, last, trailing) = self.link_path_walk(&mut w, path)?;
@@ -277,7 +277,7 @@ impl<'a> Nd<'a> {
             if let Some(p) = d.parent() {
                 return self.follow_mounts(p);
             }
-            let mp = lock(&d.sb().mountpoint).clone();
+            let mp = crate::primitive::std_lock(&d.sb().mountpoint).clone();
             match mp {
                 Some(mp) => d = mp,
                 None => return d,
@@ -369,8 +369,10 @@ impl<'a> Nd<'a> {
         if !snap.is_dir() {
             return None;
         }
+        // Root searches every directory (`CAP_DAC_READ_SEARCH`).
+        let check_search = !self.cred.capable(crate::cred::Cap::DacReadSearch);
         loop {
-            if permission(self.cred, &snap.attr(), MAY_EXEC).is_err() {
+            if check_search && permission(self.cred, &snap.attr(), MAY_EXEC).is_err() {
                 return None;
             }
             let end = rest.iter().position(|&c| c == b'/').unwrap_or(rest.len());

@@ -36,6 +36,15 @@ pub(crate) fn retry_wait() {
     loom::thread::yield_now();
 }
 
+/// Locks a plain `std` mutex (state no loom model covers: the cwd, the
+/// mount table, rename locks), ignoring poisoning like [`lock`].
+pub(crate) fn std_lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
 /// Waits on `cv`, ignoring poisoning like [`lock`].
 pub(crate) fn wait<'a, T>(cv: &Condvar, g: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
     match cv.wait(g) {

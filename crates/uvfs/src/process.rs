@@ -16,6 +16,7 @@
 
 mod attrs;
 mod io;
+pub use io::ReadDir;
 mod names;
 mod open;
 
@@ -68,6 +69,32 @@ impl FsStruct {
             cwd: Mutex::new(cwd),
             umask: AtomicU32::new(umask),
         })
+    }
+}
+
+/// Where a walk starts: borrowed (the root, which the VFS holds) or owned
+/// (the cwd or a directory fd's dentry, which may change under us).
+enum Start<'a> {
+    Ref(&'a DentryRef),
+    Own(DentryRef),
+}
+
+impl Start<'_> {
+    fn into_owned(self) -> DentryRef {
+        match self {
+            Start::Ref(d) => d.clone(),
+            Start::Own(d) => d,
+        }
+    }
+}
+
+impl std::ops::Deref for Start<'_> {
+    type Target = DentryRef;
+    fn deref(&self) -> &DentryRef {
+        match self {
+            Start::Ref(d) => d,
+            Start::Own(d) => d,
+        }
     }
 }
 
@@ -200,7 +227,7 @@ impl Process {
 
     /// The current directory, with a reference.
     fn cwd(&self) -> DentryRef {
-        crate::primitive::lock(&self.fs.cwd).clone()
+        crate::primitive::std_lock(&self.fs.cwd).clone()
     }
 
     /// Where a walk of `path` relative to `dirfd` starts (`path_init`):
@@ -208,19 +235,19 @@ impl Process {
     /// directory for `AT_FDCWD`, else the directory the fd was opened on
     /// (`EBADF` if none; `ENOTDIR` if it is not a directory and the path is
     /// not empty).
-    fn start(&self, dirfd: i32, path: &[u8]) -> Result<DentryRef, Errno> {
+    fn start(&self, dirfd: i32, path: &[u8]) -> Result<Start<'_>, Errno> {
         if path.first() == Some(&b'/') {
-            return Ok(self.vfs.root().clone());
+            return Ok(Start::Ref(self.vfs.root()));
         }
         if dirfd == AT_FDCWD {
-            return Ok(self.cwd());
+            return Ok(Start::Own(self.cwd()));
         }
         let file = self.files.get(dirfd).ok_or(Errno::EBADF)?;
         let d = file.dentry().ok_or(Errno::ENOTDIR)?.clone();
         if !path.is_empty() && !namei::is_dir(&d) {
             return Err(Errno::ENOTDIR);
         }
-        Ok(d)
+        Ok(Start::Own(d))
     }
 
     /// Resolves `path` relative to `dirfd` with lookup `flags`.
@@ -230,7 +257,7 @@ impl Process {
             return Err(Errno::ENOENT);
         }
         let start = self.start(dirfd, path)?;
-        self.nd().lookup(start, path, flags)
+        self.nd().lookup(&start, path, flags)
     }
 
     /// The VFS this process runs on.

@@ -131,8 +131,9 @@ impl Vfs {
     pub fn builder() -> VfsBuilder {
         VfsBuilder {
             fast: FastPaths::seeds(),
-            dcache_limit: 1 << 20,
-            icache_limit: 1 << 20,
+            // Under loom every atomic is modelled: keep the tables tiny.
+            dcache_limit: if cfg!(loom) { 4 } else { 1 << 20 },
+            icache_limit: if cfg!(loom) { 4 } else { 1 << 20 },
             root: TmpfsOptions {
                 mode: 0o755,
                 ..TmpfsOptions::default()
@@ -145,7 +146,8 @@ impl Vfs {
         let reg = registry.clone();
         let icache = InodeCache::new(
             b.icache_limit,
-            b.icache_limit.clamp(64, 1 << 22),
+            b.icache_limit
+                .clamp(if cfg!(loom) { 2 } else { 64 }, 1 << 22),
             b.fast.icache_lockless,
             move |sb, ino| {
                 let fs = reg.read().ok().and_then(|m| m.get(&sb).cloned());
@@ -218,23 +220,87 @@ impl Vfs {
         self.caches.icache.shrink();
     }
 
+    /// Checks, while no process uses the VFS, that the dentry cache agrees
+    /// with the file systems and that every reference is accounted for:
+    /// each hashed positive dentry names the inode its file system has under
+    /// that name, each negative one a name the file system does not have;
+    /// each dentry's count equals its live children plus the references the
+    /// VFS itself holds (the root, mounts); and no unhashed dentry is alive
+    /// beyond the superblock roots (none leaked). For tests.
+    #[doc(hidden)]
+    pub fn check_consistency(&self) -> Result<(), String> {
+        use std::collections::HashMap;
+        let seen = self.caches.dcache.hashed();
+        let mut children: HashMap<*const crate::dcache::Dentry, usize> = HashMap::new();
+        for d in &seen {
+            *children.entry(d.parent).or_default() += 1;
+        }
+        let mut extra: HashMap<*const crate::dcache::Dentry, usize> = HashMap::new();
+        *extra.entry(self.root.as_ptr().as_ptr()).or_default() += 1;
+        let mounts = crate::primitive::std_lock(&self.mounts);
+        for (mp, root) in mounts.iter() {
+            *extra.entry(mp.as_ptr().as_ptr()).or_default() += 2;
+            *extra.entry(root.as_ptr().as_ptr()).or_default() += 1;
+        }
+        let registry = self.registry.read().map_err(|_| "registry poisoned")?;
+        for d in &seen {
+            let want = children.get(&d.ptr).copied().unwrap_or(0)
+                + extra.get(&d.ptr).copied().unwrap_or(0);
+            let name = String::from_utf8_lossy(&d.name);
+            if d.refs != want {
+                return Err(format!(
+                    "dentry {name:?} (ino {:?}) has {} references, expected {want}",
+                    d.ino, d.refs
+                ));
+            }
+            let fs = registry
+                .get(&d.sb)
+                .ok_or("dentry of an unknown superblock")?;
+            match (d.ino, fs.lookup(d.parent_ino, &d.name)) {
+                (Some(i), Ok(a)) if a.ino == i => {}
+                (None, Err(crate::errno::Errno::ENOENT)) => {}
+                (want, got) => {
+                    return Err(format!(
+                        "dentry {name:?} in dir ino {} says {want:?}, file system says {:?}",
+                        d.parent_ino,
+                        got.map(|a| a.ino)
+                    ));
+                }
+            }
+        }
+        // Roots: the namespace root and one per mount, unhashed but alive.
+        let roots = 1 + mounts.len();
+        let alive = self.caches.dcache.len();
+        if alive != seen.len() + roots {
+            return Err(format!(
+                "{alive} dentries alive, {} hashed + {roots} roots: {} leaked",
+                seen.len(),
+                alive as isize - (seen.len() + roots) as isize
+            ));
+        }
+        Ok(())
+    }
+
     /// Mounts `fs` on the directory `path` (absolute, resolved as root from
-    /// `/`). `EBUSY` if something is mounted there already, `ENOTDIR` if it
-    /// is not a directory.
+    /// `/`); `ENOTDIR` if it is not a directory. A path that is already a
+    /// mountpoint resolves to the root of what is mounted there, so the new
+    /// mount stacks on top of it and hides it, as a second `mount -t tmpfs`
+    /// on the same directory does on Linux. (`EBUSY` only if that root is
+    /// somehow a mountpoint already, which the walk never returns.)
     pub fn mount(&self, path: &[u8], fs: Arc<dyn FileSystem>) -> Result<(), Errno> {
         let cred = crate::cred::Cred::root();
         let nd = crate::namei::Nd::new(self, &cred, &self.root, &self.root);
         let mp = nd.lookup(
-            self.root.clone(),
+            &self.root,
             path,
             crate::namei::FOLLOW | crate::namei::DIRECTORY,
         )?;
-        let mut mounts = crate::primitive::lock(&self.mounts);
+        let mut mounts = crate::primitive::std_lock(&self.mounts);
         if !mp.mounted_ptr().is_null() {
             return Err(Errno::EBUSY);
         }
         let root = new_sb(&self.caches, &self.registry, &self.next_sb, fs)?;
-        *crate::primitive::lock(&root.sb().mountpoint) = Some(mp.clone());
+        *crate::primitive::std_lock(&root.sb().mountpoint) = Some(mp.clone());
         dcache::set_mounted(&mp, Some(&root));
         mounts.push((mp, root));
         Ok(())
@@ -245,7 +311,7 @@ impl Vfs {
         if mp.mounted_ptr().is_null() {
             return None;
         }
-        let mounts = crate::primitive::lock(&self.mounts);
+        let mounts = crate::primitive::std_lock(&self.mounts);
         mounts
             .iter()
             .find(|(m, _)| DentryRef::ptr_eq(m, mp))
@@ -281,7 +347,7 @@ fn new_sb(
 
 impl Drop for Vfs {
     fn drop(&mut self) {
-        let mounts = std::mem::take(&mut *crate::primitive::lock(&self.mounts));
+        let mounts = std::mem::take(&mut *crate::primitive::std_lock(&self.mounts));
         for (mp, root) in mounts.into_iter().rev() {
             dcache::set_mounted(&mp, None);
             if let Ok(mut g) = root.sb().mountpoint.lock() {

@@ -142,6 +142,11 @@ fn open(p: &mut Process, log: &Arc<Log>, id: usize) -> i32 {
 fn builder(preemptions: usize) -> Builder {
     let mut b = Builder::new();
     b.preemption_bound = Some(preemptions);
+    // Every atomic access is a loom branch, and each model builds (before
+    // its threads start) and tears down (after they join) a whole VFS: its
+    // dentry and inode caches and root dentry. That single-threaded setup
+    // adds branches but no interleavings; loom's default of 1000 is too low.
+    b.max_branches = 10_000;
     b
 }
 

@@ -43,6 +43,22 @@ fn smoke() {
             .collect();
         assert_eq!(names, vec![b".".to_vec(), b"..".to_vec()]);
         p.close(fd).unwrap();
+        // The same listing through the iterator, and its errors.
+        p.mkdir("/d", 0o755).unwrap();
+        for n in ["x", "y"] {
+            let f = p
+                .open(format!("/d/{n}"), O_CREAT | O_WRONLY, 0o644)
+                .unwrap();
+            p.close(f).unwrap();
+        }
+        let fd = p.open("/d", O_RDONLY | O_DIRECTORY, 0).unwrap();
+        let names: Vec<_> = p.readdir(fd).map(|e| e.unwrap().name).collect();
+        assert_eq!(names, [&b"."[..], b"..", b"y", b"x"]);
+        assert_eq!(p.readdir(fd).count(), 0, "at the end");
+        p.close(fd).unwrap();
+        let f = p.open("/d/x", O_RDONLY, 0).unwrap();
+        assert_eq!(p.readdir(f).next(), Some(Err(Errno::ENOTDIR)));
+        assert_eq!(p.readdir(99).next(), Some(Err(Errno::EBADF)));
         drop(p);
         assert!(vfs.dcache_len() >= 1);
     }

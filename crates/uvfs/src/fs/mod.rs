@@ -150,6 +150,9 @@ pub struct SetAttr {
     pub atime: Option<SetTime>,
     /// New modification time.
     pub mtime: Option<SetTime>,
+    /// Leave ctime alone: an access-time update on a read (`touch_atime`),
+    /// not a change of the inode.
+    pub no_ctime: bool,
 }
 
 /// One directory entry as `readdir` yields it.

@@ -15,6 +15,17 @@ use crate::task_work;
 use crate::uapi::*;
 use std::sync::atomic::Ordering;
 
+/// `stx_attributes_mask` on a 6.18 tmpfs (host: 0x203070):
+/// `STATX_ATTR_IMMUTABLE | APPEND | NODUMP | AUTOMOUNT | MOUNT_ROOT | DAX`.
+const STATX_ATTRS_MASK_TMPFS: u64 = 0x10 | 0x20 | 0x40 | 0x1000 | STATX_ATTR_MOUNT_ROOT | 0x20_0000;
+
+/// Whether `times` is `[UTIME_OMIT, UTIME_OMIT]`: Linux's utimensat then
+/// returns 0 before looking at the flags, the path or the fd (host: a
+/// missing file is no error).
+fn both_omit(times: Option<[Timespec; 2]>) -> bool {
+    times.is_some_and(|t| t[0].tv_nsec == UTIME_OMIT && t[1].tv_nsec == UTIME_OMIT)
+}
+
 fn lookup_flags(flags: i32) -> u32 {
     let mut lf = 0;
     if flags & AT_SYMLINK_NOFOLLOW == 0 {
@@ -91,7 +102,22 @@ impl Process {
         let d = self.resolve(dirfd, path.as_ref(), lookup_flags(flags))?;
         let a = attr_of(&d)?;
         let mount_root = d.parent_ptr().is_null();
-        Ok(Statx::from_attr(&a, d.sb().dev, d.sb().id + 1, mount_root))
+        let mut sx = Statx::from_attr(&a, d.sb().dev, d.sb().id + 1, mount_root);
+        // What Linux 6.18 reports for tmpfs (host): the basic fields but
+        // mtime/ctime, and the mount id, always; mtime and ctime only when
+        // either is asked for (multigrain timestamps: `fill_mg_cmtime`);
+        // btime only when asked for. The values are filled regardless.
+        sx.stx_mask = STATX_BASIC_STATS & !(STATX_MTIME | STATX_CTIME) | STATX_MNT_ID;
+        if mask & (STATX_MTIME | STATX_CTIME) != 0 {
+            sx.stx_mask |= STATX_MTIME | STATX_CTIME;
+        }
+        if mask & STATX_BTIME != 0 {
+            sx.stx_mask |= STATX_BTIME;
+        }
+        // The attributes Linux can report there: append, immutable and
+        // nodump (shmem), automount and dax (generic), mount root.
+        sx.stx_attributes_mask = STATX_ATTRS_MASK_TMPFS;
+        Ok(sx)
     }
 
     /// `truncate(path, len)`: `EINVAL` for a negative length or a
@@ -113,9 +139,7 @@ impl Process {
     /// Applies a permission-checked attribute change and refreshes the
     /// walk's copy of the permission bits.
     fn apply(&self, d: &DentryRef, set: &SetAttr) -> Result<(), Errno> {
-        let a = d.sb().fs.setattr(d.ino(), set)?;
-        d.set_perm(a.mode, a.uid, a.gid);
-        Ok(())
+        self.setattr(d, set).map(|_| ())
     }
 
     fn do_chmod(&self, d: &DentryRef, mode: u32) -> Result<(), Errno> {
@@ -171,12 +195,19 @@ impl Process {
         let _g = d.lock_inode();
         let a = attr_of(d)?;
         let eff = cred::chown_check(&self.cred, &a, Some(uid), Some(gid))?;
-        let set = SetAttr {
+        let mut set = SetAttr {
             uid: eff.uid,
             gid: eff.gid,
             mode: eff.new_mode(&a).map(|m| m & 0o7777),
             ..SetAttr::default()
         };
+        if set == SetAttr::default() {
+            // chown(-1, -1) still stamps ctime: Linux's chown_common always
+            // passes ATTR_CTIME (host: "c" for chown -1 -1). The file system
+            // stamps ctime for any change, so set the mode to itself (under
+            // the inode lock, so no chmod slips in between).
+            set.mode = Some(a.mode & 0o7777);
+        }
         self.apply(d, &set)
     }
 
@@ -252,7 +283,7 @@ impl Process {
         }
         let start = self.start(dirfd, path)?;
         let nd = crate::namei::Nd::new(&self.vfs, &cred, self.vfs.root(), self.vfs.root());
-        let d = nd.lookup(start, path, lf)?;
+        let d = nd.lookup(&start, path, lf)?;
         if mode == 0 {
             return Ok(());
         }
@@ -280,6 +311,9 @@ impl Process {
         flags: i32,
     ) -> Result<(), Errno> {
         let _call = task_work::enter();
+        if both_omit(times) {
+            return Ok(());
+        }
         check_times(times)?;
         if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
             return Err(Errno::EINVAL);
@@ -291,6 +325,9 @@ impl Process {
     /// `futimens(fd, times)`.
     pub fn futimens(&mut self, fd: i32, times: Option<[Timespec; 2]>) -> Result<(), Errno> {
         let _call = task_work::enter();
+        if both_omit(times) {
+            return Ok(());
+        }
         check_times(times)?;
         let d = self.fd_dentry(fd)?;
         self.do_utimes(&d, times)
@@ -324,7 +361,7 @@ impl Process {
                 ..SetAttr::default()
             },
         };
-        d.sb().fs.setattr(d.ino(), &set).map(|_| ())
+        self.setattr(d, &set).map(|_| ())
     }
 }
 

@@ -32,6 +32,18 @@ fn ftype(d: &DentryRef) -> u32 {
     d.snap().map_or(0, |s| s.mode & S_IFMT)
 }
 
+/// Linux's `rw_verify_area` for a read or write of `count` bytes at `pos`:
+/// `EINVAL` if the count is negative as an `ssize_t` or if `pos + count`
+/// overflows `loff_t` (host: pread of 1 byte at 2^63-1, pwrite of 2 bytes
+/// at 2^63-2, and write at file position 2^63-1 are all `EINVAL`, not
+/// `EFBIG`, on tmpfs; 0 bytes at 2^63-1 succeed).
+fn rw_verify_area(pos: u64, count: usize) -> Result<(), Errno> {
+    if count > isize::MAX as usize || pos.saturating_add(count as u64) > i64::MAX as u64 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
+}
+
 impl Process {
     /// Runs `f` on the open (non-`O_PATH`) file `fd`: `EBADF` if there is
     /// none.
@@ -96,18 +108,16 @@ impl Process {
             return Err(Errno::EBADF);
         }
         let d = dentry(f)?;
-        if ftype(d) == S_IFDIR {
-            return Err(Errno::EISDIR);
-        }
         let total: usize = bufs.iter().map(|b| b.len()).sum();
-        if total > isize::MAX as usize {
-            return Err(Errno::EINVAL);
-        }
         let mut pos = f.lock_pos();
         let mut off = match at {
             At::Pos => pos.get(),
             At::Off(o) => o,
         };
+        rw_verify_area(off, total)?;
+        if ftype(d) == S_IFDIR {
+            return Err(Errno::EISDIR);
+        }
         let mut done = 0;
         for b in bufs.iter_mut() {
             if b.is_empty() {
@@ -123,6 +133,10 @@ impl Process {
         if let At::Pos = at {
             pos.set(off);
         }
+        drop(pos);
+        if total > 0 {
+            self.touch_atime(d, f.flags());
+        }
         Ok(done)
     }
 
@@ -132,10 +146,16 @@ impl Process {
         }
         let d = dentry(f)?;
         let total: usize = bufs.iter().map(|b| b.len()).sum();
-        if total > isize::MAX as usize {
-            return Err(Errno::EINVAL);
-        }
         let mut pos = f.lock_pos();
+        // The position checked is the file's (or the given offset) even
+        // with O_APPEND: Linux verifies it before appending.
+        rw_verify_area(
+            match at {
+                At::Pos => pos.get(),
+                At::Off(o) => o,
+            },
+            total,
+        )?;
         let fs = &d.sb().fs;
         let ino = d.ino();
         // Appends and privilege removal read the size and mode and then
@@ -153,12 +173,12 @@ impl Process {
         if off >= MAX_FILE_SIZE {
             return Err(Errno::EFBIG);
         }
-        let attr = fs.getattr(ino)?;
-        if let Some(m) = cred::remove_privs_on_write(&self.cred, &attr) {
-            fs.setattr(
-                ino,
+        let perm = d.inode_perm().ok_or(Errno::EBADF)?.attr();
+        if let Some(m) = cred::remove_privs_on_write(&self.cred, &perm) {
+            self.setattr(
+                d,
                 &SetAttr {
-                    mode: Some(m),
+                    mode: Some(m & 0o7777),
                     ..SetAttr::default()
                 },
             )?;
@@ -182,6 +202,9 @@ impl Process {
         }
         if let At::Pos = at {
             pos.set(off);
+        }
+        if done > 0 {
+            self.changed(d);
         }
         Ok(done)
     }
@@ -237,7 +260,7 @@ impl Process {
     /// resuming at the file position (a readdir cookie); `EINVAL` if not
     /// even one fits, `ENOTDIR` on a non-directory.
     pub fn getdents64(&mut self, fd: i32, buf: &mut [u8]) -> Result<usize, Errno> {
-        self.on_file(fd, |_, f| {
+        self.on_file(fd, |p, f| {
             let d = dentry(f)?;
             if ftype(d) != S_IFDIR {
                 return Err(Errno::ENOTDIR);
@@ -259,6 +282,8 @@ impl Process {
                 return Err(Errno::EINVAL);
             }
             pos.set(next);
+            drop(pos);
+            p.touch_atime(d, f.flags());
             Ok(at)
         })
     }
@@ -288,13 +313,13 @@ impl Process {
         if let Some(m) = cred::remove_privs_on_write(&self.cred, &attr) {
             set.mode = Some(m);
         }
-        d.sb().fs.setattr(d.ino(), &set).map(|_| ())
+        self.setattr(d, &set).map(|_| ())
     }
 
     /// `fallocate(fd, mode, off, len)` with mode 0, `KEEP_SIZE`, or
     /// `PUNCH_HOLE | KEEP_SIZE`.
     pub fn fallocate(&mut self, fd: i32, mode: i32, off: i64, len: i64) -> Result<(), Errno> {
-        self.on_file(fd, |_, f| {
+        self.on_file(fd, |p, f| {
             if off < 0 || len <= 0 {
                 return Err(Errno::EINVAL);
             }
@@ -321,7 +346,9 @@ impl Process {
                 return Err(Errno::EFBIG);
             }
             let _g = d.lock_inode();
-            d.sb().fs.fallocate(d.ino(), mode, off as u64, len as u64)
+            d.sb().fs.fallocate(d.ino(), mode, off as u64, len as u64)?;
+            p.changed(d);
+            Ok(())
         })
     }
 
@@ -333,5 +360,57 @@ impl Process {
     /// `fdatasync(fd)`.
     pub fn fdatasync(&mut self, fd: i32) -> Result<(), Errno> {
         self.fsync(fd)
+    }
+}
+
+/// The entries of a directory fd, read with `getdents64` in batches (what
+/// `readdir(3)` does over the syscall): see [`Process::readdir`].
+pub struct ReadDir<'p> {
+    p: &'p mut Process,
+    fd: i32,
+    buf: Vec<u8>,
+    batch: std::vec::IntoIter<crate::stat::Dirent64>,
+    done: bool,
+}
+
+impl Iterator for ReadDir<'_> {
+    type Item = Result<crate::stat::Dirent64, Errno>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(e) = self.batch.next() {
+                return Some(Ok(e));
+            }
+            if self.done {
+                return None;
+            }
+            match self.p.getdents64(self.fd, &mut self.buf) {
+                Ok(0) => {
+                    self.done = true;
+                    return None;
+                }
+                Ok(n) => self.batch = crate::stat::parse_dirents64(&self.buf[..n]).into_iter(),
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+}
+
+impl Process {
+    /// The entries of the directory open at `fd`, from its current position
+    /// on, as an iterator (each `getdents64` call fills a 32 KiB buffer, as
+    /// glibc's `readdir` does). Errors (`EBADF`, `ENOTDIR`) come as the
+    /// first item.
+    pub fn readdir(&mut self, fd: i32) -> ReadDir<'_> {
+        ReadDir {
+            p: self,
+            fd,
+            buf: vec![0; 32 * 1024],
+            batch: Vec::new().into_iter(),
+            done: false,
+        }
     }
 }

@@ -30,7 +30,7 @@ impl Process {
             return Err(Errno::ENOENT);
         }
         let start = self.start(dirfd, path)?;
-        self.nd().lookup_parent(start, path)
+        self.nd().lookup_parent(start.into_owned(), path)
     }
 
     /// `filename_create`'s checks and `may_create`, with the directory
@@ -72,6 +72,7 @@ impl Process {
         let attr = f(dir, &p.last, new)?;
         let inode = namei::iget(&self.vfs, dir.sb(), &attr)?;
         self.vfs.caches().dcache.instantiate(&d, inode, &attr);
+        self.changed(dir);
         Ok(())
     }
 
@@ -174,6 +175,8 @@ impl Process {
             dir.sb().fs.unlink(dir.ino(), &p.last)?;
         }
         self.refresh_inode(&d);
+        self.changed(dir);
+        self.changed(&d);
         self.vfs.caches().dcache.d_drop(&d);
         Ok(())
     }
@@ -274,7 +277,7 @@ impl Process {
         }
         let (odir, ndir) = (&op.dir, &np.dir);
         let same = DentryRef::ptr_eq(odir, ndir);
-        let _rl = (!same).then(|| lock(&odir.sb().rename_lock));
+        let _rl = (!same).then(|| crate::primitive::std_lock(&odir.sb().rename_lock));
         let (first, second) = if odir.as_ptr() < ndir.as_ptr() {
             (odir, ndir)
         } else {
@@ -352,6 +355,9 @@ impl Process {
         odir.sb()
             .fs
             .rename(odir.ino(), &op.last, ndir.ino(), &np.last, flags)?;
+        for d in [odir, ndir, &od_, &nd_] {
+            self.changed(d);
+        }
         let dc = &self.vfs.caches().dcache;
         if exchange {
             dc.d_exchange(&od_, &op.last, &nd_, &np.last, odir, ndir);
@@ -424,6 +430,8 @@ impl Process {
         }
         let _io = src.lock_inode();
         let attr = dir.sb().fs.link(src.ino(), dir.ino(), &p.last)?;
+        self.changed(dir);
+        self.changed(&src);
         let inode = namei::iget(&self.vfs, dir.sb(), &attr)?;
         self.vfs.caches().dcache.instantiate(&d, inode, &attr);
         Ok(())
@@ -456,11 +464,19 @@ impl Process {
         let d = self.resolve(dirfd, path, lf)?;
         let a = attr_of(&d)?;
         if a.mode & crate::fs::S_IFMT != S_IFLNK {
-            return Err(Errno::EINVAL);
+            // Linux's do_readlinkat: an empty path naming a non-symlink is
+            // ENOENT, any other non-symlink EINVAL (host: readlinkat on a
+            // directory fd with "" is ENOENT).
+            return Err(if path.is_empty() {
+                Errno::ENOENT
+            } else {
+                Errno::EINVAL
+            });
         }
         let t = d.sb().fs.readlink(d.ino())?;
         let n = t.len().min(buf.len());
         buf[..n].copy_from_slice(&t[..n]);
+        self.touch_atime(&d, 0);
         Ok(n)
     }
 
@@ -484,7 +500,7 @@ impl Process {
 
     fn set_cwd(&self, d: DentryRef) -> Result<(), Errno> {
         permission(&self.cred, &attr_of(&d)?, MAY_EXEC)?;
-        let old = std::mem::replace(&mut *lock(&self.fs.cwd), d);
+        let old = std::mem::replace(&mut *crate::primitive::std_lock(&self.fs.cwd), d);
         drop(old);
         Ok(())
     }
@@ -537,7 +553,7 @@ pub(super) fn d_path(
                 }
                 // `dotdot` went to the mountpoint's parent: record the
                 // mountpoint's own name.
-                let mp = lock(&cur.sb().mountpoint).clone();
+                let mp = crate::primitive::std_lock(&cur.sb().mountpoint).clone();
                 match mp {
                     Some(mp) => cur = mp,
                     None => break,

@@ -51,11 +51,11 @@ impl Process {
         let start = self.start(dirfd, path)?;
         let nd = self.nd();
         if flags & O_TMPFILE == O_TMPFILE {
-            let dir = nd.lookup(start, path, FOLLOW | DIRECTORY)?;
+            let dir = nd.lookup(&start, path, FOLLOW | DIRECTORY)?;
             return self.open_tmpfile(dir, flags, mode, op);
         }
         let (d, created) = if flags & O_CREAT != 0 && flags & O_PATH == 0 {
-            self.open_create(start, path, flags, mode)?
+            self.open_create(start.into_owned(), path, flags, mode)?
         } else {
             let mut lf = 0;
             if flags & O_NOFOLLOW == 0 {
@@ -64,7 +64,7 @@ impl Process {
             if flags & O_DIRECTORY != 0 {
                 lf |= DIRECTORY;
             }
-            (nd.lookup(start, path, lf)?, false)
+            (nd.lookup(&start, path, lf)?, false)
         };
         self.do_open(d, flags, created, op)
     }
@@ -110,6 +110,7 @@ impl Process {
                 )?;
                 let inode = namei::iget(&self.vfs, dir.sb(), &attr)?;
                 self.vfs.caches().dcache.instantiate(&d, inode, &attr);
+                self.changed(&dir);
                 drop(g);
                 return Ok((d, true));
             }
@@ -143,7 +144,9 @@ impl Process {
         created: bool,
         op: &mut Opening<'_>,
     ) -> Result<(), Errno> {
-        let attr = attr_of(&d)?;
+        // The in-core inode's mode and owner, as `may_open` reads them: no
+        // call into the file system unless the open truncates.
+        let attr = d.inode_perm().ok_or(Errno::ENOENT)?.attr();
         let ftype = attr.mode & S_IFMT;
         if flags & O_PATH != 0 {
             if ftype != S_IFREG && ftype != S_IFDIR {
@@ -194,7 +197,8 @@ impl Process {
             if let Some(m) = cred::remove_privs_on_write(&self.cred, &attr) {
                 set.mode = Some(m);
             }
-            d.sb().fs.setattr(d.ino(), &set)?;
+            let _io = d.lock_inode();
+            self.setattr(&d, &set)?;
         }
         if ftype != S_IFREG && ftype != S_IFDIR {
             op.clear_atomic_pos();
@@ -240,6 +244,61 @@ impl Process {
         }
         op.set_path(d);
         Ok(())
+    }
+}
+
+impl Process {
+    /// `notify_change`: applies a permission-checked attribute change
+    /// through the file system, then refreshes the inode cache's copy and
+    /// the walk's snapshot, so later permission checks see it.
+    pub(super) fn setattr(&self, d: &DentryRef, set: &SetAttr) -> Result<Attr, Errno> {
+        let a = d.sb().fs.setattr(d.ino(), set)?;
+        self.cache_attr(d, a);
+        Ok(a)
+    }
+
+    /// Stores `a` as the cached attributes of `d`'s inode.
+    pub(super) fn cache_attr(&self, d: &DentryRef, a: Attr) {
+        if let Some(i) = d.inode_ptr() {
+            let icache = &self.vfs.caches().icache;
+            // SAFETY: the dentry's reference is borrowed, not transferred:
+            // the ManuallyDrop keeps it from being put.
+            let r = std::mem::ManuallyDrop::new(unsafe { icache.from_raw(i) });
+            r.set_attr(a);
+        }
+        d.set_perm(a.mode, a.uid, a.gid);
+    }
+}
+
+impl Process {
+    /// Notes a change of `d`'s inode's data or status (mtime or ctime), for
+    /// `relatime`.
+    pub(super) fn changed(&self, d: &DentryRef) {
+        if let Some(i) = d.inode() {
+            i.mark_changed();
+        }
+    }
+
+    /// `touch_atime` under the default `relatime` mount option: sets atime
+    /// to now when the inode changed since its last access or atime is a
+    /// day old; never for an `O_NOATIME` file.
+    pub(super) fn touch_atime(&self, d: &DentryRef, file_flags: i32) {
+        if file_flags & O_NOATIME != 0 {
+            return;
+        }
+        let Some(i) = d.inode() else {
+            return;
+        };
+        if !i.atime_due(crate::fs::Timespec::now().sec) {
+            return;
+        }
+        let set = SetAttr {
+            atime: Some(SetTime::Now),
+            no_ctime: true,
+            ..SetAttr::default()
+        };
+        // Like Linux, a failed atime update does not fail the access.
+        let _ = self.setattr(d, &set);
     }
 }
 
