@@ -36,7 +36,10 @@
 //! (non-root) the host side falls back to a plain directory of the real
 //! `/dev/shm` (thread-private cwd/umask only); the final dump then starts at
 //! that directory. Escapes from it need a chain of generated `..` symlinks
-//! and only ever touch what the unprivileged user may touch.
+//! and only ever touch what the unprivileged user may touch. That fallback
+//! is best effort and not exercised here (we run as root): `..` of the
+//! sandbox is the real, shared `/dev/shm`, so calls that reach it can differ
+//! from uvfs for reasons that are not uvfs's.
 //!
 //! # What is compared
 //!
@@ -146,7 +149,10 @@
 //!   the last page);
 //! - 29: read/pread of 0 bytes (1 byte instead);
 //! - 30: explicit atimes on symlinks (utimensat with AT_SYMLINK_NOFOLLOW
-//!   sets atime with UTIME_OMIT instead).
+//!   sets atime with UTIME_OMIT instead);
+//! - 31: futimens of a negative fd with both times UTIME_OMIT;
+//! - 32: the 40/41-link chain ends in `missing` instead of `a` (no path
+//!   can continue past its 40 links to a directory and a trailing symlink).
 //!
 //! # Running
 //!
@@ -1618,9 +1624,13 @@ impl Gen {
     /// A chain `z0 -> z1 -> ... -> z<n-1> -> a` of `n` symlinks (41: ELOOP
     /// from z0, 40 follows from z1).
     fn chain(&mut self, n: usize) {
+        // Finding 32: unless known mismatches are on, the chain ends in a
+        // name no generated call makes a directory, so no walk can go on
+        // past 40 links to a trailing symlink.
+        let last: &[u8] = if self.known { b"a" } else { b"missing" };
         for i in 0..n {
             let target = if i + 1 == n {
-                b"a".to_vec()
+                last.to_vec()
             } else {
                 format!("z{}", i + 1).into_bytes()
             };
@@ -1948,6 +1958,14 @@ impl Gen {
                     && !self.known
                 {
                     d = Fd::Idx(0); // Finding 11.
+                }
+                if let (Fd::Bad(n), Some([a, m])) = (d, t)
+                    && n < 0
+                    && a.nsec == UTIME_OMIT
+                    && m.nsec == UTIME_OMIT
+                    && !self.known
+                {
+                    d = Fd::Bad(1_000_000); // Finding 31.
                 }
                 Op::Futimens(d, t)
             }
@@ -3534,6 +3552,34 @@ fn known_cases() -> Vec<(&'static str, Vec<Op>)> {
                 Op::Stat(p("z0")),
                 Op::Lstat(p("z0")),
             ],
+        ),
+        (
+            "finding 32: 40 links before the last component, then a trailing symlink: ELOOP",
+            {
+                let mut v = vec![
+                    Op::Mkdir(p("l"), 0o755),
+                    Op::Mkdir(p("a"), 0o755),
+                    Op::Mkdir(p("a/e"), 0o755),
+                    Op::Symlink(p("../../l"), p("a/e/f")),
+                ];
+                // z1 -> z2 -> ... -> z40 -> a: 40 links to reach a.
+                for i in 1..=40 {
+                    let t = if i == 40 {
+                        p("a")
+                    } else {
+                        format!("z{}", i + 1).into_bytes()
+                    };
+                    v.push(Op::Symlink(t, format!("z{i}").into_bytes()));
+                }
+                v.push(Op::Stat(p("z1/e")));
+                v.push(Op::Open(p("z1/e/f"), O_RDONLY, 0));
+                v.push(Op::Open(p("z1/e/f"), O_RDWR | O_CREAT, 0o644));
+                v
+            },
+        ),
+        (
+            "finding 31: futimens with a negative fd is EBADF (glibc), also with both times UTIME_OMIT",
+            vec![Op::Futimens(Fd::Bad(-2), Some([omit, omit]))],
         ),
     ]
 }
