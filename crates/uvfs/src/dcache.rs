@@ -73,8 +73,27 @@ const NOLINK: u32 = 8;
 const MAX_LOCKS: usize = 4096;
 
 /// A name as stored: immutable, replaced whole (and the old one reclaimed
-/// after a grace period) by a rename.
-struct Name(Box<[u8]>);
+/// after a grace period) by a rename. The bytes sit in a [`primitive`
+/// cell](crate::primitive::UnsafeCell) (a plain cell in normal builds) so
+/// that under loom every lockless read of a name is checked to happen after
+/// the name's creation: a walker that reaches a dentry or a name through a
+/// pointer published without a release would be reported.
+struct Name(crate::primitive::UnsafeCell<Box<[u8]>>);
+
+impl Name {
+    fn new(name: &[u8]) -> *mut Name {
+        Box::into_raw(Box::new(Name(crate::primitive::UnsafeCell::new(
+            name.into(),
+        ))))
+    }
+
+    /// Runs `f` on the bytes.
+    #[inline]
+    fn with<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        // SAFETY: a name is never written after its creation.
+        self.0.with(|b| f(unsafe { &*b }))
+    }
+}
 
 /// A directory entry in memory (`struct dentry`).
 pub struct Dentry {
@@ -158,7 +177,7 @@ impl Snap {
 
 impl Dentry {
     fn new(sb: Arc<SuperBlock>, parent: *mut Dentry, name: &[u8], hash: u64) -> Box<Dentry> {
-        let name = Box::into_raw(Box::new(Name(name.into())));
+        let name = Name::new(name);
         Box::new(Dentry {
             count: AtomicUsize::new(1),
             seq: AtomicU32::new(0),
@@ -258,7 +277,7 @@ impl Dentry {
         let _g = reclaim::pin();
         // SAFETY: names are freed only after a grace period, and we are
         // pinned.
-        unsafe { (*self.name.load(Ordering::Acquire)).0.to_vec() }
+        unsafe { &*self.name.load(Ordering::Acquire) }.with(<[u8]>::to_vec)
     }
 
     /// Updates the lockless copy of the permission attributes after a chmod
@@ -521,7 +540,14 @@ unsafe fn kill(d: NonNull<Dentry>) {
         if dr.flags.load(Ordering::Acquire) & HASHED != 0 {
             cache.unhash(d);
         }
-        if dr.flags.load(Ordering::Acquire) & LRU != 0 {
+        // Listed or not is decided by `C_LRU` in the count, not by the
+        // `LRU` flag: `C_LRU` is set (under the LRU lock, before the flag
+        // and the links) only by a CAS that refuses `DEAD`, so either our
+        // `DEAD` saw it and the lock below waits for the listing to finish,
+        // or nobody lists this dentry any more. The flag, read without the
+        // lock, could say "not listed" while the shrinker held it off the
+        // list for a moment.
+        if dr.count.load(Ordering::Acquire) & C_LRU != 0 {
             let _g = lock(&cache.lru_lock);
             // SAFETY: under the LRU lock.
             unsafe { cache.lru_unlink(d) };
@@ -532,7 +558,15 @@ unsafe fn kill(d: NonNull<Dentry>) {
         }
         cache.nr.fetch_sub(1, Ordering::Relaxed);
         let parent = dr.parent.swap(ptr::null_mut(), Ordering::AcqRel);
-        let name = dr.name.swap(ptr::null_mut(), Ordering::AcqRel);
+        // The name stays in place (freed with the dentry, after the grace
+        // period): a lockless walker may be standing on this dentry, having
+        // reached it through a chain before the unhash, and reads the name
+        // after checking the hash, parent and sequence count, none of which
+        // killing changes in a write section. Nulling it here made that
+        // walker dereference null (found by the loom model
+        // `rename_over_victim_vs_step_new_name`: a SIGSEGV when the victim's
+        // last reference was dropped under the walker).
+        let name = dr.name.load(Ordering::Acquire);
         // SAFETY: the dentry is unreachable for new walkers (unhashed, no
         // references); pinned walkers may still read it, so both are freed
         // after a grace period.
@@ -591,8 +625,18 @@ unsafe impl Send for DentryCache {}
 unsafe impl Sync for DentryCache {}
 
 /// Hashes a name under a parent (FxHash-style over 8-byte words).
+///
+/// Under loom the parent's address is left out: addresses differ from one
+/// execution to the next (retired dentries are leaked there), and loom
+/// needs every execution of a model to make the same choices, here which
+/// chain a dentry joins. Names alone place dentries deterministically, and
+/// a model can put dentries of different parents on one chain.
 pub(crate) fn name_hash(parent: *const Dentry, name: &[u8]) -> u64 {
     const K: u64 = 0x517c_c1b7_2722_0a95;
+    #[cfg(loom)]
+    let _ = parent;
+    #[cfg(loom)]
+    let parent = ptr::null::<Dentry>();
     let mut h = (parent.addr() as u64).wrapping_mul(K);
     let mut chunks = name.chunks_exact(8);
     for c in &mut chunks {
@@ -682,7 +726,7 @@ impl DentryCache {
             {
                 let seq = dr.read_seq()?;
                 // SAFETY: as above; names are reclaimed after a grace period.
-                let same = unsafe { &*dr.name.load(Ordering::Acquire) }.0[..] == *name;
+                let same = unsafe { &*dr.name.load(Ordering::Acquire) }.with(|n| n == name);
                 if same && dr.parent.load(Ordering::Relaxed) == parent.as_ptr() && dr.seq_valid(seq)
                 {
                     if dr.flags.load(Ordering::Relaxed) & HASHED == 0 {
@@ -711,7 +755,7 @@ impl DentryCache {
                 && dr.parent.load(Ordering::Relaxed) == parent.0.as_ptr()
                 // SAFETY: the name of a hashed dentry is only replaced under
                 // this bucket lock (rehash) or its parent's dir lock.
-                && unsafe { &*dr.name.load(Ordering::Acquire) }.0[..] == *name
+                && unsafe { &*dr.name.load(Ordering::Acquire) }.with(|n| n == name)
                 && dr.get_not_dead()
             {
                 dr.flags.fetch_or(REFERENCED, Ordering::Relaxed);
@@ -743,8 +787,12 @@ impl DentryCache {
         let _g = self.bucket_lock(b);
         // SAFETY: the caller owns a reference.
         let dr = unsafe { d.as_ref() };
+        // Release: a walker that reaches this dentry through a stale
+        // pointer (it was in another chain before a rename) and follows
+        // `next` must see the head it points at initialized (the head's
+        // insertion happened before, under this bucket lock).
         dr.next
-            .store(self.buckets[b].load(Ordering::Relaxed), Ordering::Relaxed);
+            .store(self.buckets[b].load(Ordering::Relaxed), Ordering::Release);
         dr.flags.fetch_or(HASHED, Ordering::Release);
         dr.count.fetch_or(C_HASHED, Ordering::Release);
         self.buckets[b].store(d.as_ptr(), Ordering::Release);
@@ -802,7 +850,7 @@ impl DentryCache {
         let np = new_parent.clone();
         let old_parent = d.parent.swap(np.0.as_ptr(), Ordering::AcqRel);
         std::mem::forget(np);
-        let name = Box::into_raw(Box::new(Name(new_name.into())));
+        let name = Name::new(new_name);
         let old_name = d.name.swap(name, Ordering::AcqRel);
         d.hash.store(hash, Ordering::Relaxed);
         d.write_end();
@@ -838,12 +886,26 @@ impl DentryCache {
         // SAFETY: the caller is pinned; we re-check under the lock that the
         // dentry is unused, alive and hashed.
         let dr = unsafe { d.as_ref() };
-        let c = dr.count.load(Ordering::Acquire);
-        if c & (REFS | DEAD | C_LRU) != 0 || c & C_HASHED == 0 {
-            return;
+        // The check and `C_LRU` in one CAS: between a separate check and a
+        // `fetch_or`, a lockless walker could revive the dentry, unhash it
+        // and drop it, killing it; `kill`, not seeing it listed, would free
+        // it, and we would list a freed dentry (found by the loom model
+        // `first_put_vs_revival_and_unlink`). A killer whose `DEAD` comes
+        // after this CAS sees `C_LRU` and waits for our lock to unlist it.
+        let mut c = dr.count.load(Ordering::Acquire);
+        loop {
+            if c & (REFS | DEAD | C_LRU) != 0 || c & C_HASHED == 0 {
+                return;
+            }
+            match dr
+                .count
+                .compare_exchange(c, c | C_LRU, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => break,
+                Err(seen) => c = seen,
+            }
         }
         dr.flags.fetch_or(LRU, Ordering::Relaxed);
-        dr.count.fetch_or(C_LRU, Ordering::Release);
         // SAFETY: under the LRU lock.
         unsafe {
             let (_, tail) = *self.lru.get();
@@ -908,14 +970,39 @@ impl DentryCache {
                 };
                 // SAFETY: LRU members are alive (kill unlinks them first).
                 let dr = unsafe { d.as_ref() };
+                // Read before unlinking: `lru_unlink` clears it.
+                let referenced = dr.flags.load(Ordering::Relaxed) & REFERENCED != 0;
                 // SAFETY: under the LRU lock.
                 unsafe { self.lru_unlink(d) };
                 if dr.count.load(Ordering::Acquire) & REFS != 0 {
                     continue; // in use: re-listed at its next final put
                 }
-                if dr.flags.load(Ordering::Relaxed) & REFERENCED != 0 && budget > n {
-                    // Second chance: back to the tail, unreferenced.
+                if referenced && budget > n {
+                    // Second chance: back to the tail, unreferenced, unless
+                    // it died since the check above (revived, unhashed and
+                    // dropped by another thread): `C_LRU` goes in by a CAS
+                    // refusing `DEAD`, as in `lru_add` (found by the loom
+                    // model `second_chance_vs_unlink`: a dead dentry
+                    // re-listed).
                     dr.flags.fetch_and(!REFERENCED, Ordering::Relaxed);
+                    let mut c = dr.count.load(Ordering::Acquire);
+                    let relisted = loop {
+                        if c & DEAD != 0 {
+                            break false;
+                        }
+                        match dr.count.compare_exchange(
+                            c,
+                            c | C_LRU,
+                            Ordering::AcqRel,
+                            Ordering::Acquire,
+                        ) {
+                            Ok(_) => break true,
+                            Err(seen) => c = seen,
+                        }
+                    };
+                    if !relisted {
+                        continue;
+                    }
                     // SAFETY: under the LRU lock; re-append.
                     unsafe {
                         let (_, tail) = *self.lru.get();
@@ -927,7 +1014,6 @@ impl DentryCache {
                         (*self.lru.get()).1 = d.as_ptr();
                     }
                     dr.flags.fetch_or(LRU, Ordering::Relaxed);
-                    dr.count.fetch_or(C_LRU, Ordering::Release);
                     self.lru_len.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
@@ -1045,5 +1131,371 @@ pub(crate) fn check_name_len(name: &[u8]) -> Result<(), Errno> {
         Err(Errno::ENAMETOOLONG)
     } else {
         Ok(())
+    }
+}
+
+/// The dentry cache's operations for the loom models in
+/// `tests/loom_dcache.rs`, which as integration tests see only `pub` items
+/// (the cache's API is crate-private). Built only under `--cfg loom`.
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_api {
+    use super::*;
+    use crate::fs::tmpfs::{Tmpfs, TmpfsOptions};
+    use crate::fs::{S_IFREG, Timespec};
+    use crate::vfs::Caches;
+
+    pub use super::{Dentry, DentryRef};
+
+    /// A dentry cache (with its inode cache) and one superblock whose root
+    /// directory is inode 1.
+    pub struct World {
+        root: Option<DentryRef>,
+        sb: Arc<SuperBlock>,
+        caches: Arc<Caches>,
+    }
+
+    /// An inode reference on its way to [`World::instantiate`].
+    pub struct NewInode(NonNull<Inode>, Attr);
+
+    // SAFETY: a counted reference to an inode, which is `Send + Sync`.
+    unsafe impl Send for NewInode {}
+
+    /// What one lockless step (one component of `Nd::lookup_rcu`) found.
+    #[derive(Debug)]
+    pub enum Step {
+        /// Gave up: the walk restarts in the locked walk.
+        Fallback,
+        /// A negative entry, its sequence count validated: `ENOENT`.
+        Negative {
+            /// The dentry's address.
+            dentry: usize,
+            /// The validated sequence count.
+            seq: u32,
+        },
+        /// A positive entry, legitimized: a reference to it.
+        Positive {
+            /// The reference.
+            dentry: DentryRef,
+            /// The sequence count it was legitimized at.
+            seq: u32,
+            /// The inode number the walker read before legitimizing.
+            ino: Ino,
+        },
+    }
+
+    /// A dentry's state words (see [`World::state`]).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct State {
+        /// References held.
+        pub refs: usize,
+        /// Being killed or killed.
+        pub dead: bool,
+        /// `HASHED` in the flags.
+        pub hashed: bool,
+        /// `C_HASHED` in the count.
+        pub c_hashed: bool,
+        /// `LRU` in the flags.
+        pub lru: bool,
+        /// `C_LRU` in the count.
+        pub c_lru: bool,
+        /// The sequence count.
+        pub seq: u32,
+        /// The inode number (0: negative).
+        pub ino: Ino,
+        /// Whether the inode pointer is set.
+        pub has_inode: bool,
+    }
+
+    fn attr(ino: Ino, mode: u32) -> Attr {
+        Attr {
+            ino,
+            mode,
+            nlink: 1,
+            uid: 0,
+            gid: 0,
+            size: 0,
+            blocks: 0,
+            blksize: 4096,
+            atime: Timespec::default(),
+            mtime: Timespec::default(),
+            ctime: Timespec::default(),
+            btime: Timespec::default(),
+        }
+    }
+
+    impl World {
+        /// A cache keeping `limit` unused dentries (and about `limit` hash
+        /// chains, at least 2).
+        pub fn new(limit: usize) -> World {
+            let icache = crate::icache::InodeCache::new(16, 2, true, |_, _| {});
+            let caches = Arc::new(Caches {
+                dcache: DentryCache::new(limit),
+                icache,
+            });
+            let fs = Tmpfs::new(TmpfsOptions::default());
+            let sb = SuperBlock::for_model(1, caches.clone(), fs);
+            let mut w = World {
+                root: None,
+                sb: sb.clone(),
+                caches,
+            };
+            let NewInode(i, a) = w.inode(1, S_IFDIR | 0o755);
+            w.root = Some(w.caches.dcache.new_root(sb, i, &a));
+            w
+        }
+
+        fn dc(&self) -> &DentryCache {
+            &self.caches.dcache
+        }
+
+        /// The root directory.
+        pub fn root(&self) -> &DentryRef {
+            self.root
+                .as_ref()
+                .expect("the root lives as long as the world")
+        }
+
+        /// A reference to inode `ino` with mode `mode` (cached or filled).
+        pub fn inode(&self, ino: Ino, mode: u32) -> NewInode {
+            let a = attr(ino, mode);
+            let r = self
+                .caches
+                .icache
+                .iget(self.sb.id, ino, || Ok(a))
+                .expect("fills never fail here");
+            NewInode(r.into_raw(), a)
+        }
+
+        /// `d_alloc`: a negative child `name` of `parent`, hashed.
+        pub fn alloc(&self, parent: &DentryRef, name: &[u8]) -> DentryRef {
+            self.dc().d_alloc(parent, name)
+        }
+
+        /// `d_instantiate`.
+        pub fn instantiate(&self, d: &DentryRef, inode: NewInode) {
+            self.dc().instantiate(d, inode.0, &inode.1);
+        }
+
+        /// A positive child: `name` in `parent` for inode `ino`, a directory
+        /// if `dir`, else a regular file.
+        pub fn create(&self, parent: &DentryRef, name: &[u8], ino: Ino, dir: bool) -> DentryRef {
+            let d = self.alloc(parent, name);
+            let mode = if dir {
+                S_IFDIR | 0o755
+            } else {
+                S_IFREG | 0o644
+            };
+            self.instantiate(&d, self.inode(ino, mode));
+            d
+        }
+
+        /// `d_drop` (unlink, rmdir, a rename's victim).
+        pub fn d_drop(&self, d: &DentryRef) {
+            self.dc().d_drop(d);
+        }
+
+        /// `d_move`: renames `d` to `name` in `parent`. The caller is the
+        /// only thread changing either directory (the VFS holds their
+        /// `dir_lock`s).
+        pub fn d_move(&self, d: &DentryRef, parent: &DentryRef, name: &[u8]) {
+            self.dc().d_move(d, parent, name);
+        }
+
+        /// The lockless chain search alone: the dentry's address and the
+        /// sequence count it was found at.
+        pub fn lookup_rcu(&self, parent: &DentryRef, name: &[u8]) -> Option<(usize, u32)> {
+            let _pin = reclaim::pin();
+            self.dc()
+                .lookup_rcu(parent.as_ptr(), name)
+                .map(|c| (c.dentry.as_ptr().expose_provenance(), c.seq))
+        }
+
+        /// One step of the lockless walk as `Nd::lookup_rcu` takes it for a
+        /// last component: the parent's count read before the search
+        /// (`parent` is the walk's current directory), the chain search, the
+        /// parent's count validated, the child's inode snapshot, and then
+        /// either the negative entry's count validated or the child
+        /// legitimized.
+        pub fn step(&self, parent: &DentryRef, name: &[u8]) -> Step {
+            let _pin = reclaim::pin();
+            let Some(pseq) = parent.read_seq() else {
+                return Step::Fallback;
+            };
+            let Some(child) = self.dc().lookup_rcu(parent.as_ptr(), name) else {
+                return Step::Fallback;
+            };
+            if !parent.seq_valid(pseq) {
+                return Step::Fallback;
+            }
+            let seq = child.seq;
+            // SAFETY: reached through the cache; dentries are never freed
+            // under loom (and the walk is pinned otherwise).
+            let d = unsafe { child.dentry.as_ref() };
+            match d.snap() {
+                None if d.seq_valid(seq) => Step::Negative {
+                    dentry: child.dentry.as_ptr().expose_provenance(),
+                    seq,
+                },
+                None => Step::Fallback,
+                Some(s) => match DentryRef::legitimize(child.dentry, seq) {
+                    Some(r) => Step::Positive {
+                        dentry: r,
+                        seq,
+                        ino: s.ino,
+                    },
+                    None => Step::Fallback,
+                },
+            }
+        }
+
+        /// The locked search (`lookup_fast` of the ref-walk).
+        pub fn lookup_locked(&self, parent: &DentryRef, name: &[u8]) -> Option<DentryRef> {
+            self.dc().lookup_locked(parent, name)
+        }
+
+        /// The shrinker: kills up to `n` unused dentries.
+        pub fn shrink(&self, n: usize) -> usize {
+            self.dc().shrink(n)
+        }
+
+        /// Dentries alive.
+        pub fn len(&self) -> usize {
+            self.dc().len()
+        }
+
+        /// Whether no dentry is alive.
+        pub fn is_empty(&self) -> bool {
+            self.len() == 0
+        }
+
+        /// Whether names `a` and `b` share a hash chain (any parents).
+        pub fn same_chain(&self, a: &[u8], b: &[u8]) -> bool {
+            let dc = self.dc();
+            dc.bucket(name_hash(ptr::null(), a)) == dc.bucket(name_hash(ptr::null(), b))
+        }
+
+        /// The state words of the dentry at `addr`.
+        ///
+        /// # Safety
+        /// `addr` is a dentry of this world (under loom none is ever freed).
+        pub unsafe fn state(&self, addr: usize) -> State {
+            // SAFETY: per the contract.
+            let d = unsafe { &*ptr::with_exposed_provenance::<Dentry>(addr) };
+            let c = d.count.load(Ordering::SeqCst);
+            let f = d.flags.load(Ordering::SeqCst);
+            State {
+                refs: c & REFS,
+                dead: c & DEAD != 0,
+                hashed: f & HASHED != 0,
+                c_hashed: c & C_HASHED != 0,
+                lru: f & LRU != 0,
+                c_lru: c & C_LRU != 0,
+                seq: d.seq.load(Ordering::SeqCst),
+                ino: d.ino.load(Ordering::SeqCst),
+                has_inode: !d.inode.load(Ordering::SeqCst).is_null(),
+            }
+        }
+
+        /// The inode number the dentry's inode pointer leads to (the inode
+        /// itself, not the dentry's copy); `None` if negative.
+        pub fn inode_ino(&self, d: &DentryRef) -> Option<Ino> {
+            d.inode_ptr().map(|i| {
+                // SAFETY: our dentry reference holds an inode reference of
+                // this cache; the borrowed one is never dropped.
+                std::mem::ManuallyDrop::new(unsafe { self.caches.icache.from_raw(i) }).ino()
+            })
+        }
+
+        /// Checks the cache's structure while no other thread uses it: the
+        /// LRU list is well linked, its length is `lru_len`, and each entry
+        /// is alive with `LRU` and `C_LRU` set; each hash chain holds only
+        /// live dentries of its bucket with `HASHED` and `C_HASHED` set, and
+        /// every dentry with `C_LRU` or `C_HASHED` set is on the list or
+        /// chain it says (among `known`, the addresses of all dentries the
+        /// model made). Returns the LRU, oldest first.
+        pub fn check(&self, known: &[usize]) -> Result<Vec<usize>, String> {
+            let dc = self.dc();
+            let mut lru = Vec::new();
+            {
+                let _g = lock(&dc.lru_lock);
+                // SAFETY: under the LRU lock.
+                let (head, tail) = unsafe { *dc.lru.get() };
+                let mut prev = ptr::null_mut();
+                let mut p = head;
+                while let Some(d) = NonNull::new(p) {
+                    if lru.len() > known.len() {
+                        return Err("the LRU list loops".into());
+                    }
+                    // SAFETY: never freed under loom; under the LRU lock.
+                    let (lp, ln) = unsafe { *d.as_ref().lru.get() };
+                    // SAFETY: `d` is one of this world's dentries.
+                    let s = unsafe { self.state(p.addr()) };
+                    if lp != prev {
+                        return Err(format!("LRU entry {p:?}: bad prev link"));
+                    }
+                    if s.dead || !s.lru || !s.c_lru {
+                        return Err(format!("LRU entry {p:?} in state {s:?}"));
+                    }
+                    lru.push(p.addr());
+                    prev = p;
+                    p = ln;
+                }
+                if tail != prev {
+                    return Err("the LRU tail is not the last entry".into());
+                }
+                if lru.len() != dc.lru_len.load(Ordering::SeqCst) {
+                    return Err(format!(
+                        "{} LRU entries, lru_len {}",
+                        lru.len(),
+                        dc.lru_len.load(Ordering::SeqCst)
+                    ));
+                }
+            }
+            let mut hashed = Vec::new();
+            for b in 0..dc.buckets.len() {
+                let _g = dc.bucket_lock(b);
+                let mut p = dc.buckets[b].load(Ordering::SeqCst);
+                while let Some(d) = NonNull::new(p) {
+                    if hashed.len() > known.len() {
+                        return Err("a hash chain loops".into());
+                    }
+                    // SAFETY: never freed under loom.
+                    let dr = unsafe { d.as_ref() };
+                    // SAFETY: one of this world's dentries.
+                    let s = unsafe { self.state(p.addr()) };
+                    if s.dead || !s.hashed || !s.c_hashed {
+                        return Err(format!("hashed {p:?} in state {s:?}"));
+                    }
+                    if dc.bucket(dr.hash.load(Ordering::SeqCst)) != b {
+                        return Err(format!("hashed {p:?} on the wrong chain"));
+                    }
+                    hashed.push(p.addr());
+                    p = dr.next.load(Ordering::SeqCst);
+                }
+            }
+            for &a in known {
+                // SAFETY: the caller lists this world's dentries.
+                let s = unsafe { self.state(a) };
+                if s.c_lru != lru.contains(&a) || s.lru != s.c_lru {
+                    return Err(format!("dentry {a:#x} in state {s:?}: LRU says {lru:?}"));
+                }
+                if s.c_hashed != hashed.contains(&a) || s.hashed != s.c_hashed {
+                    return Err(format!("dentry {a:#x} in state {s:?}: hashed {hashed:?}"));
+                }
+            }
+            Ok(lru)
+        }
+    }
+
+    /// A dentry's address, for identity checks and [`World::state`].
+    pub fn addr(d: &DentryRef) -> usize {
+        d.as_ptr().as_ptr().expose_provenance()
+    }
+
+    impl Drop for World {
+        fn drop(&mut self) {
+            drop(self.root.take());
+        }
     }
 }

@@ -506,7 +506,14 @@ impl InodeCache {
     /// Evicts unused inodes, oldest first, until at most `limit` are cached
     /// or none is unused.
     pub fn shrink(&self) {
-        while self.hashed.load(Ordering::Relaxed) > self.limit {
+        self.shrink_to(self.limit);
+    }
+
+    /// Evicts unused inodes, oldest first, until at most `target` are cached
+    /// or none is unused (`prune_icache_sb`; `shrink_to(0)` is what
+    /// `drop_caches` does).
+    pub fn shrink_to(&self, target: usize) {
+        while self.hashed.load(Ordering::Relaxed) > target {
             let Some((n, generation)) = lock(&self.lru).pop_front() else {
                 return;
             };

@@ -260,6 +260,8 @@ impl<'a> Nd<'a> {
             return Err(Errno::ELOOP);
         }
         let target = link.sb().fs.readlink(link.ino())?;
+        // Following a link is an access to it (`pick_link`).
+        touch_atime(self.vfs, link);
         if target.is_empty() {
             return Err(Errno::ENOENT);
         }
@@ -444,4 +446,38 @@ pub(crate) fn iget(
     let r = vfs.caches().icache.iget(sb.id, attr.ino, move || Ok(a))?;
     r.set_attr(*attr);
     Ok(r.into_raw())
+}
+
+/// Stores `a` as the cached attributes of `d`'s inode (the inode cache's
+/// copy and the walk's snapshot), after a change made through the file
+/// system.
+pub(crate) fn cache_attr(vfs: &Vfs, d: &DentryRef, a: Attr) {
+    if let Some(i) = d.inode_ptr() {
+        let icache = &vfs.caches().icache;
+        // SAFETY: the dentry's reference is borrowed, not transferred: the
+        // ManuallyDrop keeps it from being put.
+        let r = std::mem::ManuallyDrop::new(unsafe { icache.from_raw(i) });
+        r.set_attr(a);
+    }
+    d.set_perm(a.mode, a.uid, a.gid);
+}
+
+/// `touch_atime` under the default `relatime` mount option: sets atime to
+/// now when the inode changed since its last access or atime is a day old.
+/// Only atime changes (not ctime); a failure does not fail the access.
+pub(crate) fn touch_atime(vfs: &Vfs, d: &DentryRef) {
+    let Some(i) = d.inode() else {
+        return;
+    };
+    if !i.atime_due(crate::fs::Timespec::now().sec) {
+        return;
+    }
+    let set = crate::fs::SetAttr {
+        atime: Some(crate::fs::SetTime::Now),
+        no_ctime: true,
+        ..crate::fs::SetAttr::default()
+    };
+    if let Ok(a) = d.sb().fs.setattr(d.ino(), &set) {
+        cache_attr(vfs, d, a);
+    }
 }

@@ -18,16 +18,32 @@ pub(crate) fn pin() -> Guard {
 /// Frees a `Box<T>` once every critical section that might still see it has
 /// ended.
 ///
+/// Under loom it leaks instead. crossbeam-epoch is not loom-aware: all of a
+/// model's threads run on one OS thread, so its pins are not per model
+/// thread, and a box retired by one model thread could be freed while
+/// another still reads it (or in a later execution, dropping loom objects
+/// after their execution ended). The loom models check the sequence-count
+/// and reference-count protocols, which decide *when* an object may be
+/// retired; crossbeam's own tests check its epochs. Leaking keeps every
+/// retired object readable, so a model that reaches one reads it, and checks
+/// what it reads, instead of crashing.
+///
 /// # Safety
 /// `ptr` came from `Box::into_raw`, is unreachable for new readers, and is
 /// not used by the caller again.
 pub(crate) unsafe fn defer_drop_box<T>(ptr: NonNull<T>) {
-    let guard = pin();
-    // SAFETY: the caller hands over sole ownership of a boxed `T` that no new
-    // reader can reach; readers that may still hold it are pinned, and the
-    // epoch scheme runs the closure only after all of them have unpinned.
-    unsafe {
-        guard.defer_unchecked(move || drop(Box::from_raw(ptr.as_ptr())));
+    #[cfg(loom)]
+    let _ = ptr;
+    #[cfg(not(loom))]
+    {
+        let guard = pin();
+        // SAFETY: the caller hands over sole ownership of a boxed `T` that no
+        // new reader can reach; readers that may still hold it are pinned,
+        // and the epoch scheme runs the closure only after all of them have
+        // unpinned.
+        unsafe {
+            guard.defer_unchecked(move || drop(Box::from_raw(ptr.as_ptr())));
+        }
     }
 }
 

@@ -93,8 +93,9 @@ fn ts(t: crate::fs::Timespec) -> StatxTimestamp {
 }
 
 impl Statx {
-    /// The `statx` of an inode (every basic field, the birth time and the
-    /// mount id are filled, whatever was asked, as Linux does for tmpfs).
+    /// The `statx` of an inode with every field filled; the caller
+    /// ([`Process::statx`](crate::Process::statx)) narrows the result mask
+    /// and clears what tmpfs does not report for the mask asked.
     pub fn from_attr(a: &Attr, dev: u64, mnt_id: u64, mount_root: bool) -> Statx {
         Statx {
             stx_mask: crate::uapi::STATX_BASIC_STATS

@@ -42,6 +42,26 @@ impl SuperBlock {
     }
 }
 
+#[cfg(loom)]
+impl SuperBlock {
+    /// A superblock over `caches` with no mountpoint, for the loom models of
+    /// the dentry cache ([`dcache::loom_api`]).
+    pub(crate) fn for_model(
+        id: u64,
+        caches: Arc<Caches>,
+        fs: Arc<dyn FileSystem>,
+    ) -> Arc<SuperBlock> {
+        Arc::new(SuperBlock {
+            id,
+            dev: 40 + id,
+            fs,
+            caches,
+            rename_lock: Mutex::new(()),
+            mountpoint: Mutex::new(None),
+        })
+    }
+}
+
 impl std::fmt::Debug for SuperBlock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SuperBlock")
@@ -217,7 +237,7 @@ impl Vfs {
     /// `echo 2 > /proc/sys/vm/drop_caches` does.
     pub fn drop_caches(&self) {
         while self.caches.dcache.shrink(usize::MAX) > 0 {}
-        self.caches.icache.shrink();
+        self.caches.icache.shrink_to(0);
     }
 
     /// Checks, while no process uses the VFS, that the dentry cache agrees

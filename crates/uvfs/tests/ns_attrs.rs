@@ -778,7 +778,6 @@ fn timestamps_of_namespace_calls() {
 /// write, even of 0 bytes), a second read does not; getdents64 stamps the
 /// directory's atime likewise; readlink the symlink's.
 #[test]
-#[ignore = "known bug: see notes/ns-findings.md (no atime updates)"]
 fn timestamps_atime_relatime() {
     each(|_, p| {
         let fd = p.open("/f", O_CREAT | O_RDWR, 0o644).unwrap();

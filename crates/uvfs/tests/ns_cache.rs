@@ -496,7 +496,6 @@ fn randomized_against_model() {
 /// inodes): once the dentries are gone, the inode cache should hold only
 /// what is in use. It keeps every unused inode up to `icache_limit`.
 #[test]
-#[ignore = "known bug: see notes/ns-findings.md (drop_caches keeps unused inodes)"]
 fn drop_caches_empties_the_inode_cache() {
     for fast in fasts() {
         let vfs = Vfs::new(fast);

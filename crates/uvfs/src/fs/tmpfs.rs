@@ -1304,7 +1304,14 @@ impl FileSystem for Tmpfs {
         emit: &mut dyn FnMut(&DirEntry) -> bool,
     ) -> Result<(), Errno> {
         let d = self.get(dir)?;
-        let mut pos = cookie;
+        // Host: a position past the end-of-directory cookie (reachable with
+        // lseek, up to i64::MAX) lists from the first entry again, as from
+        // cookie 2.
+        let mut pos = if cookie > DIR_OFFSET_EOD && cookie <= i64::MAX as u64 {
+            DIR_OFFSET_FIRST
+        } else {
+            cookie
+        };
         // `.` and `..` (dir_emit_dots).
         {
             let st = rd(&d);

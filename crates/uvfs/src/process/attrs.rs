@@ -314,11 +314,12 @@ impl Process {
         if both_omit(times) {
             return Ok(());
         }
-        check_times(times)?;
         if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
             return Err(Errno::EINVAL);
         }
         let d = self.resolve(dirfd, path.as_ref(), lookup_flags(flags))?;
+        // Linux validates the times in `vfs_utimes`, after the lookup.
+        check_times(times)?;
         self.do_utimes(&d, times)
     }
 
@@ -328,8 +329,8 @@ impl Process {
         if both_omit(times) {
             return Ok(());
         }
-        check_times(times)?;
         let d = self.fd_dentry(fd)?;
+        check_times(times)?;
         self.do_utimes(&d, times)
     }
 

@@ -134,9 +134,9 @@ impl Process {
             pos.set(off);
         }
         drop(pos);
-        if total > 0 {
-            self.touch_atime(d, f.flags());
-        }
+        // tmpfs's read stamps atime even for a 0-byte read
+        // (`shmem_file_read_iter` calls `file_accessed` unconditionally).
+        self.touch_atime(d, f.flags());
         Ok(done)
     }
 

@@ -50,6 +50,13 @@ impl Process {
         }
         let start = self.start(dirfd, path)?;
         let nd = self.nd();
+        // An O_PATH open keeps only these flags (`build_open_flags`): with
+        // O_TMPFILE it opens the directory itself.
+        let flags = if flags & O_PATH != 0 {
+            flags & (O_DIRECTORY | O_NOFOLLOW | O_PATH | O_CLOEXEC)
+        } else {
+            flags
+        };
         if flags & O_TMPFILE == O_TMPFILE {
             let dir = nd.lookup(&start, path, FOLLOW | DIRECTORY)?;
             return self.open_tmpfile(dir, flags, mode, op);
@@ -125,6 +132,7 @@ impl Process {
                     return Err(Errno::ELOOP);
                 }
                 let target = d.sb().fs.readlink(d.ino())?;
+                namei::touch_atime(&self.vfs, &d);
                 if target.is_empty() {
                     return Err(Errno::ENOENT);
                 }
@@ -167,8 +175,9 @@ impl Process {
         let mut acc = match flags & O_ACCMODE {
             O_RDONLY => MAY_READ,
             O_WRONLY => MAY_WRITE,
-            O_RDWR => MAY_READ | MAY_WRITE,
-            _ => 0,
+            // Access mode 3 opens for neither, but is checked as read and
+            // write (`ACC_MODE`): EISDIR on a directory, like O_RDWR.
+            _ => MAY_READ | MAY_WRITE,
         };
         let mut trunc = flags & O_TRUNC != 0;
         if created {
@@ -259,14 +268,7 @@ impl Process {
 
     /// Stores `a` as the cached attributes of `d`'s inode.
     pub(super) fn cache_attr(&self, d: &DentryRef, a: Attr) {
-        if let Some(i) = d.inode_ptr() {
-            let icache = &self.vfs.caches().icache;
-            // SAFETY: the dentry's reference is borrowed, not transferred:
-            // the ManuallyDrop keeps it from being put.
-            let r = std::mem::ManuallyDrop::new(unsafe { icache.from_raw(i) });
-            r.set_attr(a);
-        }
-        d.set_perm(a.mode, a.uid, a.gid);
+        namei::cache_attr(&self.vfs, d, a);
     }
 }
 
@@ -283,22 +285,9 @@ impl Process {
     /// to now when the inode changed since its last access or atime is a
     /// day old; never for an `O_NOATIME` file.
     pub(super) fn touch_atime(&self, d: &DentryRef, file_flags: i32) {
-        if file_flags & O_NOATIME != 0 {
-            return;
+        if file_flags & O_NOATIME == 0 {
+            namei::touch_atime(&self.vfs, d);
         }
-        let Some(i) = d.inode() else {
-            return;
-        };
-        if !i.atime_due(crate::fs::Timespec::now().sec) {
-            return;
-        }
-        let set = SetAttr {
-            atime: Some(SetTime::Now),
-            no_ctime: true,
-            ..SetAttr::default()
-        };
-        // Like Linux, a failed atime update does not fail the access.
-        let _ = self.setattr(d, &set);
     }
 }
 
