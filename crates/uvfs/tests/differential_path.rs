@@ -124,6 +124,7 @@
 //! `fixed_findings_stay_fixed`. Still avoided:
 //! - 3: statx masks without the time bits (0 and `STATX_TYPE`);
 //! - 22: O_TMPFILE with O_NOFOLLOW;
+//! - 5b: lseek positions above 1 MiB, and only SEEK_SET on directory fds;
 //! - 7, 21: trailing slashes on the names of RENAME_NOREPLACE/EXCHANGE;
 //! - 9: negative pread/pwrite offsets and ftruncate lengths;
 //! - 11: futimens on O_PATH fds;
@@ -144,8 +145,8 @@
 //!   size);
 //! - 26: names over 255 bytes in renames;
 //! - 27: O_CREAT|O_NOFOLLOW without O_EXCL;
-//! - 28: pwrite and lseek at `i64::MAX - 4096` or above, and file sizes of
-//!   `i64::MAX` (data in the last page);
+//! - 28: pwrite at `i64::MAX - 4096` and file sizes of `i64::MAX` (data in
+//!   the last page; lseek is limited by 5b);
 //! - 31: futimens of a negative fd with both times UTIME_OMIT;
 //! - 32: symlink chains are 36 or 37 links long (not 40/41) and end in
 //!   `missing` instead of `a`, so no walk through one, with other links
@@ -1390,6 +1391,10 @@ impl Gen {
         matches!(fd, Fd::Idx(i) if self.at_end.get(i) == Some(&true)) && !self.known
     }
 
+    fn is_dir(&self, fd: Fd) -> bool {
+        matches!(fd, Fd::Idx(i) if self.dir.get(i) == Some(&true))
+    }
+
     /// An fd, mostly of a directory.
     fn dir_fd_mostly(&mut self) -> Fd {
         match self.rng.below(10) {
@@ -1692,14 +1697,16 @@ impl Gen {
             68..=74 => {
                 let d = self.fd();
                 let mut o = self.offset();
-                if o > 1 << 40 && !self.known {
-                    o = 1 << 40; // Finding 28: no writes into the last page.
+                if o > 1 << 20 && !self.known {
+                    // Findings 5b (directory positions past the end cookie)
+                    // and 28 (no writes into the last page).
+                    o = 1 << 20;
                 }
                 let mut w = self.rng.pick(&[
                     SEEK_SET, SEEK_CUR, SEEK_END, SEEK_DATA, SEEK_DATA, SEEK_HOLE, SEEK_HOLE, 5, -1,
                 ]);
-                if self.ended(d) {
-                    w = SEEK_SET; // Finding 14.
+                if self.ended(d) || (self.is_dir(d) && !self.known) {
+                    w = SEEK_SET; // Findings 5b and 14.
                 }
                 Op::Lseek(d, o, w)
             }
@@ -3273,6 +3280,22 @@ fn known_cases() -> Vec<(&'static str, Vec<Op>)> {
                 Op::Getdents(Fd::Idx(2), 4096),
                 Op::Lseek(Fd::Idx(2), 1 << 40, SEEK_SET),
                 Op::Getdents(Fd::Idx(2), 4096),
+            ],
+        ),
+        (
+            "finding 5b: past EOD, resume at the entry with the largest cookie, not the head",
+            vec![
+                Op::Open(p("a"), rw, 0o644),
+                Op::Open(p("b"), rw, 0o644),
+                Op::Open(p("c"), rw, 0o644),
+                // "a" (cookie 3) replaced by c: at the head with cookie 3.
+                Op::Rename(p("c"), p("a")),
+                Op::Open(p("."), O_RDONLY | O_DIRECTORY, 0),
+                Op::Getdents(Fd::Idx(3), 4096),
+                Op::Lseek(Fd::Idx(3), 100, SEEK_SET),
+                Op::Getdents(Fd::Idx(3), 4096),
+                Op::Lseek(Fd::Idx(3), 1 << 40, SEEK_SET),
+                Op::Getdents(Fd::Idx(3), 4096),
             ],
         ),
         (
