@@ -68,6 +68,8 @@ const REFERENCED: u32 = 4;
 
 /// An `O_TMPFILE | O_EXCL` file: may never be given a name.
 const NOLINK: u32 = 8;
+/// A removed directory (rmdir'ed or renamed over): `S_DEAD`.
+const DEADDIR: u32 = 16;
 
 /// The most bucket locks (each on its own cache lines).
 const MAX_LOCKS: usize = 4096;
@@ -293,6 +295,16 @@ impl Dentry {
     /// Marks an unnamed (`O_TMPFILE | O_EXCL`) file as never linkable.
     pub(crate) fn set_unlinkable(&self) {
         self.flags.fetch_or(NOLINK, Ordering::Relaxed);
+    }
+
+    /// Marks a directory removed (`S_DEAD`): lookups in it fail.
+    pub(crate) fn set_dead_dir(&self) {
+        self.flags.fetch_or(DEADDIR, Ordering::Relaxed);
+    }
+
+    /// Whether this directory was removed.
+    pub(crate) fn is_dead_dir(&self) -> bool {
+        self.flags.load(Ordering::Relaxed) & DEADDIR != 0
     }
 
     /// Whether `linkat` may not give this file a name.

@@ -58,6 +58,8 @@ pub(crate) struct Parent {
     pub(crate) last: Vec<u8>,
     pub(crate) kind: LastType,
     pub(crate) trailing: bool,
+    /// Symlinks followed to get here.
+    pub(crate) links: u32,
 }
 
 /// Checks a user path the way `getname` does: `ENAMETOOLONG` at
@@ -148,13 +150,22 @@ impl<'a> Nd<'a> {
     /// Resolves all but the last component of `path` (`ENOENT` for an
     /// empty path).
     pub(crate) fn lookup_parent(&self, start: DentryRef, path: &[u8]) -> Result<Parent, Errno> {
+        self.lookup_parent_counted(start, path, 0)
+    }
+
+    /// As [`lookup_parent`](Self::lookup_parent), continuing a walk that has
+    /// followed `links` symlinks already (the limit covers the whole open,
+    /// trailing links included).
+    pub(crate) fn lookup_parent_counted(
+        &self,
+        start: DentryRef,
+        path: &[u8],
+        links: u32,
+    ) -> Result<Parent, Errno> {
         if path.is_empty() {
             return Err(Errno::ENOENT);
         }
-        let mut w = Walk {
-            cur: start,
-            links: 0,
-        };
+        let mut w = Walk { cur: start, links };
         let (kind, last, trailing) = self.link_path_walk(&mut w, path)?;
         let last = last.to_vec();
         Ok(Parent {
@@ -162,6 +173,7 @@ impl<'a> Nd<'a> {
             last,
             kind,
             trailing,
+            links: w.links,
         })
     }
 
@@ -313,7 +325,6 @@ impl<'a> Nd<'a> {
         dir: &DentryRef,
         name: &[u8],
     ) -> Result<DentryRef, Errno> {
-        dcache::check_name_len(name)?;
         if let Some(d) = self.vfs.caches().dcache.lookup_locked(dir, name) {
             return Ok(d);
         }
@@ -328,11 +339,16 @@ impl<'a> Nd<'a> {
         dir: &DentryRef,
         name: &[u8],
     ) -> Result<DentryRef, Errno> {
-        dcache::check_name_len(name)?;
         let dc = &self.vfs.caches().dcache;
         if let Some(d) = dc.lookup_locked(dir, name) {
             return Ok(d);
         }
+        // A removed directory has no entries (IS_DEADDIR): ENOENT before the
+        // file system is asked, so before its NAME_MAX check.
+        if dir.is_dead_dir() {
+            return Err(Errno::ENOENT);
+        }
+        dcache::check_name_len(name)?;
         match dir.sb().fs.lookup(dir.ino(), name) {
             Ok(attr) => {
                 let inode = iget(self.vfs, dir.sb(), &attr)?;

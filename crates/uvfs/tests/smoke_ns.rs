@@ -63,3 +63,54 @@ fn smoke() {
         assert!(vfs.dcache_len() >= 1);
     }
 }
+
+/// Host (differential finding 32): the 40-link limit covers the whole open,
+/// the O_CREAT path's trailing link included.
+#[test]
+fn o_creat_counts_trailing_links_against_the_walk() {
+    let vfs = Vfs::new(FastPaths::seeds());
+    let mut p = Process::new(&vfs).unwrap();
+    for d in ["/l", "/a", "/a/e"] {
+        p.mkdir(d, 0o755).unwrap();
+    }
+    p.symlink("../../l", "/a/e/f").unwrap();
+    p.symlink("a", "/z40").unwrap();
+    for i in (1..40).rev() {
+        p.symlink(format!("z{}", i + 1), format!("/z{i}")).unwrap();
+    }
+    assert!(p.stat("/z1/e").is_ok());
+    assert_eq!(p.open("/z1/e/f", O_RDONLY, 0), Err(Errno::ELOOP));
+    assert_eq!(
+        p.open("/z1/e/f", O_RDWR | O_CREAT, 0o644),
+        Err(Errno::ELOOP)
+    );
+    // One link fewer on the way: the trailing link fits.
+    assert_eq!(
+        p.open("/z2/e/f", O_RDWR | O_CREAT, 0o644),
+        Err(Errno::EISDIR)
+    );
+    // glibc: futimens with a negative fd is EBADF even with both UTIME_OMIT.
+    let omit = Timespec {
+        tv_sec: 0,
+        tv_nsec: UTIME_OMIT,
+    };
+    assert_eq!(p.futimens(-2, Some([omit, omit])), Err(Errno::EBADF));
+}
+
+/// Host (differential finding 20): a second fallocate over pages an earlier
+/// one allocated turns them into data for SEEK_DATA; fresh ones stay holes.
+#[test]
+fn fallocate_over_fallocated_pages_makes_data() {
+    let vfs = Vfs::new(FastPaths::seeds());
+    let mut p = Process::new(&vfs).unwrap();
+    let fd = p.open("/f", O_CREAT | O_RDWR, 0o644).unwrap();
+    p.fallocate(fd, 0, 1 << 20, 1 << 20).unwrap();
+    assert_eq!(p.lseek(fd, 0, SEEK_DATA), Err(Errno::ENXIO));
+    p.fallocate(fd, 0, 1 << 20, 8192).unwrap();
+    assert_eq!(p.lseek(fd, 0, SEEK_DATA), Ok(1 << 20));
+    assert_eq!(p.lseek(fd, 1 << 20, SEEK_HOLE), Ok((1 << 20) + 8192));
+    let mut buf = [1u8; 16];
+    assert_eq!(p.pread(fd, &mut buf, 1 << 20), Ok(16));
+    assert_eq!(buf, [0; 16]);
+    assert_eq!(p.fstat(fd).unwrap().st_blocks, (1 << 20) / 512);
+}

@@ -140,6 +140,10 @@ enum Page {
     Falloc,
     /// Written data.
     Data(Box<[u8; PAGE_SIZE as usize]>),
+    /// Zeros that count as data: a page `fallocate`d again after an earlier
+    /// `fallocate` allocated it (Linux's `SGP_FALLOC` zeroes such a folio and
+    /// marks it uptodate). Holds no memory until written.
+    Zero,
 }
 
 fn zero_page() -> Box<[u8; PAGE_SIZE as usize]> {
@@ -844,10 +848,9 @@ impl FileSystem for Tmpfs {
             }
         }
         let now = Timespec::now();
-        let any = set.mode.is_some()
+        let mut any = set.mode.is_some()
             || set.uid.is_some()
             || set.gid.is_some()
-            || set.size.is_some()
             || set.atime.is_some()
             || set.mtime.is_some();
         if let Some(m) = set.mode {
@@ -869,18 +872,28 @@ impl FileSystem for Tmpfs {
         if let Some(t) = set.mtime {
             st.mtime = at(t);
         }
-        if let Some(size) = set.size {
-            if let Kind::Reg(f) = &mut st.kind {
-                // Linux frees pages past the new size even when it equals
-                // the old one (preallocated KEEP_SIZE pages).
-                if size <= f.size {
-                    self.truncate_pages(f, size);
-                }
-                f.size = size;
+        if let Some(size) = set.size
+            && let Kind::Reg(f) = &mut st.kind
+        {
+            // Linux frees pages past the new size even when it equals
+            // the old one (preallocated KEEP_SIZE pages).
+            // `shmem_setattr` stamps mtime and ctime when the size
+            // changes, and `shmem_truncate_range` (run when shrinking or
+            // keeping the size of a file that holds pages) stamps them
+            // too; ftruncate and O_TRUNC also ask for them explicitly
+            // (`mtime`), truncate(2) does not. Host: truncate 0 -> 0 of
+            // an empty file stamps nothing, 6 -> 6 stamps both.
+            let truncates = size <= f.size && !f.pages.is_empty();
+            if size <= f.size {
+                self.truncate_pages(f, size);
             }
-            // truncate/ftruncate/O_TRUNC always pass ATTR_MTIME|ATTR_CTIME
-            // (host: ftruncate to the same size stamps both).
-            st.mtime = now;
+            let old = std::mem::replace(&mut f.size, size);
+            if old != size || truncates {
+                if set.mtime.is_none() {
+                    st.mtime = now;
+                }
+                any = true;
+            }
         }
         if any && !set.no_ctime {
             st.ctime = now;
@@ -1179,7 +1192,7 @@ impl FileSystem for Tmpfs {
                     f.pages.entry(idx).or_insert(Page::Falloc)
                 }
             };
-            if let Page::Falloc = page {
+            if let Page::Falloc | Page::Zero = page {
                 *page = Page::Data(zero_page());
             }
             if let Page::Data(p) = page {
@@ -1238,9 +1251,19 @@ impl FileSystem for Tmpfs {
                 self.release_pages(missing);
                 return Err(Errno::ENOMEM);
             }
-            if missing > 0 {
-                for idx in first..last {
-                    f.pages.entry(idx).or_insert(Page::Falloc);
+            for idx in first..last {
+                // Host: a page an earlier fallocate allocated becomes data
+                // for SEEK_DATA (zeroed, uptodate); pages new to this call
+                // stay unwritten.
+                match f.pages.entry(idx) {
+                    std::collections::btree_map::Entry::Vacant(v) => {
+                        v.insert(Page::Falloc);
+                    }
+                    std::collections::btree_map::Entry::Occupied(mut o) => {
+                        if let Page::Falloc = o.get() {
+                            *o.get_mut() = Page::Zero;
+                        }
+                    }
                 }
             }
             if !keep && end > f.size {
@@ -1266,7 +1289,7 @@ impl FileSystem for Tmpfs {
                 let found = f
                     .pages
                     .range(idx..)
-                    .find(|(_, p)| matches!(p, Page::Data(_)));
+                    .find(|(_, p)| matches!(p, Page::Data(_) | Page::Zero));
                 match found {
                     Some((&k, _)) => {
                         let pos = off.max(k * PAGE_SIZE);
@@ -1282,7 +1305,7 @@ impl FileSystem for Tmpfs {
             Seek::Hole => {
                 let mut next = idx;
                 for (&k, p) in f.pages.range(idx..) {
-                    if k != next || !matches!(p, Page::Data(_)) {
+                    if k != next || !matches!(p, Page::Data(_) | Page::Zero) {
                         break;
                     }
                     next = k + 1;

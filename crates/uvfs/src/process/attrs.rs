@@ -133,7 +133,7 @@ impl Process {
             _ => return Err(Errno::EINVAL),
         }
         permission(&self.cred, &a, MAY_WRITE)?;
-        self.do_truncate(&d, len)
+        self.do_truncate(&d, len, false)
     }
 
     /// Applies a permission-checked attribute change and refreshes the
@@ -326,10 +326,19 @@ impl Process {
     /// `futimens(fd, times)`.
     pub fn futimens(&mut self, fd: i32, times: Option<[Timespec; 2]>) -> Result<(), Errno> {
         let _call = task_work::enter();
+        // glibc's futimens refuses a negative fd before any syscall.
+        if fd < 0 {
+            return Err(Errno::EBADF);
+        }
         if both_omit(times) {
             return Ok(());
         }
-        let d = self.fd_dentry(fd)?;
+        // `do_utimes_fd` uses `fdget`: O_PATH files are EBADF.
+        let file = self
+            .files
+            .get_mask(fd, crate::file::FMODE_PATH)
+            .ok_or(Errno::EBADF)?;
+        let d = file.dentry().cloned().ok_or(Errno::EBADF)?;
         check_times(times)?;
         self.do_utimes(&d, times)
     }

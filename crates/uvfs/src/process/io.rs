@@ -3,7 +3,6 @@
 //! `file_operations` of tmpfs files and directories, on the file's dentry.
 
 use super::Process;
-use super::open::attr_of;
 use crate::cred;
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
@@ -67,16 +66,26 @@ impl Process {
 
     /// `pread(fd, buf, off)`: `EINVAL` for a negative offset.
     pub fn pread(&mut self, fd: i32, buf: &mut [u8], off: i64) -> Result<usize, Errno> {
-        self.on_file(fd, |p, f| {
-            let off = u64::try_from(off).map_err(|_| Errno::EINVAL)?;
-            p.do_read(f, &mut [buf], At::Off(off))
-        })
+        // A negative offset is refused before the fd is looked at.
+        let off = u64::try_from(off).map_err(|_| Errno::EINVAL)?;
+        self.on_file(fd, |p, f| p.do_read(f, &mut [buf], At::Off(off)))
     }
 
     /// `readv(fd, bufs)`: `EINVAL` past 1024 buffers.
     pub fn readv(&mut self, fd: i32, bufs: &mut [&mut [u8]]) -> Result<usize, Errno> {
         if bufs.len() > UIO_MAXIOV {
             return Err(Errno::EINVAL);
+        }
+        if bufs.iter().all(|b| b.is_empty()) {
+            // `vfs_readv`: nothing to read returns 0 after the mode check,
+            // before the file type is looked at.
+            return self.on_file(fd, |_, f| {
+                if f.mode() & FMODE_READ == 0 {
+                    Err(Errno::EBADF)
+                } else {
+                    Ok(0)
+                }
+            });
         }
         self.on_file(fd, |p, f| p.do_read(f, bufs, At::Pos))
     }
@@ -89,16 +98,25 @@ impl Process {
     /// `pwrite(fd, buf, off)`: `EINVAL` for a negative offset; ignores
     /// `O_APPEND`'s position only as Linux does (it still appends).
     pub fn pwrite(&mut self, fd: i32, buf: &[u8], off: i64) -> Result<usize, Errno> {
-        self.on_file(fd, |p, f| {
-            let off = u64::try_from(off).map_err(|_| Errno::EINVAL)?;
-            p.do_write(f, &[buf], At::Off(off))
-        })
+        // A negative offset is refused before the fd is looked at.
+        let off = u64::try_from(off).map_err(|_| Errno::EINVAL)?;
+        self.on_file(fd, |p, f| p.do_write(f, &[buf], At::Off(off)))
     }
 
     /// `writev(fd, bufs)`: `EINVAL` past 1024 buffers.
     pub fn writev(&mut self, fd: i32, bufs: &[&[u8]]) -> Result<usize, Errno> {
         if bufs.len() > UIO_MAXIOV {
             return Err(Errno::EINVAL);
+        }
+        if bufs.iter().all(|b| b.is_empty()) {
+            // `vfs_writev`: nothing to write returns 0 after the mode check.
+            return self.on_file(fd, |_, f| {
+                if f.mode() & FMODE_WRITE == 0 {
+                    Err(Errno::EBADF)
+                } else {
+                    Ok(0)
+                }
+            });
         }
         self.on_file(fd, |p, f| p.do_write(f, bufs, At::Pos))
     }
@@ -269,9 +287,11 @@ impl Process {
             let mut at = 0;
             let mut next = pos.get();
             let mut too_small = false;
+            let mut stopped = false;
             d.sb().fs.readdir(d.ino(), pos.get(), &mut |e| {
                 if !put_dirent64(buf, at, e.ino, e.next as i64, d_type(e.file_type), &e.name) {
                     too_small = at == 0;
+                    stopped = true;
                     return false;
                 }
                 at += dirent64_reclen(e.name.len());
@@ -281,7 +301,14 @@ impl Process {
             if too_small {
                 return Err(Errno::EINVAL);
             }
-            pos.set(next);
+            // Having reached the end, the position rests at the
+            // end-of-directory cookie (`offset_readdir`): entries created
+            // later are not listed by the same open file.
+            pos.set(if stopped {
+                next
+            } else {
+                crate::fs::tmpfs::DIR_OFFSET_EOD
+            });
             drop(pos);
             p.touch_atime(d, f.flags());
             Ok(at)
@@ -291,23 +318,29 @@ impl Process {
     /// `ftruncate(fd, len)`: `EINVAL` for a negative length or a file not
     /// open for writing or not regular.
     pub fn ftruncate(&mut self, fd: i32, len: i64) -> Result<(), Errno> {
+        // A negative length is refused before the fd is looked at.
+        let len = u64::try_from(len).map_err(|_| Errno::EINVAL)?;
         self.on_file(fd, |p, f| {
-            let len = u64::try_from(len).map_err(|_| Errno::EINVAL)?;
             let d = dentry(f)?;
             if ftype(d) != S_IFREG || f.mode() & FMODE_WRITE == 0 {
                 return Err(Errno::EINVAL);
             }
-            p.do_truncate(d, len)
+            // ftruncate stamps mtime and ctime even at the same size.
+            p.do_truncate(d, len, true)
         })
     }
 
     /// Sets the size of a regular file, dropping set-ID bits as a write does.
-    pub(super) fn do_truncate(&self, d: &DentryRef, len: u64) -> Result<(), Errno> {
+    /// Sets the size of a regular file, dropping set-ID bits as a write
+    /// does. `stamp`: set mtime and ctime even if the size does not change
+    /// (ftruncate and `O_TRUNC` pass `ATTR_MTIME | ATTR_CTIME`; truncate(2)
+    /// does not, and tmpfs then stamps them only when the size changes).
+    pub(super) fn do_truncate(&self, d: &DentryRef, len: u64, stamp: bool) -> Result<(), Errno> {
         let _g = d.lock_inode();
-        let attr = attr_of(d)?;
+        let attr = d.inode_perm().ok_or(Errno::ENOENT)?.attr();
         let mut set = SetAttr {
             size: Some(len),
-            mtime: Some(SetTime::Now),
+            mtime: stamp.then_some(SetTime::Now),
             ..SetAttr::default()
         };
         if let Some(m) = cred::remove_privs_on_write(&self.cred, &attr) {

@@ -171,6 +171,7 @@ impl Process {
         self.may_delete(dir, &d, rmdir)?;
         if rmdir {
             dir.sb().fs.rmdir(dir.ino(), &p.last)?;
+            d.set_dead_dir();
         } else {
             dir.sb().fs.unlink(dir.ino(), &p.last)?;
         }
@@ -292,9 +293,8 @@ impl Process {
         }
         let oattr = attr_of(&od_)?;
         let odir_is = mode_is_dir(oattr.mode);
-        if op.trailing && !odir_is {
-            return Err(Errno::ENOTDIR);
-        }
+        // Both names are looked up before the trailing-slash rules (Linux's
+        // `do_renameat2`): the target's ENOENT/EEXIST/ENAMETOOLONG first.
         let nd_ = walk.lookup_locked_dir(ndir, &np.last)?;
         let exchange = flags & RENAME_EXCHANGE != 0;
         if exchange && nd_.is_negative() {
@@ -309,13 +309,13 @@ impl Process {
             Some(attr_of(&nd_)?)
         };
         let ndir_is = nattr.is_some_and(|a| mode_is_dir(a.mode));
-        if np.trailing && !exchange && !odir_is {
+        // A trailing slash requires a directory: on the source always, on
+        // the target only when it is the source that lands there (with
+        // RENAME_EXCHANGE each slash constrains its own name).
+        if !odir_is && (op.trailing || (np.trailing && !exchange)) {
             return Err(Errno::ENOTDIR);
         }
-        if exchange && op.trailing && !ndir_is {
-            return Err(Errno::ENOTDIR);
-        }
-        if exchange && np.trailing && !odir_is {
+        if exchange && np.trailing && !ndir_is {
             return Err(Errno::ENOTDIR);
         }
         // Renaming a directory into its own subtree (the `lock_rename`
@@ -364,6 +364,9 @@ impl Process {
         } else {
             if nattr.is_some() {
                 self.refresh_inode(&nd_);
+                if ndir_is {
+                    nd_.set_dead_dir();
+                }
             }
             // The target's dentry, positive or negative, leaves the hash:
             // the moved dentry takes its name.

@@ -33,6 +33,9 @@ impl Process {
         flags: i32,
         mode: u32,
     ) -> Result<i32, Errno> {
+        // `build_open_flags` runs before `getname`: a bad flag combination
+        // is EINVAL even for an over-long path.
+        super::check_open_flags(flags)?;
         let path = namei::getname(path.as_ref())?;
         self.open_inner(flags, |p, op| p.path_openat(dirfd, path, flags, mode, op))
     }
@@ -58,7 +61,8 @@ impl Process {
             flags
         };
         if flags & O_TMPFILE == O_TMPFILE {
-            let dir = nd.lookup(&start, path, FOLLOW | DIRECTORY)?;
+            let follow = if flags & O_NOFOLLOW != 0 { 0 } else { FOLLOW };
+            let dir = nd.lookup(&start, path, follow | DIRECTORY)?;
             return self.open_tmpfile(dir, flags, mode, op);
         }
         let (d, created) = if flags & O_CREAT != 0 && flags & O_PATH == 0 {
@@ -89,11 +93,17 @@ impl Process {
     ) -> Result<(DentryRef, bool), Errno> {
         let nd = self.nd();
         let mut p = nd.lookup_parent(start, path)?;
-        let mut links = 0;
+        let mut links = p.links;
         loop {
             if p.kind != LastType::Norm {
-                // ".", "..", "/": resolves to a directory; O_CREAT on it.
-                return Err(Errno::EISDIR);
+                // ".", "..", "/": resolves to an existing directory; `do_open`
+                // refuses O_EXCL first (nothing was created), then O_CREAT on
+                // a directory.
+                return Err(if flags & O_EXCL != 0 {
+                    Errno::EEXIST
+                } else {
+                    Errno::EISDIR
+                });
             }
             if p.trailing {
                 return Err(Errno::EISDIR);
@@ -136,11 +146,37 @@ impl Process {
                 if target.is_empty() {
                     return Err(Errno::ENOENT);
                 }
-                p = nd.lookup_parent(dir, &target)?;
+                p = nd.lookup_parent_counted(dir, &target, links)?;
+                links = p.links;
                 continue;
+            }
+            if !namei::is_dir(&d) {
+                self.may_create_in_sticky(&dir, &d)?;
             }
             return Ok((d, false));
         }
+    }
+
+    /// `may_create_in_sticky` with the kernel's default sysctls
+    /// (`protected_regular = 0`, `protected_fifos = 0`): an `O_CREAT` open
+    /// of an existing non-regular file (here: a symlink not followed)
+    /// owned by neither the caller nor the directory's owner, in a sticky
+    /// world-writable directory, is `EACCES` — before `O_NOFOLLOW`'s
+    /// `ELOOP`, and even for root.
+    fn may_create_in_sticky(&self, dir: &DentryRef, d: &DentryRef) -> Result<(), Errno> {
+        let (Some(ds), Some(is)) = (dir.inode_perm(), d.inode_perm()) else {
+            return Ok(());
+        };
+        if ds.mode & crate::fs::S_ISVTX == 0 || is.mode & S_IFMT == S_IFREG {
+            return Ok(());
+        }
+        if is.uid == ds.uid || is.uid == self.cred.fsuid {
+            return Ok(());
+        }
+        if ds.mode & 0o002 != 0 {
+            return Err(Errno::EACCES);
+        }
+        Ok(())
     }
 
     /// `do_open` + `may_open` + `handle_truncate`: checks the open against
@@ -208,6 +244,11 @@ impl Process {
             }
             let _io = d.lock_inode();
             self.setattr(&d, &set)?;
+        }
+        // `do_dentry_open`: O_DIRECT needs FMODE_CAN_ODIRECT, which tmpfs
+        // gives regular files only.
+        if flags & O_DIRECT != 0 && ftype == S_IFDIR {
+            return Err(Errno::EINVAL);
         }
         if ftype != S_IFREG && ftype != S_IFDIR {
             op.clear_atomic_pos();

@@ -1161,8 +1161,11 @@ fn setattr_fields_and_times() {
         )
         .unwrap();
     assert_eq!(a.atime, a.ctime);
-    // Host: ftruncate to the same size stamps mtime and ctime.
+    // Host: truncate(2) of an empty file to the same size stamps nothing
+    // (no ATTR_MTIME is passed; shmem_setattr stamps a size change, and
+    // shmem_truncate_range only runs for a file holding pages) ...
     tick();
+    let before = fs.getattr(f).unwrap();
     let a = fs
         .setattr(
             f,
@@ -1172,7 +1175,33 @@ fn setattr_fields_and_times() {
             },
         )
         .unwrap();
+    assert_eq!((a.mtime, a.ctime), (before.mtime, before.ctime));
+    // ... while ftruncate to the same size passes ATTR_MTIME | ATTR_CTIME
+    // (the VFS asks for mtime): both stamped.
+    tick();
+    let a = fs
+        .setattr(
+            f,
+            &SetAttr {
+                size: Some(0),
+                mtime: Some(SetTime::Now),
+                ..SetAttr::default()
+            },
+        )
+        .unwrap();
     assert!(a.mtime > t7 && a.mtime == a.ctime);
+    // A size change stamps both without being asked.
+    tick();
+    let a = fs
+        .setattr(
+            f,
+            &SetAttr {
+                size: Some(10),
+                ..SetAttr::default()
+            },
+        )
+        .unwrap();
+    assert!(a.mtime > before.mtime && a.mtime == a.ctime);
     // Nothing to change: nothing stamped.
     let before = fs.getattr(f).unwrap();
     tick();
