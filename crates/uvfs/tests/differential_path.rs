@@ -118,39 +118,38 @@
 //! `known_mismatches`) and a section in /work/notes/diff-findings.md. So
 //! that the default run stays green without loosening any comparison, the
 //! generator avoids these cases unless `UVFS_DIFF_KNOWN=1` (see "Finding N"
-//! in `Gen`). Findings 1, 2, 4, 5, 6, 8, 10, 13, 23, 29 and 30 were fixed on
-//! main meanwhile:
-//! their cases are generated again and their reproductions run in
-//! `fixed_findings_stay_fixed`. Still avoided:
-//! - 3: statx masks without the time bits (0 and `STATX_TYPE`);
-//! - 22: O_TMPFILE with O_NOFOLLOW;
-//! - 5b: lseek positions above 1 MiB, and only SEEK_SET on directory fds;
+//! in `Gen`; `Gen::avoid` decides): a case is generated when
+//! `UVFS_DIFF_KNOWN=1` or when its finding is in [`FIXED`] (fixed on main
+//! since; their reproductions then run in `fixed_findings_stay_fixed`).
+//! Each restriction, and whether it is still active at the time of writing:
+//! - 3 (active): statx masks without the time bits (0 and `STATX_TYPE`);
+//! - 5b (active): lseek positions above 1 MiB, and only SEEK_SET on
+//!   directory fds;
 //! - 7, 21: trailing slashes on the names of RENAME_NOREPLACE/EXCHANGE;
 //! - 9: negative pread/pwrite offsets and ftruncate lengths;
 //! - 11: futimens on O_PATH fds;
-//! - 12, 24: after a removed directory (rmdir, unlinkat, or a rename whose
-//!   target an `fstatat` probe found to be a directory) the sequence
-//!   chdirs back to the sandbox directory and closes every fd but #0; the
-//!   sandbox directory itself is not named by path; 256-byte names are
-//!   absolute;
+//! - 12: relative 256-byte names;
 //! - 14: getdents64/SEEK_CUR on a directory fd whose listing reached the
 //!   end (it is rewound with lseek SEEK_SET instead);
 //! - 15: readv/writev of zero total length;
 //! - 16: O_CREAT|O_EXCL on a path ending in `.` or `..`;
-//! - 17: getdents64 buffers smaller than an entry (sizes 300, 1024, 4096);
+//! - 17 (active): getdents64 buffers smaller than an entry (sizes 300,
+//!   1024, 4096);
 //! - 18: O_DIRECT;
 //! - 19: O_DIRECTORY/O_TMPFILE with a path of 4096 bytes or more;
 //! - 20: more than one allocating fallocate per sequence;
-//! - 25: truncate(2) to lengths other than random ones (never the current
-//!   size);
+//! - 22, 27: O_TMPFILE with O_NOFOLLOW, O_CREAT|O_NOFOLLOW without O_EXCL;
+//! - 24 (active, for 24d): after a removed directory (rmdir, unlinkat, or a
+//!   rename whose target an `fstatat` probe found to be a directory) the
+//!   sequence chdirs back to the sandbox directory and closes every fd but
+//!   #0; the sandbox directory itself is not named by path;
+//! - 25: truncate(2) to a length that may be the current size;
 //! - 26: names over 255 bytes in renames;
-//! - 27: O_CREAT|O_NOFOLLOW without O_EXCL;
-//! - 28: pwrite at `i64::MAX - 4096` and file sizes of `i64::MAX` (data in
-//!   the last page; lseek is limited by 5b);
+//! - 28 (active): pwrite at `i64::MAX - 4096` and file sizes of `i64::MAX`
+//!   (data in the last page; lseek is limited by 5b);
 //! - 31: futimens of a negative fd with both times UTIME_OMIT;
-//! - 32: symlink chains are 36 or 37 links long (not 40/41) and end in
-//!   `missing` instead of `a`, so no walk through one, with other links
-//!   before or after it, exceeds 40 links (loops still give ELOOP).
+//! - 32: symlink chains 36/37 links long ending in `missing` (instead of
+//!   40/41 ending in `a`).
 //!
 //! # Running
 //!
@@ -1259,7 +1258,7 @@ impl Gen {
             8 => b"missing/a".to_vec(),
             9 => long255,
             // Finding 12: relative only with known mismatches on.
-            10 if self.known => long256,
+            10 if !self.avoid("12") => long256,
             10 => self.abs(&long256),
             11 => {
                 let mut p = b"d/".to_vec();
@@ -1283,7 +1282,7 @@ impl Gen {
             15 => b"d//e".to_vec(),
             // Findings 12 and 24: the sandbox directory itself (which could
             // be removed) only with known mismatches on.
-            16 if self.known => self.top.clone(),
+            16 if !self.avoid("24") => self.top.clone(),
             16 => b".".to_vec(),
             17 => b"d/e/../../b".to_vec(),
             18 => b"../".to_vec(),
@@ -1358,7 +1357,7 @@ impl Gen {
     fn rename_path(&mut self) -> Vec<u8> {
         let p = self.path();
         let long = p.split(|&c| c == b'/').any(|c| c.len() > 255);
-        if long && !self.known {
+        if long && self.avoid("26") {
             b"b".to_vec()
         } else {
             p
@@ -1369,7 +1368,7 @@ impl Gen {
     /// the cwd or open; an `fstatat` of the target first (an op like any
     /// other, compared too) tells the generator whether to leave it after.
     fn probe_target(&mut self, dir: Fd, p: &[u8]) {
-        if !self.known {
+        if self.avoid("24") {
             self.ops
                 .push(Op::Fstatat(dir, p.to_vec(), AT_SYMLINK_NOFOLLOW));
         }
@@ -1385,10 +1384,16 @@ impl Gen {
         }
     }
 
+    /// Whether to steer clear of the case of a finding: unless known
+    /// mismatches are on, every finding not yet in [`FIXED`].
+    fn avoid(&self, finding: &str) -> bool {
+        !self.known && !FIXED.contains(&format!("finding {finding}:").as_str())
+    }
+
     /// Whether the host's listing on `fd` reached the end (and the case of
     /// finding 14 is to be avoided).
     fn ended(&self, fd: Fd) -> bool {
-        matches!(fd, Fd::Idx(i) if self.at_end.get(i) == Some(&true)) && !self.known
+        matches!(fd, Fd::Idx(i) if self.at_end.get(i) == Some(&true)) && self.avoid("14")
     }
 
     fn is_dir(&self, fd: Fd) -> bool {
@@ -1444,7 +1449,7 @@ impl Gen {
             _ => {}
         }
         match (op, res) {
-            (Op::Rmdir(_), Ok(_)) | (Op::Unlinkat(..), Ok(_)) if !self.known => {
+            (Op::Rmdir(_), Ok(_)) | (Op::Unlinkat(..), Ok(_)) if self.avoid("24") => {
                 // Findings 12 and 24: leave any removed directory.
                 self.leave_removed_dirs();
             }
@@ -1452,7 +1457,7 @@ impl Gen {
                 self.probe_dir = matches!(r, Ok(Val::Stat(s)) if s.mode & S_IFMT == S_IFDIR);
             }
             (Op::Rename(..) | Op::Renameat(..) | Op::Renameat2(..), Ok(_))
-                if self.probe_dir && !self.known =>
+                if self.probe_dir && self.avoid("24") =>
             {
                 self.leave_removed_dirs();
             }
@@ -1480,7 +1485,7 @@ impl Gen {
 
     fn open_flags(&mut self) -> i32 {
         let mut fl = self.rng.pick(&[O_RDONLY, O_WRONLY, O_RDWR, O_RDWR, 3]);
-        if self.known && self.rng.chance(2) {
+        if !self.avoid("18") && self.rng.chance(2) {
             fl |= O_DIRECT; // Finding 18.
         }
         for (bit, pct) in [
@@ -1500,12 +1505,12 @@ impl Gen {
                 fl |= bit;
             }
         }
-        if fl & (O_CREAT | O_NOFOLLOW | O_EXCL) == O_CREAT | O_NOFOLLOW && !self.known {
+        if fl & (O_CREAT | O_NOFOLLOW | O_EXCL) == O_CREAT | O_NOFOLLOW && self.avoid("27") {
             fl &= !O_NOFOLLOW; // Finding 27.
         }
         if self.rng.chance(4) {
             fl = (fl & !(O_CREAT | O_DIRECTORY)) | O_TMPFILE;
-            if !self.known {
+            if self.avoid("22") {
                 fl &= !O_NOFOLLOW; // Finding 22.
             }
         }
@@ -1556,7 +1561,7 @@ impl Gen {
             -1,
             i64::MAX,
         ]);
-        if n == i64::MAX && !self.known {
+        if n == i64::MAX && self.avoid("28") {
             // Finding 28: a size of i64::MAX lets writes reach the last page.
             return 1 << 40;
         }
@@ -1566,14 +1571,14 @@ impl Gen {
     /// Finding 16: no O_CREAT | O_EXCL on a path ending in `.` or `..`;
     /// finding 19: no invalid flag combinations with a too long path.
     fn no_dot_excl(&self, p: &[u8], fl: i32) -> i32 {
-        let fl = if p.len() >= 4096 && !self.known {
+        let fl = if p.len() >= 4096 && self.avoid("19") {
             fl & !(O_DIRECTORY | O_TMPFILE)
         } else {
             fl
         };
         let trimmed = p.strip_suffix(b"/").unwrap_or(p);
         let last = trimmed.rsplit(|&c| c == b'/').next().unwrap_or(b"");
-        if !self.known && (last == b"." || last == b"..") {
+        if self.avoid("16") && (last == b"." || last == b"..") {
             fl & !O_EXCL
         } else {
             fl
@@ -1582,7 +1587,7 @@ impl Gen {
 
     /// Finding 9: negative offsets and lengths only with known mismatches on.
     fn known_nonneg(&self, n: i64) -> i64 {
-        if n < 0 && !self.known { 0 } else { n }
+        if n < 0 && self.avoid("9") { 0 } else { n }
     }
 
     fn times(&mut self) -> Option<[Ts; 2]> {
@@ -1631,7 +1636,7 @@ impl Gen {
         // Finding 32: unless known mismatches are on, the chain ends in a
         // name no generated call makes a directory, so no walk can go on
         // past 40 links to a trailing symlink.
-        let last: &[u8] = if self.known { b"a" } else { b"missing" };
+        let last: &[u8] = if self.avoid("32") { b"missing" } else { b"a" };
         for i in 0..n {
             let target = if i + 1 == n {
                 last.to_vec()
@@ -1671,7 +1676,7 @@ impl Gen {
             }
             58..=63 => {
                 let (d, x, mut o) = (self.fd(), self.data(), self.offset());
-                if o == i64::MAX - 4096 && !self.known {
+                if o == i64::MAX - 4096 && self.avoid("28") {
                     o = 1 << 40; // Finding 28: no data in the last page.
                 }
                 Op::Pwrite(d, x, self.known_nonneg(o))
@@ -1680,7 +1685,7 @@ impl Gen {
                 let d = self.fd();
                 let k = self.rng.below(4);
                 let mut v: Vec<usize> = (0..k).map(|_| self.len()).collect();
-                if v.iter().sum::<usize>() == 0 && !self.known {
+                if v.iter().sum::<usize>() == 0 && self.avoid("15") {
                     v = vec![1]; // Finding 15.
                 }
                 Op::Readv(d, v)
@@ -1689,7 +1694,7 @@ impl Gen {
                 let d = self.fd();
                 let k = self.rng.below(4);
                 let mut v: Vec<Data> = (0..k).map(|_| self.data()).collect();
-                if v.iter().map(|x| x.len).sum::<usize>() == 0 && !self.known {
+                if v.iter().map(|x| x.len).sum::<usize>() == 0 && self.avoid("15") {
                     v = vec![Data { len: 1, seed: 0 }]; // Finding 15.
                 }
                 Op::Writev(d, v)
@@ -1697,7 +1702,7 @@ impl Gen {
             68..=74 => {
                 let d = self.fd();
                 let mut o = self.offset();
-                if o > 1 << 20 && !self.known {
+                if o > 1 << 20 && (self.avoid("5b") || self.avoid("28")) {
                     // Findings 5b (directory positions past the end cookie)
                     // and 28 (no writes into the last page).
                     o = 1 << 20;
@@ -1705,7 +1710,7 @@ impl Gen {
                 let mut w = self.rng.pick(&[
                     SEEK_SET, SEEK_CUR, SEEK_END, SEEK_DATA, SEEK_DATA, SEEK_HOLE, SEEK_HOLE, 5, -1,
                 ]);
-                if self.ended(d) || (self.is_dir(d) && !self.known) {
+                if self.ended(d) || (self.is_dir(d) && self.avoid("5b")) {
                     w = SEEK_SET; // Findings 5b and 14.
                 }
                 Op::Lseek(d, o, w)
@@ -1752,7 +1757,7 @@ impl Gen {
                     0x8000_0000,
                     u32::MAX,
                 ]);
-                if mask <= 1 && !self.known {
+                if mask <= 1 && self.avoid("3") {
                     // Finding 3: masks without the times only with known
                     // mismatches on.
                     mask = STATX_BASIC_STATS;
@@ -1766,7 +1771,7 @@ impl Gen {
             }
             93..=95 => {
                 let (p, mut l) = (self.path(), self.size());
-                if !self.known && l >= 0 {
+                if self.avoid("25") && l >= 0 {
                     // Finding 25: a length that is almost surely not the
                     // current size.
                     l = 1 + self.rng.below(1 << 20) as i64;
@@ -1780,7 +1785,7 @@ impl Gen {
             100..=104 => {
                 let d = self.fd();
                 let mut mode = self.rng.pick(&[0, 0, 1, 3, 3, 2, 0x10, 0x8, 0x20, 0x100]);
-                if mode <= 1 && self.fallocated && !self.known {
+                if mode <= 1 && self.fallocated && self.avoid("20") {
                     mode = 3; // Finding 20: one allocating fallocate per sequence.
                 }
                 let off = self
@@ -1834,7 +1839,7 @@ impl Gen {
                 );
                 self.probe_target(e, &b);
                 let fl = self.rng.pick(&[0, 1, 1, 2, 2, 3, 8]);
-                if (fl == 1 || fl == 2) && !self.known {
+                if (fl == 1 || fl == 2) && (self.avoid("7") || self.avoid("21")) {
                     // Findings 7 and 21.
                     while a.len() > 1 && a.last() == Some(&b'/') {
                         a.pop();
@@ -1878,7 +1883,7 @@ impl Gen {
             }
             155..=160 => {
                 let d = self.dir_fd_mostly();
-                let n = if self.known {
+                let n = if !self.avoid("17") {
                     self.rng.pick(&[0, 10, 24, 32, 64, 100, 4096, 4096])
                 } else {
                     // Finding 17: never too small for an entry (280 bytes at most).
@@ -1953,7 +1958,7 @@ impl Gen {
                 let (mut d, t) = (self.fd(), self.times());
                 if let Fd::Idx(i) = d
                     && self.opath.get(i) == Some(&true)
-                    && !self.known
+                    && self.avoid("11")
                 {
                     d = Fd::Idx(0); // Finding 11.
                 }
@@ -1961,7 +1966,7 @@ impl Gen {
                     && n < 0
                     && a.nsec == UTIME_OMIT
                     && m.nsec == UTIME_OMIT
-                    && !self.known
+                    && self.avoid("31")
                 {
                     d = Fd::Bad(1_000_000); // Finding 31.
                 }
@@ -1973,7 +1978,7 @@ impl Gen {
                 // Finding 32: with known mismatches off, chains stay short
                 // enough that no walk (other links before them included)
                 // exceeds 40 links through them.
-                let n = match (self.known, self.rng.chance(50)) {
+                let n = match (!self.avoid("32"), self.rng.chance(50)) {
                     (true, true) => 41,
                     (true, false) => 40,
                     (false, true) => 37,
@@ -3498,6 +3503,19 @@ fn known_cases() -> Vec<(&'static str, Vec<Op>)> {
             ],
         ),
         (
+            "finding 24d: linkat(AT_EMPTY_PATH) of a removed cwd to a name cached as negative: ENOENT, not EPERM",
+            vec![
+                Op::Open(p("."), O_RDONLY | O_DIRECTORY, 0),
+                Op::Mkdirat(Fd::Idx(0), p("a/"), 0o755),
+                Op::Chdir(p("a")),
+                // A negative dentry for the new name, in the directory to be
+                // removed.
+                Op::Unlink(p("a")),
+                Op::Unlinkat(Fd::Idx(0), p("a"), AT_REMOVEDIR),
+                Op::Linkat(Fd::Cwd, Vec::new(), Fd::Cwd, p("a"), AT_EMPTY_PATH),
+            ],
+        ),
+        (
             "finding 25: truncate(2) to the current size changes neither mtime nor ctime",
             vec![
                 Op::Open(p("f"), rw, 0o644),
@@ -3614,12 +3632,32 @@ const FIXED: &[&str] = &[
     "finding 4:",
     "finding 5:",
     "finding 6:",
+    "finding 7:",
     "finding 8:",
+    "finding 9:",
     "finding 10:",
+    "finding 11:",
+    "finding 12:",
     "finding 13:",
+    "finding 14:",
+    "finding 15:",
+    "finding 16:",
+    "finding 18:",
+    "finding 19:",
+    "finding 20:",
+    "finding 21:",
+    "finding 22:",
     "finding 23:",
+    "finding 24a:",
+    "finding 24b:",
+    "finding 24c:",
+    "finding 25:",
+    "finding 26:",
+    "finding 27:",
     "finding 29:",
     "finding 30:",
+    "finding 31:",
+    "finding 32:",
 ];
 
 fn is_fixed(name: &str) -> bool {
