@@ -55,8 +55,17 @@ pub use vfs::{Vfs, VfsBuilder};
 pub fn object_sizes() -> Vec<(&'static str, usize)> {
     vec![
         ("file object (struct file)", std::mem::size_of::<File>()),
-        ("dentry (struct dentry, name apart)", std::mem::size_of::<dcache::Dentry>()),
-        ("cached inode (inode cache node)", std::mem::size_of::<icache::Inode>()),
-        ("tmpfs inode (its own tree, pages apart)", fs::tmpfs::inode_size()),
+        (
+            "dentry (struct dentry, name apart)",
+            std::mem::size_of::<dcache::Dentry>(),
+        ),
+        (
+            "cached inode (inode cache node)",
+            std::mem::size_of::<icache::Inode>(),
+        ),
+        (
+            "tmpfs inode (its own tree, pages apart)",
+            fs::tmpfs::inode_size(),
+        ),
     ]
 }

@@ -339,14 +339,16 @@ impl<'a> Nd<'a> {
         dir: &DentryRef,
         name: &[u8],
     ) -> Result<DentryRef, Errno> {
+        // A removed directory has no entries (IS_DEADDIR): ENOENT before the
+        // cache (Linux's rmdir prunes its unused children from the dcache,
+        // `shrink_dcache_parent`) and before the file system's NAME_MAX
+        // check.
+        if dir.is_dead_dir() {
+            return Err(Errno::ENOENT);
+        }
         let dc = &self.vfs.caches().dcache;
         if let Some(d) = dc.lookup_locked(dir, name) {
             return Ok(d);
-        }
-        // A removed directory has no entries (IS_DEADDIR): ENOENT before the
-        // file system is asked, so before its NAME_MAX check.
-        if dir.is_dead_dir() {
-            return Err(Errno::ENOENT);
         }
         dcache::check_name_len(name)?;
         match dir.sb().fs.lookup(dir.ino(), name) {

@@ -1443,6 +1443,15 @@ impl Gen {
                 self.mid[*i] = d.last().is_some_and(|e| e.off != DIR_OFFSET_EOD);
                 self.dir[*i] = true; // Surely a directory.
             }
+            // A getdents64 whose buffer could not hold the next entry
+            // (EINVAL) leaves the position on that entry (finding 17).
+            (Op::Getdents(Fd::Idx(i), _), Err(e)) if *e == libc::EINVAL && *i < self.mid.len() => {
+                self.mid[*i] = true;
+            }
+            // Any seek that lands past the dots (SEEK_CUR, SEEK_END too).
+            (Op::Lseek(Fd::Idx(i), _, _), Ok(Val::Num(n))) if *i < self.mid.len() => {
+                self.mid[*i] = *n > 2;
+            }
             (Op::Lseek(Fd::Idx(i), off, SEEK_SET), Ok(_)) if *i < self.mid.len() => {
                 self.mid[*i] = *off > 2;
             }
@@ -3658,6 +3667,12 @@ const FIXED: &[&str] = &[
     "finding 30:",
     "finding 31:",
     "finding 32:",
+    // Fixed by the lead after the harness's last merge.
+    "finding 3:",
+    "finding 5b:",
+    "finding 17:",
+    "finding 24:",
+    "finding 24d:",
 ];
 
 fn is_fixed(name: &str) -> bool {

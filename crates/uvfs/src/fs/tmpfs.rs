@@ -252,7 +252,11 @@ impl Dir {
         if pos == DIR_OFFSET_FIRST {
             return self.order.keys().next_back().copied();
         }
-        if pos >= DIR_OFFSET_EOD {
+        // Exactly the end-of-directory cookie: nothing more. Positions past
+        // it (lseek allows up to i64::MAX; host) resume like any other, at
+        // the largest offset <= pos; larger values are negative as loff_t
+        // and unreachable on Linux.
+        if pos == DIR_OFFSET_EOD || pos > i64::MAX as u64 {
             return None;
         }
         // Linux: the entry with the largest offset <= pos, then onwards in
@@ -944,9 +948,8 @@ impl FileSystem for Tmpfs {
         let d = self.get(dir)?;
         let ds = rd(&d);
         ds.dir()?;
-        if ds.nlink == 0 {
-            return Err(Errno::ENOENT);
-        }
+        // Host: O_TMPFILE in a removed directory succeeds (`vfs_tmpfile`
+        // has no IS_DEADDIR check, and the file gets no name there).
         self.reserve_inode()?;
         let gid = if ds.mode & S_ISGID != 0 {
             ds.gid
@@ -1333,14 +1336,7 @@ impl FileSystem for Tmpfs {
         emit: &mut dyn FnMut(&DirEntry) -> bool,
     ) -> Result<(), Errno> {
         let d = self.get(dir)?;
-        // Host: a position past the end-of-directory cookie (reachable with
-        // lseek, up to i64::MAX) lists from the first entry again, as from
-        // cookie 2.
-        let mut pos = if cookie > DIR_OFFSET_EOD && cookie <= i64::MAX as u64 {
-            DIR_OFFSET_FIRST
-        } else {
-            cookie
-        };
+        let mut pos = cookie;
         // `.` and `..` (dir_emit_dots).
         {
             let st = rd(&d);

@@ -106,13 +106,19 @@ impl Process {
         // What Linux 6.18 reports for tmpfs (host): the basic fields but
         // mtime/ctime, and the mount id, always; mtime and ctime only when
         // either is asked for (multigrain timestamps: `fill_mg_cmtime`);
-        // btime only when asked for. The values are filled regardless.
+        // btime only when asked for. A time left out of the result mask is
+        // left zero, as Linux leaves it.
         sx.stx_mask = STATX_BASIC_STATS & !(STATX_MTIME | STATX_CTIME) | STATX_MNT_ID;
         if mask & (STATX_MTIME | STATX_CTIME) != 0 {
             sx.stx_mask |= STATX_MTIME | STATX_CTIME;
+        } else {
+            sx.stx_mtime = Default::default();
+            sx.stx_ctime = Default::default();
         }
         if mask & STATX_BTIME != 0 {
             sx.stx_mask |= STATX_BTIME;
+        } else {
+            sx.stx_btime = Default::default();
         }
         // The attributes Linux can report there: append, immutable and
         // nodump (shmem), automount and dax (generic), mount root.

@@ -304,6 +304,10 @@ impl Process {
             })?;
             if too_small {
                 pos.set(next);
+                drop(pos);
+                // `iterate_dir` marks the access before getdents64 turns
+                // the short buffer into EINVAL.
+                p.touch_atime(d, f.flags());
                 return Err(Errno::EINVAL);
             }
             // Having reached the end, the position rests at the

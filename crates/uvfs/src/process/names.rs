@@ -57,7 +57,7 @@ impl Process {
             return Err(Errno::ENOENT);
         }
         let dattr = attr_of(dir)?;
-        cred::may_create(&self.cred, &dattr)?;
+        self.may_create(dir, &dattr)?;
         let umask = self.fs.umask.load(Ordering::Relaxed);
         let mode = if mode & crate::fs::S_IFMT == S_IFLNK {
             mode
@@ -339,7 +339,7 @@ impl Process {
         match nattr {
             Some(_) if exchange => self.may_delete(ndir, &nd_, ndir_is)?,
             Some(_) => self.may_delete(ndir, &nd_, odir_is)?,
-            None => cred::may_create(&self.cred, &attr_of(ndir)?)?,
+            None => self.may_create(ndir, &attr_of(ndir)?)?,
         }
         if !same {
             if odir_is {
@@ -423,7 +423,7 @@ impl Process {
         if !std::sync::Arc::ptr_eq(src.sb(), dir.sb()) {
             return Err(Errno::EXDEV);
         }
-        cred::may_create(&self.cred, &attr_of(dir)?)?;
+        self.may_create(dir, &attr_of(dir)?)?;
         let sattr = attr_of(&src)?;
         if mode_is_dir(sattr.mode) {
             return Err(Errno::EPERM);

@@ -113,7 +113,7 @@ impl Process {
             let d = nd.lookup_locked_dir(&dir, &p.last)?;
             if d.is_negative() {
                 let dattr = attr_of(&dir)?;
-                cred::may_create(&self.cred, &dattr)?;
+                self.may_create(&dir, &dattr)?;
                 let umask = self.fs.umask.load(Ordering::Relaxed);
                 let m = cred::prepare_mode(&self.cred, &dattr, S_IFREG | (mode & 0o7777), umask);
                 let attr = dir.sb().fs.create(
@@ -298,6 +298,16 @@ impl Process {
 }
 
 impl Process {
+    /// `may_create`: no new name in a removed directory (`ENOENT`, even
+    /// when the name is cached as negative), then write and search
+    /// permission on it.
+    pub(super) fn may_create(&self, dir: &DentryRef, dattr: &Attr) -> Result<(), Errno> {
+        if dir.is_dead_dir() {
+            return Err(Errno::ENOENT);
+        }
+        cred::may_create(&self.cred, dattr)
+    }
+
     /// `notify_change`: applies a permission-checked attribute change
     /// through the file system, then refreshes the inode cache's copy and
     /// the walk's snapshot, so later permission checks see it.

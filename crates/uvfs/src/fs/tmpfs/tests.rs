@@ -290,7 +290,8 @@ fn readdir_resume_cookies_host() {
     assert_eq!(ls_from(&fs, R, 100), all);
     assert_eq!(ls_from(&fs, R, 2_147_483_646), all);
     assert_eq!(ls_from(&fs, R, EOD), vec![]);
-    // Host (lseek to 1 << 40, then getdents64): past EOD lists from the head.
+    // Host (lseek to 1 << 40, then getdents64): past EOD resumes at the
+    // largest cookie <= pos, here the head.
     assert_eq!(ls_from(&fs, R, 1 << 40), all);
     // Unreachable on Linux (a negative loff_t); nothing.
     assert_eq!(ls_from(&fs, R, u64::MAX), vec![]);
@@ -485,14 +486,17 @@ fn unlink_rmdir_errors_and_times() {
     let ra = fs.getattr(R).unwrap();
     assert!(ra.nlink == 2 && ra.mtime > old() && ra.ctime > rc);
     // Host: a removed directory kept open: nlink 0, size 40, getdents
-    // ENOENT, creating in it ENOENT.
+    // ENOENT, creating a name in it ENOENT; an unnamed O_TMPFILE in it works
+    // (vfs_tmpfile has no IS_DEADDIR check).
     let a = fs.getattr(d).unwrap();
     assert_eq!((a.nlink, a.size), (0, 40));
     assert_eq!(fs.readdir(d, 0, &mut |_| true), Err(Errno::ENOENT));
     assert_eq!(fs.create(d, b"x", nf(0o644)), Err(Errno::ENOENT));
     assert_eq!(fs.mkdir(d, b"x", nf(0o755)), Err(Errno::ENOENT));
     assert_eq!(fs.symlink(d, b"x", b"t", nf(0o777)), Err(Errno::ENOENT));
-    assert_eq!(fs.tmpfile(d, nf(0o600)), Err(Errno::ENOENT));
+    let t = fs.tmpfile(d, nf(0o600)).unwrap();
+    assert_eq!(t.nlink, 0);
+    fs.evict(t.ino);
     fs.evict(d);
     assert_eq!(fs.getattr(d), Err(Errno::ESTALE));
     fs.fsck(true).unwrap();
