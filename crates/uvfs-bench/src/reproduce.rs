@@ -378,4 +378,8 @@ pub fn reproduce(quick: bool) {
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
+    println!("\nmemory per object (bytes):");
+    for (what, bytes) in uvfs::object_sizes() {
+        println!("  {bytes:>5}  {what}");
+    }
 }
