@@ -33,16 +33,18 @@ impl Process {
         self.nd().lookup_parent(start.into_owned(), path)
     }
 
-    /// `filename_create`'s checks and `may_create`, with the directory
-    /// locked: `f` creates the inode and returns its attributes.
-    fn create_node(
+    /// `filename_create`: resolves the parent of a name to be created,
+    /// locks it, and checks the name is a plain one (`EEXIST` for `.`,
+    /// `..`, `/`), not taken (`EEXIST`) and, unless a directory is being
+    /// made, has no trailing slash (`ENOENT`); then runs `f` with the
+    /// directory, the name and its negative dentry, under the lock.
+    fn with_new_name<R>(
         &self,
         dirfd: i32,
         path: &[u8],
         is_dir: bool,
-        f: impl FnOnce(&DentryRef, &[u8], NewInode) -> Result<crate::fs::Attr, Errno>,
-        mode: u32,
-    ) -> Result<(), Errno> {
+        f: impl FnOnce(&DentryRef, &[u8], &DentryRef) -> Result<R, Errno>,
+    ) -> Result<R, Errno> {
         let p = self.parent_of(dirfd, path)?;
         if p.kind != LastType::Norm {
             return Err(Errno::EEXIST);
@@ -56,6 +58,32 @@ impl Process {
         if p.trailing && !is_dir {
             return Err(Errno::ENOENT);
         }
+        f(dir, &p.last, &d)
+    }
+
+    /// `filename_create` and `may_create`: `f` creates the inode and
+    /// returns its attributes.
+    fn create_node(
+        &self,
+        dirfd: i32,
+        path: &[u8],
+        is_dir: bool,
+        f: impl FnOnce(&DentryRef, &[u8], NewInode) -> Result<crate::fs::Attr, Errno>,
+        mode: u32,
+    ) -> Result<(), Errno> {
+        self.with_new_name(dirfd, path, is_dir, |dir, name, d| {
+            self.make_node(dir, name, d, f, mode)
+        })
+    }
+
+    fn make_node(
+        &self,
+        dir: &DentryRef,
+        name: &[u8],
+        d: &DentryRef,
+        f: impl FnOnce(&DentryRef, &[u8], NewInode) -> Result<crate::fs::Attr, Errno>,
+        mode: u32,
+    ) -> Result<(), Errno> {
         let dattr = attr_of(dir)?;
         self.may_create(dir, &dattr)?;
         let umask = self.fs.umask.load(Ordering::Relaxed);
@@ -69,9 +97,9 @@ impl Process {
             uid: self.cred.fsuid,
             gid: self.cred.fsgid,
         };
-        let attr = f(dir, &p.last, new)?;
+        let attr = f(dir, name, new)?;
         let inode = namei::iget(&self.vfs, dir.sb(), &attr)?;
-        self.vfs.caches().dcache.instantiate(&d, inode, &attr);
+        self.vfs.caches().dcache.instantiate(d, inode, &attr);
         self.changed(dir);
         Ok(())
     }
@@ -407,24 +435,24 @@ impl Process {
             lf |= EMPTY;
         }
         let src = self.resolve(od, old.as_ref(), lf)?;
-        let p = self.parent_of(nd, new.as_ref())?;
-        if p.kind != LastType::Norm {
-            return Err(Errno::EEXIST);
-        }
-        let dir = &p.dir;
-        let _g = lock(&dir.dir_lock);
-        let d = self.nd().lookup_locked_dir(dir, &p.last)?;
-        if !d.is_negative() {
-            return Err(Errno::EEXIST);
-        }
-        if p.trailing {
-            return Err(Errno::ENOENT);
-        }
+        self.with_new_name(nd, new.as_ref(), false, |dir, name, d| {
+            self.do_link(&src, dir, name, d)
+        })
+    }
+
+    /// `vfs_link`, with the new name's directory locked and the name free.
+    fn do_link(
+        &self,
+        src: &DentryRef,
+        dir: &DentryRef,
+        name: &[u8],
+        d: &DentryRef,
+    ) -> Result<(), Errno> {
         if !std::sync::Arc::ptr_eq(src.sb(), dir.sb()) {
             return Err(Errno::EXDEV);
         }
         self.may_create(dir, &attr_of(dir)?)?;
-        let sattr = attr_of(&src)?;
+        let sattr = attr_of(src)?;
         if mode_is_dir(sattr.mode) {
             return Err(Errno::EPERM);
         }
@@ -432,11 +460,11 @@ impl Process {
             return Err(Errno::ENOENT);
         }
         let _io = src.lock_inode();
-        let attr = dir.sb().fs.link(src.ino(), dir.ino(), &p.last)?;
+        let attr = dir.sb().fs.link(src.ino(), dir.ino(), name)?;
         self.changed(dir);
-        self.changed(&src);
+        self.changed(src);
         let inode = namei::iget(&self.vfs, dir.sb(), &attr)?;
-        self.vfs.caches().dcache.instantiate(&d, inode, &attr);
+        self.vfs.caches().dcache.instantiate(d, inode, &attr);
         Ok(())
     }
 
