@@ -461,8 +461,15 @@ pub(crate) fn iget(
     attr: &Attr,
 ) -> Result<NonNull<crate::icache::Inode>, Errno> {
     let a = *attr;
-    let r = vfs.caches().icache.iget(sb.id, attr.ino, move || Ok(a))?;
-    r.set_attr(*attr);
+    let filled = std::cell::Cell::new(false);
+    let r = vfs.caches().icache.iget(sb.id, attr.ino, || {
+        filled.set(true);
+        Ok(a)
+    })?;
+    // A cached inode gets the fresh attributes; a just-filled one has them.
+    if !filled.get() {
+        r.set_attr(*attr);
+    }
     Ok(r.into_raw())
 }
 
@@ -470,14 +477,24 @@ pub(crate) fn iget(
 /// copy and the walk's snapshot), after a change made through the file
 /// system.
 pub(crate) fn cache_attr(vfs: &Vfs, d: &DentryRef, a: Attr) {
+    with_cached_inode(vfs, d, |r| r.set_attr(a));
+    d.set_perm(a.mode, a.uid, a.gid);
+}
+
+/// Runs `f` on the inode cache's handle of `d`'s inode (nothing for a
+/// negative dentry), borrowing the dentry's reference.
+pub(crate) fn with_cached_inode(
+    vfs: &Vfs,
+    d: &DentryRef,
+    f: impl FnOnce(&crate::icache::InodeRef<'_>),
+) {
     if let Some(i) = d.inode_ptr() {
         let icache = &vfs.caches().icache;
         // SAFETY: the dentry's reference is borrowed, not transferred: the
         // ManuallyDrop keeps it from being put.
         let r = std::mem::ManuallyDrop::new(unsafe { icache.from_raw(i) });
-        r.set_attr(a);
+        f(&r);
     }
-    d.set_perm(a.mode, a.uid, a.gid);
 }
 
 /// `touch_atime` under the default `relatime` mount option: sets atime to

@@ -38,9 +38,10 @@ fn lookup_flags(flags: i32) -> u32 {
 }
 
 impl Process {
-    /// The dentry of an fd (`O_PATH` included): `EBADF` if not open.
-    fn fd_dentry(&self, fd: i32) -> Result<DentryRef, Errno> {
-        let file = self.files.get(fd).ok_or(Errno::EBADF)?;
+    /// The dentry of an fd: `EBADF` if not open, or if its file has a
+    /// `mask` mode bit (`FMODE_PATH` for the calls that use `fdget`).
+    fn fd_dentry(&self, fd: i32, mask: u32) -> Result<DentryRef, Errno> {
+        let file = self.files.get_mask(fd, mask).ok_or(Errno::EBADF)?;
         file.dentry().cloned().ok_or(Errno::EBADF)
     }
 
@@ -61,7 +62,7 @@ impl Process {
     /// `fstat(fd)`.
     pub fn fstat(&mut self, fd: i32) -> Result<Stat, Errno> {
         let _call = task_work::enter();
-        let d = self.fd_dentry(fd)?;
+        let d = self.fd_dentry(fd, 0)?;
         self.stat_of(&d)
     }
 
@@ -169,11 +170,7 @@ impl Process {
     /// `fchmod(fd, mode)` (`O_PATH` fds: `EBADF`, as Linux).
     pub fn fchmod(&mut self, fd: i32, mode: u32) -> Result<(), Errno> {
         let _call = task_work::enter();
-        let file = self
-            .files
-            .get_mask(fd, crate::file::FMODE_PATH)
-            .ok_or(Errno::EBADF)?;
-        let d = file.dentry().cloned().ok_or(Errno::EBADF)?;
+        let d = self.fd_dentry(fd, crate::file::FMODE_PATH)?;
         self.do_chmod(&d, mode)
     }
 
@@ -230,11 +227,7 @@ impl Process {
     /// `fchown(fd, uid, gid)`.
     pub fn fchown(&mut self, fd: i32, uid: u32, gid: u32) -> Result<(), Errno> {
         let _call = task_work::enter();
-        let file = self
-            .files
-            .get_mask(fd, crate::file::FMODE_PATH)
-            .ok_or(Errno::EBADF)?;
-        let d = file.dentry().cloned().ok_or(Errno::EBADF)?;
+        let d = self.fd_dentry(fd, crate::file::FMODE_PATH)?;
         self.do_chown(&d, uid, gid)
     }
 
@@ -340,11 +333,7 @@ impl Process {
             return Ok(());
         }
         // `do_utimes_fd` uses `fdget`: O_PATH files are EBADF.
-        let file = self
-            .files
-            .get_mask(fd, crate::file::FMODE_PATH)
-            .ok_or(Errno::EBADF)?;
-        let d = file.dentry().cloned().ok_or(Errno::EBADF)?;
+        let d = self.fd_dentry(fd, crate::file::FMODE_PATH)?;
         check_times(times)?;
         self.do_utimes(&d, times)
     }

@@ -232,21 +232,16 @@ impl Process {
     /// Re-reads an inode's attributes into the inode cache after its link
     /// count changed, so the cache frees it at its last put once unlinked.
     fn refresh_inode(&self, d: &DentryRef) {
-        let Some(i) = d.inode_ptr() else {
+        if d.is_negative() {
             return;
-        };
-        let attr = d.sb().fs.getattr(d.ino());
-        let icache = &self.vfs.caches().icache;
-        // SAFETY: the dentry's reference is borrowed, not transferred: the
-        // ManuallyDrop keeps it from being put.
-        let r = std::mem::ManuallyDrop::new(unsafe { icache.from_raw(i) });
-        match attr {
-            Ok(a) => r.set_attr(a),
-            Err(_) => {
+        }
+        match d.sb().fs.getattr(d.ino()) {
+            Ok(a) => self.cache_attr(d, a),
+            Err(_) => namei::with_cached_inode(&self.vfs, d, |r| {
                 let mut a = r.attr();
                 a.nlink = 0;
                 r.set_attr(a);
-            }
+            }),
         }
     }
 
