@@ -38,6 +38,8 @@ pub trait Sys {
     fn close(&mut self, fd: i32) -> Result<(), Errno>;
     /// `dup(2)`.
     fn dup(&mut self, fd: i32) -> Result<i32, Errno>;
+    /// fcntl(2) with an integer argument.
+    fn fcntl(&mut self, fd: i32, cmd: i32, arg: u64) -> Result<i32, Errno>;
     /// `read(2)`.
     fn read(&mut self, fd: i32, buf: &mut [u8]) -> Result<usize, Errno>;
     /// `write(2)`.
@@ -82,6 +84,12 @@ impl Sys for HostSys {
     fn dup(&mut self, fd: i32) -> Result<i32, Errno> {
         // SAFETY: no pointers are passed.
         host(unsafe { libc::dup(fd) })
+    }
+    #[inline]
+    fn fcntl(&mut self, fd: i32, cmd: i32, arg: u64) -> Result<i32, Errno> {
+        // SAFETY: only integer commands reach here (the lab never passes a
+        // pointer argument), so no memory is shared with the kernel.
+        host(unsafe { libc::fcntl(fd, cmd, arg) })
     }
     #[inline]
     fn read(&mut self, fd: i32, buf: &mut [u8]) -> Result<usize, Errno> {
@@ -136,6 +144,10 @@ impl Sys for UvfsSys {
     #[inline]
     fn dup(&mut self, fd: i32) -> Result<i32, Errno> {
         self.0.dup(fd)
+    }
+    #[inline]
+    fn fcntl(&mut self, fd: i32, cmd: i32, arg: u64) -> Result<i32, Errno> {
+        self.0.fcntl(fd, cmd, arg)
     }
     #[inline]
     fn read(&mut self, fd: i32, buf: &mut [u8]) -> Result<usize, Errno> {

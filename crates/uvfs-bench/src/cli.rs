@@ -3,6 +3,7 @@
 
 use crate::compare::{self, Rule};
 use crate::report::{self, Machine, Record, mean_sd};
+use crate::reproduce::Profile;
 use crate::runner::{self, Backend, Mode, RunConfig};
 use crate::workloads::{TESTS, Test};
 use clap::{Args, Parser, Subcommand};
@@ -42,20 +43,20 @@ pub enum Command {
     Compare(CompareArgs),
     /// Reproduce each seed's A/B experiment on uvfs, beside the host.
     ///
-    /// Runs each seed's experiment on uvfs with the fast path off (A) and
-    /// on (B), interleaved A B A B in one process, and the host kernel's
-    /// nearest loop; prints before, after, change and its 95 % interval.
-    Reproduce {
-        /// 4 rounds of 100 ms per side (smoke test); default 10 rounds of
-        /// 300 ms.
-        #[arg(long)]
-        quick: bool,
-    },
-    /// Run one of reproduce's loops on uvfs for SECS seconds (a target for
-    /// perf or callgrind).
+    /// Runs each seed's experiment (DESIGN.md §1) on uvfs with the fast
+    /// path off (A) and on (B), interleaved A B A B in one process, and the
+    /// host kernel's figure for the same test; prints before, after, change
+    /// and its 95 % interval, a verdict per seed, uvfs against the host for
+    /// every test, the lab issue's targets and (on more than one CPU)
+    /// scaling over tasks. Writes index.html with SVG charts,
+    /// reproduce.json and records.json (for `compare`) into --out. Exit
+    /// status 1 if a run failed.
+    Reproduce(ReproduceArgs),
+    /// Run one lab test on uvfs (seeds, processes mode, one task) for SECS
+    /// seconds, or fstree: a target for perf or callgrind.
     #[command(hide = true)]
     Loop {
-        /// open1, openneg, getfl, dup100 or fstree.
+        /// A test name from `list`, or fstree.
         test: String,
         /// How long.
         #[arg(default_value_t = 5.0)]
@@ -68,7 +69,7 @@ pub enum Command {
 pub struct RunArgs {
     /// The test (`uvfs-bench list` shows them): open1, open2, open3, dup1,
     /// lseek1, lseek2, read1, read2, pread1, write1, unlink1, unlink2,
-    /// openneg.
+    /// openneg, getfl, dup100.
     #[arg(value_parser = Test::from_name)]
     pub test: Test,
     /// Where to run: `host` = real system calls through libc on a temp
@@ -114,6 +115,24 @@ pub struct RunArgs {
     pub json: Option<PathBuf>,
 }
 
+/// `reproduce`'s options.
+#[derive(Debug, Args)]
+pub struct ReproduceArgs {
+    /// Smoke test, well under 30 s: 4 A/B rounds of 0.1 s per side, 0.15 s
+    /// per comparison run.
+    #[arg(long, conflicts_with = "full")]
+    pub quick: bool,
+    /// Longer and steadier (about 12 minutes on 2 CPUs): 30 rounds of 1 s
+    /// per side, 4 s per comparison run. The default (under 3 minutes) is
+    /// 10 rounds of 0.3 s and 1 s per comparison run.
+    #[arg(long)]
+    pub full: bool,
+    /// Where index.html, the .svg charts, reproduce.json and records.json
+    /// go (made if missing).
+    #[arg(long, value_name = "DIR", default_value = "target/uvfs-report")]
+    pub out: PathBuf,
+}
+
 /// `compare`'s options.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
@@ -156,9 +175,19 @@ pub fn main(cli: Cli) -> ExitCode {
             }
         },
         Command::Compare(args) => compare_files(&args),
-        Command::Reproduce { quick } => {
-            crate::reproduce::reproduce(quick);
-            ExitCode::SUCCESS
+        Command::Reproduce(args) => {
+            let profile = match (args.quick, args.full) {
+                (true, _) => Profile::Quick,
+                (_, true) => Profile::Full,
+                _ => Profile::Default,
+            };
+            match crate::reproduce::reproduce(profile, &args.out) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("uvfs-bench reproduce: {e}");
+                    ExitCode::FAILURE
+                }
+            }
         }
         Command::Loop { test, secs } => match crate::reproduce::profile_loop(&test, secs) {
             Ok(()) => ExitCode::SUCCESS,

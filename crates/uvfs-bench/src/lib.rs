@@ -7,11 +7,13 @@
 //! [`workloads`] (the tests), [`backend`] (host and uvfs system calls and
 //! work directories), [`runner`] (tasks, start barrier, counters,
 //! sampling), [`report`] (records, JSON, tables), [`compare`] (the noise
-//! rule and verdicts), [`reproduce`] (the seeds' table).
+//! rule and verdicts), [`reproduce`] (the seeds' A/B table, uvfs against the host, targets,
+//! scaling) and [`html`] (its HTML report and SVG charts).
 
 pub mod backend;
 pub mod cli;
 pub mod compare;
+pub mod html;
 pub mod report;
 pub mod reproduce;
 pub mod runner;

@@ -1,128 +1,938 @@
-//! `reproduce`: runs each seed's experiment on uvfs (real path walk, dentry
-//! and inode caches, tmpfs), fast path off and on, interleaved A B A B in
-//! one process, with the host kernel's figure for the same loop beside it.
-//! (Its HTML report, `--full` and `--out` are still to come.)
+//! `reproduce`: the project's main job. For each row of DESIGN.md §1 it
+//! runs the seed's experiment on uvfs (real path walk, dentry and inode
+//! caches, tmpfs) with the fast path off (A) and on (B), interleaved
+//! A B A B in one process, with the host kernel's figure for the same test
+//! beside it; then uvfs against the host test by test, the targets of the
+//! lab issue, and scaling over tasks where the machine has more than one
+//! CPU. Every figure comes from the lab's [`runner`], the same code
+//! `uvfs-bench run` uses, so a row here and a `run` of the same test agree.
+//!
+//! Output: tables on stdout, and in `--out` (default
+//! `target/uvfs-report/`) `reproduce.json` (everything), `records.json`
+//! (the runs as `run --json` records, for `uvfs-bench compare`) and
+//! `index.html` with SVG charts (also written as separate `.svg` files).
 
+use crate::report::{Machine, Record, mean_sd};
+use crate::runner::{self, Backend, Mode, RunConfig};
+use crate::workloads::Test;
+use crate::{cli, html};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
 use std::ffi::CString;
 use std::hint::black_box;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use uvfs::{Errno, FastPaths, Process, Vfs, uapi};
+use uvfs::{Errno, FastPaths, Process, Vfs};
 
-/// One seed's experiment.
+/// How long and how steady.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// A smoke test (CI): well under 30 s.
+    Quick,
+    /// The README's main job: under 3 minutes on 2 cores.
+    Default,
+    /// Longer samples and more rounds.
+    Full,
+}
+
+/// The time budget of a profile.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Budget {
+    /// A/B rounds per seed row (each round: one A sample, one B sample).
+    pub rounds: usize,
+    /// Seconds per A/B sample (one runner run).
+    pub sample: f64,
+    /// Warm-up seconds before each run.
+    pub warmup: f64,
+    /// Seconds per run in the uvfs-against-host and scaling sections.
+    pub run: f64,
+}
+
+impl Profile {
+    /// The profile's budget.
+    pub fn budget(self) -> Budget {
+        match self {
+            Profile::Quick => Budget {
+                rounds: 4,
+                sample: 0.1,
+                warmup: 0.02,
+                run: 0.15,
+            },
+            Profile::Default => Budget {
+                rounds: 10,
+                sample: 0.3,
+                warmup: 0.05,
+                run: 1.0,
+            },
+            Profile::Full => Budget {
+                rounds: 30,
+                sample: 1.0,
+                warmup: 0.2,
+                run: 4.0,
+            },
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Profile::Quick => "quick",
+            Profile::Default => "default",
+            Profile::Full => "full",
+        }
+    }
+}
+
+/// One seed's experiment (a row of DESIGN.md §1).
 struct Row {
     seed: &'static str,
-    test: &'static str,
-    switch: Option<&'static str>,
-    note: &'static str,
+    test: Kind,
+    mode: Mode,
+    switch: &'static str,
+    what: &'static str,
+    /// The seed's own figure.
+    evidence: &'static str,
+}
+
+/// What a row or a comparison runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// A lab test through the runner.
+    Lab(Test),
+    /// fstree, until the lab has it as a test: reproduce's own loop.
+    Fstree,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Lab(t) => t.name(),
+            Kind::Fstree => "fstree",
+        }
+    }
 }
 
 const ROWS: &[Row] = &[
     Row {
         seed: "000",
-        test: "open1",
-        switch: Some("close_sync"),
-        note: "close(2) releases synchronously",
+        test: Kind::Lab(Test::Open1),
+        mode: Mode::Processes,
+        switch: "close_sync",
+        what: "close(2) releases synchronously",
+        evidence: "open1 +7% to +14.5%",
     },
     Row {
         seed: "001",
-        test: "open1",
-        switch: Some("typesafe_files"),
-        note: "type-stable file objects",
+        test: Kind::Lab(Test::Open1),
+        mode: Mode::Processes,
+        switch: "typesafe_files",
+        what: "type-stable file objects",
+        evidence: "open1 +16%",
     },
     Row {
         seed: "001",
-        test: "openneg",
-        switch: Some("badopen_immediate"),
-        note: "failed open frees at once",
+        test: Kind::Lab(Test::Openneg),
+        mode: Mode::Processes,
+        switch: "badopen_immediate",
+        what: "failed open frees at once",
+        evidence: "openneg +29%",
     },
     Row {
         seed: "003",
-        test: "getfl",
-        switch: Some("fget_masked"),
-        note: "masked branch-free fd lookup",
+        test: Kind::Lab(Test::Getfl),
+        mode: Mode::Processes,
+        switch: "fget_masked",
+        what: "masked branch-free fd lookup",
+        evidence: "-2.9% regression fixed",
     },
     Row {
         seed: "004",
-        test: "dup100",
-        switch: Some("alloc_fd_fast"),
-        note: "alloc_fd: next_fd's word first",
+        test: Kind::Lab(Test::Dup100),
+        mode: Mode::Processes,
+        switch: "alloc_fd_fast",
+        what: "alloc_fd: next_fd's word first",
+        evidence: "blogbench reads +8% to +15%",
     },
     Row {
         seed: "002",
-        test: "fstree",
-        switch: Some("icache_lockless"),
-        note: "inode hash searched without its lock",
+        test: Kind::Fstree,
+        mode: Mode::Threads,
+        switch: "icache_lockless",
+        what: "inode hash searched without its lock",
+        evidence: "fstree -53% time",
     },
 ];
 
-/// Runs `op` repeatedly for `dur`, returning operations per second.
-fn rate(dur: Duration, mut op: impl FnMut()) -> f64 {
-    let start = Instant::now();
-    let mut n = 0u64;
-    loop {
-        for _ in 0..256 {
-            op();
-        }
-        n += 256;
-        let el = start.elapsed();
-        if el >= dur {
-            return n as f64 / el.as_secs_f64();
-        }
+/// The tests compared with the host, one task, processes mode.
+const VERSUS: &[Kind] = &[
+    Kind::Lab(Test::Open1),
+    Kind::Lab(Test::Open2),
+    Kind::Lab(Test::Open3),
+    Kind::Lab(Test::Dup1),
+    Kind::Lab(Test::Lseek1),
+    Kind::Lab(Test::Lseek2),
+    Kind::Lab(Test::Read1),
+    Kind::Lab(Test::Read2),
+    Kind::Lab(Test::Pread1),
+    Kind::Lab(Test::Write1),
+    Kind::Lab(Test::Unlink1),
+    Kind::Lab(Test::Unlink2),
+    Kind::Lab(Test::Openneg),
+    Kind::Lab(Test::Getfl),
+    Kind::Lab(Test::Dup100),
+    Kind::Fstree,
+];
+
+/// The lab issue's uvfs-against-host targets (processes mode, one task).
+const HOST_TARGETS: &[(Test, f64)] = &[
+    (Test::Open1, 20.0),
+    (Test::Openneg, 20.0),
+    (Test::Dup1, 10.0),
+    (Test::Lseek1, 10.0),
+    (Test::Read1, 10.0),
+];
+
+/// The tests whose scaling is charted, and the issue's threads-mode target
+/// for 2 tasks against 1.
+const SCALING: &[Test] = &[Test::Open1, Test::Dup1];
+const THREADS_TARGET: f64 = 1.8;
+
+/// One seed row's result.
+#[derive(Clone, Debug, Serialize)]
+pub struct SeedResult {
+    /// The seed's number.
+    pub seed: String,
+    /// The test.
+    pub test: String,
+    /// processes or threads.
+    pub mode: String,
+    /// Tasks per run.
+    pub tasks: usize,
+    /// The `FastPaths` switch (A: off, B: on; all others on).
+    pub switch: String,
+    /// The fast path in a few words.
+    pub what: String,
+    /// The seed's own figure.
+    pub evidence: String,
+    /// A's per-round ops/s.
+    pub a_samples: Vec<f64>,
+    /// B's per-round ops/s.
+    pub b_samples: Vec<f64>,
+    /// Mean of A.
+    pub a_ops_per_sec: f64,
+    /// Mean of B.
+    pub b_ops_per_sec: f64,
+    /// B against A, %.
+    pub change_pct: f64,
+    /// 95 % interval of the change (normal approximation), % of A.
+    pub ci_low_pct: f64,
+    /// Upper end.
+    pub ci_high_pct: f64,
+    /// `reproduces`, `within noise` or `opposite`.
+    pub verdict: String,
+    /// The host kernel's ops/s for the same test, if it ran.
+    pub host_ops_per_sec: Option<f64>,
+    /// An error that stopped the row.
+    pub error: Option<String>,
+}
+
+/// uvfs against the host for one test.
+#[derive(Clone, Debug, Serialize)]
+pub struct Versus {
+    /// The test.
+    pub test: String,
+    /// uvfs (all fast paths) ops/s.
+    pub uvfs_ops_per_sec: Option<f64>,
+    /// Host ops/s.
+    pub host_ops_per_sec: Option<f64>,
+    /// uvfs / host.
+    pub ratio: Option<f64>,
+    /// The issue's target ratio, if any.
+    pub target: Option<f64>,
+    /// Errors, if a side failed.
+    pub error: Option<String>,
+}
+
+/// One point of a scaling curve.
+#[derive(Clone, Debug, Serialize)]
+pub struct ScalePoint {
+    /// The test.
+    pub test: String,
+    /// host or uvfs.
+    pub backend: String,
+    /// processes or threads.
+    pub mode: String,
+    /// Tasks.
+    pub tasks: usize,
+    /// Total ops/s.
+    pub ops_per_sec: f64,
+}
+
+/// One checked target.
+#[derive(Clone, Debug, Serialize)]
+pub struct Target {
+    /// What is checked.
+    pub what: String,
+    /// The goal, e.g. `>= 20x`.
+    pub goal: String,
+    /// The measured figure.
+    pub measured: Option<f64>,
+    /// Met or not (None: not measured).
+    pub met: Option<bool>,
+}
+
+/// Everything one `reproduce` measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct Reproduction {
+    /// The command line's profile.
+    pub profile: Profile,
+    /// Its budget.
+    pub budget: Budget,
+    /// The machine.
+    pub machine: Machine,
+    /// Seconds since the epoch when the run started.
+    pub started_unix: u64,
+    /// Wall seconds the run took.
+    pub wall_seconds: f64,
+    /// Host work directories were made under this directory.
+    pub host_dir: String,
+    /// fstree's shape (reproduce's own loop).
+    pub fstree: String,
+    /// The seed rows.
+    pub seeds: Vec<SeedResult>,
+    /// uvfs against the host.
+    pub versus: Vec<Versus>,
+    /// Scaling points (empty on one CPU).
+    pub scaling: Vec<ScalePoint>,
+    /// Why scaling is missing, if it is.
+    pub scaling_note: Option<String>,
+    /// The issue's targets.
+    pub targets: Vec<Target>,
+    /// Bytes per object.
+    pub object_sizes: Vec<(String, usize)>,
+}
+
+/// Runs the reproduction and writes the report; `Err` when something
+/// failed (the report is still written, with the failures in it).
+pub fn reproduce(profile: Profile, out: &Path) -> Result<(), String> {
+    let budget = profile.budget();
+    let machine = Machine::current();
+    let host_dir = host_dir();
+    let t0 = Instant::now();
+    let started_unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let tasks = scaling_tasks(machine.nproc);
+
+    let runs = VERSUS.len() * 2
+        + ROWS.len() * budget.rounds * 2
+        + SCALING.len() * 4 * tasks.len()
+        + usize::from(tasks.is_empty());
+    let bar = ProgressBar::new(runs as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+
+    println!(
+        "uvfs seed reproduction ({} profile: {} A/B rounds of {} s per side, {} s per comparison run)",
+        profile.name(),
+        budget.rounds,
+        budget.sample,
+        budget.run
+    );
+    println!(
+        "machine: {}, {} CPUs, kernel {}",
+        machine.cpu, machine.nproc, machine.kernel
+    );
+    println!(
+        "uvfs: path walk + dentry/inode caches + tmpfs; host: real syscalls under {} (tmpfs)",
+        host_dir.display()
+    );
+    println!("{}\n", fstree_shape());
+
+    let mut lab = Lab {
+        budget,
+        host_dir: host_dir.clone(),
+        records: Vec::new(),
+        bar: &bar,
+        failures: Vec::new(),
+    };
+
+    // uvfs against the host, one task each: the host figures also serve
+    // the seed rows.
+    let versus: Vec<Versus> = VERSUS.iter().map(|&k| lab.versus(k)).collect();
+    let seeds: Vec<SeedResult> = ROWS
+        .iter()
+        .map(|row| {
+            let host = versus
+                .iter()
+                .find(|v| v.test == row.test.name())
+                .and_then(|v| v.host_ops_per_sec);
+            lab.seed(row, host)
+        })
+        .collect();
+    let (scaling, scaling_note) = if tasks.is_empty() {
+        bar.inc(1);
+        (
+            Vec::new(),
+            Some(format!(
+                "{} CPU: scaling over tasks needs more than one",
+                machine.nproc
+            )),
+        )
+    } else {
+        (lab.scaling(&tasks), None)
+    };
+    bar.finish_and_clear();
+
+    let targets = targets(&versus, &scaling);
+    let failures = std::mem::take(&mut lab.failures);
+    let records = std::mem::take(&mut lab.records);
+    let rep = Reproduction {
+        profile,
+        budget,
+        machine,
+        started_unix,
+        wall_seconds: t0.elapsed().as_secs_f64(),
+        host_dir: host_dir.display().to_string(),
+        fstree: fstree_shape(),
+        seeds,
+        versus,
+        scaling,
+        scaling_note,
+        targets,
+        object_sizes: uvfs::object_sizes()
+            .into_iter()
+            .map(|(w, b)| (w.to_string(), b))
+            .collect(),
+    };
+    print_text(&rep);
+    write_out(out, &rep, &records)?;
+    println!(
+        "\nwrote {}/index.html, reproduce.json, records.json ({} records) in {:.0} s",
+        out.display(),
+        records.len(),
+        rep.wall_seconds
+    );
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} run(s) failed: {}",
+            failures.len(),
+            failures.join("; ")
+        ))
     }
 }
 
-/// The file will-it-scale's open1 opens, and the missing one openneg tries.
-const FILE: &str = "/tmp/willitscale.file";
-const MISSING: &str = "/tmp/nonexistent";
+/// Where host work directories go: `/dev/shm` (tmpfs) when there is one.
+fn host_dir() -> PathBuf {
+    let shm = PathBuf::from("/dev/shm");
+    if shm.is_dir() {
+        shm
+    } else {
+        std::env::temp_dir()
+    }
+}
+
+/// Task counts for the scaling charts: 1, 2, 4, … up to the CPU count
+/// (at most 8), and the CPU count itself; empty on one CPU.
+fn scaling_tasks(nproc: usize) -> Vec<usize> {
+    if nproc < 2 {
+        return Vec::new();
+    }
+    let top = nproc.min(8);
+    let mut v: Vec<usize> = std::iter::successors(Some(1usize), |n| Some(n * 2))
+        .take_while(|&n| n <= top)
+        .collect();
+    if v.last() != Some(&top) {
+        v.push(top);
+    }
+    v
+}
+
+/// What one run runs.
+#[derive(Clone, Copy)]
+struct Spec {
+    kind: Kind,
+    backend: Backend,
+    mode: Mode,
+    tasks: usize,
+    fast: FastPaths,
+}
+
+/// The measuring state: budget, where records go, the progress bar.
+struct Lab<'b> {
+    budget: Budget,
+    host_dir: PathBuf,
+    records: Vec<Record>,
+    bar: &'b ProgressBar,
+    failures: Vec<String>,
+}
+
+impl Lab<'_> {
+    /// One runner run (or fstree loop) of `secs` seconds in `samples`
+    /// samples; returns the mean ops/s and keeps the record.
+    fn run(&mut self, spec: Spec, secs: f64, samples: usize) -> Result<f64, String> {
+        let Spec {
+            kind,
+            backend,
+            mode,
+            tasks,
+            fast,
+        } = spec;
+        let label = format!(
+            "{} {} {} x{} {}",
+            kind.name(),
+            backend.name(),
+            mode.name(),
+            tasks,
+            if backend == Backend::Uvfs {
+                fast.to_string()
+            } else {
+                String::new()
+            }
+        );
+        self.bar.set_message(label.clone());
+        let cfg = RunConfig {
+            test: match kind {
+                Kind::Lab(t) => t,
+                Kind::Fstree => Test::Open1, // unused below
+            },
+            backend,
+            mode,
+            tasks,
+            seconds: secs,
+            warmup: self.budget.warmup,
+            interval: secs / samples.max(1) as f64,
+            fastpaths: fast,
+            dir: self.host_dir.clone(),
+        };
+        let r = match kind {
+            Kind::Lab(_) => runner::run(&cfg).and_then(|m| {
+                if m.leftovers.is_empty() {
+                    Ok(cli::record(&cfg, &m, None))
+                } else {
+                    Err(format!("left {:?} in {}", m.leftovers, m.workdir))
+                }
+            }),
+            Kind::Fstree => fstree_record(&cfg),
+        };
+        self.bar.inc(1);
+        match r {
+            Ok(rec) => {
+                let ops = rec.ops_per_sec;
+                self.keep(rec);
+                Ok(ops)
+            }
+            Err(e) => {
+                let e = format!("{label}: {e}");
+                self.bar.suspend(|| eprintln!("reproduce: {e}"));
+                self.failures.push(e.clone());
+                Err(e)
+            }
+        }
+    }
+
+    /// Keeps a record; a second run of the same configuration adds its
+    /// samples to the first's (records.json has one record per key, as
+    /// `compare` expects).
+    fn keep(&mut self, rec: Record) {
+        let same = |r: &Record| {
+            (&r.test, &r.backend, &r.mode, r.tasks, &r.fastpaths)
+                == (
+                    &rec.test,
+                    &rec.backend,
+                    &rec.mode,
+                    rec.tasks,
+                    &rec.fastpaths,
+                )
+        };
+        if let Some(r) = self.records.iter_mut().find(|r| same(r)) {
+            r.samples.extend_from_slice(&rec.samples);
+            let (m, sd) = mean_sd(&r.samples);
+            r.ops_per_sec = m;
+            r.per_task_ops_per_sec = m / r.tasks as f64;
+            r.stddev = sd;
+            r.seconds += rec.seconds;
+            r.task_ops_per_sec.clear();
+        } else {
+            self.records.push(rec);
+        }
+    }
+
+    fn versus(&mut self, kind: Kind) -> Versus {
+        let secs = self.budget.run;
+        let samples = 5;
+        let mode = if kind == Kind::Fstree {
+            Mode::Threads
+        } else {
+            Mode::Processes
+        };
+        let tasks = if kind == Kind::Fstree {
+            FSTREE_TASKS
+        } else {
+            1
+        };
+        let u = self.run(
+            Spec {
+                kind,
+                backend: Backend::Uvfs,
+                mode,
+                tasks,
+                fast: FastPaths::seeds(),
+            },
+            secs,
+            samples,
+        );
+        let h = self.run(
+            Spec {
+                kind,
+                backend: Backend::Host,
+                mode,
+                tasks,
+                fast: FastPaths::seeds(),
+            },
+            secs,
+            samples,
+        );
+        let target = match kind {
+            Kind::Lab(t) => HOST_TARGETS.iter().find(|(x, _)| *x == t).map(|x| x.1),
+            Kind::Fstree => None,
+        };
+        let error = match (&u, &h) {
+            (Err(a), Err(b)) => Some(format!("{a}; {b}")),
+            (Err(e), _) | (_, Err(e)) => Some(e.clone()),
+            _ => None,
+        };
+        let (u, h) = (u.ok(), h.ok());
+        Versus {
+            test: kind.name().into(),
+            uvfs_ops_per_sec: u,
+            host_ops_per_sec: h,
+            ratio: u.zip(h).map(|(u, h)| u / h),
+            target,
+            error,
+        }
+    }
+
+    fn seed(&mut self, row: &Row, host: Option<f64>) -> SeedResult {
+        let on = FastPaths::seeds();
+        let off = on.with(row.switch, false);
+        let tasks = if row.test == Kind::Fstree {
+            FSTREE_TASKS
+        } else {
+            1
+        };
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        let mut error = None;
+        let secs = self.budget.sample;
+        for _ in 0..self.budget.rounds {
+            let spec = |fast| Spec {
+                kind: row.test,
+                backend: Backend::Uvfs,
+                mode: row.mode,
+                tasks,
+                fast,
+            };
+            let ra = self.run(spec(off), secs, 1);
+            let rb = self.run(spec(on), secs, 1);
+            match (ra, rb) {
+                (Ok(x), Ok(y)) => {
+                    a.push(x);
+                    b.push(y);
+                }
+                (Err(e), _) | (_, Err(e)) => {
+                    error = Some(e);
+                    break;
+                }
+            }
+        }
+        let ((ma, sa), (mb, sb)) = (mean_sd(&a), mean_sd(&b));
+        let (change, half) = if a.is_empty() || ma <= 0.0 {
+            (0.0, 0.0)
+        } else {
+            let se = (sa * sa / a.len() as f64 + sb * sb / b.len() as f64).sqrt();
+            ((mb / ma - 1.0) * 100.0, 1.96 * se / ma * 100.0)
+        };
+        let verdict = if error.is_some() || a.len() < 2 {
+            "not measured"
+        } else if change - half > 0.0 {
+            "reproduces"
+        } else if change + half < 0.0 {
+            "opposite"
+        } else {
+            "within noise"
+        };
+        SeedResult {
+            seed: row.seed.into(),
+            test: row.test.name().into(),
+            mode: row.mode.name().into(),
+            tasks,
+            switch: row.switch.into(),
+            what: row.what.into(),
+            evidence: row.evidence.into(),
+            a_samples: a,
+            b_samples: b,
+            a_ops_per_sec: ma,
+            b_ops_per_sec: mb,
+            change_pct: change,
+            ci_low_pct: change - half,
+            ci_high_pct: change + half,
+            verdict: verdict.into(),
+            host_ops_per_sec: host,
+            error,
+        }
+    }
+
+    fn scaling(&mut self, tasks: &[usize]) -> Vec<ScalePoint> {
+        let mut pts = Vec::new();
+        for &test in SCALING {
+            for backend in [Backend::Uvfs, Backend::Host] {
+                for mode in [Mode::Threads, Mode::Processes] {
+                    for &n in tasks {
+                        let secs = self.budget.run;
+                        if let Ok(ops) = self.run(
+                            Spec {
+                                kind: Kind::Lab(test),
+                                backend,
+                                mode,
+                                tasks: n,
+                                fast: FastPaths::seeds(),
+                            },
+                            secs,
+                            5,
+                        ) {
+                            pts.push(ScalePoint {
+                                test: test.name().into(),
+                                backend: backend.name().into(),
+                                mode: mode.name().into(),
+                                tasks: n,
+                                ops_per_sec: ops,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        pts
+    }
+}
+
+/// The issue's targets, checked against this run.
+fn targets(versus: &[Versus], scaling: &[ScalePoint]) -> Vec<Target> {
+    let mut t = Vec::new();
+    for &(test, goal) in HOST_TARGETS {
+        let measured = versus
+            .iter()
+            .find(|v| v.test == test.name())
+            .and_then(|v| v.ratio);
+        t.push(Target {
+            what: format!("{}: uvfs / host, processes, 1 task", test.name()),
+            goal: format!(">= {goal}x"),
+            measured,
+            met: measured.map(|m| m >= goal),
+        });
+    }
+    for &test in SCALING {
+        let at = |n: usize| {
+            scaling
+                .iter()
+                .find(|p| {
+                    p.test == test.name()
+                        && p.backend == "uvfs"
+                        && p.mode == "threads"
+                        && p.tasks == n
+                })
+                .map(|p| p.ops_per_sec)
+        };
+        let measured = at(2).zip(at(1)).map(|(two, one)| two / one);
+        t.push(Target {
+            what: format!("{}: uvfs threads, 2 tasks / 1 task", test.name()),
+            goal: format!(">= {THREADS_TARGET}x"),
+            measured,
+            met: measured.map(|m| m >= THREADS_TARGET),
+        });
+    }
+    t
+}
+
+fn fmt_opt(v: Option<f64>, prec: usize) -> String {
+    v.map_or_else(|| "-".into(), |x| format!("{x:.prec$}"))
+}
+
+/// The text tables.
+fn print_text(r: &Reproduction) {
+    println!(
+        "seeds: A = fast path off, B = on (all other fast paths on); runs interleaved A B A B"
+    );
+    println!(
+        "{:<4} {:<8} {:<18} {:>13} {:>13} {:>8} {:>17} {:<13} {:>12} {:>8}  seed's figure",
+        "seed",
+        "test",
+        "switch",
+        "A ops/s",
+        "B ops/s",
+        "change",
+        "95% CI",
+        "verdict",
+        "host ops/s",
+        "B/host"
+    );
+    for s in &r.seeds {
+        if let Some(e) = &s.error {
+            println!("{:<4} {:<8} {:<18} failed: {e}", s.seed, s.test, s.switch);
+            continue;
+        }
+        println!(
+            "{:<4} {:<8} {:<18} {:>13.0} {:>13.0} {:>+7.1}% {:>+7.1}%..{:>+6.1}% {:<13} {:>12} {:>7}x  {}",
+            s.seed,
+            s.test,
+            s.switch,
+            s.a_ops_per_sec,
+            s.b_ops_per_sec,
+            s.change_pct,
+            s.ci_low_pct,
+            s.ci_high_pct,
+            s.verdict,
+            fmt_opt(s.host_ops_per_sec, 0),
+            fmt_opt(s.host_ops_per_sec.map(|h| s.b_ops_per_sec / h), 1),
+            s.evidence
+        );
+    }
+    println!(
+        "\nuvfs (all fast paths) against the host kernel, 1 task, processes mode (fstree: {FSTREE_TASKS} threads)"
+    );
+    println!(
+        "{:<8} {:>14} {:>14} {:>8} {:>7}",
+        "test", "uvfs ops/s", "host ops/s", "ratio", "target"
+    );
+    for v in &r.versus {
+        println!(
+            "{:<8} {:>14} {:>14} {:>7}x {:>7}{}",
+            v.test,
+            fmt_opt(v.uvfs_ops_per_sec, 0),
+            fmt_opt(v.host_ops_per_sec, 0),
+            fmt_opt(v.ratio, 1),
+            v.target.map_or_else(String::new, |t| format!(">={t}x")),
+            v.error
+                .as_ref()
+                .map_or_else(String::new, |e| format!("  ({e})"))
+        );
+    }
+    if let Some(note) = &r.scaling_note {
+        println!("\nscaling: {note}");
+    } else {
+        println!("\nscaling over tasks (total ops/s)");
+        for p in &r.scaling {
+            println!(
+                "{:<8} {:<5} {:<10} {:>3} tasks {:>14.0}",
+                p.test, p.backend, p.mode, p.tasks, p.ops_per_sec
+            );
+        }
+    }
+    println!("\ntargets of the lab issue");
+    for t in &r.targets {
+        println!(
+            "{:<45} {:>8} measured {:>6}  {}",
+            t.what,
+            t.goal,
+            fmt_opt(t.measured, 2),
+            match t.met {
+                Some(true) => "met",
+                Some(false) => "MISSED",
+                None => "not measured",
+            }
+        );
+    }
+    println!("\nmemory per object (bytes):");
+    for (what, bytes) in &r.object_sizes {
+        println!("  {bytes:>5}  {what}");
+    }
+}
+
+/// Writes reproduce.json, records.json, index.html and the charts.
+fn write_out(out: &Path, r: &Reproduction, records: &[Record]) -> Result<(), String> {
+    let ctx = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
+    std::fs::create_dir_all(out).map_err(|e| ctx(out, e))?;
+    let json = serde_json::to_string_pretty(r).map_err(|e| e.to_string())?;
+    let p = out.join("reproduce.json");
+    std::fs::write(&p, json + "\n").map_err(|e| ctx(&p, e))?;
+    crate::report::write_json(&out.join("records.json"), records)?;
+    let charts = html::charts(r)?;
+    for (name, svg) in &charts {
+        let p = out.join(name);
+        std::fs::write(&p, svg).map_err(|e| ctx(&p, e))?;
+    }
+    let p = out.join("index.html");
+    std::fs::write(&p, html::page(r, &charts)).map_err(|e| ctx(&p, e))
+}
+
+// ---------------------------------------------------------------------
+// fstree (seed 002), reproduce's own loop until the lab has the test.
 
 /// fstree's shape per task: directories x files (seed 002: 1000 x 1000 per
-/// thread on 20 threads; scaled to this machine), and the cache limits set
-/// below one task's tree so every walk misses, as in the seed.
+/// thread on 20 threads; scaled to this machine), and the uvfs cache
+/// limits set below one task's tree so every walk misses, as in the seed.
 const FSTREE_DIRS: usize = 40;
 const FSTREE_FILES: usize = 100;
 const FSTREE_TASKS: usize = 2;
 const FSTREE_CACHE: usize = FSTREE_DIRS * FSTREE_FILES / 4;
 
-/// A VFS with the will-it-scale layout: `/tmp` and the file open1 opens.
-fn wis_vfs(fast: FastPaths) -> Result<(std::sync::Arc<Vfs>, Process), Errno> {
-    let vfs = Vfs::new(fast);
-    let mut p = Process::new(&vfs)?;
-    p.mkdir("/tmp", 0o1777)?;
-    let fd = p.open(FILE, uapi::O_CREAT | uapi::O_RDWR, 0o600)?;
-    p.close(fd)?;
-    Ok((vfs, p))
+fn fstree_shape() -> String {
+    format!(
+        "fstree: {FSTREE_TASKS} threads x {FSTREE_DIRS} dirs x {FSTREE_FILES} files, uvfs caches limited to {FSTREE_CACHE} entries (the host's hold the tree); ops = stats"
+    )
 }
 
-/// One timed sample of `test` on uvfs with `fast`.
-fn sample_uvfs(test: &str, fast: FastPaths, dur: Duration) -> Result<f64, Errno> {
-    let (_vfs, mut p) = wis_vfs(fast)?;
-    Ok(match test {
-        "open1" => rate(dur, || {
-            let fd = p.open(FILE, uapi::O_RDWR, 0).expect("open");
-            p.close(black_box(fd)).expect("close");
-        }),
-        "openneg" => rate(dur, || {
-            let r = p.open(MISSING, uapi::O_RDONLY, 0);
-            assert_eq!(black_box(r), Err(Errno::ENOENT));
-        }),
-        "getfl" => {
-            let fd = p.open(FILE, uapi::O_RDWR, 0)?;
-            rate(dur, || {
-                black_box(p.fcntl(black_box(fd), uapi::F_GETFL, 0).expect("fcntl"));
-            })
-        }
-        "dup100" => {
-            let fd = p.open(FILE, uapi::O_RDWR, 0)?;
-            for _ in 0..100 {
-                p.dup(fd)?;
+/// An fstree run as a record (one sample: the whole run's rate).
+fn fstree_record(cfg: &RunConfig) -> Result<Record, String> {
+    let dur = Duration::from_secs_f64(cfg.seconds);
+    let warm = Duration::from_secs_f64(cfg.warmup);
+    let samples = ((cfg.seconds / cfg.interval).round() as usize).max(1);
+    let step = dur / samples as u32;
+    let mut v = Vec::new();
+    match cfg.backend {
+        Backend::Uvfs => {
+            let vfs = fstree_vfs(cfg.fastpaths).map_err(|e| format!("fstree tree: {e}"))?;
+            let _ = sample_fstree(&vfs, warm);
+            for _ in 0..samples {
+                v.push(sample_fstree(&vfs, step));
             }
-            p.close(70)?;
-            rate(dur, || {
-                let d = p.dup(black_box(fd)).expect("dup");
-                p.close(d).expect("close");
-            })
         }
-        _ => unreachable!("unknown test {test}"),
+        Backend::Host => {
+            let dir = cfg
+                .dir
+                .join(format!("uvfs-bench-fstree.{}", std::process::id()));
+            let d = dir.to_string_lossy().into_owned();
+            let paths = host_fstree(&d)?;
+            let _ = sample_host_fstree(&paths, warm);
+            for _ in 0..samples {
+                v.push(sample_host_fstree(&paths, step));
+            }
+            std::fs::remove_dir_all(&dir).map_err(|e| format!("{d}: {e}"))?;
+        }
+    }
+    let (m, sd) = mean_sd(&v);
+    Ok(Record {
+        test: "fstree".into(),
+        backend: cfg.backend.name().into(),
+        mode: Mode::Threads.name().into(),
+        tasks: FSTREE_TASKS,
+        fastpaths: match cfg.backend {
+            Backend::Host => "-".into(),
+            Backend::Uvfs => cfg.fastpaths.to_string(),
+        },
+        ops_per_sec: m,
+        per_task_ops_per_sec: m / FSTREE_TASKS as f64,
+        stddev: sd,
+        samples: v,
+        task_ops_per_sec: Vec::new(),
+        seconds: cfg.seconds,
+        warmup: cfg.warmup,
+        machine: None,
     })
 }
 
@@ -142,7 +952,7 @@ fn fstree_vfs(fast: FastPaths) -> Result<std::sync::Arc<Vfs>, Errno> {
             for f in 0..FSTREE_FILES {
                 let fd = p.open(
                     format!("/t{t}/d{d}/f{f}"),
-                    uapi::O_CREAT | uapi::O_WRONLY,
+                    uvfs::uapi::O_CREAT | uvfs::uapi::O_WRONLY,
                     0o644,
                 )?;
                 p.close(fd)?;
@@ -185,23 +995,28 @@ fn sample_fstree(vfs: &std::sync::Arc<Vfs>, dur: Duration) -> f64 {
     total as f64 / start.elapsed().as_secs_f64()
 }
 
-/// fstree on the host: the same trees under `dir`, walked by the same
-/// number of threads with stat(2).
-fn sample_host_fstree(dir: &str, dur: Duration) -> f64 {
-    let paths: Vec<Vec<CString>> = (0..FSTREE_TASKS)
-        .map(|t| {
-            let mut v = Vec::new();
-            for d in 0..FSTREE_DIRS {
-                std::fs::create_dir_all(format!("{dir}/t{t}/d{d}")).expect("host fstree dir");
-                for f in 0..FSTREE_FILES {
-                    let path = format!("{dir}/t{t}/d{d}/f{f}");
-                    std::fs::write(&path, b"").expect("host fstree file");
-                    v.push(CString::new(path).expect("path"));
-                }
+/// Builds the host's trees under `dir`; returns each task's paths.
+fn host_fstree(dir: &str) -> Result<Vec<Vec<CString>>, String> {
+    let mut all = Vec::new();
+    for t in 0..FSTREE_TASKS {
+        let mut v = Vec::new();
+        for d in 0..FSTREE_DIRS {
+            let sub = format!("{dir}/t{t}/d{d}");
+            std::fs::create_dir_all(&sub).map_err(|e| format!("{sub}: {e}"))?;
+            for f in 0..FSTREE_FILES {
+                let path = format!("{sub}/f{f}");
+                std::fs::write(&path, b"").map_err(|e| format!("{path}: {e}"))?;
+                v.push(CString::new(path).map_err(|e| e.to_string())?);
             }
-            v
-        })
-        .collect();
+        }
+        all.push(v);
+    }
+    Ok(all)
+}
+
+/// fstree on the host: the same trees walked by the same number of threads
+/// with stat(2).
+fn sample_host_fstree(paths: &[Vec<CString>], dur: Duration) -> f64 {
     let start = Instant::now();
     let total: u64 = std::thread::scope(|s| {
         let hs: Vec<_> = paths
@@ -231,155 +1046,87 @@ fn sample_host_fstree(dir: &str, dur: Duration) -> f64 {
     total as f64 / start.elapsed().as_secs_f64()
 }
 
-/// The host kernel running the same loop with real syscalls, on a tmpfs
-/// directory (`/dev/shm`) for the path-based tests.
-fn sample_host(test: &str, dir: &str, dur: Duration) -> f64 {
-    let file = CString::new(format!("{dir}/file")).unwrap();
-    let missing = CString::new(format!("{dir}/missing")).unwrap();
-    // SAFETY: plain libc calls on NUL-terminated strings we own and on fds
-    // this function opened; no memory is shared with the kernel.
-    unsafe {
-        let fd = libc::open(file.as_ptr(), libc::O_RDWR | libc::O_CREAT, 0o600);
-        assert!(fd >= 0, "open {dir}/file: {}", Errno::last_os_error());
-        let r = match test {
-            "open1" => rate(dur, || {
-                let f = libc::open(file.as_ptr(), libc::O_RDWR);
-                assert!(f >= 0);
-                libc::close(black_box(f));
-            }),
-            "openneg" => rate(dur, || {
-                let f = libc::open(missing.as_ptr(), libc::O_RDONLY);
-                assert!(black_box(f) < 0);
-            }),
-            "getfl" => rate(dur, || {
-                black_box(libc::fcntl(black_box(fd), libc::F_GETFL));
-            }),
-            "dup100" => {
-                let extra: Vec<i32> = (0..100).map(|_| libc::dup(fd)).collect();
-                let r = rate(dur, || {
-                    let d = libc::dup(black_box(fd));
-                    libc::close(d);
-                });
-                for d in extra {
-                    libc::close(d);
-                }
-                r
-            }
-            _ => unreachable!(),
-        };
-        libc::close(fd);
-        r
-    }
-}
-
-/// Mean and sample standard deviation.
-fn mean_sd(v: &[f64]) -> (f64, f64) {
-    let n = v.len() as f64;
-    let m = v.iter().sum::<f64>() / n;
-    let var = v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1.0).max(1.0);
-    (m, var.sqrt())
-}
-
-/// Runs one workload on uvfs (seeds preset) for `secs` seconds and prints
-/// its rate: a clean target for `perf record` / `valgrind --tool=callgrind`.
+/// Runs one lab test on uvfs (seeds preset, processes mode, one task) for
+/// `secs` seconds and prints its rate: a clean target for `perf record` /
+/// `valgrind --tool=callgrind`.
 pub fn profile_loop(test: &str, secs: f64) -> Result<(), String> {
-    if !matches!(test, "open1" | "openneg" | "getfl" | "dup100" | "fstree") {
-        return Err(format!(
-            "loop knows open1, openneg, getfl, dup100 and fstree, not {test}"
-        ));
-    }
-    let dur = Duration::from_secs_f64(secs);
-    let ops = if test == "fstree" {
+    let (ops, what) = if test == "fstree" {
         let vfs = fstree_vfs(FastPaths::seeds()).map_err(|e| format!("fstree tree: {e}"))?;
-        sample_fstree(&vfs, dur)
+        (sample_fstree(&vfs, Duration::from_secs_f64(secs)), "stats")
     } else {
-        sample_uvfs(test, FastPaths::seeds(), dur).map_err(|e| format!("uvfs loop: {e}"))?
+        let test = Test::from_name(test)?;
+        let cfg = RunConfig {
+            test,
+            backend: Backend::Uvfs,
+            mode: Mode::Processes,
+            tasks: 1,
+            seconds: secs,
+            warmup: 0.0,
+            interval: secs,
+            fastpaths: FastPaths::seeds(),
+            dir: host_dir(),
+        };
+        (runner::run(&cfg)?.samples[0], "ops")
     };
-    println!("{test}: {ops:.0} ops/s");
+    println!("{test}: {ops:.0} {what}/s");
     Ok(())
 }
 
-/// `uvfs-bench reproduce [--quick]`: the table of the seeds' A/B figures.
-/// `quick`: 4 rounds of 100 ms per side (smoke test); else 10 rounds of
-/// 300 ms.
-pub fn reproduce(quick: bool) {
-    let (rounds, dur) = if quick {
-        (4, Duration::from_millis(100))
-    } else {
-        (10, Duration::from_millis(300))
-    };
-    let dir = format!("/dev/shm/uvfs-bench-{}", std::process::id());
-    std::fs::create_dir_all(&dir).expect("create a directory on /dev/shm for the host baseline");
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-    println!("uvfs seed reproduction, {rounds} rounds x {dur:?} per side, A/B interleaved");
-    println!("uvfs: path walk + dentry/inode caches + tmpfs, files under /tmp of the VFS");
-    println!("host baseline: real syscalls, files in {dir} (tmpfs)");
-    println!(
-        "fstree: {FSTREE_TASKS} tasks x {FSTREE_DIRS} dirs x {FSTREE_FILES} files, uvfs caches limited to {FSTREE_CACHE} entries; ops = stats\n"
-    );
-    println!(
-        "{:<5} {:<8} {:<18} {:>14} {:>14} {:>9} {:>17} {:>13} {:>9}",
-        "seed",
-        "test",
-        "switch",
-        "A: off ops/s",
-        "B: on ops/s",
-        "change",
-        "95% CI",
-        "host ops/s",
-        "B/host"
-    );
-    for row in ROWS {
-        let Some(switch) = row.switch else {
-            println!(
-                "{:<5} {:<8} {:<18} not reproducible yet: {}",
-                row.seed, row.test, "-", row.note
-            );
-            continue;
-        };
-        let off = FastPaths::seeds().with(switch, false);
-        let on = FastPaths::seeds();
-        let (mut a, mut b) = (Vec::new(), Vec::new());
-        let host = if row.test == "fstree" {
-            // Both trees are built once; the walks interleave.
-            let va = fstree_vfs(off).expect("fstree tree");
-            let vb = fstree_vfs(on).expect("fstree tree");
-            let _ = sample_fstree(&vb, dur / 4);
-            for _ in 0..rounds {
-                a.push(sample_fstree(&va, dur));
-                b.push(sample_fstree(&vb, dur));
-            }
-            sample_host_fstree(&dir, dur * 2)
-        } else {
-            // Warm-up, then interleave.
-            let _ = sample_uvfs(row.test, on, dur / 4);
-            for _ in 0..rounds {
-                a.push(sample_uvfs(row.test, off, dur).expect("uvfs sample"));
-                b.push(sample_uvfs(row.test, on, dur).expect("uvfs sample"));
-            }
-            sample_host(row.test, &dir, dur * 2)
-        };
-        let ((ma, sa), (mb, sb)) = (mean_sd(&a), mean_sd(&b));
-        let change = (mb / ma - 1.0) * 100.0;
-        // Normal-approximation CI of the difference of means, in % of A.
-        let half = 1.96 * (sa * sa / a.len() as f64 + sb * sb / b.len() as f64).sqrt() / ma * 100.0;
-        println!(
-            "{:<5} {:<8} {:<18} {:>14.0} {:>14.0} {:>+8.1}% {:>+7.1}%..{:>+6.1}% {:>13.0} {:>8.1}x",
-            row.seed,
-            row.test,
-            switch,
-            ma,
-            mb,
-            change,
-            change - half,
-            change + half,
-            host,
-            mb / host
-        );
+    #[test]
+    fn scaling_task_counts() {
+        assert!(scaling_tasks(1).is_empty());
+        assert_eq!(scaling_tasks(2), vec![1, 2]);
+        assert_eq!(scaling_tasks(6), vec![1, 2, 4, 6]);
+        assert_eq!(scaling_tasks(64), vec![1, 2, 4, 8]);
     }
-    let _ = std::fs::remove_dir_all(&dir);
-    println!("\nmemory per object (bytes):");
-    for (what, bytes) in uvfs::object_sizes() {
-        println!("  {bytes:>5}  {what}");
+
+    #[test]
+    fn every_row_names_a_real_switch() {
+        let names: Vec<&str> = FastPaths::switches().map(|(n, _)| n).collect();
+        for r in ROWS {
+            assert!(names.contains(&r.switch), "{}", r.switch);
+        }
+        // Every switch has a row.
+        for n in names {
+            assert!(ROWS.iter().any(|r| r.switch == n), "{n} has no row");
+        }
+    }
+
+    #[test]
+    fn targets_are_judged() {
+        let v = vec![Versus {
+            test: "open1".into(),
+            uvfs_ops_per_sec: Some(30.0),
+            host_ops_per_sec: Some(1.0),
+            ratio: Some(30.0),
+            target: Some(20.0),
+            error: None,
+        }];
+        let s = vec![
+            ScalePoint {
+                test: "dup1".into(),
+                backend: "uvfs".into(),
+                mode: "threads".into(),
+                tasks: 1,
+                ops_per_sec: 10.0,
+            },
+            ScalePoint {
+                test: "dup1".into(),
+                backend: "uvfs".into(),
+                mode: "threads".into(),
+                tasks: 2,
+                ops_per_sec: 12.0,
+            },
+        ];
+        let t = targets(&v, &s);
+        let find = |w: &str| t.iter().find(|t| t.what.starts_with(w)).unwrap();
+        assert_eq!(find("open1: uvfs / host").met, Some(true));
+        assert_eq!(find("openneg").met, None);
+        assert_eq!(find("dup1: uvfs threads").met, Some(false));
+        assert!((find("dup1: uvfs threads").measured.unwrap() - 1.2).abs() < 1e-9);
     }
 }

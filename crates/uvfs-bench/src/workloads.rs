@@ -23,6 +23,8 @@
 //! | unlink1 | own name `W/willitscale.N` | create it, close, unlink |
 //! | unlink2 | own directory `W/willitscale.N.d` | create `willitscale` in it, close, unlink |
 //! | openneg | nothing | open `W/nonexistent` read-only, expect `ENOENT` |
+//! | getfl | own file, kept open | `fcntl(fd, F_GETFL)` (seed 003: one fd lookup per call) |
+//! | dup100 | own file open, 100 copies with a hole at the 68th | dup the fd (it lands in the hole), close the copy |
 
 use crate::backend::{Sys, cpath};
 use std::ffi::CString;
@@ -33,6 +35,10 @@ use uvfs::{Errno, uapi};
 const BUFLEN: usize = 4096;
 /// will-it-scale's file size for the read and write tests.
 const FILESIZE: usize = 1024 * 1024;
+/// dup100's copies, and which of them is closed to make the hole (the
+/// 68th: with the first fds at 3 or so, past the first 64-bit word).
+const DUP100_COPIES: usize = 100;
+const DUP100_HOLE: usize = 67;
 
 /// A test by name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -63,6 +69,10 @@ pub enum Test {
     Unlink2,
     /// Open of a missing file (ENOENT).
     Openneg,
+    /// fcntl(F_GETFL): an fd lookup and little else.
+    Getfl,
+    /// dup/close with 100 fds open and a hole among them.
+    Dup100,
 }
 
 /// One entry of the test list.
@@ -141,6 +151,16 @@ pub const TESTS: &[Entry] = &[
         name: "openneg",
         test: Some(Test::Openneg),
         description: "seed 001: open of a missing file, expecting ENOENT",
+    },
+    Entry {
+        name: "getfl",
+        test: Some(Test::Getfl),
+        description: "seed 003: fcntl(fd, F_GETFL) on its own open file, one fd lookup per call",
+    },
+    Entry {
+        name: "dup100",
+        test: Some(Test::Dup100),
+        description: "seed 004: dup/close with 100 copies open and the lowest hole past word 0",
     },
     Entry {
         name: "fstree",
@@ -269,6 +289,8 @@ pub struct TaskState {
     buf: Vec<u8>,
     /// Bytes written since the last rewind (write1).
     size: usize,
+    /// Extra fds held open for the loop's duration (dup100).
+    extra: Vec<i32>,
 }
 
 /// Task `n`'s setup (in the task's own process or thread, before the start).
@@ -281,6 +303,7 @@ pub fn setup<S: Sys>(test: Test, sys: &mut S, workdir: &str, n: usize) -> Result
         unlink_path: false,
         buf: vec![0u8; BUFLEN],
         size: 0,
+        extra: Vec::new(),
     };
     match test {
         Test::Open1 | Test::Unlink1 => {}
@@ -297,9 +320,21 @@ pub fn setup<S: Sys>(test: Test, sys: &mut S, workdir: &str, n: usize) -> Result
         }
         Test::Open3 => st.path = shared_file(workdir),
         Test::Openneg => st.path = cpath(format!("{workdir}/nonexistent")),
-        Test::Dup1 => {
+        Test::Dup1 | Test::Getfl => {
             st.fd = create_file(sys, &st.path, 0)?;
             st.unlink_path = true;
+        }
+        Test::Dup100 => {
+            st.fd = create_file(sys, &st.path, 0)?;
+            st.unlink_path = true;
+            for _ in 0..DUP100_COPIES {
+                let d = sys.dup(st.fd)?;
+                st.extra.push(d);
+            }
+            // The hole: the loop's dup finds it as the lowest free fd (in
+            // processes mode; threads share one table and its holes).
+            let hole = st.extra.remove(DUP100_HOLE);
+            sys.close(hole)?;
         }
         Test::Lseek1 | Test::Read1 | Test::Pread1 | Test::Write1 => {
             let len = match test {
@@ -318,6 +353,9 @@ pub fn setup<S: Sys>(test: Test, sys: &mut S, workdir: &str, n: usize) -> Result
 
 /// Undoes [`setup`].
 pub fn teardown<S: Sys>(sys: &mut S, st: TaskState) -> Result<(), Errno> {
+    for &fd in &st.extra {
+        sys.close(fd)?;
+    }
     if st.fd >= 0 {
         sys.close(st.fd)?;
     }
@@ -378,7 +416,7 @@ pub fn run<S: Sys>(
             let fd = sys.open(path, uapi::O_RDWR, 0)?;
             sys.close(fd)
         }),
-        Test::Dup1 => iterate(count, stop, || {
+        Test::Dup1 | Test::Dup100 => iterate(count, stop, || {
             let fd2 = sys.dup(fd)?;
             sys.close(fd2)
         }),
@@ -413,6 +451,7 @@ pub fn run<S: Sys>(
             sys.close(fd)?;
             sys.unlink(path)
         }),
+        Test::Getfl => iterate(count, stop, || sys.fcntl(fd, uapi::F_GETFL, 0).map(drop)),
         Test::Openneg => iterate(count, stop, || match sys.open(path, uapi::O_RDONLY, 0) {
             Err(Errno::ENOENT) => Ok(()),
             Err(e) => Err(e),

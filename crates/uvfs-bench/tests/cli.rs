@@ -51,6 +51,8 @@ fn list_names_every_test() {
         "unlink1",
         "unlink2",
         "openneg",
+        "getfl",
+        "dup100",
         "fstree",
         "blogbench",
     ] {
@@ -182,4 +184,78 @@ fn compare_exit_status() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `reproduce --quick` end to end: every seed row measured (or its failure
+/// named), uvfs against the host for each test, the report's files, and
+/// records.json readable by `compare` (itself against itself: no
+/// regression).
+#[test]
+fn reproduce_quick_writes_its_report() {
+    let dir = tmpdir("reproduce");
+    let out = bench()
+        .args(["reproduce", "--quick", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for f in [
+        "index.html",
+        "reproduce.json",
+        "records.json",
+        "seeds.svg",
+        "versus-host.svg",
+    ] {
+        assert!(dir.join(f).is_file(), "{f} missing; {stdout}");
+    }
+    let rep: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("reproduce.json")).unwrap())
+            .unwrap();
+    let seeds = rep["seeds"].as_array().unwrap();
+    assert_eq!(seeds.len(), 6);
+    for s in seeds {
+        assert!(s["error"].is_null(), "{s}");
+        assert!(s["a_ops_per_sec"].as_f64().unwrap() > 0.0, "{s}");
+        assert!(s["b_ops_per_sec"].as_f64().unwrap() > 0.0, "{s}");
+        assert_eq!(s["a_samples"].as_array().unwrap().len(), 4);
+        let v = s["verdict"].as_str().unwrap();
+        assert!(
+            ["reproduces", "within noise", "opposite"].contains(&v),
+            "{v}"
+        );
+    }
+    for v in rep["versus"].as_array().unwrap() {
+        assert!(v["ratio"].as_f64().unwrap() > 0.0, "{v}");
+    }
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(html.contains("<svg") && html.contains("close_sync") && html.ends_with("</html>\n"));
+    let recs = dir.join("records.json");
+    let cmp = bench()
+        .arg("compare")
+        .arg(&recs)
+        .arg(&recs)
+        .output()
+        .unwrap();
+    assert_eq!(
+        cmp.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&cmp.stdout)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn reproduce_rejects_quick_with_full() {
+    let out = bench()
+        .args(["reproduce", "--quick", "--full"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be used with"));
 }

@@ -1,0 +1,475 @@
+//! `reproduce`'s report: SVG charts (plotters' SVG backend, no font
+//! libraries: text is left to the browser) and one self-contained HTML
+//! page holding the tables and the charts.
+
+use crate::reproduce::Reproduction;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::fmt::Write as _;
+
+type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+const BLUE: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
+const ORANGE: RGBColor = RGBColor(0xff, 0x7f, 0x0e);
+const GREEN: RGBColor = RGBColor(0x2c, 0xa0, 0x2c);
+const GREY: RGBColor = RGBColor(0x7f, 0x7f, 0x7f);
+const RED_: RGBColor = RGBColor(0xd6, 0x27, 0x28);
+
+fn err(e: impl std::fmt::Display) -> String {
+    format!("chart: {e}")
+}
+
+/// Draws into a fresh SVG string of `w` x `h` pixels.
+fn svg(
+    w: u32,
+    h: u32,
+    draw: impl FnOnce(&Area<'_>) -> Result<(), String>,
+) -> Result<String, String> {
+    let mut s = String::new();
+    {
+        let root = SVGBackend::with_string(&mut s, (w, h)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        draw(&root)?;
+        root.present().map_err(err)?;
+    }
+    Ok(s)
+}
+
+/// The charts, as (file name, SVG text).
+pub fn charts(r: &Reproduction) -> Result<Vec<(String, String)>, String> {
+    let mut out = vec![
+        ("seeds.svg".to_string(), seeds_chart(r)?),
+        ("versus-host.svg".to_string(), versus_chart(r)?),
+    ];
+    let mut tests: Vec<&str> = r.scaling.iter().map(|p| p.test.as_str()).collect();
+    tests.dedup();
+    for t in tests {
+        out.push((format!("scaling-{t}.svg"), scaling_chart(r, t)?));
+    }
+    Ok(out)
+}
+
+/// Change % of B against A per seed row, with its 95 % interval.
+fn seeds_chart(r: &Reproduction) -> Result<String, String> {
+    // Segment 0 is at the bottom: reversed, the first row is on top.
+    let rows: Vec<_> = r.seeds.iter().rev().filter(|s| s.error.is_none()).collect();
+    let names: Vec<String> = rows
+        .iter()
+        .map(|s| format!("{} {} {}", s.seed, s.test, s.switch))
+        .collect();
+    let lo = rows.iter().map(|s| s.ci_low_pct).fold(-5.0f64, f64::min);
+    let hi = rows.iter().map(|s| s.ci_high_pct).fold(5.0f64, f64::max);
+    let pad = (hi - lo) * 0.08;
+    let n = rows.len().max(1);
+    svg(760, 60 + 40 * n as u32, |root| {
+        let mut c = ChartBuilder::on(root)
+            .caption(
+                "seed fast paths: B (on) against A (off), change % with 95% interval",
+                ("sans-serif", 15),
+            )
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(230)
+            .build_cartesian_2d((lo - pad)..(hi + pad), (0..n).into_segmented())
+            .map_err(err)?;
+        c.configure_mesh()
+            .disable_y_mesh()
+            .y_labels(n)
+            .x_desc("change %")
+            .y_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {
+                    names.get(*i).cloned().unwrap_or_default()
+                }
+                SegmentValue::Last => String::new(),
+            })
+            .draw()
+            .map_err(err)?;
+        c.draw_series(rows.iter().enumerate().map(|(i, s)| {
+            let color = match s.verdict.as_str() {
+                "reproduces" => GREEN,
+                "opposite" => RED_,
+                _ => GREY,
+            };
+            let mut bar = Rectangle::new(
+                [
+                    (0.0, SegmentValue::Exact(i)),
+                    (s.change_pct, SegmentValue::Exact(i + 1)),
+                ],
+                color.mix(0.6).filled(),
+            );
+            bar.set_margin(8, 8, 0, 0);
+            bar
+        }))
+        .map_err(err)?;
+        c.draw_series(rows.iter().enumerate().map(|(i, s)| {
+            PathElement::new(
+                vec![
+                    (s.ci_low_pct, SegmentValue::CenterOf(i)),
+                    (s.ci_high_pct, SegmentValue::CenterOf(i)),
+                ],
+                BLACK.stroke_width(2),
+            )
+        }))
+        .map_err(err)?;
+        c.draw_series(std::iter::once(PathElement::new(
+            vec![(0.0, SegmentValue::Exact(0)), (0.0, SegmentValue::Last)],
+            BLACK,
+        )))
+        .map_err(err)?;
+        Ok(())
+    })
+}
+
+/// uvfs / host per test, log scale, with the issue's targets marked.
+fn versus_chart(r: &Reproduction) -> Result<String, String> {
+    let rows: Vec<_> = r
+        .versus
+        .iter()
+        .rev()
+        .filter(|v| v.ratio.is_some())
+        .collect();
+    let names: Vec<String> = rows.iter().map(|v| v.test.clone()).collect();
+    let top = rows
+        .iter()
+        .filter_map(|v| v.ratio.map(|r| r.max(v.target.unwrap_or(0.0))))
+        .fold(10.0f64, f64::max)
+        * 1.5;
+    let bottom = rows.iter().filter_map(|v| v.ratio).fold(1.0f64, f64::min) * 0.5;
+    let n = rows.len().max(1);
+    svg(760, 60 + 28 * n as u32, |root| {
+        let mut c = ChartBuilder::on(root)
+            .caption(
+                "uvfs against the host kernel: ops/s ratio (log scale; | = target)",
+                ("sans-serif", 15),
+            )
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(90)
+            .build_cartesian_2d((bottom..top).log_scale(), (0..n).into_segmented())
+            .map_err(err)?;
+        c.configure_mesh()
+            .disable_y_mesh()
+            .y_labels(n)
+            .x_labels(6)
+            .x_label_formatter(&|x| {
+                if *x >= 1.0 {
+                    format!("{x:.0}")
+                } else {
+                    format!("{x:.1}")
+                }
+            })
+            .x_desc("uvfs ops/s / host ops/s")
+            .y_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {
+                    names.get(*i).cloned().unwrap_or_default()
+                }
+                SegmentValue::Last => String::new(),
+            })
+            .draw()
+            .map_err(err)?;
+        c.draw_series(rows.iter().enumerate().map(|(i, v)| {
+            let ratio = v.ratio.unwrap_or(1.0);
+            let color = match v.target {
+                Some(t) if ratio < t => ORANGE,
+                _ => BLUE,
+            };
+            let mut bar = Rectangle::new(
+                [
+                    (bottom, SegmentValue::Exact(i)),
+                    (ratio, SegmentValue::Exact(i + 1)),
+                ],
+                color.mix(0.7).filled(),
+            );
+            bar.set_margin(5, 5, 0, 0);
+            bar
+        }))
+        .map_err(err)?;
+        c.draw_series(rows.iter().enumerate().filter_map(|(i, v)| {
+            v.target.map(|t| {
+                PathElement::new(
+                    vec![(t, SegmentValue::Exact(i)), (t, SegmentValue::Exact(i + 1))],
+                    RED_.stroke_width(3),
+                )
+            })
+        }))
+        .map_err(err)?;
+        Ok(())
+    })
+}
+
+/// One test's scaling: total ops/s over task counts (log scale) and the
+/// speed-up against one task, for uvfs and the host in both modes.
+fn scaling_chart(r: &Reproduction, test: &str) -> Result<String, String> {
+    let pts: Vec<_> = r.scaling.iter().filter(|p| p.test == test).collect();
+    let max_tasks = pts.iter().map(|p| p.tasks).max().unwrap_or(1).max(2);
+    let top = pts.iter().map(|p| p.ops_per_sec).fold(1.0, f64::max) * 2.0 / 1e6;
+    let bottom = pts
+        .iter()
+        .map(|p| p.ops_per_sec)
+        .fold(f64::INFINITY, f64::min)
+        .min(top * 1e6 / 4.0)
+        / 2.0
+        / 1e6;
+    let series = [
+        ("uvfs", "threads", BLUE),
+        ("uvfs", "processes", GREEN),
+        ("host", "threads", ORANGE),
+        ("host", "processes", RED_),
+    ];
+    let line = |backend: &str, mode: &str| -> Vec<(f64, f64)> {
+        pts.iter()
+            .filter(|p| p.backend == backend && p.mode == mode)
+            .map(|p| (p.tasks as f64, p.ops_per_sec))
+            .collect()
+    };
+    let speedups: Vec<Vec<(f64, f64)>> = series
+        .iter()
+        .map(|(b, m, _)| {
+            let l = line(b, m);
+            let one = l.iter().find(|p| p.0 == 1.0).map(|p| p.1);
+            match one {
+                Some(one) if one > 0.0 => l.iter().map(|&(x, y)| (x, y / one)).collect(),
+                _ => Vec::new(),
+            }
+        })
+        .collect();
+    let top_speedup = speedups
+        .iter()
+        .flatten()
+        .map(|p| p.1)
+        .fold(max_tasks as f64, f64::max)
+        * 1.1;
+    svg(960, 380, |root| {
+        let (left, right) = root.split_horizontally(480);
+        let mut c = ChartBuilder::on(&left)
+            .caption(format!("{test}: total ops/s (log)"), ("sans-serif", 15))
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(60)
+            .build_cartesian_2d(1.0f64..max_tasks as f64, (bottom..top).log_scale())
+            .map_err(err)?;
+        c.configure_mesh()
+            .x_desc("tasks")
+            .y_desc("Mops/s")
+            .x_labels(max_tasks)
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_labels(12)
+            .y_label_formatter(&|y| format!("{y:.2}"))
+            .draw()
+            .map_err(err)?;
+        for (backend, mode, color) in series {
+            let l: Vec<(f64, f64)> = line(backend, mode)
+                .into_iter()
+                .map(|(x, y)| (x, y / 1e6))
+                .collect();
+            if l.is_empty() {
+                continue;
+            }
+            c.draw_series(LineSeries::new(l.clone(), color.stroke_width(2)))
+                .map_err(err)?
+                .label(format!("{backend} {mode}"))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
+            c.draw_series(l.into_iter().map(|p| Circle::new(p, 3, color.filled())))
+                .map_err(err)?;
+        }
+        c.configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::LowerRight)
+            .draw()
+            .map_err(err)?;
+
+        let mut c = ChartBuilder::on(&right)
+            .caption(
+                format!("{test}: speed-up over 1 task (dashed: ideal)"),
+                ("sans-serif", 15),
+            )
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(50)
+            .build_cartesian_2d(1.0f64..max_tasks as f64, 0.0f64..top_speedup)
+            .map_err(err)?;
+        c.configure_mesh()
+            .x_desc("tasks")
+            .y_desc("x")
+            .x_labels(max_tasks)
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .draw()
+            .map_err(err)?;
+        c.draw_series(DashedLineSeries::new(
+            vec![(1.0, 1.0), (max_tasks as f64, max_tasks as f64)],
+            6,
+            4,
+            BLACK.into(),
+        ))
+        .map_err(err)?;
+        for ((_, _, color), l) in series.iter().zip(speedups) {
+            if l.is_empty() {
+                continue;
+            }
+            c.draw_series(LineSeries::new(l.clone(), color.stroke_width(2)))
+                .map_err(err)?;
+            c.draw_series(l.into_iter().map(|p| Circle::new(p, 3, color.filled())))
+                .map_err(err)?;
+        }
+        Ok(())
+    })
+}
+
+/// Escapes text for HTML.
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn opt(v: Option<f64>, prec: usize) -> String {
+    v.map_or_else(|| "–".into(), |x| format!("{x:.prec$}"))
+}
+
+/// The HTML page: tables and the charts inline.
+pub fn page(r: &Reproduction, charts: &[(String, String)]) -> String {
+    let mut h = String::new();
+    let chart = |name: &str| {
+        charts
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(String::new(), |(_, s)| format!("<figure>{s}</figure>\n"))
+    };
+    let _ = write!(
+        h,
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>uvfs seed reproduction</title>\n\
+         <style>body{{font-family:sans-serif;max-width:1000px;margin:2em auto;}}\
+         table{{border-collapse:collapse;margin:1em 0;}}td,th{{border:1px solid #ccc;padding:3px 8px;}}\
+         td.n{{text-align:right;font-variant-numeric:tabular-nums;}}figure{{margin:1em 0;}}\
+         .met{{color:#2ca02c}}.missed{{color:#d62728;font-weight:bold}}</style></head><body>\n\
+         <h1>uvfs seed reproduction</h1>\n<p>Profile <b>{}</b> ({} A/B rounds of {} s per side, {} s per comparison run), \
+         {:.0} s wall time. Machine: {}, {} CPUs, Linux {}. Host runs: real system calls under {} (tmpfs). {}.</p>\n",
+        esc(&format!("{:?}", r.profile).to_lowercase()),
+        r.budget.rounds,
+        r.budget.sample,
+        r.budget.run,
+        r.wall_seconds,
+        esc(&r.machine.cpu),
+        r.machine.nproc,
+        esc(&r.machine.kernel),
+        esc(&r.host_dir),
+        esc(&r.fstree),
+    );
+    h.push_str(
+        "<h2>Seeds: fast path off (A) and on (B)</h2>\n<p>Runs interleaved A B A B in one process; \
+         all other fast paths on. The interval is a normal approximation of the difference of the means. \
+         <i>reproduces</i>: B faster beyond the interval; <i>opposite</i>: B slower beyond it.</p>\n\
+         <table><tr><th>seed</th><th>test</th><th>switch</th><th>A ops/s</th><th>B ops/s</th>\
+         <th>change</th><th>95% CI</th><th>verdict</th><th>host ops/s</th><th>B/host</th><th>seed's figure</th></tr>\n",
+    );
+    for s in &r.seeds {
+        if let Some(e) = &s.error {
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td colspan=\"8\">failed: {}</td></tr>",
+                s.seed,
+                esc(&s.test),
+                esc(&s.switch),
+                esc(e)
+            );
+            continue;
+        }
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{:.0}</td><td class=\"n\">{:.0}</td>\
+             <td class=\"n\">{:+.1}%</td><td class=\"n\">{:+.1}% .. {:+.1}%</td><td>{}</td>\
+             <td class=\"n\">{}</td><td class=\"n\">{}×</td><td>{}</td></tr>",
+            s.seed,
+            esc(&s.test),
+            esc(&s.switch),
+            s.a_ops_per_sec,
+            s.b_ops_per_sec,
+            s.change_pct,
+            s.ci_low_pct,
+            s.ci_high_pct,
+            esc(&s.verdict),
+            opt(s.host_ops_per_sec, 0),
+            opt(s.host_ops_per_sec.map(|x| s.b_ops_per_sec / x), 1),
+            esc(&s.evidence)
+        );
+    }
+    h.push_str("</table>\n");
+    h.push_str(&chart("seeds.svg"));
+    h.push_str(
+        "<h2>uvfs against the host kernel</h2>\n<p>All fast paths on; one task in processes mode \
+         (fstree: its threads). Same test code, same path shapes.</p>\n\
+         <table><tr><th>test</th><th>uvfs ops/s</th><th>host ops/s</th><th>ratio</th><th>target</th></tr>\n",
+    );
+    for v in &r.versus {
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}×</td><td>{}{}</td></tr>",
+            esc(&v.test),
+            opt(v.uvfs_ops_per_sec, 0),
+            opt(v.host_ops_per_sec, 0),
+            opt(v.ratio, 1),
+            v.target.map_or(String::new(), |t| format!("≥ {t}×")),
+            v.error
+                .as_ref()
+                .map_or(String::new(), |e| format!(" (error: {})", esc(e)))
+        );
+    }
+    h.push_str("</table>\n");
+    h.push_str(&chart("versus-host.svg"));
+    h.push_str("<h2>Scaling over tasks</h2>\n");
+    if let Some(note) = &r.scaling_note {
+        let _ = writeln!(h, "<p>{}</p>", esc(note));
+    }
+    for (name, svg) in charts {
+        if name.starts_with("scaling-") {
+            let _ = writeln!(h, "<figure>{svg}</figure>");
+        }
+    }
+    h.push_str("<h2>Targets of the lab issue</h2>\n<table><tr><th>what</th><th>goal</th><th>measured</th><th></th></tr>\n");
+    for t in &r.targets {
+        let (class, word) = match t.met {
+            Some(true) => ("met", "met"),
+            Some(false) => ("missed", "missed"),
+            None => ("", "not measured"),
+        };
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"{class}\">{word}</td></tr>",
+            esc(&t.what),
+            esc(&t.goal),
+            opt(t.measured, 2)
+        );
+    }
+    h.push_str(
+        "</table>\n<h2>Memory per object</h2>\n<table><tr><th>object</th><th>bytes</th></tr>\n",
+    );
+    for (what, bytes) in &r.object_sizes {
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td class=\"n\">{bytes}</td></tr>",
+            esc(what)
+        );
+    }
+    h.push_str(
+        "</table>\n<p>Raw figures: <a href=\"reproduce.json\">reproduce.json</a>; \
+         every run as a <code>run --json</code> record: <a href=\"records.json\">records.json</a> \
+         (compare two reports with <code>uvfs-bench compare OLD/records.json NEW/records.json</code>).</p>\n\
+         </body></html>\n",
+    );
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::esc;
+
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(
+            esc("<a href=\"x\">&</a>"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&lt;/a&gt;"
+        );
+    }
+}
