@@ -69,10 +69,35 @@ pub(crate) fn getname(path: &[u8]) -> Result<&[u8], Errno> {
     if path.len() >= PATH_MAX {
         return Err(Errno::ENAMETOOLONG);
     }
-    if path.contains(&0) {
+    if has_nul(path) {
         return Err(Errno::EINVAL);
     }
     Ok(path)
+}
+
+/// Whether `b` holds a NUL byte: a word at a time (paths are a few dozen
+/// bytes; `memchr` spends most of that in its byte-wise tail).
+#[inline]
+fn has_nul(b: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let zero = |w: u64| w.wrapping_sub(ONES) & !w & HIGHS != 0;
+    if b.len() < 8 {
+        return b.contains(&0);
+    }
+    let mut chunks = b.chunks_exact(8);
+    for c in &mut chunks {
+        if c.first_chunk::<8>()
+            .is_some_and(|w| zero(u64::from_le_bytes(*w)))
+        {
+            return true;
+        }
+    }
+    // The last 8 bytes, overlapping the chunks, cover the remainder.
+    !chunks.remainder().is_empty()
+        && b[b.len() - 8..]
+            .first_chunk::<8>()
+            .is_some_and(|w| zero(u64::from_le_bytes(*w)))
 }
 
 fn trim_slashes(p: &[u8]) -> &[u8] {
@@ -395,7 +420,7 @@ impl<'a> Nd<'a> {
             if check_search && permission(self.cred, &snap.attr(), MAY_EXEC).is_err() {
                 return None;
             }
-            let end = rest.iter().position(|&c| c == b'/').unwrap_or(rest.len());
+            let (end, hash) = crate::dcache::hash_component(cur.as_ptr(), rest);
             let name = &rest[..end];
             let after = trim_slashes(&rest[end..]);
             let last = after.is_empty();
@@ -407,7 +432,7 @@ impl<'a> Nd<'a> {
                     if name.len() > crate::fs::tmpfs::NAME_MAX {
                         return None;
                     }
-                    let child = dc.lookup_rcu(cur, name)?;
+                    let child = dc.lookup_rcu_hashed(cur, name, hash)?;
                     // SAFETY: pinned.
                     if !unsafe { cur.as_ref() }.seq_valid(seq) {
                         return None;
@@ -514,5 +539,23 @@ pub(crate) fn touch_atime(vfs: &Vfs, d: &DentryRef) {
     };
     if let Ok(a) = d.sb().fs.setattr(d.ino(), &set) {
         cache_attr(vfs, d, a);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::has_nul;
+
+    #[test]
+    fn has_nul_matches_contains() {
+        for len in 0..40 {
+            let base: Vec<u8> = (0..len).map(|i| b"/ab\x01\x80\xff."[i % 7]).collect();
+            assert!(!has_nul(&base), "{base:?}");
+            for at in 0..len {
+                let mut v = base.clone();
+                v[at] = 0;
+                assert!(has_nul(&v), "{v:?}");
+            }
+        }
     }
 }
