@@ -1,6 +1,8 @@
 //! Backends: the system-call surface the workloads run on.
 //!
-//! [`Sys`] is the handful of Linux calls will-it-scale's file tests make.
+//! [`Sys`] is the handful of Linux calls will-it-scale's file tests make,
+//! plus the `stat`, `rename` and directory listing that fstree and
+//! blogbench need.
 //! [`HostSys`] makes them for real through libc (as will-it-scale's C code
 //! does); [`UvfsSys`] makes them on a `uvfs::Process`. The workloads are
 //! generic over `Sys`, so each backend's loop is compiled on its own with no
@@ -16,7 +18,7 @@
 use std::ffi::{CStr, CString};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use uvfs::{Errno, Process, Vfs, uapi};
+use uvfs::{Errno, Process, Stat, Vfs, uapi};
 
 // The workloads pass uvfs's constants to both backends.
 const _: () = {
@@ -25,7 +27,12 @@ const _: () = {
     assert!(uapi::O_CREAT == libc::O_CREAT);
     assert!(uapi::O_EXCL == libc::O_EXCL);
     assert!(uapi::O_DIRECTORY == libc::O_DIRECTORY);
+    assert!(uapi::O_WRONLY == libc::O_WRONLY);
+    assert!(uapi::O_TRUNC == libc::O_TRUNC);
+    assert!(uapi::O_APPEND == libc::O_APPEND);
     assert!(uapi::SEEK_SET == libc::SEEK_SET);
+    assert!(uapi::SEEK_CUR == libc::SEEK_CUR);
+    assert!(uapi::SEEK_END == libc::SEEK_END);
 };
 
 /// The system calls the workloads make. Paths are NUL-terminated (the host
@@ -54,6 +61,19 @@ pub trait Sys {
     fn mkdir(&mut self, path: &CStr, mode: u32) -> Result<(), Errno>;
     /// `rmdir(2)`.
     fn rmdir(&mut self, path: &CStr) -> Result<(), Errno>;
+    /// `stat(2)` (following symlinks), as uvfs's [`Stat`] on both sides.
+    fn stat(&mut self, path: &CStr) -> Result<Stat, Errno>;
+    /// `rename(2)`.
+    fn rename(&mut self, old: &CStr, new: &CStr) -> Result<(), Errno>;
+    /// The names in directory `path`, without `.` and `..` (open with
+    /// `O_RDONLY | O_DIRECTORY`, `getdents64` until the end, close): for
+    /// cleanups, never in a timed loop.
+    fn list_dir(&mut self, path: &CStr) -> Result<Vec<CString>, Errno>;
+}
+
+/// Whether a directory entry's name is `.` or `..`.
+fn is_dot(name: &[u8]) -> bool {
+    name == b"." || name == b".."
 }
 
 /// The host kernel, through libc.
@@ -127,6 +147,68 @@ impl Sys for HostSys {
         // SAFETY: `path` is NUL-terminated and outlives the call.
         host(unsafe { libc::rmdir(path.as_ptr()) }).map(drop)
     }
+    #[inline]
+    fn stat(&mut self, path: &CStr) -> Result<Stat, Errno> {
+        // SAFETY: an all-zero `struct stat` is a valid value.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `path` is NUL-terminated and `st` is a writable `struct
+        // stat` on our stack.
+        host(unsafe { libc::stat(path.as_ptr(), &mut st) })?;
+        Ok(Stat {
+            st_dev: st.st_dev,
+            st_ino: st.st_ino,
+            st_nlink: st.st_nlink,
+            st_mode: st.st_mode,
+            st_uid: st.st_uid,
+            st_gid: st.st_gid,
+            st_rdev: st.st_rdev,
+            st_size: st.st_size,
+            st_blksize: st.st_blksize,
+            st_blocks: st.st_blocks,
+            st_atime: st.st_atime,
+            st_atime_nsec: st.st_atime_nsec,
+            st_mtime: st.st_mtime,
+            st_mtime_nsec: st.st_mtime_nsec,
+            st_ctime: st.st_ctime,
+            st_ctime_nsec: st.st_ctime_nsec,
+        })
+    }
+    #[inline]
+    fn rename(&mut self, old: &CStr, new: &CStr) -> Result<(), Errno> {
+        // SAFETY: both paths are NUL-terminated and outlive the call.
+        host(unsafe { libc::rename(old.as_ptr(), new.as_ptr()) }).map(drop)
+    }
+    fn list_dir(&mut self, path: &CStr) -> Result<Vec<CString>, Errno> {
+        let fd = self.open(path, uapi::O_RDONLY | uapi::O_DIRECTORY, 0)?;
+        // SAFETY: `fd` is a directory fd we own; on success the stream owns
+        // it and `closedir` closes it.
+        let dir = unsafe { libc::fdopendir(fd) };
+        if dir.is_null() {
+            let e = Errno::last_os_error();
+            self.close(fd)?;
+            return Err(e);
+        }
+        let mut names = Vec::new();
+        let result = loop {
+            // SAFETY: errno is thread-local; 0 tells the end from an error.
+            unsafe { *libc::__errno_location() = 0 };
+            // SAFETY: `dir` is an open stream only this function uses.
+            let ent = unsafe { libc::readdir(dir) };
+            if ent.is_null() {
+                let e = Errno::last_os_error();
+                break if e.raw() == 0 { Ok(()) } else { Err(e) };
+            }
+            // SAFETY: `d_name` of the entry `readdir` returned is a
+            // NUL-terminated name, valid until the next `readdir`.
+            let name = unsafe { CStr::from_ptr((*ent).d_name.as_ptr()) };
+            if !is_dot(name.to_bytes()) {
+                names.push(name.to_owned());
+            }
+        };
+        // SAFETY: closes the stream (and `fd`) once; `dir` is not used after.
+        host(unsafe { libc::closedir(dir) })?;
+        result.map(|()| names)
+    }
 }
 
 /// One task (or the harness) on uvfs: a process or a thread of one.
@@ -177,6 +259,45 @@ impl Sys for UvfsSys {
     fn rmdir(&mut self, path: &CStr) -> Result<(), Errno> {
         self.0.rmdir(path.to_bytes())
     }
+    #[inline]
+    fn stat(&mut self, path: &CStr) -> Result<Stat, Errno> {
+        self.0.stat(path.to_bytes())
+    }
+    #[inline]
+    fn rename(&mut self, old: &CStr, new: &CStr) -> Result<(), Errno> {
+        self.0.rename(old.to_bytes(), new.to_bytes())
+    }
+    fn list_dir(&mut self, path: &CStr) -> Result<Vec<CString>, Errno> {
+        let fd = self
+            .0
+            .open(path.to_bytes(), uapi::O_RDONLY | uapi::O_DIRECTORY, 0)?;
+        let names: Result<Vec<CString>, Errno> = self
+            .0
+            .readdir(fd)
+            .filter(|e| !e.as_ref().is_ok_and(|e| is_dot(&e.name)))
+            .map(|e| e.map(|e| cpath(e.name)))
+            .collect();
+        self.0.close(fd)?;
+        names
+    }
+}
+
+/// Removes `path` and everything under it (directories listed with
+/// [`Sys::list_dir`], files unlinked, directories removed bottom-up).
+pub fn remove_tree<S: Sys>(sys: &mut S, path: &CStr) -> Result<(), Errno> {
+    match sys.unlink(path) {
+        Err(Errno::EISDIR) => {}
+        r => return r,
+    }
+    let mut full = path.to_bytes().to_vec();
+    full.push(b'/');
+    let base = full.len();
+    for name in sys.list_dir(path)? {
+        full.truncate(base);
+        full.extend_from_slice(name.to_bytes());
+        remove_tree(sys, &cpath(full.clone()))?;
+    }
+    sys.rmdir(path)
 }
 
 /// A path as a C string (paths here come from UTF-8 format strings, never
@@ -280,7 +401,18 @@ pub fn uvfs_remove_workdir(p: &mut Process, dir: &str) -> Result<Vec<String>, Er
 
 /// A fresh VFS for one uvfs run.
 pub fn uvfs_vfs(fast: uvfs::FastPaths) -> Arc<Vfs> {
-    Vfs::builder().fastpaths(fast).build()
+    uvfs_vfs_with_caches(fast, None)
+}
+
+/// A fresh VFS whose dentry and inode caches each keep at most `limit`
+/// unused entries (`None`: the builder's default, 1 Mi), so a walk over
+/// more names than that misses as on a disk file system (fstree).
+pub fn uvfs_vfs_with_caches(fast: uvfs::FastPaths, limit: Option<usize>) -> Arc<Vfs> {
+    let b = Vfs::builder().fastpaths(fast);
+    match limit {
+        Some(n) => b.dcache_limit(n).icache_limit(n).build(),
+        None => b.build(),
+    }
 }
 
 #[cfg(test)]
@@ -322,6 +454,24 @@ mod tests {
     }
 
     #[test]
+    fn cache_limits_bound_the_caches() {
+        let vfs = uvfs_vfs_with_caches(uvfs::FastPaths::seeds(), Some(16));
+        let mut p = Process::new(&vfs).unwrap();
+        p.mkdir("/t", 0o755).unwrap();
+        for f in 0..200 {
+            let fd = p
+                .open(format!("/t/f{f}"), uapi::O_CREAT | uapi::O_WRONLY, 0o644)
+                .unwrap();
+            p.close(fd).unwrap();
+        }
+        for f in 0..200 {
+            p.stat(format!("/t/f{f}")).unwrap();
+        }
+        assert!(vfs.dcache_len() < 100, "{}", vfs.dcache_len());
+        assert!(vfs.icache_len() < 100, "{}", vfs.icache_len());
+    }
+
+    #[test]
     fn both_backends_agree_on_errors() {
         let vfs = uvfs_vfs(uvfs::FastPaths::seeds());
         let mut u = UvfsSys(Process::new(&vfs).unwrap());
@@ -333,5 +483,93 @@ mod tests {
         );
         assert_eq!(u.close(1000), Err(Errno::EBADF));
         assert_eq!(HostSys.close(100_000), Err(Errno::EBADF));
+
+        // The calls fstree and blogbench make, step by step, under a fresh
+        // directory on each side.
+        // (tmpfs, as uvfs is: directory sizes are tmpfs's.)
+        let shm = Path::new("/dev/shm");
+        let parent = if shm.is_dir() {
+            shm.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
+        let host_parent = HostDir::create(&parent).unwrap();
+        let host_base = host_parent.path().to_string_lossy().into_owned();
+        let on_host = calls(&mut HostSys, &host_base);
+        assert!(host_parent.remove().is_empty());
+        let on_uvfs = calls(&mut u, "");
+        assert_eq!(on_host.len(), on_uvfs.len());
+        for (i, (h, v)) in on_host.iter().zip(&on_uvfs).enumerate() {
+            assert_eq!(h, v, "step {i}: host {h:?}, uvfs {v:?}");
+        }
+    }
+
+    /// One sequence of calls and what each returned (an `Ok` rendered as
+    /// text, so the two backends' answers compare).
+    fn calls<S: Sys>(sys: &mut S, base: &str) -> Vec<Result<String, Errno>> {
+        let p = |s: &str| cpath(format!("{base}/t{s}"));
+        let ok = |r: Result<(), Errno>| r.map(|()| String::new());
+        let stat = |sys: &mut S, s: &str| {
+            sys.stat(&p(s))
+                .map(|st| format!("{:o} {} {}", st.st_mode, st.st_size, st.st_nlink))
+        };
+        let list = |sys: &mut S, s: &str| {
+            sys.list_dir(&p(s)).map(|mut v| {
+                v.sort();
+                format!("{v:?}")
+            })
+        };
+        let mut out = vec![ok(sys.mkdir(&p(""), 0o755)), ok(sys.mkdir(&p("/d"), 0o755))];
+        let fd = sys
+            .open(
+                &p("/f"),
+                uapi::O_CREAT | uapi::O_WRONLY | uapi::O_EXCL,
+                0o600,
+            )
+            .unwrap();
+        out.push(sys.write(fd, b"abc").map(|n| n.to_string()));
+        out.push(ok(sys.close(fd)));
+        out.push(stat(sys, "/missing"));
+        out.push(stat(sys, "/f/x"));
+        out.push(stat(sys, "/f"));
+        out.push(stat(sys, "/d"));
+        out.push(ok(sys.rename(&p("/missing"), &p("/x"))));
+        out.push(ok(sys.rename(&p("/f"), &p("/d"))));
+        out.push(ok(sys.mkdir(&p("/d2"), 0o755)));
+        out.push(ok(sys.mkdir(&p("/d/e"), 0o755)));
+        out.push(ok(sys.rename(&p("/d2"), &p("/d"))));
+        out.push(ok(sys.rename(&p("/d"), &p("/d/e/sub"))));
+        out.push(ok(sys.rename(&p("/d"), &p("/f"))));
+        out.push(ok(sys.rename(&p("/f"), &p("/g"))));
+        out.push(stat(sys, "/f"));
+        // A rename over an existing file replaces it.
+        let fd = sys
+            .open(&p("/h"), uapi::O_CREAT | uapi::O_WRONLY, 0o600)
+            .unwrap();
+        out.push(ok(sys.close(fd)));
+        out.push(ok(sys.rename(&p("/h"), &p("/g"))));
+        out.push(stat(sys, "/h"));
+        out.push(stat(sys, "/g"));
+        // O_APPEND writes at the end; the position follows.
+        let fd = sys
+            .open(&p("/g"), uapi::O_WRONLY | uapi::O_APPEND, 0)
+            .unwrap();
+        out.push(sys.lseek(fd, 0, uapi::SEEK_SET).map(|n| n.to_string()));
+        out.push(sys.write(fd, b"de").map(|n| n.to_string()));
+        out.push(sys.lseek(fd, 0, uapi::SEEK_CUR).map(|n| n.to_string()));
+        out.push(ok(sys.close(fd)));
+        out.push(ok(sys
+            .open(&p("/g"), uapi::O_WRONLY | uapi::O_TRUNC, 0)
+            .and_then(|fd| sys.close(fd))));
+        out.push(stat(sys, "/g"));
+        out.push(list(sys, "/g"));
+        out.push(list(sys, "/missing"));
+        out.push(list(sys, ""));
+        out.push(ok(remove_tree(sys, &p("/d"))));
+        out.push(list(sys, ""));
+        out.push(ok(remove_tree(sys, &p("/missing"))));
+        out.push(ok(remove_tree(sys, &p(""))));
+        out.push(stat(sys, ""));
+        out
     }
 }

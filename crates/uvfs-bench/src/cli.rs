@@ -5,7 +5,7 @@ use crate::compare::{self, Rule};
 use crate::report::{self, Machine, Record, mean_sd};
 use crate::reproduce::Profile;
 use crate::runner::{self, Backend, Mode, RunConfig};
-use crate::workloads::{TESTS, Test};
+use crate::workloads::{self, Params, TESTS, Test};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -69,7 +69,7 @@ pub enum Command {
 pub struct RunArgs {
     /// The test (`uvfs-bench list` shows them): open1, open2, open3, dup1,
     /// lseek1, lseek2, read1, read2, pread1, write1, unlink1, unlink2,
-    /// openneg, getfl, dup100.
+    /// openneg, getfl, dup100, fstree, blogbench.
     #[arg(value_parser = Test::from_name)]
     pub test: Test,
     /// Where to run: `host` = real system calls through libc on a temp
@@ -83,7 +83,10 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = Mode::Processes)]
     pub mode: Mode,
     /// Task counts to run, comma-separated (one run and one record each),
-    /// e.g. `1,2,4`.
+    /// e.g. `1,2,4`. blogbench's tasks take roles: 1 task takes every role
+    /// in turn; with N >= 2, task i is [writer, reader, commenter, reader,
+    /// rewriter, reader, reader, reader][i mod 8] (2 = writer + reader, 5
+    /// = every role).
     #[arg(long, value_delimiter = ',', num_args = 1.., default_value = "1")]
     pub tasks: Vec<usize>,
     /// Seconds measured per run, after the warm-up.
@@ -110,9 +113,57 @@ pub struct RunArgs {
     pub dir: PathBuf,
     /// Also write the results to FILE as a JSON array of records (test,
     /// backend, mode, tasks, fastpaths, ops_per_sec, per_task_ops_per_sec,
-    /// stddev, samples, …).
+    /// stddev, samples, …; fstree adds walk_seconds, blogbench
+    /// blogs_written, blogs_read, articles_written, articles_read).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// fstree: directories in each task's own tree (seed 002 used 1000).
+    /// Each task's tree, made before the start and not timed, is
+    /// --fstree-dirs x --fstree-files empty files, at most 1000000.
+    #[arg(long, value_name = "N", default_value_t = workloads::FSTREE_DIRS,
+          value_parser = at_least_one,
+        allow_negative_numbers = true)]
+    pub fstree_dirs: usize,
+    /// fstree: files in each of those directories (seed 002 used 1000).
+    #[arg(long, value_name = "N", default_value_t = workloads::FSTREE_FILES,
+          value_parser = at_least_one,
+        allow_negative_numbers = true)]
+    pub fstree_files: usize,
+    /// uvfs only: the dentry cache and the inode cache each keep at most N
+    /// unused entries (0 = only those in use). Default: for fstree a
+    /// quarter of one task's tree (dirs x files / 4), so every walk misses
+    /// both caches as in seed 002; for the other tests the VFS's default
+    /// (1 Mi). The host's tmpfs cannot evict: its whole tree stays cached.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub cache_limit: Option<usize>,
+    /// blogbench: most blog directories; blog id I is written to
+    /// blog-(I mod N), so past N writers rewrite old blogs in place and a
+    /// long run's tree stays bounded (about N x 16 articles of 1-4 KiB).
+    #[arg(long, value_name = "N", default_value_t = workloads::BLOGS,
+          value_parser = at_least_one,
+        allow_negative_numbers = true)]
+    pub blogs: usize,
+}
+
+impl RunArgs {
+    /// The tests' knobs from the options.
+    pub fn params(&self) -> Params {
+        Params {
+            fstree_dirs: self.fstree_dirs,
+            fstree_files: self.fstree_files,
+            cache_limit: self.cache_limit,
+            blogs: self.blogs,
+        }
+    }
+}
+
+/// A count of at least 1.
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("expected a whole number: {e}")),
+    }
 }
 
 /// `reproduce`'s options.
@@ -202,7 +253,7 @@ pub fn main(cli: Cli) -> ExitCode {
 /// Builds a record from one run's measurement.
 pub fn record(cfg: &RunConfig, m: &runner::Measurement, machine: Option<Machine>) -> Record {
     let (mean, sd) = mean_sd(&m.samples);
-    Record {
+    let mut r = Record {
         test: cfg.test.name().into(),
         backend: cfg.backend.name().into(),
         mode: cfg.mode.name().into(),
@@ -219,10 +270,36 @@ pub fn record(cfg: &RunConfig, m: &runner::Measurement, machine: Option<Machine>
         seconds: cfg.seconds,
         warmup: cfg.warmup,
         machine,
+        walk_seconds: None,
+        blogs_written: None,
+        blogs_read: None,
+        articles_written: None,
+        articles_read: None,
+    };
+    let sum = |k: usize| m.task_extra.iter().map(|e| e[k]).sum::<u64>();
+    match cfg.test {
+        Test::Fstree => {
+            let walks = sum(workloads::FSTREE_WALKS);
+            r.walk_seconds =
+                (walks > 0).then(|| sum(workloads::FSTREE_WALK_NS) as f64 / walks as f64 / 1e9);
+        }
+        Test::Blogbench => {
+            r.blogs_written = Some(sum(workloads::BLOGS_WRITTEN));
+            r.blogs_read = Some(sum(workloads::BLOGS_READ));
+            r.articles_written = Some(sum(workloads::ARTICLES_WRITTEN));
+            r.articles_read = Some(sum(workloads::ARTICLES_READ));
+        }
+        _ => {}
     }
+    r
 }
 
 fn run(args: &RunArgs) -> Result<(), String> {
+    let params = args.params();
+    params.check()?;
+    if let Some(&0) = args.tasks.iter().find(|&&t| t == 0) {
+        return Err("--tasks must be at least 1".into());
+    }
     let machine = Machine::current();
     let fast = match args.backend {
         Backend::Host => "host kernel".to_string(),
@@ -246,6 +323,26 @@ fn run(args: &RunArgs) -> Result<(), String> {
         "machine: {}, {} CPUs, kernel {}",
         machine.cpu, machine.nproc, machine.kernel
     );
+    match args.test {
+        Test::Fstree => println!(
+            "fstree: per task {} dirs x {} files = {} stats per walk; {}",
+            params.fstree_dirs,
+            params.fstree_files,
+            params.fstree_size(),
+            match (args.backend, params.uvfs_cache_limit(args.test)) {
+                (Backend::Host, _) => "host tmpfs: the whole tree stays cached".to_string(),
+                (Backend::Uvfs, Some(n)) => format!("uvfs dentry/inode caches limited to {n}"),
+                (Backend::Uvfs, None) => "uvfs caches at their default".to_string(),
+            }
+        ),
+        Test::Blogbench => println!(
+            "blogbench: at most {} blogs; roles: 1 task takes every role in turn, else task i is \
+             [writer, reader, commenter, reader, rewriter, reader, reader, reader][i mod 8]; \
+             ops = files written + read",
+            params.blogs
+        ),
+        _ => {}
+    }
     let mut out = std::io::stdout();
     report::table_header(&mut out).map_err(|e| e.to_string())?;
     let mut records = Vec::new();
@@ -260,6 +357,7 @@ fn run(args: &RunArgs) -> Result<(), String> {
             interval: args.interval,
             fastpaths: args.fastpaths,
             dir: args.dir.clone(),
+            params,
         };
         let m = runner::run(&cfg)?;
         if !m.leftovers.is_empty() {

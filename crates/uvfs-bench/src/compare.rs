@@ -270,6 +270,11 @@ mod tests {
             seconds: samples.len() as f64,
             warmup: 1.0,
             machine: None,
+            walk_seconds: None,
+            blogs_written: None,
+            blogs_read: None,
+            articles_written: None,
+            articles_read: None,
         }
     }
 

@@ -392,7 +392,11 @@ pub fn page(r: &Reproduction, charts: &[(String, String)]) -> String {
             esc(&s.verdict),
             opt(s.host_ops_per_sec, 0),
             opt(s.host_ops_per_sec.map(|x| s.b_ops_per_sec / x), 1),
-            esc(&s.evidence)
+            if s.unit == "ops/s" {
+                esc(&s.evidence)
+            } else {
+                format!("{} (A, B, host in {})", esc(&s.evidence), esc(&s.unit))
+            }
         );
     }
     h.push_str("</table>\n");

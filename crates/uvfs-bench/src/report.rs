@@ -5,7 +5,9 @@
 //! `backend`, `mode`, `tasks`, `fastpaths`, `ops_per_sec` (total, the mean
 //! of the samples), `per_task_ops_per_sec`, `stddev` (of the samples),
 //! `samples` (per-interval totals, in ops/s). Everything else is optional
-//! when read back.
+//! when read back, including the tests' own figures: fstree's
+//! `walk_seconds`, blogbench's `blogs_written`, `blogs_read`,
+//! `articles_written`, `articles_read` (absent for the other tests).
 
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -46,6 +48,25 @@ pub struct Record {
     /// The machine the run was made on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<Machine>,
+    /// fstree: seconds one full walk of a task's tree took (the mean over
+    /// the walks completed in the measured time, all tasks walking at once;
+    /// absent if none completed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub walk_seconds: Option<f64>,
+    /// blogbench: blogs written in the measured time (blogbench's "final
+    /// score for writes", over this run's measured seconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blogs_written: Option<u64>,
+    /// blogbench: blogs read in the measured time ("final score for reads").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blogs_read: Option<u64>,
+    /// blogbench: articles written (created or rewritten) in the measured
+    /// time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub articles_written: Option<u64>,
+    /// blogbench: articles read in the measured time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub articles_read: Option<u64>,
 }
 
 /// Mean and sample standard deviation (n - 1; 0 for fewer than 2 values).
@@ -126,7 +147,8 @@ pub fn table_header(out: &mut impl Write) -> std::io::Result<()> {
     )
 }
 
-/// One row of `run`'s table.
+/// One row of `run`'s table, and under it a line with the test's own
+/// figures if it has any.
 pub fn table_row(out: &mut impl Write, r: &Record) -> std::io::Result<()> {
     let rel = if r.ops_per_sec > 0.0 {
         r.stddev / r.ops_per_sec * 100.0
@@ -143,7 +165,27 @@ pub fn table_row(out: &mut impl Write, r: &Record) -> std::io::Result<()> {
         rel,
         r.samples.len(),
         samples.join(" ")
-    )
+    )?;
+    if let Some(w) = r.walk_seconds {
+        writeln!(
+            out,
+            "{:>5} full tree walk: {:.3} ms per task",
+            "",
+            w * 1000.0
+        )?;
+    }
+    if let (Some(bw), Some(br)) = (r.blogs_written, r.blogs_read) {
+        writeln!(
+            out,
+            "{:>5} blogbench score for writes: {bw} blogs, for reads: {br} blogs \
+             (articles written {}, read {}, in {} s)",
+            "",
+            r.articles_written.unwrap_or(0),
+            r.articles_read.unwrap_or(0),
+            r.seconds
+        )?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -165,6 +207,11 @@ mod tests {
             seconds: 2.0,
             warmup: 1.0,
             machine: Some(Machine::current()),
+            walk_seconds: None,
+            blogs_written: Some(3),
+            blogs_read: Some(40),
+            articles_written: Some(30),
+            articles_read: Some(400),
         }
     }
 
@@ -188,6 +235,8 @@ mod tests {
             assert!(obj.contains_key(key), "missing {key} in {text}");
         }
         assert_eq!(obj["samples"].as_array().unwrap().len(), 2);
+        assert_eq!(obj["blogs_read"], 40);
+        assert!(!obj.contains_key("walk_seconds"), "{text}");
         assert_eq!(parse_json(&text).unwrap(), recs);
 
         let dir = std::env::temp_dir().join(format!("uvfs-bench-json-{}", std::process::id()));

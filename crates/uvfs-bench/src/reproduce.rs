@@ -14,15 +14,13 @@
 
 use crate::report::{Machine, Record, mean_sd};
 use crate::runner::{self, Backend, Mode, RunConfig};
-use crate::workloads::Test;
+use crate::workloads::{Params, Test};
 use crate::{cli, html};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
-use std::ffi::CString;
-use std::hint::black_box;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
-use uvfs::{Errno, FastPaths, Process, Vfs};
+use std::time::Instant;
+use uvfs::FastPaths;
 
 /// How long and how steady.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -86,77 +84,127 @@ impl Profile {
 /// One seed's experiment (a row of DESIGN.md §1).
 struct Row {
     seed: &'static str,
-    test: Kind,
-    mode: Mode,
+    test: Test,
+    metric: Metric,
     switch: &'static str,
     what: &'static str,
     /// The seed's own figure.
     evidence: &'static str,
 }
 
-/// What a row or a comparison runs.
+/// What a seed row measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    /// A lab test through the runner.
-    Lab(Test),
-    /// fstree, until the lab has it as a test: reproduce's own loop.
-    Fstree,
+enum Metric {
+    /// The test's operations per second.
+    Ops,
+    /// blogbench's read score (blogs read) per second.
+    BlogsRead,
 }
 
-impl Kind {
-    fn name(self) -> &'static str {
+impl Metric {
+    /// The figure of a record.
+    fn of(self, r: &Record) -> f64 {
         match self {
-            Kind::Lab(t) => t.name(),
-            Kind::Fstree => "fstree",
+            Metric::Ops => r.ops_per_sec,
+            Metric::BlogsRead => {
+                r.blogs_read.map_or(0.0, |b| b as f64) / r.seconds.max(f64::MIN_POSITIVE)
+            }
+        }
+    }
+
+    fn unit(self) -> &'static str {
+        match self {
+            Metric::Ops => "ops/s",
+            Metric::BlogsRead => "blogs read/s",
         }
     }
 }
 
+/// How a test runs in reproduce: mode and task count. fstree and
+/// blogbench are multi-threaded programs (seed 002: one tree per thread;
+/// seed 004: blogbench's roles are threads of one process sharing its fd
+/// table); the will-it-scale tests run one task (the fast paths' effect on
+/// one CPU, and the host's figure clean of contention).
+fn shape(test: Test) -> (Mode, usize) {
+    match test {
+        Test::Fstree => (Mode::Threads, FSTREE_TASKS),
+        Test::Blogbench => (Mode::Threads, BLOGBENCH_TASKS),
+        _ => (Mode::Processes, 1),
+    }
+}
+
+/// The multi-threaded tests' shapes, for the report.
+fn shapes() -> String {
+    let p = Params::default();
+    format!(
+        "fstree: {FSTREE_TASKS} threads, each stat-walking its own tree of {} dirs x {} files; uvfs dentry and inode caches limited to {} entries (the host's tmpfs keeps its tree cached); blogbench: {BLOGBENCH_TASKS} threads (1 writer, 1 rewriter, 1 commenter, 5 readers) on at most {} blogs",
+        p.fstree_dirs,
+        p.fstree_files,
+        p.uvfs_cache_limit(Test::Fstree).unwrap_or(0),
+        p.blogs
+    )
+}
+
+/// fstree: threads, each walking its own tree of the lab's default shape
+/// (40 dirs x 100 files) with the uvfs caches at a quarter of one tree.
+const FSTREE_TASKS: usize = 2;
+/// blogbench: 8 threads = writer, reader, commenter, reader, rewriter and
+/// three more readers (the lab's role order).
+const BLOGBENCH_TASKS: usize = 8;
+
 const ROWS: &[Row] = &[
     Row {
         seed: "000",
-        test: Kind::Lab(Test::Open1),
-        mode: Mode::Processes,
+        test: Test::Open1,
+        metric: Metric::Ops,
         switch: "close_sync",
         what: "close(2) releases synchronously",
         evidence: "open1 +7% to +14.5%",
     },
     Row {
         seed: "001",
-        test: Kind::Lab(Test::Open1),
-        mode: Mode::Processes,
+        test: Test::Open1,
+        metric: Metric::Ops,
         switch: "typesafe_files",
         what: "type-stable file objects",
         evidence: "open1 +16%",
     },
     Row {
         seed: "001",
-        test: Kind::Lab(Test::Openneg),
-        mode: Mode::Processes,
+        test: Test::Openneg,
+        metric: Metric::Ops,
         switch: "badopen_immediate",
         what: "failed open frees at once",
         evidence: "openneg +29%",
     },
     Row {
         seed: "003",
-        test: Kind::Lab(Test::Getfl),
-        mode: Mode::Processes,
+        test: Test::Getfl,
+        metric: Metric::Ops,
         switch: "fget_masked",
         what: "masked branch-free fd lookup",
         evidence: "-2.9% regression fixed",
     },
     Row {
         seed: "004",
-        test: Kind::Lab(Test::Dup100),
-        mode: Mode::Processes,
+        test: Test::Dup100,
+        metric: Metric::Ops,
+        switch: "alloc_fd_fast",
+        what: "alloc_fd: next_fd's word first",
+        evidence: "blogbench reads +8% to +15%",
+    },
+    Row {
+        seed: "004",
+        test: Test::Blogbench,
+        metric: Metric::BlogsRead,
         switch: "alloc_fd_fast",
         what: "alloc_fd: next_fd's word first",
         evidence: "blogbench reads +8% to +15%",
     },
     Row {
         seed: "002",
-        test: Kind::Fstree,
-        mode: Mode::Threads,
+        test: Test::Fstree,
+        metric: Metric::Ops,
         switch: "icache_lockless",
         what: "inode hash searched without its lock",
         evidence: "fstree -53% time",
@@ -164,23 +212,24 @@ const ROWS: &[Row] = &[
 ];
 
 /// The tests compared with the host, one task, processes mode.
-const VERSUS: &[Kind] = &[
-    Kind::Lab(Test::Open1),
-    Kind::Lab(Test::Open2),
-    Kind::Lab(Test::Open3),
-    Kind::Lab(Test::Dup1),
-    Kind::Lab(Test::Lseek1),
-    Kind::Lab(Test::Lseek2),
-    Kind::Lab(Test::Read1),
-    Kind::Lab(Test::Read2),
-    Kind::Lab(Test::Pread1),
-    Kind::Lab(Test::Write1),
-    Kind::Lab(Test::Unlink1),
-    Kind::Lab(Test::Unlink2),
-    Kind::Lab(Test::Openneg),
-    Kind::Lab(Test::Getfl),
-    Kind::Lab(Test::Dup100),
-    Kind::Fstree,
+const VERSUS: &[Test] = &[
+    Test::Open1,
+    Test::Open2,
+    Test::Open3,
+    Test::Dup1,
+    Test::Lseek1,
+    Test::Lseek2,
+    Test::Read1,
+    Test::Read2,
+    Test::Pread1,
+    Test::Write1,
+    Test::Unlink1,
+    Test::Unlink2,
+    Test::Openneg,
+    Test::Getfl,
+    Test::Dup100,
+    Test::Fstree,
+    Test::Blogbench,
 ];
 
 /// The lab issue's uvfs-against-host targets (processes mode, one task).
@@ -206,6 +255,9 @@ pub struct SeedResult {
     pub test: String,
     /// processes or threads.
     pub mode: String,
+    /// What A and B count: `ops/s`, or `blogs read/s` (blogbench's read
+    /// score per second).
+    pub unit: String,
     /// Tasks per run.
     pub tasks: usize,
     /// The `FastPaths` switch (A: off, B: on; all others on).
@@ -296,7 +348,7 @@ pub struct Reproduction {
     pub wall_seconds: f64,
     /// Host work directories were made under this directory.
     pub host_dir: String,
-    /// fstree's shape (reproduce's own loop).
+    /// fstree's and blogbench's shapes.
     pub fstree: String,
     /// The seed rows.
     pub seeds: Vec<SeedResult>,
@@ -350,7 +402,7 @@ pub fn reproduce(profile: Profile, out: &Path) -> Result<(), String> {
         "uvfs: path walk + dentry/inode caches + tmpfs; host: real syscalls under {} (tmpfs)",
         host_dir.display()
     );
-    println!("{}\n", fstree_shape());
+    println!("{}\n", shapes());
 
     let mut lab = Lab {
         budget,
@@ -366,10 +418,17 @@ pub fn reproduce(profile: Profile, out: &Path) -> Result<(), String> {
     let seeds: Vec<SeedResult> = ROWS
         .iter()
         .map(|row| {
-            let host = versus
+            let (mode, tasks) = shape(row.test);
+            let host = lab
+                .records
                 .iter()
-                .find(|v| v.test == row.test.name())
-                .and_then(|v| v.host_ops_per_sec);
+                .find(|r| {
+                    r.test == row.test.name()
+                        && r.backend == "host"
+                        && r.mode == mode.name()
+                        && r.tasks == tasks
+                })
+                .map(|r| row.metric.of(r));
             lab.seed(row, host)
         })
         .collect();
@@ -397,7 +456,7 @@ pub fn reproduce(profile: Profile, out: &Path) -> Result<(), String> {
         started_unix,
         wall_seconds: t0.elapsed().as_secs_f64(),
         host_dir: host_dir.display().to_string(),
-        fstree: fstree_shape(),
+        fstree: shapes(),
         seeds,
         versus,
         scaling,
@@ -456,7 +515,7 @@ fn scaling_tasks(nproc: usize) -> Vec<usize> {
 /// What one run runs.
 #[derive(Clone, Copy)]
 struct Spec {
-    kind: Kind,
+    test: Test,
     backend: Backend,
     mode: Mode,
     tasks: usize,
@@ -473,11 +532,11 @@ struct Lab<'b> {
 }
 
 impl Lab<'_> {
-    /// One runner run (or fstree loop) of `secs` seconds in `samples`
-    /// samples; returns the mean ops/s and keeps the record.
-    fn run(&mut self, spec: Spec, secs: f64, samples: usize) -> Result<f64, String> {
+    /// One runner run of `secs` seconds in `samples` samples; keeps the
+    /// record and returns it.
+    fn run(&mut self, spec: Spec, secs: f64, samples: usize) -> Result<Record, String> {
         let Spec {
-            kind,
+            test,
             backend,
             mode,
             tasks,
@@ -485,7 +544,7 @@ impl Lab<'_> {
         } = spec;
         let label = format!(
             "{} {} {} x{} {}",
-            kind.name(),
+            test.name(),
             backend.name(),
             mode.name(),
             tasks,
@@ -497,10 +556,7 @@ impl Lab<'_> {
         );
         self.bar.set_message(label.clone());
         let cfg = RunConfig {
-            test: match kind {
-                Kind::Lab(t) => t,
-                Kind::Fstree => Test::Open1, // unused below
-            },
+            test,
             backend,
             mode,
             tasks,
@@ -509,23 +565,20 @@ impl Lab<'_> {
             interval: secs / samples.max(1) as f64,
             fastpaths: fast,
             dir: self.host_dir.clone(),
+            params: Params::default(),
         };
-        let r = match kind {
-            Kind::Lab(_) => runner::run(&cfg).and_then(|m| {
-                if m.leftovers.is_empty() {
-                    Ok(cli::record(&cfg, &m, None))
-                } else {
-                    Err(format!("left {:?} in {}", m.leftovers, m.workdir))
-                }
-            }),
-            Kind::Fstree => fstree_record(&cfg),
-        };
+        let r = runner::run(&cfg).and_then(|m| {
+            if m.leftovers.is_empty() {
+                Ok(cli::record(&cfg, &m, None))
+            } else {
+                Err(format!("left {:?} in {}", m.leftovers, m.workdir))
+            }
+        });
         self.bar.inc(1);
         match r {
             Ok(rec) => {
-                let ops = rec.ops_per_sec;
-                self.keep(rec);
-                Ok(ops)
+                self.keep(rec.clone());
+                Ok(rec)
             }
             Err(e) => {
                 let e = format!("{label}: {e}");
@@ -558,27 +611,27 @@ impl Lab<'_> {
             r.stddev = sd;
             r.seconds += rec.seconds;
             r.task_ops_per_sec.clear();
+            let add = |a: &mut Option<u64>, b: Option<u64>| {
+                if let (Some(x), Some(y)) = (a.as_mut(), b) {
+                    *x += y;
+                }
+            };
+            add(&mut r.blogs_written, rec.blogs_written);
+            add(&mut r.blogs_read, rec.blogs_read);
+            add(&mut r.articles_written, rec.articles_written);
+            add(&mut r.articles_read, rec.articles_read);
         } else {
             self.records.push(rec);
         }
     }
 
-    fn versus(&mut self, kind: Kind) -> Versus {
+    fn versus(&mut self, test: Test) -> Versus {
         let secs = self.budget.run;
         let samples = 5;
-        let mode = if kind == Kind::Fstree {
-            Mode::Threads
-        } else {
-            Mode::Processes
-        };
-        let tasks = if kind == Kind::Fstree {
-            FSTREE_TASKS
-        } else {
-            1
-        };
+        let (mode, tasks) = shape(test);
         let u = self.run(
             Spec {
-                kind,
+                test,
                 backend: Backend::Uvfs,
                 mode,
                 tasks,
@@ -589,7 +642,7 @@ impl Lab<'_> {
         );
         let h = self.run(
             Spec {
-                kind,
+                test,
                 backend: Backend::Host,
                 mode,
                 tasks,
@@ -598,18 +651,15 @@ impl Lab<'_> {
             secs,
             samples,
         );
-        let target = match kind {
-            Kind::Lab(t) => HOST_TARGETS.iter().find(|(x, _)| *x == t).map(|x| x.1),
-            Kind::Fstree => None,
-        };
+        let target = HOST_TARGETS.iter().find(|(x, _)| *x == test).map(|x| x.1);
         let error = match (&u, &h) {
             (Err(a), Err(b)) => Some(format!("{a}; {b}")),
             (Err(e), _) | (_, Err(e)) => Some(e.clone()),
             _ => None,
         };
-        let (u, h) = (u.ok(), h.ok());
+        let (u, h) = (u.ok().map(|r| r.ops_per_sec), h.ok().map(|r| r.ops_per_sec));
         Versus {
-            test: kind.name().into(),
+            test: test.name().into(),
             uvfs_ops_per_sec: u,
             host_ops_per_sec: h,
             ratio: u.zip(h).map(|(u, h)| u / h),
@@ -621,19 +671,15 @@ impl Lab<'_> {
     fn seed(&mut self, row: &Row, host: Option<f64>) -> SeedResult {
         let on = FastPaths::seeds();
         let off = on.with(row.switch, false);
-        let tasks = if row.test == Kind::Fstree {
-            FSTREE_TASKS
-        } else {
-            1
-        };
+        let (mode, tasks) = shape(row.test);
         let (mut a, mut b) = (Vec::new(), Vec::new());
         let mut error = None;
         let secs = self.budget.sample;
         for _ in 0..self.budget.rounds {
             let spec = |fast| Spec {
-                kind: row.test,
+                test: row.test,
                 backend: Backend::Uvfs,
-                mode: row.mode,
+                mode,
                 tasks,
                 fast,
             };
@@ -641,8 +687,8 @@ impl Lab<'_> {
             let rb = self.run(spec(on), secs, 1);
             match (ra, rb) {
                 (Ok(x), Ok(y)) => {
-                    a.push(x);
-                    b.push(y);
+                    a.push(row.metric.of(&x));
+                    b.push(row.metric.of(&y));
                 }
                 (Err(e), _) | (_, Err(e)) => {
                     error = Some(e);
@@ -669,7 +715,8 @@ impl Lab<'_> {
         SeedResult {
             seed: row.seed.into(),
             test: row.test.name().into(),
-            mode: row.mode.name().into(),
+            mode: mode.name().into(),
+            unit: row.metric.unit().into(),
             tasks,
             switch: row.switch.into(),
             what: row.what.into(),
@@ -696,7 +743,7 @@ impl Lab<'_> {
                         let secs = self.budget.run;
                         if let Ok(ops) = self.run(
                             Spec {
-                                kind: Kind::Lab(test),
+                                test,
                                 backend,
                                 mode,
                                 tasks: n,
@@ -710,7 +757,7 @@ impl Lab<'_> {
                                 backend: backend.name().into(),
                                 mode: mode.name().into(),
                                 tasks: n,
-                                ops_per_sec: ops,
+                                ops_per_sec: ops.ops_per_sec,
                             });
                         }
                     }
@@ -799,11 +846,15 @@ fn print_text(r: &Reproduction) {
             s.verdict,
             fmt_opt(s.host_ops_per_sec, 0),
             fmt_opt(s.host_ops_per_sec.map(|h| s.b_ops_per_sec / h), 1),
-            s.evidence
+            if s.unit == "ops/s" {
+                s.evidence.clone()
+            } else {
+                format!("{} (A, B, host in {})", s.evidence, s.unit)
+            }
         );
     }
     println!(
-        "\nuvfs (all fast paths) against the host kernel, 1 task, processes mode (fstree: {FSTREE_TASKS} threads)"
+        "\nuvfs (all fast paths) against the host kernel, 1 task, processes mode (fstree: {FSTREE_TASKS} threads, blogbench: {BLOGBENCH_TASKS})"
     );
     println!(
         "{:<8} {:>14} {:>14} {:>8} {:>7}",
@@ -870,205 +921,25 @@ fn write_out(out: &Path, r: &Reproduction, records: &[Record]) -> Result<(), Str
     std::fs::write(&p, html::page(r, &charts)).map_err(|e| ctx(&p, e))
 }
 
-// ---------------------------------------------------------------------
-// fstree (seed 002), reproduce's own loop until the lab has the test.
-
-/// fstree's shape per task: directories x files (seed 002: 1000 x 1000 per
-/// thread on 20 threads; scaled to this machine), and the uvfs cache
-/// limits set below one task's tree so every walk misses, as in the seed.
-const FSTREE_DIRS: usize = 40;
-const FSTREE_FILES: usize = 100;
-const FSTREE_TASKS: usize = 2;
-const FSTREE_CACHE: usize = FSTREE_DIRS * FSTREE_FILES / 4;
-
-fn fstree_shape() -> String {
-    format!(
-        "fstree: {FSTREE_TASKS} threads x {FSTREE_DIRS} dirs x {FSTREE_FILES} files, uvfs caches limited to {FSTREE_CACHE} entries (the host's hold the tree); ops = stats"
-    )
-}
-
-/// An fstree run as a record (one sample: the whole run's rate).
-fn fstree_record(cfg: &RunConfig) -> Result<Record, String> {
-    let dur = Duration::from_secs_f64(cfg.seconds);
-    let warm = Duration::from_secs_f64(cfg.warmup);
-    let samples = ((cfg.seconds / cfg.interval).round() as usize).max(1);
-    let step = dur / samples as u32;
-    let mut v = Vec::new();
-    match cfg.backend {
-        Backend::Uvfs => {
-            let vfs = fstree_vfs(cfg.fastpaths).map_err(|e| format!("fstree tree: {e}"))?;
-            let _ = sample_fstree(&vfs, warm);
-            for _ in 0..samples {
-                v.push(sample_fstree(&vfs, step));
-            }
-        }
-        Backend::Host => {
-            let dir = cfg
-                .dir
-                .join(format!("uvfs-bench-fstree.{}", std::process::id()));
-            let d = dir.to_string_lossy().into_owned();
-            let paths = host_fstree(&d)?;
-            let _ = sample_host_fstree(&paths, warm);
-            for _ in 0..samples {
-                v.push(sample_host_fstree(&paths, step));
-            }
-            std::fs::remove_dir_all(&dir).map_err(|e| format!("{d}: {e}"))?;
-        }
-    }
-    let (m, sd) = mean_sd(&v);
-    Ok(Record {
-        test: "fstree".into(),
-        backend: cfg.backend.name().into(),
-        mode: Mode::Threads.name().into(),
-        tasks: FSTREE_TASKS,
-        fastpaths: match cfg.backend {
-            Backend::Host => "-".into(),
-            Backend::Uvfs => cfg.fastpaths.to_string(),
-        },
-        ops_per_sec: m,
-        per_task_ops_per_sec: m / FSTREE_TASKS as f64,
-        stddev: sd,
-        samples: v,
-        task_ops_per_sec: Vec::new(),
-        seconds: cfg.seconds,
-        warmup: cfg.warmup,
-        machine: None,
-    })
-}
-
-/// fstree on uvfs: a VFS whose caches hold a quarter of one task's tree,
-/// with one tree per task.
-fn fstree_vfs(fast: FastPaths) -> Result<std::sync::Arc<Vfs>, Errno> {
-    let vfs = Vfs::builder()
-        .fastpaths(fast)
-        .dcache_limit(FSTREE_CACHE)
-        .icache_limit(FSTREE_CACHE)
-        .build();
-    let mut p = Process::new(&vfs)?;
-    for t in 0..FSTREE_TASKS {
-        p.mkdir(format!("/t{t}"), 0o755)?;
-        for d in 0..FSTREE_DIRS {
-            p.mkdir(format!("/t{t}/d{d}"), 0o755)?;
-            for f in 0..FSTREE_FILES {
-                let fd = p.open(
-                    format!("/t{t}/d{d}/f{f}"),
-                    uvfs::uapi::O_CREAT | uvfs::uapi::O_WRONLY,
-                    0o644,
-                )?;
-                p.close(fd)?;
-            }
-        }
-    }
-    Ok(vfs)
-}
-
-/// One fstree sample: every task walks its own tree, stat-ing each file,
-/// over and over for `dur`; returns total stats per second.
-fn sample_fstree(vfs: &std::sync::Arc<Vfs>, dur: Duration) -> f64 {
-    let paths: Vec<Vec<String>> = (0..FSTREE_TASKS)
-        .map(|t| {
-            (0..FSTREE_DIRS)
-                .flat_map(|d| (0..FSTREE_FILES).map(move |f| format!("/t{t}/d{d}/f{f}")))
-                .collect()
-        })
-        .collect();
-    let start = Instant::now();
-    let total: u64 = std::thread::scope(|s| {
-        let hs: Vec<_> = paths
-            .iter()
-            .map(|mine| {
-                s.spawn(move || {
-                    let mut p = Process::new(vfs).expect("process");
-                    let mut n = 0u64;
-                    while start.elapsed() < dur {
-                        for path in mine {
-                            black_box(p.stat(path).expect("stat"));
-                        }
-                        n += mine.len() as u64;
-                    }
-                    n
-                })
-            })
-            .collect();
-        hs.into_iter().map(|h| h.join().expect("fstree task")).sum()
-    });
-    total as f64 / start.elapsed().as_secs_f64()
-}
-
-/// Builds the host's trees under `dir`; returns each task's paths.
-fn host_fstree(dir: &str) -> Result<Vec<Vec<CString>>, String> {
-    let mut all = Vec::new();
-    for t in 0..FSTREE_TASKS {
-        let mut v = Vec::new();
-        for d in 0..FSTREE_DIRS {
-            let sub = format!("{dir}/t{t}/d{d}");
-            std::fs::create_dir_all(&sub).map_err(|e| format!("{sub}: {e}"))?;
-            for f in 0..FSTREE_FILES {
-                let path = format!("{sub}/f{f}");
-                std::fs::write(&path, b"").map_err(|e| format!("{path}: {e}"))?;
-                v.push(CString::new(path).map_err(|e| e.to_string())?);
-            }
-        }
-        all.push(v);
-    }
-    Ok(all)
-}
-
-/// fstree on the host: the same trees walked by the same number of threads
-/// with stat(2).
-fn sample_host_fstree(paths: &[Vec<CString>], dur: Duration) -> f64 {
-    let start = Instant::now();
-    let total: u64 = std::thread::scope(|s| {
-        let hs: Vec<_> = paths
-            .iter()
-            .map(|mine| {
-                s.spawn(move || {
-                    let mut n = 0u64;
-                    // SAFETY: an all-zero `struct stat` is a valid value.
-                    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-                    while start.elapsed() < dur {
-                        for path in mine {
-                            // SAFETY: a NUL-terminated path we own and a
-                            // `stat` buffer on our stack.
-                            let r = unsafe { libc::stat(path.as_ptr(), &mut st) };
-                            assert_eq!(black_box(r), 0);
-                        }
-                        n += mine.len() as u64;
-                    }
-                    n
-                })
-            })
-            .collect();
-        hs.into_iter()
-            .map(|h| h.join().expect("host fstree task"))
-            .sum()
-    });
-    total as f64 / start.elapsed().as_secs_f64()
-}
-
 /// Runs one lab test on uvfs (seeds preset, processes mode, one task) for
 /// `secs` seconds and prints its rate: a clean target for `perf record` /
 /// `valgrind --tool=callgrind`.
 pub fn profile_loop(test: &str, secs: f64) -> Result<(), String> {
-    let (ops, what) = if test == "fstree" {
-        let vfs = fstree_vfs(FastPaths::seeds()).map_err(|e| format!("fstree tree: {e}"))?;
-        (sample_fstree(&vfs, Duration::from_secs_f64(secs)), "stats")
-    } else {
-        let test = Test::from_name(test)?;
-        let cfg = RunConfig {
-            test,
-            backend: Backend::Uvfs,
-            mode: Mode::Processes,
-            tasks: 1,
-            seconds: secs,
-            warmup: 0.0,
-            interval: secs,
-            fastpaths: FastPaths::seeds(),
-            dir: host_dir(),
-        };
-        (runner::run(&cfg)?.samples[0], "ops")
+    let test = Test::from_name(test)?;
+    let cfg = RunConfig {
+        test,
+        backend: Backend::Uvfs,
+        mode: Mode::Processes,
+        tasks: 1,
+        seconds: secs,
+        warmup: 0.0,
+        interval: secs,
+        fastpaths: FastPaths::seeds(),
+        dir: host_dir(),
+        params: Params::default(),
     };
-    println!("{test}: {ops:.0} {what}/s");
+    let m = runner::run(&cfg)?;
+    println!("{}: {:.0} ops/s", test.name(), m.samples[0]);
     Ok(())
 }
 

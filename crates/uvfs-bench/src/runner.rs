@@ -8,7 +8,11 @@
 //! setup, bumps `ready`, spins until `go`; loops until `stop`, publishing its
 //! iteration count after each iteration; runs its teardown and sets `done`.
 //! The harness waits for all `ready`, sets `go`, waits the warm-up, then
-//! takes one sample of the summed counters per interval.
+//! takes one sample of the summed counters per interval. Beside its count,
+//! each slot has a few extra counters a test may use (fstree's walks and
+//! their time, blogbench's scores), read at the start and the end of the
+//! measured time; the header has one word all tasks share (blogbench's
+//! next blog id), set from the preparation before the tasks start.
 //!
 //! Modes: *processes* = every task has its own fd table (host: a `fork()`ed
 //! OS process; uvfs: its own `Process` on the shared `Vfs`, on its own OS
@@ -17,8 +21,10 @@
 //! `Process`, the harness keeping the first one as will-it-scale's main
 //! thread stays in its process).
 
-use crate::backend::{HostDir, HostSys, Sys, UvfsSys, uvfs_remove_workdir, uvfs_vfs, uvfs_workdir};
-use crate::workloads::{self, Test};
+use crate::backend::{
+    HostDir, HostSys, Sys, UvfsSys, uvfs_remove_workdir, uvfs_vfs_with_caches, uvfs_workdir,
+};
+use crate::workloads::{self, Counters, EXTRA, Env, Params, Test};
 use crossbeam_utils::CachePadded;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
@@ -85,6 +91,8 @@ pub struct RunConfig {
     /// The directory the work directory is made in (on the host; on uvfs
     /// the same path inside the VFS).
     pub dir: PathBuf,
+    /// The knobs of fstree and blogbench, and the uvfs cache limit.
+    pub params: Params,
 }
 
 /// What a run measured.
@@ -96,6 +104,10 @@ pub struct Measurement {
     pub task_ops_per_sec: Vec<f64>,
     /// Each task's iterations over its whole loop, warm-up included.
     pub task_total_ops: Vec<u64>,
+    /// Each task's extra counters (the test's: [`workloads::FSTREE_WALKS`],
+    /// [`workloads::BLOGS_WRITTEN`], …), their growth over the measured
+    /// time.
+    pub task_extra: Vec<[u64; EXTRA]>,
     /// The work directory (removed by now).
     pub workdir: String,
     /// Names left in the work directory after the tests' cleanup (empty
@@ -109,6 +121,8 @@ struct Header {
     ready: AtomicUsize,
     go: AtomicBool,
     stop: AtomicBool,
+    /// The word all tasks share ([`Counters::shared`]).
+    shared: AtomicU64,
 }
 
 /// One task's part of the control block.
@@ -120,6 +134,8 @@ struct Slot {
     /// Where it ended: 1 setup, 2 loop, 3 teardown.
     stage: AtomicI32,
     done: AtomicBool,
+    /// The test's extra counters ([`Counters::extra`]).
+    extra: [AtomicU64; EXTRA],
 }
 
 /// The control block: a header and one slot per task, each on its own
@@ -184,6 +200,15 @@ impl Control {
             .map(|i| self.slot(i).count.load(Ordering::Relaxed))
             .collect()
     }
+
+    fn extras(&self) -> Vec<[u64; EXTRA]> {
+        (0..self.tasks)
+            .map(|i| {
+                let e = &self.slot(i).extra;
+                std::array::from_fn(|k| e[k].load(Ordering::Relaxed))
+            })
+            .collect()
+    }
 }
 
 impl Drop for Control {
@@ -195,14 +220,20 @@ impl Drop for Control {
 }
 
 /// One task's life: setup, start together, loop, teardown.
-fn task<S: Sys>(sys: &mut S, ctl: &Control, i: usize, test: Test, workdir: &str) {
+fn task<S: Sys>(sys: &mut S, ctl: &Control, i: usize, test: Test, env: &Env<'_>) {
     let h = ctl.header();
     let slot = ctl.slot(i);
     let fail = |stage: i32, e: Errno| {
         slot.err.store(e.raw(), Ordering::Relaxed);
         slot.stage.store(stage, Ordering::Relaxed);
     };
-    match workloads::setup(test, sys, workdir, i) {
+    let counters = Counters {
+        count: &slot.count,
+        extra: &slot.extra,
+        shared: &h.shared,
+        stop: &h.stop,
+    };
+    match workloads::setup(test, sys, env, i) {
         Err(e) => {
             fail(1, e);
             h.ready.fetch_add(1, Ordering::Release);
@@ -212,7 +243,7 @@ fn task<S: Sys>(sys: &mut S, ctl: &Control, i: usize, test: Test, workdir: &str)
             while !h.go.load(Ordering::Acquire) {
                 std::thread::yield_now();
             }
-            if let Err(e) = workloads::run(sys, &mut st, &slot.count, &h.stop) {
+            if let Err(e) = workloads::run(sys, &mut st, &counters) {
                 fail(2, e);
             }
             if let Err(e) = workloads::teardown(sys, st) {
@@ -223,8 +254,9 @@ fn task<S: Sys>(sys: &mut S, ctl: &Control, i: usize, test: Test, workdir: &str)
     slot.done.store(true, Ordering::Release);
 }
 
-/// Samples, per-task ops/s, per-task total iterations.
-type Sampled = (Vec<f64>, Vec<f64>, Vec<u64>);
+/// Samples, per-task ops/s, per-task total iterations, per-task extra
+/// counters over the measured time.
+type Sampled = (Vec<f64>, Vec<f64>, Vec<u64>, Vec<[u64; EXTRA]>);
 
 /// The running tasks, to be stopped and joined.
 enum Tasks<'s> {
@@ -240,6 +272,7 @@ pub fn run(cfg: &RunConfig) -> Result<Measurement, String> {
     if !(cfg.seconds > 0.0 && cfg.interval > 0.0 && cfg.warmup >= 0.0) {
         return Err("--seconds and --interval must be > 0, --warmup >= 0".into());
     }
+    cfg.params.check()?;
     match cfg.backend {
         Backend::Host => run_host(cfg),
         Backend::Uvfs => run_uvfs(cfg),
@@ -251,20 +284,28 @@ fn run_host(cfg: &RunConfig) -> Result<Measurement, String> {
     let workdir = dir.path().to_string_lossy().into_owned();
     let result = (|| -> Result<Sampled, String> {
         let mut sys = HostSys;
-        let prepared = workloads::prepare(cfg.test, &mut sys, &workdir, cfg.tasks)
+        let env = Env {
+            workdir: &workdir,
+            tasks: cfg.tasks,
+            params: &cfg.params,
+        };
+        let prepared = workloads::prepare(cfg.test, &mut sys, &env)
             .map_err(|e| format!("{}: preparing in {workdir}: {e}", cfg.test.name()))?;
         let ctl = Control::new(cfg.tasks)?;
+        ctl.header()
+            .shared
+            .store(prepared.shared, Ordering::Relaxed);
         let r = std::thread::scope(|s| {
             let tasks = match cfg.mode {
                 Mode::Threads => Tasks::Threads(
                     (0..cfg.tasks)
                         .map(|i| {
-                            let (ctl, wd) = (&ctl, workdir.as_str());
-                            s.spawn(move || task(&mut HostSys, ctl, i, cfg.test, wd))
+                            let (ctl, env) = (&ctl, &env);
+                            s.spawn(move || task(&mut HostSys, ctl, i, cfg.test, env))
                         })
                         .collect(),
                 ),
-                Mode::Processes => Tasks::Children(fork_tasks(&ctl, cfg.test, &workdir)?),
+                Mode::Processes => Tasks::Children(fork_tasks(&ctl, cfg.test, &env)?),
             };
             measure(cfg, &ctl, tasks)
         });
@@ -274,11 +315,12 @@ fn run_host(cfg: &RunConfig) -> Result<Measurement, String> {
         Ok(sampled)
     })();
     let leftovers = dir.remove();
-    let (samples, task_ops_per_sec, task_total_ops) = result?;
+    let (samples, task_ops_per_sec, task_total_ops, task_extra) = result?;
     Ok(Measurement {
         samples,
         task_ops_per_sec,
         task_total_ops,
+        task_extra,
         workdir,
         leftovers,
     })
@@ -287,7 +329,7 @@ fn run_host(cfg: &RunConfig) -> Result<Measurement, String> {
 /// Forks one child per task; each runs [`task`] with real system calls and
 /// `_exit`s. The child only makes system calls and touches the shared block
 /// (and the allocator, which glibc keeps usable across fork).
-fn fork_tasks(ctl: &Control, test: Test, workdir: &str) -> Result<Vec<libc::pid_t>, String> {
+fn fork_tasks(ctl: &Control, test: Test, env: &Env<'_>) -> Result<Vec<libc::pid_t>, String> {
     use std::io::Write;
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
@@ -308,7 +350,7 @@ fn fork_tasks(ctl: &Control, test: Test, workdir: &str) -> Result<Vec<libc::pid_
             // SAFETY: asks for SIGKILL if the harness dies, so no task
             // outlives it; no memory is passed.
             unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) };
-            let ok = std::panic::catch_unwind(|| task(&mut HostSys, ctl, i, test, workdir)).is_ok();
+            let ok = std::panic::catch_unwind(|| task(&mut HostSys, ctl, i, test, env)).is_ok();
             // SAFETY: ends the child at once, as the C harness would.
             unsafe { libc::_exit(if ok { 0 } else { 101 }) };
         }
@@ -342,14 +384,19 @@ fn reap(pids: &[libc::pid_t]) -> usize {
 }
 
 fn run_uvfs(cfg: &RunConfig) -> Result<Measurement, String> {
-    let vfs = uvfs_vfs(cfg.fastpaths);
+    let vfs = uvfs_vfs_with_caches(cfg.fastpaths, cfg.params.uvfs_cache_limit(cfg.test));
     let ctx = |what: &str, e: Errno| format!("{} on uvfs: {what}: {e}", cfg.test.name());
     let mut main = Process::new(&vfs).map_err(|e| ctx("new process", e))?;
     let workdir = uvfs_workdir(&mut main, &cfg.dir).map_err(|e| ctx("work directory", e))?;
     // The harness's handle: for threads mode the tasks are threads of it.
     let mut harness = UvfsSys(main);
-    let prepared = workloads::prepare(cfg.test, &mut harness, &workdir, cfg.tasks)
-        .map_err(|e| ctx("prepare", e))?;
+    let env = Env {
+        workdir: &workdir,
+        tasks: cfg.tasks,
+        params: &cfg.params,
+    };
+    let prepared =
+        workloads::prepare(cfg.test, &mut harness, &env).map_err(|e| ctx("prepare", e))?;
     let mut procs = Vec::with_capacity(cfg.tasks);
     for _ in 0..cfg.tasks {
         procs.push(UvfsSys(match cfg.mode {
@@ -358,13 +405,16 @@ fn run_uvfs(cfg: &RunConfig) -> Result<Measurement, String> {
         }));
     }
     let ctl = Control::new(cfg.tasks)?;
+    ctl.header()
+        .shared
+        .store(prepared.shared, Ordering::Relaxed);
     let r = std::thread::scope(|s| {
         let handles = procs
             .into_iter()
             .enumerate()
             .map(|(i, mut sys)| {
-                let (ctl, wd) = (&ctl, workdir.as_str());
-                s.spawn(move || task(&mut sys, ctl, i, cfg.test, wd))
+                let (ctl, env) = (&ctl, &env);
+                s.spawn(move || task(&mut sys, ctl, i, cfg.test, env))
             })
             .collect();
         measure(cfg, &ctl, Tasks::Threads(handles))
@@ -372,12 +422,13 @@ fn run_uvfs(cfg: &RunConfig) -> Result<Measurement, String> {
     let cleaned = workloads::cleanup(&mut harness, prepared);
     let leftovers = uvfs_remove_workdir(&mut harness.0, &workdir)
         .map_err(|e| ctx("removing the work directory", e))?;
-    let (samples, task_ops_per_sec, task_total_ops) = r?;
+    let (samples, task_ops_per_sec, task_total_ops, task_extra) = r?;
     cleaned.map_err(|e| ctx("cleanup", e))?;
     Ok(Measurement {
         samples,
         task_ops_per_sec,
         task_total_ops,
+        task_extra,
         workdir,
         leftovers,
     })
@@ -398,6 +449,7 @@ fn measure(cfg: &RunConfig, ctl: &Control, tasks: Tasks<'_>) -> Result<Sampled, 
     let setup_failed = (0..n).any(|i| ctl.slot(i).stage.load(Ordering::Relaxed) != 0);
     let mut samples = Vec::new();
     let mut per_task = vec![0.0; n];
+    let mut extra = vec![[0; EXTRA]; n];
     if !setup_failed {
         h.go.store(true, Ordering::Release);
         std::thread::sleep(Duration::from_secs_f64(cfg.warmup));
@@ -405,6 +457,7 @@ fn measure(cfg: &RunConfig, ctl: &Control, tasks: Tasks<'_>) -> Result<Sampled, 
         let step = Duration::from_secs_f64(cfg.seconds / nsamples as f64);
         let t0 = Instant::now();
         let c0 = ctl.counts();
+        let e0 = ctl.extras();
         let (mut prev_t, mut prev) = (t0, c0.iter().sum::<u64>());
         let mut last = c0.clone();
         for k in 1..=nsamples {
@@ -422,6 +475,9 @@ fn measure(cfg: &RunConfig, ctl: &Control, tasks: Tasks<'_>) -> Result<Sampled, 
         let secs = (prev_t - t0).as_secs_f64();
         for (i, p) in per_task.iter_mut().enumerate() {
             *p = (last[i] - c0[i]) as f64 / secs;
+        }
+        for ((e, now), then) in extra.iter_mut().zip(ctl.extras()).zip(e0) {
+            *e = std::array::from_fn(|k| now[k] - then[k]);
         }
     }
     h.stop.store(true, Ordering::Relaxed);
@@ -453,7 +509,7 @@ fn measure(cfg: &RunConfig, ctl: &Control, tasks: Tasks<'_>) -> Result<Sampled, 
         errors.push(format!("{crashed} task(s) crashed"));
     }
     if errors.is_empty() {
-        Ok((samples, per_task, ctl.counts()))
+        Ok((samples, per_task, ctl.counts(), extra))
     } else {
         Err(format!("{}: {}", cfg.test.name(), errors.join("; ")))
     }

@@ -25,10 +25,87 @@
 //! | openneg | nothing | open `W/nonexistent` read-only, expect `ENOENT` |
 //! | getfl | own file, kept open | `fcntl(fd, F_GETFL)` (seed 003: one fd lookup per call) |
 //! | dup100 | own file open, 100 copies with a hole at the 68th | dup the fd (it lands in the hole), close the copy |
+//! | fstree | own tree `W/fstree.N/dD/fF`, D × F empty files | stat the next file of the tree, in order, wrapping around |
+//! | blogbench | shared `W/blogbench/blog-S/…`, a few blogs made beforehand | one action of the task's role (below); counts the files it read or wrote |
+//!
+//! ## fstree (seed 002)
+//!
+//! The seed's benchmark: each task walks its own tree of `--fstree-dirs`
+//! directories × `--fstree-files` files (default 40 × 100; the seed used
+//! 1000 × 1000 per thread on 20 threads) calling `stat(2)` on every file,
+//! over and over. One counted operation is one stat; a task also counts its
+//! completed walks and the time they took, so the report gives the time of
+//! one full walk of a task's tree (`walk_seconds`, all tasks walking at
+//! once: the seed's "total time"). The trees are made in the task's setup
+//! and removed in its teardown, neither timed. Cache-busting: on uvfs the
+//! VFS is built with dentry and inode cache limits below one task's tree
+//! (default a quarter of it, `--cache-limit`), so with LRU eviction every
+//! file's lookup misses both caches, as in the seed. The host's tmpfs
+//! cannot evict: its dentries and inodes are the file system and stay in
+//! memory, so host walks always hit the caches; the host figure is the
+//! cached walk.
+//!
+//! ## blogbench (seed 004)
+//!
+//! Modelled on blogbench 1.2 (jedisct1/Blogbench): writer, rewriter,
+//! commenter and reader threads working in one scratch directory of blogs,
+//! `blog-ID/` each, holding `article-K.xml` files.
+//!
+//! * writer: takes the next blog id from a counter all tasks share (in the
+//!   runner's shared block, so forked tasks share it too), makes `blog-ID`
+//!   (an existing one is fine, as in blogbench) and writes 1 to
+//!   [`BLOG_MAX_ARTICLES`] articles, highest number first, each "atomically":
+//!   written under a temporary name, then renamed into place. A blog whose
+//!   article 1 exists is complete. Score: one blog written.
+//! * rewriter: rewrites article K (random 1..=[`BLOG_MAX_ARTICLES`]) of a
+//!   random blog the same way, temp + rename over the old one.
+//! * commenter: appends one comment (256 B to 1 KiB) to a random blog's
+//!   `comments.xml` (`O_WRONLY | O_CREAT | O_APPEND`, write, close).
+//! * reader: picks a random blog; half the time reads its comments first;
+//!   then opens, reads whole (16 KiB reads) and closes `article-1`,
+//!   `article-2`, … until one is missing. Score: one blog read. The open
+//!   and close of every file read is what stresses `alloc_fd` (seed 004).
+//!
+//! Roles from `--tasks N`: with one task, that task takes every role in
+//! turn, one action each, in the order of [`BLOG_ROLES`]; with N ≥ 2, task
+//! `i` has role `BLOG_ROLES[i % 8]`: writer, reader, commenter, reader,
+//! rewriter, reader, reader, reader (so 2 tasks = 1 writer + 1 reader,
+//! 5 tasks add a commenter, a second reader and a rewriter; 8 tasks = 1
+//! writer, 1 rewriter, 1 commenter, 5 readers: blogbench's default of 3,
+//! 1, 5, 100 is reader-heavy the same way, scaled for a small machine). In
+//! threads mode the roles are threads sharing one fd table, as blogbench's
+//! pthreads do; in processes mode each its own process.
+//!
+//! One counted operation (ops_per_sec) = one file written (an article
+//! created or rewritten, a comment appended) or read in full (an article
+//! or a comments file). The blogbench scores are kept beside it per task:
+//! blogs written ("final score for writes") and blogs read ("final score
+//! for reads"), and the articles written and read; the report gives their
+//! totals over the measured seconds (blogbench's are totals over its whole
+//! run, 30 × 10 s by default).
+//!
+//! Bounds: at most `--blogs` blog directories (default 128): blog id `I`
+//! lives in `blog-(I mod blogs)`, so past the limit writers rewrite old
+//! blogs in place instead of growing the tree; comments files are emptied
+//! (`O_TRUNC`) once past [`BLOG_COMMENTS_CAP`]. The tree is removed at the
+//! end. Before the tasks start, [`BLOG_INITIAL`] blogs are made so readers
+//! have something to read from the first second (blogbench starts empty).
+//!
+//! Not modelled: pictures (blogbench writes and reads `picture-K.jpg`,
+//! 8-64 KiB, beside the articles; ours would only be bigger articles);
+//! comments as separate atomically created `comment-K.xml` files (blogbench
+//! 1.2's commenter; here an appended log per blog, which exercises
+//! `O_APPEND`); blogbench's sizes (articles 1-32 KiB, here 1-4 KiB, and up
+//! to 100 per blog, here [`BLOG_MAX_ARTICLES`]); its pacing sleeps (writers
+//! 10 ms, rewriters 1 s between actions; here every role runs flat out, as
+//! will-it-scale loops do); its 10 s reporting iterations; and its shared
+//! temporary names (`article-K.xml.tmp`, which two tasks can race on; here
+//! each task has its own, `….tmp.N`).
 
-use crate::backend::{Sys, cpath};
-use std::ffi::CString;
+use crate::backend::{Sys, cpath, remove_tree};
+use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::time::Instant;
 use uvfs::{Errno, uapi};
 
 /// will-it-scale's buffer length.
@@ -73,6 +150,10 @@ pub enum Test {
     Getfl,
     /// dup/close with 100 fds open and a hole among them.
     Dup100,
+    /// Stat walk over per-task trees larger than the caches (seed 002).
+    Fstree,
+    /// blogbench-like writers, rewriters, commenters and readers (seed 004).
+    Blogbench,
 }
 
 /// One entry of the test list.
@@ -164,13 +245,15 @@ pub const TESTS: &[Entry] = &[
     },
     Entry {
         name: "fstree",
-        test: None,
-        description: "planned (seed 002): stat walk over per-task trees larger than the caches",
+        test: Some(Test::Fstree),
+        description: "seed 002: stat every file of its own dirs x files tree, over and over; uvfs \
+            caches limited below the tree (the host's tmpfs keeps it all cached)",
     },
     Entry {
         name: "blogbench",
-        test: None,
-        description: "planned (seed 004): blogbench-like writers, rewriters, readers, commenters",
+        test: Some(Test::Blogbench),
+        description: "seed 004: blogbench-like writers, rewriters, commenters, readers in one \
+            shared tree; ops = files written + read",
     },
 ];
 
@@ -202,11 +285,146 @@ impl Test {
     }
 }
 
+/// fstree's default directories per task tree.
+pub const FSTREE_DIRS: usize = 40;
+/// fstree's default files per directory.
+pub const FSTREE_FILES: usize = 100;
+/// The largest tree (directories × files) one fstree task may have: the
+/// seed's 1000 × 1000.
+pub const FSTREE_MAX_FILES: usize = 1_000_000;
+/// blogbench's default limit on blog directories.
+pub const BLOGS: usize = 128;
+/// The largest `--blogs`.
+pub const BLOGS_MAX: usize = 100_000;
+
+/// Most articles in one blog (blogbench: 100).
+pub const BLOG_MAX_ARTICLES: u64 = 16;
+/// Article sizes: from 1 KiB to just under 4 KiB (blogbench: 1 to 32 KiB).
+const ARTICLE_MIN: usize = 1024;
+const ARTICLE_MAX: usize = 4096;
+/// One comment's size: 256 B to just under 1 KiB.
+const COMMENT_MIN: usize = 256;
+const COMMENT_MAX: usize = 1024;
+/// A comments file past this size is emptied by the commenter that
+/// crossed it.
+pub const BLOG_COMMENTS_CAP: i64 = 16 * 1024;
+/// Read size (blogbench: 64 KiB).
+const READ_CHUNK: usize = 16 * 1024;
+/// Blogs made before the tasks start (at most `--blogs`).
+pub const BLOG_INITIAL: u64 = 8;
+
+/// Per-task extra counters the runner keeps beside the operation count.
+pub const EXTRA: usize = 4;
+/// fstree: completed walks of the task's whole tree.
+pub const FSTREE_WALKS: usize = 0;
+/// fstree: nanoseconds those walks took.
+pub const FSTREE_WALK_NS: usize = 1;
+/// blogbench: blogs written (a writer's completed blog).
+pub const BLOGS_WRITTEN: usize = 0;
+/// blogbench: blogs read (a reader's completed visit).
+pub const BLOGS_READ: usize = 1;
+/// blogbench: articles written (created by writers, rewritten by
+/// rewriters).
+pub const ARTICLES_WRITTEN: usize = 2;
+/// blogbench: articles read.
+pub const ARTICLES_READ: usize = 3;
+
+/// The knobs of the tests that have any (fstree, blogbench; the cache limit
+/// applies to every uvfs run).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Params {
+    /// fstree: directories in each task's tree.
+    pub fstree_dirs: usize,
+    /// fstree: files in each directory.
+    pub fstree_files: usize,
+    /// uvfs: dentry and inode cache limits (unused entries kept), or `None`
+    /// for the test's default ([`Params::uvfs_cache_limit`]).
+    pub cache_limit: Option<usize>,
+    /// blogbench: most blog directories (ids past it reuse old ones).
+    pub blogs: usize,
+}
+
+impl Default for Params {
+    fn default() -> Params {
+        Params {
+            fstree_dirs: FSTREE_DIRS,
+            fstree_files: FSTREE_FILES,
+            cache_limit: None,
+            blogs: BLOGS,
+        }
+    }
+}
+
+impl Params {
+    /// Files in one fstree task's tree.
+    pub fn fstree_size(&self) -> usize {
+        self.fstree_dirs.saturating_mul(self.fstree_files)
+    }
+
+    /// Refuses values the tests cannot run with, with a message naming
+    /// the option.
+    pub fn check(&self) -> Result<(), String> {
+        if self.fstree_dirs == 0 || self.fstree_files == 0 {
+            return Err("--fstree-dirs and --fstree-files must be at least 1".into());
+        }
+        if self.fstree_size() > FSTREE_MAX_FILES {
+            return Err(format!(
+                "--fstree-dirs x --fstree-files is {} x {} = {} files per task; at most \
+                 {FSTREE_MAX_FILES}",
+                self.fstree_dirs,
+                self.fstree_files,
+                self.fstree_size()
+            ));
+        }
+        if !(1..=BLOGS_MAX).contains(&self.blogs) {
+            return Err(format!("--blogs must be from 1 to {BLOGS_MAX}"));
+        }
+        Ok(())
+    }
+
+    /// The cache limit a uvfs run of `test` uses: `--cache-limit` if given;
+    /// for fstree otherwise a quarter of one task's tree (so every walk
+    /// misses); else none (the VFS's default, 1 Mi entries).
+    pub fn uvfs_cache_limit(&self, test: Test) -> Option<usize> {
+        self.cache_limit
+            .or((test == Test::Fstree).then(|| self.fstree_size() / 4))
+    }
+}
+
+/// What a task (or the preparation) works in.
+#[derive(Clone, Copy, Debug)]
+pub struct Env<'a> {
+    /// The work directory `W`.
+    pub workdir: &'a str,
+    /// How many tasks run.
+    pub tasks: usize,
+    /// The tests' knobs.
+    pub params: &'a Params,
+}
+
+/// Where a task's loop publishes what it did (the runner's shared block).
+#[derive(Clone, Copy, Debug)]
+pub struct Counters<'a> {
+    /// Counted operations so far.
+    pub count: &'a AtomicU64,
+    /// The test's extra counters ([`FSTREE_WALKS`], [`BLOGS_WRITTEN`], …).
+    pub extra: &'a [AtomicU64; EXTRA],
+    /// One word all tasks share (blogbench: the next blog id), set from
+    /// [`Prepared::shared`] before the tasks start.
+    pub shared: &'a AtomicU64,
+    /// Set when the tasks are to stop.
+    pub stop: &'a AtomicBool,
+}
+
 /// What the preparation made for all tasks.
 #[derive(Debug, Default)]
 pub struct Prepared {
     /// Files to unlink at cleanup.
     files: Vec<CString>,
+    /// Directories to remove with everything in them at cleanup.
+    trees: Vec<CString>,
+    /// The initial value of the tasks' shared word.
+    pub shared: u64,
 }
 
 /// The file all tasks share in open3, lseek2 and read2.
@@ -224,52 +442,69 @@ fn own_dir(workdir: &str, n: usize) -> CString {
     cpath(format!("{workdir}/willitscale.{n}.d"))
 }
 
+/// Writes all of `buf` to `fd`.
+fn write_all<S: Sys>(sys: &mut S, fd: i32, buf: &[u8]) -> Result<(), Errno> {
+    let mut done = 0;
+    while done < buf.len() {
+        match sys.write(fd, &buf[done..])? {
+            0 => return Err(Errno::EIO),
+            n => done += n,
+        }
+    }
+    Ok(())
+}
+
 /// Creates `path` (it must not exist) holding `len` zero bytes; returns
 /// the fd, open read-write.
 fn create_file<S: Sys>(sys: &mut S, path: &CString, len: usize) -> Result<i32, Errno> {
     let fd = sys.open(path, uapi::O_RDWR | uapi::O_CREAT | uapi::O_EXCL, 0o600)?;
-    let buf = vec![0u8; len];
-    let mut done = 0;
-    while done < len {
-        done += sys.write(fd, &buf[done..])?;
+    if let Err(e) = write_all(sys, fd, &vec![0u8; len]) {
+        sys.close(fd)?;
+        return Err(e);
     }
     Ok(fd)
 }
 
 /// The shared preparation, run once before the tasks exist.
-pub fn prepare<S: Sys>(
-    test: Test,
-    sys: &mut S,
-    workdir: &str,
-    tasks: usize,
-) -> Result<Prepared, Errno> {
-    let mut files = Vec::new();
+pub fn prepare<S: Sys>(test: Test, sys: &mut S, env: &Env<'_>) -> Result<Prepared, Errno> {
+    let workdir = env.workdir;
+    let mut prepared = Prepared::default();
     let size = match test {
         Test::Open1 => {
-            for n in 0..tasks {
+            for n in 0..env.tasks {
                 let path = own_file(workdir, n);
                 let fd = create_file(sys, &path, 0)?;
                 sys.close(fd)?;
-                files.push(path);
+                prepared.files.push(path);
             }
-            return Ok(Prepared { files });
+            return Ok(prepared);
+        }
+        Test::Blogbench => {
+            let root = blog_root(workdir);
+            sys.mkdir(&root, 0o755)?;
+            prepared.trees.push(root);
+            prepared.shared = prepare_blogs(sys, workdir, env.params)?;
+            return Ok(prepared);
         }
         Test::Open3 => 0,
         Test::Lseek2 => BUFLEN,
         Test::Read2 => FILESIZE,
-        _ => return Ok(Prepared { files }),
+        _ => return Ok(prepared),
     };
     let path = shared_file(workdir);
     let fd = create_file(sys, &path, size)?;
     sys.close(fd)?;
-    files.push(path);
-    Ok(Prepared { files })
+    prepared.files.push(path);
+    Ok(prepared)
 }
 
-/// Undoes [`prepare`].
+/// Undoes [`prepare`] (whatever of it was done).
 pub fn cleanup<S: Sys>(sys: &mut S, prepared: Prepared) -> Result<(), Errno> {
     for f in &prepared.files {
         sys.unlink(f)?;
+    }
+    for t in &prepared.trees {
+        remove_tree(sys, t)?;
     }
     Ok(())
 }
@@ -291,10 +526,15 @@ pub struct TaskState {
     size: usize,
     /// Extra fds held open for the loop's duration (dup100).
     extra: Vec<i32>,
+    /// fstree: the task's tree.
+    tree: Option<Tree>,
+    /// blogbench: the task's role and its state.
+    blog: Option<Box<Blogger>>,
 }
 
 /// Task `n`'s setup (in the task's own process or thread, before the start).
-pub fn setup<S: Sys>(test: Test, sys: &mut S, workdir: &str, n: usize) -> Result<TaskState, Errno> {
+pub fn setup<S: Sys>(test: Test, sys: &mut S, env: &Env<'_>, n: usize) -> Result<TaskState, Errno> {
+    let workdir = env.workdir;
     let mut st = TaskState {
         test,
         fd: -1,
@@ -304,6 +544,8 @@ pub fn setup<S: Sys>(test: Test, sys: &mut S, workdir: &str, n: usize) -> Result
         buf: vec![0u8; BUFLEN],
         size: 0,
         extra: Vec::new(),
+        tree: None,
+        blog: None,
     };
     match test {
         Test::Open1 | Test::Unlink1 => {}
@@ -347,6 +589,8 @@ pub fn setup<S: Sys>(test: Test, sys: &mut S, workdir: &str, n: usize) -> Result
         }
         Test::Lseek2 => st.fd = sys.open(&shared_file(workdir), uapi::O_RDWR, 0)?,
         Test::Read2 => st.fd = sys.open(&shared_file(workdir), uapi::O_RDONLY, 0)?,
+        Test::Fstree => st.tree = Some(Tree::create(sys, env, n)?),
+        Test::Blogbench => st.blog = Some(Box::new(Blogger::new(env, n))),
     }
     Ok(st)
 }
@@ -379,35 +623,43 @@ pub fn teardown<S: Sys>(sys: &mut S, st: TaskState) -> Result<(), Errno> {
             Err(e) => return Err(e),
         }
     }
+    if let Some(tree) = st.tree {
+        tree.remove(sys)?;
+    }
     Ok(())
 }
 
-/// Runs `body` until `stop` is set, publishing the iteration count in
+/// Runs `body` until `stop` is set, publishing the count of operations in
 /// `count` after each iteration (will-it-scale bumps a counter in shared
-/// memory the same way).
+/// memory the same way); `body` returns how many operations it did.
+#[inline(always)]
+fn iterate_by(
+    count: &AtomicU64,
+    stop: &AtomicBool,
+    mut body: impl FnMut() -> Result<u64, Errno>,
+) -> Result<(), Errno> {
+    let mut n = 0u64;
+    while !stop.load(Relaxed) {
+        n += body()?;
+        count.store(n, Relaxed);
+    }
+    Ok(())
+}
+
+/// [`iterate_by`] for a body that is one operation.
 #[inline(always)]
 fn iterate(
     count: &AtomicU64,
     stop: &AtomicBool,
     mut body: impl FnMut() -> Result<(), Errno>,
 ) -> Result<(), Errno> {
-    let mut n = 0u64;
-    while !stop.load(Relaxed) {
-        body()?;
-        n += 1;
-        count.store(n, Relaxed);
-    }
-    Ok(())
+    iterate_by(count, stop, || body().map(|()| 1))
 }
 
-/// The test's loop, until `stop`; an unexpected result ends it with that
+/// The test's loop, until `c.stop`; an unexpected result ends it with that
 /// error (`EIO` for a short pread, `EEXIST` when openneg's file exists).
-pub fn run<S: Sys>(
-    sys: &mut S,
-    st: &mut TaskState,
-    count: &AtomicU64,
-    stop: &AtomicBool,
-) -> Result<(), Errno> {
+pub fn run<S: Sys>(sys: &mut S, st: &mut TaskState, c: &Counters<'_>) -> Result<(), Errno> {
+    let (count, stop) = (c.count, c.stop);
     let fd = st.fd;
     let path = st.path.as_c_str();
     let buf = &mut st.buf[..];
@@ -460,5 +712,419 @@ pub fn run<S: Sys>(
                 Err(Errno::EEXIST)
             }
         }),
+        Test::Fstree => {
+            let tree = st.tree.as_ref().expect("fstree's setup made its tree");
+            let files = &tree.files[..];
+            let (walks, walk_ns) = (&c.extra[FSTREE_WALKS], &c.extra[FSTREE_WALK_NS]);
+            let (mut i, mut done, mut ns) = (0, 0u64, 0u64);
+            let mut start = Instant::now();
+            iterate(count, stop, || {
+                sys.stat(&files[i])?;
+                i += 1;
+                if i == files.len() {
+                    i = 0;
+                    let now = Instant::now();
+                    ns += (now - start).as_nanos() as u64;
+                    done += 1;
+                    start = now;
+                    // The time first: a reader that sees the walk sees
+                    // its time (both only grow).
+                    walk_ns.store(ns, Relaxed);
+                    walks.store(done, Relaxed);
+                }
+                Ok(())
+            })
+        }
+        Test::Blogbench => {
+            let b = st.blog.as_mut().expect("blogbench's setup made its state");
+            iterate_by(count, stop, || b.act(sys, c))
+        }
+    }
+}
+
+/// One fstree task's tree: `W/fstree.N/dD/fF`.
+#[derive(Debug)]
+struct Tree {
+    root: CString,
+    dirs: Vec<CString>,
+    /// Every file, in walk order (directory by directory).
+    files: Vec<CString>,
+}
+
+impl Tree {
+    /// Makes task `n`'s tree; on an error, removes what it made.
+    fn create<S: Sys>(sys: &mut S, env: &Env<'_>, n: usize) -> Result<Tree, Errno> {
+        let root = format!("{}/fstree.{n}", env.workdir);
+        let (nd, nf) = (env.params.fstree_dirs, env.params.fstree_files);
+        let mut tree = Tree {
+            root: cpath(root.clone()),
+            dirs: Vec::with_capacity(nd),
+            files: Vec::with_capacity(nd * nf),
+        };
+        sys.mkdir(&tree.root, 0o755)?;
+        let made = (|| {
+            for d in 0..nd {
+                let dir = format!("{root}/d{d}");
+                tree.dirs.push(cpath(dir.clone()));
+                sys.mkdir(tree.dirs.last().expect("just pushed"), 0o755)?;
+                for f in 0..nf {
+                    let file = cpath(format!("{dir}/f{f}"));
+                    let fd =
+                        sys.open(&file, uapi::O_WRONLY | uapi::O_CREAT | uapi::O_EXCL, 0o644)?;
+                    sys.close(fd)?;
+                    tree.files.push(file);
+                }
+            }
+            Ok(())
+        })();
+        match made {
+            Ok(()) => Ok(tree),
+            Err(e) => {
+                let _ = remove_tree(sys, &tree.root);
+                Err(e)
+            }
+        }
+    }
+
+    /// Removes the tree.
+    fn remove<S: Sys>(self, sys: &mut S) -> Result<(), Errno> {
+        for f in &self.files {
+            sys.unlink(f)?;
+        }
+        for d in &self.dirs {
+            sys.rmdir(d)?;
+        }
+        sys.rmdir(&self.root)
+    }
+}
+
+/// A blogbench role.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Creates new blogs.
+    Writer,
+    /// Rewrites articles of existing blogs.
+    Rewriter,
+    /// Appends comments.
+    Commenter,
+    /// Reads blogs.
+    Reader,
+}
+
+/// The roles tasks take, by task index modulo 8 (see the module doc).
+pub const BLOG_ROLES: [Role; 8] = [
+    Role::Writer,
+    Role::Reader,
+    Role::Commenter,
+    Role::Reader,
+    Role::Rewriter,
+    Role::Reader,
+    Role::Reader,
+    Role::Reader,
+];
+
+/// Task `index`'s role out of `tasks`, or `None` for the single task of a
+/// 1-task run, which takes every role in turn.
+pub fn blog_role(index: usize, tasks: usize) -> Option<Role> {
+    (tasks > 1).then(|| BLOG_ROLES[index % BLOG_ROLES.len()])
+}
+
+/// `W/blogbench`, the blogs' scratch directory.
+fn blog_root(workdir: &str) -> CString {
+    cpath(format!("{workdir}/blogbench"))
+}
+
+/// A small, fast PRNG (xorshift64*), one per task, seeded by its index so
+/// runs repeat.
+#[derive(Debug)]
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng((seed.wrapping_add(1)).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform-enough in `lo..hi` (`lo < hi`).
+    fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next() % (hi - lo)
+    }
+}
+
+/// Makes the first blogs (complete, half the most articles each) so
+/// readers have something from the start; returns how many.
+fn prepare_blogs<S: Sys>(sys: &mut S, workdir: &str, params: &Params) -> Result<u64, Errno> {
+    let n = BLOG_INITIAL.min(params.blogs as u64);
+    let mut rng = Rng::new(u64::MAX);
+    let data = vec![b'x'; ARTICLE_MAX];
+    let root = format!("{workdir}/blogbench");
+    for id in 0..n {
+        sys.mkdir(&cpath(format!("{root}/blog-{id}")), 0o700)?;
+        for k in 1..=BLOG_MAX_ARTICLES / 2 {
+            let path = cpath(format!("{root}/blog-{id}/article-{k}.xml"));
+            let len = rng.range(ARTICLE_MIN as u64, ARTICLE_MAX as u64) as usize;
+            let fd = sys.open(&path, uapi::O_WRONLY | uapi::O_CREAT | uapi::O_EXCL, 0o600)?;
+            let w = write_all(sys, fd, &data[..len]);
+            sys.close(fd)?;
+            w?;
+        }
+    }
+    Ok(n)
+}
+
+/// One blogbench task: its role and what its actions reuse.
+#[derive(Debug)]
+struct Blogger {
+    /// The fixed role, or `None`: every role in turn ([`BLOG_ROLES`]).
+    role: Option<Role>,
+    /// Actions done (for the rotation).
+    step: usize,
+    rng: Rng,
+    /// `W/blogbench`.
+    root: String,
+    /// The task's index, in its temporary names.
+    index: usize,
+    /// Blog directories at most.
+    blogs: u64,
+    /// What writes write.
+    data: Vec<u8>,
+    /// Where reads read.
+    buf: Vec<u8>,
+    /// Local copies of the extra counters (this task alone writes them).
+    scores: [u64; EXTRA],
+}
+
+/// The fd of a file that may be missing (`ENOENT` → `None`): a blog not
+/// made yet, an article past a blog's last.
+fn open_maybe<S: Sys>(sys: &mut S, path: &CStr, flags: i32) -> Result<Option<i32>, Errno> {
+    match sys.open(path, flags, 0o600) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(Errno::ENOENT) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+impl Blogger {
+    fn new(env: &Env<'_>, index: usize) -> Blogger {
+        Blogger {
+            role: blog_role(index, env.tasks),
+            step: 0,
+            rng: Rng::new(index as u64),
+            root: format!("{}/blogbench", env.workdir),
+            index,
+            blogs: env.params.blogs as u64,
+            data: vec![b'x'; ARTICLE_MAX],
+            buf: vec![0; READ_CHUNK],
+            scores: [0; EXTRA],
+        }
+    }
+
+    fn article(&self, slot: u64, k: u64) -> CString {
+        cpath(format!("{}/blog-{slot}/article-{k}.xml", self.root))
+    }
+
+    fn comments(&self, slot: u64) -> CString {
+        cpath(format!("{}/blog-{slot}/comments.xml", self.root))
+    }
+
+    /// A random blog among those given out so far (some may still be in
+    /// the making, as in blogbench).
+    fn random_blog(&mut self, shared: &AtomicU64) -> u64 {
+        let known = shared.load(Relaxed).clamp(1, self.blogs);
+        self.rng.range(0, known)
+    }
+
+    /// One action of the task's role; returns the files read or written.
+    fn act<S: Sys>(&mut self, sys: &mut S, c: &Counters<'_>) -> Result<u64, Errno> {
+        let role = self.role.unwrap_or_else(|| {
+            let r = BLOG_ROLES[self.step % BLOG_ROLES.len()];
+            self.step += 1;
+            r
+        });
+        let ops = match role {
+            Role::Writer => self.write_blog(sys, c.shared)?,
+            Role::Rewriter => self.rewrite_article(sys, c.shared)?,
+            Role::Commenter => self.comment(sys, c.shared)?,
+            Role::Reader => self.read_blog(sys, c.shared)?,
+        };
+        for (counter, &v) in c.extra.iter().zip(&self.scores) {
+            counter.store(v, Relaxed);
+        }
+        Ok(ops)
+    }
+
+    /// Writes `path` atomically: `len` bytes into the task's temporary
+    /// name beside it, then renamed over `path`. `Ok(false)` when the blog
+    /// directory does not exist (yet).
+    fn write_atomic<S: Sys>(&mut self, sys: &mut S, path: &CString) -> Result<bool, Errno> {
+        let len = self.rng.range(ARTICLE_MIN as u64, ARTICLE_MAX as u64) as usize;
+        let mut tmp = path.clone().into_bytes();
+        tmp.extend_from_slice(format!(".tmp.{}", self.index).as_bytes());
+        let tmp = cpath(tmp);
+        let flags = uapi::O_WRONLY | uapi::O_CREAT | uapi::O_TRUNC;
+        let Some(fd) = open_maybe(sys, &tmp, flags)? else {
+            return Ok(false);
+        };
+        let written = write_all(sys, fd, &self.data[..len]);
+        let closed = sys.close(fd);
+        if let Err(e) = written.and(closed).and_then(|()| sys.rename(&tmp, path)) {
+            let _ = sys.unlink(&tmp);
+            return Err(e);
+        }
+        Ok(true)
+    }
+
+    /// Writer: a new blog with 1..=[`BLOG_MAX_ARTICLES`] articles, the
+    /// highest number first (so `article-1` appearing completes it).
+    fn write_blog<S: Sys>(&mut self, sys: &mut S, shared: &AtomicU64) -> Result<u64, Errno> {
+        let id = shared.fetch_add(1, Relaxed);
+        let slot = id % self.blogs;
+        match sys.mkdir(&cpath(format!("{}/blog-{slot}", self.root)), 0o700) {
+            Ok(()) | Err(Errno::EEXIST) => {}
+            Err(e) => return Err(e),
+        }
+        let n = self.rng.range(1, BLOG_MAX_ARTICLES + 1);
+        for k in (1..=n).rev() {
+            let path = self.article(slot, k);
+            if !self.write_atomic(sys, &path)? {
+                return Err(Errno::ENOENT);
+            }
+            self.scores[ARTICLES_WRITTEN] += 1;
+        }
+        self.scores[BLOGS_WRITTEN] += 1;
+        Ok(n)
+    }
+
+    /// Rewriter: article K of a random blog, temp + rename over it.
+    fn rewrite_article<S: Sys>(&mut self, sys: &mut S, shared: &AtomicU64) -> Result<u64, Errno> {
+        let slot = self.random_blog(shared);
+        let k = self.rng.range(1, BLOG_MAX_ARTICLES + 1);
+        let path = self.article(slot, k);
+        if !self.write_atomic(sys, &path)? {
+            return Ok(0);
+        }
+        self.scores[ARTICLES_WRITTEN] += 1;
+        Ok(1)
+    }
+
+    /// Commenter: appends a comment to a random blog's comments file,
+    /// emptying the file once it is past [`BLOG_COMMENTS_CAP`].
+    fn comment<S: Sys>(&mut self, sys: &mut S, shared: &AtomicU64) -> Result<u64, Errno> {
+        let slot = self.random_blog(shared);
+        let path = self.comments(slot);
+        let flags = uapi::O_WRONLY | uapi::O_CREAT | uapi::O_APPEND;
+        let Some(fd) = open_maybe(sys, &path, flags)? else {
+            return Ok(0);
+        };
+        let len = self.rng.range(COMMENT_MIN as u64, COMMENT_MAX as u64) as usize;
+        let end =
+            write_all(sys, fd, &self.data[..len]).and_then(|()| sys.lseek(fd, 0, uapi::SEEK_CUR));
+        sys.close(fd)?;
+        if end? > BLOG_COMMENTS_CAP
+            && let Some(fd) = open_maybe(sys, &path, uapi::O_WRONLY | uapi::O_TRUNC)?
+        {
+            sys.close(fd)?;
+        }
+        Ok(1)
+    }
+
+    /// Opens, reads whole and closes `path`; `Ok(false)` if it is missing.
+    fn read_file<S: Sys>(&mut self, sys: &mut S, path: &CStr) -> Result<bool, Errno> {
+        let Some(fd) = open_maybe(sys, path, uapi::O_RDONLY)? else {
+            return Ok(false);
+        };
+        let read = loop {
+            match sys.read(fd, &mut self.buf) {
+                Ok(0) => break Ok(()),
+                Ok(_) => {}
+                Err(e) => break Err(e),
+            }
+        };
+        sys.close(fd)?;
+        read.map(|()| true)
+    }
+
+    /// Reader: a random blog, its comments half the time, then its
+    /// articles from 1 up to the first missing one.
+    fn read_blog<S: Sys>(&mut self, sys: &mut S, shared: &AtomicU64) -> Result<u64, Errno> {
+        let slot = self.random_blog(shared);
+        let mut ops = 0;
+        if self.rng.next() & 1 == 0 && self.read_file(sys, &self.comments(slot))? {
+            ops += 1;
+        }
+        for k in 1..=BLOG_MAX_ARTICLES {
+            if !self.read_file(sys, &self.article(slot, k))? {
+                break;
+            }
+            ops += 1;
+            self.scores[ARTICLES_READ] += 1;
+        }
+        self.scores[BLOGS_READ] += 1;
+        Ok(ops)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_cover_writer_and_reader_from_two_tasks() {
+        assert_eq!(blog_role(0, 1), None);
+        assert_eq!(blog_role(0, 2), Some(Role::Writer));
+        assert_eq!(blog_role(1, 2), Some(Role::Reader));
+        let five: Vec<_> = (0..5).map(|i| blog_role(i, 5).unwrap()).collect();
+        for r in [Role::Writer, Role::Rewriter, Role::Commenter, Role::Reader] {
+            assert!(five.contains(&r), "{r:?} missing from {five:?}");
+        }
+        assert_eq!(blog_role(8, 9), Some(Role::Writer));
+    }
+
+    #[test]
+    fn params_are_checked() {
+        let ok = Params::default();
+        assert!(ok.check().is_ok());
+        assert_eq!(ok.uvfs_cache_limit(Test::Fstree), Some(1000));
+        assert_eq!(ok.uvfs_cache_limit(Test::Open1), None);
+        let limited = Params {
+            cache_limit: Some(7),
+            ..ok
+        };
+        assert_eq!(limited.uvfs_cache_limit(Test::Open1), Some(7));
+        for bad in [
+            Params {
+                fstree_dirs: 0,
+                ..ok
+            },
+            Params {
+                fstree_files: 0,
+                ..ok
+            },
+            Params {
+                fstree_dirs: 1001,
+                fstree_files: 1000,
+                ..ok
+            },
+            Params {
+                fstree_dirs: usize::MAX,
+                fstree_files: usize::MAX,
+                ..ok
+            },
+            Params { blogs: 0, ..ok },
+            Params {
+                blogs: BLOGS_MAX + 1,
+                ..ok
+            },
+        ] {
+            assert!(bad.check().is_err(), "{bad:?}");
+        }
     }
 }

@@ -217,7 +217,7 @@ fn reproduce_quick_writes_its_report() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("reproduce.json")).unwrap())
             .unwrap();
     let seeds = rep["seeds"].as_array().unwrap();
-    assert_eq!(seeds.len(), 6);
+    assert_eq!(seeds.len(), 7);
     for s in seeds {
         assert!(s["error"].is_null(), "{s}");
         assert!(s["a_ops_per_sec"].as_f64().unwrap() > 0.0, "{s}");
@@ -258,4 +258,165 @@ fn reproduce_rejects_quick_with_full() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be used with"));
+}
+
+/// Runs `uvfs-bench ARGS`; returns (exit code, stdout, stderr).
+fn run(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = bench().args(args).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn fstree_and_blogbench_options_are_checked() {
+    let short = ["--seconds", "0.1", "--warmup", "0", "--interval", "0.1"];
+    for (args, says) in [
+        (
+            &["run", "fstree", "--fstree-dirs", "0"][..],
+            "--fstree-dirs",
+        ),
+        (
+            &["run", "fstree", "--fstree-files", "0"][..],
+            "--fstree-files",
+        ),
+        (
+            &["run", "fstree", "--fstree-files", "ten"][..],
+            "--fstree-files",
+        ),
+        (
+            &["run", "fstree", "--fstree-dirs", "-3"][..],
+            "--fstree-dirs",
+        ),
+        (
+            &[
+                "run",
+                "fstree",
+                "--fstree-dirs",
+                "2000",
+                "--fstree-files",
+                "1000",
+            ][..],
+            "at most 1000000",
+        ),
+        (
+            &["run", "fstree", "--fstree-dirs", "99999999999999999999"][..],
+            "--fstree-dirs",
+        ),
+        (
+            &["run", "fstree", "--cache-limit", "-1"][..],
+            "--cache-limit",
+        ),
+        (&["run", "blogbench", "--blogs", "0"][..], "--blogs"),
+        (&["run", "blogbench", "--blogs", "100001"][..], "--blogs"),
+        (&["run", "blogbench", "--tasks", "0"][..], "--tasks"),
+    ] {
+        let mut all = args.to_vec();
+        all.extend_from_slice(&short);
+        let (code, _, err) = run(&all);
+        assert!(
+            code.is_some_and(|c| c != 0),
+            "{args:?}: exit {code:?}\n{err}"
+        );
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    // The options are explained in --help.
+    let (code, help, _) = run(&["run", "--help"]);
+    assert_eq!(code, Some(0));
+    for opt in [
+        "--fstree-dirs",
+        "--fstree-files",
+        "--cache-limit",
+        "--blogs",
+    ] {
+        assert!(help.contains(opt), "{opt} missing from\n{help}");
+    }
+}
+
+#[test]
+fn fstree_and_blogbench_write_their_fields() {
+    let dir = tmpdir("figures");
+    for (test, extra, fields) in [
+        (
+            "fstree",
+            &[
+                "--fstree-dirs",
+                "4",
+                "--fstree-files",
+                "50",
+                "--cache-limit",
+                "20",
+            ][..],
+            &["walk_seconds"][..],
+        ),
+        (
+            "blogbench",
+            &["--blogs", "8"][..],
+            &[
+                "blogs_written",
+                "blogs_read",
+                "articles_written",
+                "articles_read",
+            ][..],
+        ),
+    ] {
+        for backend in ["host", "uvfs"] {
+            let json = dir.join(format!("{test}-{backend}.json"));
+            let mut args = vec![
+                "run",
+                test,
+                "--backend",
+                backend,
+                "--mode",
+                "threads",
+                "--tasks",
+                "1,5",
+                "--seconds",
+                "0.2",
+                "--warmup",
+                "0",
+                "--interval",
+                "0.1",
+                "--dir",
+            ];
+            let d = dir.to_str().unwrap();
+            args.push(d);
+            args.extend_from_slice(extra);
+            args.push("--json");
+            args.push(json.to_str().unwrap());
+            let (code, out, err) = run(&args);
+            assert_eq!(code, Some(0), "{args:?}\n{out}\n{err}");
+            assert!(!err.contains("warning"), "{err}");
+            let v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+            let recs = v.as_array().unwrap();
+            assert_eq!(recs.len(), 2);
+            for r in recs {
+                assert_eq!(r["test"], test);
+                assert_eq!(r["backend"], backend);
+                for key in [
+                    "mode",
+                    "tasks",
+                    "fastpaths",
+                    "ops_per_sec",
+                    "per_task_ops_per_sec",
+                    "stddev",
+                    "samples",
+                ] {
+                    assert!(r.get(key).is_some(), "{key} missing: {r}");
+                }
+                assert!(r["ops_per_sec"].as_f64().unwrap() > 0.0, "{r}");
+                for f in fields {
+                    assert!(r[f].as_f64().is_some_and(|x| x > 0.0), "{f}: {r}");
+                }
+            }
+            std::fs::remove_file(&json).unwrap();
+        }
+    }
+    // Only the host work directories' parent is left.
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
 }

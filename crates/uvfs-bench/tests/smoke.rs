@@ -5,8 +5,9 @@
 
 use std::path::PathBuf;
 use uvfs::FastPaths;
+use uvfs_bench::cli;
 use uvfs_bench::runner::{self, Backend, Mode, RunConfig};
-use uvfs_bench::workloads::Test;
+use uvfs_bench::workloads::{Params, Test};
 
 /// A fresh parent directory for the host work directories (tmpfs when
 /// /dev/shm exists).
@@ -39,6 +40,7 @@ fn every_test_runs_and_cleans_up() {
                         interval: 0.1,
                         fastpaths: FastPaths::seeds(),
                         dir: dir.clone(),
+                        params: Params::default(),
                     };
                     let what = format!("{} {backend:?} {mode:?} {tasks}", test.name());
                     let m = match runner::run(&cfg) {
@@ -88,6 +90,7 @@ fn stock_fast_paths_run_too() {
             interval: 1.0,
             fastpaths: FastPaths::stock(),
             dir: dir.clone(),
+            params: Params::default(),
         };
         let m = runner::run(&cfg).unwrap();
         assert_eq!(m.samples.len(), 1);
@@ -108,8 +111,33 @@ fn bad_configs_are_refused() {
         interval: 1.0,
         fastpaths: FastPaths::seeds(),
         dir: PathBuf::from("/dev/shm"),
+        params: Params::default(),
     };
     assert!(runner::run(&cfg).is_err());
+    for params in [
+        Params {
+            fstree_dirs: 0,
+            ..Params::default()
+        },
+        Params {
+            fstree_dirs: 2000,
+            fstree_files: 1000,
+            ..Params::default()
+        },
+        Params {
+            blogs: 0,
+            ..Params::default()
+        },
+    ] {
+        let bad = RunConfig {
+            test: Test::Fstree,
+            tasks: 1,
+            params,
+            ..cfg.clone()
+        };
+        let e = runner::run(&bad).unwrap_err();
+        assert!(e.starts_with("--"), "{e}");
+    }
     let host = RunConfig {
         backend: Backend::Host,
         tasks: 1,
@@ -117,4 +145,77 @@ fn bad_configs_are_refused() {
         ..cfg
     };
     assert!(runner::run(&host).unwrap_err().contains("work directory"));
+}
+
+/// fstree and blogbench on both backends and in both modes: counts on every
+/// task, their own figures in the record (a full walk's time; the blogbench
+/// scores), an empty work directory.
+#[test]
+fn fstree_and_blogbench_report_their_figures() {
+    let dir = parent().join("figures");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut failures = Vec::new();
+    for test in [Test::Fstree, Test::Blogbench] {
+        for backend in [Backend::Host, Backend::Uvfs] {
+            for mode in [Mode::Processes, Mode::Threads] {
+                // 5 tasks: every blogbench role at least once.
+                for tasks in [1, 5] {
+                    let cfg = RunConfig {
+                        test,
+                        backend,
+                        mode,
+                        tasks,
+                        seconds: 0.2,
+                        warmup: 0.05,
+                        interval: 0.1,
+                        fastpaths: FastPaths::seeds(),
+                        dir: dir.clone(),
+                        params: Params {
+                            fstree_dirs: 8,
+                            fstree_files: 25,
+                            cache_limit: None,
+                            blogs: 16,
+                        },
+                    };
+                    let what = format!("{} {backend:?} {mode:?} {tasks}", test.name());
+                    let m = match runner::run(&cfg) {
+                        Ok(m) => m,
+                        Err(e) => {
+                            failures.push(format!("{what}: {e}"));
+                            continue;
+                        }
+                    };
+                    if m.task_total_ops.len() != tasks || m.task_total_ops.contains(&0) {
+                        failures.push(format!("{what}: per task {:?}", m.task_total_ops));
+                    }
+                    if !m.leftovers.is_empty() {
+                        failures.push(format!("{what}: left {:?}", m.leftovers));
+                    }
+                    let r = cli::record(&cfg, &m, None);
+                    let v = serde_json::to_value(&r).unwrap();
+                    let fields: &[&str] = match test {
+                        Test::Fstree => &["walk_seconds"],
+                        _ => &[
+                            "blogs_written",
+                            "blogs_read",
+                            "articles_written",
+                            "articles_read",
+                        ],
+                    };
+                    for f in fields {
+                        if !v[f].as_f64().is_some_and(|x| x > 0.0) {
+                            failures.push(format!("{what}: {f} = {}", v[f]));
+                        }
+                    }
+                    if r.ops_per_sec <= 0.0 {
+                        failures.push(format!("{what}: ops/s {}", r.ops_per_sec));
+                    }
+                }
+            }
+        }
+    }
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(left.is_empty(), "host work directories left: {left:?}");
 }

@@ -742,7 +742,7 @@ fn name_eq(a: &[u8], b: &[u8]) -> bool {
         at += 8;
     }
     // The last 8 bytes, overlapping what was compared, cover the rest.
-    n % 8 == 0 || word(a, n - 8) == word(b, n - 8)
+    n.is_multiple_of(8) || word(a, n - 8) == word(b, n - 8)
 }
 
 impl DentryCache {
@@ -808,14 +808,20 @@ impl DentryCache {
     /// Searches `parent`'s child `name` without locks or references. The
     /// caller is pinned and validates the result's sequence count after
     /// reading what it needs. `None` means "not found here", which the
-    /// caller must confirm under locks.
+    /// caller must confirm under locks. (The walk uses
+    /// [`lookup_rcu_hashed`](Self::lookup_rcu_hashed); the loom models call
+    /// this.)
+    #[cfg(loom)]
     #[inline]
     pub(crate) fn lookup_rcu(&self, parent: NonNull<Dentry>, name: &[u8]) -> Option<RcuChild> {
         self.lookup_rcu_hashed(parent, name, name_hash(parent.as_ptr(), name))
     }
 
-    /// [`lookup_rcu`](Self::lookup_rcu) with the name's hash already known
-    /// (from [`hash_component`]).
+    /// The lockless search of `parent`'s child `name`, with the name's hash
+    /// already known (from [`hash_component`]): no locks, no references;
+    /// the caller is pinned and validates the result's sequence count after
+    /// reading what it needs. `None` means "not found here", which the
+    /// caller must confirm under locks.
     #[inline]
     pub(crate) fn lookup_rcu_hashed(
         &self,
