@@ -8,7 +8,8 @@
 //! work directories), [`runner`] (tasks, start barrier, counters,
 //! sampling), [`report`] (records, JSON, tables), [`compare`] (the noise
 //! rule and verdicts), [`reproduce`] (the seeds' A/B table, uvfs against the host, targets,
-//! scaling) and [`html`] (its HTML report and SVG charts).
+//! scaling), [`html`] (its HTML report and SVG charts) and [`soak`] (a
+//! long mixed workload watching resident memory).
 
 pub mod backend;
 pub mod cli;
@@ -17,4 +18,5 @@ pub mod html;
 pub mod report;
 pub mod reproduce;
 pub mod runner;
+pub mod soak;
 pub mod workloads;
