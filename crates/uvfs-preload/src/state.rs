@@ -426,6 +426,7 @@ impl State {
     /// Maps placeholder `k` to uvfs fd `u`.
     pub(crate) fn map(&mut self, k: i32, u: i32) {
         FDMAP.set(k, u + 1);
+        crate::stdio::adopt_std(k);
     }
 
     /// Forgets `k` and releases its placeholder (to the cache or closed).

@@ -256,3 +256,32 @@ pub unsafe extern "C" fn freopen64(
         })
     }
 }
+
+/// A uvfs fd just placed at 0, 1 or 2 (`dup2(fd, 1)`, or an open after
+/// `close(1)`): the standard stream on that number writes and reads through
+/// internal calls the shim cannot see, so the standard variable is pointed
+/// at a cookie stream over the fd instead (its calls go through the shim,
+/// to uvfs or, should the fd become a kernel one again, to the kernel). The
+/// old stream is left as it was: what it had buffered is written where its
+/// fd points at exit.
+pub(crate) fn adopt_std(k: c_int) {
+    if !(0..=2).contains(&k) {
+        return;
+    }
+    let mode = if k == 0 { c"r" } else { c"w" };
+    let Ok(f) = stream(k, mode.as_ptr()) else {
+        return;
+    };
+    // SAFETY: assigning libc's standard stream variables; stderr stays
+    // unbuffered as it was.
+    unsafe {
+        match k {
+            0 => stdin = f,
+            1 => stdout = f,
+            _ => {
+                libc::setvbuf(f, std::ptr::null_mut(), libc::_IONBF, 0);
+                stderr = f;
+            }
+        }
+    }
+}
