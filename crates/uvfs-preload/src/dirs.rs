@@ -52,8 +52,17 @@ fn new_dir(s: &mut State, k: c_int) -> Result<*mut libc::DIR, Errno> {
     }
     // glibc's fdopendir also makes the fd close-on-exec.
     s.p().fcntl(u, libc::F_SETFD, libc::FD_CLOEXEC as u64)?;
-    // SAFETY: all-zero is a valid `UDir` (plain integers and bytes).
-    let mut d: Box<UDir> = unsafe { Box::new_zeroed().assume_init() };
+    let layout = std::alloc::Layout::new::<UDir>();
+    // SAFETY: `UDir` has a non-zero size; all-zero is a valid `UDir` (plain
+    // integers and bytes), and the allocation has its layout, so the Box
+    // may own and free it.
+    let mut d: Box<UDir> = unsafe {
+        let p = std::alloc::alloc_zeroed(layout).cast::<UDir>();
+        if p.is_null() {
+            return Err(Errno::ENOMEM);
+        }
+        Box::from_raw(p)
+    };
     d.magic = MAGIC;
     d.fd = k;
     Ok(Box::into_raw(d).cast())

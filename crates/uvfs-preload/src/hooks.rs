@@ -1567,7 +1567,7 @@ pub unsafe extern "C" fn fdatasync(fd: c_int) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn chdir(path: *const c_char) -> c_int {
     // SAFETY: forwarded C arguments.
-    let r = unsafe {
+    unsafe {
         path_call(
             AT_FDCWD,
             path,
@@ -1589,8 +1589,7 @@ pub unsafe extern "C" fn chdir(path: *const c_char) -> c_int {
                 Ok(0)
             },
         )
-    };
-    r
+    }
 }
 
 #[unsafe(no_mangle)]

@@ -3,14 +3,14 @@
 //! the prefix standing for its `/`), and passes every other call to the next
 //! definition (`dlsym(RTLD_NEXT, …)`, resolved once) unchanged.
 //!
-//! - [`state`]: the prefix, the lock, the fd map and placeholders, routing;
-//! - [`hooks`]: the interposed syscall wrappers (open … fcntl, the stat
+//! - [`state`] — the prefix, the lock, the fd map and placeholders, routing;
+//! - [`hooks`] — the interposed syscall wrappers (open … fcntl, the stat
 //!   family, names, attributes, fd calls);
-//! - [`dirs`]: `DIR` streams over `getdents64` for uvfs directories;
-//! - [`stdio`]: `fopen` and friends (`fopencookie` streams);
-//! - [`extra`]: `mkstemp`/`mkdtemp`, `realpath`, xattrs, `statfs`,
+//! - [`dirs`] — `DIR` streams over `getdents64` for uvfs directories;
+//! - [`stdio`] — `fopen` and friends (`fopencookie` streams);
+//! - [`extra`] — `mkstemp`/`mkdtemp`, `realpath`, xattrs, `statfs`,
 //!   `sendfile`/`copy_file_range`;
-//! - [`seed`]: `UVFS_SEED` (a host directory copied in when uvfs is built)
+//! - [`seed`] — `UVFS_SEED` (a host directory copied in when uvfs is built)
 //!   and `UVFS_DUMP` (the uvfs tree copied out when the process exits).
 //!
 //! Safety rules: the shim's own kernel calls go through rustix (raw

@@ -39,7 +39,7 @@ pub(crate) fn prefix() -> Option<&'static [u8]> {
     PREFIX
         .get_or_init(|| {
             let raw = std::env::var_os("UVFS_PREFIX")
-                .map(|s| std::os::unix::ffi::OsStringExt::into_vec(s))
+                .map(std::os::unix::ffi::OsStringExt::into_vec)
                 .unwrap_or_else(|| b"/uvfs".to_vec());
             let mut p = normalize(&raw)?;
             if p.len() <= 1 {
@@ -84,9 +84,7 @@ pub(crate) fn normalize(path: &[u8]) -> Option<Vec<u8>> {
     if path.ends_with(b"/") {
         trailing = true;
     }
-    if out.is_empty() {
-        out.push(b'/');
-    } else if trailing {
+    if out.is_empty() || trailing {
         out.push(b'/');
     }
     Some(out)
