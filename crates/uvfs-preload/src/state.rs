@@ -1,0 +1,519 @@
+//! The shim's state: the prefix, the one in-process [`Vfs`] and [`Process`]
+//! behind one process-wide lock, the map from kernel fd numbers to uvfs fds,
+//! the placeholder fds that keep those numbers taken in the kernel, and the
+//! routing of paths between the kernel and uvfs.
+//!
+//! ## The fd scheme
+//! Every uvfs fd the program sees is a real kernel fd number held by a
+//! *placeholder*: `/dev/null` opened `O_RDONLY | O_CLOEXEC` by the shim
+//! through raw syscalls (rustix). The kernel therefore never hands that
+//! number out for anything else, and [`FdMap`] maps the number to the uvfs
+//! fd behind it. A call the shim does not interpose that reaches the kernel
+//! with such a number meets `/dev/null`, never another file: `mmap` fails
+//! with `ENODEV`, `exec` drops the fd (close-on-exec), `sendfile` and
+//! `copy_file_range` are interposed and copy through uvfs, `poll` reports
+//! `/dev/null` as readable.
+//!
+//! A placeholder is normally created by the open that needs it and closed by
+//! the close that ends it, so fd numbers follow the kernel's lowest-free rule
+//! over uvfs and kernel fds together. `UVFS_FD_CACHE=N` keeps up to `N`
+//! closed placeholders for reuse instead (no syscall per open/close, at the
+//! price of that rule: a cached number stays taken in the kernel).
+
+use crate::errno_of;
+use rustix::fd::{BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
+use std::cell::UnsafeCell;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
+use uvfs::uapi::AT_FDCWD;
+use uvfs::{Errno, FastPaths, Process, Vfs};
+
+// ---------------------------------------------------------------------------
+// The prefix.
+
+/// The prefix, without a trailing slash (`/uvfs` by default); `None` when
+/// `UVFS_PREFIX` is not an absolute path other than `/` (the shim then
+/// passes everything through).
+pub(crate) fn prefix() -> Option<&'static [u8]> {
+    static PREFIX: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
+    PREFIX
+        .get_or_init(|| {
+            let raw = std::env::var_os("UVFS_PREFIX")
+                .map(std::os::unix::ffi::OsStringExt::into_vec)
+                .unwrap_or_else(|| b"/uvfs".to_vec());
+            let mut p = normalize(&raw)?;
+            if p.len() <= 1 {
+                return None;
+            }
+            if p.last() == Some(&b'/') {
+                p.pop();
+            }
+            Some(p)
+        })
+        .as_deref()
+}
+
+/// Lexical normalization of an absolute path: `.` and empty components
+/// dropped, `..` pops (stays at `/`); a trailing slash (or trailing `.`/`..`)
+/// is kept as a trailing `/`. `None` for a relative path.
+pub(crate) fn normalize(path: &[u8]) -> Option<Vec<u8>> {
+    if path.first() != Some(&b'/') {
+        return None;
+    }
+    let mut out: Vec<u8> = Vec::with_capacity(path.len());
+    let mut trailing = false;
+    for comp in path.split(|&c| c == b'/') {
+        match comp {
+            b"" => {}
+            b"." => trailing = true,
+            b".." => {
+                while let Some(c) = out.pop() {
+                    if c == b'/' {
+                        break;
+                    }
+                }
+                trailing = true;
+            }
+            c => {
+                out.push(b'/');
+                out.extend_from_slice(c);
+                trailing = false;
+            }
+        }
+    }
+    if path.ends_with(b"/") {
+        trailing = true;
+    }
+    if out.is_empty() || trailing {
+        out.push(b'/');
+    }
+    Some(out)
+}
+
+/// If the normalized absolute path `n` lies under the prefix, the uvfs path
+/// it stands for (`/` for the prefix itself).
+fn strip_prefix(n: &[u8]) -> Option<Vec<u8>> {
+    let pre = prefix()?;
+    let rest = n.strip_prefix(pre)?;
+    if rest.is_empty() {
+        return Some(b"/".to_vec());
+    }
+    if rest[0] != b'/' {
+        return None;
+    }
+    Some(rest.to_vec())
+}
+
+fn has_dotdot(path: &[u8]) -> bool {
+    path.split(|&c| c == b'/').any(|c| c == b"..")
+}
+
+/// Where a path call goes.
+pub(crate) enum Route {
+    /// To the kernel, with the caller's arguments unchanged.
+    Kernel,
+    /// To the kernel with this absolute path (the program's cwd is in uvfs,
+    /// where the kernel's is not), relative to `AT_FDCWD`.
+    KernelAbs(Vec<u8>),
+    /// To uvfs: this path relative to this uvfs dirfd (or `AT_FDCWD`: the
+    /// uvfs process's cwd).
+    Uvfs(i32, Vec<u8>),
+}
+
+/// Routes an absolute path: uvfs if it lies under the prefix (the raw path
+/// minus the prefix when it has no `..`, keeping symlink semantics; else
+/// the lexically normalized one).
+fn route_abs(path: &[u8]) -> Option<Vec<u8>> {
+    let pre = prefix()?;
+    if let Some(rest) = path.strip_prefix(pre)
+        && (rest.is_empty() || rest[0] == b'/')
+        && !has_dotdot(rest)
+    {
+        return Some(if rest.is_empty() {
+            b"/".to_vec()
+        } else {
+            rest.to_vec()
+        });
+    }
+    if !has_dotdot(path) && !path.starts_with(b"//") && !path[1..].contains(&b'/') {
+        // A one-component path cannot be under a multi-component prefix
+        // unless it is the prefix itself (handled above): a fast exit.
+        return None;
+    }
+    strip_prefix(&normalize(path)?)
+}
+
+// ---------------------------------------------------------------------------
+// The fd map: kernel fd number -> uvfs fd + 1 (0: not ours, -1: a cached
+// placeholder, closed as far as the program knows).
+
+const CHUNK: usize = 1024;
+const NCHUNKS: usize = 1024; // 1 Mi fds: Linux's default fs.nr_open
+
+/// Kernel fd number → uvfs fd. Lock-free to read (every interposed fd call
+/// on a kernel fd pays one lookup); written only under the state lock.
+pub(crate) struct FdMap {
+    chunks: [AtomicPtr<[AtomicI32; CHUNK]>; NCHUNKS],
+    /// One past the highest number ever mapped (for close_range).
+    pub(crate) hi: AtomicI32,
+}
+
+/// What an fd number is to the shim.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Fd {
+    /// The kernel's (or nothing): pass through.
+    Kernel,
+    /// A cached placeholder the program closed: `EBADF`.
+    Stale,
+    /// A uvfs fd.
+    Uvfs(i32),
+}
+
+pub(crate) static FDMAP: FdMap = FdMap {
+    chunks: [const { AtomicPtr::new(std::ptr::null_mut()) }; NCHUNKS],
+    hi: AtomicI32::new(0),
+};
+
+impl FdMap {
+    fn slot(&self, k: i32) -> Option<&AtomicI32> {
+        let k = usize::try_from(k).ok()?;
+        let c = self.chunks.get(k / CHUNK)?.load(Ordering::Acquire);
+        // SAFETY: a published chunk is never freed (it lives as long as the
+        // process) and was fully initialized before its Release store.
+        unsafe { c.as_ref() }.map(|c| &c[k % CHUNK])
+    }
+
+    /// What `k` is (lock-free).
+    #[inline]
+    pub(crate) fn get(&self, k: i32) -> Fd {
+        match self.slot(k).map(|s| s.load(Ordering::Acquire)) {
+            None | Some(0) => Fd::Kernel,
+            Some(-1) => Fd::Stale,
+            Some(v) => Fd::Uvfs(v - 1),
+        }
+    }
+
+    /// Sets `k`'s entry (under the state lock): 0 none, -1 stale, else
+    /// uvfs fd + 1.
+    fn set(&self, k: i32, v: i32) {
+        let Ok(ku) = usize::try_from(k) else { return };
+        let Some(cp) = self.chunks.get(ku / CHUNK) else {
+            return;
+        };
+        if cp.load(Ordering::Acquire).is_null() {
+            if v == 0 {
+                return;
+            }
+            let b: Box<[AtomicI32; CHUNK]> = Box::new([const { AtomicI32::new(0) }; CHUNK]);
+            cp.store(Box::into_raw(b), Ordering::Release);
+        }
+        if let Some(s) = self.slot(k) {
+            s.store(v, Ordering::Release);
+        }
+        if v != 0 && k >= self.hi.load(Ordering::Relaxed) {
+            self.hi.store(k + 1, Ordering::Relaxed);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The state and its lock.
+
+/// Everything behind the lock.
+pub(crate) struct State {
+    /// The uvfs process every thread of the program acts as (built on the
+    /// first call that reaches uvfs).
+    proc_: Option<Process>,
+    /// Whether the program's cwd is inside the prefix (then the uvfs
+    /// process's cwd is it, and the kernel's is stale).
+    pub(crate) cwd_in_uvfs: bool,
+    /// The kernel cwd (absolute), for routing relative paths.
+    pub(crate) kcwd: Vec<u8>,
+    /// Closed placeholders kept for reuse (`UVFS_FD_CACHE`).
+    pool: Vec<i32>,
+    pool_max: usize,
+}
+
+struct Global {
+    lock: UnsafeCell<libc::pthread_mutex_t>,
+    st: UnsafeCell<Option<State>>,
+}
+
+// SAFETY: `st` is only touched with `lock` held (see `with_state`), and the
+// pthread mutex is made to be shared between threads.
+unsafe impl Sync for Global {}
+
+static G: Global = Global {
+    lock: UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER),
+    st: UnsafeCell::new(None),
+};
+
+fn lock() {
+    // SAFETY: a statically initialized normal mutex, never destroyed.
+    unsafe { libc::pthread_mutex_lock(G.lock.get()) };
+}
+
+fn unlock() {
+    // SAFETY: as in `lock`; only called by the thread that locked it (or,
+    // in a fork child, by the only thread, which locked it in `prepare`).
+    unsafe { libc::pthread_mutex_unlock(G.lock.get()) };
+}
+
+extern "C" fn atfork_prepare() {
+    lock();
+}
+
+extern "C" fn atfork_release() {
+    unlock();
+}
+
+/// Registers the fork handlers once: `prepare` takes the state lock, so no
+/// other thread is inside uvfs when the process is copied, and the child's
+/// copy of the state is consistent and unlocked.
+fn register_atfork() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: the handlers are plain functions of this library, which is
+        // never unloaded (LD_PRELOAD).
+        unsafe {
+            libc::pthread_atfork(
+                Some(atfork_prepare),
+                Some(atfork_release),
+                Some(atfork_release),
+            )
+        };
+    });
+}
+
+struct Unlock;
+impl Drop for Unlock {
+    fn drop(&mut self) {
+        unlock();
+    }
+}
+
+/// Runs `f` on the state (built on first use) with the lock held.
+pub(crate) fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
+    register_atfork();
+    lock();
+    let _u = Unlock;
+    // SAFETY: the lock is held until `_u` drops, after `f` returns; `f`
+    // cannot reach `with_state` again on this thread (the shim's re-entry
+    // guard sends nested calls to libc), so this is the only reference.
+    let st = unsafe { &mut *G.st.get() };
+    let st = st.get_or_insert_with(State::new);
+    f(st)
+}
+
+impl State {
+    fn new() -> State {
+        let kcwd = rustix::process::getcwd(Vec::new())
+            .map(|c| c.into_bytes())
+            .unwrap_or_else(|_| b"/".to_vec());
+        let pool_max = std::env::var("UVFS_FD_CACHE")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        State {
+            proc_: None,
+            cwd_in_uvfs: false,
+            kcwd,
+            pool: Vec::new(),
+            pool_max,
+        }
+    }
+
+    /// The uvfs process, built (with its VFS) on first use.
+    pub(crate) fn p(&mut self) -> &mut Process {
+        self.proc_.get_or_insert_with(new_process)
+    }
+
+    /// The uvfs process if it was built.
+    pub(crate) fn p_if_built(&mut self) -> Option<&mut Process> {
+        self.proc_.as_mut()
+    }
+
+    /// Routes `path` relative to `dirfd` (the dirfd's kind already known
+    /// not to be stale).
+    pub(crate) fn route(&mut self, dirfd: i32, path: &[u8]) -> Route {
+        if path.first() == Some(&b'/') {
+            return match route_abs(path) {
+                Some(u) => Route::Uvfs(AT_FDCWD, u),
+                None => Route::Kernel,
+            };
+        }
+        if dirfd != AT_FDCWD {
+            return match FDMAP.get(dirfd) {
+                Fd::Uvfs(u) => Route::Uvfs(u, path.to_vec()),
+                _ => Route::Kernel,
+            };
+        }
+        if self.cwd_in_uvfs {
+            if !has_dotdot(path) {
+                return Route::Uvfs(AT_FDCWD, path.to_vec());
+            }
+            let mut abs = prefix().unwrap_or(b"").to_vec();
+            match self.p().getcwd() {
+                Ok(c) if c != b"/" => abs.extend_from_slice(&c),
+                Ok(_) => {}
+                Err(_) => return Route::Uvfs(AT_FDCWD, path.to_vec()),
+            }
+            abs.push(b'/');
+            abs.extend_from_slice(path);
+            return match normalize(&abs).as_deref().and_then(strip_prefix) {
+                Some(u) => Route::Uvfs(AT_FDCWD, u),
+                None => Route::KernelAbs(normalize(&abs).unwrap_or(abs)),
+            };
+        }
+        // The kernel's cwd: a relative path enters uvfs only if the cwd plus
+        // the path lies under the prefix.
+        let mut abs = self.kcwd.clone();
+        abs.push(b'/');
+        abs.extend_from_slice(path);
+        match normalize(&abs).as_deref().and_then(strip_prefix) {
+            Some(u) => Route::Uvfs(AT_FDCWD, u),
+            None => Route::Kernel,
+        }
+    }
+
+    /// The uvfs fd behind kernel fd `k`.
+    pub(crate) fn ufd(&self, k: i32) -> Result<i32, Errno> {
+        match FDMAP.get(k) {
+            Fd::Uvfs(u) => Ok(u),
+            _ => Err(Errno::EBADF),
+        }
+    }
+
+    /// A new placeholder: a cached one, or `/dev/null` opened afresh (the
+    /// lowest free kernel number). `EMFILE`/`ENFILE` as the kernel says.
+    pub(crate) fn placeholder(&mut self) -> Result<i32, Errno> {
+        if let Some(k) = self.pool.pop() {
+            return Ok(k);
+        }
+        let fd = rustix::fs::openat(
+            rustix::fs::CWD,
+            c"/dev/null",
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .map_err(errno_of)?;
+        Ok(fd.into_raw_fd())
+    }
+
+    /// Turns kernel fd `k` into a placeholder in one step (`dup3` of a
+    /// fresh `/dev/null` onto it, which closes whatever `k` was).
+    pub(crate) fn placeholder_at(&mut self, k: i32) -> Result<(), Errno> {
+        if let Some(i) = self.pool.iter().position(|&x| x == k) {
+            self.pool.swap_remove(i);
+            return Ok(());
+        }
+        let tmp = rustix::fs::openat(
+            rustix::fs::CWD,
+            c"/dev/null",
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .map_err(errno_of)?;
+        // SAFETY: `k` is a number the caller wants replaced; the OwnedFd is
+        // never dropped (ManuallyDrop), so the shim does not close it.
+        let mut target = std::mem::ManuallyDrop::new(unsafe { OwnedFd::from_raw_fd(k) });
+        rustix::io::dup3(&tmp, &mut target, rustix::io::DupFlags::CLOEXEC).map_err(errno_of)?;
+        Ok(())
+    }
+
+    /// Maps placeholder `k` to uvfs fd `u`.
+    pub(crate) fn map(&mut self, k: i32, u: i32) {
+        FDMAP.set(k, u + 1);
+        crate::stdio::adopt_std(k);
+    }
+
+    /// Forgets `k` and releases its placeholder (to the cache or closed).
+    pub(crate) fn release(&mut self, k: i32) {
+        if self.pool.len() < self.pool_max {
+            FDMAP.set(k, -1);
+            self.pool.push(k);
+        } else {
+            FDMAP.set(k, 0);
+            // SAFETY: `k` is a placeholder the shim opened and no longer maps.
+            unsafe { rustix::io::close(k) };
+        }
+    }
+
+    /// Forgets `k` without touching the kernel fd (the caller replaces or
+    /// closes it).
+    pub(crate) fn unmap(&mut self, k: i32) {
+        if let Some(i) = self.pool.iter().position(|&x| x == k) {
+            self.pool.swap_remove(i);
+        }
+        FDMAP.set(k, 0);
+    }
+
+    /// Refreshes the kernel cwd after a kernel chdir.
+    pub(crate) fn refresh_kcwd(&mut self) {
+        if let Ok(c) = rustix::process::getcwd(Vec::new()) {
+            self.kcwd = c.into_bytes();
+        }
+    }
+}
+
+/// A fresh VFS (tmpfs root, every seed fast path) and one process on it,
+/// with the program's credentials and umask; the root (the prefix
+/// directory) owned by the program's user, mode 0777 less the umask.
+fn new_process() -> Process {
+    // Seeding reads the host with std::fs, whose libc calls must pass
+    // straight through the shim.
+    let _busy = crate::Busy::enter();
+    let vfs: Arc<Vfs> = Vfs::new(FastPaths::seeds());
+    let mut p = Process::new(&vfs).expect("a fresh fd table");
+    // The kernel's RLIMIT_NOFILE bounds the placeholders; uvfs's own table
+    // must never be the tighter limit.
+    let _ = p.setrlimit_nofile(uvfs::uapi::NR_OPEN, uvfs::uapi::NR_OPEN);
+    // SAFETY: plain id getters, no memory involved.
+    let (uid, gid, euid, egid) = unsafe {
+        (
+            libc::getuid(),
+            libc::getgid(),
+            libc::geteuid(),
+            libc::getegid(),
+        )
+    };
+    let mut groups = vec![0 as libc::gid_t; 256];
+    // SAFETY: the buffer holds 256 gids.
+    let n = unsafe { libc::getgroups(256, groups.as_mut_ptr()) };
+    groups.truncate(usize::try_from(n).unwrap_or(0));
+    let mask = rustix::process::umask(rustix::fs::Mode::empty());
+    rustix::process::umask(mask);
+    p.umask(mask.bits());
+    let _ = p.chmod("/", 0o777 & !mask.bits());
+    let _ = p.chown("/", euid, egid);
+    let mut cred = uvfs::cred::Cred::user(uid, gid, groups);
+    cred.euid = euid;
+    cred.egid = egid;
+    cred.fsuid = euid;
+    cred.fsgid = egid;
+    p.set_cred(cred);
+    crate::seed::seed(&mut p);
+    p
+}
+
+/// `fd`'s raw number, for rustix calls on a borrowed kernel fd.
+pub(crate) fn borrow(fd: i32) -> BorrowedFd<'static> {
+    // SAFETY: only used for the duration of one syscall on a number the
+    // caller passed; a closed number gives EBADF from the kernel.
+    unsafe { BorrowedFd::borrow_raw(fd) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalize;
+
+    #[test]
+    fn normalizes() {
+        assert_eq!(normalize(b"/a/./b/../c").unwrap(), b"/a/c");
+        assert_eq!(normalize(b"/../..").unwrap(), b"/");
+        assert_eq!(normalize(b"/a/b/").unwrap(), b"/a/b/");
+        assert_eq!(normalize(b"/a/b/..").unwrap(), b"/a/");
+        assert_eq!(normalize(b"//a//b").unwrap(), b"/a/b");
+        assert!(normalize(b"a").is_none());
+    }
+}

@@ -1,0 +1,287 @@
+//! stdio on uvfs files. glibc's `fopen` opens, and its `FILE` reads and
+//! writes, through internal calls the shim cannot see, so a uvfs file gets
+//! an `fopencookie` stream whose functions call the shim's `read`, `write`,
+//! `lseek` and `close`. The stream's `_fileno` is set to the uvfs fd (glibc
+//! marks cookie streams with -2 and uses the field for nothing else), so
+//! `fileno()` answers as for a normal stream.
+#![allow(clippy::missing_safety_doc)]
+
+use crate::hooks::{self, is_uvfs, path_call, uvfs_open};
+use crate::state::with_state;
+use crate::{busy, cbytes, real, run};
+use libc::{FILE, c_char, c_int, c_void, off64_t, size_t, ssize_t};
+use uvfs::Errno;
+use uvfs::uapi::AT_FDCWD;
+
+/// glibc's `struct _IO_FILE`: `_fileno` follows `_flags` (padded to 8) and
+/// 13 pointers, on every 64-bit target.
+const FILENO_OFFSET: usize = 8 + 13 * 8;
+
+/// glibc's `cookie_io_functions_t`.
+#[repr(C)]
+struct CookieIo {
+    read: unsafe extern "C" fn(*mut c_void, *mut c_char, size_t) -> ssize_t,
+    write: unsafe extern "C" fn(*mut c_void, *const c_char, size_t) -> ssize_t,
+    seek: unsafe extern "C" fn(*mut c_void, *mut off64_t, c_int) -> c_int,
+    close: unsafe extern "C" fn(*mut c_void) -> c_int,
+}
+
+unsafe extern "C" {
+    fn fopencookie(cookie: *mut c_void, mode: *const c_char, io: CookieIo) -> *mut FILE;
+    static mut stdin: *mut FILE;
+    static mut stdout: *mut FILE;
+    static mut stderr: *mut FILE;
+}
+
+/// fopen's mode string: open flags, or `EINVAL`.
+fn mode_flags(mode: &[u8]) -> Result<c_int, Errno> {
+    let (mut acc, mut fl) = match mode.first() {
+        Some(b'r') => (libc::O_RDONLY, 0),
+        Some(b'w') => (libc::O_WRONLY, libc::O_CREAT | libc::O_TRUNC),
+        Some(b'a') => (libc::O_WRONLY, libc::O_CREAT | libc::O_APPEND),
+        _ => return Err(Errno::EINVAL),
+    };
+    for &c in &mode[1..] {
+        match c {
+            b'+' => acc = libc::O_RDWR,
+            b'x' => fl |= libc::O_EXCL,
+            b'e' => fl |= libc::O_CLOEXEC,
+            b',' => break,
+            _ => {}
+        }
+    }
+    Ok(acc | fl)
+}
+
+unsafe extern "C" fn c_read(cookie: *mut c_void, buf: *mut c_char, n: size_t) -> ssize_t {
+    // SAFETY: glibc's buffer of `n` bytes.
+    unsafe { hooks::read(cookie as usize as c_int, buf.cast(), n) }
+}
+
+unsafe extern "C" fn c_write(cookie: *mut c_void, buf: *const c_char, n: size_t) -> ssize_t {
+    // SAFETY: glibc's buffer of `n` bytes.
+    let r = unsafe { hooks::write(cookie as usize as c_int, buf.cast(), n) };
+    // A cookie write returning -1 or 0 is an error to glibc; keep errno.
+    if r < 0 { 0 } else { r }
+}
+
+unsafe extern "C" fn c_seek(cookie: *mut c_void, off: *mut off64_t, whence: c_int) -> c_int {
+    // SAFETY: glibc passes a valid offset pointer.
+    unsafe {
+        let r = hooks::lseek(cookie as usize as c_int, *off, whence);
+        if r < 0 {
+            return -1;
+        }
+        *off = r;
+    }
+    0
+}
+
+unsafe extern "C" fn c_close(cookie: *mut c_void) -> c_int {
+    // SAFETY: the stream owned this fd.
+    unsafe { hooks::close(cookie as usize as c_int) }
+}
+
+/// A stream over uvfs fd `k` (which it then owns).
+fn stream(k: c_int, mode: *const c_char) -> Result<*mut FILE, Errno> {
+    let funcs = CookieIo {
+        read: c_read,
+        write: c_write,
+        seek: c_seek,
+        close: c_close,
+    };
+    // SAFETY: fopencookie copies the functions; the cookie is the fd number.
+    let f = unsafe { fopencookie(k as usize as *mut c_void, mode, funcs) };
+    if f.is_null() {
+        return Err(Errno::ENOMEM);
+    }
+    // SAFETY: `f` is a glibc FILE; `_fileno` is an int at FILENO_OFFSET.
+    unsafe { f.cast::<u8>().add(FILENO_OFFSET).cast::<c_int>().write(k) };
+    Ok(f)
+}
+
+unsafe fn do_fopen(
+    path: *const c_char,
+    mode: *const c_char,
+    real_fn: impl FnOnce() -> *mut FILE,
+) -> *mut FILE {
+    if mode.is_null() {
+        return real_fn();
+    }
+    // SAFETY: the caller's path and mode.
+    unsafe {
+        path_call(
+            AT_FDCWD,
+            path,
+            std::ptr::null_mut(),
+            |_, _| real_fn(),
+            |s, d, p| {
+                let flags = mode_flags(cbytes(mode))?;
+                let k = uvfs_open(s, d, p, flags, 0o666)?;
+                stream(k, mode).inspect_err(|_| {
+                    let _ = hooks::uvfs_close(s, k);
+                })
+            },
+        )
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fopen(path: *const c_char, mode: *const c_char) -> *mut FILE {
+    // SAFETY: forwarded.
+    unsafe {
+        do_fopen(path, mode, || {
+            real!(fopen: fn(*const c_char, *const c_char) -> *mut FILE)(path, mode)
+        })
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fopen64(path: *const c_char, mode: *const c_char) -> *mut FILE {
+    // SAFETY: forwarded.
+    unsafe {
+        do_fopen(path, mode, || {
+            real!(fopen64: fn(*const c_char, *const c_char) -> *mut FILE)(path, mode)
+        })
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fdopen(fd: c_int, mode: *const c_char) -> *mut FILE {
+    if !is_uvfs(fd) || busy() || mode.is_null() {
+        return real!(fdopen: fn(c_int, *const c_char) -> *mut FILE)(fd, mode);
+    }
+    run(std::ptr::null_mut(), || {
+        // SAFETY: the caller's mode string.
+        let want = mode_flags(unsafe { cbytes(mode) })?;
+        with_state(|s| {
+            let u = s.ufd(fd)?;
+            let have = s.p().fcntl(u, libc::F_GETFL, 0)?;
+            let acc = have & libc::O_ACCMODE;
+            let wacc = want & libc::O_ACCMODE;
+            let ok = match wacc {
+                libc::O_RDONLY => acc == libc::O_RDONLY || acc == libc::O_RDWR,
+                libc::O_WRONLY => acc == libc::O_WRONLY || acc == libc::O_RDWR,
+                _ => acc == libc::O_RDWR,
+            };
+            if !ok {
+                return Err(Errno::EINVAL);
+            }
+            if want & libc::O_APPEND != 0 && have & libc::O_APPEND == 0 {
+                s.p()
+                    .fcntl(u, libc::F_SETFL, (have | libc::O_APPEND) as u64)?;
+            }
+            Ok(())
+        })?;
+        stream(fd, mode)
+    })
+}
+
+unsafe fn do_freopen(
+    path: *const c_char,
+    mode: *const c_char,
+    f: *mut FILE,
+    real_fn: impl FnOnce() -> *mut FILE,
+) -> *mut FILE {
+    // SAFETY: the caller's path.
+    let to_uvfs = !path.is_null()
+        && !mode.is_null()
+        && matches!(
+            hooks::route(AT_FDCWD, unsafe { cbytes(path) }),
+            Some(crate::state::Route::Uvfs(..))
+        );
+    if !to_uvfs {
+        return real_fn();
+    }
+    // The stream object cannot be kept (a glibc FILE reads through its fd
+    // with calls the shim cannot see): close it, open a cookie stream, and
+    // if it was a standard stream, point the standard variable at the new
+    // one.
+    // SAFETY: reading libc's standard stream variables.
+    let which = unsafe {
+        if f == stdin {
+            0
+        } else if f == stdout {
+            1
+        } else if f == stderr {
+            2
+        } else {
+            3
+        }
+    };
+    // The caller's stream, closed as freopen closes it.
+    real!(fclose: fn(*mut FILE) -> c_int)(f);
+    // SAFETY: forwarded.
+    let nf = unsafe { fopen(path, mode) };
+    if !nf.is_null() {
+        // SAFETY: assigning libc's standard stream variables.
+        unsafe {
+            match which {
+                0 => stdin = nf,
+                1 => stdout = nf,
+                2 => stderr = nf,
+                _ => {}
+            }
+        }
+    }
+    nf
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn freopen(
+    path: *const c_char,
+    mode: *const c_char,
+    f: *mut FILE,
+) -> *mut FILE {
+    // SAFETY: forwarded.
+    unsafe {
+        do_freopen(path, mode, f, || {
+            real!(freopen: fn(*const c_char, *const c_char, *mut FILE) -> *mut FILE)(path, mode, f)
+        })
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn freopen64(
+    path: *const c_char,
+    mode: *const c_char,
+    f: *mut FILE,
+) -> *mut FILE {
+    // SAFETY: forwarded.
+    unsafe {
+        do_freopen(path, mode, f, || {
+            real!(freopen64: fn(*const c_char, *const c_char, *mut FILE) -> *mut FILE)(
+                path, mode, f,
+            )
+        })
+    }
+}
+
+/// A uvfs fd just placed at 0, 1 or 2 (`dup2(fd, 1)`, or an open after
+/// `close(1)`): the standard stream on that number writes and reads through
+/// internal calls the shim cannot see, so the standard variable is pointed
+/// at a cookie stream over the fd instead (its calls go through the shim,
+/// to uvfs or, should the fd become a kernel one again, to the kernel). The
+/// old stream is left as it was: what it had buffered is written where its
+/// fd points at exit.
+pub(crate) fn adopt_std(k: c_int) {
+    if !(0..=2).contains(&k) {
+        return;
+    }
+    let mode = if k == 0 { c"r" } else { c"w" };
+    let Ok(f) = stream(k, mode.as_ptr()) else {
+        return;
+    };
+    // SAFETY: assigning libc's standard stream variables; stderr stays
+    // unbuffered as it was.
+    unsafe {
+        match k {
+            0 => stdin = f,
+            1 => stdout = f,
+            _ => {
+                libc::setvbuf(f, std::ptr::null_mut(), libc::_IONBF, 0);
+                stderr = f;
+            }
+        }
+    }
+}

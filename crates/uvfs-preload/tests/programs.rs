@@ -1,0 +1,737 @@
+//! Real, unmodified programs under the shim against the same run on a host
+//! tmpfs directory (`/dev/shm`): same stdout (paths, and where noted times
+//! and inode numbers, masked), same exit status, same resulting tree.
+//!
+//! uvfs under the preload is private to a process, so every case starts
+//! the program on a uvfs seeded from the case's input tree (`UVFS_SEED`) and
+//! reads back the tree it leaves (`UVFS_DUMP`); the host run gets a copy of
+//! the same input tree, made in the same order.
+//!
+//! A program that is not installed is skipped with a message.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The shim, built with the profile this test was built with.
+fn shim() -> &'static Path {
+    static SO: OnceLock<PathBuf> = OnceLock::new();
+    SO.get_or_init(|| {
+        let exe = std::env::current_exe().unwrap();
+        let profile_dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+        let so = profile_dir.join("libuvfs_preload.so");
+        let release = profile_dir.file_name().is_some_and(|n| n == "release");
+        let mut c = Command::new(env!("CARGO"));
+        c.args(["build", "-p", "uvfs-preload"]);
+        if release {
+            c.arg("--release");
+        }
+        if let Some(target) = profile_dir.parent() {
+            c.env("CARGO_TARGET_DIR", target);
+        }
+        let st = c.status().expect("cargo build");
+        assert!(st.success(), "building the shim failed");
+        assert!(so.exists(), "{} missing", so.display());
+        so
+    })
+}
+
+fn have(prog: &str) -> bool {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {prog}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!("SKIP: {prog} is not installed");
+    }
+    found
+}
+
+fn scratch(tag: &str) -> PathBuf {
+    let d = PathBuf::from(format!(
+        "/dev/shm/uvfs-preload-test.{}.{tag}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Copies `from` into `to` in sorted, depth-first order, as `UVFS_SEED`
+/// does (so directory listing orders match), keeping modes and times.
+fn copy_tree(from: &Path, to: &Path) {
+    let mut es: Vec<_> = std::fs::read_dir(from).unwrap().flatten().collect();
+    es.sort_by_key(|e| e.file_name());
+    for e in es {
+        let dst = to.join(e.file_name());
+        let md = std::fs::symlink_metadata(e.path()).unwrap();
+        if md.is_dir() {
+            std::fs::create_dir(&dst).unwrap();
+            copy_tree(&e.path(), &dst);
+        } else if md.file_type().is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(e.path()).unwrap(), &dst).unwrap();
+            continue;
+        } else {
+            std::fs::write(&dst, std::fs::read(e.path()).unwrap()).unwrap();
+        }
+        std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(md.mode() & 0o7777))
+            .unwrap();
+        let t = |s: i64, ns: i64| libc::timespec {
+            tv_sec: s,
+            tv_nsec: ns,
+        };
+        let ts = [
+            t(md.atime(), md.atime_nsec()),
+            t(md.mtime(), md.mtime_nsec()),
+        ];
+        let c = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(dst.as_os_str()))
+            .unwrap();
+        // SAFETY: a valid path and two timespecs.
+        unsafe {
+            libc::utimensat(
+                libc::AT_FDCWD,
+                c.as_ptr(),
+                ts.as_ptr(),
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+    }
+}
+
+/// A tree as (relative path → description): type, permissions, and the
+/// contents of regular files (unless listed in `opaque`).
+fn tree(root: &Path, opaque: &[&str]) -> BTreeMap<String, String> {
+    fn walk(root: &Path, dir: &Path, opaque: &[&str], out: &mut BTreeMap<String, String>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let rel = e
+                .path()
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let md = std::fs::symlink_metadata(e.path()).unwrap();
+            let perm = md.mode() & 0o7777;
+            let d = if md.is_dir() {
+                walk(root, &e.path(), opaque, out);
+                format!("dir {perm:o}")
+            } else if md.file_type().is_symlink() {
+                format!(
+                    "link -> {}",
+                    std::fs::read_link(e.path()).unwrap().display()
+                )
+            } else if opaque.iter().any(|o| rel.ends_with(o)) {
+                format!(
+                    "file {perm:o} ({} bytes, not compared)",
+                    if md.len() > 0 { "some" } else { "no" }
+                )
+            } else {
+                format!(
+                    "file {perm:o} {:?}",
+                    String::from_utf8_lossy(&std::fs::read(e.path()).unwrap())
+                )
+            };
+            out.insert(rel, d);
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, opaque, &mut out);
+    out
+}
+
+struct Case<'a> {
+    name: &'a str,
+    /// The command; `{D}` stands for the directory under test.
+    cmd: &'a [&'a str],
+    /// Masks volatile parts of stdout (times, inode numbers).
+    mask: fn(&str) -> String,
+    /// Files whose contents are not compared (the check is elsewhere).
+    opaque: &'a [&'a str],
+}
+
+struct Outcome {
+    stdout: String,
+    stderr: String,
+    status: Option<i32>,
+    tree: BTreeMap<String, String>,
+}
+
+fn run_one(case: &Case<'_>, seed: &Path, uvfs: bool) -> Outcome {
+    let base = scratch(&format!(
+        "{}.{}",
+        case.name,
+        if uvfs { "uvfs" } else { "host" }
+    ));
+    let (dir, dump) = if uvfs {
+        ("/uvfs".to_string(), base.join("dump"))
+    } else {
+        let root = base.join("root");
+        std::fs::create_dir(&root).unwrap();
+        copy_tree(seed, &root);
+        (root.to_string_lossy().into_owned(), root)
+    };
+    let args: Vec<String> = case.cmd.iter().map(|a| a.replace("{D}", &dir)).collect();
+    let mut c = Command::new(&args[0]);
+    c.args(&args[1..]).env("LC_ALL", "C").env("TZ", "UTC");
+    if uvfs {
+        c.env("LD_PRELOAD", shim())
+            .env("UVFS_PREFIX", "/uvfs")
+            .env("UVFS_SEED", seed)
+            .env("UVFS_DUMP", &dump);
+    }
+    let out = c.output().unwrap();
+    let norm = |s: &[u8]| String::from_utf8_lossy(s).replace(&dir, "{D}");
+    let stdout = (case.mask)(&norm(&out.stdout));
+    let stderr = norm(&out.stderr);
+    let tree = if dump.exists() {
+        tree(&dump, case.opaque)
+    } else {
+        BTreeMap::new()
+    };
+    let _ = std::fs::remove_dir_all(&base);
+    Outcome {
+        stdout,
+        stderr,
+        status: out.status.code(),
+        tree,
+    }
+}
+
+fn check(case: Case<'_>, seed: &Path) {
+    if !have(case.cmd[0]) {
+        return;
+    }
+    let host = run_one(&case, seed, false);
+    let uv = run_one(&case, seed, true);
+    let ctx = format!(
+        "case {}: host stderr:\n{}\nuvfs stderr:\n{}",
+        case.name, host.stderr, uv.stderr
+    );
+    assert_eq!(uv.status, host.status, "exit status; {ctx}");
+    assert_eq!(uv.stdout, host.stdout, "stdout; {ctx}");
+    assert_eq!(uv.tree, host.tree, "resulting tree; {ctx}");
+    // Every case but the `*-missing` ones is expected to succeed (a case
+    // failing the same way on both sides would prove little).
+    assert_eq!(
+        uv.status == Some(0),
+        !case.name.contains("missing"),
+        "unexpected exit status; {ctx}"
+    );
+    eprintln!(
+        "ok: {} (status {:?}, {} stdout bytes)",
+        case.name,
+        uv.status,
+        uv.stdout.len()
+    );
+}
+
+fn same(s: &str) -> String {
+    s.to_string()
+}
+
+/// `ls -l` lines: the date columns masked.
+fn mask_ls(s: &str) -> String {
+    s.lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.len() >= 9 {
+                format!(
+                    "{} {} {} {} {} <date> {}",
+                    f[0],
+                    f[1],
+                    f[2],
+                    f[3],
+                    f[4],
+                    f[8..].join(" ")
+                )
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `stat` output: device, inode and the four times masked.
+fn mask_stat(s: &str) -> String {
+    s.lines()
+        .map(|l| {
+            let t = l.trim_start();
+            if t.starts_with("Device:") {
+                let links = l.split("Links:").nth(1).unwrap_or("");
+                format!("Device/Inode masked Links:{links}")
+            } else if ["Access: 2", "Modify:", "Change:", "Birth:"]
+                .iter()
+                .any(|p| t.starts_with(p))
+            {
+                "<time>".to_string()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The input tree every case starts from.
+fn seed() -> &'static Path {
+    static SEED: OnceLock<PathBuf> = OnceLock::new();
+    SEED.get_or_init(|| {
+        let s = scratch("seed");
+        let w = |p: &str, c: &str| {
+            let p = s.join(p);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, c).unwrap();
+        };
+        w("a/f", "hello\n");
+        w("a/b/g", "in b\n");
+        w("a/b/c/h", "deep\n");
+        w("a/unsorted", "pear\napple\nfig\nbanana\napple\n");
+        let big: String = (0..5000)
+            .map(|i| format!("line {i} of the big file\n"))
+            .collect();
+        w("a/big", &big);
+        std::os::unix::fs::symlink("f", s.join("a/l")).unwrap();
+        std::fs::create_dir(s.join("empty")).unwrap();
+        // A tar archive to extract (made on the host, from the same tree).
+        if Command::new("tar").arg("--version").output().is_ok() {
+            let st = Command::new("tar")
+                .args(["-cf", "/dev/shm/uvfs-preload-test.arch.tar", "-C"])
+                .arg(&s)
+                .arg("a")
+                .env("TZ", "UTC")
+                .status()
+                .unwrap();
+            assert!(st.success());
+            std::fs::rename("/dev/shm/uvfs-preload-test.arch.tar", s.join("arch.tar")).unwrap();
+        }
+        s
+    })
+}
+
+#[test]
+fn coreutils() {
+    let s = seed();
+    let cases = [
+        Case {
+            name: "cat",
+            cmd: &["cat", "{D}/a/f", "{D}/a/l", "{D}/a/b/g"],
+            mask: same,
+            opaque: &[],
+        },
+        Case {
+            name: "cat-missing",
+            cmd: &["cat", "{D}/a/nope"],
+            mask: same,
+            opaque: &[],
+        },
+        Case {
+            name: "ls-la",
+            cmd: &["ls", "-la", "{D}/a", "{D}/a/b"],
+            mask: mask_ls,
+            opaque: &[],
+        },
+        Case {
+            name: "ls-R",
+            cmd: &["ls", "-R", "{D}"],
+            mask: same,
+            opaque: &[],
+        },
+        Case {
+            name: "cp-r",
+            cmd: &["cp", "-r", "{D}/a", "{D}/copy"],
+            mask: same,
+            opaque: &[],
+        },
+        Case {
+            name: "mv",
+            cmd: &["mv", "{D}/a/f", "{D}/a/b/moved"],
+            mask: same,
+            opaque: &[],
+        },
+        Case {
+            name: "mv-dir",
+            cmd: &["mv", "{D}/a/b", "{D}/empty/"],
+            mask: same,
+            opaque: &[],
+        },
+        Case {
+            name: "rm-r",
+            cmd: &["rm", "-r", "{D}/a"],
+            mask: same,
+            opaque: &[],
+        },
+        Case {
+            name: "rm-missing",
+            cmd: &["rm", "{D}/nope"],
+            mask: same,
+            opaque: &[],
+        },
+        Case {
+            name: "mkdir-p",
+            cmd: &["mkdir", "-p", "{D}/x/y/z", "{D}/a/b/new"],
+            mask: same,
+            opaque: &[],
+        },
+        Case {
+            name: "stat",
+            cmd: &["stat", "{D}/a/f", "{D}/a/b", "{D}/a/l"],
+            mask: mask_stat,
+            opaque: &[],
+        },
+        Case {
+            name: "wc",
+            cmd: &["wc", "{D}/a/f", "{D}/a/big", "{D}/a/unsorted"],
+            mask: same,
+            opaque: &[],
+        },
+        Case {
+            name: "sort-o",
+            cmd: &["sort", "-o", "{D}/sorted", "{D}/a/unsorted"],
+            mask: same,
+            opaque: &[],
+        },
+        Case {
+            name: "sort-o-inplace",
+            cmd: &["sort", "-u", "-o", "{D}/a/unsorted", "{D}/a/unsorted"],
+            mask: same,
+            opaque: &[],
+        },
+        Case {
+            name: "find",
+            cmd: &["find", "{D}"],
+            mask: same,
+            opaque: &[],
+        },
+        Case {
+            name: "find-type",
+            cmd: &["find", "{D}/a", "-type", "f", "-name", "*g*"],
+            mask: same,
+            opaque: &[],
+        },
+        Case {
+            name: "tar-create",
+            cmd: &["tar", "-cf", "{D}/new.tar", "-C", "{D}", "a"],
+            mask: same,
+            opaque: &["new.tar"],
+        },
+        Case {
+            name: "tar-extract",
+            cmd: &["tar", "-xf", "{D}/arch.tar", "-C", "{D}/empty"],
+            mask: same,
+            opaque: &[],
+        },
+        Case {
+            name: "tar-list",
+            cmd: &["tar", "-tvf", "{D}/arch.tar"],
+            mask: same,
+            opaque: &[],
+        },
+    ];
+    for c in cases {
+        check(c, s);
+    }
+}
+
+/// `tar -c` under the shim writes the same archive members as on the host:
+/// listed with `tar -tv` on the host after the dump.
+#[test]
+fn tar_archive_lists_the_same() {
+    if !have("tar") {
+        return;
+    }
+    let s = seed();
+    let base = scratch("tar-archive");
+    let dump = base.join("dump");
+    let st = Command::new("tar")
+        .args(["-cf", "/uvfs/new.tar", "-C", "/uvfs", "a"])
+        .env("LD_PRELOAD", shim())
+        .env("UVFS_SEED", s)
+        .env("UVFS_DUMP", &dump)
+        .env("TZ", "UTC")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let list = |p: &Path| {
+        let o = Command::new("tar")
+            .arg("-tvf")
+            .arg(p)
+            .env("TZ", "UTC")
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let host_dir = base.join("host");
+    std::fs::create_dir(&host_dir).unwrap();
+    copy_tree(s, &host_dir);
+    let st = Command::new("tar")
+        .arg("-cf")
+        .arg(base.join("host.tar"))
+        .arg("-C")
+        .arg(&host_dir)
+        .arg("a")
+        .env("TZ", "UTC")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert_eq!(list(&dump.join("new.tar")), list(&base.join("host.tar")));
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+fn python() -> Option<String> {
+    if !have("python3") {
+        return None;
+    }
+    // The interpreter itself, not a wrapper script (pyenv's shim is a shell
+    // script, which would only waste the preload).
+    let o = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .ok()?;
+    Some(String::from_utf8(o.stdout).ok()?.trim().to_string())
+}
+
+const PY_FILES: &str = r#"
+import os, shutil, sys, tempfile
+D = sys.argv[1]
+with open(os.path.join(D, "new.txt"), "w") as f:
+    f.write("written by python\n" * 3)
+with open(os.path.join(D, "new.txt")) as f:
+    print(f.read().count("python"), "lines")
+with open(os.path.join(D, "new.txt"), "a") as f:
+    f.write("appended\n")
+with open(os.path.join(D, "new.txt"), "rb") as f:
+    f.seek(-9, os.SEEK_END)
+    print(f.read())
+for root, dirs, files in os.walk(D):
+    dirs.sort()
+    print(os.path.relpath(root, D), sorted(files))
+shutil.copytree(os.path.join(D, "a"), os.path.join(D, "tree-copy"), symlinks=True)
+shutil.copytree(os.path.join(D, "a", "b"), os.path.join(D, "tree-copy2"))
+print(sorted(os.listdir(os.path.join(D, "tree-copy"))))
+print(os.stat(os.path.join(D, "tree-copy", "big")).st_size)
+print(os.path.islink(os.path.join(D, "tree-copy", "l")), os.readlink(os.path.join(D, "tree-copy", "l")))
+fd, name = tempfile.mkstemp(dir=D, prefix="tmp-", suffix=".dat")
+os.write(fd, b"temp data")
+os.close(fd)
+print(os.path.dirname(name) == D, os.path.getsize(name))
+os.unlink(name)
+with tempfile.TemporaryDirectory(dir=D) as td:
+    with open(os.path.join(td, "x"), "w") as f:
+        f.write("x")
+    print(os.listdir(td))
+print(os.path.exists(td))
+with tempfile.NamedTemporaryFile(dir=D, mode="w+") as nt:
+    nt.write("named")
+    nt.flush()
+    nt.seek(0)
+    print(nt.read())
+os.chdir(os.path.join(D, "a"))
+print(os.getcwd() == os.path.join(D, "a"), sorted(os.listdir(".")))
+with open("b/g") as f:
+    print(f.read().strip())
+os.rename("f", "renamed")
+os.mkdir("made")
+os.rmdir("made")
+print(os.path.realpath("l") == os.path.join(D, "a", "f"), os.path.realpath("b/../renamed") == os.path.join(D, "a", "renamed"))
+os.chdir("/")
+print(os.access(os.path.join(D, "a", "renamed"), os.R_OK), os.access(os.path.join(D, "nope"), os.F_OK))
+try:
+    open(os.path.join(D, "nope", "x"))
+except FileNotFoundError as e:
+    print("FileNotFoundError", e.errno)
+"#;
+
+const PY_SQLITE: &str = r#"
+import os, sqlite3, sys
+D = sys.argv[1]
+db = os.path.join(D, "test.db")
+con = sqlite3.connect(db)
+con.execute("create table t (id integer primary key, name text, n integer)")
+with con:
+    con.executemany("insert into t (name, n) values (?, ?)", [("row%d" % i, i * i) for i in range(2000)])
+con.execute("create index t_n on t (n)")
+con.commit()
+print(con.execute("select count(*), sum(n), max(name) from t").fetchone())
+print(con.execute("select name from t where n between 100 and 200 order by n").fetchall())
+with con:
+    con.execute("delete from t where id % 2 = 0")
+print(con.execute("select count(*) from t").fetchone())
+con.execute("pragma integrity_check")
+con.close()
+con = sqlite3.connect(db)
+print(con.execute("select count(*), min(id) from t").fetchone())
+con.close()
+print(sorted(os.listdir(D)))
+"#;
+
+#[test]
+fn python_files() {
+    let Some(py) = python() else { return };
+    let s = seed();
+    check(
+        Case {
+            name: "python-files",
+            cmd: &[&py, "-c", PY_FILES, "{D}"],
+            mask: same,
+            opaque: &[],
+        },
+        s,
+    );
+}
+
+#[test]
+fn python_sqlite() {
+    let Some(py) = python() else { return };
+    if !Command::new(&py)
+        .args(["-c", "import sqlite3"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        eprintln!("SKIP: python3 has no sqlite3 module");
+        return;
+    }
+    let s = seed();
+    check(
+        Case {
+            name: "python-sqlite",
+            cmd: &[&py, "-c", PY_SQLITE, "{D}"],
+            mask: same,
+            opaque: &["test.db"],
+        },
+        s,
+    );
+    // The database the shim's run left is a valid one: the host's sqlite
+    // reads it back.
+    let base = scratch("sqlite-check");
+    let dump = base.join("dump");
+    let st = Command::new(&py)
+        .args(["-c", PY_SQLITE, "/uvfs"])
+        .env("LD_PRELOAD", shim())
+        .env("UVFS_DUMP", &dump)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let o = Command::new(&py)
+        .args(["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute('pragma integrity_check').fetchone(), c.execute('select count(*), sum(n) from t').fetchone())"])
+        .arg(dump.join("test.db"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "('ok',) (1000, 1331334000)"
+    );
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+const C_LOOP: &str = r#"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <dirent.h>
+
+int main(int argc, char **argv) {
+    const char *d = argv[1];
+    int n = argc > 2 ? atoi(argv[2]) : 1000;
+    char path[4096], buf[64];
+    snprintf(path, sizeof path, "%s/loop.file", d);
+    int fd = open(path, O_CREAT | O_RDWR, 0644);
+    if (fd < 0) { perror("create"); return 1; }
+    if (write(fd, "0123456789", 10) != 10) { perror("write"); return 1; }
+    close(fd);
+    long sum = 0;
+    for (int i = 0; i < n; i++) {
+        fd = open(path, O_RDONLY);
+        if (fd < 0) { perror("open"); return 1; }
+        sum += fd;
+        if (close(fd) != 0) { perror("close"); return 1; }
+    }
+    printf("opened %d times, fd sum %ld\n", n, sum);
+    /* fd numbering, dup family, fcntl */
+    int a = open(path, O_RDWR);
+    int b = dup(a);
+    int c = fcntl(a, F_DUPFD, 100);
+    int k = open("/dev/null", O_RDONLY);
+    printf("fds %d %d %d kernel %d\n", a, b, c, k);
+    printf("cloexec %d %d\n", fcntl(c, F_GETFD), fcntl(fcntl(a, F_DUPFD_CLOEXEC, 0), F_GETFD));
+    printf("getfl %o\n", fcntl(a, F_GETFL) & O_ACCMODE);
+    lseek(a, 4, SEEK_SET);
+    memset(buf, 0, sizeof buf);
+    read(b, buf, 3);
+    printf("shared offset read %s, pos %ld\n", buf, (long)lseek(c, 0, SEEK_CUR));
+    printf("dup2 kernel onto uvfs %d\n", dup2(k, b));
+    memset(buf, 0, sizeof buf);
+    printf("read now %zd\n", read(b, buf, 3));
+    printf("dup2 uvfs onto kernel %d\n", dup2(a, k));
+    memset(buf, 0, sizeof buf);
+    pread(k, buf, 4, 2);
+    printf("pread via dup2'd %s\n", buf);
+    struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 5 };
+    printf("setlk %d\n", fcntl(a, F_SETLK, &fl));
+    fl.l_type = F_RDLCK;
+    int gl = fcntl(a, F_GETLK, &fl);
+    printf("getlk %d type-unlocked %d\n", gl, fl.l_type == F_UNLCK);
+    void *m = mmap(0, 10, PROT_READ, MAP_PRIVATE, a, 0);
+    /* Differs by design (a uvfs fd cannot be mapped: ENODEV): stderr. */
+    fprintf(stderr, "mmap %s errno %d\n", m == MAP_FAILED ? "failed" : "mapped", m == MAP_FAILED ? errno : 0);
+    struct stat st;
+    fstat(a, &st);
+    printf("size %ld mode %o\n", (long)st.st_size, st.st_mode);
+    close(a); close(b); close(c); close(k);
+    errno = 0;
+    int cr = close(a);
+    printf("closed twice %d errno %d\n", cr, errno);
+    ssize_t rr = read(a, buf, 1);
+    printf("read closed %zd errno %d\n", rr, errno);
+    DIR *dir = opendir(d);
+    int entries = 0;
+    struct dirent *e;
+    while ((e = readdir(dir))) entries++;
+    closedir(dir);
+    printf("entries %d\n", entries);
+    int u1 = unlink(path);
+    int u2 = unlink(path);
+    printf("unlink %d, again %d errno %d\n", u1, u2, errno);
+    return 0;
+}
+"#;
+
+#[test]
+fn c_open_close_loop() {
+    if !have("cc") {
+        return;
+    }
+    let base = scratch("cloop-build");
+    std::fs::write(base.join("loop.c"), C_LOOP).unwrap();
+    let bin = base.join("loop");
+    let st = Command::new("cc")
+        .arg("-O2")
+        .arg("-o")
+        .arg(&bin)
+        .arg(base.join("loop.c"))
+        .status()
+        .unwrap();
+    assert!(st.success(), "cc failed");
+    let bin_s = bin.to_string_lossy().into_owned();
+    check(
+        Case {
+            name: "c-loop",
+            cmd: &[&bin_s, "{D}", "1000"],
+            mask: same,
+            opaque: &[],
+        },
+        seed(),
+    );
+    let _ = std::fs::remove_dir_all(&base);
+}
