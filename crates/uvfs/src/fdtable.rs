@@ -3,7 +3,10 @@
 //!
 //! Writers (allocation, install bookkeeping, close, dup2, growth) serialize
 //! on one lock per table, as in Linux; lookups take no lock and write nothing
-//! shared but the file's reference count.
+//! shared but the file's reference count. Like Linux's `files->file_lock`
+//! the lock spins (then parks: `primitive::SpinMutex`); its critical
+//! sections are a few dozen instructions, and a sleeping mutex turned
+//! contention between threads into futex system calls.
 //!
 //! Allocation is Linux's: the lowest free fd at or above a start, found over
 //! `open_fds` with the second-level `full_fds_bits` (one bit per full word)
@@ -24,7 +27,7 @@ use crate::errno::Errno;
 use crate::fastpaths::FastPaths;
 use crate::file::{File, FileRef};
 use crate::nospec;
-use crate::primitive::{AtomicPtr, AtomicUsize, Mutex, MutexGuard, Ordering, lock};
+use crate::primitive::{AtomicPtr, AtomicUsize, Ordering, SpinGuard, SpinMutex};
 use crate::{reclaim, uapi};
 use crossbeam_utils::CachePadded;
 use std::ptr::{self, NonNull};
@@ -203,7 +206,7 @@ pub struct FdTable {
     alloc_fast: bool,
     typesafe: bool,
     chunks: [AtomicPtr<Slot>; NR_CHUNKS],
-    inner: CachePadded<Mutex<Bitmaps>>,
+    inner: CachePadded<SpinMutex<Bitmaps>>,
 }
 
 /// A reserved fd (`get_unused_fd_flags` done, `fd_install` not yet): the
@@ -281,7 +284,7 @@ impl FdTable {
             alloc_fast: fast.alloc_fd_fast,
             typesafe: fast.typesafe_files,
             chunks: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
-            inner: CachePadded::new(Mutex::new(Bitmaps {
+            inner: CachePadded::new(SpinMutex::new(Bitmaps {
                 max_fds: 0,
                 next_fd: 0,
                 open_fds: Vec::new(),
@@ -296,8 +299,8 @@ impl FdTable {
         Ok(t)
     }
 
-    fn lock(&self) -> MutexGuard<'_, Bitmaps> {
-        lock(&self.inner)
+    fn lock(&self) -> SpinGuard<'_, Bitmaps> {
+        self.inner.lock()
     }
 
     /// The slot for `fd`.
