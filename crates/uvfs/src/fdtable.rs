@@ -3,7 +3,12 @@
 //!
 //! Writers (allocation, install bookkeeping, close, dup2, growth) serialize
 //! on one lock per table, as in Linux; lookups take no lock and write nothing
-//! shared but the file's reference count.
+//! shared but the file's reference count. Like Linux's `files->file_lock`
+//! the lock spins (then parks: `primitive::SpinMutex`); its critical
+//! sections are a few dozen instructions, and a sleeping mutex turned
+//! contention between threads into futex system calls. The bitmaps of the
+//! first 64 fds share the lock's cache line, so an allocation or a close
+//! moves one line of writer state between CPUs.
 //!
 //! Allocation is Linux's: the lowest free fd at or above a start, found over
 //! `open_fds` with the second-level `full_fds_bits` (one bit per full word)
@@ -24,7 +29,7 @@ use crate::errno::Errno;
 use crate::fastpaths::FastPaths;
 use crate::file::{File, FileRef};
 use crate::nospec;
-use crate::primitive::{AtomicPtr, AtomicUsize, Mutex, MutexGuard, Ordering, lock};
+use crate::primitive::{AtomicPtr, AtomicUsize, Ordering, SpinGuard, SpinMutex};
 use crate::{reclaim, uapi};
 use crossbeam_utils::CachePadded;
 use std::ptr::{self, NonNull};
@@ -103,39 +108,127 @@ fn clear_bit(map: &mut [u64], bit: usize) {
 }
 
 /// The writer side, under the table lock.
+///
+/// Sized to share one cache line with the lock word (see
+/// [`SpinMutex`]): while the table has its first [`NR_OPEN_DEFAULT`] fds
+/// (the common case, like Linux's `open_fds_init` and friends embedded in
+/// `files_struct`), the three bitmaps are one word each, inline, so a
+/// critical section of an allocation or a close moves that one line between
+/// CPUs and nothing else of the table's writer state. Growth moves all three
+/// into one heap block, `open_fds | close_on_exec | full_fds_bits`.
 #[derive(Debug)]
 struct Bitmaps {
     max_fds: usize,
     next_fd: usize,
-    open_fds: Vec<u64>,
-    close_on_exec: Vec<u64>,
-    full_fds_bits: Vec<u64>,
+    /// `open_fds`, `close_on_exec`, `full_fds_bits` while `max_fds` is at
+    /// most [`NR_OPEN_DEFAULT`].
+    small: [u64; 3],
+    /// The three bitmaps once grown: `words(max_fds)` words each for the
+    /// first two, `words(words(max_fds))` for the last; empty before.
+    big: Box<[u64]>,
+}
+
+/// The three bitmaps, borrowed.
+struct Maps<'a> {
+    open: &'a [u64],
+    cloexec: &'a [u64],
+    full: &'a [u64],
+}
+
+/// The three bitmaps, borrowed mutably.
+struct MapsMut<'a> {
+    open: &'a mut [u64],
+    cloexec: &'a mut [u64],
+    full: &'a mut [u64],
 }
 
 impl Bitmaps {
+    fn empty() -> Bitmaps {
+        Bitmaps {
+            max_fds: 0,
+            next_fd: 0,
+            small: [0; 3],
+            big: Box::new([]),
+        }
+    }
+
+    #[inline(always)]
+    fn maps(&self) -> Maps<'_> {
+        if self.big.is_empty() {
+            let [open, cloexec, full] = &self.small;
+            return Maps {
+                open: std::slice::from_ref(open),
+                cloexec: std::slice::from_ref(cloexec),
+                full: std::slice::from_ref(full),
+            };
+        }
+        let w = words(self.max_fds);
+        let (open, rest) = self.big.split_at(w);
+        let (cloexec, full) = rest.split_at(w);
+        Maps {
+            open,
+            cloexec,
+            full,
+        }
+    }
+
+    #[inline(always)]
+    fn maps_mut(&mut self) -> MapsMut<'_> {
+        if self.big.is_empty() {
+            let [open, cloexec, full] = &mut self.small;
+            return MapsMut {
+                open: std::slice::from_mut(open),
+                cloexec: std::slice::from_mut(cloexec),
+                full: std::slice::from_mut(full),
+            };
+        }
+        let w = words(self.max_fds);
+        let (open, rest) = self.big.split_at_mut(w);
+        let (cloexec, full) = rest.split_at_mut(w);
+        MapsMut {
+            open,
+            cloexec,
+            full,
+        }
+    }
+
+    fn open_fds(&self) -> &[u64] {
+        self.maps().open
+    }
+
+    fn close_on_exec(&self) -> &[u64] {
+        self.maps().cloexec
+    }
+
+    fn close_on_exec_mut(&mut self) -> &mut [u64] {
+        self.maps_mut().cloexec
+    }
+
     fn is_open(&self, fd: usize) -> bool {
-        fd < self.max_fds && test_bit(&self.open_fds, fd)
+        fd < self.max_fds && test_bit(self.open_fds(), fd)
     }
 
     fn set_open(&mut self, fd: usize) {
-        set_bit(&mut self.open_fds, fd);
+        let m = self.maps_mut();
+        set_bit(m.open, fd);
         let w = fd / WORD;
-        if self.open_fds[w] == !0 {
-            set_bit(&mut self.full_fds_bits, w);
+        if m.open[w] == !0 {
+            set_bit(m.full, w);
         }
     }
 
     /// `__clear_open_fd`: the seed clears `full_fds_bits` only when set, the
     /// stock path always writes it.
     fn clear_open(&mut self, fd: usize, fast: bool) {
-        clear_bit(&mut self.open_fds, fd);
+        let m = self.maps_mut();
+        clear_bit(m.open, fd);
         let w = fd / WORD;
         if fast {
-            if test_bit(&self.full_fds_bits, w) {
-                clear_bit(&mut self.full_fds_bits, w);
+            if test_bit(m.full, w) {
+                clear_bit(m.full, w);
             }
         } else {
-            clear_bit(&mut self.full_fds_bits, w);
+            clear_bit(m.full, w);
         }
     }
 
@@ -147,10 +240,11 @@ impl Bitmaps {
     }
 
     fn set_cloexec(&mut self, fd: usize, on: bool) {
+        let cloexec = self.close_on_exec_mut();
         if on {
-            set_bit(&mut self.close_on_exec, fd);
-        } else if test_bit(&self.close_on_exec, fd) {
-            clear_bit(&mut self.close_on_exec, fd);
+            set_bit(cloexec, fd);
+        } else if test_bit(cloexec, fd) {
+            clear_bit(cloexec, fd);
         }
     }
 
@@ -159,36 +253,40 @@ impl Bitmaps {
     /// touched when it has a free bit.
     fn find_next_fd(&self, start: usize, fast: bool) -> usize {
         let maxfd = self.max_fds;
+        let m = self.maps();
         let bitbit = start / WORD;
         if fast {
-            let free = !self.open_fds[bitbit] & (!0u64 << (start % WORD));
+            let free = !m.open[bitbit] & (!0u64 << (start % WORD));
             if free != 0 {
                 return bitbit * WORD + free.trailing_zeros() as usize;
             }
         }
-        let bitbit = find_next_zero_bit(&self.full_fds_bits, words(maxfd), bitbit) * WORD;
+        let bitbit = find_next_zero_bit(m.full, words(maxfd), bitbit) * WORD;
         if bitbit >= maxfd {
             return maxfd;
         }
-        find_next_zero_bit(&self.open_fds, maxfd, start.max(bitbit))
+        find_next_zero_bit(m.open, maxfd, start.max(bitbit))
     }
 
-    /// Grows the bitmaps to cover `new_max` fds; all-or-nothing.
+    /// Grows the bitmaps to cover `new_max` fds and sets `max_fds`;
+    /// all-or-nothing.
     fn grow(&mut self, new_max: usize) -> Result<(), Errno> {
+        if new_max <= NR_OPEN_DEFAULT {
+            self.max_fds = self.max_fds.max(new_max);
+            return Ok(());
+        }
         let (w, fw) = (words(new_max), words(words(new_max)));
-        let extra = |v: &Vec<u64>, n: usize| n.saturating_sub(v.len());
-        self.open_fds
-            .try_reserve_exact(extra(&self.open_fds, w))
+        let mut big: Vec<u64> = Vec::new();
+        big.try_reserve_exact(2 * w + fw)
             .map_err(|_| Errno::ENOMEM)?;
-        self.close_on_exec
-            .try_reserve_exact(extra(&self.close_on_exec, w))
-            .map_err(|_| Errno::ENOMEM)?;
-        self.full_fds_bits
-            .try_reserve_exact(extra(&self.full_fds_bits, fw))
-            .map_err(|_| Errno::ENOMEM)?;
-        self.open_fds.resize(w, 0);
-        self.close_on_exec.resize(w, 0);
-        self.full_fds_bits.resize(fw, 0);
+        let old = self.maps();
+        for (map, len) in [(old.open, w), (old.cloexec, w), (old.full, fw)] {
+            let keep = map.len().min(len);
+            big.extend_from_slice(&map[..keep]);
+            big.resize(big.len() + len - keep, 0);
+        }
+        self.big = big.into_boxed_slice();
+        self.max_fds = new_max;
         Ok(())
     }
 }
@@ -203,7 +301,7 @@ pub struct FdTable {
     alloc_fast: bool,
     typesafe: bool,
     chunks: [AtomicPtr<Slot>; NR_CHUNKS],
-    inner: CachePadded<Mutex<Bitmaps>>,
+    inner: CachePadded<SpinMutex<Bitmaps>>,
 }
 
 /// A reserved fd (`get_unused_fd_flags` done, `fd_install` not yet): the
@@ -281,13 +379,7 @@ impl FdTable {
             alloc_fast: fast.alloc_fd_fast,
             typesafe: fast.typesafe_files,
             chunks: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
-            inner: CachePadded::new(Mutex::new(Bitmaps {
-                max_fds: 0,
-                next_fd: 0,
-                open_fds: Vec::new(),
-                close_on_exec: Vec::new(),
-                full_fds_bits: Vec::new(),
-            })),
+            inner: CachePadded::new(SpinMutex::new(Bitmaps::empty())),
         };
         {
             let mut g = t.lock();
@@ -296,8 +388,8 @@ impl FdTable {
         Ok(t)
     }
 
-    fn lock(&self) -> MutexGuard<'_, Bitmaps> {
-        lock(&self.inner)
+    fn lock(&self) -> SpinGuard<'_, Bitmaps> {
+        self.inner.lock()
     }
 
     /// The slot for `fd`.
@@ -340,13 +432,13 @@ impl FdTable {
             };
             let len = chunk_len(k);
             let new_max = NR_OPEN_DEFAULT << k;
-            g.grow(new_max)?;
+            // Both allocations before any change: growth is all-or-nothing.
             let mut chunk: Vec<Slot> = Vec::new();
             chunk.try_reserve_exact(len).map_err(|_| Errno::ENOMEM)?;
             chunk.extend((0..len).map(|_| AtomicPtr::new(ptr::null_mut())));
+            g.grow(new_max)?;
             let raw = Box::into_raw(chunk.into_boxed_slice()).cast::<Slot>();
             self.chunks[k].store(raw, Ordering::Release);
-            g.max_fds = new_max;
             self.max_fds.store(new_max, Ordering::Release);
         }
         Ok(())
@@ -524,9 +616,10 @@ impl FdTable {
         if fd >= g.max_fds {
             return None;
         }
-        let slot = self.slot(fd);
-        let f = NonNull::new(slot.load(Ordering::Acquire))?;
-        slot.store(ptr::null_mut(), Ordering::Release);
+        // One read-modify-write takes the slot's line exclusive at once,
+        // where a load then a store could move it twice under the lock.
+        // Swapping null over null (a free or reserved fd) changes nothing.
+        let f = NonNull::new(self.slot(fd).swap(ptr::null_mut(), Ordering::AcqRel))?;
         g.put_unused(fd, self.alloc_fast);
         // SAFETY: the slot's reference moves to the caller.
         Some(unsafe { FileRef::from_raw(f) })
@@ -627,7 +720,7 @@ impl FdTable {
     pub fn get_cloexec(&self, fd: i32) -> bool {
         let g = self.lock();
         let fd = fd as u32 as usize;
-        fd < g.max_fds && test_bit(&g.close_on_exec, fd)
+        fd < g.max_fds && test_bit(g.close_on_exec(), fd)
     }
 
     /// Sets or clears close-on-exec on `fd` (`F_SETFD`).
@@ -649,7 +742,7 @@ impl FdTable {
                 let end = (last as usize).min(g.max_fds.saturating_sub(1)) + 1;
                 let mut found = None;
                 while fd < end {
-                    fd = find_next_bit(&g.open_fds, end, fd);
+                    fd = find_next_bit(g.open_fds(), end, fd);
                     if fd >= end {
                         break;
                     }
@@ -676,8 +769,9 @@ impl FdTable {
     pub fn set_cloexec_range(&self, first: u32, last: u32) {
         let mut g = self.lock();
         let last = (last as usize).min(g.max_fds.saturating_sub(1));
+        let cloexec = g.close_on_exec_mut();
         for fd in first as usize..=last {
-            set_bit(&mut g.close_on_exec, fd);
+            set_bit(cloexec, fd);
         }
     }
 
@@ -689,14 +783,14 @@ impl FdTable {
             let file = {
                 let mut g = self.lock();
                 let mut found = None;
-                while w < g.close_on_exec.len() {
-                    let set = g.close_on_exec[w];
+                while w < g.close_on_exec().len() {
+                    let set = g.close_on_exec()[w];
                     if set == 0 {
                         w += 1;
                         continue;
                     }
                     let bit = set.trailing_zeros() as usize;
-                    g.close_on_exec[w] &= !(1 << bit);
+                    g.close_on_exec_mut()[w] &= !(1 << bit);
                     if let Some(f) = self.pick_locked(&mut g, w * WORD + bit) {
                         found = Some(f);
                         break;
@@ -727,12 +821,13 @@ impl FdTable {
         let new = FdTable::new(&fast)?;
         let g = self.lock();
         let limit = below.map_or(g.max_fds, |b| (b as usize).min(g.max_fds));
-        let last_open = (0..words(limit)).rev().find(|&w| g.open_fds[w] != 0);
+        let old = g.maps();
+        let last_open = (0..words(limit)).rev().find(|&w| old.open[w] != 0);
         let mut n = new.lock();
         if let Some(w) = last_open {
             let top = (w * WORD + (WORD - 1)).min(limit.saturating_sub(1));
             new.expand_locked(&mut n, top)?;
-            let mut fd = find_next_bit(&g.open_fds, limit, 0);
+            let mut fd = find_next_bit(old.open, limit, 0);
             while fd < limit {
                 if let Some(f) = NonNull::new(self.slot(fd).load(Ordering::Acquire)) {
                     // SAFETY: the slot holds a reference and we hold the old
@@ -740,11 +835,11 @@ impl FdTable {
                     unsafe { f.as_ref() }.get();
                     new.slot(fd).store(f.as_ptr(), Ordering::Release);
                     n.set_open(fd);
-                    if test_bit(&g.close_on_exec, fd) {
-                        set_bit(&mut n.close_on_exec, fd);
+                    if test_bit(old.cloexec, fd) {
+                        set_bit(n.close_on_exec_mut(), fd);
                     }
                 }
-                fd = find_next_bit(&g.open_fds, limit, fd + 1);
+                fd = find_next_bit(old.open, limit, fd + 1);
             }
         }
         drop(n);
@@ -772,10 +867,11 @@ impl FdTable {
     pub fn open_fds(&self) -> Vec<u32> {
         let g = self.lock();
         let mut v = Vec::new();
-        let mut fd = find_next_bit(&g.open_fds, g.max_fds, 0);
+        let open = g.open_fds();
+        let mut fd = find_next_bit(open, g.max_fds, 0);
         while fd < g.max_fds {
             v.push(fd as u32);
-            fd = find_next_bit(&g.open_fds, g.max_fds, fd + 1);
+            fd = find_next_bit(open, g.max_fds, fd + 1);
         }
         v
     }
@@ -797,14 +893,15 @@ impl FdTable {
     /// marked open). For tests.
     pub fn check_invariants(&self) -> Result<(), String> {
         let g = self.lock();
-        for (w, &word) in g.open_fds.iter().enumerate() {
-            if (word == !0) != test_bit(&g.full_fds_bits, w) {
+        let m = g.maps();
+        for (w, &word) in m.open.iter().enumerate() {
+            if (word == !0) != test_bit(m.full, w) {
                 return Err(format!(
                     "full_fds_bits[{w}] disagrees with open_fds word {word:#x}"
                 ));
             }
         }
-        let lowest_free = find_next_zero_bit(&g.open_fds, g.max_fds, 0);
+        let lowest_free = find_next_zero_bit(m.open, g.max_fds, 0);
         if g.next_fd > lowest_free {
             return Err(format!(
                 "next_fd {} above lowest free fd {lowest_free}",
@@ -813,7 +910,7 @@ impl FdTable {
         }
         for fd in 0..g.max_fds {
             let installed = !self.slot(fd).load(Ordering::Acquire).is_null();
-            if installed && !test_bit(&g.open_fds, fd) {
+            if installed && !test_bit(m.open, fd) {
                 return Err(format!("fd {fd} has a file but is not marked open"));
             }
         }
@@ -886,6 +983,13 @@ impl std::fmt::Debug for FdTable {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn writer_state_shares_the_lock_line() {
+        // The lock word (4 bytes, padded to 8) and the bitmaps fill one line.
+        assert!(std::mem::size_of::<Bitmaps>() <= 56);
+        assert_eq!(std::mem::align_of::<FdTable>() % 64, 0);
+    }
 
     #[test]
     fn chunk_math() {
