@@ -403,7 +403,7 @@ pub fn page(r: &Reproduction, charts: &[(String, String)]) -> String {
     h.push_str(&chart("seeds.svg"));
     h.push_str(
         "<h2>uvfs against the host kernel</h2>\n<p>All fast paths on; one task in processes mode \
-         (fstree: its threads). Same test code, same path shapes.</p>\n\
+         (getfl: one task in threads mode; fstree and blogbench: their threads). Same test code, same path shapes.</p>\n\
          <table><tr><th>test</th><th>uvfs ops/s</th><th>host ops/s</th><th>ratio</th><th>target</th></tr>\n",
     );
     for v in &r.versus {

@@ -123,12 +123,17 @@ impl Metric {
 /// How a test runs in reproduce: mode and task count. fstree and
 /// blogbench are multi-threaded programs (seed 002: one tree per thread;
 /// seed 004: blogbench's roles are threads of one process sharing its fd
-/// table); the will-it-scale tests run one task (the fast paths' effect on
-/// one CPU, and the host's figure clean of contention).
+/// table); getfl runs one task in threads mode, where the table has two
+/// users (the harness and the task) so fcntl takes the counted lookup,
+/// seed 003's `__fget_files_rcu` (with one user it borrows the slot
+/// without a count, as Linux's `fdget` does, and the seed's code is not on
+/// the path); the will-it-scale tests run one task (the fast paths' effect
+/// on one CPU, and the host's figure clean of contention).
 fn shape(test: Test) -> (Mode, usize) {
     match test {
         Test::Fstree => (Mode::Threads, FSTREE_TASKS),
         Test::Blogbench => (Mode::Threads, BLOGBENCH_TASKS),
+        Test::Getfl => (Mode::Threads, 1),
         _ => (Mode::Processes, 1),
     }
 }
@@ -854,7 +859,7 @@ fn print_text(r: &Reproduction) {
         );
     }
     println!(
-        "\nuvfs (all fast paths) against the host kernel, 1 task, processes mode (fstree: {FSTREE_TASKS} threads, blogbench: {BLOGBENCH_TASKS})"
+        "\nuvfs (all fast paths) against the host kernel, 1 task, processes mode (getfl: 1 task, threads mode; fstree: {FSTREE_TASKS} threads, blogbench: {BLOGBENCH_TASKS})"
     );
     println!(
         "{:<8} {:>14} {:>14} {:>8} {:>7}",

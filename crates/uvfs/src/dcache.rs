@@ -98,6 +98,13 @@ impl Name {
 }
 
 /// A directory entry in memory (`struct dentry`).
+///
+/// Cache-line aligned: the count word is written by every open and close
+/// of the file it names, and two dentries sharing a line (malloc packs
+/// 120-byte boxes back to back) made two tasks opening their own files
+/// slow each other down at random (open1, processes mode, 2 tasks: 1.0x or
+/// 2.0x depending on where the allocator had put the two dentries).
+#[repr(align(64))]
 pub struct Dentry {
     count: AtomicUsize,
     seq: AtomicU32,

@@ -55,7 +55,12 @@ struct State {
 }
 
 /// An in-memory inode.
+///
+/// Cache-line aligned, for the reason [`Dentry`](crate::dcache::Dentry)
+/// is: nodes sit side by side in slabs, and their counts and locks are
+/// written by tasks working on different files.
 #[derive(Debug)]
+#[repr(align(64))]
 pub struct Inode {
     next: AtomicPtr<Inode>,
     sb: AtomicU64,
