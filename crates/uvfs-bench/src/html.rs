@@ -35,6 +35,16 @@ fn svg(
     Ok(s)
 }
 
+/// The label of a row of a bar chart whose rows are segments.
+fn row_label(names: &[String], v: &SegmentValue<usize>) -> String {
+    match v {
+        SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {
+            names.get(*i).cloned().unwrap_or_default()
+        }
+        SegmentValue::Last => String::new(),
+    }
+}
+
 /// The charts, as (file name, SVG text).
 pub fn charts(r: &Reproduction) -> Result<Vec<(String, String)>, String> {
     let mut out = vec![
@@ -76,12 +86,7 @@ fn seeds_chart(r: &Reproduction) -> Result<String, String> {
             .disable_y_mesh()
             .y_labels(n)
             .x_desc("change %")
-            .y_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {
-                    names.get(*i).cloned().unwrap_or_default()
-                }
-                SegmentValue::Last => String::new(),
-            })
+            .y_label_formatter(&|v| row_label(&names, v))
             .draw()
             .map_err(err)?;
         c.draw_series(rows.iter().enumerate().map(|(i, s)| {
@@ -159,12 +164,7 @@ fn versus_chart(r: &Reproduction) -> Result<String, String> {
                 }
             })
             .x_desc("uvfs ops/s / host ops/s")
-            .y_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {
-                    names.get(*i).cloned().unwrap_or_default()
-                }
-                SegmentValue::Last => String::new(),
-            })
+            .y_label_formatter(&|v| row_label(&names, v))
             .draw()
             .map_err(err)?;
         c.draw_series(rows.iter().enumerate().map(|(i, v)| {
