@@ -186,7 +186,7 @@ pub struct ReproduceArgs {
     /// per comparison run.
     #[arg(long, conflicts_with = "full")]
     pub quick: bool,
-    /// Longer and steadier (about 12 minutes on 2 CPUs): 30 rounds of 1 s
+    /// Longer and steadier (about 13 minutes on 2 CPUs): 30 rounds of 1 s
     /// per side, 4 s per comparison run. The default (under 3 minutes) is
     /// 10 rounds of 0.3 s and 1 s per comparison run.
     #[arg(long)]
