@@ -48,7 +48,7 @@ impl Input<'_> {
 }
 
 const COMPONENTS: &[&[u8]] = &[
-    b"a", b"b", b"c", b"d", b"l", b"m", b"..", b".", b"", b"a", b"b", b"l",
+    b"a", b"b", b"c", b"d", b"l", b"m", b"..", b".", b"", b"a", b"b", b"l", b"m", b"/m",
 ];
 
 /// Odd components, chosen with low probability.
@@ -178,6 +178,8 @@ pub struct Trace {
 
 pub struct Fuzz {
     fs: Arc<Tmpfs>,
+    /// A second tmpfs mounted on `/m`: cross-device renames and links.
+    fs2: Arc<Tmpfs>,
     vfs: Arc<Vfs>,
     procs: Vec<Process>,
     /// fds returned by recent calls, per process.
@@ -202,9 +204,19 @@ impl Fuzz {
             .dcache_limit(6)
             .icache_limit(6)
             .build_with_root(fs.clone());
-        let procs = vec![Process::new(&vfs).unwrap(), Process::new(&vfs).unwrap()];
+        let fs2 = Tmpfs::new(TmpfsOptions {
+            size_bytes: Some(4 * 4096),
+            nr_inodes: Some(6),
+            mode: 0o1777,
+            ..TmpfsOptions::default()
+        });
+        let mut p0 = Process::new(&vfs).unwrap();
+        p0.mkdir("/m", 0o755).unwrap();
+        vfs.mount(b"/m", fs2.clone()).unwrap();
+        let procs = vec![p0, Process::new(&vfs).unwrap()];
         Fuzz {
             fs,
+            fs2,
             vfs,
             procs,
             fds: vec![Vec::new(), Vec::new()],
@@ -281,7 +293,7 @@ impl Fuzz {
     /// Runs one call decoded from `i`.
     fn step(&mut self, i: &mut Input) -> Result<(), String> {
         let p = i.u8() as usize % self.procs.len();
-        let op = i.u8() % 44;
+        let op = i.u8() % 52;
         macro_rules! call {
             ($e:expr) => {{
                 let r = $e;
@@ -505,11 +517,68 @@ impl Fuzz {
                 let (off, l) = (offset(i), offset(i));
                 call!(self.procs[p].fallocate(fd, m, off, l)).ok();
             }
-            _ => {
+            43 => {
                 let d = self.fd(i, p);
                 let path = path(i);
                 let fl = i.pick(&[0, AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH, -1]);
                 call!(self.procs[p].fstatat(d, &path, fl)).ok();
+            }
+            44 => {
+                // A thread sharing the fd table, cwd and umask.
+                let t = self.procs[p].new_thread();
+                self.note(op, &Ok::<(), Errno>(()))?;
+                if self.procs.len() < 3 {
+                    self.procs.push(t);
+                    self.fds.push(self.fds[p].clone());
+                } else {
+                    let q = (p + 2) % 3;
+                    self.fds[q] = self.fds[p].clone();
+                    self.procs[q] = t;
+                }
+            }
+            45 => {
+                call!(self.procs[p].exec()).ok();
+            }
+            46 => {
+                call!(self.procs[p].unshare_files()).ok();
+            }
+            47 => {
+                let path = path(i);
+                let m = mode(i);
+                call!(self.procs[p].chmod(&path, m)).ok();
+            }
+            48 => {
+                let path = path(i);
+                let (u, g) = (
+                    i.pick(&[0u32, 1000, u32::MAX]),
+                    i.pick(&[0u32, 1000, u32::MAX]),
+                );
+                if i.u8().is_multiple_of(2) {
+                    call!(self.procs[p].chown(&path, u, g)).ok();
+                } else {
+                    call!(self.procs[p].lchown(&path, u, g)).ok();
+                }
+            }
+            49 => {
+                // Switch between root and an unprivileged user: permission
+                // checks, sticky directories, set-ID clearing.
+                let c = match i.u8() % 3 {
+                    0 => uvfs::cred::Cred::root(),
+                    1 => uvfs::cred::Cred::user(1000, 1000, vec![]),
+                    _ => uvfs::cred::Cred::user(1001, 1000, vec![0]),
+                };
+                self.procs[p].set_cred(c);
+                self.note(op, &Ok::<(), Errno>(()))?;
+            }
+            50 => {
+                let m = i.pick(&[0u32, 0o022, 0o777, 0o7777, u32::MAX]);
+                self.procs[p].umask(m);
+                self.note(op, &Ok::<(), Errno>(()))?;
+            }
+            _ => {
+                let (a, b) = (path(i), path(i));
+                let fl = i.pick(&[0u32, 1, 2, 3, 4]);
+                call!(self.procs[p].renameat2(AT_FDCWD, &a, AT_FDCWD, &b, fl)).ok();
             }
         }
         let p = p.min(self.procs.len() - 1);
@@ -533,6 +602,7 @@ impl Fuzz {
             .check_consistency()
             .map_err(|e| format!("check_consistency: {e}"))?;
         self.fs.fsck(true).map_err(|e| format!("fsck: {e}"))?;
+        self.fs2.fsck(true).map_err(|e| format!("fsck /m: {e}"))?;
         let st = self.fs.statfs();
         if st.files < st.ffree {
             return Err(format!("statfs: {} files, {} free", st.files, st.ffree));
