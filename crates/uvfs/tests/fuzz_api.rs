@@ -136,6 +136,24 @@ fn mutate(rng: &mut Rng, base: &[u8], pool: &[Vec<u8>]) -> Vec<u8> {
     d
 }
 
+/// The checks catch what they are there for: a leaked reference fails the
+/// run (and a panic inside a call is caught by `run_one`'s `catch_unwind`).
+#[test]
+fn the_end_checks_catch_a_leak() {
+    let input = corpus()
+        .into_iter()
+        .next()
+        .map(|(_, d)| d)
+        .unwrap_or_default();
+    let mut f = fuzz::Fuzz::new(FastPaths::seeds());
+    f.leak_a_process();
+    let e = f
+        .run(&input)
+        .err()
+        .expect("a leaked cwd reference is reported");
+    assert!(e.contains("check_consistency"), "{e}");
+}
+
 type Outcomes = BTreeSet<(u8, i32)>;
 
 /// `UVFS_FUZZ_CMIN=dir`: picks from `dir` a small set of inputs reaching
