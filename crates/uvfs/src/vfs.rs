@@ -288,6 +288,25 @@ impl Vfs {
                 }
             }
         }
+        // The roots are unhashed: their counts are checked apart, so that a
+        // reference leaked on `/` or on a mounted root (a cwd, say) shows.
+        let mut roots_seen = vec![(self.root.as_ptr().as_ptr(), self.root.refs())];
+        roots_seen.extend(
+            mounts
+                .iter()
+                .map(|(_, root)| (root.as_ptr().as_ptr(), root.refs())),
+        );
+        for (ptr, refs) in roots_seen {
+            let want = children.get(&ptr.cast_const()).copied().unwrap_or(0)
+                + extra.get(&ptr.cast_const()).copied().unwrap_or(0);
+            if refs != want {
+                return Err(format!(
+                    "a root dentry (ino {}) has {refs} references, expected {want}",
+                    // SAFETY: the root is alive: the VFS or its mount holds it.
+                    unsafe { &*ptr }.ino()
+                ));
+            }
+        }
         // Roots: the namespace root and one per mount, unhashed but alive.
         let roots = 1 + mounts.len();
         let alive = self.caches.dcache.len();

@@ -220,11 +220,14 @@ fn run(fast: FastPaths, seed: u64, secs: f64) {
             .sum()
     });
     assert!(total > 100, "the tasks ran ({total} ops)");
+    // No process may hold a reference during the check (setup's cwd is `/`).
+    drop(setup);
     vfs.check_consistency()
         .unwrap_or_else(|e| panic!("{fast}: after the run: {e}"));
     fs.fsck(false)
         .unwrap_or_else(|e| panic!("{fast}: tmpfs: {e}"));
     // Remove everything, drop the caches: only the root may remain.
+    let mut setup = Process::new(&vfs).unwrap();
     for d in 0..DIRS {
         rm_rf(&mut setup, &format!("/s{d}"));
         setup.rmdir(format!("/s{d}")).unwrap();
