@@ -17,9 +17,9 @@ use std::ptr::NonNull;
 
 /// Objects per slab.
 pub const SLAB_OBJECTS: usize = if cfg!(loom) { 2 } else { 64 };
-#[cfg(not(loom))]
+#[cfg(not(any(loom, shuttle)))]
 const MAGAZINE: usize = 64;
-#[cfg(not(loom))]
+#[cfg(not(any(loom, shuttle)))]
 const BATCH: usize = 32;
 
 struct FreePtr(NonNull<File>);
@@ -33,21 +33,21 @@ pub struct FilePool {
     objects: AtomicUsize,
 }
 
-#[cfg(not(loom))]
+#[cfg(not(any(loom, shuttle)))]
 static GLOBAL: FilePool = FilePool {
     depot: Mutex::new(Vec::new()),
     objects: AtomicUsize::new(0),
 };
 
-#[cfg(not(loom))]
+#[cfg(not(any(loom, shuttle)))]
 std::thread_local! {
     static MAGAZINE_TLS: std::cell::RefCell<Magazine> = const { std::cell::RefCell::new(Magazine(Vec::new())) };
 }
 
-#[cfg(not(loom))]
+#[cfg(not(any(loom, shuttle)))]
 struct Magazine(Vec<FreePtr>);
 
-#[cfg(not(loom))]
+#[cfg(not(any(loom, shuttle)))]
 impl Drop for Magazine {
     fn drop(&mut self) {
         lock(&GLOBAL.depot).append(&mut self.0);
@@ -56,14 +56,16 @@ impl Drop for Magazine {
 
 impl FilePool {
     /// The process-wide pool (like the kernel's one `filp` cache).
-    #[cfg(not(loom))]
+    #[cfg(not(any(loom, shuttle)))]
     pub fn global() -> &'static FilePool {
         &GLOBAL
     }
 
-    /// Under loom every model gets a pool of its own (leaked: loom objects
-    /// must not outlive their execution's bookkeeping in a static).
-    #[cfg(loom)]
+    /// Under loom (and shuttle) every model gets a pool of its own (leaked:
+    /// loom objects must not outlive their execution's bookkeeping in a
+    /// static; shuttle's threads share one OS thread, so a thread-local
+    /// magazine would be shared by all of them).
+    #[cfg(any(loom, shuttle))]
     pub fn global() -> &'static FilePool {
         Box::leak(Box::new(FilePool {
             depot: Mutex::new(Vec::new()),
@@ -82,11 +84,11 @@ impl FilePool {
         lock(&self.depot).len()
     }
 
-    #[cfg_attr(loom, allow(dead_code))]
+    #[cfg_attr(any(loom, shuttle), allow(dead_code))]
     fn is_global(&self) -> bool {
-        #[cfg(not(loom))]
+        #[cfg(not(any(loom, shuttle)))]
         return std::ptr::eq(self, &GLOBAL);
-        #[cfg(loom)]
+        #[cfg(any(loom, shuttle))]
         return false;
     }
 
@@ -98,7 +100,7 @@ impl FilePool {
     }
 
     fn take(&'static self) -> Result<NonNull<File>, Errno> {
-        #[cfg(not(loom))]
+        #[cfg(not(any(loom, shuttle)))]
         if self.is_global() {
             let hit = MAGAZINE_TLS.try_with(|m| {
                 let mut m = m.borrow_mut();
@@ -134,7 +136,7 @@ impl FilePool {
         self.objects.fetch_add(SLAB_OBJECTS, Ordering::Relaxed);
         let mut ptrs = slab.iter_mut().map(|f| FreePtr(NonNull::from(f)));
         let first = ptrs.next().map(|p| p.0).ok_or(Errno::ENOMEM)?;
-        #[cfg(not(loom))]
+        #[cfg(not(any(loom, shuttle)))]
         if to_magazine
             && MAGAZINE_TLS
                 .try_with(|m| m.borrow_mut().0.extend(ptrs.by_ref()))
@@ -152,7 +154,7 @@ impl FilePool {
     /// # Safety
     /// `f` belongs to this pool, its count is zero, and the caller owns it.
     pub(crate) unsafe fn free(&'static self, f: NonNull<File>) {
-        #[cfg(not(loom))]
+        #[cfg(not(any(loom, shuttle)))]
         if self.is_global() {
             let done = MAGAZINE_TLS.try_with(|m| {
                 let mut m = m.borrow_mut();
@@ -184,7 +186,7 @@ impl FilePool {
     /// `objects() == depot_len()` holds once every thread that used the pool
     /// has exited or flushed (the leak check of the stress tests).
     pub fn flush_thread_cache(&self) {
-        #[cfg(not(loom))]
+        #[cfg(not(any(loom, shuttle)))]
         if self.is_global() {
             let _ = MAGAZINE_TLS.try_with(|m| lock(&self.depot).append(&mut m.borrow_mut().0));
         }

@@ -1,11 +1,19 @@
 //! The one place the concurrent core takes its atomics, locks, cells and
 //! thread-locals from: `std` in normal builds, `loom` under `--cfg loom`, so
 //! the loom models exercise the very code that ships (the crossbeam/tokio
-//! pattern).
+//! pattern), and `shuttle` under `--cfg shuttle`, so shuttle's randomized
+//! schedules of whole-VFS scenarios (`tests/shuttle_vfs.rs`) switch threads
+//! at every atomic and lock operation of the same code.
+//!
+//! Under shuttle every blocking primitive must be shuttle's: its threads are
+//! coroutines on one OS thread, so a thread that blocked on a `std` lock held
+//! by another shuttle thread would block them all. That is why the "plain"
+//! locks below (state no loom model covers) are shuttle's under shuttle too.
+//! Shuttle has no checked cell, so [`UnsafeCell`] is std's there.
 
-#[cfg(not(loom))]
+#[cfg(not(any(loom, shuttle)))]
 pub(crate) use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
-#[cfg(not(loom))]
+#[cfg(not(any(loom, shuttle)))]
 pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
 
 #[cfg(loom)]
@@ -14,6 +22,27 @@ pub(crate) use loom::sync::atomic::{
 };
 #[cfg(loom)]
 pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
+
+#[cfg(all(shuttle, not(loom)))]
+pub(crate) use shuttle::sync::atomic::{
+    AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
+};
+#[cfg(all(shuttle, not(loom)))]
+pub(crate) use shuttle::sync::{Condvar, Mutex, MutexGuard};
+
+#[cfg(all(shuttle, not(loom)))]
+pub(crate) use shuttle::sync::{
+    Mutex as PlainMutex, MutexGuard as PlainMutexGuard, RwLock as PlainRwLock,
+    RwLockReadGuard as PlainRwLockReadGuard, RwLockWriteGuard as PlainRwLockWriteGuard,
+};
+/// Plain locks: for state no loom model covers (the cwd, the mount table,
+/// rename locks, tmpfs's inodes). `std`'s normally and under loom;
+/// shuttle's under shuttle, whose schedules cover the whole VFS.
+#[cfg(any(loom, not(shuttle)))]
+pub(crate) use std::sync::{
+    Mutex as PlainMutex, MutexGuard as PlainMutexGuard, RwLock as PlainRwLock,
+    RwLockReadGuard as PlainRwLockReadGuard, RwLockWriteGuard as PlainRwLockWriteGuard,
+};
 
 /// Locks `m`, ignoring poisoning: nothing in uvfs panics while holding a
 /// lock, and a caller's panic elsewhere must not wedge the table.
@@ -34,11 +63,13 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(crate) fn retry_wait() {
     #[cfg(loom)]
     loom::thread::yield_now();
+    #[cfg(all(shuttle, not(loom)))]
+    shuttle::thread::yield_now();
 }
 
-/// Locks a plain `std` mutex (state no loom model covers: the cwd, the
-/// mount table, rename locks), ignoring poisoning like [`lock`].
-pub(crate) fn std_lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+/// Locks a [`PlainMutex`] (state no loom model covers: the cwd, the mount
+/// table, rename locks), ignoring poisoning like [`lock`].
+pub(crate) fn std_lock<T>(m: &PlainMutex<T>) -> PlainMutexGuard<'_, T> {
     match m.lock() {
         Ok(g) => g,
         Err(poisoned) => poisoned.into_inner(),
@@ -92,9 +123,9 @@ impl<T> UnsafeCell<T> {
 /// times a short critical section but well under a time slice. Under loom
 /// one round of one pause (a yield): the model explores parking, not
 /// spinning.
-#[cfg(not(loom))]
+#[cfg(not(any(loom, shuttle)))]
 const SPIN_ROUNDS: u32 = 10;
-#[cfg(loom)]
+#[cfg(any(loom, shuttle))]
 const SPIN_ROUNDS: u32 = 1;
 
 /// The first round's pauses, as a power of two. Polling sooner hands the
@@ -107,9 +138,9 @@ const SPIN_ROUNDS: u32 = 1;
 /// 8.5–8.8M, 9.9–10.3M, 12.8–13.4M, 17.0–17.3M. Four keeps open1's scaling
 /// and gains half on dup1. (Longer still, dup1 nears one thread's rate by
 /// running one thread at a time, and open1 loses more.)
-#[cfg(not(loom))]
+#[cfg(not(any(loom, shuttle)))]
 const SPIN_FIRST_SHIFT: u32 = 2;
-#[cfg(loom)]
+#[cfg(any(loom, shuttle))]
 const SPIN_FIRST_SHIFT: u32 = 0;
 
 /// Lock states.
@@ -242,14 +273,16 @@ impl<T: std::fmt::Debug> std::fmt::Debug for SpinMutex<T> {
     }
 }
 
-/// One pause of a spin loop; under loom a yield (loom gives no progress to
-/// a thread that never yields).
+/// One pause of a spin loop; under loom or shuttle a yield (neither gives
+/// progress to a thread that never yields).
 #[inline(always)]
 fn spin_pause() {
-    #[cfg(not(loom))]
+    #[cfg(not(any(loom, shuttle)))]
     std::hint::spin_loop();
     #[cfg(loom)]
     loom::thread::yield_now();
+    #[cfg(all(shuttle, not(loom)))]
+    shuttle::thread::yield_now();
 }
 
 /// The holder's access to a [`SpinMutex`]'s data; unlocks when dropped.
@@ -373,7 +406,7 @@ mod loom_tests {
 /// Stress tests of [`SpinMutex`] on real threads: more threads than CPUs
 /// (so holders are preempted and waiters park), a read-modify-write of
 /// plain data that any overlap of two critical sections would tear.
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(loom), not(shuttle)))]
 mod tests {
     use super::*;
     use std::sync::Arc;

@@ -26,11 +26,12 @@ use crate::errno::Errno;
 use crate::fdtable::{FdRef, FdTable};
 use crate::file::{FMODE_ATOMIC_POS, FMODE_OPENED, FMODE_PATH, File, FileOps, FileRef};
 use crate::namei::{self, Nd};
+use crate::primitive::PlainMutex as Mutex;
 use crate::task_work;
 use crate::uapi::*;
 use crate::vfs::Vfs;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 /// Linux's default RLIMIT_NOFILE soft limit.
 pub const DEFAULT_NOFILE_SOFT: u64 = 1024;

@@ -28,13 +28,18 @@ pub(crate) fn pin() -> Guard {
 /// retired object readable, so a model that reaches one reads it, and checks
 /// what it reads, instead of crashing.
 ///
+/// Under shuttle it leaks too: its threads also share one OS thread (and so
+/// one crossbeam pin, which is conservative but not per thread), and a
+/// destructor crossbeam ran after the execution ended would touch shuttle
+/// atomics outside it.
+///
 /// # Safety
 /// `ptr` came from `Box::into_raw`, is unreachable for new readers, and is
 /// not used by the caller again.
 pub(crate) unsafe fn defer_drop_box<T>(ptr: NonNull<T>) {
-    #[cfg(loom)]
+    #[cfg(any(loom, shuttle))]
     let _ = ptr;
-    #[cfg(not(loom))]
+    #[cfg(not(any(loom, shuttle)))]
     {
         let guard = pin();
         // SAFETY: the caller hands over sole ownership of a boxed `T` that no

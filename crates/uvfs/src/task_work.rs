@@ -15,13 +15,19 @@ use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
 
-#[cfg(not(loom))]
+#[cfg(not(any(loom, shuttle)))]
 std::thread_local! {
     static DEPTH: Cell<u32> = const { Cell::new(0) };
     static HEAD: Cell<*const File> = const { Cell::new(ptr::null()) };
 }
 #[cfg(loom)]
 loom::thread_local! {
+    static DEPTH: Cell<u32> = Cell::new(0);
+    static HEAD: Cell<*const File> = Cell::new(ptr::null());
+}
+// Shuttle's threads share one OS thread: each needs a queue of its own.
+#[cfg(all(shuttle, not(loom)))]
+shuttle::thread_local! {
     static DEPTH: Cell<u32> = Cell::new(0);
     static HEAD: Cell<*const File> = Cell::new(ptr::null());
 }

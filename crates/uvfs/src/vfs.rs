@@ -10,9 +10,10 @@ use crate::fs::tmpfs::{Tmpfs, TmpfsOptions};
 use crate::fs::{FileSystem, Ino};
 use crate::icache::InodeCache;
 use crate::pool::FilePool;
+use crate::primitive::{PlainMutex as Mutex, PlainRwLock as RwLock};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
 
 /// The caches every superblock of one VFS shares (Linux has one dentry hash
 /// and one inode hash for the whole system). Field order matters: dentries

@@ -58,9 +58,13 @@
 //! Not modelled: xattrs/ACLs, huge pages, `RENAME_WHITEOUT` (rejected with
 //! `EINVAL` since the trait has no device nodes), quotas, seals.
 
+use crate::primitive::{
+    PlainMutex as Mutex, PlainRwLock as RwLock, PlainRwLockReadGuard as RwLockReadGuard,
+    PlainRwLockWriteGuard as RwLockWriteGuard,
+};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::{
     Attr, DirEntry, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FileSystem, Ino, NewInode,
