@@ -20,7 +20,9 @@
 //! [`Vfs::check_consistency`](uvfs::Vfs) run: every dentry reference must
 //! be accounted for.
 
+use crate::backend::{UvfsSys, remove_tree};
 use crate::report::mean_sd;
+use crate::workloads::Rng;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -84,21 +86,6 @@ pub fn rss_bytes() -> Result<u64, String> {
     // SAFETY: sysconf has no memory effects.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     Ok(pages * u64::try_from(page).unwrap_or(4096))
-}
-
-/// A small xorshift generator (the workload needs speed, not quality).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
 }
 
 /// Errnos the random namespace makes normal.
@@ -318,30 +305,6 @@ fn populate(p: &mut Process, tasks: usize) -> Result<(), Errno> {
     Ok(())
 }
 
-/// Removes a tree (depth first), as `rm -r`.
-fn remove_tree(p: &mut Process, path: &str) -> Result<(), String> {
-    let ctx = |what: &str, e: Errno| format!("cleanup {what} {path}: {e}");
-    let st = p.lstat(path).map_err(|e| ctx("lstat", e))?;
-    if st.st_mode & 0o170000 != 0o040000 {
-        return p.unlink(path).map_err(|e| ctx("unlink", e));
-    }
-    let fd = p
-        .open(path, uapi::O_RDONLY | uapi::O_DIRECTORY, 0)
-        .map_err(|e| ctx("open", e))?;
-    let mut names = Vec::new();
-    for e in p.readdir(fd) {
-        let e = e.map_err(|e| ctx("readdir", e))?;
-        if e.name != b"." && e.name != b".." {
-            names.push(String::from_utf8_lossy(&e.name).into_owned());
-        }
-    }
-    p.close(fd).map_err(|e| ctx("close", e))?;
-    for n in names {
-        remove_tree(p, &format!("{path}/{n}"))?;
-    }
-    p.rmdir(path).map_err(|e| ctx("rmdir", e))
-}
-
 /// Runs the soak, printing a line per interval.
 pub fn soak(cfg: &SoakConfig) -> Result<SoakReport, String> {
     if cfg.mask == 0 {
@@ -399,7 +362,7 @@ pub fn soak(cfg: &SoakConfig) -> Result<SoakReport, String> {
                 s.spawn(move || -> Result<(u64, u64), String> {
                     let mut t = Task {
                         p,
-                        rng: Rng(seed | 1),
+                        rng: Rng::new(seed),
                         me: i,
                         tasks,
                         open: Vec::new(),
@@ -499,7 +462,8 @@ pub fn soak(cfg: &SoakConfig) -> Result<SoakReport, String> {
         }
     });
     let ((rss_base, rss_end), (calls, expected_errors)) = outcome?;
-    remove_tree(&mut first, "/soak")?;
+    let mut first = UvfsSys(first);
+    remove_tree(&mut first, c"/soak").map_err(|e| format!("removing /soak: {e}"))?;
     drop(first);
     // uvfs's rmdir does not prune the removed directory's unused children
     // from the dentry cache (Linux's shrink_dcache_parent): negative

@@ -837,14 +837,14 @@ fn blog_root(workdir: &str) -> CString {
 /// A small, fast PRNG (xorshift64*), one per task, seeded by its index so
 /// runs repeat.
 #[derive(Debug)]
-struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
-    fn new(seed: u64) -> Rng {
+    pub(crate) fn new(seed: u64) -> Rng {
         Rng((seed.wrapping_add(1)).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
     }
 
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x >> 12;
         x ^= x << 25;
@@ -854,8 +854,13 @@ impl Rng {
     }
 
     /// Uniform-enough in `lo..hi` (`lo < hi`).
-    fn range(&mut self, lo: u64, hi: u64) -> u64 {
+    pub(crate) fn range(&mut self, lo: u64, hi: u64) -> u64 {
         lo + self.next() % (hi - lo)
+    }
+
+    /// Uniform-enough in `0..n` (`n > 0`).
+    pub(crate) fn below(&mut self, n: usize) -> usize {
+        self.range(0, n as u64) as usize
     }
 }
 

@@ -669,9 +669,7 @@ pub(crate) fn name_hash(parent: *const Dentry, name: &[u8]) -> u64 {
 #[inline]
 pub(crate) fn hash_component(parent: *const Dentry, path: &[u8]) -> (usize, u64) {
     const K: u64 = 0x517c_c1b7_2722_0a95;
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    const SLASHES: u64 = ONES * b'/' as u64;
+    const SLASHES: u64 = 0x0101_0101_0101_0101 * b'/' as u64;
     #[cfg(loom)]
     let _ = parent;
     #[cfg(loom)]
@@ -684,8 +682,7 @@ pub(crate) fn hash_component(parent: *const Dentry, path: &[u8]) -> (usize, u64)
             Some(c) => (u64::from_le_bytes(*c), 8),
             None => (load_partial(rest), rest.len()),
         };
-        let x = w ^ SLASHES;
-        let slash = x.wrapping_sub(ONES) & !x & HIGHS;
+        let slash = zero_bytes(w ^ SLASHES);
         let k = ((slash.trailing_zeros() / 8) as usize).min(valid);
         if k == 8 {
             h = (h.rotate_left(5) ^ w).wrapping_mul(K);
@@ -701,6 +698,16 @@ pub(crate) fn hash_component(parent: *const Dentry, path: &[u8]) -> (usize, u64)
         h = (h.rotate_left(5) ^ tail ^ len as u64).wrapping_mul(K);
         return (len, h ^ (h >> 29));
     }
+}
+
+/// The zero bytes of `w`, flagged by their high bits: the lowest flag is
+/// the first zero byte (little-endian); flags above a true zero may be
+/// false (a borrow), so only the lowest may be trusted.
+#[inline]
+pub(crate) fn zero_bytes(w: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    w.wrapping_sub(ONES) & !w & HIGHS
 }
 
 /// The bytes of `b` (fewer than 8) as a little-endian word, zero-padded,

@@ -79,9 +79,7 @@ pub(crate) fn getname(path: &[u8]) -> Result<&[u8], Errno> {
 /// bytes; `memchr` spends most of that in its byte-wise tail).
 #[inline]
 fn has_nul(b: &[u8]) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let zero = |w: u64| w.wrapping_sub(ONES) & !w & HIGHS != 0;
+    let zero = |w: u64| crate::dcache::zero_bytes(w) != 0;
     if b.len() < 8 {
         return b.contains(&0);
     }
