@@ -77,7 +77,10 @@ pub unsafe extern "C" fn opendir(path: *const c_char) -> *mut libc::DIR {
             AT_FDCWD,
             path,
             null,
-            |_, p| real!(opendir: fn(*const c_char) -> *mut libc::DIR)(p),
+            |_, p| {
+                crate::state::before_kernel_fd();
+                real!(opendir: fn(*const c_char) -> *mut libc::DIR)(p)
+            },
             |s, d, p| {
                 if p.is_empty() {
                     return Err(Errno::ENOENT);
@@ -206,7 +209,14 @@ fn errno() -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn closedir(dir: *mut libc::DIR) -> c_int {
     let Some(d) = ours(dir) else {
-        return real!(closedir: fn(*mut libc::DIR) -> c_int)(dir);
+        let fd = if dir.is_null() {
+            -1
+        } else {
+            real!(dirfd: fn(*mut libc::DIR) -> c_int)(dir)
+        };
+        let r = real!(closedir: fn(*mut libc::DIR) -> c_int)(dir);
+        crate::state::kernel_fd_freed(fd);
+        return r;
     };
     let fd = d.fd;
     d.magic = 0;
@@ -259,4 +269,145 @@ pub unsafe extern "C" fn telldir(dir: *mut libc::DIR) -> c_long {
         Some(d) => d.filepos,
         None => real!(telldir: fn(*mut libc::DIR) -> c_long)(dir),
     }
+}
+
+/// `scandir`'s filter and comparison callbacks.
+type ScanFilter = Option<unsafe extern "C" fn(*const libc::dirent64) -> c_int>;
+type ScanCompar =
+    Option<unsafe extern "C" fn(*mut *const libc::dirent64, *mut *const libc::dirent64) -> c_int>;
+
+/// `scandir` of a uvfs directory: glibc's opens the directory with internal
+/// calls, so the shim builds the list itself from its own stream, as glibc
+/// does (entries `malloc`ed one by one, the array `malloc`ed, sorted with
+/// `qsort`; the caller frees them), with errno restored on success.
+unsafe fn scandir_uvfs(
+    path: *const c_char,
+    list: *mut *mut *mut libc::dirent64,
+    filter: ScanFilter,
+    compar: ScanCompar,
+) -> c_int {
+    let saved = errno();
+    // SAFETY: the caller's path; our own opendir routes it to uvfs.
+    let dir = unsafe { opendir(path) };
+    if dir.is_null() {
+        return -1;
+    }
+    let mut v: Vec<*mut libc::dirent64> = Vec::new();
+    let free_all = |v: &[*mut libc::dirent64]| {
+        for &p in v {
+            // SAFETY: each entry was malloc'ed below and not handed out.
+            unsafe { libc::free(p.cast()) };
+        }
+    };
+    loop {
+        crate::set_errno(0);
+        // SAFETY: our own live stream.
+        let e = unsafe { readdir64(dir) };
+        if e.is_null() {
+            let err = errno();
+            if err != 0 {
+                free_all(&v);
+                // SAFETY: our own stream, closed once.
+                unsafe { closedir(dir) };
+                crate::set_errno(err);
+                return -1;
+            }
+            break;
+        }
+        if let Some(f) = filter {
+            // SAFETY: the caller's filter, given an entry as glibc would.
+            if unsafe { f(e) } == 0 {
+                continue;
+            }
+        }
+        // SAFETY: a plain allocation of one dirent64, filled at once.
+        let p =
+            unsafe { libc::malloc(std::mem::size_of::<libc::dirent64>()) }.cast::<libc::dirent64>();
+        if p.is_null() {
+            free_all(&v);
+            // SAFETY: as above.
+            unsafe { closedir(dir) };
+            crate::set_errno(libc::ENOMEM);
+            return -1;
+        }
+        // SAFETY: `e` is our stream's entry, `p` a fresh one of its size.
+        unsafe { std::ptr::copy_nonoverlapping(e, p, 1) };
+        v.push(p);
+    }
+    // SAFETY: our own stream, closed once.
+    unsafe { closedir(dir) };
+    if let Some(c) = compar {
+        // SAFETY: qsort calls the comparison with pointers to two elements
+        // of the array, exactly the `const struct dirent **` arguments the
+        // caller's function takes; the two function types share one ABI.
+        unsafe {
+            let c: unsafe extern "C" fn(*const libc::c_void, *const libc::c_void) -> c_int =
+                std::mem::transmute(c);
+            libc::qsort(
+                v.as_mut_ptr().cast(),
+                v.len(),
+                std::mem::size_of::<*mut libc::dirent64>(),
+                Some(c),
+            );
+        }
+    }
+    let bytes = v.len().max(1) * std::mem::size_of::<*mut libc::dirent64>();
+    // SAFETY: a plain allocation for the array of entry pointers.
+    let arr = unsafe { libc::malloc(bytes) }.cast::<*mut libc::dirent64>();
+    if arr.is_null() {
+        free_all(&v);
+        crate::set_errno(libc::ENOMEM);
+        return -1;
+    }
+    // SAFETY: `arr` holds `v.len()` pointers; `list` is the caller's.
+    unsafe {
+        std::ptr::copy_nonoverlapping(v.as_ptr(), arr, v.len());
+        *list = arr;
+    }
+    crate::set_errno(saved);
+    c_int::try_from(v.len()).unwrap_or(c_int::MAX)
+}
+
+fn routes_to_uvfs(path: *const c_char) -> bool {
+    if path.is_null() {
+        return false;
+    }
+    // SAFETY: a non-NULL C string from the caller.
+    let p = unsafe { crate::cbytes(path) };
+    matches!(
+        crate::hooks::route(AT_FDCWD, p),
+        Some(crate::state::Route::Uvfs(..))
+    )
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn scandir(
+    path: *const c_char,
+    list: *mut *mut *mut libc::dirent64,
+    filter: ScanFilter,
+    compar: ScanCompar,
+) -> c_int {
+    if !routes_to_uvfs(path) {
+        return real!(scandir: fn(*const c_char, *mut *mut *mut libc::dirent64, ScanFilter, ScanCompar) -> c_int)(
+            path, list, filter, compar,
+        );
+    }
+    // SAFETY: forwarded C arguments.
+    unsafe { scandir_uvfs(path, list, filter, compar) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn scandir64(
+    path: *const c_char,
+    list: *mut *mut *mut libc::dirent64,
+    filter: ScanFilter,
+    compar: ScanCompar,
+) -> c_int {
+    if !routes_to_uvfs(path) {
+        return real!(scandir64: fn(*const c_char, *mut *mut *mut libc::dirent64, ScanFilter, ScanCompar) -> c_int)(
+            path, list, filter, compar,
+        );
+    }
+    // SAFETY: forwarded C arguments.
+    unsafe { scandir_uvfs(path, list, filter, compar) }
 }

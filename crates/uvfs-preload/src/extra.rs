@@ -79,6 +79,7 @@ unsafe fn mkstemp_uvfs(tmpl: *mut c_char, suffix: c_int, flags: c_int) -> c_int 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mkstemp(t: *mut c_char) -> c_int {
     if !is_uvfs_path(t) {
+        crate::state::before_kernel_fd();
         return real!(mkstemp: fn(*mut c_char) -> c_int)(t);
     }
     // SAFETY: forwarded.
@@ -94,6 +95,7 @@ pub unsafe extern "C" fn mkstemp64(t: *mut c_char) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mkostemp(t: *mut c_char, flags: c_int) -> c_int {
     if !is_uvfs_path(t) {
+        crate::state::before_kernel_fd();
         return real!(mkostemp: fn(*mut c_char, c_int) -> c_int)(t, flags);
     }
     // SAFETY: forwarded.
@@ -109,6 +111,7 @@ pub unsafe extern "C" fn mkostemp64(t: *mut c_char, flags: c_int) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mkstemps(t: *mut c_char, suffix: c_int) -> c_int {
     if !is_uvfs_path(t) {
+        crate::state::before_kernel_fd();
         return real!(mkstemps: fn(*mut c_char, c_int) -> c_int)(t, suffix);
     }
     // SAFETY: forwarded.
@@ -118,6 +121,7 @@ pub unsafe extern "C" fn mkstemps(t: *mut c_char, suffix: c_int) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mkostemps(t: *mut c_char, suffix: c_int, flags: c_int) -> c_int {
     if !is_uvfs_path(t) {
+        crate::state::before_kernel_fd();
         return real!(mkostemps: fn(*mut c_char, c_int, c_int) -> c_int)(t, suffix, flags);
     }
     // SAFETY: forwarded.

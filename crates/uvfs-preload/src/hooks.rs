@@ -9,7 +9,9 @@
 //! fixed one, and it is only read when the flags or command say it exists.
 #![allow(clippy::missing_safety_doc)]
 
-use crate::state::{FDMAP, Fd, Route, State, borrow, prefix, with_state};
+use crate::state::{
+    FDMAP, Fd, Route, State, before_kernel_fd, borrow, kernel_fd_freed, prefix, with_state,
+};
 use crate::{busy, cbytes, real, run, run_rc, set_errno};
 use libc::{
     c_char, c_int, c_uint, c_ulong, c_void, gid_t, iovec, mode_t, off_t, size_t, ssize_t, uid_t,
@@ -317,6 +319,7 @@ unsafe fn do_openat(
             path,
             -1,
             |d, p| {
+                before_kernel_fd();
                 if at {
                     real!(openat: fn(c_int, *const c_char, c_int, mode_t) -> c_int)(
                         d, p, flags, mode,
@@ -424,7 +427,11 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     fd_call(
         fd,
         -1,
-        || real!(close: fn(c_int) -> c_int)(fd),
+        || {
+            let r = real!(close: fn(c_int) -> c_int)(fd);
+            kernel_fd_freed(fd);
+            r
+        },
         |s, _| uvfs_close(s, fd),
     )
 }
@@ -457,14 +464,19 @@ pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) 
             return r;
         }
     }
-    real!(close_range: fn(c_uint, c_uint, c_int) -> c_int)(first, last, flags)
+    let r = real!(close_range: fn(c_uint, c_uint, c_int) -> c_int)(first, last, flags);
+    if r == 0 && flags & libc::CLOSE_RANGE_CLOEXEC as c_int == 0 {
+        kernel_fd_freed(i32::try_from(first).unwrap_or(i32::MAX));
+    }
+    r
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn closefrom(low: c_int) {
     // SAFETY: close_range over [low, ~0] is what glibc's closefrom does.
     if unsafe { close_range(low.max(0) as c_uint, c_uint::MAX, 0) } != 0 {
-        real!(closefrom: fn(c_int) -> ())(low)
+        real!(closefrom: fn(c_int) -> ())(low);
+        kernel_fd_freed(low.max(0));
     }
 }
 
@@ -473,7 +485,10 @@ pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
     fd_call(
         fd,
         -1,
-        || real!(dup: fn(c_int) -> c_int)(fd),
+        || {
+            before_kernel_fd();
+            real!(dup: fn(c_int) -> c_int)(fd)
+        },
         |s, u| {
             let k = s.placeholder()?;
             match s.p().dup(u) {
@@ -619,6 +634,9 @@ unsafe fn do_fcntl(fd: c_int, cmd: c_int, arg: c_ulong, real64: bool) -> c_int {
         fd,
         -1,
         || {
+            if matches!(cmd, libc::F_DUPFD | libc::F_DUPFD_CLOEXEC) {
+                before_kernel_fd();
+            }
             if real64 {
                 real!(fcntl64: fn(c_int, c_int, c_ulong) -> c_int)(fd, cmd, arg)
             } else {
@@ -631,6 +649,9 @@ unsafe fn do_fcntl(fd: c_int, cmd: c_int, arg: c_ulong, real64: bool) -> c_int {
                 if min < 0 {
                     return Err(Errno::EINVAL);
                 }
+                // The kernel picks the number: with the cache flushed, the
+                // one Linux would.
+                s.flush();
                 let k =
                     rustix::io::fcntl_dupfd_cloexec(borrow(fd), min).map_err(crate::errno_of)?;
                 let k = rustix::fd::IntoRawFd::into_raw_fd(k);

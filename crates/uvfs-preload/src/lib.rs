@@ -10,6 +10,8 @@
 //! - [`stdio`] — `fopen` and friends (`fopencookie` streams);
 //! - [`extra`] — `mkstemp`/`mkdtemp`, `realpath`, xattrs, `statfs`,
 //!   `sendfile`/`copy_file_range`;
+//! - [`kfds`] — kernel fds made or closed by calls otherwise passed through
+//!   (`pipe`, `socket`, `fclose`, …), seen only to keep fd numbers exact;
 //! - [`seed`] — `UVFS_SEED` (a host directory copied in when uvfs is built)
 //!   and `UVFS_DUMP` (the uvfs tree copied out when the process exits).
 //!
@@ -23,6 +25,7 @@
 mod dirs;
 mod extra;
 mod hooks;
+mod kfds;
 mod seed;
 mod state;
 mod stdio;

@@ -14,17 +14,48 @@
 //! `copy_file_range` are interposed and copy through uvfs, `poll` reports
 //! `/dev/null` as readable.
 //!
-//! A placeholder is normally created by the open that needs it and closed by
-//! the close that ends it, so fd numbers follow the kernel's lowest-free rule
-//! over uvfs and kernel fds together. `UVFS_FD_CACHE=N` keeps up to `N`
-//! closed placeholders for reuse instead (no syscall per open/close, at the
-//! price of that rule: a cached number stays taken in the kernel).
+//! ## Numbering
+//! Linux hands out the lowest free number, and programs rely on it (`close(0)`
+//! then `open` to replace stdin, fd-passing conventions, tests that print fd
+//! numbers). The shim keeps that rule over uvfs and kernel fds together:
+//!
+//! - A new placeholder is `/dev/null` opened afresh: the kernel picks the
+//!   lowest free number.
+//! - A closed uvfs fd's placeholder is kept in a small *cache* (up to
+//!   `UVFS_FD_CACHE` entries, 16 by default; `0` turns the cache off) so an
+//!   open/close loop on uvfs costs no syscall. A cached number is free as
+//!   far as the program knows ([`Fd::Stale`]: `EBADF`), but taken in the
+//!   kernel, so the cache must never make a number come out that Linux
+//!   would not give:
+//!   - a uvfs open takes the *lowest* cached number, and only while it lies
+//!     below [`HOLE`], the lowest number that may be free in the kernel
+//!     outside the cache (every free number below `HOLE` is cached, so the
+//!     lowest cached one is the lowest free one);
+//!   - `HOLE` is raised only by the shim's own placeholder opens (which
+//!     learn from the kernel that every number below the one it gave is
+//!     taken) and lowered by every kernel fd the program closes through an
+//!     interposed call (`close`, `close_range`, `fclose`, `closedir`,
+//!     `pclose`, the cache's own flush);
+//!   - before any interposed call that makes a kernel fd (a kernel-path
+//!     `open`, `fopen`, `opendir`, `mkstemp`, `tmpfile`, `dup`,
+//!     `F_DUPFD`, `pipe`, `socket`, `accept`, `eventfd`, `epoll_create`,
+//!     `memfd_create`, `popen`, …) the cache is flushed (its placeholders
+//!     closed), so the kernel sees the same free numbers it would without
+//!     the shim.
+//!
+//!   Numbers can still differ from Linux's where the program makes or
+//!   closes fds behind the shim's back: raw `syscall(2)`, and fds glibc
+//!   opens for itself and hands to the program (`openlog`'s socket) or
+//!   closes for it (`posix_spawn` file actions). Such an fd may get a number
+//!   above a cached one; no fd ever refers to the wrong file.
+//!   `UVFS_FD_CACHE=0` makes every placeholder a fresh open and every close
+//!   a real close: the numbering is then exact whatever the program does.
 
 use crate::errno_of;
 use rustix::fd::{BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::cell::UnsafeCell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use uvfs::uapi::AT_FDCWD;
 use uvfs::{Errno, FastPaths, Process, Vfs};
 
@@ -217,6 +248,63 @@ impl FdMap {
 }
 
 // ---------------------------------------------------------------------------
+// The placeholder cache's bookkeeping (see "Numbering" above).
+
+/// `UVFS_FD_CACHE` when unset.
+const DEFAULT_FD_CACHE: usize = 16;
+
+/// How many placeholders are cached: read without the lock by every kernel
+/// call that makes an fd (0: nothing to flush).
+static CACHED: AtomicUsize = AtomicUsize::new(0);
+
+/// The lowest fd number that may be free in the kernel without being
+/// cached (low 32 bits), with a generation (high 32 bits) bumped by every
+/// lowering so a raise based on a stale reading fails.
+static HOLE: AtomicU64 = AtomicU64::new(0);
+
+fn hole_of(h: u64) -> i32 {
+    h as u32 as i32
+}
+
+/// Records that number `k` may now be free in the kernel (called after the
+/// number is freed). Lock-free; a plain load when `k` is not below the mark.
+pub(crate) fn hole_lower(k: i32) {
+    if k < 0 {
+        return;
+    }
+    let mut h = HOLE.load(Ordering::Acquire);
+    while k < hole_of(h) {
+        let new = (((h >> 32) + 1) << 32) | u64::from(k as u32);
+        match HOLE.compare_exchange_weak(h, new, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return,
+            Err(cur) => h = cur,
+        }
+    }
+}
+
+/// Raises the mark to `to` if it is still `from` (same generation).
+fn hole_raise(from: u64, to: i32) {
+    let new = (from & !0xffff_ffff) | u64::from(to as u32);
+    let _ = HOLE.compare_exchange(from, new, Ordering::AcqRel, Ordering::Relaxed);
+}
+
+/// Called before every interposed kernel call that makes an fd: flushes the
+/// cache so the kernel picks the number Linux would. One load when the cache
+/// is empty.
+#[inline]
+pub(crate) fn before_kernel_fd() {
+    if CACHED.load(Ordering::Acquire) != 0 && !crate::busy() {
+        with_state(State::flush);
+    }
+}
+
+/// Called after an interposed kernel call freed fd `k` (or may have).
+#[inline]
+pub(crate) fn kernel_fd_freed(k: i32) {
+    hole_lower(k);
+}
+
+// ---------------------------------------------------------------------------
 // The state and its lock.
 
 /// Everything behind the lock.
@@ -229,7 +317,8 @@ pub(crate) struct State {
     pub(crate) cwd_in_uvfs: bool,
     /// The kernel cwd (absolute), for routing relative paths.
     pub(crate) kcwd: Vec<u8>,
-    /// Closed placeholders kept for reuse (`UVFS_FD_CACHE`).
+    /// Closed placeholders kept for reuse (`UVFS_FD_CACHE`), highest first
+    /// (the lowest is popped).
     pool: Vec<i32>,
     pool_max: usize,
 }
@@ -261,15 +350,19 @@ fn unlock() {
 
 extern "C" fn atfork_prepare() {
     lock();
+    uvfs::pool::before_fork();
 }
 
 extern "C" fn atfork_release() {
+    uvfs::pool::after_fork();
     unlock();
 }
 
 /// Registers the fork handlers once: `prepare` takes the state lock, so no
-/// other thread is inside uvfs when the process is copied, and the child's
-/// copy of the state is consistent and unlocked.
+/// other thread is inside uvfs when the process is copied, and the file
+/// pool's depot lock, which a thread exiting takes outside the state lock
+/// (returning its cached file objects); the child's copy of the state is
+/// consistent and unlocked.
 fn register_atfork() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
@@ -312,8 +405,8 @@ impl State {
             .unwrap_or_else(|_| b"/".to_vec());
         let pool_max = std::env::var("UVFS_FD_CACHE")
             .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(DEFAULT_FD_CACHE);
         State {
             proc_: None,
             cwd_in_uvfs: false,
@@ -384,27 +477,40 @@ impl State {
         }
     }
 
-    /// A new placeholder: a cached one, or `/dev/null` opened afresh (the
-    /// lowest free kernel number). `EMFILE`/`ENFILE` as the kernel says.
+    /// A new placeholder for an fd the program will see: the lowest cached
+    /// number when it is the lowest free one, else (the cache flushed)
+    /// `/dev/null` opened afresh at the kernel's lowest free number.
+    /// `EMFILE`/`ENFILE` as the kernel says.
     pub(crate) fn placeholder(&mut self) -> Result<i32, Errno> {
-        if let Some(k) = self.pool.pop() {
-            return Ok(k);
+        let h = HOLE.load(Ordering::Acquire);
+        if let Some(&c) = self.pool.last() {
+            if c < hole_of(h) {
+                self.pool.pop();
+                CACHED.store(self.pool.len(), Ordering::Release);
+                return Ok(c);
+            }
+            self.flush();
         }
+        let h = HOLE.load(Ordering::Acquire);
         let fd = rustix::fs::openat(
             rustix::fs::CWD,
             c"/dev/null",
             rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
             rustix::fs::Mode::empty(),
         )
-        .map_err(errno_of)?;
-        Ok(fd.into_raw_fd())
+        .map_err(errno_of)?
+        .into_raw_fd();
+        // The kernel gave the lowest free number: everything below it is
+        // taken (the cache is empty), unless a close raced in since `h`
+        // was read, which the failed exchange then keeps.
+        hole_raise(h, fd.saturating_add(1));
+        Ok(fd)
     }
 
     /// Turns kernel fd `k` into a placeholder in one step (`dup3` of a
     /// fresh `/dev/null` onto it, which closes whatever `k` was).
     pub(crate) fn placeholder_at(&mut self, k: i32) -> Result<(), Errno> {
-        if let Some(i) = self.pool.iter().position(|&x| x == k) {
-            self.pool.swap_remove(i);
+        if self.uncache(k) {
             return Ok(());
         }
         let tmp = rustix::fs::openat(
@@ -427,25 +533,55 @@ impl State {
         crate::stdio::adopt_std(k);
     }
 
-    /// Forgets `k` and releases its placeholder (to the cache or closed).
+    /// Forgets `k` and releases its placeholder: to the cache when there is
+    /// room and `k` lies below [`HOLE`] (else it could never be handed out
+    /// before a flush), otherwise closed.
     pub(crate) fn release(&mut self, k: i32) {
-        if self.pool.len() < self.pool_max {
+        if self.pool.len() < self.pool_max && k < hole_of(HOLE.load(Ordering::Acquire)) {
             FDMAP.set(k, -1);
-            self.pool.push(k);
+            let i = self.pool.partition_point(|&x| x > k);
+            self.pool.insert(i, k);
+            CACHED.store(self.pool.len(), Ordering::Release);
         } else {
             FDMAP.set(k, 0);
             // SAFETY: `k` is a placeholder the shim opened and no longer maps.
             unsafe { rustix::io::close(k) };
+            hole_lower(k);
+        }
+    }
+
+    /// Removes `k` from the cache; whether it was there.
+    fn uncache(&mut self, k: i32) -> bool {
+        match self.pool.iter().position(|&x| x == k) {
+            Some(i) => {
+                self.pool.remove(i);
+                CACHED.store(self.pool.len(), Ordering::Release);
+                true
+            }
+            None => false,
         }
     }
 
     /// Forgets `k` without touching the kernel fd (the caller replaces or
     /// closes it).
     pub(crate) fn unmap(&mut self, k: i32) {
-        if let Some(i) = self.pool.iter().position(|&x| x == k) {
-            self.pool.swap_remove(i);
-        }
+        self.uncache(k);
         FDMAP.set(k, 0);
+    }
+
+    /// Closes every cached placeholder: the kernel then sees exactly the
+    /// free numbers the program does.
+    pub(crate) fn flush(&mut self) {
+        let Some(&lowest) = self.pool.last() else {
+            return;
+        };
+        for k in self.pool.drain(..) {
+            FDMAP.set(k, 0);
+            // SAFETY: a cached placeholder: the shim's own fd, unmapped.
+            unsafe { rustix::io::close(k) };
+        }
+        CACHED.store(0, Ordering::Release);
+        hole_lower(lowest);
     }
 
     /// Refreshes the kernel cwd after a kernel chdir.
@@ -505,7 +641,32 @@ pub(crate) fn borrow(fd: i32) -> BorrowedFd<'static> {
 
 #[cfg(test)]
 mod tests {
-    use super::normalize;
+    use super::{HOLE, hole_lower, hole_of, hole_raise, normalize};
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn hole_mark_lowers_and_raises_only_from_a_fresh_reading() {
+        let h0 = HOLE.load(Ordering::Acquire);
+        hole_raise(h0, 10);
+        assert_eq!(hole_of(HOLE.load(Ordering::Acquire)), 10);
+        // A close between the reading and the raise wins: the raise based
+        // on the stale reading fails, even when the lowering left the same
+        // number.
+        let h1 = HOLE.load(Ordering::Acquire);
+        hole_lower(4);
+        hole_raise(h1, 12);
+        assert_eq!(hole_of(HOLE.load(Ordering::Acquire)), 4);
+        let h2 = HOLE.load(Ordering::Acquire);
+        hole_raise(h2, 7);
+        let h3 = HOLE.load(Ordering::Acquire);
+        hole_lower(7); // not below the mark: no change, no new generation
+        assert_eq!(HOLE.load(Ordering::Acquire), h3);
+        hole_lower(-1);
+        assert_eq!(HOLE.load(Ordering::Acquire), h3);
+        hole_lower(2);
+        hole_raise(h3, 9);
+        assert_eq!(hole_of(HOLE.load(Ordering::Acquire)), 2);
+    }
 
     #[test]
     fn normalizes() {

@@ -131,6 +131,7 @@ pub unsafe extern "C" fn fopen(path: *const c_char, mode: *const c_char) -> *mut
     // SAFETY: forwarded.
     unsafe {
         do_fopen(path, mode, || {
+            crate::state::before_kernel_fd();
             real!(fopen: fn(*const c_char, *const c_char) -> *mut FILE)(path, mode)
         })
     }
@@ -141,6 +142,7 @@ pub unsafe extern "C" fn fopen64(path: *const c_char, mode: *const c_char) -> *m
     // SAFETY: forwarded.
     unsafe {
         do_fopen(path, mode, || {
+            crate::state::before_kernel_fd();
             real!(fopen64: fn(*const c_char, *const c_char) -> *mut FILE)(path, mode)
         })
     }
@@ -236,6 +238,7 @@ pub unsafe extern "C" fn freopen(
     // SAFETY: forwarded.
     unsafe {
         do_freopen(path, mode, f, || {
+            crate::state::before_kernel_fd();
             real!(freopen: fn(*const c_char, *const c_char, *mut FILE) -> *mut FILE)(path, mode, f)
         })
     }
@@ -250,6 +253,7 @@ pub unsafe extern "C" fn freopen64(
     // SAFETY: forwarded.
     unsafe {
         do_freopen(path, mode, f, || {
+            crate::state::before_kernel_fd();
             real!(freopen64: fn(*const c_char, *const c_char, *mut FILE) -> *mut FILE)(
                 path, mode, f,
             )

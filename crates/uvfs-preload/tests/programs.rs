@@ -148,6 +148,8 @@ struct Case<'a> {
     mask: fn(&str) -> String,
     /// Files whose contents are not compared (the check is elsewhere).
     opaque: &'a [&'a str],
+    /// Extra environment for the run under the shim.
+    env: &'a [(&'a str, &'a str)],
 }
 
 struct Outcome {
@@ -178,7 +180,8 @@ fn run_one(case: &Case<'_>, seed: &Path, uvfs: bool) -> Outcome {
         c.env("LD_PRELOAD", shim())
             .env("UVFS_PREFIX", "/uvfs")
             .env("UVFS_SEED", seed)
-            .env("UVFS_DUMP", &dump);
+            .env("UVFS_DUMP", &dump)
+            .envs(case.env.iter().copied());
     }
     let out = c.output().unwrap();
     let norm = |s: &[u8]| String::from_utf8_lossy(s).replace(&dir, "{D}");
@@ -319,114 +322,133 @@ fn coreutils() {
             cmd: &["cat", "{D}/a/f", "{D}/a/l", "{D}/a/b/g"],
             mask: same,
             opaque: &[],
+            env: &[],
         },
         Case {
             name: "cat-missing",
             cmd: &["cat", "{D}/a/nope"],
             mask: same,
             opaque: &[],
+            env: &[],
         },
         Case {
             name: "ls-la",
             cmd: &["ls", "-la", "{D}/a", "{D}/a/b"],
             mask: mask_ls,
             opaque: &[],
+            env: &[],
         },
         Case {
             name: "ls-R",
             cmd: &["ls", "-R", "{D}"],
             mask: same,
             opaque: &[],
+            env: &[],
         },
         Case {
             name: "cp-r",
             cmd: &["cp", "-r", "{D}/a", "{D}/copy"],
             mask: same,
             opaque: &[],
+            env: &[],
         },
         Case {
             name: "mv",
             cmd: &["mv", "{D}/a/f", "{D}/a/b/moved"],
             mask: same,
             opaque: &[],
+            env: &[],
         },
         Case {
             name: "mv-dir",
             cmd: &["mv", "{D}/a/b", "{D}/empty/"],
             mask: same,
             opaque: &[],
+            env: &[],
         },
         Case {
             name: "rm-r",
             cmd: &["rm", "-r", "{D}/a"],
             mask: same,
             opaque: &[],
+            env: &[],
         },
         Case {
             name: "rm-missing",
             cmd: &["rm", "{D}/nope"],
             mask: same,
             opaque: &[],
+            env: &[],
         },
         Case {
             name: "mkdir-p",
             cmd: &["mkdir", "-p", "{D}/x/y/z", "{D}/a/b/new"],
             mask: same,
             opaque: &[],
+            env: &[],
         },
         Case {
             name: "stat",
             cmd: &["stat", "{D}/a/f", "{D}/a/b", "{D}/a/l"],
             mask: mask_stat,
             opaque: &[],
+            env: &[],
         },
         Case {
             name: "wc",
             cmd: &["wc", "{D}/a/f", "{D}/a/big", "{D}/a/unsorted"],
             mask: same,
             opaque: &[],
+            env: &[],
         },
         Case {
             name: "sort-o",
             cmd: &["sort", "-o", "{D}/sorted", "{D}/a/unsorted"],
             mask: same,
             opaque: &[],
+            env: &[],
         },
         Case {
             name: "sort-o-inplace",
             cmd: &["sort", "-u", "-o", "{D}/a/unsorted", "{D}/a/unsorted"],
             mask: same,
             opaque: &[],
+            env: &[],
         },
         Case {
             name: "find",
             cmd: &["find", "{D}"],
             mask: same,
             opaque: &[],
+            env: &[],
         },
         Case {
             name: "find-type",
             cmd: &["find", "{D}/a", "-type", "f", "-name", "*g*"],
             mask: same,
             opaque: &[],
+            env: &[],
         },
         Case {
             name: "tar-create",
             cmd: &["tar", "-cf", "{D}/new.tar", "-C", "{D}", "a"],
             mask: same,
             opaque: &["new.tar"],
+            env: &[],
         },
         Case {
             name: "tar-extract",
             cmd: &["tar", "-xf", "{D}/arch.tar", "-C", "{D}/empty"],
             mask: same,
             opaque: &[],
+            env: &[],
         },
         Case {
             name: "tar-list",
             cmd: &["tar", "-tvf", "{D}/arch.tar"],
             mask: same,
             opaque: &[],
+            env: &[],
         },
     ];
     for c in cases {
@@ -577,6 +599,7 @@ fn python_files() {
             cmd: &[&py, "-c", PY_FILES, "{D}"],
             mask: same,
             opaque: &[],
+            env: &[],
         },
         s,
     );
@@ -600,6 +623,7 @@ fn python_sqlite() {
             cmd: &[&py, "-c", PY_SQLITE, "{D}"],
             mask: same,
             opaque: &["test.db"],
+            env: &[],
         },
         s,
     );
@@ -700,6 +724,14 @@ int main(int argc, char **argv) {
     while ((e = readdir(dir))) entries++;
     closedir(dir);
     printf("entries %d\n", entries);
+    struct dirent **names;
+    int nn = scandir(d, &names, 0, alphasort);
+    printf("scandir %d:", nn);
+    for (int i = 0; i < nn; i++) { printf(" %s", names[i]->d_name); free(names[i]); }
+    if (nn >= 0) free(names);
+    errno = 0;
+    nn = scandir("/uvfs-no-such-dir/x", &names, 0, alphasort);
+    printf("\nscandir missing %d errno %d\n", nn, errno);
     int u1 = unlink(path);
     int u2 = unlink(path);
     printf("unlink %d, again %d errno %d\n", u1, u2, errno);
@@ -730,8 +762,351 @@ fn c_open_close_loop() {
             cmd: &[&bin_s, "{D}", "1000"],
             mask: same,
             opaque: &[],
+            env: &[],
         },
         seed(),
     );
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+/// fd numbers as Linux gives them, across uvfs and kernel fds: every number
+/// the program sees is printed and compared with the host run, with the
+/// placeholder cache on (the default), off, and of size one.
+const C_NUMBERING: &str = r#"
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+static char f[4096];
+static int u(void) { return open(f, O_RDWR); }
+static int k(void) { return open("/dev/null", O_RDONLY); }
+static void valid(const char *tag, int lo, int hi) {
+    printf("%s:", tag);
+    for (int i = lo; i <= hi; i++) printf(" %d=%d", i, fcntl(i, F_GETFD) >= 0 ? fcntl(i, F_GETFD) : -1);
+    printf("\n");
+}
+
+int main(int argc, char **argv) {
+    snprintf(f, sizeof f, "%s/numbering.file", argv[1]);
+    close(open(f, O_CREAT | O_RDWR, 0600));
+    int a = u(); close(a);
+    int b = k();
+    printf("uvfs %d closed, kernel open %d\n", a, b);
+    a = u(); close(b); close(a);
+    printf("uvfs %d, kernel %d closed below it, uvfs open %d\n", a, b, (b = u()));
+    close(b);
+    int x = u(), y = u(), z = u();
+    close(y); close(x);
+    int p1 = u(), p2 = u(), p3 = k();
+    printf("out of order: %d %d %d then %d %d kernel %d\n", x, y, z, p1, p2, p3);
+    close(p1); close(p2); close(p3); close(z);
+    int pp[2];
+    close(u());
+    pipe(pp);
+    printf("pipe %d %d\n", pp[0], pp[1]);
+    close(pp[0]); close(pp[1]);
+    close(u());
+    int s = socket(AF_UNIX, SOCK_STREAM, 0);
+    close(u());
+    int e = eventfd(0, 0);
+    close(u());
+    int ep = epoll_create1(0);
+    close(u());
+    int m = memfd_create("n", 0);
+    close(u());
+    int t = timerfd_create(CLOCK_MONOTONIC, 0);
+    printf("socket %d eventfd %d epoll %d memfd %d timerfd %d\n", s, e, ep, m, t);
+    close(s); close(e); close(ep); close(m); close(t);
+    close(u());
+    FILE *fp = fopen("/dev/null", "r");
+    int ff = fileno(fp);
+    fclose(fp);
+    printf("fopen %d, uvfs after fclose %d\n", ff, (a = u()));
+    close(a);
+    close(u());
+    DIR *dp = opendir("/");
+    int df = dirfd(dp);
+    closedir(dp);
+    printf("opendir %d, uvfs after closedir %d\n", df, (a = u()));
+    close(a);
+    close(u());
+    fp = tmpfile();
+    printf("tmpfile %d\n", fileno(fp));
+    fclose(fp);
+    close(u());
+    fp = popen("true", "r");
+    printf("popen %d\n", fileno(fp));
+    pclose(fp);
+    close(u());
+    printf("dup %d\n", (a = dup(1)));
+    close(a);
+    close(u());
+    printf("F_DUPFD kernel %d\n", (a = fcntl(1, F_DUPFD, 0)));
+    close(a);
+    a = u(); b = u();
+    close(b);
+    printf("F_DUPFD uvfs %d\n", (b = fcntl(a, F_DUPFD, 0)));
+    close(a); close(b);
+    int saved = dup(0);
+    close(0);
+    a = u();
+    close(a);
+    b = k();
+    dup2(saved, 0);
+    close(saved);
+    printf("stdin replaced by uvfs %d then kernel %d\n", a, b);
+    int r1 = u(), r2 = k(), r3 = u(), r4 = k();
+    printf("mixed %d %d %d %d\n", r1, r2, r3, r4);
+    valid("before close_range", r1, r4 + 1);
+    close_range(r2, r3, CLOSE_RANGE_CLOEXEC);
+    valid("cloexec range", r1, r4);
+    close_range(r2, r3, 0);
+    valid("closed range", r1, r4);
+    a = u(); b = k();
+    printf("after close_range uvfs %d kernel %d\n", a, b);
+    closefrom(r1);
+    valid("closefrom", r1, r4);
+    printf("after closefrom kernel %d uvfs %d\n", (a = k()), (b = u()));
+    close(a); close(b);
+    long sum = 0;
+    for (int i = 0; i < 200; i++) {
+        int q = u(), w = (i % 3) ? k() : u(), v = u();
+        sum = sum * 7 + q * 100 + w * 10 + v;
+        if (i % 2) { close(q); close(w); } else { close(w); close(q); }
+        close(v);
+        sum %= 1000000007;
+    }
+    printf("loop checksum %ld\n", sum);
+    printf("next %d %d\n", u(), k());
+    unlink(f);
+    return 0;
+}
+"#;
+
+#[test]
+fn c_fd_numbering() {
+    if !have("cc") {
+        return;
+    }
+    let base = scratch("cnum-build");
+    std::fs::write(base.join("num.c"), C_NUMBERING).unwrap();
+    let bin = base.join("num");
+    let st = Command::new("cc")
+        .arg("-O2")
+        .arg("-o")
+        .arg(&bin)
+        .arg(base.join("num.c"))
+        .status()
+        .unwrap();
+    assert!(st.success(), "cc failed");
+    let bin_s = bin.to_string_lossy().into_owned();
+    for (name, env) in [
+        ("c-numbering-cache", &[][..]),
+        ("c-numbering-nocache", &[("UVFS_FD_CACHE", "0")][..]),
+        ("c-numbering-cache1", &[("UVFS_FD_CACHE", "1")][..]),
+    ] {
+        check(
+            Case {
+                name,
+                cmd: &[&bin_s, "{D}"],
+                mask: same,
+                opaque: &[],
+                env,
+            },
+            seed(),
+        );
+    }
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+/// Threads opening, reading and closing uvfs files, kernel files and pipes
+/// at once: every fd must always reach its own file (the placeholder cache,
+/// its flushes and the fd map under contention).
+const C_THREADS: &str = r#"
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *dir;
+static int bad;
+
+static void *worker(void *arg) {
+    long id = (long)arg;
+    char path[4096], want[32], got[32];
+    snprintf(path, sizeof path, "%s/t%ld", dir, id);
+    snprintf(want, sizeof want, "thread %ld", id);
+    int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    write(fd, want, strlen(want));
+    close(fd);
+    for (int i = 0; i < 3000; i++) {
+        int u = open(path, O_RDONLY);
+        int z = (i % 4 == 0) ? open("/dev/zero", O_RDONLY) : -1;
+        int p[2] = {-1, -1};
+        if (i % 7 == 0) pipe(p);
+        memset(got, 0, sizeof got);
+        if (u < 0 || read(u, got, sizeof got - 1) != (ssize_t)strlen(want) || strcmp(got, want)) __atomic_add_fetch(&bad, 1, __ATOMIC_RELAXED);
+        if (z >= 0) {
+            char c = 1;
+            if (read(z, &c, 1) != 1 || c != 0) __atomic_add_fetch(&bad, 1, __ATOMIC_RELAXED);
+            close(z);
+        }
+        if (p[0] >= 0) {
+            char c = 0;
+            if (write(p[1], "x", 1) != 1 || read(p[0], &c, 1) != 1 || c != 'x') __atomic_add_fetch(&bad, 1, __ATOMIC_RELAXED);
+            close(p[0]); close(p[1]);
+        }
+        if (close(u) != 0) __atomic_add_fetch(&bad, 1, __ATOMIC_RELAXED);
+    }
+    unlink(path);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    dir = argv[1];
+    pthread_t t[4];
+    for (long i = 0; i < 4; i++) pthread_create(&t[i], 0, worker, (void *)i);
+    for (int i = 0; i < 4; i++) pthread_join(t[i], 0);
+    int after = open("/dev/null", O_RDONLY);
+    printf("bad %d, next fd %d\n", bad, after);
+    return bad != 0;
+}
+"#;
+
+/// `fork` while other threads open and close uvfs files and exit (a thread
+/// exiting returns its cached file objects to uvfs's pool under a lock of
+/// the pool's own): every child must be able to use uvfs and exit.
+const C_FORK: &str = r#"
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *dir;
+static volatile int stop;
+
+static void *shortlived(void *arg) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/churn%ld", dir, (long)arg);
+    for (int i = 0; i < 50; i++) close(open(path, O_CREAT | O_RDWR, 0600));
+    return 0;
+}
+
+static void *spawner(void *arg) {
+    while (!stop) {
+        pthread_t t;
+        if (pthread_create(&t, 0, shortlived, arg) == 0) pthread_join(t, 0);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    dir = argv[1];
+    pthread_t s[2];
+    for (long i = 0; i < 2; i++) pthread_create(&s[i], 0, spawner, (void *)i);
+    int ok = 0;
+    for (int i = 0; i < 150; i++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            alarm(20);
+            char path[4096];
+            snprintf(path, sizeof path, "%s/child", dir);
+            for (int j = 0; j < 20; j++) {
+                int fd = open(path, O_CREAT | O_RDWR, 0600);
+                if (fd < 0 || write(fd, "x", 1) != 1 || close(fd) != 0) _exit(2);
+            }
+            _exit(0);
+        }
+        int st = 0;
+        waitpid(pid, &st, 0);
+        ok += WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    }
+    stop = 1;
+    pthread_join(s[0], 0);
+    pthread_join(s[1], 0);
+    char path[4096];
+    for (int i = 0; i < 2; i++) { snprintf(path, sizeof path, "%s/churn%d", dir, i); unlink(path); }
+    snprintf(path, sizeof path, "%s/child", dir);
+    unlink(path);
+    printf("children ok %d of 150\n", ok);
+    return ok != 150;
+}
+"#;
+
+#[test]
+fn c_fork_under_thread_churn() {
+    if !have("cc") {
+        return;
+    }
+    let base = scratch("cfork-build");
+    std::fs::write(base.join("fork.c"), C_FORK).unwrap();
+    let bin = base.join("fork");
+    let st = Command::new("cc")
+        .args(["-O2", "-pthread", "-o"])
+        .arg(&bin)
+        .arg(base.join("fork.c"))
+        .status()
+        .unwrap();
+    assert!(st.success(), "cc failed");
+    let bin_s = bin.to_string_lossy().into_owned();
+    check(
+        Case {
+            name: "c-fork-churn",
+            cmd: &[&bin_s, "{D}"],
+            mask: same,
+            opaque: &[],
+            env: &[],
+        },
+        seed(),
+    );
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+#[test]
+fn c_threads() {
+    if !have("cc") {
+        return;
+    }
+    let base = scratch("cthreads-build");
+    std::fs::write(base.join("threads.c"), C_THREADS).unwrap();
+    let bin = base.join("threads");
+    let st = Command::new("cc")
+        .args(["-O2", "-pthread", "-o"])
+        .arg(&bin)
+        .arg(base.join("threads.c"))
+        .status()
+        .unwrap();
+    assert!(st.success(), "cc failed");
+    let bin_s = bin.to_string_lossy().into_owned();
+    for (name, env) in [
+        ("c-threads-cache", &[][..]),
+        ("c-threads-nocache", &[("UVFS_FD_CACHE", "0")][..]),
+    ] {
+        check(
+            Case {
+                name,
+                cmd: &[&bin_s, "{D}"],
+                mask: same,
+                opaque: &[],
+                env,
+            },
+            seed(),
+        );
+    }
     let _ = std::fs::remove_dir_all(&base);
 }

@@ -54,6 +54,34 @@ impl Drop for Magazine {
     }
 }
 
+#[cfg(not(any(loom, shuttle)))]
+std::thread_local! {
+    /// The depot's guard held across a `fork` by the forking thread.
+    static FORK_GUARD: std::cell::RefCell<Option<crate::primitive::MutexGuard<'static, Vec<FreePtr>>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Fork support for an embedder that may `fork` while other threads run
+/// (the LD_PRELOAD shim registers these with `pthread_atfork`). An embedder
+/// that keeps its own calls into uvfs out of the fork (a lock of its own)
+/// still has one lock no call of its holds: a thread exiting returns its
+/// magazine of free file objects to the global depot from a thread-local
+/// destructor. `before_fork` takes the depot's lock on the forking thread,
+/// so the child never inherits it held by a thread it does not have;
+/// `after_fork` (in the parent and in the child, on the same thread)
+/// releases it.
+#[cfg(not(any(loom, shuttle)))]
+pub fn before_fork() {
+    let g = lock(&GLOBAL.depot);
+    let _ = FORK_GUARD.try_with(|f| *f.borrow_mut() = Some(g));
+}
+
+/// See [`before_fork`].
+#[cfg(not(any(loom, shuttle)))]
+pub fn after_fork() {
+    let _ = FORK_GUARD.try_with(|f| f.borrow_mut().take());
+}
+
 impl FilePool {
     /// The process-wide pool (like the kernel's one `filp` cache).
     #[cfg(not(any(loom, shuttle)))]
