@@ -403,11 +403,6 @@ pub unsafe extern "C" fn scandir64(
     filter: ScanFilter,
     compar: ScanCompar,
 ) -> c_int {
-    if !routes_to_uvfs(path) {
-        return real!(scandir64: fn(*const c_char, *mut *mut *mut libc::dirent64, ScanFilter, ScanCompar) -> c_int)(
-            path, list, filter, compar,
-        );
-    }
-    // SAFETY: forwarded C arguments.
-    unsafe { scandir_uvfs(path, list, filter, compar) }
+    // SAFETY: forwarded (`scandir64` is `scandir` on 64-bit Linux).
+    unsafe { scandir(path, list, filter, compar) }
 }

@@ -654,6 +654,53 @@ fn python_sqlite() {
     let _ = std::fs::remove_dir_all(&base);
 }
 
+/// Compiles a C test program at test time into a scratch directory: the
+/// directory and the binary's path, or `None` (skipped) without `cc`.
+fn compile_c(tag: &str, src: &str, pthread: bool) -> Option<(PathBuf, String)> {
+    if !have("cc") {
+        return None;
+    }
+    let base = scratch(tag);
+    std::fs::write(base.join("prog.c"), src).unwrap();
+    let bin = base.join("prog");
+    let mut cc = Command::new("cc");
+    cc.arg("-O2");
+    if pthread {
+        cc.arg("-pthread");
+    }
+    let st = cc
+        .arg("-o")
+        .arg(&bin)
+        .arg(base.join("prog.c"))
+        .status()
+        .unwrap();
+    assert!(st.success(), "cc failed");
+    Some((base, bin.to_string_lossy().into_owned()))
+}
+
+/// Compiles `src` and checks it, run as `prog {D} args…`, once per
+/// `(case name, shim environment)`.
+fn run_c(tag: &str, src: &str, pthread: bool, args: &[&str], runs: &[(&str, &[(&str, &str)])]) {
+    let Some((base, bin)) = compile_c(tag, src, pthread) else {
+        return;
+    };
+    let mut cmd = vec![bin.as_str(), "{D}"];
+    cmd.extend_from_slice(args);
+    for &(name, env) in runs {
+        check(
+            Case {
+                name,
+                cmd: &cmd,
+                mask: same,
+                opaque: &[],
+                env,
+            },
+            seed(),
+        );
+    }
+    let _ = std::fs::remove_dir_all(&base);
+}
+
 const C_LOOP: &str = r#"
 #include <errno.h>
 #include <fcntl.h>
@@ -741,32 +788,13 @@ int main(int argc, char **argv) {
 
 #[test]
 fn c_open_close_loop() {
-    if !have("cc") {
-        return;
-    }
-    let base = scratch("cloop-build");
-    std::fs::write(base.join("loop.c"), C_LOOP).unwrap();
-    let bin = base.join("loop");
-    let st = Command::new("cc")
-        .arg("-O2")
-        .arg("-o")
-        .arg(&bin)
-        .arg(base.join("loop.c"))
-        .status()
-        .unwrap();
-    assert!(st.success(), "cc failed");
-    let bin_s = bin.to_string_lossy().into_owned();
-    check(
-        Case {
-            name: "c-loop",
-            cmd: &[&bin_s, "{D}", "1000"],
-            mask: same,
-            opaque: &[],
-            env: &[],
-        },
-        seed(),
+    run_c(
+        "cloop-build",
+        C_LOOP,
+        false,
+        &["1000"],
+        &[("c-loop", &[][..])],
     );
-    let _ = std::fs::remove_dir_all(&base);
 }
 
 /// fd numbers as Linux gives them, across uvfs and kernel fds: every number
@@ -893,38 +921,17 @@ int main(int argc, char **argv) {
 
 #[test]
 fn c_fd_numbering() {
-    if !have("cc") {
-        return;
-    }
-    let base = scratch("cnum-build");
-    std::fs::write(base.join("num.c"), C_NUMBERING).unwrap();
-    let bin = base.join("num");
-    let st = Command::new("cc")
-        .arg("-O2")
-        .arg("-o")
-        .arg(&bin)
-        .arg(base.join("num.c"))
-        .status()
-        .unwrap();
-    assert!(st.success(), "cc failed");
-    let bin_s = bin.to_string_lossy().into_owned();
-    for (name, env) in [
-        ("c-numbering-cache", &[][..]),
-        ("c-numbering-nocache", &[("UVFS_FD_CACHE", "0")][..]),
-        ("c-numbering-cache1", &[("UVFS_FD_CACHE", "1")][..]),
-    ] {
-        check(
-            Case {
-                name,
-                cmd: &[&bin_s, "{D}"],
-                mask: same,
-                opaque: &[],
-                env,
-            },
-            seed(),
-        );
-    }
-    let _ = std::fs::remove_dir_all(&base);
+    run_c(
+        "cnum-build",
+        C_NUMBERING,
+        false,
+        &[],
+        &[
+            ("c-numbering-cache", &[][..]),
+            ("c-numbering-nocache", &[("UVFS_FD_CACHE", "0")][..]),
+            ("c-numbering-cache1", &[("UVFS_FD_CACHE", "1")][..]),
+        ],
+    );
 }
 
 /// Threads opening, reading and closing uvfs files, kernel files and pipes
@@ -1050,63 +1057,25 @@ int main(int argc, char **argv) {
 
 #[test]
 fn c_fork_under_thread_churn() {
-    if !have("cc") {
-        return;
-    }
-    let base = scratch("cfork-build");
-    std::fs::write(base.join("fork.c"), C_FORK).unwrap();
-    let bin = base.join("fork");
-    let st = Command::new("cc")
-        .args(["-O2", "-pthread", "-o"])
-        .arg(&bin)
-        .arg(base.join("fork.c"))
-        .status()
-        .unwrap();
-    assert!(st.success(), "cc failed");
-    let bin_s = bin.to_string_lossy().into_owned();
-    check(
-        Case {
-            name: "c-fork-churn",
-            cmd: &[&bin_s, "{D}"],
-            mask: same,
-            opaque: &[],
-            env: &[],
-        },
-        seed(),
+    run_c(
+        "cfork-build",
+        C_FORK,
+        true,
+        &[],
+        &[("c-fork-churn", &[][..])],
     );
-    let _ = std::fs::remove_dir_all(&base);
 }
 
 #[test]
 fn c_threads() {
-    if !have("cc") {
-        return;
-    }
-    let base = scratch("cthreads-build");
-    std::fs::write(base.join("threads.c"), C_THREADS).unwrap();
-    let bin = base.join("threads");
-    let st = Command::new("cc")
-        .args(["-O2", "-pthread", "-o"])
-        .arg(&bin)
-        .arg(base.join("threads.c"))
-        .status()
-        .unwrap();
-    assert!(st.success(), "cc failed");
-    let bin_s = bin.to_string_lossy().into_owned();
-    for (name, env) in [
-        ("c-threads-cache", &[][..]),
-        ("c-threads-nocache", &[("UVFS_FD_CACHE", "0")][..]),
-    ] {
-        check(
-            Case {
-                name,
-                cmd: &[&bin_s, "{D}"],
-                mask: same,
-                opaque: &[],
-                env,
-            },
-            seed(),
-        );
-    }
-    let _ = std::fs::remove_dir_all(&base);
+    run_c(
+        "cthreads-build",
+        C_THREADS,
+        true,
+        &[],
+        &[
+            ("c-threads-cache", &[][..]),
+            ("c-threads-nocache", &[("UVFS_FD_CACHE", "0")][..]),
+        ],
+    );
 }
