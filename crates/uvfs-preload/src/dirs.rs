@@ -8,7 +8,7 @@
 
 use crate::hooks::{is_uvfs, path_call, uvfs_close, uvfs_open};
 use crate::state::{State, with_state};
-use crate::{busy, real, run};
+use crate::{busy, forward, real, run};
 use libc::{c_char, c_int, c_long};
 use uvfs::Errno;
 use uvfs::uapi::{AT_FDCWD, O_CLOEXEC, O_DIRECTORY, O_RDONLY};
@@ -396,13 +396,12 @@ pub unsafe extern "C" fn scandir(
     unsafe { scandir_uvfs(path, list, filter, compar) }
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn scandir64(
-    path: *const c_char,
-    list: *mut *mut *mut libc::dirent64,
-    filter: ScanFilter,
-    compar: ScanCompar,
-) -> c_int {
-    // SAFETY: forwarded (`scandir64` is `scandir` on 64-bit Linux).
-    unsafe { scandir(path, list, filter, compar) }
+forward! {
+    scandir64(
+        path: *const c_char,
+        list: *mut *mut *mut libc::dirent64,
+        filter: ScanFilter,
+        compar: ScanCompar,
+    ) -> c_int =
+        scandir(path, list, filter, compar);
 }

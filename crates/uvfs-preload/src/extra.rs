@@ -7,7 +7,7 @@
 
 use crate::hooks::{self, is_uvfs, path_call, uvfs_open};
 use crate::state::{Route, State, prefix, with_state};
-use crate::{busy, cbytes, real, run};
+use crate::{busy, cbytes, forward, real, run};
 use libc::{c_char, c_int, c_long, c_uint, c_void, loff_t, off_t, size_t, ssize_t};
 use uvfs::Errno;
 use uvfs::uapi::{AT_FDCWD, AT_SYMLINK_NOFOLLOW};
@@ -86,10 +86,8 @@ pub unsafe extern "C" fn mkstemp(t: *mut c_char) -> c_int {
     unsafe { mkstemp_uvfs(t, 0, 0) }
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mkstemp64(t: *mut c_char) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { mkstemp(t) }
+forward! {
+    mkstemp64(t: *mut c_char) -> c_int = mkstemp(t);
 }
 
 #[unsafe(no_mangle)]
@@ -102,10 +100,8 @@ pub unsafe extern "C" fn mkostemp(t: *mut c_char, flags: c_int) -> c_int {
     unsafe { mkstemp_uvfs(t, 0, flags) }
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mkostemp64(t: *mut c_char, flags: c_int) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { mkostemp(t, flags) }
+forward! {
+    mkostemp64(t: *mut c_char, flags: c_int) -> c_int = mkostemp(t, flags);
 }
 
 #[unsafe(no_mangle)]
@@ -252,20 +248,11 @@ pub unsafe extern "C" fn realpath(path: *const c_char, resolved: *mut c_char) ->
     }
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn __realpath_chk(
-    path: *const c_char,
-    resolved: *mut c_char,
-    _len: size_t,
-) -> *mut c_char {
-    // SAFETY: forwarded.
-    unsafe { realpath(path, resolved) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn canonicalize_file_name(path: *const c_char) -> *mut c_char {
-    // SAFETY: forwarded.
-    unsafe { realpath(path, std::ptr::null_mut()) }
+forward! {
+    __realpath_chk(path: *const c_char, resolved: *mut c_char, _len: size_t) -> *mut c_char =
+        realpath(path, resolved);
+    canonicalize_file_name(path: *const c_char) -> *mut c_char =
+        realpath(path, std::ptr::null_mut());
 }
 
 // ---------------------------------------------------------------------------
@@ -487,10 +474,8 @@ pub unsafe extern "C" fn statfs(path: P, buf: *mut libc::statfs) -> c_int {
     }
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn statfs64(path: P, buf: *mut libc::statfs) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { statfs(path, buf) }
+forward! {
+    statfs64(path: P, buf: *mut libc::statfs) -> c_int = statfs(path, buf);
 }
 
 #[unsafe(no_mangle)]
@@ -506,10 +491,8 @@ pub unsafe extern "C" fn fstatfs(fd: c_int, buf: *mut libc::statfs) -> c_int {
     )
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn fstatfs64(fd: c_int, buf: *mut libc::statfs) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { fstatfs(fd, buf) }
+forward! {
+    fstatfs64(fd: c_int, buf: *mut libc::statfs) -> c_int = fstatfs(fd, buf);
 }
 
 #[unsafe(no_mangle)]
@@ -640,15 +623,9 @@ pub unsafe extern "C" fn sendfile64(
     unsafe { copy_through(fin, off, out, std::ptr::null_mut(), count.min(0x7fff_f000)) }
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn sendfile(
-    out: c_int,
-    fin: c_int,
-    off: *mut off_t,
-    count: size_t,
-) -> ssize_t {
-    // SAFETY: forwarded.
-    unsafe { sendfile64(out, fin, off, count) }
+forward! {
+    sendfile(out: c_int, fin: c_int, off: *mut off_t, count: size_t) -> ssize_t =
+        sendfile64(out, fin, off, count);
 }
 
 #[unsafe(no_mangle)]

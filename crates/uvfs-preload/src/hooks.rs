@@ -12,7 +12,7 @@
 use crate::state::{
     FDMAP, Fd, Route, State, before_kernel_fd, borrow, kernel_fd_freed, prefix, with_state,
 };
-use crate::{busy, cbytes, real, run, run_rc, set_errno};
+use crate::{busy, cbytes, forward, real, run, run_rc, set_errno};
 use libc::{
     c_char, c_int, c_uint, c_ulong, c_void, gid_t, iovec, mode_t, off_t, size_t, ssize_t, uid_t,
 };
@@ -333,62 +333,23 @@ unsafe fn do_openat(
     }
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn open(path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
-    // SAFETY: forwarded C arguments.
-    unsafe { do_openat(AT_FDCWD, path, flags, mode, false) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn open64(path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
-    // SAFETY: forwarded C arguments.
-    unsafe { do_openat(AT_FDCWD, path, flags | libc::O_LARGEFILE, mode, false) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn __open_2(path: *const c_char, flags: c_int) -> c_int {
-    // SAFETY: forwarded C arguments (the fortified form has no mode).
-    unsafe { do_openat(AT_FDCWD, path, flags, 0, false) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn __open64_2(path: *const c_char, flags: c_int) -> c_int {
-    // SAFETY: as `__open_2`.
-    unsafe { do_openat(AT_FDCWD, path, flags | libc::O_LARGEFILE, 0, false) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn openat(
-    dirfd: c_int,
-    path: *const c_char,
-    flags: c_int,
-    mode: mode_t,
-) -> c_int {
-    // SAFETY: forwarded C arguments.
-    unsafe { do_openat(dirfd, path, flags, mode, true) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn openat64(
-    dirfd: c_int,
-    path: *const c_char,
-    flags: c_int,
-    mode: mode_t,
-) -> c_int {
-    // SAFETY: forwarded C arguments.
-    unsafe { do_openat(dirfd, path, flags | libc::O_LARGEFILE, mode, true) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn __openat_2(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int {
-    // SAFETY: forwarded C arguments.
-    unsafe { do_openat(dirfd, path, flags, 0, true) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn __openat64_2(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int {
-    // SAFETY: forwarded C arguments.
-    unsafe { do_openat(dirfd, path, flags | libc::O_LARGEFILE, 0, true) }
+forward! {
+    open(path: *const c_char, flags: c_int, mode: mode_t) -> c_int =
+        do_openat(AT_FDCWD, path, flags, mode, false);
+    open64(path: *const c_char, flags: c_int, mode: mode_t) -> c_int =
+        do_openat(AT_FDCWD, path, flags | libc::O_LARGEFILE, mode, false);
+    __open_2(path: *const c_char, flags: c_int) -> c_int =
+        do_openat(AT_FDCWD, path, flags, 0, false);
+    __open64_2(path: *const c_char, flags: c_int) -> c_int =
+        do_openat(AT_FDCWD, path, flags | libc::O_LARGEFILE, 0, false);
+    openat(dirfd: c_int, path: *const c_char, flags: c_int, mode: mode_t) -> c_int =
+        do_openat(dirfd, path, flags, mode, true);
+    openat64(dirfd: c_int, path: *const c_char, flags: c_int, mode: mode_t) -> c_int =
+        do_openat(dirfd, path, flags | libc::O_LARGEFILE, mode, true);
+    __openat_2(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int =
+        do_openat(dirfd, path, flags, 0, true);
+    __openat64_2(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int =
+        do_openat(dirfd, path, flags | libc::O_LARGEFILE, 0, true);
 }
 
 #[unsafe(no_mangle)]
@@ -405,10 +366,8 @@ pub unsafe extern "C" fn creat(path: *const c_char, mode: mode_t) -> c_int {
     }
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn creat64(path: *const c_char, mode: mode_t) -> c_int {
-    // SAFETY: forwarded C arguments.
-    unsafe { creat(path, mode) }
+forward! {
+    creat64(path: *const c_char, mode: mode_t) -> c_int = creat(path, mode);
 }
 
 // ---------------------------------------------------------------------------
@@ -687,16 +646,9 @@ unsafe fn do_fcntl(fd: c_int, cmd: c_int, arg: c_ulong, real64: bool) -> c_int {
     )
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
-    // SAFETY: forwarded C arguments.
-    unsafe { do_fcntl(fd, cmd, arg, false) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
-    // SAFETY: forwarded C arguments.
-    unsafe { do_fcntl(fd, cmd, arg, true) }
+forward! {
+    fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int = do_fcntl(fd, cmd, arg, false);
+    fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int = do_fcntl(fd, cmd, arg, true);
 }
 
 #[unsafe(no_mangle)]
@@ -721,10 +673,8 @@ pub unsafe extern "C" fn lockf(fd: c_int, cmd: c_int, len: off_t) -> c_int {
     )
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn lockf64(fd: c_int, cmd: c_int, len: off_t) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { lockf(fd, cmd, len) }
+forward! {
+    lockf64(fd: c_int, cmd: c_int, len: off_t) -> c_int = lockf(fd, cmd, len);
 }
 
 #[unsafe(no_mangle)]
@@ -823,10 +773,8 @@ pub unsafe extern "C" fn pread64(fd: c_int, buf: *mut c_void, n: size_t, off: of
     )
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pread(fd: c_int, buf: *mut c_void, n: size_t, off: off_t) -> ssize_t {
-    // SAFETY: forwarded.
-    unsafe { pread64(fd, buf, n, off) }
+forward! {
+    pread(fd: c_int, buf: *mut c_void, n: size_t, off: off_t) -> ssize_t = pread64(fd, buf, n, off);
 }
 
 #[unsafe(no_mangle)]
@@ -846,16 +794,9 @@ pub unsafe extern "C" fn __pread64_chk(
     unsafe { pread64(fd, buf, n, off) }
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn __pread_chk(
-    fd: c_int,
-    buf: *mut c_void,
-    n: size_t,
-    off: off_t,
-    buflen: size_t,
-) -> ssize_t {
-    // SAFETY: forwarded.
-    unsafe { __pread64_chk(fd, buf, n, off, buflen) }
+forward! {
+    __pread_chk(fd: c_int, buf: *mut c_void, n: size_t, off: off_t, buflen: size_t) -> ssize_t =
+        __pread64_chk(fd, buf, n, off, buflen);
 }
 
 #[unsafe(no_mangle)]
@@ -869,10 +810,9 @@ pub unsafe extern "C" fn pwrite64(fd: c_int, buf: *const c_void, n: size_t, off:
     )
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pwrite(fd: c_int, buf: *const c_void, n: size_t, off: off_t) -> ssize_t {
-    // SAFETY: forwarded.
-    unsafe { pwrite64(fd, buf, n, off) }
+forward! {
+    pwrite(fd: c_int, buf: *const c_void, n: size_t, off: off_t) -> ssize_t =
+        pwrite64(fd, buf, n, off);
 }
 
 #[unsafe(no_mangle)]
@@ -959,10 +899,9 @@ pub unsafe extern "C" fn preadv64(fd: c_int, iov: *const iovec, cnt: c_int, off:
     )
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn preadv(fd: c_int, iov: *const iovec, cnt: c_int, off: off_t) -> ssize_t {
-    // SAFETY: forwarded.
-    unsafe { preadv64(fd, iov, cnt, off) }
+forward! {
+    preadv(fd: c_int, iov: *const iovec, cnt: c_int, off: off_t) -> ssize_t =
+        preadv64(fd, iov, cnt, off);
 }
 
 #[unsafe(no_mangle)]
@@ -981,10 +920,9 @@ pub unsafe extern "C" fn pwritev64(
     )
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pwritev(fd: c_int, iov: *const iovec, cnt: c_int, off: off_t) -> ssize_t {
-    // SAFETY: forwarded.
-    unsafe { pwritev64(fd, iov, cnt, off) }
+forward! {
+    pwritev(fd: c_int, iov: *const iovec, cnt: c_int, off: off_t) -> ssize_t =
+        pwritev64(fd, iov, cnt, off);
 }
 
 #[unsafe(no_mangle)]
@@ -997,10 +935,8 @@ pub unsafe extern "C" fn lseek64(fd: c_int, off: off_t, whence: c_int) -> off_t 
     )
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn lseek(fd: c_int, off: off_t, whence: c_int) -> off_t {
-    // SAFETY: forwarded (off_t is 64-bit on the 64-bit targets built for).
-    unsafe { lseek64(fd, off, whence) }
+forward! {
+    lseek(fd: c_int, off: off_t, whence: c_int) -> off_t = lseek64(fd, off, whence);
 }
 
 #[unsafe(no_mangle)]
@@ -1042,50 +978,17 @@ unsafe fn do_fstatat(
     }
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn stat(path: *const c_char, buf: *mut libc::stat) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { do_fstatat(AT_FDCWD, path, buf, 0) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn stat64(path: *const c_char, buf: *mut libc::stat) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { do_fstatat(AT_FDCWD, path, buf, 0) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn lstat(path: *const c_char, buf: *mut libc::stat) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { do_fstatat(AT_FDCWD, path, buf, AT_SYMLINK_NOFOLLOW) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn lstat64(path: *const c_char, buf: *mut libc::stat) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { do_fstatat(AT_FDCWD, path, buf, AT_SYMLINK_NOFOLLOW) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn fstatat(
-    dirfd: c_int,
-    path: *const c_char,
-    buf: *mut libc::stat,
-    flags: c_int,
-) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { do_fstatat(dirfd, path, buf, flags) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn fstatat64(
-    dirfd: c_int,
-    path: *const c_char,
-    buf: *mut libc::stat,
-    flags: c_int,
-) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { do_fstatat(dirfd, path, buf, flags) }
+forward! {
+    stat(path: *const c_char, buf: *mut libc::stat) -> c_int = do_fstatat(AT_FDCWD, path, buf, 0);
+    stat64(path: *const c_char, buf: *mut libc::stat) -> c_int = do_fstatat(AT_FDCWD, path, buf, 0);
+    lstat(path: *const c_char, buf: *mut libc::stat) -> c_int =
+        do_fstatat(AT_FDCWD, path, buf, AT_SYMLINK_NOFOLLOW);
+    lstat64(path: *const c_char, buf: *mut libc::stat) -> c_int =
+        do_fstatat(AT_FDCWD, path, buf, AT_SYMLINK_NOFOLLOW);
+    fstatat(dirfd: c_int, path: *const c_char, buf: *mut libc::stat, flags: c_int) -> c_int =
+        do_fstatat(dirfd, path, buf, flags);
+    fstatat64(dirfd: c_int, path: *const c_char, buf: *mut libc::stat, flags: c_int) -> c_int =
+        do_fstatat(dirfd, path, buf, flags);
 }
 
 #[unsafe(no_mangle)]
@@ -1102,73 +1005,27 @@ pub unsafe extern "C" fn fstat(fd: c_int, buf: *mut libc::stat) -> c_int {
     )
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn fstat64(fd: c_int, buf: *mut libc::stat) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { fstat(fd, buf) }
+forward! {
+    fstat64(fd: c_int, buf: *mut libc::stat) -> c_int = fstat(fd, buf);
 }
 
 // The pre-2.33 `__xstat` ABI (version 1 on x86-64 is `struct stat`), still
 // called by older binaries.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn __xstat(_ver: c_int, path: *const c_char, buf: *mut libc::stat) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { do_fstatat(AT_FDCWD, path, buf, 0) }
-}
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn __xstat64(
-    _ver: c_int,
-    path: *const c_char,
-    buf: *mut libc::stat,
-) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { do_fstatat(AT_FDCWD, path, buf, 0) }
-}
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn __lxstat(_ver: c_int, path: *const c_char, buf: *mut libc::stat) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { do_fstatat(AT_FDCWD, path, buf, AT_SYMLINK_NOFOLLOW) }
-}
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn __lxstat64(
-    _ver: c_int,
-    path: *const c_char,
-    buf: *mut libc::stat,
-) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { do_fstatat(AT_FDCWD, path, buf, AT_SYMLINK_NOFOLLOW) }
-}
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn __fxstat(_ver: c_int, fd: c_int, buf: *mut libc::stat) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { fstat(fd, buf) }
-}
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn __fxstat64(_ver: c_int, fd: c_int, buf: *mut libc::stat) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { fstat(fd, buf) }
-}
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn __fxstatat(
-    _ver: c_int,
-    d: c_int,
-    path: *const c_char,
-    buf: *mut libc::stat,
-    fl: c_int,
-) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { do_fstatat(d, path, buf, fl) }
-}
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn __fxstatat64(
-    _ver: c_int,
-    d: c_int,
-    path: *const c_char,
-    buf: *mut libc::stat,
-    fl: c_int,
-) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { do_fstatat(d, path, buf, fl) }
+forward! {
+    __xstat(_ver: c_int, path: *const c_char, buf: *mut libc::stat) -> c_int =
+        do_fstatat(AT_FDCWD, path, buf, 0);
+    __xstat64(_ver: c_int, path: *const c_char, buf: *mut libc::stat) -> c_int =
+        do_fstatat(AT_FDCWD, path, buf, 0);
+    __lxstat(_ver: c_int, path: *const c_char, buf: *mut libc::stat) -> c_int =
+        do_fstatat(AT_FDCWD, path, buf, AT_SYMLINK_NOFOLLOW);
+    __lxstat64(_ver: c_int, path: *const c_char, buf: *mut libc::stat) -> c_int =
+        do_fstatat(AT_FDCWD, path, buf, AT_SYMLINK_NOFOLLOW);
+    __fxstat(_ver: c_int, fd: c_int, buf: *mut libc::stat) -> c_int = fstat(fd, buf);
+    __fxstat64(_ver: c_int, fd: c_int, buf: *mut libc::stat) -> c_int = fstat(fd, buf);
+    __fxstatat(_v: c_int, d: c_int, p: *const c_char, b: *mut libc::stat, fl: c_int) -> c_int =
+        do_fstatat(d, p, b, fl);
+    __fxstatat64(_v: c_int, d: c_int, p: *const c_char, b: *mut libc::stat, fl: c_int) -> c_int =
+        do_fstatat(d, p, b, fl);
 }
 
 #[unsafe(no_mangle)]
@@ -1201,10 +1058,8 @@ pub unsafe extern "C" fn statx(
 // ---------------------------------------------------------------------------
 // Names.
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn access(path: *const c_char, mode: c_int) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { faccessat(AT_FDCWD, path, mode, 0) }
+forward! {
+    access(path: *const c_char, mode: c_int) -> c_int = faccessat(AT_FDCWD, path, mode, 0);
 }
 
 #[unsafe(no_mangle)]
@@ -1228,16 +1083,11 @@ pub unsafe extern "C" fn faccessat(
     }
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn euidaccess(path: *const c_char, mode: c_int) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { faccessat(AT_FDCWD, path, mode, libc::AT_EACCESS) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn eaccess(path: *const c_char, mode: c_int) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { faccessat(AT_FDCWD, path, mode, libc::AT_EACCESS) }
+forward! {
+    euidaccess(path: *const c_char, mode: c_int) -> c_int =
+        faccessat(AT_FDCWD, path, mode, libc::AT_EACCESS);
+    eaccess(path: *const c_char, mode: c_int) -> c_int =
+        faccessat(AT_FDCWD, path, mode, libc::AT_EACCESS);
 }
 
 #[unsafe(no_mangle)]
@@ -1254,10 +1104,8 @@ pub unsafe extern "C" fn mkdirat(dirfd: c_int, path: *const c_char, mode: mode_t
     }
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mkdir(path: *const c_char, mode: mode_t) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { mkdirat(AT_FDCWD, path, mode) }
+forward! {
+    mkdir(path: *const c_char, mode: mode_t) -> c_int = mkdirat(AT_FDCWD, path, mode);
 }
 
 #[unsafe(no_mangle)]
@@ -1274,16 +1122,9 @@ pub unsafe extern "C" fn unlinkat(dirfd: c_int, path: *const c_char, flags: c_in
     }
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn unlink(path: *const c_char) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { unlinkat(AT_FDCWD, path, 0) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rmdir(path: *const c_char) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { unlinkat(AT_FDCWD, path, libc::AT_REMOVEDIR) }
+forward! {
+    unlink(path: *const c_char) -> c_int = unlinkat(AT_FDCWD, path, 0);
+    rmdir(path: *const c_char) -> c_int = unlinkat(AT_FDCWD, path, libc::AT_REMOVEDIR);
 }
 
 #[unsafe(no_mangle)]
@@ -1317,21 +1158,11 @@ pub unsafe extern "C" fn renameat2(
     }
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn renameat(
-    d1: c_int,
-    p1: *const c_char,
-    d2: c_int,
-    p2: *const c_char,
-) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { renameat2(d1, p1, d2, p2, 0) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn rename(p1: *const c_char, p2: *const c_char) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { renameat2(AT_FDCWD, p1, AT_FDCWD, p2, 0) }
+forward! {
+    renameat(d1: c_int, p1: *const c_char, d2: c_int, p2: *const c_char) -> c_int =
+        renameat2(d1, p1, d2, p2, 0);
+    rename(p1: *const c_char, p2: *const c_char) -> c_int =
+        renameat2(AT_FDCWD, p1, AT_FDCWD, p2, 0);
 }
 
 #[unsafe(no_mangle)]
@@ -1359,10 +1190,8 @@ pub unsafe extern "C" fn linkat(
     }
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn link(p1: *const c_char, p2: *const c_char) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { linkat(AT_FDCWD, p1, AT_FDCWD, p2, 0) }
+forward! {
+    link(p1: *const c_char, p2: *const c_char) -> c_int = linkat(AT_FDCWD, p1, AT_FDCWD, p2, 0);
 }
 
 #[unsafe(no_mangle)]
@@ -1388,10 +1217,9 @@ pub unsafe extern "C" fn symlinkat(
     }
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn symlink(target: *const c_char, path: *const c_char) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { symlinkat(target, AT_FDCWD, path) }
+forward! {
+    symlink(target: *const c_char, path: *const c_char) -> c_int =
+        symlinkat(target, AT_FDCWD, path);
 }
 
 #[unsafe(no_mangle)]
@@ -1423,33 +1251,19 @@ pub unsafe extern "C" fn readlinkat(
     }
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn readlink(path: *const c_char, buf: *mut c_char, n: size_t) -> ssize_t {
-    // SAFETY: forwarded.
-    unsafe { readlinkat(AT_FDCWD, path, buf, n) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn __readlink_chk(
-    path: *const c_char,
-    buf: *mut c_char,
-    n: size_t,
-    _buflen: size_t,
-) -> ssize_t {
-    // SAFETY: forwarded.
-    unsafe { readlinkat(AT_FDCWD, path, buf, n) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn __readlinkat_chk(
-    d: c_int,
-    path: *const c_char,
-    buf: *mut c_char,
-    n: size_t,
-    _buflen: size_t,
-) -> ssize_t {
-    // SAFETY: forwarded.
-    unsafe { readlinkat(d, path, buf, n) }
+forward! {
+    readlink(path: *const c_char, buf: *mut c_char, n: size_t) -> ssize_t =
+        readlinkat(AT_FDCWD, path, buf, n);
+    __readlink_chk(path: *const c_char, buf: *mut c_char, n: size_t, _buflen: size_t) -> ssize_t =
+        readlinkat(AT_FDCWD, path, buf, n);
+    __readlinkat_chk(
+        d: c_int,
+        path: *const c_char,
+        buf: *mut c_char,
+        n: size_t,
+        _buflen: size_t,
+    ) -> ssize_t =
+        readlinkat(d, path, buf, n);
 }
 
 // ---------------------------------------------------------------------------
@@ -1475,10 +1289,8 @@ pub unsafe extern "C" fn truncate(path: *const c_char, len: off_t) -> c_int {
     }
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn truncate64(path: *const c_char, len: off_t) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { truncate(path, len) }
+forward! {
+    truncate64(path: *const c_char, len: off_t) -> c_int = truncate(path, len);
 }
 
 #[unsafe(no_mangle)]
@@ -1491,10 +1303,8 @@ pub unsafe extern "C" fn ftruncate(fd: c_int, len: off_t) -> c_int {
     )
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ftruncate64(fd: c_int, len: off_t) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { ftruncate(fd, len) }
+forward! {
+    ftruncate64(fd: c_int, len: off_t) -> c_int = ftruncate(fd, len);
 }
 
 #[unsafe(no_mangle)]
@@ -1507,10 +1317,9 @@ pub unsafe extern "C" fn fallocate(fd: c_int, mode: c_int, off: off_t, len: off_
     )
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn fallocate64(fd: c_int, mode: c_int, off: off_t, len: off_t) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { fallocate(fd, mode, off, len) }
+forward! {
+    fallocate64(fd: c_int, mode: c_int, off: off_t, len: off_t) -> c_int =
+        fallocate(fd, mode, off, len);
 }
 
 #[unsafe(no_mangle)]
@@ -1526,10 +1335,8 @@ pub unsafe extern "C" fn posix_fallocate(fd: c_int, off: off_t, len: off_t) -> c
     })
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn posix_fallocate64(fd: c_int, off: off_t, len: off_t) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { posix_fallocate(fd, off, len) }
+forward! {
+    posix_fallocate64(fd: c_int, off: off_t, len: off_t) -> c_int = posix_fallocate(fd, off, len);
 }
 
 #[unsafe(no_mangle)]
@@ -1551,15 +1358,9 @@ pub unsafe extern "C" fn posix_fadvise(fd: c_int, off: off_t, len: off_t, advice
     })
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn posix_fadvise64(
-    fd: c_int,
-    off: off_t,
-    len: off_t,
-    advice: c_int,
-) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { posix_fadvise(fd, off, len, advice) }
+forward! {
+    posix_fadvise64(fd: c_int, off: off_t, len: off_t, advice: c_int) -> c_int =
+        posix_fadvise(fd, off, len, advice);
 }
 
 #[unsafe(no_mangle)]
@@ -1692,14 +1493,9 @@ pub unsafe extern "C" fn getcwd(buf: *mut c_char, size: size_t) -> *mut c_char {
     out
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn __getcwd_chk(
-    buf: *mut c_char,
-    size: size_t,
-    _buflen: size_t,
-) -> *mut c_char {
-    // SAFETY: forwarded.
-    unsafe { getcwd(buf, size) }
+forward! {
+    __getcwd_chk(buf: *mut c_char, size: size_t, _buflen: size_t) -> *mut c_char =
+        getcwd(buf, size);
 }
 
 #[unsafe(no_mangle)]
@@ -1735,16 +1531,10 @@ pub unsafe extern "C" fn fchmodat(
     }
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn chmod(path: *const c_char, mode: mode_t) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { fchmodat(AT_FDCWD, path, mode, 0) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn lchmod(path: *const c_char, mode: mode_t) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { fchmodat(AT_FDCWD, path, mode, AT_SYMLINK_NOFOLLOW) }
+forward! {
+    chmod(path: *const c_char, mode: mode_t) -> c_int = fchmodat(AT_FDCWD, path, mode, 0);
+    lchmod(path: *const c_char, mode: mode_t) -> c_int =
+        fchmodat(AT_FDCWD, path, mode, AT_SYMLINK_NOFOLLOW);
 }
 
 #[unsafe(no_mangle)]
@@ -1781,16 +1571,11 @@ pub unsafe extern "C" fn fchownat(
     }
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn chown(path: *const c_char, uid: uid_t, gid: gid_t) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { fchownat(AT_FDCWD, path, uid, gid, 0) }
-}
-
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn lchown(path: *const c_char, uid: uid_t, gid: gid_t) -> c_int {
-    // SAFETY: forwarded.
-    unsafe { fchownat(AT_FDCWD, path, uid, gid, AT_SYMLINK_NOFOLLOW) }
+forward! {
+    chown(path: *const c_char, uid: uid_t, gid: gid_t) -> c_int =
+        fchownat(AT_FDCWD, path, uid, gid, 0);
+    lchown(path: *const c_char, uid: uid_t, gid: gid_t) -> c_int =
+        fchownat(AT_FDCWD, path, uid, gid, AT_SYMLINK_NOFOLLOW);
 }
 
 #[unsafe(no_mangle)]

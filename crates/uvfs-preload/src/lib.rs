@@ -154,3 +154,19 @@ macro_rules! real {
     }};
 }
 pub(crate) use real;
+
+/// `forward! { name(arg: T, …) -> R = expr; }`: an interposed C function
+/// that only hands its arguments to another of the shim's implementations
+/// (`stat64` to `do_fstatat`, `creat64` to `creat`, `__fxstat` to `fstat`).
+macro_rules! forward {
+    ($($name:ident($($a:ident: $t:ty),* $(,)?) -> $r:ty = $e:expr;)*) => {$(
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name($($a: $t),*) -> $r {
+            #[allow(unused_unsafe)]
+            // SAFETY: the C caller's arguments, forwarded under the contract
+            // the caller already meets for this call.
+            unsafe { $e }
+        }
+    )*};
+}
+pub(crate) use forward;
