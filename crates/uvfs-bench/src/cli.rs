@@ -1,5 +1,5 @@
-//! The command line (clap): `list`, `run`, `compare`, `reproduce`, and the
-//! commands' drivers.
+//! The command line (clap): `list`, `run`, `compare`, `reproduce`, `soak`,
+//! `preload`, and the commands' drivers.
 
 use crate::compare::{self, Rule};
 use crate::report::{self, Machine, Record, mean_sd};
@@ -65,6 +65,22 @@ pub enum Command {
     /// references. Exit status 1 on an error or when resident memory grew
     /// more than --max-growth % after the warm-up.
     Soak(SoakArgs),
+    /// Issue 5's benchmark: a C open/close loop under the LD_PRELOAD shim
+    /// against the same loop on the host's tmpfs, same run.
+    ///
+    /// Builds the shim (`cargo build --release -p uvfs-preload` into this
+    /// binary's target directory) unless --so names one, compiles the loop
+    /// (c/openclose.c, embedded) with `cc -O2` in a temporary directory,
+    /// then runs it in four modes, interleaved over --repeats rounds: the
+    /// host's tmpfs (a fresh directory under /dev/shm); the same with the
+    /// shim loaded; uvfs under the shim with UVFS_FD_CACHE=0; uvfs under
+    /// the shim with its default environment (UVFS_PREFIX=/uvfs in every
+    /// shim run). Prints pairs/s, ns per pair, the ratio to the host's
+    /// tmpfs and the issue's target (>= 10x) per uvfs mode, and what the
+    /// interposition costs per call: close(-1), fstat on a kernel fd, stat
+    /// of a host path, and the host open+close pair, shim loaded minus
+    /// not. Exit status 1 if something failed.
+    Preload(PreloadArgs),
     /// Run one lab test on uvfs (seeds, processes mode, one task) for SECS
     /// seconds, or fstree: a target for perf or callgrind.
     #[command(hide = true)]
@@ -228,6 +244,42 @@ pub struct SoakArgs {
     pub mask: u16,
 }
 
+/// `preload`'s options.
+#[derive(Debug, Args)]
+pub struct PreloadArgs {
+    /// The shim to load; built with cargo when absent.
+    #[arg(long, value_name = "PATH")]
+    pub so: Option<PathBuf>,
+    /// Rounds; each runs every mode once. Default 5 (--quick: 3).
+    #[arg(long, value_name = "R", value_parser = at_least_one)]
+    pub repeats: Option<usize>,
+    /// Seconds each measurement (one loop of one mode in one round) is
+    /// aimed at; the counts are calibrated per mode from a short first
+    /// run. Default 0.3 (--quick: 0.04).
+    #[arg(long, value_name = "SECS", conflicts_with = "iterations")]
+    pub seconds: Option<f64>,
+    /// Fixed count for every loop of every mode, instead of calibrated
+    /// counts.
+    #[arg(long, value_name = "N", value_parser = at_least_one_u64)]
+    pub iterations: Option<u64>,
+    /// Smoke run, about 3 s once the shim is built: 3 rounds of ~0.04 s
+    /// per measurement.
+    #[arg(long)]
+    pub quick: bool,
+    /// Write DIR/preload.json (made if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// A count of at least 1 (u64).
+fn at_least_one_u64(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("expected a whole number: {e}")),
+    }
+}
+
 /// `compare`'s options.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
@@ -303,6 +355,13 @@ pub fn main(cli: Cli) -> ExitCode {
                 }
             }
         }
+        Command::Preload(a) => match preload(&a) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("uvfs-bench preload: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Loop { test, secs } => match crate::reproduce::profile_loop(&test, secs) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -438,6 +497,25 @@ fn run(args: &RunArgs) -> Result<(), String> {
     if let Some(path) = &args.json {
         report::write_json(path, &records)?;
         println!("wrote {} record(s) to {}", records.len(), path.display());
+    }
+    Ok(())
+}
+
+fn preload(a: &PreloadArgs) -> Result<(), String> {
+    let cfg = crate::preload::PreloadConfig {
+        so: a.so.clone(),
+        repeats: a.repeats.unwrap_or(if a.quick { 3 } else { 5 }),
+        seconds: a.seconds.unwrap_or(if a.quick { 0.04 } else { 0.3 }),
+        iterations: a.iterations,
+        host_parent: crate::reproduce::host_dir(),
+        progress: true,
+    };
+    let r = crate::preload::measure(&cfg)?;
+    println!();
+    crate::preload::print_text(&mut std::io::stdout(), &r).map_err(|e| e.to_string())?;
+    if let Some(dir) = &a.out {
+        let p = crate::preload::write_json(dir, &r)?;
+        println!("\nwrote {}", p.display());
     }
     Ok(())
 }

@@ -492,7 +492,7 @@ pub fn reproduce(profile: Profile, out: &Path) -> Result<(), String> {
 }
 
 /// Where host work directories go: `/dev/shm` (tmpfs) when there is one.
-fn host_dir() -> PathBuf {
+pub fn host_dir() -> PathBuf {
     let shm = PathBuf::from("/dev/shm");
     if shm.is_dir() {
         shm
