@@ -3,7 +3,7 @@
 
 use crate::compare::{self, Rule};
 use crate::report::{self, Machine, Record, mean_sd};
-use crate::reproduce::Profile;
+use crate::reproduce::{PreloadSection, Profile};
 use crate::runner::{self, Backend, Mode, RunConfig};
 use crate::workloads::{self, Params, TESTS, Test};
 use clap::{Args, Parser, Subcommand};
@@ -48,9 +48,13 @@ pub enum Command {
     /// host kernel's figure for the same test; prints before, after, change
     /// and its 95 % interval, a verdict per seed, uvfs against the host for
     /// every test, the lab issue's targets and (on more than one CPU)
-    /// scaling over tasks. Writes index.html with SVG charts,
-    /// reproduce.json and records.json (for `compare`) into --out. Exit
-    /// status 1 if a run failed.
+    /// scaling over tasks; last, as `uvfs-bench preload`, the C
+    /// open/close loop under the LD_PRELOAD shim against the host's tmpfs
+    /// (default and --full; see --no-preload and --preload). Writes
+    /// index.html with SVG charts, reproduce.json and records.json (for
+    /// `compare`), and preload.json, into --out. Exit status 1 if a run
+    /// failed (the preload section never fails reproduce: it is reported
+    /// as skipped).
     Reproduce(ReproduceArgs),
     /// Run a mixed workload on one uvfs VFS for a long time, printing
     /// resident memory every interval (memory must flatten: no leak).
@@ -208,9 +212,18 @@ pub struct ReproduceArgs {
     #[arg(long)]
     pub full: bool,
     /// Where index.html, the .svg charts, reproduce.json and records.json
-    /// go (made if missing).
+    /// (and preload.json) go (made if missing).
     #[arg(long, value_name = "DIR", default_value = "target/uvfs-report")]
     pub out: PathBuf,
+    /// Skip the last section, the LD_PRELOAD shim's C open/close loop
+    /// against the host's tmpfs (`uvfs-bench preload`), which otherwise
+    /// runs in the default and --full profiles (building the shim with
+    /// cargo if needed; when it cannot, it is reported as skipped).
+    #[arg(long, conflicts_with = "preload")]
+    pub no_preload: bool,
+    /// Run the preload section in the --quick profile too.
+    #[arg(long)]
+    pub preload: bool,
 }
 
 /// `soak`'s options.
@@ -328,7 +341,12 @@ pub fn main(cli: Cli) -> ExitCode {
                 (_, true) => Profile::Full,
                 _ => Profile::Default,
             };
-            match crate::reproduce::reproduce(profile, &args.out) {
+            let section = match (args.no_preload, args.preload, profile) {
+                (true, _, _) => PreloadSection::Off,
+                (_, false, Profile::Quick) => PreloadSection::QuickOff,
+                _ => PreloadSection::Run,
+            };
+            match crate::reproduce::reproduce(profile, &args.out, section) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("uvfs-bench reproduce: {e}");
