@@ -748,8 +748,7 @@ pub fn print_text(out: &mut impl Write, r: &PreloadReport) -> std::io::Result<()
         "mode", "pairs/s", "ns/pair", "spread", "vs host", r.target
     )?;
     for m in &r.modes {
-        writeln!(
-            out,
+        let row = format!(
             "{:<w$} {:>12.0} {:>10.1} {:>6.1}% {:>7.2}x  {}",
             m.label,
             m.pairs_per_sec,
@@ -761,7 +760,8 @@ pub fn print_text(out: &mut impl Write, r: &PreloadReport) -> std::io::Result<()
                 Some(false) => "MISSED",
                 None => "",
             }
-        )?;
+        );
+        writeln!(out, "{}", row.trim_end())?;
     }
     writeln!(
         out,
@@ -773,11 +773,11 @@ pub fn print_text(out: &mut impl Write, r: &PreloadReport) -> std::io::Result<()
         "call", "without, ns", "with, ns", "cost, ns", "rounds' min..max"
     )?;
     for c in &r.interposition {
-        writeln!(
-            out,
+        let row = format!(
             "{:<38} {:>12.1} {:>10.1} {:>+9.1}  {:>+8.1}..{:<+9.1}",
             c.call, c.without_ns, c.with_ns, c.cost_ns, c.min_ns, c.max_ns
-        )?;
+        );
+        writeln!(out, "{}", row.trim_end())?;
     }
     writeln!(
         out,
