@@ -394,7 +394,7 @@ fn compile(dir: &Path) -> Result<(PathBuf, String), String> {
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
-    Ok((bin, "cc -O2 (c/openclose.c, compiled at run time)".into()))
+    Ok((bin, "c/openclose.c compiled at run time with cc -O2".into()))
 }
 
 /// One run's figures: ns per pair, per close(-1), per fstat, per stat.
