@@ -1,9 +1,9 @@
-//! The command line (clap): `list`, `run`, `compare`, `reproduce`, and the
-//! commands' drivers.
+//! The command line (clap): `list`, `run`, `compare`, `reproduce`, `soak`,
+//! `preload`, and the commands' drivers.
 
 use crate::compare::{self, Rule};
 use crate::report::{self, Machine, Record, mean_sd};
-use crate::reproduce::Profile;
+use crate::reproduce::{PreloadSection, Profile};
 use crate::runner::{self, Backend, Mode, RunConfig};
 use crate::workloads::{self, Params, TESTS, Test};
 use clap::{Args, Parser, Subcommand};
@@ -48,9 +48,13 @@ pub enum Command {
     /// host kernel's figure for the same test; prints before, after, change
     /// and its 95 % interval, a verdict per seed, uvfs against the host for
     /// every test, the lab issue's targets and (on more than one CPU)
-    /// scaling over tasks. Writes index.html with SVG charts,
-    /// reproduce.json and records.json (for `compare`) into --out. Exit
-    /// status 1 if a run failed.
+    /// scaling over tasks; last, as `uvfs-bench preload`, the C
+    /// open/close loop under the LD_PRELOAD shim against the host's tmpfs
+    /// (default and --full; see --no-preload and --preload). Writes
+    /// index.html with SVG charts, reproduce.json and records.json (for
+    /// `compare`), and preload.json, into --out. Exit status 1 if a run
+    /// failed (the preload section never fails reproduce: it is reported
+    /// as skipped).
     Reproduce(ReproduceArgs),
     /// Run a mixed workload on one uvfs VFS for a long time, printing
     /// resident memory every interval (memory must flatten: no leak).
@@ -65,6 +69,22 @@ pub enum Command {
     /// references. Exit status 1 on an error or when resident memory grew
     /// more than --max-growth % after the warm-up.
     Soak(SoakArgs),
+    /// Issue 5's benchmark: a C open/close loop under the LD_PRELOAD shim
+    /// against the same loop on the host's tmpfs, same run.
+    ///
+    /// Builds the shim (`cargo build --release -p uvfs-preload` into this
+    /// binary's target directory) unless --so names one, compiles the loop
+    /// (c/openclose.c, embedded) with `cc -O2` in a temporary directory,
+    /// then runs it in four modes, interleaved over --repeats rounds: the
+    /// host's tmpfs (a fresh directory under /dev/shm); the same with the
+    /// shim loaded; uvfs under the shim with UVFS_FD_CACHE=0; uvfs under
+    /// the shim with its default environment (UVFS_PREFIX=/uvfs in every
+    /// shim run). Prints pairs/s, ns per pair, the ratio to the host's
+    /// tmpfs and the issue's target (>= 10x) per uvfs mode, and what the
+    /// interposition costs per call: close(-1), fstat on a kernel fd, stat
+    /// of a host path, and the host open+close pair, shim loaded minus
+    /// not. Exit status 1 if something failed.
+    Preload(PreloadArgs),
     /// Run one lab test on uvfs (seeds, processes mode, one task) for SECS
     /// seconds, or fstree: a target for perf or callgrind.
     #[command(hide = true)]
@@ -192,9 +212,18 @@ pub struct ReproduceArgs {
     #[arg(long)]
     pub full: bool,
     /// Where index.html, the .svg charts, reproduce.json and records.json
-    /// go (made if missing).
+    /// (and preload.json) go (made if missing).
     #[arg(long, value_name = "DIR", default_value = "target/uvfs-report")]
     pub out: PathBuf,
+    /// Skip the last section, the LD_PRELOAD shim's C open/close loop
+    /// against the host's tmpfs (`uvfs-bench preload`), which otherwise
+    /// runs in the default and --full profiles (building the shim with
+    /// cargo if needed; when it cannot, it is reported as skipped).
+    #[arg(long, conflicts_with = "preload")]
+    pub no_preload: bool,
+    /// Run the preload section in the --quick profile too.
+    #[arg(long)]
+    pub preload: bool,
 }
 
 /// `soak`'s options.
@@ -226,6 +255,42 @@ pub struct SoakArgs {
     /// `step`); for narrowing a failure down.
     #[arg(long, default_value_t = u16::MAX, hide = true)]
     pub mask: u16,
+}
+
+/// `preload`'s options.
+#[derive(Debug, Args)]
+pub struct PreloadArgs {
+    /// The shim to load; built with cargo when absent.
+    #[arg(long, value_name = "PATH")]
+    pub so: Option<PathBuf>,
+    /// Rounds; each runs every mode once. Default 5 (--quick: 3).
+    #[arg(long, value_name = "R", value_parser = at_least_one)]
+    pub repeats: Option<usize>,
+    /// Seconds each measurement (one loop of one mode in one round) is
+    /// aimed at; the counts are calibrated per mode from a short first
+    /// run. Default 0.3 (--quick: 0.04).
+    #[arg(long, value_name = "SECS", conflicts_with = "iterations")]
+    pub seconds: Option<f64>,
+    /// Fixed count for every loop of every mode, instead of calibrated
+    /// counts.
+    #[arg(long, value_name = "N", value_parser = at_least_one_u64)]
+    pub iterations: Option<u64>,
+    /// Smoke run, about 3 s once the shim is built: 3 rounds of ~0.04 s
+    /// per measurement.
+    #[arg(long)]
+    pub quick: bool,
+    /// Write DIR/preload.json (made if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// A count of at least 1 (u64).
+fn at_least_one_u64(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("expected a whole number: {e}")),
+    }
 }
 
 /// `compare`'s options.
@@ -276,7 +341,12 @@ pub fn main(cli: Cli) -> ExitCode {
                 (_, true) => Profile::Full,
                 _ => Profile::Default,
             };
-            match crate::reproduce::reproduce(profile, &args.out) {
+            let section = match (args.no_preload, args.preload, profile) {
+                (true, _, _) => PreloadSection::Off,
+                (_, false, Profile::Quick) => PreloadSection::QuickOff,
+                _ => PreloadSection::Run,
+            };
+            match crate::reproduce::reproduce(profile, &args.out, section) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("uvfs-bench reproduce: {e}");
@@ -303,6 +373,13 @@ pub fn main(cli: Cli) -> ExitCode {
                 }
             }
         }
+        Command::Preload(a) => match preload(&a) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("uvfs-bench preload: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Command::Loop { test, secs } => match crate::reproduce::profile_loop(&test, secs) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -438,6 +515,25 @@ fn run(args: &RunArgs) -> Result<(), String> {
     if let Some(path) = &args.json {
         report::write_json(path, &records)?;
         println!("wrote {} record(s) to {}", records.len(), path.display());
+    }
+    Ok(())
+}
+
+fn preload(a: &PreloadArgs) -> Result<(), String> {
+    let cfg = crate::preload::PreloadConfig {
+        so: a.so.clone(),
+        repeats: a.repeats.unwrap_or(if a.quick { 3 } else { 5 }),
+        seconds: a.seconds.unwrap_or(if a.quick { 0.04 } else { 0.3 }),
+        iterations: a.iterations,
+        host_parent: crate::reproduce::host_dir(),
+        progress: true,
+    };
+    let r = crate::preload::measure(&cfg)?;
+    println!();
+    crate::preload::print_text(&mut std::io::stdout(), &r).map_err(|e| e.to_string())?;
+    if let Some(dir) = &a.out {
+        let p = crate::preload::write_json(dir, &r)?;
+        println!("\nwrote {}", p.display());
     }
     Ok(())
 }

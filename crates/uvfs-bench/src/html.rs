@@ -456,13 +456,81 @@ pub fn page(r: &Reproduction, charts: &[(String, String)]) -> String {
             esc(what)
         );
     }
+    h.push_str("</table>\n");
+    preload_section(&mut h, r);
     h.push_str(
-        "</table>\n<p>Raw figures: <a href=\"reproduce.json\">reproduce.json</a>; \
+        "<p>Raw figures: <a href=\"reproduce.json\">reproduce.json</a>; \
          every run as a <code>run --json</code> record: <a href=\"records.json\">records.json</a> \
          (compare two reports with <code>uvfs-bench compare OLD/records.json NEW/records.json</code>).</p>\n\
          </body></html>\n",
     );
     h
+}
+
+/// The LD_PRELOAD shim's section: the modes' table and the interposition
+/// costs, or why it did not run.
+fn preload_section(h: &mut String, r: &Reproduction) {
+    h.push_str("<h2>The LD_PRELOAD shim: C open/close loop (issue 5)</h2>\n");
+    let Some(p) = &r.preload else {
+        let _ = writeln!(
+            h,
+            "<p>{}</p>",
+            esc(r.preload_note.as_deref().unwrap_or("not run"))
+        );
+        return;
+    };
+    let _ = writeln!(
+        h,
+        "<p>will-it-scale's open1 loop (<code>open(O_RDWR)</code> + <code>close</code> of one file) as a C program \
+         ({}), shim <code>{}</code>, <code>UVFS_PREFIX={}</code>; {} rounds, the modes interleaved in each; \
+         median over the rounds; spread = (max − min) / median. Also in <a href=\"preload.json\">preload.json</a>.</p>",
+        esc(&p.cc),
+        esc(&p.so),
+        esc(&p.prefix),
+        p.rounds
+    );
+    let _ = writeln!(
+        h,
+        "<table><tr><th>mode</th><th>pairs/s</th><th>ns per pair</th><th>spread</th><th>vs host tmpfs</th>\
+         <th>target ≥ {}×</th></tr>",
+        p.target
+    );
+    for m in &p.modes {
+        let (class, word) = match m.target_met {
+            Some(true) => ("met", "met"),
+            Some(false) => ("missed", "missed"),
+            None => ("", ""),
+        };
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td class=\"n\">{:.0}</td><td class=\"n\">{:.1}</td><td class=\"n\">{:.1}%</td>\
+             <td class=\"n\">{:.2}×</td><td class=\"{class}\">{word}</td></tr>",
+            esc(&m.label),
+            m.pairs_per_sec,
+            m.ns_per_pair.median,
+            m.ns_per_pair.spread_pct(),
+            m.ratio_vs_host
+        );
+    }
+    h.push_str(
+        "</table>\n<p>What the interposition costs per call (host tmpfs, shim loaded minus not; \
+         median of the rounds' differences):</p>\n<table><tr><th>call</th><th>without, ns</th>\
+         <th>with, ns</th><th>cost, ns</th><th>rounds' min .. max</th></tr>\n",
+    );
+    for c in &p.interposition {
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td class=\"n\">{:.1}</td><td class=\"n\">{:.1}</td><td class=\"n\">{:+.1}</td>\
+             <td class=\"n\">{:+.1} .. {:+.1}</td></tr>",
+            esc(&c.call),
+            c.without_ns,
+            c.with_ns,
+            c.cost_ns,
+            c.min_ns,
+            c.max_ns
+        );
+    }
+    h.push_str("</table>\n");
 }
 
 #[cfg(test)]

@@ -1,20 +1,23 @@
 //! The uvfs lab: will-it-scale's file-system tests run on the host kernel
 //! (real system calls through libc) and on uvfs, in processes or threads
 //! mode, with JSON results and a regression comparison; and `reproduce`,
-//! the seeds' A/B experiments.
+//! the seeds' A/B experiments; and `preload`, the C open/close loop under
+//! the LD_PRELOAD shim against the host's tmpfs.
 //!
 //! Modules, one concern each: [`cli`] (the command line and its drivers),
 //! [`workloads`] (the tests), [`backend`] (host and uvfs system calls and
 //! work directories), [`runner`] (tasks, start barrier, counters,
 //! sampling), [`report`] (records, JSON, tables), [`compare`] (the noise
 //! rule and verdicts), [`reproduce`] (the seeds' A/B table, uvfs against the host, targets,
-//! scaling), [`html`] (its HTML report and SVG charts) and [`soak`] (a
-//! long mixed workload watching resident memory).
+//! scaling), [`html`] (its HTML report and SVG charts), [`soak`] (a
+//! long mixed workload watching resident memory) and [`preload`] (issue
+//! 5's benchmark of the shim).
 
 pub mod backend;
 pub mod cli;
 pub mod compare;
 pub mod html;
+pub mod preload;
 pub mod report;
 pub mod reproduce;
 pub mod runner;

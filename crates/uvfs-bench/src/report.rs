@@ -121,7 +121,8 @@ pub fn write_json(path: &Path, records: &[Record]) -> Result<(), String> {
     writeln!(f, "{text}").map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Reads a JSON array of records (a single record object is accepted too).
+/// Reads a JSON array of records (a single record object is accepted too,
+/// and so is an object with a `records` array, as `preload.json`).
 pub fn read_json(path: &Path) -> Result<Vec<Record>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     parse_json(&text).map_err(|e| format!("{}: {e}", path.display()))
@@ -132,6 +133,10 @@ pub fn parse_json(text: &str) -> Result<Vec<Record>, String> {
     let v: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
     let v = match v {
         serde_json::Value::Array(_) => v,
+        // A report holding records (`preload.json`): its records.
+        serde_json::Value::Object(mut o) if o.get("records").is_some_and(|r| r.is_array()) => {
+            o.remove("records").unwrap_or_default()
+        }
         o @ serde_json::Value::Object(_) => serde_json::Value::Array(vec![o]),
         _ => return Err("expected a JSON array of records".into()),
     };
@@ -256,6 +261,8 @@ mod tests {
         assert_eq!(r[0].test, "dup1");
         assert_eq!(r[0].machine, None);
         assert!(parse_json("42").is_err());
+        let wrapped = format!(r#"{{"rounds":3,"records":{text}}}"#);
+        assert_eq!(parse_json(&wrapped).unwrap(), r);
         assert!(parse_json(r#"[{"test":"x"}]"#).is_err());
     }
 

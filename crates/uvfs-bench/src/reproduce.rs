@@ -6,12 +6,19 @@
 //! lab issue, and scaling over tasks where the machine has more than one
 //! CPU. Every figure comes from the lab's [`runner`], the same code
 //! `uvfs-bench run` uses, so a row here and a `run` of the same test agree.
+//! Last (default and `--full` profiles; `--quick` only with `--preload`;
+//! never with `--no-preload`) comes [`preload`]'s comparison of the
+//! LD_PRELOAD shim with the host's tmpfs; when it cannot run (no cargo, no
+//! `cc`, the shim does not build) it is reported as skipped, with the
+//! reason, and reproduce goes on.
 //!
 //! Output: tables on stdout, and in `--out` (default
 //! `target/uvfs-report/`) `reproduce.json` (everything), `records.json`
-//! (the runs as `run --json` records, for `uvfs-bench compare`) and
-//! `index.html` with SVG charts (also written as separate `.svg` files).
+//! (the runs as `run --json` records, for `uvfs-bench compare`),
+//! `index.html` with SVG charts (also written as separate `.svg` files),
+//! and `preload.json` when the preload section ran.
 
+use crate::preload::{self, PreloadConfig, PreloadReport};
 use crate::report::{Machine, Record, mean_sd};
 use crate::runner::{self, Backend, Mode, RunConfig};
 use crate::workloads::{Params, Test};
@@ -45,6 +52,10 @@ pub struct Budget {
     pub warmup: f64,
     /// Seconds per run in the uvfs-against-host and scaling sections.
     pub run: f64,
+    /// Rounds of the preload section (each runs its four modes).
+    pub preload_rounds: usize,
+    /// Seconds per measurement in the preload section.
+    pub preload_seconds: f64,
 }
 
 impl Profile {
@@ -56,18 +67,24 @@ impl Profile {
                 sample: 0.1,
                 warmup: 0.02,
                 run: 0.15,
+                preload_rounds: 3,
+                preload_seconds: 0.04,
             },
             Profile::Default => Budget {
                 rounds: 10,
                 sample: 0.3,
                 warmup: 0.05,
                 run: 1.0,
+                preload_rounds: 5,
+                preload_seconds: 0.3,
             },
             Profile::Full => Budget {
                 rounds: 30,
                 sample: 1.0,
                 warmup: 0.2,
                 run: 4.0,
+                preload_rounds: 9,
+                preload_seconds: 0.6,
             },
         }
     }
@@ -367,11 +384,28 @@ pub struct Reproduction {
     pub targets: Vec<Target>,
     /// Bytes per object.
     pub object_sizes: Vec<(String, usize)>,
+    /// The LD_PRELOAD shim against the host's tmpfs, if it ran.
+    pub preload: Option<PreloadReport>,
+    /// Why the preload section is missing, if it is.
+    pub preload_note: Option<String>,
+}
+
+/// Whether and why (not) `reproduce` runs its preload section.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PreloadSection {
+    /// Run it.
+    Run,
+    /// `--no-preload`.
+    Off,
+    /// `--quick` without `--preload`.
+    QuickOff,
 }
 
 /// Runs the reproduction and writes the report; `Err` when something
-/// failed (the report is still written, with the failures in it).
-pub fn reproduce(profile: Profile, out: &Path) -> Result<(), String> {
+/// failed (the report is still written, with the failures in it). The
+/// preload section never makes it fail: its failure is reported as
+/// skipped.
+pub fn reproduce(profile: Profile, out: &Path, section: PreloadSection) -> Result<(), String> {
     let budget = profile.budget();
     let machine = Machine::current();
     let host_dir = host_dir();
@@ -451,9 +485,41 @@ pub fn reproduce(profile: Profile, out: &Path) -> Result<(), String> {
     };
     bar.finish_and_clear();
 
-    let targets = targets(&versus, &scaling);
+    let (preload, preload_note) = match section {
+        PreloadSection::Off => (None, Some("not run (--no-preload)".to_string())),
+        PreloadSection::QuickOff => (
+            None,
+            Some("not run in the quick profile (--preload runs it)".to_string()),
+        ),
+        PreloadSection::Run => {
+            println!(
+                "preload: the C open/close loop under the LD_PRELOAD shim against the host's tmpfs \
+                 ({} rounds of ~{} s per measurement)",
+                budget.preload_rounds, budget.preload_seconds
+            );
+            let cfg = PreloadConfig {
+                so: None,
+                repeats: budget.preload_rounds,
+                seconds: budget.preload_seconds,
+                iterations: None,
+                host_parent: host_dir.clone(),
+                progress: true,
+            };
+            match preload::measure(&cfg) {
+                Ok(p) => (Some(p), None),
+                Err(e) => {
+                    println!("preload: skipped: {e}");
+                    (None, Some(format!("skipped: {e}")))
+                }
+            }
+        }
+    };
+    let targets = targets(&versus, &scaling, preload.as_ref());
     let failures = std::mem::take(&mut lab.failures);
-    let records = std::mem::take(&mut lab.records);
+    let mut records = std::mem::take(&mut lab.records);
+    if let Some(p) = &preload {
+        records.extend(p.records.iter().cloned());
+    }
     let rep = Reproduction {
         profile,
         budget,
@@ -471,13 +537,20 @@ pub fn reproduce(profile: Profile, out: &Path) -> Result<(), String> {
             .into_iter()
             .map(|(w, b)| (w.to_string(), b))
             .collect(),
+        preload,
+        preload_note,
     };
     print_text(&rep);
     write_out(out, &rep, &records)?;
     println!(
-        "\nwrote {}/index.html, reproduce.json, records.json ({} records) in {:.0} s",
+        "\nwrote {}/index.html, reproduce.json, records.json ({} records){} in {:.0} s",
         out.display(),
         records.len(),
+        if rep.preload.is_some() {
+            ", preload.json"
+        } else {
+            ""
+        },
         rep.wall_seconds
     );
     if failures.is_empty() {
@@ -492,7 +565,7 @@ pub fn reproduce(profile: Profile, out: &Path) -> Result<(), String> {
 }
 
 /// Where host work directories go: `/dev/shm` (tmpfs) when there is one.
-fn host_dir() -> PathBuf {
+pub fn host_dir() -> PathBuf {
     let shm = PathBuf::from("/dev/shm");
     if shm.is_dir() {
         shm
@@ -774,7 +847,11 @@ impl Lab<'_> {
 }
 
 /// The issue's targets, checked against this run.
-fn targets(versus: &[Versus], scaling: &[ScalePoint]) -> Vec<Target> {
+fn targets(
+    versus: &[Versus],
+    scaling: &[ScalePoint],
+    preload: Option<&PreloadReport>,
+) -> Vec<Target> {
     let mut t = Vec::new();
     for &(test, goal) in HOST_TARGETS {
         let measured = versus
@@ -806,6 +883,18 @@ fn targets(versus: &[Versus], scaling: &[ScalePoint]) -> Vec<Target> {
             goal: format!(">= {THREADS_TARGET}x"),
             measured,
             met: measured.map(|m| m >= THREADS_TARGET),
+        });
+    }
+    // Issue 5: the C loop under the shim against the host's tmpfs.
+    for def in preload::MODES.iter().filter(|m| m.uvfs) {
+        let measured = preload
+            .and_then(|p| p.modes.iter().find(|m| m.key == def.key))
+            .map(|m| m.ratio_vs_host);
+        t.push(Target {
+            what: format!("shim open+close: {} / host", def.key),
+            goal: format!(">= {}x", preload::TARGET),
+            measured,
+            met: measured.map(|m| m >= preload::TARGET),
         });
     }
     t
@@ -907,6 +996,16 @@ fn print_text(r: &Reproduction) {
     for (what, bytes) in &r.object_sizes {
         println!("  {bytes:>5}  {what}");
     }
+    println!("\nthe LD_PRELOAD shim: C open/close loop (uvfs-bench preload)");
+    match (&r.preload, &r.preload_note) {
+        (Some(p), _) => {
+            if let Err(e) = preload::print_text(&mut std::io::stdout(), p) {
+                eprintln!("reproduce: printing the preload section: {e}");
+            }
+        }
+        (None, Some(note)) => println!("{note}"),
+        (None, None) => println!("not run"),
+    }
 }
 
 /// Writes reproduce.json, records.json, index.html and the charts.
@@ -921,6 +1020,9 @@ fn write_out(out: &Path, r: &Reproduction, records: &[Record]) -> Result<(), Str
     for (name, svg) in &charts {
         let p = out.join(name);
         std::fs::write(&p, svg).map_err(|e| ctx(&p, e))?;
+    }
+    if let Some(p) = &r.preload {
+        preload::write_json(out, p)?;
     }
     let p = out.join("index.html");
     std::fs::write(&p, html::page(r, &charts)).map_err(|e| ctx(&p, e))
@@ -998,11 +1100,13 @@ mod tests {
                 ops_per_sec: 12.0,
             },
         ];
-        let t = targets(&v, &s);
+        let t = targets(&v, &s, None);
         let find = |w: &str| t.iter().find(|t| t.what.starts_with(w)).unwrap();
         assert_eq!(find("open1: uvfs / host").met, Some(true));
         assert_eq!(find("openneg").met, None);
         assert_eq!(find("dup1: uvfs threads").met, Some(false));
         assert!((find("dup1: uvfs threads").measured.unwrap() - 1.2).abs() < 1e-9);
+        assert_eq!(find("shim open+close: uvfs-default").met, None);
+        assert_eq!(find("shim open+close: uvfs-fd-cache-0").measured, None);
     }
 }

@@ -420,3 +420,148 @@ fn fstree_and_blogbench_write_their_fields() {
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Whether a C compiler (`cc`) runs here.
+fn have_cc() -> bool {
+    Command::new("cc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// The four modes of `preload`, as its table labels them.
+const PRELOAD_MODES: [(&str, &str); 4] = [
+    ("host", "host tmpfs"),
+    ("host-shim", "host tmpfs, shim loaded"),
+    (
+        "uvfs-fd-cache-0",
+        "uvfs, UVFS_FD_CACHE=0 (a placeholder syscall per open and close)",
+    ),
+    ("uvfs-default", "uvfs, default (placeholder cache)"),
+];
+
+/// `preload --quick` end to end: the shim built (release, into this
+/// binary's target directory), the C loop compiled and run in the four
+/// modes; the table's figures are numbers and agree with preload.json,
+/// whose ratios are the modes' pairs/s over the host's.
+#[test]
+fn preload_quick_measures_every_mode() {
+    if !have_cc() {
+        eprintln!("SKIPPED preload_quick_measures_every_mode: no cc to compile the C loop");
+        return;
+    }
+    let dir = tmpdir("preload");
+    let out = bench()
+        .env("CARGO", env!("CARGO"))
+        .args(["preload", "--quick", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let rep: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("preload.json")).unwrap()).unwrap();
+    let modes = rep["modes"].as_array().unwrap();
+    assert_eq!(modes.len(), 4, "{rep}");
+    let host = modes[0]["pairs_per_sec"].as_f64().unwrap();
+    assert!(host > 0.0, "{rep}");
+    for (m, (key, label)) in modes.iter().zip(PRELOAD_MODES) {
+        assert_eq!(m["key"], key);
+        assert_eq!(m["label"], label);
+        let pps = m["pairs_per_sec"].as_f64().unwrap();
+        let ns = m["ns_per_pair"]["median"].as_f64().unwrap();
+        assert!(pps > 0.0 && ns > 0.0, "{m}");
+        // 3 rounds: the median pairs/s is the reciprocal of the median ns.
+        assert!((pps * ns / 1e9 - 1.0).abs() < 1e-6, "{m}");
+        assert_eq!(m["ns_per_pair"]["samples"].as_array().unwrap().len(), 3);
+        let ratio = m["ratio_vs_host"].as_f64().unwrap();
+        assert!((ratio - pps / host).abs() <= 1e-9 * ratio, "{m}");
+        match key {
+            "host" | "host-shim" => assert!(m["target_met"].is_null(), "{m}"),
+            _ => assert_eq!(m["target_met"].as_bool(), Some(ratio >= 10.0), "{m}"),
+        }
+        for f in ["close_bad_ns", "fstat_ns", "stat_ns"] {
+            assert!(m[f]["median"].as_f64().unwrap() > 0.0, "{f}: {m}");
+        }
+        let env: Vec<&str> = m["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_str().unwrap())
+            .collect();
+        assert_eq!(env.contains(&"UVFS_PREFIX=/uvfs"), key != "host", "{m}");
+        assert_eq!(env.contains(&"UVFS_FD_CACHE=0"), key == "uvfs-fd-cache-0");
+        assert!(!env.iter().any(|e| e.starts_with("UVFS_FD_CACHE=")) || key == "uvfs-fd-cache-0");
+
+        // The table's row: label, pairs/s, ns/pair, spread %, ratio x.
+        let row = stdout
+            .lines()
+            .find(|l| {
+                l.strip_prefix(label)
+                    .is_some_and(|r| r.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+                    && l.contains('x')
+            })
+            .unwrap_or_else(|| panic!("no row for {label} in\n{stdout}"));
+        let nums: Vec<&str> = row[label.len()..].split_whitespace().collect();
+        let table_pps: f64 = nums[0].parse().unwrap();
+        let table_ns: f64 = nums[1].parse().unwrap();
+        let table_ratio: f64 = nums[3].trim_end_matches('x').parse().unwrap();
+        assert!((table_pps - pps).abs() <= 0.5, "{row}");
+        assert!((table_ns - ns).abs() <= 0.05, "{row}");
+        assert!((table_ratio - ratio).abs() <= 0.005, "{row}");
+        if key.starts_with("uvfs") {
+            let word = if ratio >= 10.0 { "met" } else { "MISSED" };
+            assert!(row.ends_with(word), "{row}");
+        }
+    }
+    let costs = rep["interposition"].as_array().unwrap();
+    assert_eq!(costs.len(), 4);
+    for c in costs {
+        let (without, with, cost) = (
+            c["without_ns"].as_f64().unwrap(),
+            c["with_ns"].as_f64().unwrap(),
+            c["cost_ns"].as_f64().unwrap(),
+        );
+        assert!(without > 0.0 && with > 0.0 && cost.is_finite(), "{c}");
+        let (lo, hi) = (c["min_ns"].as_f64().unwrap(), c["max_ns"].as_f64().unwrap());
+        assert!(lo <= cost && cost <= hi, "{c}");
+    }
+    assert!(
+        stdout.contains("close(-1)") && stdout.contains("machine: "),
+        "{stdout}"
+    );
+    // The records are `compare`'s: the report against itself, no regression.
+    let json = dir.join("preload.json");
+    let cmp = bench()
+        .arg("compare")
+        .arg(&json)
+        .arg(&json)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&cmp.stdout);
+    assert_eq!(cmp.status.code(), Some(0), "{text}");
+    assert!(text.contains("4 record(s) compared"), "{text}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn preload_reports_a_missing_shim() {
+    let (code, out, err) = run(&[
+        "preload",
+        "--quick",
+        "--so",
+        "/nonexistent/libuvfs_preload.so",
+    ]);
+    assert_eq!(code, Some(1), "{out}\n{err}");
+    assert!(
+        err.contains("--so /nonexistent/libuvfs_preload.so: no such file"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    let (code, _, err) = run(&["reproduce", "--quick", "--preload", "--no-preload"]);
+    assert_eq!(code, Some(2), "{err}");
+    let (code, _, err) = run(&["preload", "--iterations", "0"]);
+    assert_eq!(code, Some(2), "{err}");
+}
