@@ -146,12 +146,13 @@ fn the_end_checks_catch_a_leak() {
         .map(|(_, d)| d)
         .unwrap_or_default();
     let mut f = fuzz::Fuzz::new(FastPaths::seeds());
-    f.leak_a_process();
+    let hidden = f.leak_a_process();
     let e = f
         .run(&input)
         .err()
         .expect("a leaked cwd reference is reported");
     assert!(e.contains("check_consistency"), "{e}");
+    drop(hidden);
 }
 
 type Outcomes = BTreeSet<(u8, i32)>;
