@@ -48,6 +48,11 @@ pub(crate) fn route(dirfd: c_int, path: &[u8]) -> Option<Route> {
         if first_differs {
             return Some(Route::Kernel);
         }
+        // An absolute path needs no state (no cwd): no lock.
+        return Some(match crate::state::route_abs(path) {
+            Some(u) => Route::Uvfs(AT_FDCWD, u),
+            None => Route::Kernel,
+        });
     }
     Some(with_state(|s| s.route(dirfd, path)))
 }

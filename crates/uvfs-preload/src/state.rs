@@ -135,7 +135,13 @@ fn strip_prefix(n: &[u8]) -> Option<Vec<u8>> {
     Some(rest.to_vec())
 }
 
+/// Whether `path` has a `..` component. Most paths have no two dots in a
+/// row at all, which a vectorized scan for `.` (memchr) settles; the
+/// component split runs only when they do.
 fn has_dotdot(path: &[u8]) -> bool {
+    if !memchr::memchr_iter(b'.', path).any(|i| path.get(i + 1) == Some(&b'.')) {
+        return false;
+    }
     path.split(|&c| c == b'/').any(|c| c == b"..")
 }
 
@@ -154,7 +160,7 @@ pub(crate) enum Route {
 /// Routes an absolute path: uvfs if it lies under the prefix (the raw path
 /// minus the prefix when it has no `..`, keeping symlink semantics; else
 /// the lexically normalized one).
-fn route_abs(path: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn route_abs(path: &[u8]) -> Option<Vec<u8>> {
     let pre = prefix()?;
     if let Some(rest) = path.strip_prefix(pre)
         && (rest.is_empty() || rest[0] == b'/')
