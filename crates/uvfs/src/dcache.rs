@@ -12,6 +12,23 @@
 //! bit: a dentry being killed cannot be revived by a lockless lookup
 //! (`lockref_get_not_dead`).
 //!
+//! # Children and removed directories
+//!
+//! A directory lists its child dentries (Linux's `d_children`), in a
+//! [`Children`] allocated at its first child: a vector of pointers under
+//! its own lock, each child knowing its index (`slot`), so listing and
+//! unlisting cost O(1). When a directory is removed (rmdir, or renamed
+//! over), [`DentryCache::prune_dead_dir`] does what Linux's
+//! `shrink_dcache_parent` does for it: its children (negative ones: a
+//! removed directory is empty) are unhashed at once, and those nobody uses
+//! die then; the list is marked dead, so a child made afterwards (a lookup
+//! that raced the removal) is never hashed and dies at its last put. So
+//! nothing cached keeps a removed directory, or its ancestors, alive.
+//!
+//! Lock order: a directory's `dir_lock`, then a `Children` lock, then a
+//! bucket lock. The LRU lock is never held with a `Children` lock, and no
+//! `Children` lock is taken under a bucket lock.
+//!
 //! Dentry memory is reclaimed through the epoch scheme in [`reclaim`]
 //! (Linux frees dentries after an RCU grace period too): a lockless walker
 //! pins the epoch, so any dentry it reaches through a hash chain or a parent
@@ -74,6 +91,92 @@ const DEADDIR: u32 = 16;
 /// The most bucket locks (each on its own cache lines).
 const MAX_LOCKS: usize = 4096;
 
+/// The `slot` of a dentry in no parent's [`Children`] list.
+const NO_SLOT: u32 = u32::MAX;
+
+/// A directory's child dentries (Linux's `d_children`), so that a removed
+/// directory's children can be found and pruned without a scan of the
+/// cache. Allocated at the first child (or at the prune) and freed when the
+/// directory's dentry is killed (it has no child then: each holds a
+/// reference on it).
+///
+/// Invariants, under `kids`: each listed dentry's `parent` is this
+/// directory and its `slot` is its index in `list`; a listed dentry's
+/// memory is live (`kill` unlists it before retiring it); every hashed
+/// dentry but a root is listed in its parent's `Children`; a dead list
+/// gains no member.
+struct Children {
+    kids: Mutex<Kids>,
+}
+
+struct Kids {
+    /// The directory was removed and pruned: no child joins the list or
+    /// the hash any more.
+    dead: bool,
+    list: Vec<NonNull<Dentry>>,
+}
+
+impl Children {
+    fn new() -> Children {
+        Children {
+            kids: Mutex::new(Kids {
+                dead: false,
+                list: Vec::new(),
+            }),
+        }
+    }
+}
+
+impl Kids {
+    /// Lists `d` (whose `parent` is this list's directory); `false` if the
+    /// list is dead (or, in theory, full: `slot` is a `u32`).
+    fn push(&mut self, d: NonNull<Dentry>) -> bool {
+        if self.dead || self.list.len() >= NO_SLOT as usize {
+            return false;
+        }
+        // SAFETY: the caller owns a reference to `d`.
+        unsafe { d.as_ref() }
+            .slot
+            .store(self.list.len() as u32, Ordering::Relaxed);
+        self.list.push(d);
+        true
+    }
+
+    /// Unlists `d` if it is listed here (swap-remove: the last entry takes
+    /// its index).
+    fn remove(&mut self, d: &Dentry) {
+        let at = d.slot.load(Ordering::Relaxed);
+        if at == NO_SLOT {
+            return;
+        }
+        let me = NonNull::from(d);
+        let at = match self.list.get(at as usize) {
+            Some(&x) if x == me => at as usize,
+            _ => {
+                // A wrong slot is a bug; never leave a stale pointer.
+                debug_assert!(false, "dentry listed at the wrong slot");
+                match self.list.iter().position(|&x| x == me) {
+                    Some(i) => i,
+                    None => return,
+                }
+            }
+        };
+        self.list.swap_remove(at);
+        if let Some(&moved) = self.list.get(at) {
+            // SAFETY: listed dentries are live (see `Children`).
+            unsafe { moved.as_ref() }
+                .slot
+                .store(at as u32, Ordering::Relaxed);
+        }
+        d.slot.store(NO_SLOT, Ordering::Relaxed);
+        // A directory that once had many cached children gives the memory
+        // back as they go (amortized O(1)).
+        if self.list.capacity() > 64 && self.list.len() < self.list.capacity() / 4 {
+            self.list.shrink_to(self.list.capacity() / 2);
+        }
+    }
+}
+
 /// A name as stored: immutable, replaced whole (and the old one reclaimed
 /// after a grace period) by a rename. The bytes sit in a [`primitive`
 /// cell](crate::primitive::UnsafeCell) (a plain cell in normal builds) so
@@ -132,6 +235,11 @@ pub struct Dentry {
     /// LRU links, guarded by the cache's LRU lock.
     lru: UnsafeCell<(*mut Dentry, *mut Dentry)>,
     sb: Arc<SuperBlock>,
+    /// This directory's [`Children`], or null until its first child.
+    children: AtomicPtr<Children>,
+    /// The index in the parent's [`Children`] list, or [`NO_SLOT`]; read
+    /// and written only under that list's lock.
+    slot: AtomicU32,
 }
 
 // SAFETY: shared state is atomics and mutexes; `lru` is only touched under
@@ -204,7 +312,43 @@ impl Dentry {
             dir_lock: Mutex::new(()),
             lru: UnsafeCell::new((ptr::null_mut(), ptr::null_mut())),
             sb,
+            children: AtomicPtr::new(ptr::null_mut()),
+            slot: AtomicU32::new(NO_SLOT),
         })
+    }
+
+    /// This directory's child list, allocated on first use. The caller
+    /// holds a reference (or a child's reference): the list lives until
+    /// the dentry is killed.
+    fn children(&self) -> &Children {
+        if let Some(c) = self.children_if_any() {
+            return c;
+        }
+        let new = Box::into_raw(Box::new(Children::new()));
+        match self.children.compare_exchange(
+            ptr::null_mut(),
+            new,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            // SAFETY: just published; freed only by `kill`, which the
+            // caller's reference holds off.
+            Ok(_) => unsafe { &*new },
+            Err(cur) => {
+                // SAFETY: ours, never published.
+                drop(unsafe { Box::from_raw(new) });
+                // SAFETY: published by the winner; freed only by `kill`.
+                unsafe { &*cur }
+            }
+        }
+    }
+
+    /// The child list if one was allocated (no child was ever listed
+    /// otherwise). Same contract as [`children`](Self::children).
+    fn children_if_any(&self) -> Option<&Children> {
+        // SAFETY: freed only by `kill`, which the caller's reference holds
+        // off; published with a release.
+        NonNull::new(self.children.load(Ordering::Acquire)).map(|c| unsafe { &*c.as_ptr() })
     }
 
     /// The superblock this dentry belongs to.
@@ -577,6 +721,25 @@ unsafe fn kill(d: NonNull<Dentry>) {
         }
         cache.nr.fetch_sub(1, Ordering::Relaxed);
         let parent = dr.parent.swap(ptr::null_mut(), Ordering::AcqRel);
+        // Off the parent's child list while our memory is still live (a
+        // prune walks the list under its lock and looks at each member),
+        // and before our reference on the parent goes.
+        if let Some(p) = NonNull::new(parent) {
+            // SAFETY: we still hold the reference on the parent.
+            if let Some(ch) = unsafe { p.as_ref() }.children_if_any() {
+                lock(&ch.kids).remove(dr);
+            }
+        }
+        // Our own list is empty (every child held a reference on us and
+        // unlisted itself before dropping it), and nobody else can reach
+        // it: only holders of a reference on us do.
+        if let Some(ch) = NonNull::new(dr.children.swap(ptr::null_mut(), Ordering::AcqRel)) {
+            // SAFETY: allocated by `children` with `Box::new`, unreachable
+            // now (see above).
+            let ch = unsafe { Box::from_raw(ch.as_ptr()) };
+            debug_assert!(lock(&ch.kids).list.is_empty(), "killed with children");
+            drop(ch);
+        }
         // The name stays in place (freed with the dentry, after the grace
         // period): a lockless walker may be standing on this dentry, having
         // reached it through a chain before the unhash, and reads the name
@@ -904,10 +1067,51 @@ impl DentryCache {
         std::mem::forget(p); // the child's reference on its parent
         self.nr.fetch_add(1, Ordering::Relaxed);
         let d = NonNull::from(Box::leak(d));
-        self.hash_in(d, hash);
+        self.attach(parent, d, hash);
         let r = DentryRef(d);
         self.shrink_to_limit();
         r
+    }
+
+    /// Lists `d`, a child of `parent`, on `parent`'s child list and hashes
+    /// it, both under the list's lock: a prune of `parent` sees either the
+    /// listed, hashed child or the dead list. A child of a pruned
+    /// (removed) directory is neither listed nor hashed: lookups there fail
+    /// anyway, and it dies at its last put.
+    fn attach(&self, parent: &Dentry, d: NonNull<Dentry>, hash: u64) {
+        let mut kids = lock(&parent.children().kids);
+        if kids.push(d) {
+            self.hash_in(d, hash);
+        }
+    }
+
+    /// `shrink_dcache_parent` for a directory just removed (rmdir, or
+    /// renamed over; the caller has dropped it from the hash, or is about
+    /// to): unhashes every child and kills those nobody holds, and marks
+    /// the child list dead so that no later child is hashed. Children in
+    /// use (a lookup that raced the removal, an open unlinked file) die at
+    /// their last put. A removed directory is empty, so its hashed children
+    /// are negative and have no children of their own: one level is all
+    /// there is to prune. Cost: the number of children, not the cache.
+    pub(crate) fn prune_dead_dir(&self, dir: &DentryRef) {
+        let mut held = Vec::new();
+        {
+            let mut kids = lock(&dir.children().kids);
+            kids.dead = true;
+            for &c in &kids.list {
+                // SAFETY: listed dentries are live under the list's lock.
+                let cr = unsafe { c.as_ref() };
+                // A dentry already dying (the shrinker's, or a final put's)
+                // is unhashed by its killer, who unlists it after we let go.
+                if cr.get_not_dead() {
+                    held.push(DentryRef(c));
+                    self.unhash(c);
+                }
+            }
+        }
+        // The final puts kill: the children are unhashed now. (Each takes
+        // the list's lock to unlist itself, so not under it.)
+        drop(held);
     }
 
     fn hash_in(&self, d: NonNull<Dentry>, hash: u64) {
@@ -973,6 +1177,14 @@ impl DentryCache {
     /// caller holds both parents' `dir_lock`s and references on everything.
     pub(crate) fn d_move(&self, d: &DentryRef, new_parent: &DentryRef, new_name: &[u8]) {
         self.unhash(d.0);
+        // Off the old parent's list before the parent changes (the list's
+        // invariant: members are its directory's children).
+        if let Some(op) = NonNull::new(d.parent_ptr()) {
+            // SAFETY: `d` holds a reference on its parent.
+            if let Some(ch) = unsafe { op.as_ref() }.children_if_any() {
+                lock(&ch.kids).remove(d);
+            }
+        }
         let hash = name_hash(new_parent.0.as_ptr(), new_name);
         d.write_begin();
         let np = new_parent.clone();
@@ -982,7 +1194,7 @@ impl DentryCache {
         let old_name = d.name.swap(name, Ordering::AcqRel);
         d.hash.store(hash, Ordering::Relaxed);
         d.write_end();
-        self.hash_in(d.0, hash);
+        self.attach(new_parent, d.0, hash);
         if let Some(n) = NonNull::new(old_name) {
             // SAFETY: the old name is unreachable now; pinned readers may
             // still hold it, so it goes after a grace period.
@@ -1213,6 +1425,78 @@ impl DentryCache {
             }
         }
         out
+    }
+}
+
+impl DentryCache {
+    /// Checks the child lists against the hash (for consistency checks;
+    /// only meaningful while nothing changes the cache, but safe at any
+    /// time): each list's members are its directory's children at their
+    /// slots, and every hashed dentry is listed by its parent, whose list
+    /// is not dead (no hashed child of a pruned directory).
+    pub(crate) fn check_children(&self) -> Result<(), String> {
+        use std::collections::{HashMap, HashSet};
+        // Each hashed dentry's parent, with a reference so its list stays.
+        type Hashed = Vec<(*mut Dentry, Vec<u8>)>;
+        let mut by_parent: HashMap<*mut Dentry, (DentryRef, Hashed)> = HashMap::new();
+        {
+            let _pin = reclaim::pin();
+            for b in 0..self.buckets.len() {
+                let _g = self.bucket_lock(b);
+                let mut p = self.buckets[b].load(Ordering::Acquire);
+                while let Some(d) = NonNull::new(p) {
+                    // SAFETY: hashed dentries are alive under the bucket lock.
+                    let dr = unsafe { d.as_ref() };
+                    match NonNull::new(dr.parent_ptr()) {
+                        None => return Err("a hashed dentry without a parent".into()),
+                        Some(pp) => {
+                            let me = (d.as_ptr(), dr.name());
+                            if let Some((_, kids)) = by_parent.get_mut(&pp.as_ptr()) {
+                                kids.push(me);
+                            // SAFETY: a hashed dentry's parent is alive (it
+                            // holds a reference on it).
+                            } else if unsafe { pp.as_ref() }.get_not_dead() {
+                                by_parent.insert(pp.as_ptr(), (DentryRef(pp), vec![me]));
+                            }
+                        }
+                    }
+                    p = dr.next.load(Ordering::Acquire);
+                }
+            }
+        }
+        for (pp, (parent, hashed)) in by_parent {
+            let name = String::from_utf8_lossy(&parent.name()).into_owned();
+            let Some(ch) = parent.children_if_any() else {
+                return Err(format!(
+                    "directory {name:?} has hashed children but no list"
+                ));
+            };
+            let kids = lock(&ch.kids);
+            if kids.dead {
+                return Err(format!(
+                    "removed directory {name:?} has {} hashed children",
+                    hashed.len()
+                ));
+            }
+            let mut listed = HashSet::new();
+            for (i, &c) in kids.list.iter().enumerate() {
+                // SAFETY: listed dentries are live under the list's lock.
+                let cr = unsafe { c.as_ref() };
+                if cr.slot.load(Ordering::Relaxed) as usize != i || cr.parent_ptr() != pp {
+                    return Err(format!(
+                        "directory {name:?}: a child listed at a wrong slot"
+                    ));
+                }
+                listed.insert(c.as_ptr());
+            }
+            if let Some((_, cname)) = hashed.iter().find(|(c, _)| !listed.contains(c)) {
+                return Err(format!(
+                    "hashed {:?} is not on the child list of {name:?}",
+                    String::from_utf8_lossy(cname)
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -1631,6 +1915,18 @@ pub mod loom_api {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    /// Two cache lines at most: the child-list pointer and slot went into
+    /// what was padding.
+    #[test]
+    fn dentry_fits_two_cache_lines() {
+        assert_eq!(std::mem::align_of::<Dentry>(), 64);
+        assert!(
+            std::mem::size_of::<Dentry>() <= 128,
+            "{} bytes",
+            std::mem::size_of::<Dentry>()
+        );
+    }
 
     /// The straightforward definition [`hash_component`] must match: a
     /// byte scan for the `/`, then 8-byte chunks, then the zero-padded
