@@ -1617,6 +1617,8 @@ pub mod loom_api {
         pub ino: Ino,
         /// Whether the inode pointer is set.
         pub has_inode: bool,
+        /// On its parent's child list (`slot` set).
+        pub listed: bool,
     }
 
     fn attr(ino: Ino, mode: u32) -> Attr {
@@ -1806,7 +1808,15 @@ pub mod loom_api {
                 seq: d.seq.load(Ordering::SeqCst),
                 ino: d.ino.load(Ordering::SeqCst),
                 has_inode: !d.inode.load(Ordering::SeqCst).is_null(),
+                listed: d.slot.load(Ordering::SeqCst) != NO_SLOT,
             }
+        }
+
+        /// `shrink_dcache_parent` for a removed directory
+        /// ([`DentryCache::prune_dead_dir`]); the model `d_drop`s it first,
+        /// as rmdir does.
+        pub fn prune(&self, dir: &DentryRef) {
+            self.dc().prune_dead_dir(dir);
         }
 
         /// The inode number the dentry's inode pointer leads to (the inode
@@ -1896,7 +1906,76 @@ pub mod loom_api {
                     return Err(format!("dentry {a:#x} in state {s:?}: hashed {hashed:?}"));
                 }
             }
+            self.check_children(known, &hashed)?;
             Ok(lru)
+        }
+
+        /// The child lists: each live dentry's list holds its children at
+        /// their slots, none dead; a dead dentry's list is freed and it is
+        /// on no list; every hashed dentry is on its parent's list, which
+        /// is not dead; a listed dentry is on its parent's list. (Few
+        /// loads: each is a loom branch, and a model has a budget.)
+        fn check_children(&self, known: &[usize], hashed: &[usize]) -> Result<(), String> {
+            // (dead, slot, parent, children) of each known dentry.
+            let snap: Vec<(bool, u32, usize, *mut Children)> = known
+                .iter()
+                .map(|&a| {
+                    // SAFETY: never freed under loom.
+                    let d = unsafe { &*ptr::with_exposed_provenance::<Dentry>(a) };
+                    (
+                        d.count.load(Ordering::SeqCst) & DEAD != 0,
+                        d.slot.load(Ordering::SeqCst),
+                        d.parent.load(Ordering::SeqCst).addr(),
+                        d.children.load(Ordering::SeqCst),
+                    )
+                })
+                .collect();
+            let of = |a: usize| known.iter().position(|&k| k == a);
+            // Each known dentry's list as (index in `known`, slot) pairs.
+            let mut lists: Vec<Option<(bool, Vec<usize>)>> = vec![None; known.len()];
+            for (i, &(dead, slot, _, ch)) in snap.iter().enumerate() {
+                if dead {
+                    if !ch.is_null() || slot != NO_SLOT {
+                        return Err(format!("dead {:#x}: list kept or still listed", known[i]));
+                    }
+                    continue;
+                }
+                let Some(ch) = NonNull::new(ch) else {
+                    continue;
+                };
+                // SAFETY: a live dentry's list (never freed under loom).
+                let kids = lock(&unsafe { ch.as_ref() }.kids);
+                let mut members = Vec::new();
+                for (at, &c) in kids.list.iter().enumerate() {
+                    let Some(j) = of(c.as_ptr().addr()) else {
+                        return Err(format!("{:#x} lists an unknown {c:?}", known[i]));
+                    };
+                    let (cdead, cslot, cparent, _) = snap[j];
+                    if cdead || cslot as usize != at || cparent != known[i] {
+                        return Err(format!(
+                            "{:#x}'s child {c:?} at {at}: dead {cdead}, slot {cslot}",
+                            known[i]
+                        ));
+                    }
+                    members.push(j);
+                }
+                lists[i] = Some((kids.dead, members));
+            }
+            for &h in hashed {
+                let Some(j) = of(h) else { continue };
+                let Some(p) = of(snap[j].2) else { continue };
+                match &lists[p] {
+                    Some((false, m)) if m.contains(&j) => {}
+                    l => return Err(format!("hashed {h:#x} not on its parent's list: {l:?}")),
+                }
+            }
+            for (j, &(_, slot, _, _)) in snap.iter().enumerate() {
+                let on = lists.iter().flatten().any(|(_, m)| m.contains(&j));
+                if (slot != NO_SLOT) != on {
+                    return Err(format!("dentry {:#x}: slot {slot}, listed {on}", known[j]));
+                }
+            }
+            Ok(())
         }
     }
 
