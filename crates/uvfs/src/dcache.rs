@@ -1060,8 +1060,10 @@ impl DentryCache {
     }
 
     /// Allocates a child dentry of `parent` named `name`, negative until
-    /// [`instantiate`](Self::instantiate)d, and hashes it. The caller holds
-    /// `parent.dir_lock` and has checked the name is not cached.
+    /// [`instantiate`](Self::instantiate)d, and lists and hashes it (unless
+    /// `parent` was removed and pruned: then it is neither, and dies at its
+    /// last put). The caller holds `parent.dir_lock` and has checked the
+    /// name is not cached.
     pub(crate) fn d_alloc(&self, parent: &DentryRef, name: &[u8]) -> DentryRef {
         let hash = name_hash(parent.0.as_ptr(), name);
         let p = parent.clone();
