@@ -14,16 +14,26 @@
 //!
 //! # Children and removed directories
 //!
-//! A directory lists its child dentries (Linux's `d_children`), in a
-//! [`Children`] allocated at its first child: a vector of pointers under
-//! its own lock, each child knowing its index (`slot`), so listing and
-//! unlisting cost O(1). When a directory is removed (rmdir, or renamed
-//! over), [`DentryCache::prune_dead_dir`] does what Linux's
-//! `shrink_dcache_parent` does for it: its children (negative ones: a
-//! removed directory is empty) are unhashed at once, and those nobody uses
-//! die then; the list is marked dead, so a child made afterwards (a lookup
-//! that raced the removal) is never hashed and dies at its last put. So
-//! nothing cached keeps a removed directory, or its ancestors, alive.
+//! A directory lists its child dentries that were made negative (Linux's
+//! `d_children` lists every child), in a [`Children`] allocated at its
+//! first such child: a vector of pointers under its own lock, each child
+//! knowing its index (`slot`), so listing and unlisting cost O(1). When a
+//! directory is removed (rmdir, or renamed over), [`DentryCache::
+//! prune_dead_dir`] does what Linux's `shrink_dcache_parent` does for it:
+//! its listed children are unhashed at once, and those nobody uses die
+//! then; the list is marked dead, so a negative child made afterwards (a
+//! lookup that raced the removal) is never hashed and dies at its last put.
+//! So nothing cached keeps a removed directory, or its ancestors, alive.
+//!
+//! Only negative dentries need the list: a positive one leaves the hash
+//! with its name (unlink, rmdir, a rename's victim or move), so a removed
+//! directory, being empty, can only have negative children cached. (A
+//! dentry made negative and then instantiated stays listed until it dies or
+//! moves.) A dentry made by a lookup that found its name
+//! ([`DentryCache::d_alloc_positive`]) or moved by a rename is not listed,
+//! so the miss path of a walk over a tree larger than the cache (seed 002's
+//! fstree: a positive dentry made, another evicted, per stat) takes no
+//! list lock.
 //!
 //! Lock order: a directory's `dir_lock`, then a `Children` lock, then a
 //! bucket lock. The LRU lock is never held with a `Children` lock, and no
@@ -94,17 +104,20 @@ const MAX_LOCKS: usize = 4096;
 /// The `slot` of a dentry in no parent's [`Children`] list.
 const NO_SLOT: u32 = u32::MAX;
 
-/// A directory's child dentries (Linux's `d_children`), so that a removed
-/// directory's children can be found and pruned without a scan of the
-/// cache. Allocated at the first child (or at the prune) and freed when the
-/// directory's dentry is killed (it has no child then: each holds a
-/// reference on it).
+/// A directory's negative child dentries (see the module's "Children and
+/// removed directories"), so that a removed directory's cached children can
+/// be found and pruned without a scan of the cache. Allocated at the first
+/// listed child (or at the prune) and freed when the directory's dentry is
+/// killed (it has no child then: each holds a reference on it).
 ///
 /// Invariants, under `kids`: each listed dentry's `parent` is this
 /// directory and its `slot` is its index in `list`; a listed dentry's
 /// memory is live (`kill` unlists it before retiring it); every hashed
-/// dentry but a root is listed in its parent's `Children`; a dead list
-/// gains no member.
+/// negative dentry is listed in its parent's `Children`; a dead list gains
+/// no member. Whether a dentry is listed at all (`slot != NO_SLOT`)
+/// changes only by operations on that dentry by a holder of it (`d_alloc`,
+/// `d_move`, `kill`), never by another dentry's listing or unlisting (which
+/// only renumbers `slot`): so the holder may test it without the lock.
 struct Children {
     kids: Mutex<Kids>,
 }
@@ -239,8 +252,9 @@ pub struct Dentry {
     sb: Arc<SuperBlock>,
     /// This directory's [`Children`], or null until its first child.
     children: AtomicPtr<Children>,
-    /// The index in the parent's [`Children`] list, or [`NO_SLOT`]; read
-    /// and written only under that list's lock.
+    /// The index in the parent's [`Children`] list, or [`NO_SLOT`];
+    /// written and read as an index only under that list's lock (see
+    /// [`Children`] for the one unlocked test).
     slot: AtomicU32,
 }
 
@@ -725,8 +739,12 @@ unsafe fn kill(d: NonNull<Dentry>) {
         let parent = dr.parent.swap(ptr::null_mut(), Ordering::AcqRel);
         // Off the parent's child list while our memory is still live (a
         // prune walks the list under its lock and looks at each member),
-        // and before our reference on the parent goes.
-        if let Some(p) = NonNull::new(parent) {
+        // and before our reference on the parent goes. Listed or not is
+        // ours to test without the lock: we own the dentry (see
+        // `Children`); an unlisted one takes no lock.
+        if let Some(p) = NonNull::new(parent)
+            && dr.slot.load(Ordering::Relaxed) != NO_SLOT
+        {
             // SAFETY: we still hold the reference on the parent.
             if let Some(ch) = unsafe { p.as_ref() }.children_if_any() {
                 lock(&ch.kids).remove(dr);
@@ -1077,11 +1095,41 @@ impl DentryCache {
         r
     }
 
-    /// Lists `d`, a child of `parent`, on `parent`'s child list and hashes
-    /// it, both under the list's lock: a prune of `parent` sees either the
-    /// listed, hashed child or the dead list. A child of a pruned
-    /// (removed) directory is neither listed nor hashed: lookups there fail
-    /// anyway, and it dies at its last put.
+    /// A child dentry of `parent` for `name`, which the file system has
+    /// just found, with its inode (one reference handed over): instantiated
+    /// before it is hashed (no walker sees it negative), and not listed (a
+    /// positive dentry leaves the hash with its name: see the module's
+    /// "Children and removed directories"). The caller holds
+    /// `parent.dir_lock` (so the name stays while this runs, and `parent`
+    /// is not empty: it cannot be removed meanwhile) and has checked the
+    /// name is not cached.
+    pub(crate) fn d_alloc_positive(
+        &self,
+        parent: &DentryRef,
+        name: &[u8],
+        inode: NonNull<Inode>,
+        attr: &Attr,
+    ) -> DentryRef {
+        let hash = name_hash(parent.0.as_ptr(), name);
+        let p = parent.clone();
+        let d = Dentry::new(parent.sb.clone(), p.0.as_ptr(), name, hash);
+        std::mem::forget(p); // the child's reference on its parent
+        self.nr.fetch_add(1, Ordering::Relaxed);
+        let d = NonNull::from(Box::leak(d));
+        // SAFETY: fresh and ours; unreachable until `hash_in` publishes it
+        // (with a release).
+        unsafe { instantiate_raw(d.as_ref(), inode, attr) };
+        self.hash_in(d, hash);
+        let r = DentryRef(d);
+        self.shrink_to_limit();
+        r
+    }
+
+    /// Lists `d`, a new negative child of `parent`, on `parent`'s child
+    /// list and hashes it, both under the list's lock: a prune of `parent`
+    /// sees either the listed, hashed child or the dead list. A child of a
+    /// pruned (removed) directory is neither listed nor hashed: lookups
+    /// there fail anyway, and it dies at its last put.
     fn attach(&self, parent: &Dentry, d: NonNull<Dentry>, hash: u64) {
         let mut kids = lock(&parent.children().kids);
         if kids.push(d) {
@@ -1091,12 +1139,13 @@ impl DentryCache {
 
     /// `shrink_dcache_parent` for a directory just removed (rmdir, or
     /// renamed over; the caller has dropped it from the hash, or is about
-    /// to): unhashes every child and kills those nobody holds, and marks
-    /// the child list dead so that no later child is hashed. Children in
-    /// use (a lookup that raced the removal, an open unlinked file) die at
-    /// their last put. A removed directory is empty, so its hashed children
-    /// are negative and have no children of their own: one level is all
-    /// there is to prune. Cost: the number of children, not the cache.
+    /// to): unhashes every listed child and kills those nobody holds, and
+    /// marks the child list dead so that no later child is hashed. Children
+    /// in use (a lookup that raced the removal, an open unlinked file) die
+    /// at their last put. A removed directory is empty, so its hashed
+    /// children are negative (so listed) and have no children of their own:
+    /// one level is all there is to prune. Cost: the number of listed
+    /// children, not the cache.
     pub(crate) fn prune_dead_dir(&self, dir: &DentryRef) {
         let mut held = Vec::new();
         {
@@ -1177,13 +1226,24 @@ impl DentryCache {
         unsafe { instantiate_raw(d, inode, attr) };
     }
 
-    /// `d_move`: moves `d` to `new_parent`/`new_name`, rehashing it. The
-    /// caller holds both parents' `dir_lock`s and references on everything.
+    /// `d_move`: moves `d` (positive) to `new_parent`/`new_name`,
+    /// rehashing it. The caller holds both parents' `dir_lock`s and
+    /// references on everything.
+    ///
+    /// The moved dentry leaves its old parent's child list (if it was born
+    /// negative, a created file) and joins none: it is positive, and
+    /// `new_parent` cannot be a removed directory (the file system refused
+    /// the rename into one).
     pub(crate) fn d_move(&self, d: &DentryRef, new_parent: &DentryRef, new_name: &[u8]) {
+        debug_assert!(!d.is_negative(), "d_move of a negative dentry");
         self.unhash(d.0);
         // Off the old parent's list before the parent changes (the list's
-        // invariant: members are its directory's children).
-        if let Some(op) = NonNull::new(d.parent_ptr()) {
+        // invariant: members are its directory's children). Listed or not
+        // is stable while the caller holds the dentry and the parents'
+        // locks (see `Children`).
+        if d.slot.load(Ordering::Relaxed) != NO_SLOT
+            && let Some(op) = NonNull::new(d.parent_ptr())
+        {
             // SAFETY: `d` holds a reference on its parent.
             if let Some(ch) = unsafe { op.as_ref() }.children_if_any() {
                 lock(&ch.kids).remove(d);
@@ -1198,7 +1258,7 @@ impl DentryCache {
         let old_name = d.name.swap(name, Ordering::AcqRel);
         d.hash.store(hash, Ordering::Relaxed);
         d.write_end();
-        self.attach(new_parent, d.0, hash);
+        self.hash_in(d.0, hash);
         if let Some(n) = NonNull::new(old_name) {
             // SAFETY: the old name is unreachable now; pinned readers may
             // still hold it, so it goes after a grace period.
@@ -1436,12 +1496,14 @@ impl DentryCache {
     /// Checks the child lists against the hash (for consistency checks;
     /// only meaningful while nothing changes the cache, but safe at any
     /// time): each list's members are its directory's children at their
-    /// slots, and every hashed dentry is listed by its parent, whose list
-    /// is not dead (no hashed child of a pruned directory).
+    /// slots, every hashed negative dentry is listed by its parent, and no
+    /// pruned (removed) directory's list has a hashed member. (A positive
+    /// dentry hashed under a removed directory would name what the file
+    /// system no longer has: `check_consistency` sees that.)
     pub(crate) fn check_children(&self) -> Result<(), String> {
         use std::collections::{HashMap, HashSet};
         // Each hashed dentry's parent, with a reference so its list stays.
-        type Hashed = Vec<(*mut Dentry, Vec<u8>)>;
+        type Hashed = Vec<(*mut Dentry, Vec<u8>, bool)>;
         let mut by_parent: HashMap<*mut Dentry, (DentryRef, Hashed)> = HashMap::new();
         {
             let _pin = reclaim::pin();
@@ -1454,7 +1516,7 @@ impl DentryCache {
                     match NonNull::new(dr.parent_ptr()) {
                         None => return Err("a hashed dentry without a parent".into()),
                         Some(pp) => {
-                            let me = (d.as_ptr(), dr.name());
+                            let me = (d.as_ptr(), dr.name(), dr.is_negative());
                             if let Some((_, kids)) = by_parent.get_mut(&pp.as_ptr()) {
                                 kids.push(me);
                             // SAFETY: a hashed dentry's parent is alive (it
@@ -1471,17 +1533,15 @@ impl DentryCache {
         for (pp, (parent, hashed)) in by_parent {
             let name = String::from_utf8_lossy(&parent.name()).into_owned();
             let Some(ch) = parent.children_if_any() else {
-                return Err(format!(
-                    "directory {name:?} has hashed children but no list"
-                ));
+                if let Some((_, cname, _)) = hashed.iter().find(|h| h.2) {
+                    return Err(format!(
+                        "negative {:?} in {name:?}, which has no child list",
+                        String::from_utf8_lossy(cname)
+                    ));
+                }
+                continue;
             };
             let kids = lock(&ch.kids);
-            if kids.dead {
-                return Err(format!(
-                    "removed directory {name:?} has {} hashed children",
-                    hashed.len()
-                ));
-            }
             let mut listed = HashSet::new();
             for (i, &c) in kids.list.iter().enumerate() {
                 // SAFETY: listed dentries are live under the list's lock.
@@ -1493,9 +1553,17 @@ impl DentryCache {
                 }
                 listed.insert(c.as_ptr());
             }
-            if let Some((_, cname)) = hashed.iter().find(|(c, _)| !listed.contains(c)) {
+            if let Some((_, cname, _)) = hashed.iter().find(|h| h.2 && !listed.contains(&h.0)) {
                 return Err(format!(
-                    "hashed {:?} is not on the child list of {name:?}",
+                    "negative {:?} is not on the child list of {name:?}",
+                    String::from_utf8_lossy(cname)
+                ));
+            }
+            if kids.dead
+                && let Some((_, cname, _)) = hashed.first()
+            {
+                return Err(format!(
+                    "removed directory {name:?} has {:?} hashed",
                     String::from_utf8_lossy(cname)
                 ));
             }
@@ -1688,6 +1756,19 @@ pub mod loom_api {
         /// `d_alloc`: a negative child `name` of `parent`, hashed.
         pub fn alloc(&self, parent: &DentryRef, name: &[u8]) -> DentryRef {
             self.dc().d_alloc(parent, name)
+        }
+
+        /// `d_alloc_positive`: the child `name` of `parent` a lookup found,
+        /// inode `ino` (a directory if `dir`), instantiated before hashing
+        /// and on no child list.
+        pub fn add(&self, parent: &DentryRef, name: &[u8], ino: Ino, dir: bool) -> DentryRef {
+            let mode = if dir {
+                S_IFDIR | 0o755
+            } else {
+                S_IFREG | 0o644
+            };
+            let NewInode(i, a) = self.inode(ino, mode);
+            self.dc().d_alloc_positive(parent, name, i, &a)
         }
 
         /// `d_instantiate`.
@@ -1916,12 +1997,14 @@ pub mod loom_api {
 
         /// The child lists: each live dentry's list holds its children at
         /// their slots, none dead; a dead dentry's list is freed and it is
-        /// on no list; every hashed dentry is on its parent's list, which
-        /// is not dead; a listed dentry is on its parent's list. (Few
-        /// loads: each is a loom branch, and a model has a budget.)
+        /// on no list; every hashed negative dentry is on its parent's
+        /// list; no hashed dentry's parent has a dead list; a listed dentry
+        /// is on its parent's list. (Few loads: each is a loom branch, and
+        /// a model has a budget.)
         fn check_children(&self, known: &[usize], hashed: &[usize]) -> Result<(), String> {
-            // (dead, slot, parent, children) of each known dentry.
-            let snap: Vec<(bool, u32, usize, *mut Children)> = known
+            // (dead, slot, parent, children, negative) of each known dentry.
+            type Snap = (bool, u32, usize, *mut Children, bool);
+            let snap: Vec<Snap> = known
                 .iter()
                 .map(|&a| {
                     // SAFETY: never freed under loom.
@@ -1931,13 +2014,14 @@ pub mod loom_api {
                         d.slot.load(Ordering::SeqCst),
                         d.parent.load(Ordering::SeqCst).addr(),
                         d.children.load(Ordering::SeqCst),
+                        d.inode.load(Ordering::SeqCst).is_null(),
                     )
                 })
                 .collect();
             let of = |a: usize| known.iter().position(|&k| k == a);
             // Each known dentry's list as (index in `known`, slot) pairs.
             let mut lists: Vec<Option<(bool, Vec<usize>)>> = vec![None; known.len()];
-            for (i, &(dead, slot, _, ch)) in snap.iter().enumerate() {
+            for (i, &(dead, slot, _, ch, _)) in snap.iter().enumerate() {
                 if dead {
                     if !ch.is_null() || slot != NO_SLOT {
                         return Err(format!("dead {:#x}: list kept or still listed", known[i]));
@@ -1954,7 +2038,7 @@ pub mod loom_api {
                     let Some(j) = of(c.as_ptr().addr()) else {
                         return Err(format!("{:#x} lists an unknown {c:?}", known[i]));
                     };
-                    let (cdead, cslot, cparent, _) = snap[j];
+                    let (cdead, cslot, cparent, _, _) = snap[j];
                     if cdead || cslot as usize != at || cparent != known[i] {
                         return Err(format!(
                             "{:#x}'s child {c:?} at {at}: dead {cdead}, slot {cslot}",
@@ -1968,12 +2052,17 @@ pub mod loom_api {
             for &h in hashed {
                 let Some(j) = of(h) else { continue };
                 let Some(p) = of(snap[j].2) else { continue };
+                let negative = snap[j].4;
                 match &lists[p] {
-                    Some((false, m)) if m.contains(&j) => {}
-                    l => return Err(format!("hashed {h:#x} not on its parent's list: {l:?}")),
+                    Some((true, _)) => {
+                        return Err(format!("hashed {h:#x} under a pruned directory"));
+                    }
+                    Some((false, m)) if !negative || m.contains(&j) => {}
+                    None if !negative => {}
+                    l => return Err(format!("negative {h:#x} not on its parent's list: {l:?}")),
                 }
             }
-            for (j, &(_, slot, _, _)) in snap.iter().enumerate() {
+            for (j, &(_, slot, _, _, _)) in snap.iter().enumerate() {
                 let on = lists.iter().flatten().any(|(_, m)| m.contains(&j));
                 if (slot != NO_SLOT) != on {
                     return Err(format!("dentry {:#x}: slot {slot}, listed {on}", known[j]));

@@ -377,9 +377,7 @@ impl<'a> Nd<'a> {
         match dir.sb().fs.lookup(dir.ino(), name) {
             Ok(attr) => {
                 let inode = iget(self.vfs, dir.sb(), &attr)?;
-                let d = dc.d_alloc(dir, name);
-                dc.instantiate(&d, inode, &attr);
-                Ok(d)
+                Ok(dc.d_alloc_positive(dir, name, inode, &attr))
             }
             Err(Errno::ENOENT) => Ok(dc.d_alloc(dir, name)),
             Err(e) => Err(e),

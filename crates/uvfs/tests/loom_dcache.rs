@@ -823,9 +823,10 @@ fn prune_vs_final_put_of_child() {
 
 /// 4e. The prune racing a rename out of the directory (the rename's file
 /// system change came first, so the directory was empty for the rmdir, but
-/// its `d_move` of S, a file in D, may still be running): S must end
-/// hashed under its new name in R and on R's list, never unhashed by the
-/// prune after the move; D's list ends empty and D dies at its last put.
+/// its `d_move` of S, a file in D created there (born negative, so on D's
+/// list), may still be running): S must end hashed under its new name in
+/// R, never unhashed by the prune after the move, and off D's list (a
+/// positive dentry joins no list); D dies at its last put.
 #[test]
 fn prune_vs_move_out() {
     for yields in [false, true] {
@@ -847,11 +848,51 @@ fn prune_vs_move_out() {
             assert_eq!(addr(&again), sa);
             drop(again);
             let st = state(&w, sa);
-            assert!(st.c_hashed && st.listed && !st.dead, "{st:?}");
+            // Positive: moved off D's list, onto none.
+            assert!(st.c_hashed && !st.listed && !st.dead, "{st:?}");
             drop(d);
             assert!(state(&w, da).dead, "D outlived its references");
             assert_eq!(w.len(), 2, "R and S (cached)");
             settle(&w, &[addr(w.root()), da, sa], 1);
         });
     }
+}
+
+/// 4f. A lookup that found its name makes the dentry positive before
+/// hashing it, and lists it nowhere (`d_alloc_positive`): a walker racing
+/// it falls back (not there yet) or gets it positive at its only count,
+/// with its inode, never negative; it is on no list, and dies (unlisted,
+/// taking no list lock) when the shrinker evicts it.
+#[test]
+fn positive_alloc_vs_step() {
+    static SEEN: Seen<2> = Seen::new();
+    for yields in [false, true] {
+        check(&builder(4), move || {
+            let w = Arc::new(World::new(8));
+            let w2 = w.clone();
+            let b = thread::spawn(move || {
+                let p = w2.add(w2.root(), b"p", 40, false);
+                let pa = addr(&p);
+                drop(p);
+                pa
+            });
+            reader_yields(yields);
+            let step = w.step(w.root(), b"p");
+            let pa = b.join().unwrap();
+            match &step {
+                Step::Fallback => SEEN.hit(0),
+                Step::Positive { dentry, seq, ino } => {
+                    assert_eq!((addr(dentry), *seq, *ino), (pa, state(&w, pa).seq, 40));
+                    SEEN.hit(1);
+                }
+                s @ Step::Negative { .. } => panic!("seen negative: {s:?}"),
+            }
+            drop(step);
+            let s = state(&w, pa);
+            assert!(s.c_hashed && !s.listed && s.has_inode, "{s:?}");
+            settle(&w, &[addr(w.root()), pa], 1);
+            assert!(!state(&w, pa).listed);
+        });
+    }
+    SEEN.report(["fallback", "positive"], &[0, 1]);
 }

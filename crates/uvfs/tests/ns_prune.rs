@@ -176,6 +176,37 @@ fn rename_of_live_directories_keeps_their_children() {
 }
 
 #[test]
+fn files_renamed_out_then_rmdir() {
+    // Entries made every way (created: born negative; looked up after
+    // eviction: positive from the start) renamed out of d, a negative
+    // entry left in their place, then d removed: only what is named stays.
+    each_vfs(|vfs| {
+        let mut p = Process::new(vfs).unwrap();
+        p.mkdir("/d", 0o755).unwrap();
+        put(&mut p, "/d/a", b"a");
+        put(&mut p, "/d/b", b"b");
+        drop(p);
+        vfs.drop_caches();
+        let mut p = Process::new(vfs).unwrap();
+        // a is looked up afresh (the file system has it); b too, later.
+        assert_eq!(p.stat("/d/a").unwrap().st_size, 1);
+        p.rename("/d/a", "/a").unwrap();
+        put(&mut p, "/d/c", b"c");
+        p.rename("/d/c", "/c").unwrap();
+        p.rename("/d/b", "/b").unwrap();
+        for n in ["a", "b", "c"] {
+            assert_eq!(err(p.stat(format!("/d/{n}"))), Errno::ENOENT);
+        }
+        p.rmdir("/d").unwrap();
+        assert_eq!(get(&mut p, "/a"), b"a");
+        assert_eq!(get(&mut p, "/b"), b"b");
+        assert_eq!(get(&mut p, "/c"), b"c");
+        drop(p);
+        settled(vfs, 4, "/, a, b, c");
+    });
+}
+
+#[test]
 fn negative_entries_have_no_children() {
     // Nested negative entries cannot exist: a lookup below a missing name
     // fails at the missing one and caches nothing beneath it.
