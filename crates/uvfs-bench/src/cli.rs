@@ -102,7 +102,7 @@ pub enum Command {
 pub struct RunArgs {
     /// The test (`uvfs-bench list` shows them): open1, open2, open3, dup1,
     /// lseek1, lseek2, read1, read2, pread1, write1, unlink1, unlink2,
-    /// openneg, getfl, dup100, fstree, blogbench.
+    /// openneg, rmdir1, getfl, dup100, fstree, blogbench.
     #[arg(value_parser = Test::from_name)]
     pub test: Test,
     /// Where to run: `host` = real system calls through libc on a temp

@@ -17,8 +17,9 @@
 //! the warm-up.
 //!
 //! At the end every fd is closed, the namespace removed and
-//! [`Vfs::check_consistency`](uvfs::Vfs) run: every dentry reference must
-//! be accounted for.
+//! [`Vfs::check_consistency`](uvfs::Vfs) run, without dropping the caches:
+//! every dentry reference must be accounted for, and no removed directory
+//! may be left cached (rmdir prunes their children).
 
 use crate::backend::{UvfsSys, remove_tree};
 use crate::report::mean_sd;
@@ -465,17 +466,16 @@ pub fn soak(cfg: &SoakConfig) -> Result<SoakReport, String> {
     let mut first = UvfsSys(first);
     remove_tree(&mut first, c"/soak").map_err(|e| format!("removing /soak: {e}"))?;
     drop(first);
-    // uvfs's rmdir does not prune the removed directory's unused children
-    // from the dentry cache (Linux's shrink_dcache_parent): negative
-    // entries under a removed directory keep it cached until the LRU
-    // evicts them (bounded by the cache limit). Drop the caches first so
-    // the check sees only what is referenced.
-    vfs.drop_caches();
+    // No `drop_caches` first: rmdir prunes each removed directory's cached
+    // children (`shrink_dcache_parent`), so with the namespace removed
+    // nothing cached may keep a dead directory alive, and every dentry
+    // left must be named or a negative entry in a live directory.
     vfs.check_consistency()
         .map_err(|e| format!("after the soak: {e}"))?;
+    let left = vfs.dcache_len();
     let growth_pct = (rss_end as f64 / rss_base as f64 - 1.0) * 100.0;
     println!(
-        "resident memory: {} KiB after the warm-up, {} KiB at the end ({growth_pct:+.1}%); {calls} calls, {expected_errors} expected errors; namespace removed, VFS consistent",
+        "resident memory: {} KiB after the warm-up, {} KiB at the end ({growth_pct:+.1}%); {calls} calls, {expected_errors} expected errors; namespace removed, {left} dentries left, VFS consistent",
         rss_base / 1024,
         rss_end / 1024
     );

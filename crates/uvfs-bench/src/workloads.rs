@@ -1,5 +1,6 @@
 //! The tests: will-it-scale's file-system tests, by the same names and with
-//! the same loops, plus `openneg` (seed 001's failed open).
+//! the same loops, plus `openneg` (seed 001's failed open) and `rmdir1`
+//! (directory churn: rmdir's prune of a negative entry).
 //!
 //! Each test has a shared preparation (files every task uses, made once
 //! before the tasks start), a per-task setup, the loop body (one iteration =
@@ -23,6 +24,7 @@
 //! | unlink1 | own name `W/willitscale.N` | create it, close, unlink |
 //! | unlink2 | own directory `W/willitscale.N.d` | create `willitscale` in it, close, unlink |
 //! | openneg | nothing | open `W/nonexistent` read-only, expect `ENOENT` |
+//! | rmdir1 | own name `W/willitscale.N.d` | mkdir it, stat `missing` in it (`ENOENT`: a negative entry), rmdir it |
 //! | getfl | own file, kept open | `fcntl(fd, F_GETFL)` (seed 003: one fd lookup per call) |
 //! | dup100 | own file open, 100 copies with a hole at the 68th | dup the fd (it lands in the hole), close the copy |
 //! | fstree | own tree `W/fstree.N/dD/fF`, D × F empty files | stat the next file of the tree, in order, wrapping around |
@@ -146,6 +148,8 @@ pub enum Test {
     Unlink2,
     /// Open of a missing file (ENOENT).
     Openneg,
+    /// mkdir, a failed lookup inside, rmdir.
+    Rmdir1,
     /// fcntl(F_GETFL): an fd lookup and little else.
     Getfl,
     /// dup/close with 100 fds open and a hole among them.
@@ -232,6 +236,11 @@ pub const TESTS: &[Entry] = &[
         name: "openneg",
         test: Some(Test::Openneg),
         description: "seed 001: open of a missing file, expecting ENOENT",
+    },
+    Entry {
+        name: "rmdir1",
+        test: Some(Test::Rmdir1),
+        description: "mkdir its own directory, stat a missing name in it (ENOENT), rmdir it",
     },
     Entry {
         name: "getfl",
@@ -562,6 +571,11 @@ pub fn setup<S: Sys>(test: Test, sys: &mut S, env: &Env<'_>, n: usize) -> Result
         }
         Test::Open3 => st.path = shared_file(workdir),
         Test::Openneg => st.path = cpath(format!("{workdir}/nonexistent")),
+        Test::Rmdir1 => {
+            let dir = own_dir(workdir, n);
+            st.path = cpath(format!("{}/missing", dir.to_str().expect("UTF-8 path")));
+            st.dir = Some(dir);
+        }
         Test::Dup1 | Test::Getfl => {
             st.fd = create_file(sys, &st.path, 0)?;
             st.unlink_path = true;
@@ -615,7 +629,12 @@ pub fn teardown<S: Sys>(sys: &mut S, st: TaskState) -> Result<(), Errno> {
                 Err(e) => return Err(e),
             }
         }
-        sys.rmdir(dir)?;
+        match sys.rmdir(dir) {
+            Ok(()) => {}
+            // rmdir1's loop removes its directory each time.
+            Err(Errno::ENOENT) if st.test == Test::Rmdir1 => {}
+            Err(e) => return Err(e),
+        }
     }
     if st.test == Test::Unlink1 {
         match sys.unlink(&st.path) {
@@ -703,6 +722,21 @@ pub fn run<S: Sys>(sys: &mut S, st: &mut TaskState, c: &Counters<'_>) -> Result<
             sys.close(fd)?;
             sys.unlink(path)
         }),
+        Test::Rmdir1 => {
+            let dir = st
+                .dir
+                .as_deref()
+                .expect("rmdir1's setup named its directory");
+            iterate(count, stop, || {
+                sys.mkdir(dir, 0o700)?;
+                match sys.stat(path) {
+                    Err(Errno::ENOENT) => {}
+                    Err(e) => return Err(e),
+                    Ok(_) => return Err(Errno::EEXIST),
+                }
+                sys.rmdir(dir)
+            })
+        }
         Test::Getfl => iterate(count, stop, || sys.fcntl(fd, uapi::F_GETFL, 0).map(drop)),
         Test::Openneg => iterate(count, stop, || match sys.open(path, uapi::O_RDONLY, 0) {
             Err(Errno::ENOENT) => Ok(()),

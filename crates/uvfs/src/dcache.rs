@@ -12,6 +12,33 @@
 //! bit: a dentry being killed cannot be revived by a lockless lookup
 //! (`lockref_get_not_dead`).
 //!
+//! # Children and removed directories
+//!
+//! A directory lists its child dentries that were made negative (Linux's
+//! `d_children` lists every child), in a [`Children`] allocated at its
+//! first such child: a vector of pointers under its own lock, each child
+//! knowing its index (`slot`), so listing and unlisting cost O(1). When a
+//! directory is removed (rmdir, or renamed over), [`DentryCache::
+//! prune_dead_dir`] does what Linux's `shrink_dcache_parent` does for it:
+//! its listed children are unhashed at once, and those nobody uses die
+//! then; the list is marked dead, so a negative child made afterwards (a
+//! lookup that raced the removal) is never hashed and dies at its last put.
+//! So nothing cached keeps a removed directory, or its ancestors, alive.
+//!
+//! Only negative dentries need the list: a positive one leaves the hash
+//! with its name (unlink, rmdir, a rename's victim or move), so a removed
+//! directory, being empty, can only have negative children cached. (A
+//! dentry made negative and then instantiated stays listed until it dies or
+//! moves.) A dentry made by a lookup that found its name
+//! ([`DentryCache::d_alloc_positive`]) or moved by a rename is not listed,
+//! so the miss path of a walk over a tree larger than the cache (seed 002's
+//! fstree: a positive dentry made, another evicted, per stat) takes no
+//! list lock.
+//!
+//! Lock order: a directory's `dir_lock`, then a `Children` lock, then a
+//! bucket lock. The LRU lock is never held with a `Children` lock, and no
+//! `Children` lock is taken under a bucket lock.
+//!
 //! Dentry memory is reclaimed through the epoch scheme in [`reclaim`]
 //! (Linux frees dentries after an RCU grace period too): a lockless walker
 //! pins the epoch, so any dentry it reaches through a hash chain or a parent
@@ -74,6 +101,95 @@ const DEADDIR: u32 = 16;
 /// The most bucket locks (each on its own cache lines).
 const MAX_LOCKS: usize = 4096;
 
+/// The `slot` of a dentry in no parent's [`Children`] list.
+const NO_SLOT: u32 = u32::MAX;
+
+/// A directory's negative child dentries (see the module's "Children and
+/// removed directories"), so that a removed directory's cached children can
+/// be found and pruned without a scan of the cache. Allocated at the first
+/// listed child (or at the prune) and freed when the directory's dentry is
+/// killed (it has no child then: each holds a reference on it).
+///
+/// Invariants, under `kids`: each listed dentry's `parent` is this
+/// directory and its `slot` is its index in `list`; a listed dentry's
+/// memory is live (`kill` unlists it before retiring it); every hashed
+/// negative dentry is listed in its parent's `Children`; a dead list gains
+/// no member. Whether a dentry is listed at all (`slot != NO_SLOT`)
+/// changes only by operations on that dentry by a holder of it (`d_alloc`,
+/// `d_move`, `kill`), never by another dentry's listing or unlisting (which
+/// only renumbers `slot`): so the holder may test it without the lock.
+struct Children {
+    kids: Mutex<Kids>,
+}
+
+struct Kids {
+    /// The directory was removed and pruned: no child joins the list or
+    /// the hash any more.
+    dead: bool,
+    list: Vec<NonNull<Dentry>>,
+}
+
+impl Children {
+    fn new() -> Children {
+        Children {
+            kids: Mutex::new(Kids {
+                dead: false,
+                list: Vec::new(),
+            }),
+        }
+    }
+}
+
+impl Kids {
+    /// Lists `d` (whose `parent` is this list's directory); `false` if the
+    /// list is dead (or, in theory, full: `slot` is a `u32`).
+    fn push(&mut self, d: NonNull<Dentry>) -> bool {
+        if self.dead || self.list.len() >= NO_SLOT as usize {
+            return false;
+        }
+        // SAFETY: the caller owns a reference to `d`.
+        unsafe { d.as_ref() }
+            .slot
+            .store(self.list.len() as u32, Ordering::Relaxed);
+        self.list.push(d);
+        true
+    }
+
+    /// Unlists `d` if it is listed here (swap-remove: the last entry takes
+    /// its index).
+    fn remove(&mut self, d: &Dentry) {
+        let at = d.slot.load(Ordering::Relaxed);
+        if at == NO_SLOT {
+            return;
+        }
+        let me = NonNull::from(d);
+        let at = match self.list.get(at as usize) {
+            Some(&x) if x == me => at as usize,
+            _ => {
+                // A wrong slot is a bug; never leave a stale pointer.
+                debug_assert!(false, "dentry listed at the wrong slot");
+                match self.list.iter().position(|&x| x == me) {
+                    Some(i) => i,
+                    None => return,
+                }
+            }
+        };
+        self.list.swap_remove(at);
+        if let Some(&moved) = self.list.get(at) {
+            // SAFETY: listed dentries are live (see `Children`).
+            unsafe { moved.as_ref() }
+                .slot
+                .store(at as u32, Ordering::Relaxed);
+        }
+        d.slot.store(NO_SLOT, Ordering::Relaxed);
+        // A directory that once had many cached children gives the memory
+        // back as they go (amortized O(1)).
+        if self.list.capacity() > 64 && self.list.len() < self.list.capacity() / 4 {
+            self.list.shrink_to(self.list.capacity() / 2);
+        }
+    }
+}
+
 /// A name as stored: immutable, replaced whole (and the old one reclaimed
 /// after a grace period) by a rename. The bytes sit in a [`primitive`
 /// cell](crate::primitive::UnsafeCell) (a plain cell in normal builds) so
@@ -104,6 +220,8 @@ impl Name {
 /// 120-byte boxes back to back) made two tasks opening their own files
 /// slow each other down at random (open1, processes mode, 2 tasks: 1.0x or
 /// 2.0x depending on where the allocator had put the two dentries).
+/// 128 bytes: the child-list pointer and `slot` fill what was padding
+/// (a unit test holds it to two lines).
 #[repr(align(64))]
 pub struct Dentry {
     count: AtomicUsize,
@@ -132,6 +250,12 @@ pub struct Dentry {
     /// LRU links, guarded by the cache's LRU lock.
     lru: UnsafeCell<(*mut Dentry, *mut Dentry)>,
     sb: Arc<SuperBlock>,
+    /// This directory's [`Children`], or null until its first child.
+    children: AtomicPtr<Children>,
+    /// The index in the parent's [`Children`] list, or [`NO_SLOT`];
+    /// written and read as an index only under that list's lock (see
+    /// [`Children`] for the one unlocked test).
+    slot: AtomicU32,
 }
 
 // SAFETY: shared state is atomics and mutexes; `lru` is only touched under
@@ -204,7 +328,43 @@ impl Dentry {
             dir_lock: Mutex::new(()),
             lru: UnsafeCell::new((ptr::null_mut(), ptr::null_mut())),
             sb,
+            children: AtomicPtr::new(ptr::null_mut()),
+            slot: AtomicU32::new(NO_SLOT),
         })
+    }
+
+    /// This directory's child list, allocated on first use. The caller
+    /// holds a reference (or a child's reference): the list lives until
+    /// the dentry is killed.
+    fn children(&self) -> &Children {
+        if let Some(c) = self.children_if_any() {
+            return c;
+        }
+        let new = Box::into_raw(Box::new(Children::new()));
+        match self.children.compare_exchange(
+            ptr::null_mut(),
+            new,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            // SAFETY: just published; freed only by `kill`, which the
+            // caller's reference holds off.
+            Ok(_) => unsafe { &*new },
+            Err(cur) => {
+                // SAFETY: ours, never published.
+                drop(unsafe { Box::from_raw(new) });
+                // SAFETY: published by the winner; freed only by `kill`.
+                unsafe { &*cur }
+            }
+        }
+    }
+
+    /// The child list if one was allocated (no child was ever listed
+    /// otherwise). Same contract as [`children`](Self::children).
+    fn children_if_any(&self) -> Option<&Children> {
+        // SAFETY: freed only by `kill`, which the caller's reference holds
+        // off; published with a release.
+        NonNull::new(self.children.load(Ordering::Acquire)).map(|c| unsafe { &*c.as_ptr() })
     }
 
     /// The superblock this dentry belongs to.
@@ -577,6 +737,29 @@ unsafe fn kill(d: NonNull<Dentry>) {
         }
         cache.nr.fetch_sub(1, Ordering::Relaxed);
         let parent = dr.parent.swap(ptr::null_mut(), Ordering::AcqRel);
+        // Off the parent's child list while our memory is still live (a
+        // prune walks the list under its lock and looks at each member),
+        // and before our reference on the parent goes. Listed or not is
+        // ours to test without the lock: we own the dentry (see
+        // `Children`); an unlisted one takes no lock.
+        if let Some(p) = NonNull::new(parent)
+            && dr.slot.load(Ordering::Relaxed) != NO_SLOT
+        {
+            // SAFETY: we still hold the reference on the parent.
+            if let Some(ch) = unsafe { p.as_ref() }.children_if_any() {
+                lock(&ch.kids).remove(dr);
+            }
+        }
+        // Our own list is empty (every child held a reference on us and
+        // unlisted itself before dropping it), and nobody else can reach
+        // it: only holders of a reference on us do.
+        if let Some(ch) = NonNull::new(dr.children.swap(ptr::null_mut(), Ordering::AcqRel)) {
+            // SAFETY: allocated by `children` with `Box::new`, unreachable
+            // now (see above).
+            let ch = unsafe { Box::from_raw(ch.as_ptr()) };
+            debug_assert!(lock(&ch.kids).list.is_empty(), "killed with children");
+            drop(ch);
+        }
         // The name stays in place (freed with the dentry, after the grace
         // period): a lockless walker may be standing on this dentry, having
         // reached it through a chain before the unhash, and reads the name
@@ -895,8 +1078,10 @@ impl DentryCache {
     }
 
     /// Allocates a child dentry of `parent` named `name`, negative until
-    /// [`instantiate`](Self::instantiate)d, and hashes it. The caller holds
-    /// `parent.dir_lock` and has checked the name is not cached.
+    /// [`instantiate`](Self::instantiate)d, and lists and hashes it (unless
+    /// `parent` was removed and pruned: then it is neither, and dies at its
+    /// last put). The caller holds `parent.dir_lock` and has checked the
+    /// name is not cached.
     pub(crate) fn d_alloc(&self, parent: &DentryRef, name: &[u8]) -> DentryRef {
         let hash = name_hash(parent.0.as_ptr(), name);
         let p = parent.clone();
@@ -904,10 +1089,82 @@ impl DentryCache {
         std::mem::forget(p); // the child's reference on its parent
         self.nr.fetch_add(1, Ordering::Relaxed);
         let d = NonNull::from(Box::leak(d));
+        self.attach(parent, d, hash);
+        let r = DentryRef(d);
+        self.shrink_to_limit();
+        r
+    }
+
+    /// A child dentry of `parent` for `name`, which the file system has
+    /// just found, with its inode (one reference handed over): instantiated
+    /// before it is hashed (no walker sees it negative), and not listed (a
+    /// positive dentry leaves the hash with its name: see the module's
+    /// "Children and removed directories"). The caller holds
+    /// `parent.dir_lock` (so the name stays while this runs, and `parent`
+    /// is not empty: it cannot be removed meanwhile) and has checked the
+    /// name is not cached.
+    pub(crate) fn d_alloc_positive(
+        &self,
+        parent: &DentryRef,
+        name: &[u8],
+        inode: NonNull<Inode>,
+        attr: &Attr,
+    ) -> DentryRef {
+        let hash = name_hash(parent.0.as_ptr(), name);
+        let p = parent.clone();
+        let d = Dentry::new(parent.sb.clone(), p.0.as_ptr(), name, hash);
+        std::mem::forget(p); // the child's reference on its parent
+        self.nr.fetch_add(1, Ordering::Relaxed);
+        let d = NonNull::from(Box::leak(d));
+        // SAFETY: fresh and ours; unreachable until `hash_in` publishes it
+        // (with a release).
+        unsafe { instantiate_raw(d.as_ref(), inode, attr) };
         self.hash_in(d, hash);
         let r = DentryRef(d);
         self.shrink_to_limit();
         r
+    }
+
+    /// Lists `d`, a new negative child of `parent`, on `parent`'s child
+    /// list and hashes it, both under the list's lock: a prune of `parent`
+    /// sees either the listed, hashed child or the dead list. A child of a
+    /// pruned (removed) directory is neither listed nor hashed: lookups
+    /// there fail anyway, and it dies at its last put.
+    fn attach(&self, parent: &Dentry, d: NonNull<Dentry>, hash: u64) {
+        let mut kids = lock(&parent.children().kids);
+        if kids.push(d) {
+            self.hash_in(d, hash);
+        }
+    }
+
+    /// `shrink_dcache_parent` for a directory just removed (rmdir, or
+    /// renamed over; the caller has dropped it from the hash, or is about
+    /// to): unhashes every listed child and kills those nobody holds, and
+    /// marks the child list dead so that no later child is hashed. Children
+    /// in use (a lookup that raced the removal, an open unlinked file) die
+    /// at their last put. A removed directory is empty, so its hashed
+    /// children are negative (so listed) and have no children of their own:
+    /// one level is all there is to prune. Cost: the number of listed
+    /// children, not the cache.
+    pub(crate) fn prune_dead_dir(&self, dir: &DentryRef) {
+        let mut held = Vec::new();
+        {
+            let mut kids = lock(&dir.children().kids);
+            kids.dead = true;
+            for &c in &kids.list {
+                // SAFETY: listed dentries are live under the list's lock.
+                let cr = unsafe { c.as_ref() };
+                // A dentry already dying (the shrinker's, or a final put's)
+                // is unhashed by its killer, who unlists it after we let go.
+                if cr.get_not_dead() {
+                    held.push(DentryRef(c));
+                    self.unhash(c);
+                }
+            }
+        }
+        // The final puts kill: the children are unhashed now. (Each takes
+        // the list's lock to unlist itself, so not under it.)
+        drop(held);
     }
 
     fn hash_in(&self, d: NonNull<Dentry>, hash: u64) {
@@ -969,10 +1226,29 @@ impl DentryCache {
         unsafe { instantiate_raw(d, inode, attr) };
     }
 
-    /// `d_move`: moves `d` to `new_parent`/`new_name`, rehashing it. The
-    /// caller holds both parents' `dir_lock`s and references on everything.
+    /// `d_move`: moves `d` (positive) to `new_parent`/`new_name`,
+    /// rehashing it. The caller holds both parents' `dir_lock`s and
+    /// references on everything.
+    ///
+    /// The moved dentry leaves its old parent's child list (if it was born
+    /// negative, a created file) and joins none: it is positive, and
+    /// `new_parent` cannot be a removed directory (the file system refused
+    /// the rename into one).
     pub(crate) fn d_move(&self, d: &DentryRef, new_parent: &DentryRef, new_name: &[u8]) {
+        debug_assert!(!d.is_negative(), "d_move of a negative dentry");
         self.unhash(d.0);
+        // Off the old parent's list before the parent changes (the list's
+        // invariant: members are its directory's children). Listed or not
+        // is stable while the caller holds the dentry and the parents'
+        // locks (see `Children`).
+        if d.slot.load(Ordering::Relaxed) != NO_SLOT
+            && let Some(op) = NonNull::new(d.parent_ptr())
+        {
+            // SAFETY: `d` holds a reference on its parent.
+            if let Some(ch) = unsafe { op.as_ref() }.children_if_any() {
+                lock(&ch.kids).remove(d);
+            }
+        }
         let hash = name_hash(new_parent.0.as_ptr(), new_name);
         d.write_begin();
         let np = new_parent.clone();
@@ -1216,6 +1492,86 @@ impl DentryCache {
     }
 }
 
+impl DentryCache {
+    /// Checks the child lists against the hash (for consistency checks;
+    /// only meaningful while nothing changes the cache, but safe at any
+    /// time): each list's members are its directory's children at their
+    /// slots, every hashed negative dentry is listed by its parent, and no
+    /// pruned (removed) directory's list has a hashed member. (A positive
+    /// dentry hashed under a removed directory would name what the file
+    /// system no longer has: `check_consistency` sees that.)
+    pub(crate) fn check_children(&self) -> Result<(), String> {
+        use std::collections::{HashMap, HashSet};
+        // Each hashed dentry's parent, with a reference so its list stays.
+        type Hashed = Vec<(*mut Dentry, Vec<u8>, bool)>;
+        let mut by_parent: HashMap<*mut Dentry, (DentryRef, Hashed)> = HashMap::new();
+        {
+            let _pin = reclaim::pin();
+            for b in 0..self.buckets.len() {
+                let _g = self.bucket_lock(b);
+                let mut p = self.buckets[b].load(Ordering::Acquire);
+                while let Some(d) = NonNull::new(p) {
+                    // SAFETY: hashed dentries are alive under the bucket lock.
+                    let dr = unsafe { d.as_ref() };
+                    match NonNull::new(dr.parent_ptr()) {
+                        None => return Err("a hashed dentry without a parent".into()),
+                        Some(pp) => {
+                            let me = (d.as_ptr(), dr.name(), dr.is_negative());
+                            if let Some((_, kids)) = by_parent.get_mut(&pp.as_ptr()) {
+                                kids.push(me);
+                            // SAFETY: a hashed dentry's parent is alive (it
+                            // holds a reference on it).
+                            } else if unsafe { pp.as_ref() }.get_not_dead() {
+                                by_parent.insert(pp.as_ptr(), (DentryRef(pp), vec![me]));
+                            }
+                        }
+                    }
+                    p = dr.next.load(Ordering::Acquire);
+                }
+            }
+        }
+        for (pp, (parent, hashed)) in by_parent {
+            let name = String::from_utf8_lossy(&parent.name()).into_owned();
+            let Some(ch) = parent.children_if_any() else {
+                if let Some((_, cname, _)) = hashed.iter().find(|h| h.2) {
+                    return Err(format!(
+                        "negative {:?} in {name:?}, which has no child list",
+                        String::from_utf8_lossy(cname)
+                    ));
+                }
+                continue;
+            };
+            let kids = lock(&ch.kids);
+            let mut listed = HashSet::new();
+            for (i, &c) in kids.list.iter().enumerate() {
+                // SAFETY: listed dentries are live under the list's lock.
+                let cr = unsafe { c.as_ref() };
+                if cr.slot.load(Ordering::Relaxed) as usize != i || cr.parent_ptr() != pp {
+                    return Err(format!(
+                        "directory {name:?}: a child listed at a wrong slot"
+                    ));
+                }
+                listed.insert(c.as_ptr());
+            }
+            if let Some((_, cname, _)) = hashed.iter().find(|h| h.2 && !listed.contains(&h.0)) {
+                return Err(format!(
+                    "negative {:?} is not on the child list of {name:?}",
+                    String::from_utf8_lossy(cname)
+                ));
+            }
+            if kids.dead
+                && let Some((_, cname, _)) = hashed.first()
+            {
+                return Err(format!(
+                    "removed directory {name:?} has {:?} hashed",
+                    String::from_utf8_lossy(cname)
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Drop for DentryCache {
     fn drop(&mut self) {
         self.shutdown();
@@ -1333,6 +1689,8 @@ pub mod loom_api {
         pub ino: Ino,
         /// Whether the inode pointer is set.
         pub has_inode: bool,
+        /// On its parent's child list (`slot` set).
+        pub listed: bool,
     }
 
     fn attr(ino: Ino, mode: u32) -> Attr {
@@ -1398,6 +1756,19 @@ pub mod loom_api {
         /// `d_alloc`: a negative child `name` of `parent`, hashed.
         pub fn alloc(&self, parent: &DentryRef, name: &[u8]) -> DentryRef {
             self.dc().d_alloc(parent, name)
+        }
+
+        /// `d_alloc_positive`: the child `name` of `parent` a lookup found,
+        /// inode `ino` (a directory if `dir`), instantiated before hashing
+        /// and on no child list.
+        pub fn add(&self, parent: &DentryRef, name: &[u8], ino: Ino, dir: bool) -> DentryRef {
+            let mode = if dir {
+                S_IFDIR | 0o755
+            } else {
+                S_IFREG | 0o644
+            };
+            let NewInode(i, a) = self.inode(ino, mode);
+            self.dc().d_alloc_positive(parent, name, i, &a)
         }
 
         /// `d_instantiate`.
@@ -1522,7 +1893,15 @@ pub mod loom_api {
                 seq: d.seq.load(Ordering::SeqCst),
                 ino: d.ino.load(Ordering::SeqCst),
                 has_inode: !d.inode.load(Ordering::SeqCst).is_null(),
+                listed: d.slot.load(Ordering::SeqCst) != NO_SLOT,
             }
+        }
+
+        /// `shrink_dcache_parent` for a removed directory
+        /// ([`DentryCache::prune_dead_dir`]); the model `d_drop`s it first,
+        /// as rmdir does.
+        pub fn prune(&self, dir: &DentryRef) {
+            self.dc().prune_dead_dir(dir);
         }
 
         /// The inode number the dentry's inode pointer leads to (the inode
@@ -1612,7 +1991,84 @@ pub mod loom_api {
                     return Err(format!("dentry {a:#x} in state {s:?}: hashed {hashed:?}"));
                 }
             }
+            self.check_children(known, &hashed)?;
             Ok(lru)
+        }
+
+        /// The child lists: each live dentry's list holds its children at
+        /// their slots, none dead; a dead dentry's list is freed and it is
+        /// on no list; every hashed negative dentry is on its parent's
+        /// list; no hashed dentry's parent has a dead list; a listed dentry
+        /// is on its parent's list. (Few loads: each is a loom branch, and
+        /// a model has a budget.)
+        fn check_children(&self, known: &[usize], hashed: &[usize]) -> Result<(), String> {
+            // (dead, slot, parent, children, negative) of each known dentry.
+            type Snap = (bool, u32, usize, *mut Children, bool);
+            let snap: Vec<Snap> = known
+                .iter()
+                .map(|&a| {
+                    // SAFETY: never freed under loom.
+                    let d = unsafe { &*ptr::with_exposed_provenance::<Dentry>(a) };
+                    (
+                        d.count.load(Ordering::SeqCst) & DEAD != 0,
+                        d.slot.load(Ordering::SeqCst),
+                        d.parent.load(Ordering::SeqCst).addr(),
+                        d.children.load(Ordering::SeqCst),
+                        d.inode.load(Ordering::SeqCst).is_null(),
+                    )
+                })
+                .collect();
+            let of = |a: usize| known.iter().position(|&k| k == a);
+            // Each known dentry's list as (index in `known`, slot) pairs.
+            let mut lists: Vec<Option<(bool, Vec<usize>)>> = vec![None; known.len()];
+            for (i, &(dead, slot, _, ch, _)) in snap.iter().enumerate() {
+                if dead {
+                    if !ch.is_null() || slot != NO_SLOT {
+                        return Err(format!("dead {:#x}: list kept or still listed", known[i]));
+                    }
+                    continue;
+                }
+                let Some(ch) = NonNull::new(ch) else {
+                    continue;
+                };
+                // SAFETY: a live dentry's list (never freed under loom).
+                let kids = lock(&unsafe { ch.as_ref() }.kids);
+                let mut members = Vec::new();
+                for (at, &c) in kids.list.iter().enumerate() {
+                    let Some(j) = of(c.as_ptr().addr()) else {
+                        return Err(format!("{:#x} lists an unknown {c:?}", known[i]));
+                    };
+                    let (cdead, cslot, cparent, _, _) = snap[j];
+                    if cdead || cslot as usize != at || cparent != known[i] {
+                        return Err(format!(
+                            "{:#x}'s child {c:?} at {at}: dead {cdead}, slot {cslot}",
+                            known[i]
+                        ));
+                    }
+                    members.push(j);
+                }
+                lists[i] = Some((kids.dead, members));
+            }
+            for &h in hashed {
+                let Some(j) = of(h) else { continue };
+                let Some(p) = of(snap[j].2) else { continue };
+                let negative = snap[j].4;
+                match &lists[p] {
+                    Some((true, _)) => {
+                        return Err(format!("hashed {h:#x} under a pruned directory"));
+                    }
+                    Some((false, m)) if !negative || m.contains(&j) => {}
+                    None if !negative => {}
+                    l => return Err(format!("negative {h:#x} not on its parent's list: {l:?}")),
+                }
+            }
+            for (j, &(_, slot, _, _, _)) in snap.iter().enumerate() {
+                let on = lists.iter().flatten().any(|(_, m)| m.contains(&j));
+                if (slot != NO_SLOT) != on {
+                    return Err(format!("dentry {:#x}: slot {slot}, listed {on}", known[j]));
+                }
+            }
+            Ok(())
         }
     }
 
@@ -1631,6 +2087,18 @@ pub mod loom_api {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    /// Two cache lines at most: the child-list pointer and slot went into
+    /// what was padding.
+    #[test]
+    fn dentry_fits_two_cache_lines() {
+        assert_eq!(std::mem::align_of::<Dentry>(), 64);
+        assert!(
+            std::mem::size_of::<Dentry>() <= 128,
+            "{} bytes",
+            std::mem::size_of::<Dentry>()
+        );
+    }
 
     /// The straightforward definition [`hash_component`] must match: a
     /// byte scan for the `/`, then 8-byte chunks, then the zero-padded

@@ -363,9 +363,9 @@ impl<'a> Nd<'a> {
         name: &[u8],
     ) -> Result<DentryRef, Errno> {
         // A removed directory has no entries (IS_DEADDIR): ENOENT before the
-        // cache (Linux's rmdir prunes its unused children from the dcache,
-        // `shrink_dcache_parent`) and before the file system's NAME_MAX
-        // check.
+        // cache (its rmdir pruned its cached children, `prune_dead_dir`; a
+        // child allocated by a lookup that raced the removal is never
+        // hashed) and before the file system's NAME_MAX check.
         if dir.is_dead_dir() {
             return Err(Errno::ENOENT);
         }
@@ -377,9 +377,7 @@ impl<'a> Nd<'a> {
         match dir.sb().fs.lookup(dir.ino(), name) {
             Ok(attr) => {
                 let inode = iget(self.vfs, dir.sb(), &attr)?;
-                let d = dc.d_alloc(dir, name);
-                dc.instantiate(&d, inode, &attr);
-                Ok(d)
+                Ok(dc.d_alloc_positive(dir, name, inode, &attr))
             }
             Err(Errno::ENOENT) => Ok(dc.d_alloc(dir, name)),
             Err(e) => Err(e),

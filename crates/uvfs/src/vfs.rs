@@ -246,8 +246,11 @@ impl Vfs {
     /// each hashed positive dentry names the inode its file system has under
     /// that name, each negative one a name the file system does not have;
     /// each dentry's count equals its live children plus the references the
-    /// VFS itself holds (the root, mounts); and no unhashed dentry is alive
-    /// beyond the superblock roots (none leaked). For tests.
+    /// VFS itself holds (the root, mounts); no unhashed dentry is alive
+    /// beyond the superblock roots (none leaked: in particular no removed
+    /// directory kept by cached children, which its rmdir prunes); and
+    /// every hashed dentry is on its parent's child list, at its slot, and
+    /// no removed directory has one. For tests.
     #[doc(hidden)]
     pub fn check_consistency(&self) -> Result<(), String> {
         use std::collections::HashMap;
@@ -318,7 +321,7 @@ impl Vfs {
                 alive as isize - (seen.len() + roots) as isize
             ));
         }
-        Ok(())
+        self.caches.dcache.check_children()
     }
 
     /// Mounts `fs` on the directory `path` (absolute, resolved as root from

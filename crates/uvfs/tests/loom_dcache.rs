@@ -2,7 +2,10 @@
 //! lockless path walk (`Nd::lookup_rcu`: chain search, parent validation,
 //! legitimize) racing a rename (`d_move`, with or without a victim), an
 //! unlink (`d_drop`) and an instantiation; and the lock-free final `dput`
-//! racing `d_drop` by another holder, the shrinker, and a lockless revival.
+//! racing `d_drop` by another holder, the shrinker, and a lockless revival;
+//! and the prune of a removed directory (`prune_dead_dir`, rmdir's
+//! `shrink_dcache_parent`) racing a child's creation, the shrinker, a
+//! lockless step, a child's final put and a rename out of the directory.
 //!
 //! Run with:
 //!
@@ -47,7 +50,7 @@ use loom::thread;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::SeqCst;
-use uvfs::dcache::loom_api::{State, Step, World, addr};
+use uvfs::dcache::loom_api::{DentryRef, State, Step, World, addr};
 
 fn builder(preemptions: usize) -> Builder {
     let mut b = Builder::new();
@@ -624,4 +627,272 @@ fn shrink_vs_revival() {
     static SEEN: Seen<3> = Seen::new();
     cached_put_vs_revival(true, &SEEN);
     SEEN.report(["fallback", "revived", "killed"], &[1, 2]);
+}
+
+// ---------------------------------------------------------------------------
+// 4. Pruning a removed directory (`prune_dead_dir`, rmdir's
+//    `shrink_dcache_parent`): the child lists and their lock.
+// ---------------------------------------------------------------------------
+
+/// D is a directory `d` in R (inode 2) with `n` cached, unused negative
+/// children (`x`, then `y`): hashed, on the LRU, on D's child list. The
+/// caller holds D. Returns D and the children's addresses.
+fn dir_with_negatives(w: &World, n: usize) -> (DentryRef, Vec<usize>) {
+    let d = w.create(w.root(), b"d", 2, true);
+    let kids = [b"x", b"y"][..n]
+        .iter()
+        .map(|name| {
+            let c = w.alloc(&d, *name);
+            let a = addr(&c);
+            drop(c);
+            let s = state(w, a);
+            assert!(s.refs == 0 && s.c_hashed && s.c_lru && s.listed, "{s:?}");
+            a
+        })
+        .collect();
+    (d, kids)
+}
+
+/// 4a. The prune racing a lookup that creates a child in the dying
+/// directory (the locked walk's `d_alloc` of a negative entry, which the
+/// VFS does under D's `dir_lock`, a lock rmdir does not take). B removes D
+/// (`d_drop`, then the prune); A searches D for `y` and, on a miss, makes
+/// it (then drops it). Whatever the order, nothing of D stays hashed: A's
+/// child is listed and then pruned, or never hashed (the list was dead),
+/// and with every reference gone everything but R is dead at once, with no
+/// shrinker's help.
+#[test]
+fn prune_vs_alloc_in_dying_dir() {
+    static SEEN: Seen<2> = Seen::new();
+    for yields in [false, true] {
+        check(&builder(3), move || {
+            let w = Arc::new(World::new(8));
+            let (d, kids) = dir_with_negatives(&w, 1);
+            let da = addr(&d);
+            let (w2, d2) = (w.clone(), d.clone());
+            let b = thread::spawn(move || {
+                w2.d_drop(&d2);
+                w2.prune(&d2);
+            });
+            reader_yields(yields);
+            let y = match w.lookup_locked(&d, b"y") {
+                Some(y) => y,
+                None => w.alloc(&d, b"y"),
+            };
+            let ya = addr(&y);
+            let hashed_at_birth = state(&w, ya).c_hashed;
+            drop(y);
+            b.join().unwrap();
+            let known = [addr(w.root()), da, kids[0], ya];
+            assert!(
+                state(&w, kids[0]).dead,
+                "the cached child survived the prune"
+            );
+            assert!(
+                state(&w, ya).dead,
+                "the new child survived: {:?}",
+                state(&w, ya)
+            );
+            drop(d);
+            assert!(
+                state(&w, da).dead,
+                "the removed directory outlived its references"
+            );
+            assert_eq!(w.len(), 1, "left alive without the shrinker");
+            SEEN.hit(usize::from(hashed_at_birth));
+            settle(&w, &known, 1);
+        });
+    }
+    SEEN.report(
+        ["born unhashed (list dead)", "hashed, then pruned"],
+        &[0, 1],
+    );
+}
+
+/// 4b. The prune racing the shrinker over the same children: X and Y are
+/// cached in D; B prunes D (removed); A shrinks `n`. Each child is killed
+/// exactly once, by either, and unlisted; D dies at its last put.
+fn prune_vs_shrink(n: usize, yields: bool, seen: &'static Seen<2>) {
+    check(&builder(3), move || {
+        let w = Arc::new(World::new(8));
+        let (d, kids) = dir_with_negatives(&w, 2);
+        let da = addr(&d);
+        w.d_drop(&d);
+        let (w2, d2) = (w.clone(), d.clone());
+        let b = thread::spawn(move || w2.prune(&d2));
+        reader_yields(yields);
+        let killed = w.shrink(n);
+        b.join().unwrap();
+        let known = [addr(w.root()), da, kids[0], kids[1]];
+        for &k in &kids {
+            let s = state(&w, k);
+            assert!(s.dead && !s.c_lru && !s.listed, "{s:?}");
+        }
+        assert!(killed <= n.min(2), "the shrinker killed {killed}");
+        assert_eq!(w.len(), 2, "R and D: each child killed once");
+        seen.hit(usize::from(killed > 0));
+        drop(d);
+        assert_eq!(w.len(), 1);
+        settle(&w, &known, 1);
+    });
+}
+
+#[test]
+fn prune_vs_shrink_one() {
+    static SEEN: Seen<2> = Seen::new();
+    prune_vs_shrink(1, false, &SEEN);
+    prune_vs_shrink(1, true, &SEEN);
+    SEEN.report(["prune killed both", "shrinker killed some"], &[0, 1]);
+}
+
+#[test]
+fn prune_vs_shrink_all() {
+    static SEEN: Seen<2> = Seen::new();
+    prune_vs_shrink(usize::MAX, false, &SEEN);
+    prune_vs_shrink(usize::MAX, true, &SEEN);
+    SEEN.report(["prune killed both", "shrinker killed some"], &[0, 1]);
+}
+
+/// 4c. A lockless walker standing on the removed directory (its cwd) steps
+/// for `x`, cached negative, while B prunes D. A may fall back (and the
+/// locked walk then says ENOENT: D is dead), or find X negative at the
+/// count it had while hashed: ENOENT either way, never a positive entry,
+/// and reading X (its name included) after the prune killed it is safe.
+#[test]
+fn prune_vs_step_in_dead_dir() {
+    static SEEN: Seen<2> = Seen::new();
+    for yields in [false, true] {
+        check(&builder(4), move || {
+            let w = Arc::new(World::new(8));
+            let (d, kids) = dir_with_negatives(&w, 1);
+            let (da, xa) = (addr(&d), kids[0]);
+            let x0 = state(&w, xa).seq;
+            w.d_drop(&d);
+            let (w2, d2) = (w.clone(), d.clone());
+            let b = thread::spawn(move || w2.prune(&d2));
+            reader_yields(yields);
+            match w.step(&d, b"x") {
+                Step::Fallback => SEEN.hit(0),
+                Step::Negative { dentry, seq } => {
+                    assert_eq!((dentry, seq), (xa, x0), "X at its hashed count");
+                    SEEN.hit(1);
+                }
+                s @ Step::Positive { .. } => panic!("{s:?}"),
+            }
+            b.join().unwrap();
+            assert!(w.lookup_locked(&d, b"x").is_none(), "X still hashed");
+            assert!(state(&w, xa).dead);
+            drop(d);
+            assert_eq!(w.len(), 1);
+            settle(&w, &[addr(w.root()), da, xa], 1);
+        });
+    }
+    SEEN.report(["fallback", "X negative (ENOENT)"], &[0, 1]);
+}
+
+/// 4d. A holds X (a lookup in flight when the directory went) and drops it
+/// while B prunes D: X is unhashed by the prune and killed by whichever
+/// put is last, once; nothing is left for the LRU.
+#[test]
+fn prune_vs_final_put_of_child() {
+    static SEEN: Seen<2> = Seen::new();
+    for yields in [false, true] {
+        check(&builder(4), move || {
+            let w = Arc::new(World::new(8));
+            let (d, kids) = dir_with_negatives(&w, 1);
+            let (da, xa) = (addr(&d), kids[0]);
+            let x = w.lookup_locked(&d, b"x").expect("X is cached");
+            w.d_drop(&d);
+            let (w2, d2) = (w.clone(), d.clone());
+            let b = thread::spawn(move || w2.prune(&d2));
+            reader_yields(yields);
+            drop(x);
+            let dead_after_put = state(&w, xa).dead;
+            b.join().unwrap();
+            let s = state(&w, xa);
+            assert!(s.dead && !s.c_lru && !s.lru && !s.listed, "{s:?}");
+            assert_eq!(w.len(), 2, "R and D");
+            SEEN.hit(usize::from(dead_after_put));
+            drop(d);
+            assert_eq!(w.len(), 1);
+            settle(&w, &[addr(w.root()), da, xa], 1);
+        });
+    }
+    SEEN.report(["the prune killed X", "A's put killed X"], &[0, 1]);
+}
+
+/// 4e. The prune racing a rename out of the directory (the rename's file
+/// system change came first, so the directory was empty for the rmdir, but
+/// its `d_move` of S, a file in D created there (born negative, so on D's
+/// list), may still be running): S must end hashed under its new name in
+/// R, never unhashed by the prune after the move, and off D's list (a
+/// positive dentry joins no list); D dies at its last put.
+#[test]
+fn prune_vs_move_out() {
+    for yields in [false, true] {
+        check(&builder(3), move || {
+            let w = Arc::new(World::new(8));
+            let d = w.create(w.root(), b"d", 2, true);
+            let s = w.create(&d, b"s", 10, false);
+            let (da, sa) = (addr(&d), addr(&s));
+            let (w2, d2) = (w.clone(), d.clone());
+            let b = thread::spawn(move || {
+                w2.d_drop(&d2);
+                w2.prune(&d2);
+            });
+            reader_yields(yields);
+            w.d_move(&s, w.root(), b"t");
+            b.join().unwrap();
+            drop(s);
+            let again = w.lookup_locked(w.root(), b"t").expect("S is /t");
+            assert_eq!(addr(&again), sa);
+            drop(again);
+            let st = state(&w, sa);
+            // Positive: moved off D's list, onto none.
+            assert!(st.c_hashed && !st.listed && !st.dead, "{st:?}");
+            drop(d);
+            assert!(state(&w, da).dead, "D outlived its references");
+            assert_eq!(w.len(), 2, "R and S (cached)");
+            settle(&w, &[addr(w.root()), da, sa], 1);
+        });
+    }
+}
+
+/// 4f. A lookup that found its name makes the dentry positive before
+/// hashing it, and lists it nowhere (`d_alloc_positive`): a walker racing
+/// it falls back (not there yet) or gets it positive at its only count,
+/// with its inode, never negative; it is on no list, and dies (unlisted,
+/// taking no list lock) when the shrinker evicts it.
+#[test]
+fn positive_alloc_vs_step() {
+    static SEEN: Seen<2> = Seen::new();
+    for yields in [false, true] {
+        check(&builder(4), move || {
+            let w = Arc::new(World::new(8));
+            let w2 = w.clone();
+            let b = thread::spawn(move || {
+                let p = w2.add(w2.root(), b"p", 40, false);
+                let pa = addr(&p);
+                drop(p);
+                pa
+            });
+            reader_yields(yields);
+            let step = w.step(w.root(), b"p");
+            let pa = b.join().unwrap();
+            match &step {
+                Step::Fallback => SEEN.hit(0),
+                Step::Positive { dentry, seq, ino } => {
+                    assert_eq!((addr(dentry), *seq, *ino), (pa, state(&w, pa).seq, 40));
+                    SEEN.hit(1);
+                }
+                s @ Step::Negative { .. } => panic!("seen negative: {s:?}"),
+            }
+            drop(step);
+            let s = state(&w, pa);
+            assert!(s.c_hashed && !s.listed && s.has_inode, "{s:?}");
+            settle(&w, &[addr(w.root()), pa], 1);
+            assert!(!state(&w, pa).listed);
+        });
+    }
+    SEEN.report(["fallback", "positive"], &[0, 1]);
 }

@@ -1,5 +1,5 @@
 //! Randomized schedules of whole-VFS concurrent scenarios under shuttle:
-//! open/dup2/close/rename/unlink/stat racing across threads of one process
+//! open/dup2/close/rename/unlink/stat/rmdir/mkdir racing across threads of one process
 //! (one shared fd table, `Process::new_thread`) and across processes
 //! (`Process::new`, `fork`). Built with `--cfg shuttle`, the crate's
 //! `primitive` facade hands out shuttle's atomics, mutexes, condvars,
@@ -12,10 +12,10 @@
 //! serial order of the racing calls produces (the scenario's small model is
 //! run over every interleaving that respects each thread's program order);
 //! every fd 0..64 of every process maps to a live file or is `EBADF`; then,
-//! with every process dropped, `drop_caches` and `check_consistency` (the
-//! dentry cache agrees with tmpfs and every reference is accounted for).
-//! `drop_caches` comes first because uvfs's rmdir does not prune negative
-//! children, a known difference from Linux.
+//! with every process dropped, `check_consistency` (the dentry cache agrees
+//! with tmpfs and every reference is accounted for), without dropping the
+//! caches first: rmdir prunes the removed directory's cached children, so
+//! no removed directory may be left cached.
 //!
 //! Run (scripts/test does):
 //!   RUSTFLAGS="--cfg shuttle" CARGO_TARGET_DIR=target/shuttle \
@@ -89,9 +89,9 @@ fn fds_sound(p: &mut Process) {
     }
 }
 
-/// With every process gone: the caches agree with tmpfs.
+/// With every process gone: the caches agree with tmpfs (no removed
+/// directory kept by cached children: no `drop_caches` first).
 fn quiescent(vfs: &Vfs) {
-    vfs.drop_caches();
     if let Err(e) = vfs.check_consistency() {
         panic!("inconsistent after the run: {e}");
     }
@@ -414,6 +414,159 @@ fn fork_vs_close(fast: FastPaths) {
     quiescent(&vfs);
 }
 
+// ---------------------------------------------------------------------
+// rmdir and rename over a directory, racing lookups and creations inside.
+// ---------------------------------------------------------------------
+
+/// `/d` is empty, with `x` cached as negative; P1 removes it; P2 (its cwd is
+/// `/d`) creates `z` there, then unlinks it; P3 looks up `x` by path and
+/// `y` from an fd on `/d`. Serial orders: the rmdir fails with ENOTEMPTY
+/// iff it falls between the create and the unlink; the create fails with
+/// ENOENT iff it follows the rmdir (and then so does the unlink); every
+/// lookup is ENOENT. At the end, with every process and fd gone, the
+/// caches hold nothing of a removed `/d` (no `drop_caches`).
+fn procs_rmdir_vs_create_and_lookups(fast: FastPaths) {
+    let vfs = vfs(fast);
+    let mut p0 = Process::new(&vfs).unwrap();
+    p0.mkdir("/d", 0o755).unwrap();
+    assert_eq!(p0.stat("/d/x").map(|_| ()), Err(Errno::ENOENT));
+    let mut p1 = Process::new(&vfs).unwrap();
+    let mut p2 = Process::new(&vfs).unwrap();
+    p2.chdir("/d").unwrap();
+    let mut p3 = Process::new(&vfs).unwrap();
+    let dfd = p3.open("/d", O_RDONLY | O_DIRECTORY, 0).unwrap();
+    let h1 = thread::spawn(move || (p1.rmdir("/d"), p1));
+    let h2 = thread::spawn(move || {
+        let c = p2.open("z", O_CREAT | O_RDWR, 0o644).map(|fd| {
+            p2.close(fd).unwrap();
+        });
+        let u = p2.unlink("z");
+        ((c, u), p2)
+    });
+    let h3 = thread::spawn(move || {
+        let a = p3.stat("/d/x").map(|_| ());
+        let b = p3.fstatat(dfd, "y", 0).map(|_| ());
+        assert!(p3.fstat(dfd).is_ok(), "fstat of the directory fd");
+        p3.close(dfd).unwrap();
+        ((a, b), p3)
+    });
+    let (rmdir, p1) = h1.join().unwrap();
+    let ((create, unlink), p2) = h2.join().unwrap();
+    let ((sx, sy), p3) = h3.join().unwrap();
+    assert_eq!((sx, sy), (Err(Errno::ENOENT), Err(Errno::ENOENT)));
+    // Model: ops 0 rmdir, 1 create z, 2 unlink z.
+    let mut allowed = Vec::new();
+    for order in interleavings(&[vec![0], vec![1, 2]]) {
+        let (mut alive, mut z) = (true, false);
+        let mut r = [Ok(()); 3];
+        for op in order {
+            r[op] = match op {
+                0 if z => Err(Errno::ENOTEMPTY),
+                0 => {
+                    alive = false;
+                    Ok(())
+                }
+                1 if alive => {
+                    z = true;
+                    Ok(())
+                }
+                2 if z => {
+                    z = false;
+                    Ok(())
+                }
+                1 | 2 => Err(Errno::ENOENT),
+                _ => unreachable!(),
+            };
+        }
+        allowed.push(r);
+    }
+    let seen = [rmdir, create, unlink];
+    assert!(allowed.contains(&seen), "no serial order gives {seen:?}");
+    drop((p1, p2, p3));
+    if rmdir.is_err() {
+        assert_eq!(p0.rmdir("/d"), Ok(()));
+    }
+    drop(p0);
+    quiescent(&vfs);
+    // "/", and a negative "d" if P3's lookup came after the rmdir.
+    assert!(vfs.dcache_len() <= 2, "{} dentries left", vfs.dcache_len());
+}
+
+/// `/a` and `/b` are empty directories with negative entries cached in
+/// each (`a/n`, `b/x`); P1 renames `/a` over `/b`; P2 (its cwd is `/b`)
+/// looks `x` up, makes `sub` there and removes it; P3 looks up `/b/x` and `/b/n`. The
+/// rename fails with ENOTEMPTY iff it falls between P2's mkdir and rmdir;
+/// P2's calls fail with ENOENT iff they follow it (the old `/b` is dead);
+/// every lookup is ENOENT. At the end the caches hold `/`, the directory
+/// now named `b` (or both, if the rename failed) and negative entries in
+/// live directories only.
+fn procs_rename_over_dir_vs_mkdir(fast: FastPaths) {
+    let vfs = vfs(fast);
+    let mut p0 = Process::new(&vfs).unwrap();
+    p0.mkdir("/a", 0o755).unwrap();
+    p0.mkdir("/b", 0o755).unwrap();
+    assert_eq!(p0.stat("/a/n").map(|_| ()), Err(Errno::ENOENT));
+    assert_eq!(p0.stat("/b/x").map(|_| ()), Err(Errno::ENOENT));
+    let ia = p0.stat("/a").unwrap().st_ino;
+    let mut p1 = Process::new(&vfs).unwrap();
+    let mut p2 = Process::new(&vfs).unwrap();
+    p2.chdir("/b").unwrap();
+    let mut p3 = Process::new(&vfs).unwrap();
+    let h1 = thread::spawn(move || (p1.rename("/a", "/b"), p1));
+    let h2 = thread::spawn(move || {
+        // Lookups first (ENOENT whenever they run), so the rename is as
+        // likely to come before the mkdir as after it.
+        for _ in 0..2 {
+            assert_eq!(p2.stat("x").map(|_| ()), Err(Errno::ENOENT));
+        }
+        let m = p2.mkdir("sub", 0o755);
+        let r = p2.rmdir("sub");
+        ((m, r), p2)
+    });
+    let h3 = thread::spawn(move || {
+        let x = p3.stat("/b/x").map(|_| ());
+        let n = p3.stat("/b/n").map(|_| ());
+        ((x, n), p3)
+    });
+    let (rename, p1) = h1.join().unwrap();
+    let ((mk, rm), p2) = h2.join().unwrap();
+    let ((sx, sn), p3) = h3.join().unwrap();
+    assert_eq!((sx, sn), (Err(Errno::ENOENT), Err(Errno::ENOENT)));
+    // Model: ops 0 rename, 1 mkdir sub, 2 rmdir sub (in the old b).
+    let mut allowed = Vec::new();
+    for order in interleavings(&[vec![0], vec![1, 2]]) {
+        let (mut alive, mut sub) = (true, false);
+        let mut r = [Ok(()); 3];
+        for op in order {
+            r[op] = match op {
+                0 if sub => Err(Errno::ENOTEMPTY),
+                0 => {
+                    alive = false;
+                    Ok(())
+                }
+                1 if alive => {
+                    sub = true;
+                    Ok(())
+                }
+                2 if sub => {
+                    sub = false;
+                    Ok(())
+                }
+                1 | 2 => Err(Errno::ENOENT),
+                _ => unreachable!(),
+            };
+        }
+        allowed.push(r);
+    }
+    let seen = [rename, mk, rm];
+    assert!(allowed.contains(&seen), "no serial order gives {seen:?}");
+    if rename.is_ok() {
+        assert_eq!(p0.stat("/b").map(|s| s.st_ino), Ok(ia));
+    }
+    drop((p0, p1, p2, p3));
+    quiescent(&vfs);
+}
+
 /// One test per scenario and preset (the seeds' fast paths and the stock
 /// ones are different code).
 macro_rules! tests {
@@ -440,4 +593,6 @@ tests! {
     threads_open_close: threads_open_close;
     procs_rename_unlink_stat: procs_rename_unlink_stat;
     fork_vs_close: fork_vs_close;
+    procs_rmdir_vs_create_and_lookups: procs_rmdir_vs_create_and_lookups;
+    procs_rename_over_dir_vs_mkdir: procs_rename_over_dir_vs_mkdir;
 }

@@ -9,8 +9,9 @@
 //! per inode). Checked at the end, with every process gone: the dentry
 //! cache agrees with tmpfs and every dentry reference is accounted for
 //! (`Vfs::check_consistency`), tmpfs's own invariants hold (`fsck`); then
-//! after removing everything and dropping the caches, tmpfs holds no inode
-//! but the root — nothing leaked through the caches.
+//! after removing everything only the root is cached (rmdir pruned the
+//! rest), and after dropping the caches tmpfs holds no inode but the root —
+//! nothing leaked through the caches.
 //!
 //! Seeded; `UVFS_STRESS_SECS` lengthens the run.
 
@@ -226,13 +227,17 @@ fn run(fast: FastPaths, seed: u64, secs: f64) {
         .unwrap_or_else(|e| panic!("{fast}: after the run: {e}"));
     fs.fsck(false)
         .unwrap_or_else(|e| panic!("{fast}: tmpfs: {e}"));
-    // Remove everything, drop the caches: only the root may remain.
+    // Remove everything: only the root may remain cached (rmdir prunes
+    // each removed directory's negative entries), then drop the caches.
     let mut setup = Process::new(&vfs).unwrap();
     for d in 0..DIRS {
         rm_rf(&mut setup, &format!("/s{d}"));
         setup.rmdir(format!("/s{d}")).unwrap();
     }
     drop(setup);
+    vfs.check_consistency()
+        .unwrap_or_else(|e| panic!("{fast}: after removal, caches as left: {e}"));
+    assert_eq!(vfs.dcache_len(), 1, "{fast}: dentries left after removal");
     vfs.drop_caches();
     vfs.check_consistency()
         .unwrap_or_else(|e| panic!("{fast}: after removal: {e}"));

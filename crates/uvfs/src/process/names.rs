@@ -206,7 +206,13 @@ impl Process {
         self.refresh_inode(&d);
         self.changed(dir);
         self.changed(&d);
-        self.vfs.caches().dcache.d_drop(&d);
+        let dc = &self.vfs.caches().dcache;
+        dc.d_drop(&d);
+        if rmdir {
+            // `shrink_dcache_parent`: the removed directory's cached
+            // (negative) children go now, not when the LRU reaches them.
+            dc.prune_dead_dir(&d);
+        }
         Ok(())
     }
 
@@ -394,6 +400,11 @@ impl Process {
             // The target's dentry, positive or negative, leaves the hash:
             // the moved dentry takes its name.
             dc.d_drop(&nd_);
+            if ndir_is {
+                // A directory renamed over is removed: prune it as rmdir
+                // does.
+                dc.prune_dead_dir(&nd_);
+            }
             dc.d_move(&od_, ndir, &np.last);
         }
         Ok(())

@@ -607,10 +607,15 @@ impl Fuzz {
                 .map_err(|e| format!("step {n} (input byte {at}): {e}"))?;
         }
         self.procs.clear();
-        self.vfs.drop_caches();
+        // First as left (rmdir pruned what removed directories had cached),
+        // then with the caches dropped.
         self.vfs
             .check_consistency()
             .map_err(|e| format!("check_consistency: {e}"))?;
+        self.vfs.drop_caches();
+        self.vfs
+            .check_consistency()
+            .map_err(|e| format!("check_consistency after drop_caches: {e}"))?;
         self.fs.fsck(true).map_err(|e| format!("fsck: {e}"))?;
         self.fs2.fsck(true).map_err(|e| format!("fsck /m: {e}"))?;
         let st = self.fs.statfs();
