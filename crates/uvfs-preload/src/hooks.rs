@@ -25,7 +25,7 @@ use uvfs::{Errno, Process};
 
 /// Where `path` (relative to `dirfd`) goes. `None`: `dirfd` is a stale
 /// placeholder (`EBADF`).
-pub(crate) fn route(dirfd: c_int, path: &[u8]) -> Option<Route> {
+pub(crate) fn route(dirfd: c_int, path: &[u8]) -> Option<Route<'_>> {
     if prefix().is_none() || busy() {
         return Some(Route::Kernel);
     }

@@ -74,8 +74,15 @@ impl Drop for Busy {
 /// Runs the shim's side of a call: the guard set, a panic caught (`EIO`),
 /// an error turned into `-1` and errno.
 pub(crate) fn run<T>(fail: T, f: impl FnOnce() -> Result<T, Errno>) -> T {
-    let _b = Busy::enter();
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+    // One thread-local lookup (a `__tls_get_addr` call in a shared object)
+    // for both setting and restoring the guard.
+    let r = BUSY.with(|b| {
+        let was = b.replace(true);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        b.set(was);
+        r
+    });
+    match r {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {
             set_errno(e.raw());

@@ -53,6 +53,7 @@
 
 use crate::errno_of;
 use rustix::fd::{BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
+use std::borrow::Cow;
 use std::cell::UnsafeCell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
@@ -145,8 +146,9 @@ fn has_dotdot(path: &[u8]) -> bool {
     path.split(|&c| c == b'/').any(|c| c == b"..")
 }
 
-/// Where a path call goes.
-pub(crate) enum Route {
+/// Where a path call goes (borrowing the caller's path where it can: no
+/// allocation on the common routes).
+pub(crate) enum Route<'a> {
     /// To the kernel, with the caller's arguments unchanged.
     Kernel,
     /// To the kernel with this absolute path (the program's cwd is in uvfs,
@@ -154,22 +156,22 @@ pub(crate) enum Route {
     KernelAbs(Vec<u8>),
     /// To uvfs: this path relative to this uvfs dirfd (or `AT_FDCWD`: the
     /// uvfs process's cwd).
-    Uvfs(i32, Vec<u8>),
+    Uvfs(i32, Cow<'a, [u8]>),
 }
 
 /// Routes an absolute path: uvfs if it lies under the prefix (the raw path
 /// minus the prefix when it has no `..`, keeping symlink semantics; else
 /// the lexically normalized one).
-pub(crate) fn route_abs(path: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn route_abs(path: &[u8]) -> Option<Cow<'_, [u8]>> {
     let pre = prefix()?;
     if let Some(rest) = path.strip_prefix(pre)
         && (rest.is_empty() || rest[0] == b'/')
         && !has_dotdot(rest)
     {
         return Some(if rest.is_empty() {
-            b"/".to_vec()
+            Cow::Borrowed(b"/")
         } else {
-            rest.to_vec()
+            Cow::Borrowed(rest)
         });
     }
     if !has_dotdot(path) && !path.starts_with(b"//") && !path[1..].contains(&b'/') {
@@ -177,7 +179,7 @@ pub(crate) fn route_abs(path: &[u8]) -> Option<Vec<u8>> {
         // unless it is the prefix itself (handled above): a fast exit.
         return None;
     }
-    strip_prefix(&normalize(path)?)
+    strip_prefix(&normalize(path)?).map(Cow::Owned)
 }
 
 // ---------------------------------------------------------------------------
@@ -434,7 +436,7 @@ impl State {
 
     /// Routes `path` relative to `dirfd` (the dirfd's kind already known
     /// not to be stale).
-    pub(crate) fn route(&mut self, dirfd: i32, path: &[u8]) -> Route {
+    pub(crate) fn route<'a>(&mut self, dirfd: i32, path: &'a [u8]) -> Route<'a> {
         if path.first() == Some(&b'/') {
             return match route_abs(path) {
                 Some(u) => Route::Uvfs(AT_FDCWD, u),
@@ -443,24 +445,24 @@ impl State {
         }
         if dirfd != AT_FDCWD {
             return match FDMAP.get(dirfd) {
-                Fd::Uvfs(u) => Route::Uvfs(u, path.to_vec()),
+                Fd::Uvfs(u) => Route::Uvfs(u, Cow::Borrowed(path)),
                 _ => Route::Kernel,
             };
         }
         if self.cwd_in_uvfs {
             if !has_dotdot(path) {
-                return Route::Uvfs(AT_FDCWD, path.to_vec());
+                return Route::Uvfs(AT_FDCWD, Cow::Borrowed(path));
             }
             let mut abs = prefix().unwrap_or(b"").to_vec();
             match self.p().getcwd() {
                 Ok(c) if c != b"/" => abs.extend_from_slice(&c),
                 Ok(_) => {}
-                Err(_) => return Route::Uvfs(AT_FDCWD, path.to_vec()),
+                Err(_) => return Route::Uvfs(AT_FDCWD, Cow::Borrowed(path)),
             }
             abs.push(b'/');
             abs.extend_from_slice(path);
             return match normalize(&abs).as_deref().and_then(strip_prefix) {
-                Some(u) => Route::Uvfs(AT_FDCWD, u),
+                Some(u) => Route::Uvfs(AT_FDCWD, Cow::Owned(u)),
                 None => Route::KernelAbs(normalize(&abs).unwrap_or(abs)),
             };
         }
@@ -470,7 +472,7 @@ impl State {
         abs.push(b'/');
         abs.extend_from_slice(path);
         match normalize(&abs).as_deref().and_then(strip_prefix) {
-            Some(u) => Route::Uvfs(AT_FDCWD, u),
+            Some(u) => Route::Uvfs(AT_FDCWD, Cow::Owned(u)),
             None => Route::Kernel,
         }
     }
