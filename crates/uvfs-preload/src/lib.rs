@@ -34,6 +34,21 @@ use std::cell::Cell;
 use std::ffi::{CStr, c_char};
 use uvfs::Errno;
 
+/// The library constructor, run by the dynamic loader before `main` and
+/// before the program can start a thread: everything the shim initializes
+/// once is initialized here. A one-time initialization a thread was in the
+/// middle of when another thread called `fork` would stay "running" forever
+/// in the child (found by the fork test: a child hung in the prefix's
+/// `OnceLock`, which a thread of the parent was filling).
+extern "C" fn init() {
+    state::at_load();
+    seed::register_dump();
+}
+
+#[used]
+#[unsafe(link_section = ".init_array")]
+static INIT: extern "C" fn() = init;
+
 std::thread_local! {
     static BUSY: Cell<bool> = const { Cell::new(false) };
 }

@@ -162,9 +162,9 @@ fn copy_out(p: &mut Process, at: &[u8], host: &Path) {
     }
 }
 
-/// The library constructor: when `UVFS_DUMP` is set, remember which process
-/// owns the dump and register the exit handler.
-extern "C" fn init() {
+/// At load (the library constructor): when `UVFS_DUMP` is set, remember
+/// which process owns the dump and register the exit handler.
+pub(crate) fn register_dump() {
     if std::env::var_os("UVFS_DUMP").is_some() {
         // SAFETY: getpid has no preconditions; atexit takes a plain function
         // of this library, which is never unloaded.
@@ -174,7 +174,3 @@ extern "C" fn init() {
         }
     }
 }
-
-#[used]
-#[unsafe(link_section = ".init_array")]
-static INIT: extern "C" fn() = init;

@@ -366,6 +366,13 @@ extern "C" fn atfork_release() {
     unlock();
 }
 
+/// What the library constructor initializes: the prefix and the fork
+/// handlers (both `Once`s, which must not be mid-flight in a `fork`).
+pub(crate) fn at_load() {
+    let _ = prefix();
+    register_atfork();
+}
+
 /// Registers the fork handlers once: `prepare` takes the state lock, so no
 /// other thread is inside uvfs when the process is copied, and the file
 /// pool's depot lock, which a thread exiting takes outside the state lock
