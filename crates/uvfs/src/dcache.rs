@@ -1077,18 +1077,24 @@ impl DentryCache {
         None
     }
 
+    /// A fresh, unhashed, unlisted child of `parent` named `name` holding a
+    /// reference on `parent`, counted in the cache; and its hash.
+    fn new_child(&self, parent: &DentryRef, name: &[u8]) -> (NonNull<Dentry>, u64) {
+        let hash = name_hash(parent.0.as_ptr(), name);
+        let p = parent.clone();
+        let d = Dentry::new(parent.sb.clone(), p.0.as_ptr(), name, hash);
+        std::mem::forget(p); // the child's reference on its parent
+        self.nr.fetch_add(1, Ordering::Relaxed);
+        (NonNull::from(Box::leak(d)), hash)
+    }
+
     /// Allocates a child dentry of `parent` named `name`, negative until
     /// [`instantiate`](Self::instantiate)d, and lists and hashes it (unless
     /// `parent` was removed and pruned: then it is neither, and dies at its
     /// last put). The caller holds `parent.dir_lock` and has checked the
     /// name is not cached.
     pub(crate) fn d_alloc(&self, parent: &DentryRef, name: &[u8]) -> DentryRef {
-        let hash = name_hash(parent.0.as_ptr(), name);
-        let p = parent.clone();
-        let d = Dentry::new(parent.sb.clone(), p.0.as_ptr(), name, hash);
-        std::mem::forget(p); // the child's reference on its parent
-        self.nr.fetch_add(1, Ordering::Relaxed);
-        let d = NonNull::from(Box::leak(d));
+        let (d, hash) = self.new_child(parent, name);
         self.attach(parent, d, hash);
         let r = DentryRef(d);
         self.shrink_to_limit();
@@ -1110,12 +1116,7 @@ impl DentryCache {
         inode: NonNull<Inode>,
         attr: &Attr,
     ) -> DentryRef {
-        let hash = name_hash(parent.0.as_ptr(), name);
-        let p = parent.clone();
-        let d = Dentry::new(parent.sb.clone(), p.0.as_ptr(), name, hash);
-        std::mem::forget(p); // the child's reference on its parent
-        self.nr.fetch_add(1, Ordering::Relaxed);
-        let d = NonNull::from(Box::leak(d));
+        let (d, hash) = self.new_child(parent, name);
         // SAFETY: fresh and ours; unreachable until `hash_in` publishes it
         // (with a release).
         unsafe { instantiate_raw(d.as_ref(), inode, attr) };
