@@ -165,6 +165,26 @@ pub(crate) fn is_uvfs(fd: c_int) -> bool {
     FDMAP.get(fd) != Fd::Kernel
 }
 
+/// `at_call! { name(arg: T, …); }`: an interposed `name(dirfd, path, arg…)`
+/// whose uvfs side is `Process::name(dirfd, path, arg…)` returning `()`.
+macro_rules! at_call {
+    ($name:ident($($a:ident: $t:ty),* $(,)?);) => {
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(dirfd: c_int, path: *const c_char, $($a: $t),*) -> c_int {
+            // SAFETY: forwarded C arguments.
+            unsafe {
+                path_call(
+                    dirfd,
+                    path,
+                    -1,
+                    |d, p| real!($name: fn(c_int, *const c_char, $($t),*) -> c_int)(d, p, $($a),*),
+                    |s, d, p| s.p().$name(d, p, $($a),*).map(|()| 0),
+                )
+            }
+        }
+    };
+}
+
 // ---------------------------------------------------------------------------
 // Conversions.
 
@@ -1067,26 +1087,7 @@ forward! {
     access(path: *const c_char, mode: c_int) -> c_int = faccessat(AT_FDCWD, path, mode, 0);
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn faccessat(
-    dirfd: c_int,
-    path: *const c_char,
-    mode: c_int,
-    flags: c_int,
-) -> c_int {
-    // SAFETY: forwarded C arguments.
-    unsafe {
-        path_call(
-            dirfd,
-            path,
-            -1,
-            |d, p| {
-                real!(faccessat: fn(c_int, *const c_char, c_int, c_int) -> c_int)(d, p, mode, flags)
-            },
-            |s, d, p| s.p().faccessat(d, p, mode, flags).map(|()| 0),
-        )
-    }
-}
+at_call! { faccessat(mode: c_int, flags: c_int); }
 
 forward! {
     euidaccess(path: *const c_char, mode: c_int) -> c_int =
@@ -1095,37 +1096,13 @@ forward! {
         faccessat(AT_FDCWD, path, mode, libc::AT_EACCESS);
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mkdirat(dirfd: c_int, path: *const c_char, mode: mode_t) -> c_int {
-    // SAFETY: forwarded C arguments.
-    unsafe {
-        path_call(
-            dirfd,
-            path,
-            -1,
-            |d, p| real!(mkdirat: fn(c_int, *const c_char, mode_t) -> c_int)(d, p, mode),
-            |s, d, p| s.p().mkdirat(d, p, mode).map(|()| 0),
-        )
-    }
-}
+at_call! { mkdirat(mode: mode_t); }
 
 forward! {
     mkdir(path: *const c_char, mode: mode_t) -> c_int = mkdirat(AT_FDCWD, path, mode);
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn unlinkat(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int {
-    // SAFETY: forwarded C arguments.
-    unsafe {
-        path_call(
-            dirfd,
-            path,
-            -1,
-            |d, p| real!(unlinkat: fn(c_int, *const c_char, c_int) -> c_int)(d, p, flags),
-            |s, d, p| s.p().unlinkat(d, p, flags).map(|()| 0),
-        )
-    }
-}
+at_call! { unlinkat(flags: c_int); }
 
 forward! {
     unlink(path: *const c_char) -> c_int = unlinkat(AT_FDCWD, path, 0);
@@ -1515,26 +1492,7 @@ pub unsafe extern "C" fn get_current_dir_name() -> *mut c_char {
 // ---------------------------------------------------------------------------
 // Attributes.
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn fchmodat(
-    dirfd: c_int,
-    path: *const c_char,
-    mode: mode_t,
-    flags: c_int,
-) -> c_int {
-    // SAFETY: forwarded C arguments.
-    unsafe {
-        path_call(
-            dirfd,
-            path,
-            -1,
-            |d, p| {
-                real!(fchmodat: fn(c_int, *const c_char, mode_t, c_int) -> c_int)(d, p, mode, flags)
-            },
-            |s, d, p| s.p().fchmodat(d, p, mode, flags).map(|()| 0),
-        )
-    }
-}
+at_call! { fchmodat(mode: mode_t, flags: c_int); }
 
 forward! {
     chmod(path: *const c_char, mode: mode_t) -> c_int = fchmodat(AT_FDCWD, path, mode, 0);
@@ -1552,29 +1510,7 @@ pub unsafe extern "C" fn fchmod(fd: c_int, mode: mode_t) -> c_int {
     )
 }
 
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn fchownat(
-    dirfd: c_int,
-    path: *const c_char,
-    uid: uid_t,
-    gid: gid_t,
-    flags: c_int,
-) -> c_int {
-    // SAFETY: forwarded C arguments.
-    unsafe {
-        path_call(
-            dirfd,
-            path,
-            -1,
-            |d, p| {
-                real!(fchownat: fn(c_int, *const c_char, uid_t, gid_t, c_int) -> c_int)(
-                    d, p, uid, gid, flags,
-                )
-            },
-            |s, d, p| s.p().fchownat(d, p, uid, gid, flags).map(|()| 0),
-        )
-    }
-}
+at_call! { fchownat(uid: uid_t, gid: gid_t, flags: c_int); }
 
 forward! {
     chown(path: *const c_char, uid: uid_t, gid: gid_t) -> c_int =
