@@ -105,6 +105,11 @@ unsafe fn do_fopen(
     mode: *const c_char,
     real_fn: impl FnOnce() -> *mut FILE,
 ) -> *mut FILE {
+    // The kernel side makes an fd: the placeholder cache steps aside first.
+    let real_fn = || {
+        crate::state::before_kernel_fd();
+        real_fn()
+    };
     if mode.is_null() {
         return real_fn();
     }
@@ -131,7 +136,6 @@ pub unsafe extern "C" fn fopen(path: *const c_char, mode: *const c_char) -> *mut
     // SAFETY: forwarded.
     unsafe {
         do_fopen(path, mode, || {
-            crate::state::before_kernel_fd();
             real!(fopen: fn(*const c_char, *const c_char) -> *mut FILE)(path, mode)
         })
     }
@@ -142,7 +146,6 @@ pub unsafe extern "C" fn fopen64(path: *const c_char, mode: *const c_char) -> *m
     // SAFETY: forwarded.
     unsafe {
         do_fopen(path, mode, || {
-            crate::state::before_kernel_fd();
             real!(fopen64: fn(*const c_char, *const c_char) -> *mut FILE)(path, mode)
         })
     }
@@ -185,6 +188,10 @@ unsafe fn do_freopen(
     f: *mut FILE,
     real_fn: impl FnOnce() -> *mut FILE,
 ) -> *mut FILE {
+    let real_fn = || {
+        crate::state::before_kernel_fd();
+        real_fn()
+    };
     // SAFETY: the caller's path.
     let to_uvfs = !path.is_null()
         && !mode.is_null()
@@ -238,7 +245,6 @@ pub unsafe extern "C" fn freopen(
     // SAFETY: forwarded.
     unsafe {
         do_freopen(path, mode, f, || {
-            crate::state::before_kernel_fd();
             real!(freopen: fn(*const c_char, *const c_char, *mut FILE) -> *mut FILE)(path, mode, f)
         })
     }
@@ -253,7 +259,6 @@ pub unsafe extern "C" fn freopen64(
     // SAFETY: forwarded.
     unsafe {
         do_freopen(path, mode, f, || {
-            crate::state::before_kernel_fd();
             real!(freopen64: fn(*const c_char, *const c_char, *mut FILE) -> *mut FILE)(
                 path, mode, f,
             )
