@@ -215,7 +215,7 @@ pub unsafe extern "C" fn closedir(dir: *mut libc::DIR) -> c_int {
             real!(dirfd: fn(*mut libc::DIR) -> c_int)(dir)
         };
         let r = real!(closedir: fn(*mut libc::DIR) -> c_int)(dir);
-        crate::state::kernel_fd_freed(fd);
+        crate::state::hole_lower(fd);
         return r;
     };
     let fd = d.fd;
@@ -368,18 +368,6 @@ unsafe fn scandir_uvfs(
     c_int::try_from(v.len()).unwrap_or(c_int::MAX)
 }
 
-fn routes_to_uvfs(path: *const c_char) -> bool {
-    if path.is_null() {
-        return false;
-    }
-    // SAFETY: a non-NULL C string from the caller.
-    let p = unsafe { crate::cbytes(path) };
-    matches!(
-        crate::hooks::route(AT_FDCWD, p),
-        Some(crate::state::Route::Uvfs(..))
-    )
-}
-
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn scandir(
     path: *const c_char,
@@ -387,7 +375,7 @@ pub unsafe extern "C" fn scandir(
     filter: ScanFilter,
     compar: ScanCompar,
 ) -> c_int {
-    if !routes_to_uvfs(path) {
+    if !crate::hooks::is_uvfs_path(path) {
         return real!(scandir: fn(*const c_char, *mut *mut *mut libc::dirent64, ScanFilter, ScanCompar) -> c_int)(
             path, list, filter, compar,
         );

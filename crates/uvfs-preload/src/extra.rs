@@ -5,7 +5,7 @@
 //! `copy_file_range`.
 #![allow(clippy::missing_safety_doc)]
 
-use crate::hooks::{self, is_uvfs, path_call, uvfs_open};
+use crate::hooks::{self, is_uvfs, is_uvfs_path, path_call, uvfs_open};
 use crate::state::{Route, State, prefix, with_state};
 use crate::{busy, cbytes, forward, real, run};
 use libc::{c_char, c_int, c_long, c_uint, c_void, loff_t, off_t, size_t, ssize_t};
@@ -57,15 +57,6 @@ unsafe fn gen_temp(
         }
     }
     Err(Errno::EEXIST)
-}
-
-fn is_uvfs_path(p: *const c_char) -> bool {
-    // SAFETY: the caller's C string.
-    !p.is_null()
-        && matches!(
-            hooks::route(AT_FDCWD, unsafe { cbytes(p) }),
-            Some(Route::Uvfs(..))
-        )
 }
 
 unsafe fn mkstemp_uvfs(tmpl: *mut c_char, suffix: c_int, flags: c_int) -> c_int {

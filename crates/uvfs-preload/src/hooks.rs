@@ -10,7 +10,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 use crate::state::{
-    FDMAP, Fd, Route, State, before_kernel_fd, borrow, kernel_fd_freed, prefix, with_state,
+    FDMAP, Fd, Route, State, before_kernel_fd, borrow, hole_lower, prefix, with_state,
 };
 use crate::{busy, cbytes, forward, real, run, run_rc, set_errno};
 use libc::{
@@ -157,6 +157,13 @@ pub(crate) fn fd_call<T>(
             })
         }),
     }
+}
+
+/// Whether the C path `p` (relative to the cwd) routes to uvfs; false for
+/// NULL.
+pub(crate) fn is_uvfs_path(p: *const c_char) -> bool {
+    // SAFETY: the caller's C string, checked non-NULL first.
+    !p.is_null() && matches!(route(AT_FDCWD, unsafe { cbytes(p) }), Some(Route::Uvfs(..)))
 }
 
 /// Whether `fd` is a uvfs fd (or a stale placeholder).
@@ -413,7 +420,7 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
         -1,
         || {
             let r = real!(close: fn(c_int) -> c_int)(fd);
-            kernel_fd_freed(fd);
+            hole_lower(fd);
             r
         },
         |s, _| uvfs_close(s, fd),
@@ -450,7 +457,7 @@ pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) 
     }
     let r = real!(close_range: fn(c_uint, c_uint, c_int) -> c_int)(first, last, flags);
     if r == 0 && flags & libc::CLOSE_RANGE_CLOEXEC as c_int == 0 {
-        kernel_fd_freed(i32::try_from(first).unwrap_or(i32::MAX));
+        hole_lower(i32::try_from(first).unwrap_or(i32::MAX));
     }
     r
 }
@@ -460,7 +467,7 @@ pub unsafe extern "C" fn closefrom(low: c_int) {
     // SAFETY: close_range over [low, ~0] is what glibc's closefrom does.
     if unsafe { close_range(low.max(0) as c_uint, c_uint::MAX, 0) } != 0 {
         real!(closefrom: fn(c_int) -> ())(low);
-        kernel_fd_freed(low.max(0));
+        hole_lower(low.max(0));
     }
 }
 
@@ -1677,9 +1684,7 @@ pub unsafe extern "C" fn futimes(fd: c_int, tv: *const libc::timeval) -> c_int {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn utime(path: *const c_char, t: *const libc::utimbuf) -> c_int {
-    // SAFETY: the path is the caller's.
-    let p = unsafe { cbytes(path) };
-    if path.is_null() || !matches!(route(AT_FDCWD, p), Some(Route::Uvfs(..))) {
+    if !is_uvfs_path(path) {
         return real!(utime: fn(*const c_char, *const libc::utimbuf) -> c_int)(path, t);
     }
     let ts = if t.is_null() {

@@ -8,7 +8,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 use crate::real;
-use crate::state::{FDMAP, Fd, before_kernel_fd, kernel_fd_freed};
+use crate::state::{FDMAP, Fd, before_kernel_fd, hole_lower};
 use libc::{FILE, c_char, c_int, c_uint, sigset_t, sockaddr, socklen_t};
 
 /// `maker!(name(arg: T, …) -> R)`: an interposed libc function that makes a
@@ -69,7 +69,7 @@ pub unsafe extern "C" fn fclose(f: *mut FILE) -> c_int {
     // SAFETY: the caller's stream.
     let fd = unsafe { kernel_fileno(f) };
     let r = real!(fclose: fn(*mut FILE) -> c_int)(f);
-    kernel_fd_freed(fd);
+    hole_lower(fd);
     r
 }
 
@@ -78,6 +78,6 @@ pub unsafe extern "C" fn pclose(f: *mut FILE) -> c_int {
     // SAFETY: the caller's stream.
     let fd = unsafe { kernel_fileno(f) };
     let r = real!(pclose: fn(*mut FILE) -> c_int)(f);
-    kernel_fd_freed(fd);
+    hole_lower(fd);
     r
 }

@@ -275,7 +275,7 @@ fn hole_of(h: u64) -> i32 {
 }
 
 /// Records that number `k` may now be free in the kernel (called after the
-/// number is freed). Lock-free; a plain load when `k` is not below the mark.
+/// number is freed: by an interposed kernel close, or the shim's own). Lock-free; a plain load when `k` is not below the mark.
 pub(crate) fn hole_lower(k: i32) {
     if k < 0 {
         return;
@@ -304,12 +304,6 @@ pub(crate) fn before_kernel_fd() {
     if CACHED.load(Ordering::Acquire) != 0 && !crate::busy() {
         with_state(State::flush);
     }
-}
-
-/// Called after an interposed kernel call freed fd `k` (or may have).
-#[inline]
-pub(crate) fn kernel_fd_freed(k: i32) {
-    hole_lower(k);
 }
 
 // ---------------------------------------------------------------------------

@@ -192,13 +192,7 @@ unsafe fn do_freopen(
         crate::state::before_kernel_fd();
         real_fn()
     };
-    // SAFETY: the caller's path.
-    let to_uvfs = !path.is_null()
-        && !mode.is_null()
-        && matches!(
-            hooks::route(AT_FDCWD, unsafe { cbytes(path) }),
-            Some(crate::state::Route::Uvfs(..))
-        );
+    let to_uvfs = !mode.is_null() && hooks::is_uvfs_path(path);
     if !to_uvfs {
         return real_fn();
     }
