@@ -207,6 +207,30 @@ pub struct StatFs {
     pub namemax: u64,
 }
 
+/// What a file system tells the VFS about itself, once, when it is mounted
+/// (the superblock's `s_maxbytes`, `s_blocksize`, the name length its
+/// `lookup` enforces, …). Generic code reads these from the superblock and
+/// never assumes a particular file system's values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FsLimits {
+    /// The longest name a directory entry may have (`NAME_MAX`, 255 on
+    /// tmpfs); longer names fail with `ENAMETOOLONG` before the file system
+    /// is asked.
+    pub name_max: usize,
+    /// The largest file size (`s_maxbytes`): writes and `fallocate` reaching
+    /// past it fail with `EFBIG`.
+    pub max_file_size: u64,
+    /// The directory position a listing rests at once it has reached the
+    /// end (tmpfs's `DIR_OFFSET_EOD`): entries created later are not listed
+    /// by the same open directory.
+    pub dir_offset_eod: u64,
+    /// `stx_attributes_mask`: the `STATX_ATTR_*` bits this file system can
+    /// report.
+    pub statx_attributes_mask: u64,
+    /// The block size (`s_blocksize`, `f_bsize`).
+    pub block_size: u32,
+}
+
 /// Where `seek_data_hole` looks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Seek {
@@ -224,6 +248,9 @@ pub enum Seek {
 pub trait FileSystem: Send + Sync + 'static {
     /// The root directory's inode.
     fn root(&self) -> Ino;
+
+    /// The file system's limits, read once when it is mounted.
+    fn limits(&self) -> FsLimits;
 
     /// The child `name` of directory `dir` (`ENOENT`, `ENOTDIR`).
     fn lookup(&self, dir: Ino, name: &[u8]) -> Result<Attr, Errno>;

@@ -67,7 +67,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{
-    Attr, DirEntry, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FileSystem, Ino, NewInode,
+    Attr, DirEntry, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FileSystem, FsLimits, Ino, NewInode,
     RENAME_EXCHANGE, RENAME_NOREPLACE, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, S_ISGID, Seek, SetAttr,
     SetTime, StatFs, Timespec,
 };
@@ -91,6 +91,10 @@ pub const EMPTY_DIR_SIZE: u64 = 40;
 pub const DIRENT_SIZE: u64 = 20;
 /// The end-of-directory cookie (`DIR_OFFSET_EOD`, `S32_MAX`).
 pub const DIR_OFFSET_EOD: u64 = i32::MAX as u64;
+/// `stx_attributes_mask` on a Linux 6.18 tmpfs (the host's reads
+/// 0x203070): `STATX_ATTR_IMMUTABLE | APPEND | NODUMP | AUTOMOUNT |
+/// MOUNT_ROOT | DAX`.
+pub const STATX_ATTRIBUTES_MASK: u64 = 0x10 | 0x20 | 0x40 | 0x1000 | 0x2000 | 0x20_0000;
 /// Number of shards of the inode table.
 pub const SHARDS: usize = 64;
 
@@ -825,6 +829,16 @@ impl Tmpfs {
 impl FileSystem for Tmpfs {
     fn root(&self) -> Ino {
         ROOT_INO
+    }
+
+    fn limits(&self) -> FsLimits {
+        FsLimits {
+            name_max: NAME_MAX,
+            max_file_size: MAX_FILE_SIZE,
+            dir_offset_eod: DIR_OFFSET_EOD,
+            statx_attributes_mask: STATX_ATTRIBUTES_MASK,
+            block_size: PAGE_SIZE as u32,
+        }
     }
 
     fn lookup(&self, dir: Ino, name: &[u8]) -> Result<Attr, Errno> {
