@@ -71,6 +71,8 @@ pub enum Cap {
     Fsetid,
     /// `CAP_CHOWN`: change owner and group arbitrarily.
     Chown,
+    /// `CAP_SYS_ADMIN`: mount file systems.
+    SysAdmin,
 }
 
 /// A task's credentials: real, effective and file-system ids, and the
@@ -121,9 +123,12 @@ impl Cred {
     /// 0 (see the module docs).
     pub fn capable(&self, cap: Cap) -> bool {
         match cap {
-            Cap::DacOverride | Cap::DacReadSearch | Cap::Fowner | Cap::Fsetid | Cap::Chown => {
-                self.fsuid == 0
-            }
+            Cap::DacOverride
+            | Cap::DacReadSearch
+            | Cap::Fowner
+            | Cap::Fsetid
+            | Cap::Chown
+            | Cap::SysAdmin => self.fsuid == 0,
         }
     }
 

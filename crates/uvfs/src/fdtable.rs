@@ -27,7 +27,7 @@
 
 use crate::errno::Errno;
 use crate::fastpaths::FastPaths;
-use crate::file::{File, FileRef};
+use crate::file_table::{File, FileRef};
 use crate::nospec;
 use crate::primitive::{AtomicPtr, AtomicUsize, Ordering, SpinGuard, SpinMutex};
 use crate::{reclaim, uapi};
@@ -1083,7 +1083,7 @@ mod tests {
         for i in 0..NR_OPEN_DEFAULT {
             let r = t.alloc_fd(0, 1 << 20, i == 7).unwrap();
             fds.push(
-                r.install(crate::file::alloc_heap(crate::uapi::O_RDONLY, 0).unwrap())
+                r.install(crate::file_table::alloc_heap(crate::uapi::O_RDONLY, 0).unwrap())
                     .unwrap(),
             );
         }

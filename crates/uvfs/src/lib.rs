@@ -5,7 +5,8 @@
 //! Module map, by kernel concept:
 //! - [`fdtable`]: `files_struct`/`fdtable`: allocation, install, lookup,
 //!   close, dup, close_range, fork copy, exec sweep;
-//! - [`file`]: `struct file`, its reference count and release;
+//! - [`file_table`]: `struct file`, its allocation, reference count and
+//!   release (Linux's fs/file_table.c);
 //! - [`pool`]: the type-stable file pool (`SLAB_TYPESAFE_BY_RCU`);
 //! - [`task_work`]: the deferred-release queue;
 //! - [`fs`]: the file-system interface (in inode numbers) and tmpfs;
@@ -27,9 +28,10 @@ pub mod dcache;
 pub mod errno;
 pub mod fastpaths;
 pub mod fdtable;
-pub mod file;
+pub mod file_table;
 pub mod fs;
 pub mod icache;
+mod mount;
 pub mod namei;
 pub mod nospec;
 pub mod pool;
@@ -37,14 +39,16 @@ mod primitive;
 pub mod process;
 mod reclaim;
 pub mod stat;
+mod super_block;
 pub mod task_work;
 pub mod uapi;
 pub mod vfs;
+mod vfs_ops;
 
 pub use errno::Errno;
 pub use fastpaths::FastPaths;
 pub use fdtable::{FdRef, FdTable, ReservedFd};
-pub use file::{File, FileOps, FileRef};
+pub use file_table::{File, FileOps, FileRef};
 pub use process::{Opening, Process};
 pub use stat::{Stat, Statx};
 pub use vfs::{Vfs, VfsBuilder};

@@ -21,12 +21,12 @@
 //!   `ENAMETOOLONG`).
 
 use crate::cred::{Cred, MAY_EXEC, permission};
-use crate::dcache::{self, Dentry, DentryRef};
+use crate::dcache::{Dentry, DentryRef};
 use crate::errno::Errno;
-use crate::fs::Attr;
 use crate::primitive::lock;
 use crate::reclaim;
-use crate::vfs::{SuperBlock, Vfs};
+use crate::vfs::Vfs;
+use crate::vfs_ops::inode::{iget, touch_atime};
 use std::ptr::NonNull;
 
 /// Follow a symlink in the last component.
@@ -134,12 +134,7 @@ struct Walk {
 }
 
 impl<'a> Nd<'a> {
-    pub(crate) fn new(
-        vfs: &'a Vfs,
-        cred: &'a Cred,
-        root: &'a DentryRef,
-        _cwd: &'a DentryRef,
-    ) -> Nd<'a> {
+    pub(crate) fn new(vfs: &'a Vfs, cred: &'a Cred, root: &'a DentryRef) -> Nd<'a> {
         Nd { vfs, cred, root }
     }
 
@@ -314,12 +309,16 @@ impl<'a> Nd<'a> {
             if let Some(p) = d.parent() {
                 return self.follow_mounts(p);
             }
-            let mp = crate::primitive::std_lock(&d.sb().mountpoint).clone();
-            match mp {
+            match self.vfs.mountpoint_of(&d) {
                 Some(mp) => d = mp,
                 None => return d,
             }
         }
+    }
+
+    /// The directory the mounted root `root` sits on (`None` for `/`).
+    pub(crate) fn mountpoint_of(&self, root: &DentryRef) -> Option<DentryRef> {
+        self.vfs.mountpoint_of(root)
     }
 
     /// Descends into whatever is mounted on `d`.
@@ -373,7 +372,11 @@ impl<'a> Nd<'a> {
         if let Some(d) = dc.lookup_locked(dir, name) {
             return Ok(d);
         }
-        dcache::check_name_len(name)?;
+        // The file system's own name limit (`ENAMETOOLONG`), before it is
+        // asked and before anything is cached under the name.
+        if name.len() > dir.sb().limits.name_max {
+            return Err(Errno::ENAMETOOLONG);
+        }
         match dir.sb().fs.lookup(dir.ino(), name) {
             Ok(attr) => {
                 let inode = iget(self.vfs, dir.sb(), &attr)?;
@@ -425,9 +428,9 @@ impl<'a> Nd<'a> {
                 b"." => {}
                 b".." => return None,
                 _ => {
-                    if name.len() > crate::fs::tmpfs::NAME_MAX {
-                        return None;
-                    }
+                    // A name longer than the file system allows is never
+                    // cached (`lookup_locked_dir` refuses it first): it
+                    // misses here, and the locked walk reports it.
                     let child = dc.lookup_rcu_hashed(cur, name, hash)?;
                     // SAFETY: pinned.
                     if !unsafe { cur.as_ref() }.seq_valid(seq) {
@@ -470,71 +473,6 @@ impl<'a> Nd<'a> {
             }
             rest = after;
         }
-    }
-}
-
-/// The cached inode for `attr`, filled from `attr` on a miss, with its
-/// cached attributes refreshed; one reference, as a raw pointer for a
-/// dentry.
-pub(crate) fn iget(
-    vfs: &Vfs,
-    sb: &SuperBlock,
-    attr: &Attr,
-) -> Result<NonNull<crate::icache::Inode>, Errno> {
-    let a = *attr;
-    let filled = std::cell::Cell::new(false);
-    let r = vfs.caches().icache.iget(sb.id, attr.ino, || {
-        filled.set(true);
-        Ok(a)
-    })?;
-    // A cached inode gets the fresh attributes; a just-filled one has them.
-    if !filled.get() {
-        r.set_attr(*attr);
-    }
-    Ok(r.into_raw())
-}
-
-/// Stores `a` as the cached attributes of `d`'s inode (the inode cache's
-/// copy and the walk's snapshot), after a change made through the file
-/// system.
-pub(crate) fn cache_attr(vfs: &Vfs, d: &DentryRef, a: Attr) {
-    with_cached_inode(vfs, d, |r| r.set_attr(a));
-    d.set_perm(a.mode, a.uid, a.gid);
-}
-
-/// Runs `f` on the inode cache's handle of `d`'s inode (nothing for a
-/// negative dentry), borrowing the dentry's reference.
-pub(crate) fn with_cached_inode(
-    vfs: &Vfs,
-    d: &DentryRef,
-    f: impl FnOnce(&crate::icache::InodeRef<'_>),
-) {
-    if let Some(i) = d.inode_ptr() {
-        let icache = &vfs.caches().icache;
-        // SAFETY: the dentry's reference is borrowed, not transferred: the
-        // ManuallyDrop keeps it from being put.
-        let r = std::mem::ManuallyDrop::new(unsafe { icache.from_raw(i) });
-        f(&r);
-    }
-}
-
-/// `touch_atime` under the default `relatime` mount option: sets atime to
-/// now when the inode changed since its last access or atime is a day old.
-/// Only atime changes (not ctime); a failure does not fail the access.
-pub(crate) fn touch_atime(vfs: &Vfs, d: &DentryRef) {
-    let Some(i) = d.inode() else {
-        return;
-    };
-    if !i.atime_due(crate::fs::coarse_now_sec) {
-        return;
-    }
-    let set = crate::fs::SetAttr {
-        atime: Some(crate::fs::SetTime::Now),
-        no_ctime: true,
-        ..crate::fs::SetAttr::default()
-    };
-    if let Ok(a) = d.sb().fs.setattr(d.ino(), &set) {
-        cache_attr(vfs, d, a);
     }
 }
 

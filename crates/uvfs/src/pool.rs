@@ -11,7 +11,7 @@
 //! with a locked depot.
 
 use crate::errno::Errno;
-use crate::file::{File, FileRef};
+use crate::file_table::{File, FileRef};
 use crate::primitive::{AtomicUsize, Mutex, Ordering, lock};
 use std::ptr::NonNull;
 

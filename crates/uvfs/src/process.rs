@@ -24,7 +24,11 @@ use crate::cred::Cred;
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
 use crate::fdtable::{FdRef, FdTable};
-use crate::file::{FMODE_ATOMIC_POS, FMODE_OPENED, FMODE_PATH, File, FileOps, FileRef};
+use crate::file_table::{
+    FMODE_ATOMIC_POS, FMODE_OPENED, FMODE_PATH, File, FileOps, FileRef, UnpublishedFile,
+    alloc_empty_file,
+};
+use crate::fs::FileSystem;
 use crate::namei::{self, Nd};
 use crate::primitive::PlainMutex as Mutex;
 use crate::task_work;
@@ -114,7 +118,7 @@ pub struct Process {
 
 /// A file being opened, handed to the opener of [`Process::open_with`].
 pub struct Opening<'a> {
-    file: &'a FileRef,
+    file: &'a mut UnpublishedFile,
 }
 
 impl Opening<'_> {
@@ -125,22 +129,19 @@ impl Opening<'_> {
 
     /// Sets the owner's operations (flush and release hooks).
     pub fn set_ops(&mut self, ops: Arc<dyn FileOps>) {
-        // SAFETY: the file is not published yet: the opener holds the only
-        // handle.
-        unsafe { self.file.set_ops(Some(ops)) };
+        self.file.set_ops(ops);
     }
 
     /// Sets the dentry the file is opened through.
     pub(crate) fn set_path(&mut self, d: DentryRef) {
-        // SAFETY: as in `set_ops`.
-        unsafe { self.file.set_path(d) };
+        self.file.set_path(d);
     }
 
     /// Clears `FMODE_ATOMIC_POS` (for files that are not regular files or
     /// directories).
     pub fn clear_atomic_pos(&mut self) {
-        // SAFETY: as in `set_ops`.
-        unsafe { self.file.set_mode(self.file.mode() & !FMODE_ATOMIC_POS) };
+        let mode = self.file.mode() & !FMODE_ATOMIC_POS;
+        self.file.set_mode(mode);
     }
 }
 
@@ -221,9 +222,28 @@ impl Process {
         self.cred = Arc::new(cred);
     }
 
+    /// `mount(2)` of `fs` on the directory `path` (resolved from this
+    /// process's cwd, following symlinks): `EPERM` without
+    /// `CAP_SYS_ADMIN`, `ENOTDIR` if `path` is not a directory. A path that
+    /// is already a mountpoint resolves to the root of what is mounted
+    /// there, so the new mount stacks on top and hides it, as a second
+    /// `mount -t tmpfs` on one directory does on Linux.
+    pub fn mount<P: AsRef<[u8]>>(&mut self, path: P, fs: Arc<dyn FileSystem>) -> Result<(), Errno> {
+        let _call = task_work::enter();
+        if !self.cred.capable(crate::cred::Cap::SysAdmin) {
+            return Err(Errno::EPERM);
+        }
+        let path = namei::getname(path.as_ref())?;
+        let start = self.start(AT_FDCWD, path)?;
+        let mp = self
+            .nd()
+            .lookup(&start, path, namei::FOLLOW | namei::DIRECTORY)?;
+        self.vfs.mount(mp, fs)
+    }
+
     /// A path walk in this process's context.
     fn nd(&self) -> Nd<'_> {
-        Nd::new(&self.vfs, &self.cred, self.vfs.root(), self.vfs.root())
+        Nd::new(&self.vfs, &self.cred, self.vfs.root())
     }
 
     /// The current directory, with a reference.
@@ -399,12 +419,12 @@ impl Process {
             .files
             .get_unused_fd(flags & O_CLOEXEC != 0, self.nofile())?;
         let (f_flags, fmode) = open_flags_to_file(flags);
-        let file = self.vfs.alloc_file(f_flags, fmode)?;
-        match open(self, &mut Opening { file: &file }) {
+        let mut file = alloc_empty_file(&self.vfs, f_flags, fmode)?;
+        match open(self, &mut Opening { file: &mut file }) {
             Ok(()) => {
-                // SAFETY: still unpublished: only we hold the file.
-                unsafe { file.set_mode(file.mode() | FMODE_OPENED) };
-                Ok(reserved.install(file)? as i32)
+                let mode = file.mode() | FMODE_OPENED;
+                file.set_mode(mode);
+                Ok(reserved.install(file.publish())? as i32)
             }
             Err(e) => {
                 file.put_badopen(self.vfs.fastpaths().badopen_immediate);

@@ -10,7 +10,7 @@
 //! code) has no call to wait for and releases at once, as a kernel thread's
 //! fput has no return to user space.
 
-use crate::file::{self, File};
+use crate::file_table::{self, File};
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
@@ -67,7 +67,7 @@ pub(crate) fn queue_release(f: NonNull<File>) {
     if DEPTH.with(Cell::get) == 0 {
         // SAFETY: the count reached zero, so the caller owned the last
         // reference and passes it on to us.
-        unsafe { file::release(f) };
+        unsafe { file_table::release(f) };
         return;
     }
     // SAFETY: the count is zero, so no one else uses the file's link field;
@@ -90,7 +90,7 @@ pub fn run() {
             // SAFETY: queued files have count zero and belong to the queue.
             cur = unsafe { File::link(f) };
             // SAFETY: as above; each file is on the queue exactly once.
-            unsafe { file::release(f) };
+            unsafe { file_table::release(f) };
         }
     }
     // `_call` is the outermost call only if we were entered from `Call::drop`

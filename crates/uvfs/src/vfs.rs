@@ -1,75 +1,21 @@
 //! A VFS instance: the fast-path configuration, the allocator of file
 //! objects, and the namespace: superblocks (one per mounted file system),
 //! the dentry and inode caches they share, and the mount table.
+//!
+//! Mounting takes a directory the caller has already resolved
+//! ([`Process::mount`](crate::Process::mount) walks the path): the path
+//! walk sits above this module and is never called from it.
 
-use crate::dcache::{self, DentryCache, DentryRef};
+use crate::dcache::{Caches, DentryCache, DentryRef};
 use crate::errno::Errno;
 use crate::fastpaths::FastPaths;
-use crate::file::{self, FileRef};
+use crate::fs::FileSystem;
 use crate::fs::tmpfs::{Tmpfs, TmpfsOptions};
-use crate::fs::{FileSystem, Ino};
 use crate::icache::InodeCache;
+use crate::mount::Mounts;
 use crate::pool::FilePool;
-use crate::primitive::{PlainMutex as Mutex, PlainRwLock as RwLock};
-use std::collections::HashMap;
+use crate::super_block::SuperBlocks;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-/// The caches every superblock of one VFS shares (Linux has one dentry hash
-/// and one inode hash for the whole system). Field order matters: dentries
-/// die before the inodes they hold.
-pub(crate) struct Caches {
-    pub(crate) dcache: DentryCache,
-    pub(crate) icache: InodeCache,
-}
-
-/// A mounted file system instance (`struct super_block`).
-pub(crate) struct SuperBlock {
-    pub(crate) id: u64,
-    /// `st_dev`: an anonymous device number, as tmpfs gets.
-    pub(crate) dev: u64,
-    pub(crate) fs: Arc<dyn FileSystem>,
-    caches: Arc<Caches>,
-    /// Serializes cross-directory renames (`s_vfs_rename_mutex`).
-    pub(crate) rename_lock: Mutex<()>,
-    /// Where this file system is mounted: the mountpoint in the parent file
-    /// system; `None` for the namespace root.
-    pub(crate) mountpoint: Mutex<Option<DentryRef>>,
-}
-
-impl SuperBlock {
-    pub(crate) fn caches(&self) -> &Arc<Caches> {
-        &self.caches
-    }
-}
-
-#[cfg(loom)]
-impl SuperBlock {
-    /// A superblock over `caches` with no mountpoint, for the loom models of
-    /// the dentry cache ([`dcache::loom_api`]).
-    pub(crate) fn for_model(
-        id: u64,
-        caches: Arc<Caches>,
-        fs: Arc<dyn FileSystem>,
-    ) -> Arc<SuperBlock> {
-        Arc::new(SuperBlock {
-            id,
-            dev: 40 + id,
-            fs,
-            caches,
-            rename_lock: Mutex::new(()),
-            mountpoint: Mutex::new(None),
-        })
-    }
-}
-
-impl std::fmt::Debug for SuperBlock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SuperBlock")
-            .field("id", &self.id)
-            .finish_non_exhaustive()
-    }
-}
 
 /// How a [`Vfs`] is built.
 #[derive(Clone, Debug)]
@@ -118,19 +64,16 @@ impl VfsBuilder {
     }
 }
 
-type FsRegistry = Arc<RwLock<HashMap<u64, Arc<dyn FileSystem>>>>;
-
 /// One VFS: what the kernel is to its processes.
 pub struct Vfs {
     fast: FastPaths,
     pool: &'static FilePool,
     caches: Arc<Caches>,
-    registry: FsRegistry,
-    next_sb: AtomicU64,
+    /// Every superblock by id; the inode cache's eviction finds the file
+    /// system of an inode here.
+    sbs: Arc<SuperBlocks>,
     root: DentryRef,
-    /// Mounted roots by mountpoint address; the map holds references on
-    /// both ends.
-    mounts: Mutex<Vec<(DentryRef, DentryRef)>>,
+    mounts: Mounts,
 }
 
 impl std::fmt::Debug for Vfs {
@@ -163,17 +106,18 @@ impl Vfs {
     }
 
     fn with_root(b: VfsBuilder, fs: Arc<dyn FileSystem>) -> Arc<Vfs> {
-        let registry: FsRegistry = Arc::default();
-        let reg = registry.clone();
+        let sbs = Arc::new(SuperBlocks::new());
+        let table = sbs.clone();
         let icache = InodeCache::new(
             b.icache_limit,
             b.icache_limit
                 .clamp(if cfg!(loom) { 2 } else { 64 }, 1 << 22),
             b.fast.icache_lockless,
+            // `evict()` reaches the file system through the inode's
+            // superblock: a lookup in an append-only table, no lock.
             move |sb, ino| {
-                let fs = reg.read().ok().and_then(|m| m.get(&sb).cloned());
-                if let Some(fs) = fs {
-                    fs.evict(ino);
+                if let Some(sb) = table.get(sb) {
+                    sb.fs.evict(ino);
                 }
             },
         );
@@ -181,17 +125,14 @@ impl Vfs {
             dcache: DentryCache::new(b.dcache_limit),
             icache,
         });
-        let next_sb = AtomicU64::new(0);
-        let root = new_sb(&caches, &registry, &next_sb, fs)
-            .expect("the root file system has a root inode");
+        let root = new_sb(&caches, &sbs, fs).expect("the root file system has a root inode");
         Arc::new(Vfs {
             fast: b.fast,
             pool: FilePool::global(),
             caches,
-            registry,
-            next_sb,
+            sbs,
             root,
-            mounts: Mutex::new(Vec::new()),
+            mounts: Mounts::default(),
         })
     }
 
@@ -203,16 +144,6 @@ impl Vfs {
     /// The type-stable file pool (used when `typesafe_files` is on).
     pub fn file_pool(&self) -> &'static FilePool {
         self.pool
-    }
-
-    /// `alloc_empty_file`: a fresh file object with one reference, from the
-    /// pool or the heap according to `typesafe_files`.
-    pub(crate) fn alloc_file(&self, flags: i32, mode: u32) -> Result<FileRef, Errno> {
-        if self.fast.typesafe_files {
-            self.pool.alloc(flags, mode)
-        } else {
-            file::alloc_heap(flags, mode)
-        }
     }
 
     /// The namespace root, `/`.
@@ -261,12 +192,12 @@ impl Vfs {
         }
         let mut extra: HashMap<*const crate::dcache::Dentry, usize> = HashMap::new();
         *extra.entry(self.root.as_ptr().as_ptr()).or_default() += 1;
-        let mounts = crate::primitive::std_lock(&self.mounts);
-        for (mp, root) in mounts.iter() {
-            *extra.entry(mp.as_ptr().as_ptr()).or_default() += 2;
+        let mut mounted_roots = Vec::new();
+        self.mounts.for_each(|mp, root| {
+            *extra.entry(mp.as_ptr().as_ptr()).or_default() += 1;
             *extra.entry(root.as_ptr().as_ptr()).or_default() += 1;
-        }
-        let registry = self.registry.read().map_err(|_| "registry poisoned")?;
+            mounted_roots.push(root.clone());
+        });
         for d in &seen {
             let want = children.get(&d.ptr).copied().unwrap_or(0)
                 + extra.get(&d.ptr).copied().unwrap_or(0);
@@ -277,9 +208,11 @@ impl Vfs {
                     d.ino, d.refs
                 ));
             }
-            let fs = registry
-                .get(&d.sb)
-                .ok_or("dentry of an unknown superblock")?;
+            let fs = &self
+                .sbs
+                .get(d.sb)
+                .ok_or("dentry of an unknown superblock")?
+                .fs;
             match (d.ino, fs.lookup(d.parent_ino, &d.name)) {
                 (Some(i), Ok(a)) if a.ino == i => {}
                 (None, Err(crate::errno::Errno::ENOENT)) => {}
@@ -295,10 +228,11 @@ impl Vfs {
         // The roots are unhashed: their counts are checked apart, so that a
         // reference leaked on `/` or on a mounted root (a cwd, say) shows.
         let mut roots_seen = vec![(self.root.as_ptr().as_ptr(), self.root.refs())];
+        // Our own clones above hold one reference each.
         roots_seen.extend(
-            mounts
+            mounted_roots
                 .iter()
-                .map(|(_, root)| (root.as_ptr().as_ptr(), root.refs())),
+                .map(|root| (root.as_ptr().as_ptr(), root.refs() - 1)),
         );
         for (ptr, refs) in roots_seen {
             let want = children.get(&ptr.cast_const()).copied().unwrap_or(0)
@@ -312,7 +246,7 @@ impl Vfs {
             }
         }
         // Roots: the namespace root and one per mount, unhashed but alive.
-        let roots = 1 + mounts.len();
+        let roots = 1 + mounted_roots.len();
         let alive = self.caches.dcache.len();
         if alive != seen.len() + roots {
             return Err(format!(
@@ -324,80 +258,49 @@ impl Vfs {
         self.caches.dcache.check_children()
     }
 
-    /// Mounts `fs` on the directory `path` (absolute, resolved as root from
-    /// `/`); `ENOTDIR` if it is not a directory. A path that is already a
-    /// mountpoint resolves to the root of what is mounted there, so the new
-    /// mount stacks on top of it and hides it, as a second `mount -t tmpfs`
-    /// on the same directory does on Linux. (`EBUSY` only if that root is
-    /// somehow a mountpoint already, which the walk never returns.)
-    pub fn mount(&self, path: &[u8], fs: Arc<dyn FileSystem>) -> Result<(), Errno> {
-        let cred = crate::cred::Cred::root();
-        let nd = crate::namei::Nd::new(self, &cred, &self.root, &self.root);
-        let mp = nd.lookup(
-            &self.root,
-            path,
-            crate::namei::FOLLOW | crate::namei::DIRECTORY,
-        )?;
-        let mut mounts = crate::primitive::std_lock(&self.mounts);
+    /// Mounts `fs` on the directory `mp`, resolved by the caller
+    /// (`do_new_mount`): `ENOTDIR` if it is not a directory, `EBUSY` if
+    /// something is mounted on it already, `ENOMEM` past the most mounts
+    /// the superblock table holds.
+    pub(crate) fn mount(&self, mp: DentryRef, fs: Arc<dyn FileSystem>) -> Result<(), Errno> {
+        if !mp.snap().is_some_and(|s| s.is_dir()) {
+            return Err(Errno::ENOTDIR);
+        }
         if !mp.mounted_ptr().is_null() {
             return Err(Errno::EBUSY);
         }
-        let root = new_sb(&self.caches, &self.registry, &self.next_sb, fs)?;
-        *crate::primitive::std_lock(&root.sb().mountpoint) = Some(mp.clone());
-        dcache::set_mounted(&mp, Some(&root));
-        mounts.push((mp, root));
-        Ok(())
+        let root = new_sb(&self.caches, &self.sbs, fs)?;
+        self.mounts.add(mp, root)
     }
 
     /// The root of the file system mounted on `mp`, with a reference.
     pub(crate) fn mounted_root(&self, mp: &DentryRef) -> Option<DentryRef> {
-        if mp.mounted_ptr().is_null() {
-            return None;
-        }
-        let mounts = crate::primitive::std_lock(&self.mounts);
-        mounts
-            .iter()
-            .find(|(m, _)| DentryRef::ptr_eq(m, mp))
-            .map(|(_, r)| r.clone())
+        self.mounts.mounted_root(mp)
+    }
+
+    /// The directory the mounted root `root` sits on, with a reference;
+    /// `None` for `/`.
+    pub(crate) fn mountpoint_of(&self, root: &DentryRef) -> Option<DentryRef> {
+        self.mounts.mountpoint_of(root)
     }
 }
 
 /// Creates a superblock for `fs` and its root dentry.
 fn new_sb(
     caches: &Arc<Caches>,
-    registry: &FsRegistry,
-    next: &AtomicU64,
+    sbs: &SuperBlocks,
     fs: Arc<dyn FileSystem>,
 ) -> Result<DentryRef, Errno> {
-    let id = next.fetch_add(1, Ordering::Relaxed);
-    registry
-        .write()
-        .map_err(|_| Errno::EIO)?
-        .insert(id, fs.clone());
-    let root_ino: Ino = fs.root();
-    let attr = fs.getattr(root_ino)?;
-    let sb = Arc::new(SuperBlock {
-        id,
-        dev: 40 + id, // major 0 (anonymous), minor 40 + id
-        fs,
-        caches: caches.clone(),
-        rename_lock: Mutex::new(()),
-        mountpoint: Mutex::new(None),
-    });
-    let inode = caches.icache.iget(id, root_ino, || Ok(attr))?;
-    Ok(caches.dcache.new_root(sb, inode.into_raw(), &attr))
+    let sb = sbs.add(fs).ok_or(Errno::ENOMEM)?;
+    let root_ino = sb.fs.root();
+    let attr = sb.fs.getattr(root_ino)?;
+    let inode = caches.icache.iget(sb.id, root_ino, || Ok(attr))?;
+    Ok(caches.new_root(sb, inode.into_raw(), &attr))
 }
 
 impl Drop for Vfs {
     fn drop(&mut self) {
-        let mounts = std::mem::take(&mut *crate::primitive::std_lock(&self.mounts));
-        for (mp, root) in mounts.into_iter().rev() {
-            dcache::set_mounted(&mp, None);
-            if let Ok(mut g) = root.sb().mountpoint.lock() {
-                g.take();
-            }
-            drop((mp, root));
-        }
+        self.mounts.clear();
         self.caches.dcache.shutdown();
     }
 }

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use uvfs::file::FMODE_PATH;
+use uvfs::file_table::FMODE_PATH;
 use uvfs::uapi::*;
 use uvfs::{Errno, FastPaths, FdTable, File, FileOps, FileRef, Process, ReservedFd, Vfs};
 

@@ -416,9 +416,7 @@ fn link_and_linkat() {
         p.close(d).unwrap();
         // Host: EXDEV across mounts.
         p.mkdir("/mnt", 0o755).unwrap();
-        p.vfs()
-            .mount(b"/mnt", Tmpfs::new(Default::default()))
-            .unwrap();
+        p.mount(b"/mnt", Tmpfs::new(Default::default())).unwrap();
         assert_eq!(p.link("/f", "/mnt/f"), Err(Errno::EXDEV));
         assert_eq!(p.stat("/mnt/f").unwrap_err(), Errno::ENOENT);
     });
@@ -552,9 +550,9 @@ fn chdir_fchdir_getcwd() {
 
 #[test]
 fn getcwd_across_mount() {
-    each(|vfs, p| {
+    each(|_, p| {
         p.mkdir("/mnt", 0o755).unwrap();
-        vfs.mount(b"/mnt", Tmpfs::new(Default::default())).unwrap();
+        p.mount(b"/mnt", Tmpfs::new(Default::default())).unwrap();
         p.mkdir("/mnt/sub", 0o755).unwrap();
         p.chdir("/mnt/sub").unwrap();
         assert_eq!(p.getcwd().unwrap(), b"/mnt/sub");
@@ -564,7 +562,7 @@ fn getcwd_across_mount() {
         assert_eq!(p.getcwd().unwrap(), b"/");
         // A mount two levels down, and a mount on a mount.
         p.mkdir("/mnt/sub/deep", 0o755).unwrap();
-        vfs.mount(b"/mnt/sub/deep", Tmpfs::new(Default::default()))
+        p.mount(b"/mnt/sub/deep", Tmpfs::new(Default::default()))
             .unwrap();
         p.mkdir("/mnt/sub/deep/x", 0o755).unwrap();
         p.chdir("/mnt/sub/deep/x").unwrap();

@@ -68,11 +68,11 @@ fn dot_and_dotdot() {
 
 #[test]
 fn mount_crossing() {
-    each(|vfs, p| {
+    each(|_, p| {
         p.mkdir("/mnt", 0o755).unwrap();
         put(p, "/mnt/hidden", b"");
         let below = p.stat("/mnt").unwrap();
-        vfs.mount(b"/mnt", Tmpfs::new(Default::default())).unwrap();
+        p.mount(b"/mnt", Tmpfs::new(Default::default())).unwrap();
         let top = p.stat("/mnt").unwrap();
         // Host: the mounted root is inode 1 on its own device, empty (the
         // directory underneath is hidden); its ".." in getdents64 is itself.
@@ -114,7 +114,7 @@ fn mount_crossing() {
         p.close(m).unwrap();
         // Host: mounting again on the same place stacks: the new mount
         // hides the first, getcwd goes through both.
-        vfs.mount(b"/mnt", Tmpfs::new(Default::default())).unwrap();
+        p.mount(b"/mnt", Tmpfs::new(Default::default())).unwrap();
         assert!(names(p, "/mnt").is_empty());
         assert_ne!(p.stat("/mnt").unwrap().st_dev, top.st_dev);
         p.mkdir("/mnt/s", 0o755).unwrap();
@@ -125,9 +125,22 @@ fn mount_crossing() {
         // Mounting on a file is ENOTDIR.
         put(p, "/file", b"");
         assert_eq!(
-            vfs.mount(b"/file", Tmpfs::new(Default::default())),
+            p.mount(b"/file", Tmpfs::new(Default::default())),
             Err(Errno::ENOTDIR)
         );
+        // Host: mount(2) without CAP_SYS_ADMIN is EPERM, before the path
+        // is looked at; a missing directory is ENOENT.
+        assert_eq!(
+            p.mount(b"/nowhere", Tmpfs::new(Default::default())),
+            Err(Errno::ENOENT)
+        );
+        p.set_cred(uvfs::cred::Cred::user(1000, 1000, vec![]));
+        for path in [&b"/mnt"[..], b"/nowhere"] {
+            assert_eq!(
+                p.mount(path, Tmpfs::new(Default::default())),
+                Err(Errno::EPERM)
+            );
+        }
     });
 }
 
@@ -136,9 +149,9 @@ fn mount_crossing() {
 /// EBUSY, unlink EISDIR.
 #[test]
 fn mount_exdev_and_ebusy() {
-    each(|vfs, p| {
+    each(|_, p| {
         p.mkdir("/mnt", 0o755).unwrap();
-        vfs.mount(b"/mnt", Tmpfs::new(Default::default())).unwrap();
+        p.mount(b"/mnt", Tmpfs::new(Default::default())).unwrap();
         put(p, "/f", b"");
         p.mkdir("/dd", 0o755).unwrap();
         put(p, "/mnt/g", b"");

@@ -4,7 +4,6 @@
 //! change and stamps ctime.
 
 use super::Process;
-use super::open::attr_of;
 use crate::cred::{self, MAY_EXEC, MAY_READ, MAY_WRITE, permission};
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
@@ -13,11 +12,8 @@ use crate::namei::{EMPTY, FOLLOW};
 use crate::stat::{Stat, Statx};
 use crate::task_work;
 use crate::uapi::*;
+use crate::vfs_ops::inode::attr_of;
 use std::sync::atomic::Ordering;
-
-/// `stx_attributes_mask` on a 6.18 tmpfs (host: 0x203070):
-/// `STATX_ATTR_IMMUTABLE | APPEND | NODUMP | AUTOMOUNT | MOUNT_ROOT | DAX`.
-const STATX_ATTRS_MASK_TMPFS: u64 = 0x10 | 0x20 | 0x40 | 0x1000 | STATX_ATTR_MOUNT_ROOT | 0x20_0000;
 
 /// Whether `times` is `[UTIME_OMIT, UTIME_OMIT]`: Linux's utimensat then
 /// returns 0 before looking at the flags, the path or the fd (host: a
@@ -123,7 +119,7 @@ impl Process {
         }
         // The attributes Linux can report there: append, immutable and
         // nodump (shmem), automount and dax (generic), mount root.
-        sx.stx_attributes_mask = STATX_ATTRS_MASK_TMPFS;
+        sx.stx_attributes_mask = d.sb().limits.statx_attributes_mask;
         Ok(sx)
     }
 
@@ -170,7 +166,7 @@ impl Process {
     /// `fchmod(fd, mode)` (`O_PATH` fds: `EBADF`, as Linux).
     pub fn fchmod(&mut self, fd: i32, mode: u32) -> Result<(), Errno> {
         let _call = task_work::enter();
-        let d = self.fd_dentry(fd, crate::file::FMODE_PATH)?;
+        let d = self.fd_dentry(fd, crate::file_table::FMODE_PATH)?;
         self.do_chmod(&d, mode)
     }
 
@@ -227,7 +223,7 @@ impl Process {
     /// `fchown(fd, uid, gid)`.
     pub fn fchown(&mut self, fd: i32, uid: u32, gid: u32) -> Result<(), Errno> {
         let _call = task_work::enter();
-        let d = self.fd_dentry(fd, crate::file::FMODE_PATH)?;
+        let d = self.fd_dentry(fd, crate::file_table::FMODE_PATH)?;
         self.do_chown(&d, uid, gid)
     }
 
@@ -281,7 +277,7 @@ impl Process {
             return Err(Errno::ENOENT);
         }
         let start = self.start(dirfd, path)?;
-        let nd = crate::namei::Nd::new(&self.vfs, &cred, self.vfs.root(), self.vfs.root());
+        let nd = crate::namei::Nd::new(&self.vfs, &cred, self.vfs.root());
         let d = nd.lookup(&start, path, lf)?;
         if mode == 0 {
             return Ok(());
@@ -333,7 +329,7 @@ impl Process {
             return Ok(());
         }
         // `do_utimes_fd` uses `fdget`: O_PATH files are EBADF.
-        let d = self.fd_dentry(fd, crate::file::FMODE_PATH)?;
+        let d = self.fd_dentry(fd, crate::file_table::FMODE_PATH)?;
         check_times(times)?;
         self.do_utimes(&d, times)
     }

@@ -6,10 +6,9 @@ use super::Process;
 use crate::cred;
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
-use crate::file::{FMODE_READ, FMODE_WRITE, File};
+use crate::file_table::{FMODE_READ, FMODE_WRITE, File};
 use crate::fs::{
     FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, S_IFDIR, S_IFMT, S_IFREG, Seek, SetAttr, SetTime,
-    tmpfs::MAX_FILE_SIZE,
 };
 use crate::stat::{d_type, dirent64_reclen, put_dirent64};
 use crate::task_work;
@@ -55,7 +54,8 @@ impl Process {
         // SAFETY: `&mut self` is held for the whole call, so this thread
         // makes no other call on the table meanwhile, and `f` cannot close
         // fds (it gets `&Process`, and closing takes `&mut`).
-        let file = unsafe { self.files.fdget(fd, crate::file::FMODE_PATH) }.ok_or(Errno::EBADF)?;
+        let file =
+            unsafe { self.files.fdget(fd, crate::file_table::FMODE_PATH) }.ok_or(Errno::EBADF)?;
         f(self, &file)
     }
 
@@ -188,7 +188,7 @@ impl Process {
         if total == 0 {
             return Ok(0);
         }
-        if off >= MAX_FILE_SIZE {
+        if off >= d.sb().limits.max_file_size {
             return Err(Errno::EFBIG);
         }
         let perm = d.inode_perm().ok_or(Errno::EBADF)?.attr();
@@ -222,7 +222,7 @@ impl Process {
             pos.set(off);
         }
         if done > 0 {
-            self.changed(d);
+            crate::vfs_ops::inode::mark_changed(d);
         }
         Ok(done)
     }
@@ -316,7 +316,7 @@ impl Process {
             pos.set(if stopped {
                 next
             } else {
-                crate::fs::tmpfs::DIR_OFFSET_EOD
+                d.sb().limits.dir_offset_eod
             });
             drop(pos);
             p.touch_atime(d, f.flags());
@@ -361,7 +361,7 @@ impl Process {
     /// `fallocate(fd, mode, off, len)` with mode 0, `KEEP_SIZE`, or
     /// `PUNCH_HOLE | KEEP_SIZE`.
     pub fn fallocate(&mut self, fd: i32, mode: i32, off: i64, len: i64) -> Result<(), Errno> {
-        self.on_file(fd, |p, f| {
+        self.on_file(fd, |_, f| {
             if off < 0 || len <= 0 {
                 return Err(Errno::EINVAL);
             }
@@ -383,13 +383,13 @@ impl Process {
             }
             if off
                 .checked_add(len)
-                .is_none_or(|e| e as u64 > MAX_FILE_SIZE)
+                .is_none_or(|e| e as u64 > d.sb().limits.max_file_size)
             {
                 return Err(Errno::EFBIG);
             }
             let _g = d.lock_inode();
             d.sb().fs.fallocate(d.ino(), mode, off as u64, len as u64)?;
-            p.changed(d);
+            crate::vfs_ops::inode::mark_changed(d);
             Ok(())
         })
     }

@@ -1,22 +1,22 @@
 //! The namespace calls: mkdir, rmdir, unlink, rename, link, symlink,
-//! readlink, chdir, fchdir, getcwd. Each takes the parent directories'
-//! locks (the `i_rwsem` analogue; a cross-directory rename first takes the
-//! superblock's rename lock), looks the last component up under them,
-//! checks permissions as `may_create`/`may_delete` do, calls the file
-//! system, and then updates the dentry cache (`d_instantiate`, `d_drop`,
-//! `d_move`).
+//! readlink, chdir, fchdir, getcwd. Each checks its arguments, resolves the
+//! parent directories, takes their locks (the `i_rwsem` analogue; a
+//! cross-directory rename first takes the superblock's rename lock), looks
+//! the last component up under them, and hands the rest to the VFS
+//! operation ([`vfs_ops`](crate::vfs_ops)): permission checks, the file
+//! system call and the cache updates.
 
 use super::Process;
-use super::open::{attr_of, mode_is_dir};
-use crate::cred::{self, MAY_EXEC, MAY_WRITE, permission};
+use crate::cred::{self, MAY_EXEC, permission};
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
-use crate::fs::{NewInode, RENAME_EXCHANGE, RENAME_NOREPLACE, S_IFDIR, S_IFLNK};
+use crate::fs::{RENAME_EXCHANGE, RENAME_NOREPLACE, S_IFLNK};
 use crate::namei::{self, DIRECTORY, EMPTY, FOLLOW, LastType, Parent};
 use crate::primitive::lock;
 use crate::task_work;
 use crate::uapi::*;
-use std::sync::atomic::Ordering;
+use crate::vfs_ops::inode::{attr_of, mode_is_dir};
+use crate::vfs_ops::rename::RenameSide;
 
 /// `RENAME_WHITEOUT` (needs a character device: refused with `EINVAL` on a
 /// file system without device nodes… as tmpfs in uvfs has none).
@@ -61,49 +61,6 @@ impl Process {
         f(dir, &p.last, &d)
     }
 
-    /// `filename_create` and `may_create`: `f` creates the inode and
-    /// returns its attributes.
-    fn create_node(
-        &self,
-        dirfd: i32,
-        path: &[u8],
-        is_dir: bool,
-        f: impl FnOnce(&DentryRef, &[u8], NewInode) -> Result<crate::fs::Attr, Errno>,
-        mode: u32,
-    ) -> Result<(), Errno> {
-        self.with_new_name(dirfd, path, is_dir, |dir, name, d| {
-            self.make_node(dir, name, d, f, mode)
-        })
-    }
-
-    fn make_node(
-        &self,
-        dir: &DentryRef,
-        name: &[u8],
-        d: &DentryRef,
-        f: impl FnOnce(&DentryRef, &[u8], NewInode) -> Result<crate::fs::Attr, Errno>,
-        mode: u32,
-    ) -> Result<(), Errno> {
-        let dattr = attr_of(dir)?;
-        self.may_create(dir, &dattr)?;
-        let umask = self.fs.umask.load(Ordering::Relaxed);
-        let mode = if mode & crate::fs::S_IFMT == S_IFLNK {
-            mode
-        } else {
-            cred::prepare_mode(&self.cred, &dattr, mode, umask)
-        };
-        let new = NewInode {
-            mode,
-            uid: self.cred.fsuid,
-            gid: self.cred.fsgid,
-        };
-        let attr = f(dir, name, new)?;
-        let inode = namei::iget(&self.vfs, dir.sb(), &attr)?;
-        self.vfs.caches().dcache.instantiate(d, inode, &attr);
-        self.changed(dir);
-        Ok(())
-    }
-
     /// `mkdir(path, mode)`.
     pub fn mkdir<P: AsRef<[u8]>>(&mut self, path: P, mode: u32) -> Result<(), Errno> {
         self.mkdirat(AT_FDCWD, path, mode)
@@ -112,13 +69,9 @@ impl Process {
     /// `mkdirat(dirfd, path, mode)`.
     pub fn mkdirat<P: AsRef<[u8]>>(&mut self, dirfd: i32, path: P, mode: u32) -> Result<(), Errno> {
         let _call = task_work::enter();
-        self.create_node(
-            dirfd,
-            path.as_ref(),
-            true,
-            |dir, name, new| dir.sb().fs.mkdir(dir.ino(), name, new),
-            S_IFDIR | (mode & 0o1777),
-        )
+        self.with_new_name(dirfd, path.as_ref(), true, |dir, name, d| {
+            self.ops().mkdir(dir, d, name, mode)
+        })
     }
 
     /// `symlink(target, linkpath)`.
@@ -143,13 +96,9 @@ impl Process {
         if target.is_empty() {
             return Err(Errno::ENOENT);
         }
-        self.create_node(
-            dirfd,
-            linkpath.as_ref(),
-            false,
-            |dir, name, new| dir.sb().fs.symlink(dir.ino(), name, target, new),
-            S_IFLNK | 0o777,
-        )
+        self.with_new_name(dirfd, linkpath.as_ref(), false, |dir, name, d| {
+            self.ops().symlink(dir, d, name, target)
+        })
     }
 
     /// `unlink(path)`.
@@ -196,59 +145,7 @@ impl Process {
                 Errno::ENOTDIR
             });
         }
-        self.may_delete(dir, &d, rmdir)?;
-        if rmdir {
-            dir.sb().fs.rmdir(dir.ino(), &p.last)?;
-            d.set_dead_dir();
-        } else {
-            dir.sb().fs.unlink(dir.ino(), &p.last)?;
-        }
-        self.refresh_inode(&d);
-        self.changed(dir);
-        self.changed(&d);
-        let dc = &self.vfs.caches().dcache;
-        dc.d_drop(&d);
-        if rmdir {
-            // `shrink_dcache_parent`: the removed directory's cached
-            // (negative) children go now, not when the LRU reaches them.
-            dc.prune_dead_dir(&d);
-        }
-        Ok(())
-    }
-
-    /// `may_delete`: write and search permission on the directory, the
-    /// sticky bit, the type, and mountpoints (`EBUSY`).
-    fn may_delete(&self, dir: &DentryRef, victim: &DentryRef, isdir: bool) -> Result<(), Errno> {
-        let dattr = attr_of(dir)?;
-        let vattr = attr_of(victim)?;
-        cred::may_delete(&self.cred, &dattr, &vattr)?;
-        if isdir {
-            if !mode_is_dir(vattr.mode) {
-                return Err(Errno::ENOTDIR);
-            }
-        } else if mode_is_dir(vattr.mode) {
-            return Err(Errno::EISDIR);
-        }
-        if !victim.mounted_ptr().is_null() {
-            return Err(Errno::EBUSY);
-        }
-        Ok(())
-    }
-
-    /// Re-reads an inode's attributes into the inode cache after its link
-    /// count changed, so the cache frees it at its last put once unlinked.
-    fn refresh_inode(&self, d: &DentryRef) {
-        if d.is_negative() {
-            return;
-        }
-        match d.sb().fs.getattr(d.ino()) {
-            Ok(a) => self.cache_attr(d, a),
-            Err(_) => namei::with_cached_inode(&self.vfs, d, |r| {
-                let mut a = r.attr();
-                a.nlink = 0;
-                r.set_attr(a);
-            }),
-        }
+        self.ops().remove(dir, &d, &p.last, rmdir)
     }
 
     /// `rename(old, new)`.
@@ -289,7 +186,7 @@ impl Process {
         }
         let op = self.parent_of(od, old.as_ref())?;
         let np = self.parent_of(nd, new.as_ref())?;
-        if !std::sync::Arc::ptr_eq(op.dir.sb(), np.dir.sb()) {
+        if op.dir.sb().id != np.dir.sb().id {
             return Err(Errno::EXDEV);
         }
         if op.kind != LastType::Norm {
@@ -361,53 +258,21 @@ impl Process {
                 Errno::ENOTEMPTY
             });
         }
-        if nattr.is_some_and(|a| a.ino == oattr.ino) {
-            return Ok(()); // the same inode: nothing to do
-        }
-        self.may_delete(odir, &od_, odir_is)?;
-        match nattr {
-            Some(_) if exchange => self.may_delete(ndir, &nd_, ndir_is)?,
-            Some(_) => self.may_delete(ndir, &nd_, odir_is)?,
-            None => self.may_create(ndir, &attr_of(ndir)?)?,
-        }
-        if !same {
-            if odir_is {
-                permission(&self.cred, &oattr, MAY_WRITE)?;
-            }
-            if exchange && ndir_is {
-                permission(&self.cred, &nattr.unwrap_or(oattr), MAY_WRITE)?;
-            }
-        }
-        if !od_.mounted_ptr().is_null() || !nd_.mounted_ptr().is_null() {
-            return Err(Errno::EBUSY);
-        }
-        odir.sb()
-            .fs
-            .rename(odir.ino(), &op.last, ndir.ino(), &np.last, flags)?;
-        for d in [odir, ndir, &od_, &nd_] {
-            self.changed(d);
-        }
-        let dc = &self.vfs.caches().dcache;
-        if exchange {
-            dc.d_exchange(&od_, &op.last, &nd_, &np.last, odir, ndir);
-        } else {
-            if nattr.is_some() {
-                self.refresh_inode(&nd_);
-                if ndir_is {
-                    nd_.set_dead_dir();
-                }
-            }
-            // The target's dentry, positive or negative, leaves the hash:
-            // the moved dentry takes its name.
-            dc.d_drop(&nd_);
-            if ndir_is {
-                // A directory renamed over is removed: prune it as rmdir
-                // does.
-                dc.prune_dead_dir(&nd_);
-            }
-            dc.d_move(&od_, ndir, &np.last);
-        }
-        Ok(())
+        self.ops().rename(
+            &RenameSide {
+                dir: odir,
+                name: &op.last,
+                dentry: &od_,
+                attr: Some(oattr),
+            },
+            &RenameSide {
+                dir: ndir,
+                name: &np.last,
+                dentry: &nd_,
+                attr: nattr,
+            },
+            flags,
+        )
     }
 
     /// `link(old, new)`.
@@ -442,36 +307,8 @@ impl Process {
         }
         let src = self.resolve(od, old.as_ref(), lf)?;
         self.with_new_name(nd, new.as_ref(), false, |dir, name, d| {
-            self.do_link(&src, dir, name, d)
+            self.ops().link(&src, dir, d, name)
         })
-    }
-
-    /// `vfs_link`, with the new name's directory locked and the name free.
-    fn do_link(
-        &self,
-        src: &DentryRef,
-        dir: &DentryRef,
-        name: &[u8],
-        d: &DentryRef,
-    ) -> Result<(), Errno> {
-        if !std::sync::Arc::ptr_eq(src.sb(), dir.sb()) {
-            return Err(Errno::EXDEV);
-        }
-        self.may_create(dir, &attr_of(dir)?)?;
-        let sattr = attr_of(src)?;
-        if mode_is_dir(sattr.mode) {
-            return Err(Errno::EPERM);
-        }
-        if sattr.nlink == 0 && (src.is_unlinkable() || src.is_hashed()) {
-            return Err(Errno::ENOENT);
-        }
-        let _io = src.lock_inode();
-        let attr = dir.sb().fs.link(src.ino(), dir.ino(), name)?;
-        self.changed(dir);
-        self.changed(src);
-        let inode = namei::iget(&self.vfs, dir.sb(), &attr)?;
-        self.vfs.caches().dcache.instantiate(d, inode, &attr);
-        Ok(())
     }
 
     /// `readlink(path, buf)`: the target's bytes that fit; `EINVAL` for an
@@ -590,8 +427,7 @@ pub(super) fn d_path(
                 }
                 // `dotdot` went to the mountpoint's parent: record the
                 // mountpoint's own name.
-                let mp = crate::primitive::std_lock(&cur.sb().mountpoint).clone();
-                match mp {
+                match nd.mountpoint_of(&cur) {
                     Some(mp) => cur = mp,
                     None => break,
                 }

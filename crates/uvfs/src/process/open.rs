@@ -3,13 +3,15 @@
 //! inode (`may_open`), truncate, and attach the dentry to the file.
 
 use super::{Opening, Process};
-use crate::cred::{self, MAY_EXEC, MAY_READ, MAY_WRITE, permission};
+use crate::cred::{self, MAY_READ, MAY_WRITE, permission};
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
-use crate::fs::{Attr, NewInode, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, SetAttr, SetTime};
+use crate::fs::{Attr, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, SetAttr, SetTime};
 use crate::namei::{self, DIRECTORY, FOLLOW, LastType, MAXSYMLINKS};
 use crate::primitive::lock;
 use crate::uapi::*;
+use crate::vfs_ops::VfsOps;
+use crate::vfs_ops::attr::notify_change;
 use std::sync::atomic::Ordering;
 
 impl Process {
@@ -112,22 +114,7 @@ impl Process {
             let g = lock(&dir.dir_lock);
             let d = nd.lookup_locked_dir(&dir, &p.last)?;
             if d.is_negative() {
-                let dattr = attr_of(&dir)?;
-                self.may_create(&dir, &dattr)?;
-                let umask = self.fs.umask.load(Ordering::Relaxed);
-                let m = cred::prepare_mode(&self.cred, &dattr, S_IFREG | (mode & 0o7777), umask);
-                let attr = dir.sb().fs.create(
-                    dir.ino(),
-                    &p.last,
-                    NewInode {
-                        mode: m,
-                        uid: self.cred.fsuid,
-                        gid: self.cred.fsgid,
-                    },
-                )?;
-                let inode = namei::iget(&self.vfs, dir.sb(), &attr)?;
-                self.vfs.caches().dcache.instantiate(&d, inode, &attr);
-                self.changed(&dir);
+                self.ops().create(&dir, &d, &p.last, mode)?;
                 drop(g);
                 return Ok((d, true));
             }
@@ -142,7 +129,7 @@ impl Process {
                     return Err(Errno::ELOOP);
                 }
                 let target = d.sb().fs.readlink(d.ino())?;
-                namei::touch_atime(&self.vfs, &d);
+                crate::vfs_ops::inode::touch_atime(&self.vfs, &d);
                 if target.is_empty() {
                     return Err(Errno::ENOENT);
                 }
@@ -267,69 +254,25 @@ impl Process {
         mode: u32,
         op: &mut Opening<'_>,
     ) -> Result<(), Errno> {
-        let dattr = attr_of(&dir)?;
-        permission(&self.cred, &dattr, MAY_WRITE | MAY_EXEC)?;
-        let umask = self.fs.umask.load(Ordering::Relaxed);
-        let m = cred::prepare_mode(&self.cred, &dattr, S_IFREG | (mode & 0o7777), umask);
-        let attr = dir.sb().fs.tmpfile(
-            dir.ino(),
-            NewInode {
-                mode: m,
-                uid: self.cred.fsuid,
-                gid: self.cred.fsgid,
-            },
-        )?;
-        let inode = namei::iget(&self.vfs, dir.sb(), &attr)?;
-        let dc = &self.vfs.caches().dcache;
-        let name = format!("#{}", attr.ino).into_bytes();
-        let d = {
-            let _g = lock(&dir.dir_lock);
-            let d = dc.d_alloc(&dir, &name);
-            dc.instantiate(&d, inode, &attr);
-            dc.d_drop(&d);
-            d
-        };
-        if flags & O_EXCL != 0 {
-            d.set_unlinkable();
-        }
+        let d = self.ops().tmpfile(&dir, mode, flags & O_EXCL != 0)?;
         op.set_path(d);
         Ok(())
     }
 }
 
 impl Process {
-    /// `may_create`: no new name in a removed directory (`ENOENT`, even
-    /// when the name is cached as negative), then write and search
-    /// permission on it.
-    pub(super) fn may_create(&self, dir: &DentryRef, dattr: &Attr) -> Result<(), Errno> {
-        if dir.is_dead_dir() {
-            return Err(Errno::ENOENT);
+    /// The VFS operations, as this thread (its credentials and umask).
+    pub(super) fn ops(&self) -> VfsOps<'_> {
+        VfsOps {
+            vfs: &self.vfs,
+            cred: &self.cred,
+            umask: self.fs.umask.load(Ordering::Relaxed),
         }
-        cred::may_create(&self.cred, dattr)
     }
 
-    /// `notify_change`: applies a permission-checked attribute change
-    /// through the file system, then refreshes the inode cache's copy and
-    /// the walk's snapshot, so later permission checks see it.
+    /// `notify_change` on `d`, as this process.
     pub(super) fn setattr(&self, d: &DentryRef, set: &SetAttr) -> Result<Attr, Errno> {
-        let a = d.sb().fs.setattr(d.ino(), set)?;
-        self.cache_attr(d, a);
-        Ok(a)
-    }
-
-    /// Stores `a` as the cached attributes of `d`'s inode.
-    pub(super) fn cache_attr(&self, d: &DentryRef, a: Attr) {
-        namei::cache_attr(&self.vfs, d, a);
-    }
-}
-
-impl Process {
-    /// Notes a change of `d`'s inode's data or status (mtime or ctime), for
-    /// `relatime`.
-    pub(super) fn changed(&self, d: &DentryRef) {
-        if let Some(i) = d.inode() {
-            i.mark_changed();
-        }
+        notify_change(&self.vfs, d, set)
     }
 
     /// `touch_atime` under the default `relatime` mount option: sets atime
@@ -337,20 +280,7 @@ impl Process {
     /// day old; never for an `O_NOATIME` file.
     pub(super) fn touch_atime(&self, d: &DentryRef, file_flags: i32) {
         if file_flags & O_NOATIME == 0 {
-            namei::touch_atime(&self.vfs, d);
+            crate::vfs_ops::inode::touch_atime(&self.vfs, d);
         }
     }
-}
-
-/// The current attributes of a dentry's inode, from its file system.
-pub(super) fn attr_of(d: &DentryRef) -> Result<Attr, Errno> {
-    if d.is_negative() {
-        return Err(Errno::ENOENT);
-    }
-    d.sb().fs.getattr(d.ino())
-}
-
-/// Whether `mode` is a directory's.
-pub(super) fn mode_is_dir(mode: u32) -> bool {
-    mode & S_IFMT == S_IFDIR
 }

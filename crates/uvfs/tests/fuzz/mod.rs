@@ -212,7 +212,7 @@ impl Fuzz {
         });
         let mut p0 = Process::new(&vfs).unwrap();
         p0.mkdir("/m", 0o755).unwrap();
-        vfs.mount(b"/m", fs2.clone()).unwrap();
+        p0.mount(b"/m", fs2.clone()).unwrap();
         let procs = vec![p0, Process::new(&vfs).unwrap()];
         Fuzz {
             fs,

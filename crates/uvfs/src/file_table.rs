@@ -1,5 +1,6 @@
-//! Open-file objects (`struct file`): a reference count, the open flags and
-//! mode, the file position with its lock, and the owner's operations.
+//! Open-file objects (`struct file`, Linux's fs/file_table.c): their
+//! allocation, reference count, open flags and mode, the file position with
+//! its lock, the owner's operations, and their release.
 //!
 //! Lifetime rules, as in Linux:
 //! - a file is created with one reference, owned by whoever opens it, and is
@@ -16,6 +17,7 @@ use crate::pool::FilePool;
 use crate::primitive::{
     AtomicU32, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering, UnsafeCell, fence,
 };
+use crate::vfs::Vfs;
 use crate::{reclaim, task_work, uapi};
 use std::any::Any;
 use std::fmt;
@@ -322,7 +324,7 @@ impl FileRef {
     /// Cleans up after an open that failed (`fput_badopen`). With
     /// `immediate` (seed 001) a never-opened file is freed at once, skipping
     /// the release machinery; otherwise it takes the ordinary deferred put.
-    pub(crate) fn put_badopen(self, immediate: bool) {
+    fn put_badopen(self, immediate: bool) {
         if !immediate || self.mode() & FMODE_OPENED != 0 {
             drop(self);
             return;
@@ -342,7 +344,7 @@ impl FileRef {
     ///
     /// # Safety
     /// The file is not yet published (the opener's only handle).
-    pub(crate) unsafe fn set_ops(&self, ops: Option<Arc<dyn FileOps>>) {
+    unsafe fn set_ops(&self, ops: Option<Arc<dyn FileOps>>) {
         // SAFETY: unpublished, so no reader of `ops` exists; stale lookups
         // touch only the count.
         let old = self.ops.with_mut(|o| unsafe { ptr::replace(o, ops) });
@@ -353,7 +355,7 @@ impl FileRef {
     ///
     /// # Safety
     /// As for [`set_ops`](Self::set_ops).
-    pub(crate) unsafe fn set_path(&self, d: DentryRef) {
+    unsafe fn set_path(&self, d: DentryRef) {
         // SAFETY: unpublished, see `set_ops`.
         let old = self.path.with_mut(|p| unsafe { ptr::replace(p, Some(d)) });
         drop(old);
@@ -363,7 +365,7 @@ impl FileRef {
     ///
     /// # Safety
     /// As for [`set_ops`](Self::set_ops).
-    pub(crate) unsafe fn set_mode(&self, mode: u32) {
+    unsafe fn set_mode(&self, mode: u32) {
         // SAFETY: unpublished, see `set_ops`.
         self.mode.with_mut(|m| unsafe { *m = mode });
     }
@@ -441,6 +443,63 @@ unsafe fn free(f: NonNull<File>) {
         // files run pinned, so the grace period covers them.
         None => unsafe { reclaim::defer_drop_box(f) },
     }
+}
+
+/// A file object being opened: allocated, in no fd table yet. Its holder
+/// is the only one that reads or writes its fields (a lockless lookup that
+/// reaches the recycled object through a stale slot touches only the count,
+/// and fails inc-not-zero or the slot re-check), so setting them is safe
+/// through this type; [`publish`](Self::publish) hands the file on as an
+/// ordinary [`FileRef`], after which they are fixed.
+pub(crate) struct UnpublishedFile(FileRef);
+
+impl UnpublishedFile {
+    /// Sets the owner's operations (flush and release hooks).
+    pub(crate) fn set_ops(&mut self, ops: Arc<dyn FileOps>) {
+        // SAFETY: unpublished: `self` is the only handle (see the type).
+        unsafe { self.0.set_ops(Some(ops)) };
+    }
+
+    /// Sets the dentry the file is opened through.
+    pub(crate) fn set_path(&mut self, d: DentryRef) {
+        // SAFETY: as in `set_ops`.
+        unsafe { self.0.set_path(d) };
+    }
+
+    /// Replaces the `FMODE_*` bits.
+    pub(crate) fn set_mode(&mut self, mode: u32) {
+        // SAFETY: as in `set_ops`.
+        unsafe { self.0.set_mode(mode) };
+    }
+
+    /// The file, now to be installed in a table: its fields are fixed.
+    pub(crate) fn publish(self) -> FileRef {
+        self.0
+    }
+
+    /// Cleans up after the open failed (`fput_badopen`).
+    pub(crate) fn put_badopen(self, immediate: bool) {
+        self.0.put_badopen(immediate);
+    }
+}
+
+impl Deref for UnpublishedFile {
+    type Target = File;
+    #[inline]
+    fn deref(&self) -> &File {
+        &self.0
+    }
+}
+
+/// `alloc_empty_file`: a fresh file object with one reference, from the
+/// type-stable pool or the heap according to `typesafe_files`.
+pub(crate) fn alloc_empty_file(vfs: &Vfs, flags: i32, mode: u32) -> Result<UnpublishedFile, Errno> {
+    let f = if vfs.fastpaths().typesafe_files {
+        vfs.file_pool().alloc(flags, mode)?
+    } else {
+        alloc_heap(flags, mode)?
+    };
+    Ok(UnpublishedFile(f))
 }
 
 /// Allocates a heap (grace-period) file object with one reference.

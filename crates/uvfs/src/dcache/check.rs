@@ -1,0 +1,129 @@
+//! Consistency checks of the cache for tests and the soak: every hashed
+//! dentry as seen under the bucket locks, and the child lists against the
+//! hash.
+
+use super::*;
+
+/// One hashed dentry as [`DentryCache::hashed`] reports it.
+#[derive(Debug)]
+pub(crate) struct Seen {
+    pub(crate) ptr: *const Dentry,
+    pub(crate) parent: *const Dentry,
+    pub(crate) parent_ino: Ino,
+    pub(crate) name: Vec<u8>,
+    pub(crate) ino: Option<Ino>,
+    pub(crate) refs: usize,
+    pub(crate) sb: u64,
+}
+
+impl DentryCache {
+    /// Every hashed dentry (for consistency checks; only meaningful while
+    /// nothing changes the cache).
+    pub(crate) fn hashed(&self) -> Vec<Seen> {
+        let _pin = reclaim::pin();
+        let mut out = Vec::new();
+        for b in 0..self.buckets.len() {
+            let _g = self.bucket_lock(b);
+            let mut p = self.buckets[b].load(Ordering::Acquire);
+            while let Some(d) = NonNull::new(p) {
+                // SAFETY: hashed dentries are alive under the bucket lock.
+                let dr = unsafe { d.as_ref() };
+                let parent = dr.parent_ptr();
+                // SAFETY: a hashed dentry's parent is alive (it holds a
+                // reference on it).
+                let parent_ino = NonNull::new(parent).map_or(0, |pp| unsafe { pp.as_ref() }.ino());
+                out.push(Seen {
+                    ptr: d.as_ptr(),
+                    parent,
+                    parent_ino,
+                    name: dr.name(),
+                    ino: (!dr.is_negative()).then(|| dr.ino()),
+                    refs: dr.refs(),
+                    sb: dr.sb().id,
+                });
+                p = dr.next.load(Ordering::Acquire);
+            }
+        }
+        out
+    }
+}
+
+impl DentryCache {
+    /// Checks the child lists against the hash (for consistency checks;
+    /// only meaningful while nothing changes the cache, but safe at any
+    /// time): each list's members are its directory's children at their
+    /// slots, every hashed negative dentry is listed by its parent, and no
+    /// pruned (removed) directory's list has a hashed member. (A positive
+    /// dentry hashed under a removed directory would name what the file
+    /// system no longer has: `check_consistency` sees that.)
+    pub(crate) fn check_children(&self) -> Result<(), String> {
+        use std::collections::{HashMap, HashSet};
+        // Each hashed dentry's parent, with a reference so its list stays.
+        type Hashed = Vec<(*mut Dentry, Vec<u8>, bool)>;
+        let mut by_parent: HashMap<*mut Dentry, (DentryRef, Hashed)> = HashMap::new();
+        {
+            let _pin = reclaim::pin();
+            for b in 0..self.buckets.len() {
+                let _g = self.bucket_lock(b);
+                let mut p = self.buckets[b].load(Ordering::Acquire);
+                while let Some(d) = NonNull::new(p) {
+                    // SAFETY: hashed dentries are alive under the bucket lock.
+                    let dr = unsafe { d.as_ref() };
+                    match NonNull::new(dr.parent_ptr()) {
+                        None => return Err("a hashed dentry without a parent".into()),
+                        Some(pp) => {
+                            let me = (d.as_ptr(), dr.name(), dr.is_negative());
+                            if let Some((_, kids)) = by_parent.get_mut(&pp.as_ptr()) {
+                                kids.push(me);
+                            // SAFETY: a hashed dentry's parent is alive (it
+                            // holds a reference on it).
+                            } else if unsafe { pp.as_ref() }.get_not_dead() {
+                                by_parent.insert(pp.as_ptr(), (DentryRef(pp), vec![me]));
+                            }
+                        }
+                    }
+                    p = dr.next.load(Ordering::Acquire);
+                }
+            }
+        }
+        for (pp, (parent, hashed)) in by_parent {
+            let name = String::from_utf8_lossy(&parent.name()).into_owned();
+            let Some(ch) = parent.children_if_any() else {
+                if let Some((_, cname, _)) = hashed.iter().find(|h| h.2) {
+                    return Err(format!(
+                        "negative {:?} in {name:?}, which has no child list",
+                        String::from_utf8_lossy(cname)
+                    ));
+                }
+                continue;
+            };
+            let kids = lock(&ch.kids);
+            let mut listed = HashSet::new();
+            for (i, &c) in kids.list.iter().enumerate() {
+                // SAFETY: listed dentries are live under the list's lock.
+                let cr = unsafe { c.as_ref() };
+                if cr.slot.load(Ordering::Relaxed) as usize != i || cr.parent_ptr() != pp {
+                    return Err(format!(
+                        "directory {name:?}: a child listed at a wrong slot"
+                    ));
+                }
+                listed.insert(c.as_ptr());
+            }
+            if let Some((_, cname, _)) = hashed.iter().find(|h| h.2 && !listed.contains(&h.0)) {
+                return Err(format!(
+                    "negative {:?} is not on the child list of {name:?}",
+                    String::from_utf8_lossy(cname)
+                ));
+            }
+            if kids.dead
+                && let Some((_, cname, _)) = hashed.first()
+            {
+                return Err(format!(
+                    "removed directory {name:?} has {:?} hashed",
+                    String::from_utf8_lossy(cname)
+                ));
+            }
+        }
+        Ok(())
+    }
+}

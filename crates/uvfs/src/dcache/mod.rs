@@ -1,0 +1,690 @@
+//! The dentry cache (`dcache`): names resolved to inodes, positive and
+//! negative, in one hash table keyed by (parent dentry, name), with an LRU
+//! and a size limit so a walk over more names than the cache holds misses
+//! the way it does on a disk file system.
+//!
+//! # Lifetimes
+//!
+//! A dentry has a reference count; cached-but-unused dentries have count
+//! zero and stay hashed. A child holds a reference on its parent and a
+//! positive dentry one on its inode (in the [inode cache](crate::icache)),
+//! so eviction works from the leaves up, as in Linux. The count has a `DEAD`
+//! bit: a dentry being killed cannot be revived by a lockless lookup
+//! (`lockref_get_not_dead`).
+//!
+//! # Children and removed directories
+//!
+//! A directory lists its child dentries that were made negative (Linux's
+//! `d_children` lists every child), in a [`Children`] allocated at its
+//! first such child: a vector of pointers under its own lock, each child
+//! knowing its index (`slot`), so listing and unlisting cost O(1). When a
+//! directory is removed (rmdir, or renamed over), [`DentryCache::
+//! prune_dead_dir`] does what Linux's `shrink_dcache_parent` does for it:
+//! its listed children are unhashed at once, and those nobody uses die
+//! then; the list is marked dead, so a negative child made afterwards (a
+//! lookup that raced the removal) is never hashed and dies at its last put.
+//! So nothing cached keeps a removed directory, or its ancestors, alive.
+//!
+//! Only negative dentries need the list: a positive one leaves the hash
+//! with its name (unlink, rmdir, a rename's victim or move), so a removed
+//! directory, being empty, can only have negative children cached. (A
+//! dentry made negative and then instantiated stays listed until it dies or
+//! moves.) A dentry made by a lookup that found its name
+//! ([`DentryCache::d_alloc_positive`]) or moved by a rename is not listed,
+//! so the miss path of a walk over a tree larger than the cache (seed 002's
+//! fstree: a positive dentry made, another evicted, per stat) takes no
+//! list lock.
+//!
+//! Lock order: a directory's `dir_lock`, then a `Children` lock, then a
+//! bucket lock. The LRU lock is never held with a `Children` lock, and no
+//! `Children` lock is taken under a bucket lock.
+//!
+//! Dentry memory is reclaimed through the epoch scheme in [`reclaim`]
+//! (Linux frees dentries after an RCU grace period too): a lockless walker
+//! pins the epoch, so any dentry it reaches through a hash chain or a parent
+//! pointer stays allocated while it looks at it.
+//!
+//! # Lockless lookup (the RCU walk)
+//!
+//! [`DentryCache::lookup_rcu`] searches a chain with no lock and no
+//! reference, and returns the child with a snapshot of its sequence count
+//! (`d_seq`). Every change a walker must not miss — instantiation, unhashing,
+//! a rename's move — happens inside a write section of that count (odd while
+//! in progress), so a walker that re-reads an unchanged, even count knows the
+//! name, parent and inode it read belong together. A miss in a lockless
+//! search is never trusted: the caller falls back to the locked walk, which
+//! searches under the bucket lock.
+//!
+//! # LRU
+//!
+//! A dentry joins the LRU at its first final put and stays on it while in use
+//! (Linux's lazy LRU): later final puts only set `REFERENCED`, so the hot
+//! open/close path takes no global lock. The shrinker skips referenced
+//! entries once (second chance), drops in-use ones from the list, and kills
+//! the rest.
+//!
+//! # Files
+//!
+//! This file holds the types (the dentry, its reference, the cache) and
+//! what every part uses; the parts are [`table`] (the hash table: lookups,
+//! `d_alloc`, `d_drop`, `d_move`), [`dput`] (final put and kill),
+//! [`children`] (child lists and the prune of removed directories),
+//! [`lru`] (the LRU and the shrinker), [`hash`] (name hashing) and
+//! [`check`] (consistency checks).
+
+use crate::fs::{Attr, Ino, S_IFDIR, S_IFLNK, S_IFMT};
+use crate::icache::Inode;
+use crate::icache::InodeCache;
+use crate::primitive::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering, lock};
+use crate::reclaim;
+use crate::super_block::SuperBlock;
+use std::cell::UnsafeCell;
+use std::fmt;
+use std::ops::Deref;
+use std::ptr::{self, NonNull};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+mod check;
+mod children;
+mod dput;
+mod hash;
+mod lru;
+mod table;
+
+use dput::dput;
+pub(crate) use hash::{hash_component, zero_bytes};
+use hash::{name_eq, name_hash};
+
+/// The caches every superblock of one VFS shares (Linux has one dentry hash
+/// and one inode hash for the whole system). Field order matters: dentries
+/// die before the inodes they hold.
+pub(crate) struct Caches {
+    pub(crate) dcache: DentryCache,
+    pub(crate) icache: InodeCache,
+}
+
+/// A superblock as its dentries hold it: the superblock and the caches its
+/// dentries and inodes live in, which a final put must reach (the kernel's
+/// superblock carries its LRU lists, `s_dentry_lru` and `s_inode_lru`, for
+/// the same reason). The superblock itself knows nothing of dentries.
+pub(crate) struct DentrySb {
+    sb: Arc<SuperBlock>,
+    caches: Arc<Caches>,
+}
+
+impl Caches {
+    /// A new root dentry for the superblock `sb`, with its inode (one
+    /// reference handed over).
+    pub(crate) fn new_root(
+        self: &Arc<Self>,
+        sb: Arc<SuperBlock>,
+        inode: NonNull<Inode>,
+        attr: &Attr,
+    ) -> DentryRef {
+        let dsb = Arc::new(DentrySb {
+            sb,
+            caches: self.clone(),
+        });
+        self.dcache.new_root(dsb, inode, attr)
+    }
+}
+
+/// The count bit of a dentry being killed.
+const DEAD: usize = 1 << (usize::BITS - 1);
+/// Mirror of `HASHED` in the count word, so the final put's CAS proves the
+/// dentry is still hashed.
+const C_HASHED: usize = 1 << (usize::BITS - 2);
+/// Mirror of `LRU` in the count word (see [`dput`]).
+const C_LRU: usize = 1 << (usize::BITS - 3);
+/// The reference count bits.
+const REFS: usize = C_LRU - 1;
+
+/// In the hash table.
+const HASHED: u32 = 1;
+/// On the LRU list.
+const LRU: u32 = 2;
+/// Used since the shrinker last looked.
+const REFERENCED: u32 = 4;
+
+/// An `O_TMPFILE | O_EXCL` file: may never be given a name.
+const NOLINK: u32 = 8;
+/// A removed directory (rmdir'ed or renamed over): `S_DEAD`.
+const DEADDIR: u32 = 16;
+
+/// The most bucket locks (each on its own cache lines).
+const MAX_LOCKS: usize = 4096;
+
+/// The `slot` of a dentry in no parent's [`Children`] list.
+const NO_SLOT: u32 = u32::MAX;
+
+/// A directory's negative child dentries (see the module's "Children and
+/// removed directories"), so that a removed directory's cached children can
+/// be found and pruned without a scan of the cache. Allocated at the first
+/// listed child (or at the prune) and freed when the directory's dentry is
+/// killed (it has no child then: each holds a reference on it).
+///
+/// Invariants, under `kids`: each listed dentry's `parent` is this
+/// directory and its `slot` is its index in `list`; a listed dentry's
+/// memory is live (`kill` unlists it before retiring it); every hashed
+/// negative dentry is listed in its parent's `Children`; a dead list gains
+/// no member. Whether a dentry is listed at all (`slot != NO_SLOT`)
+/// changes only by operations on that dentry by a holder of it (`d_alloc`,
+/// `d_move`, `kill`), never by another dentry's listing or unlisting (which
+/// only renumbers `slot`): so the holder may test it without the lock.
+struct Children {
+    kids: Mutex<Kids>,
+}
+
+struct Kids {
+    /// The directory was removed and pruned: no child joins the list or
+    /// the hash any more.
+    dead: bool,
+    list: Vec<NonNull<Dentry>>,
+}
+
+/// A name as stored: immutable, replaced whole (and the old one reclaimed
+/// after a grace period) by a rename. The bytes sit in a [`primitive`
+/// cell](crate::primitive::UnsafeCell) (a plain cell in normal builds) so
+/// that under loom every lockless read of a name is checked to happen after
+/// the name's creation: a walker that reaches a dentry or a name through a
+/// pointer published without a release would be reported.
+struct Name(crate::primitive::UnsafeCell<Box<[u8]>>);
+
+impl Name {
+    fn new(name: &[u8]) -> *mut Name {
+        Box::into_raw(Box::new(Name(crate::primitive::UnsafeCell::new(
+            name.into(),
+        ))))
+    }
+
+    /// Runs `f` on the bytes.
+    #[inline]
+    fn with<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        // SAFETY: a name is never written after its creation.
+        self.0.with(|b| f(unsafe { &*b }))
+    }
+}
+
+/// A directory entry in memory (`struct dentry`).
+///
+/// Cache-line aligned: the count word is written by every open and close
+/// of the file it names, and two dentries sharing a line (malloc packs
+/// 120-byte boxes back to back) made two tasks opening their own files
+/// slow each other down at random (open1, processes mode, 2 tasks: 1.0x or
+/// 2.0x depending on where the allocator had put the two dentries).
+/// 128 bytes: the child-list pointer and `slot` fill what was padding
+/// (a unit test holds it to two lines).
+#[repr(align(64))]
+pub struct Dentry {
+    count: AtomicUsize,
+    seq: AtomicU32,
+    flags: AtomicU32,
+    /// The parent (holding a reference), or null for a superblock's root.
+    parent: AtomicPtr<Dentry>,
+    name: AtomicPtr<Name>,
+    hash: AtomicU64,
+    /// Next in the hash chain.
+    next: AtomicPtr<Dentry>,
+    /// The inode (one reference held), or null: a negative dentry.
+    inode: AtomicPtr<Inode>,
+    /// The inode's number and the attributes the walk reads without locks
+    /// (type, permission bits, owner), copied at instantiation and kept in
+    /// step by the VFS's chmod/chown.
+    ino: AtomicU64,
+    mode: AtomicU32,
+    uid: AtomicU32,
+    gid: AtomicU32,
+    /// The root dentry of the file system mounted here, or null.
+    mounted: AtomicPtr<Dentry>,
+    /// Serializes changes to this directory's children (the `i_rwsem`
+    /// analogue; directories have one dentry).
+    pub(crate) dir_lock: Mutex<()>,
+    /// LRU links, guarded by the cache's LRU lock.
+    lru: UnsafeCell<(*mut Dentry, *mut Dentry)>,
+    sb: Arc<DentrySb>,
+    /// This directory's [`Children`], or null until its first child.
+    children: AtomicPtr<Children>,
+    /// The index in the parent's [`Children`] list, or [`NO_SLOT`];
+    /// written and read as an index only under that list's lock (see
+    /// [`Children`] for the one unlocked test).
+    slot: AtomicU32,
+}
+
+// SAFETY: shared state is atomics and mutexes; `lru` is only touched under
+// the cache's LRU lock; `sb` is `Send + Sync`.
+unsafe impl Send for Dentry {}
+// SAFETY: as above.
+unsafe impl Sync for Dentry {}
+
+/// What a lockless child lookup found.
+pub(crate) struct RcuChild {
+    pub(crate) dentry: NonNull<Dentry>,
+    pub(crate) seq: u32,
+}
+
+/// Attributes the walk needs, read without locks.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Snap {
+    pub(crate) ino: Ino,
+    pub(crate) mode: u32,
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
+}
+
+impl Snap {
+    pub(crate) fn is_dir(&self) -> bool {
+        self.mode & S_IFMT == S_IFDIR
+    }
+
+    pub(crate) fn is_symlink(&self) -> bool {
+        self.mode & S_IFMT == S_IFLNK
+    }
+
+    /// An `Attr` carrying the permission-relevant fields, for the checks in
+    /// [`cred`](crate::cred).
+    pub(crate) fn attr(&self) -> Attr {
+        Attr {
+            ino: self.ino,
+            mode: self.mode,
+            nlink: 1,
+            uid: self.uid,
+            gid: self.gid,
+            size: 0,
+            blocks: 0,
+            blksize: 0,
+            atime: Default::default(),
+            mtime: Default::default(),
+            ctime: Default::default(),
+            btime: Default::default(),
+        }
+    }
+}
+
+impl Dentry {
+    fn new(sb: Arc<DentrySb>, parent: *mut Dentry, name: &[u8], hash: u64) -> Box<Dentry> {
+        let name = Name::new(name);
+        Box::new(Dentry {
+            count: AtomicUsize::new(1),
+            seq: AtomicU32::new(0),
+            flags: AtomicU32::new(0),
+            parent: AtomicPtr::new(parent),
+            name: AtomicPtr::new(name),
+            hash: AtomicU64::new(hash),
+            next: AtomicPtr::new(ptr::null_mut()),
+            inode: AtomicPtr::new(ptr::null_mut()),
+            ino: AtomicU64::new(0),
+            mode: AtomicU32::new(0),
+            uid: AtomicU32::new(0),
+            gid: AtomicU32::new(0),
+            mounted: AtomicPtr::new(ptr::null_mut()),
+            dir_lock: Mutex::new(()),
+            lru: UnsafeCell::new((ptr::null_mut(), ptr::null_mut())),
+            sb,
+            children: AtomicPtr::new(ptr::null_mut()),
+            slot: AtomicU32::new(NO_SLOT),
+        })
+    }
+
+    /// This directory's child list, allocated on first use. The caller
+    /// holds a reference (or a child's reference): the list lives until
+    /// the dentry is killed.
+    fn children(&self) -> &Children {
+        if let Some(c) = self.children_if_any() {
+            return c;
+        }
+        let new = Box::into_raw(Box::new(Children::new()));
+        match self.children.compare_exchange(
+            ptr::null_mut(),
+            new,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            // SAFETY: just published; freed only by `kill`, which the
+            // caller's reference holds off.
+            Ok(_) => unsafe { &*new },
+            Err(cur) => {
+                // SAFETY: ours, never published.
+                drop(unsafe { Box::from_raw(new) });
+                // SAFETY: published by the winner; freed only by `kill`.
+                unsafe { &*cur }
+            }
+        }
+    }
+
+    /// The child list if one was allocated (no child was ever listed
+    /// otherwise). Same contract as [`children`](Self::children).
+    fn children_if_any(&self) -> Option<&Children> {
+        // SAFETY: freed only by `kill`, which the caller's reference holds
+        // off; published with a release.
+        NonNull::new(self.children.load(Ordering::Acquire)).map(|c| unsafe { &*c.as_ptr() })
+    }
+
+    /// The superblock this dentry belongs to.
+    pub(crate) fn sb(&self) -> &SuperBlock {
+        &self.sb.sb
+    }
+
+    /// Begins a change readers must not see half-done.
+    fn write_begin(&self) {
+        self.seq.fetch_add(1, Ordering::Relaxed);
+        crate::primitive::fence(Ordering::Release);
+    }
+
+    fn write_end(&self) {
+        self.seq.fetch_add(1, Ordering::Release);
+    }
+
+    /// The sequence count, waiting out a writer (spins are short: writers
+    /// hold it for a few stores). `None` if a writer is active: the lockless
+    /// walk gives up instead of waiting.
+    #[inline]
+    pub(crate) fn read_seq(&self) -> Option<u32> {
+        let s = self.seq.load(Ordering::Acquire);
+        (s & 1 == 0).then_some(s)
+    }
+
+    /// Whether the count is still `seq` (the reads since were consistent).
+    #[inline]
+    pub(crate) fn seq_valid(&self, seq: u32) -> bool {
+        crate::primitive::fence(Ordering::Acquire);
+        self.seq.load(Ordering::Relaxed) == seq
+    }
+
+    /// The lockless snapshot of the inode's walk attributes; `None` for a
+    /// negative dentry. Validate with [`seq_valid`](Self::seq_valid).
+    #[inline]
+    pub(crate) fn snap(&self) -> Option<Snap> {
+        if self.inode.load(Ordering::Acquire).is_null() {
+            return None;
+        }
+        Some(Snap {
+            ino: self.ino.load(Ordering::Relaxed),
+            mode: self.mode.load(Ordering::Relaxed),
+            uid: self.uid.load(Ordering::Relaxed),
+            gid: self.gid.load(Ordering::Relaxed),
+        })
+    }
+
+    /// Whether the dentry is negative (no inode).
+    pub(crate) fn is_negative(&self) -> bool {
+        self.inode.load(Ordering::Acquire).is_null()
+    }
+
+    /// The inode number (0 for a negative dentry).
+    pub(crate) fn ino(&self) -> Ino {
+        self.ino.load(Ordering::Relaxed)
+    }
+
+    /// Whether the dentry is still in the hash (not unlinked, removed or
+    /// renamed over).
+    pub(crate) fn is_hashed(&self) -> bool {
+        self.flags.load(Ordering::Acquire) & HASHED != 0
+    }
+
+    /// The parent pointer (no reference); null at a superblock root.
+    pub(crate) fn parent_ptr(&self) -> *mut Dentry {
+        self.parent.load(Ordering::Acquire)
+    }
+
+    /// The root of the file system mounted on this dentry, if any.
+    pub(crate) fn mounted_ptr(&self) -> *mut Dentry {
+        self.mounted.load(Ordering::Acquire)
+    }
+
+    /// A copy of the name. The caller must keep the name from being replaced
+    /// (hold a reference and the parent's `dir_lock`, or accept a racy copy
+    /// under an epoch pin).
+    pub(crate) fn name(&self) -> Vec<u8> {
+        let _g = reclaim::pin();
+        // SAFETY: names are freed only after a grace period, and we are
+        // pinned.
+        unsafe { &*self.name.load(Ordering::Acquire) }.with(<[u8]>::to_vec)
+    }
+
+    /// Updates the lockless copy of the permission attributes after a chmod
+    /// or chown.
+    pub(crate) fn set_perm(&self, mode: u32, uid: u32, gid: u32) {
+        self.write_begin();
+        self.mode.store(mode, Ordering::Relaxed);
+        self.uid.store(uid, Ordering::Relaxed);
+        self.gid.store(gid, Ordering::Relaxed);
+        self.write_end();
+    }
+
+    /// Marks an unnamed (`O_TMPFILE | O_EXCL`) file as never linkable.
+    pub(crate) fn set_unlinkable(&self) {
+        self.flags.fetch_or(NOLINK, Ordering::Relaxed);
+    }
+
+    /// Marks a directory removed (`S_DEAD`): lookups in it fail.
+    pub(crate) fn set_dead_dir(&self) {
+        self.flags.fetch_or(DEADDIR, Ordering::Relaxed);
+    }
+
+    /// Whether this directory was removed.
+    pub(crate) fn is_dead_dir(&self) -> bool {
+        self.flags.load(Ordering::Relaxed) & DEADDIR != 0
+    }
+
+    /// Whether `linkat` may not give this file a name.
+    pub(crate) fn is_unlinkable(&self) -> bool {
+        self.flags.load(Ordering::Relaxed) & NOLINK != 0
+    }
+
+    /// Takes a reference unless the dentry is dead (`lockref_get_not_dead`).
+    #[inline]
+    fn get_not_dead(&self) -> bool {
+        let mut c = self.count.load(Ordering::Relaxed);
+        loop {
+            if c & DEAD != 0 {
+                return false;
+            }
+            match self
+                .count
+                .compare_exchange_weak(c, c + 1, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(seen) => c = seen,
+            }
+        }
+    }
+
+    /// References held (for tests and checks).
+    pub(crate) fn refs(&self) -> usize {
+        self.count.load(Ordering::Relaxed) & REFS
+    }
+}
+
+impl fmt::Debug for Dentry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Dentry")
+            .field("name", &String::from_utf8_lossy(&self.name()))
+            .field("ino", &self.ino())
+            .field("count", &self.refs())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A counted reference to a dentry (`dget`/`dput`).
+pub struct DentryRef(NonNull<Dentry>);
+
+// SAFETY: a counted reference to a `Send + Sync` object, like `Arc`.
+unsafe impl Send for DentryRef {}
+// SAFETY: as above.
+unsafe impl Sync for DentryRef {}
+
+impl DentryRef {
+    /// Takes a reference to a dentry reached locklessly, then checks that
+    /// its sequence count is still `seq` (`legitimize`): `None` if it died or
+    /// changed.
+    pub(crate) fn legitimize(d: NonNull<Dentry>, seq: u32) -> Option<DentryRef> {
+        // SAFETY: the caller is pinned and reached `d` through the cache, so
+        // its memory is valid.
+        let dr = unsafe { d.as_ref() };
+        if !dr.get_not_dead() {
+            return None;
+        }
+        let r = DentryRef(d);
+        dr.seq_valid(seq).then_some(r)
+    }
+
+    /// The raw pointer, for identity and the lockless walk.
+    pub(crate) fn as_ptr(&self) -> NonNull<Dentry> {
+        self.0
+    }
+
+    /// Whether two references are to the same dentry.
+    pub fn ptr_eq(a: &DentryRef, b: &DentryRef) -> bool {
+        a.0 == b.0
+    }
+
+    /// A new reference to the parent, or `None` at a superblock root.
+    /// The caller holds the parent's parent `dir_lock` or accepts a parent
+    /// that a concurrent rename is replacing.
+    pub(crate) fn parent(&self) -> Option<DentryRef> {
+        let _g = reclaim::pin();
+        loop {
+            let p = NonNull::new(self.parent_ptr())?;
+            // SAFETY: pinned, and `p` was our parent (holding a reference
+            // from us) when loaded.
+            if unsafe { p.as_ref() }.get_not_dead() {
+                let r = DentryRef(p);
+                if self.parent_ptr() == p.as_ptr() {
+                    return Some(r);
+                }
+            }
+        }
+    }
+
+    /// Locks the inode's I/O lock (see [`Inode::io_lock`]); a no-op guard
+    /// for a negative dentry.
+    pub(crate) fn lock_inode(&self) -> Option<crate::primitive::MutexGuard<'_, ()>> {
+        let i = self.inode_ptr()?;
+        // SAFETY: our dentry reference holds an inode reference, so the node
+        // stays this inode for as long as the borrow of `self`.
+        Some(lock(&unsafe { &*i.as_ptr() }.io_lock))
+    }
+
+    /// The inode's current permission attributes (from the inode, shared by
+    /// every name of it), as a [`Snap`]; `None` for a negative dentry.
+    pub(crate) fn inode_perm(&self) -> Option<Snap> {
+        let i = self.inode_ptr()?;
+        // SAFETY: our reference holds an inode reference.
+        let (mode, uid, gid) = unsafe { i.as_ref() }.perm();
+        Some(Snap {
+            ino: self.ino(),
+            mode,
+            uid,
+            gid,
+        })
+    }
+
+    /// The in-core inode (the caller's reference keeps it), or `None` for a
+    /// negative dentry.
+    pub(crate) fn inode(&self) -> Option<&Inode> {
+        // SAFETY: our reference holds an inode reference.
+        self.inode_ptr().map(|i| unsafe { &*i.as_ptr() })
+    }
+
+    /// The referenced inode (the caller's dentry is positive).
+    pub(crate) fn inode_ptr(&self) -> Option<NonNull<Inode>> {
+        NonNull::new(self.inode.load(Ordering::Acquire))
+    }
+}
+
+impl Deref for DentryRef {
+    type Target = Dentry;
+    #[inline]
+    fn deref(&self) -> &Dentry {
+        // SAFETY: we hold a reference.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl Clone for DentryRef {
+    fn clone(&self) -> DentryRef {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        DentryRef(self.0)
+    }
+}
+
+impl Drop for DentryRef {
+    fn drop(&mut self) {
+        dput(self.0);
+    }
+}
+
+impl fmt::Debug for DentryRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+/// The dentry cache.
+pub struct DentryCache {
+    buckets: Box<[AtomicPtr<Dentry>]>,
+    locks: Box<[crossbeam_utils::CachePadded<Mutex<()>>]>,
+    lru_lock: Mutex<()>,
+    /// LRU list ends (oldest at the head), under `lru_lock`.
+    lru: UnsafeCell<(*mut Dentry, *mut Dentry)>,
+    lru_len: AtomicUsize,
+    /// Dentries alive (hashed or not).
+    nr: AtomicUsize,
+    limit: usize,
+    /// Set when the VFS is dropped: final puts kill instead of caching.
+    shutdown: AtomicBool,
+}
+
+// SAFETY: `lru` is only touched under `lru_lock`; the rest is atomics and
+// mutexes.
+unsafe impl Send for DentryCache {}
+// SAFETY: as above.
+unsafe impl Sync for DentryCache {}
+
+impl Drop for DentryCache {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl fmt::Debug for DentryCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DentryCache")
+            .field("len", &self.len())
+            .field("limit", &self.limit)
+            .finish_non_exhaustive()
+    }
+}
+
+/// # Safety
+/// The caller owns `d` or holds a reference and serializes changes to it.
+unsafe fn instantiate_raw(d: &Dentry, inode: NonNull<Inode>, attr: &Attr) {
+    d.write_begin();
+    d.ino.store(attr.ino, Ordering::Relaxed);
+    d.mode.store(attr.mode, Ordering::Relaxed);
+    d.uid.store(attr.uid, Ordering::Relaxed);
+    d.gid.store(attr.gid, Ordering::Relaxed);
+    d.inode.store(inode.as_ptr(), Ordering::Release);
+    d.write_end();
+}
+
+/// Sets or clears the mount on a mountpoint dentry.
+pub(crate) fn set_mounted(mountpoint: &DentryRef, root: Option<&DentryRef>) {
+    mountpoint.write_begin();
+    mountpoint.mounted.store(
+        root.map_or(ptr::null_mut(), |r| r.0.as_ptr()),
+        Ordering::Release,
+    );
+    mountpoint.write_end();
+}
+
+/// The dentry cache's operations for the loom models in
+/// `tests/loom_dcache.rs`, which as integration tests see only `pub` items
+/// (the cache's API is crate-private). Built only under `--cfg loom`.
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_api;
+
+#[cfg(all(test, not(loom)))]
+mod tests;

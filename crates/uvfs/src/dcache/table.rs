@@ -1,0 +1,320 @@
+//! The hash table of dentries, keyed by (parent, name): lookups (the
+//! lockless one the walk uses, and the locked one), allocation of a new
+//! child (`d_alloc`), instantiation, and the changes a name goes through
+//! (`d_drop`, `d_move`, `d_exchange`).
+
+use super::*;
+
+impl DentryCache {
+    /// A cache that keeps at most `limit` unused dentries beyond those in
+    /// use, with about `limit` hash buckets.
+    pub(crate) fn new(limit: usize) -> DentryCache {
+        let n = limit
+            .clamp(if cfg!(loom) { 2 } else { 64 }, 1 << 22)
+            .next_power_of_two();
+        DentryCache {
+            buckets: (0..n).map(|_| AtomicPtr::new(ptr::null_mut())).collect(),
+            locks: (0..n.min(MAX_LOCKS))
+                .map(|_| crossbeam_utils::CachePadded::new(Mutex::new(())))
+                .collect(),
+            lru_lock: Mutex::new(()),
+            lru: UnsafeCell::new((ptr::null_mut(), ptr::null_mut())),
+            lru_len: AtomicUsize::new(0),
+            nr: AtomicUsize::new(0),
+            limit,
+            shutdown: AtomicBool::new(false),
+        }
+    }
+
+    /// Dentries alive.
+    pub fn len(&self) -> usize {
+        self.nr.load(Ordering::Relaxed)
+    }
+
+    /// Whether no dentry is alive.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The size limit.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    pub(super) fn bucket(&self, hash: u64) -> usize {
+        (hash as usize) & (self.buckets.len() - 1)
+    }
+
+    pub(super) fn bucket_lock(&self, b: usize) -> crate::primitive::MutexGuard<'_, ()> {
+        lock(&self.locks[b & (self.locks.len() - 1)])
+    }
+
+    /// A new root dentry for a superblock, with its inode (one reference
+    /// handed over).
+    pub(super) fn new_root(
+        &self,
+        sb: Arc<DentrySb>,
+        inode: NonNull<Inode>,
+        attr: &Attr,
+    ) -> DentryRef {
+        let d = Dentry::new(sb, ptr::null_mut(), b"/", 0);
+        self.nr.fetch_add(1, Ordering::Relaxed);
+        let d = NonNull::from(Box::leak(d));
+        // SAFETY: fresh and ours.
+        unsafe { instantiate_raw(d.as_ref(), inode, attr) };
+        DentryRef(d)
+    }
+
+    /// Searches `parent`'s child `name` without locks or references. The
+    /// caller is pinned and validates the result's sequence count after
+    /// reading what it needs. `None` means "not found here", which the
+    /// caller must confirm under locks. (The walk uses
+    /// [`lookup_rcu_hashed`](Self::lookup_rcu_hashed); the loom models call
+    /// this.)
+    #[cfg(loom)]
+    #[inline]
+    pub(crate) fn lookup_rcu(&self, parent: NonNull<Dentry>, name: &[u8]) -> Option<RcuChild> {
+        self.lookup_rcu_hashed(parent, name, name_hash(parent.as_ptr(), name))
+    }
+
+    /// The lockless search of `parent`'s child `name`, with the name's hash
+    /// already known (from [`hash_component`]): no locks, no references;
+    /// the caller is pinned and validates the result's sequence count after
+    /// reading what it needs. `None` means "not found here", which the
+    /// caller must confirm under locks.
+    #[inline]
+    pub(crate) fn lookup_rcu_hashed(
+        &self,
+        parent: NonNull<Dentry>,
+        name: &[u8],
+        hash: u64,
+    ) -> Option<RcuChild> {
+        debug_assert_eq!(hash, name_hash(parent.as_ptr(), name));
+        let mut p = self.buckets[self.bucket(hash)].load(Ordering::Acquire);
+        while let Some(d) = NonNull::new(p) {
+            // SAFETY: the caller is pinned; chain members are freed only
+            // after a grace period.
+            let dr = unsafe { d.as_ref() };
+            if dr.hash.load(Ordering::Relaxed) == hash
+                && dr.parent.load(Ordering::Relaxed) == parent.as_ptr()
+            {
+                let seq = dr.read_seq()?;
+                // SAFETY: as above; names are reclaimed after a grace period.
+                let same = unsafe { &*dr.name.load(Ordering::Acquire) }.with(|n| name_eq(n, name));
+                if same && dr.parent.load(Ordering::Relaxed) == parent.as_ptr() && dr.seq_valid(seq)
+                {
+                    if dr.flags.load(Ordering::Relaxed) & HASHED == 0 {
+                        return None;
+                    }
+                    return Some(RcuChild { dentry: d, seq });
+                }
+            }
+            p = dr.next.load(Ordering::Acquire);
+        }
+        None
+    }
+
+    /// Searches `parent`'s child `name` under the bucket lock, taking a
+    /// reference on a hit.
+    pub(crate) fn lookup_locked(&self, parent: &DentryRef, name: &[u8]) -> Option<DentryRef> {
+        let hash = name_hash(parent.0.as_ptr(), name);
+        let b = self.bucket(hash);
+        let _g = self.bucket_lock(b);
+        let mut p = self.buckets[b].load(Ordering::Acquire);
+        while let Some(d) = NonNull::new(p) {
+            // SAFETY: hashed dentries are alive while the bucket lock is held
+            // (unhashing takes it).
+            let dr = unsafe { d.as_ref() };
+            if dr.hash.load(Ordering::Relaxed) == hash
+                && dr.parent.load(Ordering::Relaxed) == parent.0.as_ptr()
+                // SAFETY: the name of a hashed dentry is only replaced under
+                // this bucket lock (rehash) or its parent's dir lock.
+                && unsafe { &*dr.name.load(Ordering::Acquire) }.with(|n| name_eq(n, name))
+                && dr.get_not_dead()
+            {
+                dr.flags.fetch_or(REFERENCED, Ordering::Relaxed);
+                return Some(DentryRef(d));
+            }
+            p = dr.next.load(Ordering::Acquire);
+        }
+        None
+    }
+
+    /// A fresh, unhashed, unlisted child of `parent` named `name` holding a
+    /// reference on `parent`, counted in the cache; and its hash.
+    pub(super) fn new_child(&self, parent: &DentryRef, name: &[u8]) -> (NonNull<Dentry>, u64) {
+        let hash = name_hash(parent.0.as_ptr(), name);
+        let p = parent.clone();
+        let d = Dentry::new(parent.sb.clone(), p.0.as_ptr(), name, hash);
+        std::mem::forget(p); // the child's reference on its parent
+        self.nr.fetch_add(1, Ordering::Relaxed);
+        (NonNull::from(Box::leak(d)), hash)
+    }
+
+    /// Allocates a child dentry of `parent` named `name`, negative until
+    /// [`instantiate`](Self::instantiate)d, and lists and hashes it (unless
+    /// `parent` was removed and pruned: then it is neither, and dies at its
+    /// last put). The caller holds `parent.dir_lock` and has checked the
+    /// name is not cached.
+    pub(crate) fn d_alloc(&self, parent: &DentryRef, name: &[u8]) -> DentryRef {
+        let (d, hash) = self.new_child(parent, name);
+        self.attach(parent, d, hash);
+        let r = DentryRef(d);
+        self.shrink_to_limit();
+        r
+    }
+
+    /// A child dentry of `parent` for `name`, which the file system has
+    /// just found, with its inode (one reference handed over): instantiated
+    /// before it is hashed (no walker sees it negative), and not listed (a
+    /// positive dentry leaves the hash with its name: see the module's
+    /// "Children and removed directories"). The caller holds
+    /// `parent.dir_lock` (so the name stays while this runs, and `parent`
+    /// is not empty: it cannot be removed meanwhile) and has checked the
+    /// name is not cached.
+    pub(crate) fn d_alloc_positive(
+        &self,
+        parent: &DentryRef,
+        name: &[u8],
+        inode: NonNull<Inode>,
+        attr: &Attr,
+    ) -> DentryRef {
+        let (d, hash) = self.new_child(parent, name);
+        // SAFETY: fresh and ours; unreachable until `hash_in` publishes it
+        // (with a release).
+        unsafe { instantiate_raw(d.as_ref(), inode, attr) };
+        self.hash_in(d, hash);
+        let r = DentryRef(d);
+        self.shrink_to_limit();
+        r
+    }
+
+    /// Lists `d`, a new negative child of `parent`, on `parent`'s child
+    /// list and hashes it, both under the list's lock: a prune of `parent`
+    /// sees either the listed, hashed child or the dead list. A child of a
+    /// pruned (removed) directory is neither listed nor hashed: lookups
+    /// there fail anyway, and it dies at its last put.
+    pub(super) fn attach(&self, parent: &Dentry, d: NonNull<Dentry>, hash: u64) {
+        let mut kids = lock(&parent.children().kids);
+        if kids.push(d) {
+            self.hash_in(d, hash);
+        }
+    }
+
+    pub(super) fn hash_in(&self, d: NonNull<Dentry>, hash: u64) {
+        let b = self.bucket(hash);
+        let _g = self.bucket_lock(b);
+        // SAFETY: the caller owns a reference.
+        let dr = unsafe { d.as_ref() };
+        // Release: a walker that reaches this dentry through a stale
+        // pointer (it was in another chain before a rename) and follows
+        // `next` must see the head it points at initialized (the head's
+        // insertion happened before, under this bucket lock).
+        dr.next
+            .store(self.buckets[b].load(Ordering::Relaxed), Ordering::Release);
+        dr.flags.fetch_or(HASHED, Ordering::Release);
+        dr.count.fetch_or(C_HASHED, Ordering::Release);
+        self.buckets[b].store(d.as_ptr(), Ordering::Release);
+    }
+
+    /// Removes a dentry from the hash (`__d_drop`); its own `next` is kept
+    /// so walkers standing on it can go on.
+    pub(super) fn unhash(&self, d: NonNull<Dentry>) {
+        // SAFETY: the caller holds a reference or owns the dead dentry.
+        let dr = unsafe { d.as_ref() };
+        let b = self.bucket(dr.hash.load(Ordering::Relaxed));
+        let _g = self.bucket_lock(b);
+        if dr.flags.load(Ordering::Relaxed) & HASHED == 0 {
+            return;
+        }
+        let mut prev = &self.buckets[b];
+        loop {
+            let p = prev.load(Ordering::Relaxed);
+            let Some(pn) = NonNull::new(p) else {
+                break;
+            };
+            if pn == d {
+                prev.store(dr.next.load(Ordering::Relaxed), Ordering::Release);
+                break;
+            }
+            // SAFETY: chain members are alive under the bucket lock.
+            prev = unsafe { &pn.as_ref().next };
+        }
+        dr.write_begin();
+        dr.flags.fetch_and(!HASHED, Ordering::Release);
+        dr.count.fetch_and(!C_HASHED, Ordering::Release);
+        dr.write_end();
+    }
+
+    /// `d_drop`: unhashes a dentry the caller holds, so lookups miss it
+    /// (unlink, rmdir, a rename's victim). Open files keep using it; it dies
+    /// at its last put.
+    pub(crate) fn d_drop(&self, d: &DentryRef) {
+        self.unhash(d.0);
+    }
+
+    /// Makes a negative dentry positive (`d_instantiate`), handing over one
+    /// inode reference. The caller holds the parent's `dir_lock`.
+    pub(crate) fn instantiate(&self, d: &DentryRef, inode: NonNull<Inode>, attr: &Attr) {
+        // SAFETY: the caller holds a reference and serializes changes.
+        unsafe { instantiate_raw(d, inode, attr) };
+    }
+
+    /// `d_move`: moves `d` (positive) to `new_parent`/`new_name`,
+    /// rehashing it. The caller holds both parents' `dir_lock`s and
+    /// references on everything.
+    ///
+    /// The moved dentry leaves its old parent's child list (if it was born
+    /// negative, a created file) and joins none: it is positive, and
+    /// `new_parent` cannot be a removed directory (the file system refused
+    /// the rename into one).
+    pub(crate) fn d_move(&self, d: &DentryRef, new_parent: &DentryRef, new_name: &[u8]) {
+        debug_assert!(!d.is_negative(), "d_move of a negative dentry");
+        self.unhash(d.0);
+        // Off the old parent's list before the parent changes (the list's
+        // invariant: members are its directory's children). Listed or not
+        // is stable while the caller holds the dentry and the parents'
+        // locks (see `Children`).
+        if d.slot.load(Ordering::Relaxed) != NO_SLOT
+            && let Some(op) = NonNull::new(d.parent_ptr())
+        {
+            // SAFETY: `d` holds a reference on its parent.
+            if let Some(ch) = unsafe { op.as_ref() }.children_if_any() {
+                lock(&ch.kids).remove(d);
+            }
+        }
+        let hash = name_hash(new_parent.0.as_ptr(), new_name);
+        d.write_begin();
+        let np = new_parent.clone();
+        let old_parent = d.parent.swap(np.0.as_ptr(), Ordering::AcqRel);
+        std::mem::forget(np);
+        let name = Name::new(new_name);
+        let old_name = d.name.swap(name, Ordering::AcqRel);
+        d.hash.store(hash, Ordering::Relaxed);
+        d.write_end();
+        self.hash_in(d.0, hash);
+        if let Some(n) = NonNull::new(old_name) {
+            // SAFETY: the old name is unreachable now; pinned readers may
+            // still hold it, so it goes after a grace period.
+            unsafe { reclaim::defer_drop_box(n) };
+        }
+        if let Some(p) = NonNull::new(old_parent) {
+            dput(p);
+        }
+    }
+
+    /// `RENAME_EXCHANGE`: swaps the places of `a` (in `pa`) and `b` (in
+    /// `pb`), keeping each's name slot.
+    pub(crate) fn d_exchange(
+        &self,
+        a: &DentryRef,
+        a_name: &[u8],
+        b: &DentryRef,
+        b_name: &[u8],
+        pa: &DentryRef,
+        pb: &DentryRef,
+    ) {
+        self.d_move(a, pb, b_name);
+        self.d_move(b, pa, a_name);
+    }
+}

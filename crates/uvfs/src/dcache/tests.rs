@@ -1,0 +1,85 @@
+use super::*;
+
+/// Two cache lines at most: the child-list pointer and slot went into
+/// what was padding.
+#[test]
+fn dentry_fits_two_cache_lines() {
+    assert_eq!(std::mem::align_of::<Dentry>(), 64);
+    assert!(
+        std::mem::size_of::<Dentry>() <= 128,
+        "{} bytes",
+        std::mem::size_of::<Dentry>()
+    );
+}
+
+/// The straightforward definition [`hash_component`] must match: a
+/// byte scan for the `/`, then 8-byte chunks, then the zero-padded
+/// tail with the length.
+fn reference(parent: *const Dentry, path: &[u8]) -> (usize, u64) {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let len = path.iter().position(|&c| c == b'/').unwrap_or(path.len());
+    let name = &path[..len];
+    let mut h = (parent.addr() as u64).wrapping_mul(K);
+    let mut chunks = name.chunks_exact(8);
+    for c in &mut chunks {
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(c.try_into().unwrap())).wrapping_mul(K);
+    }
+    let mut tail = [0u8; 8];
+    tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    h = (h.rotate_left(5) ^ u64::from_le_bytes(tail) ^ len as u64).wrapping_mul(K);
+    (len, h ^ (h >> 29))
+}
+
+/// Paths of every length up to 40 over an alphabet rich in `/`, `.`,
+/// NUL-free high bytes and bytes one away from `/` (the zero-byte
+/// trick's borrow cases).
+#[test]
+fn component_hash_and_compare_match_the_reference() {
+    let alphabet = [
+        b'/',
+        b'.',
+        b'a',
+        b'.' + 2,
+        b'/' - 1,
+        b'/' + 1,
+        0xff,
+        0x80,
+        0x2e,
+        b'z',
+        1,
+    ];
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let parent = 0x1234_5678usize as *const Dentry;
+    for _ in 0..20_000 {
+        let len = (next() % 41) as usize;
+        let path: Vec<u8> = (0..len)
+            .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+            .collect();
+        assert_eq!(
+            hash_component(parent, &path),
+            reference(parent, &path),
+            "{path:?}"
+        );
+        let other: Vec<u8> = if next() % 2 == 0 {
+            let mut o = path.clone();
+            if let Some(b) = o.get_mut((next() as usize) % len.max(1)) {
+                *b ^= 1 << (next() % 8);
+            }
+            o
+        } else {
+            path.clone()
+        };
+        assert_eq!(name_eq(&path, &other), path == other, "{path:?} {other:?}");
+        assert_eq!(name_eq(&path, &path[..len / 2]), len == 0);
+    }
+    assert_eq!(
+        name_hash(parent, b"willitscale.0"),
+        reference(parent, b"willitscale.0").1
+    );
+}

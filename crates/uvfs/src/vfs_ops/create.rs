@@ -1,0 +1,144 @@
+//! Making names (`vfs_create`, `vfs_mkdir`, `vfs_symlink`, `vfs_link`,
+//! `vfs_tmpfile`): the caller holds the directory's lock and has found the
+//! name free (a negative dentry); these check permission, prepare the new
+//! inode's mode and owner, call the file system, and instantiate the
+//! dentry.
+
+use super::VfsOps;
+use super::inode::{attr_of, iget, mark_changed, mode_is_dir};
+use crate::cred::{self, MAY_EXEC, MAY_WRITE, permission};
+use crate::dcache::DentryRef;
+use crate::errno::Errno;
+use crate::fs::{Attr, NewInode, S_IFDIR, S_IFLNK, S_IFREG};
+use crate::primitive::lock;
+
+impl VfsOps<'_> {
+    /// The owner of a new inode, with `mode` as `vfs_prepare_mode` makes it
+    /// (umask, set-group-ID inheritance; a symlink's mode is kept).
+    fn new_inode(&self, dattr: &Attr, mode: u32) -> NewInode {
+        let mode = if mode & crate::fs::S_IFMT == S_IFLNK {
+            mode
+        } else {
+            cred::prepare_mode(self.cred, dattr, mode, self.umask)
+        };
+        NewInode {
+            mode,
+            uid: self.cred.fsuid,
+            gid: self.cred.fsgid,
+        }
+    }
+
+    /// Checks `may_create` on `dir`, has `make` create the inode, and
+    /// instantiates the negative dentry `d` with it.
+    fn make_node(
+        &self,
+        dir: &DentryRef,
+        d: &DentryRef,
+        mode: u32,
+        make: impl FnOnce(NewInode) -> Result<Attr, Errno>,
+    ) -> Result<(), Errno> {
+        let dattr = attr_of(dir)?;
+        self.may_create(dir, &dattr)?;
+        let attr = make(self.new_inode(&dattr, mode))?;
+        let inode = iget(self.vfs, dir.sb(), &attr)?;
+        self.vfs.caches().dcache.instantiate(d, inode, &attr);
+        mark_changed(dir);
+        Ok(())
+    }
+
+    /// `vfs_create`: a regular file `name` (`d`, negative) in `dir`.
+    pub(crate) fn create(
+        &self,
+        dir: &DentryRef,
+        d: &DentryRef,
+        name: &[u8],
+        mode: u32,
+    ) -> Result<(), Errno> {
+        self.make_node(dir, d, S_IFREG | (mode & 0o7777), |new| {
+            dir.sb().fs.create(dir.ino(), name, new)
+        })
+    }
+
+    /// `vfs_mkdir`.
+    pub(crate) fn mkdir(
+        &self,
+        dir: &DentryRef,
+        d: &DentryRef,
+        name: &[u8],
+        mode: u32,
+    ) -> Result<(), Errno> {
+        self.make_node(dir, d, S_IFDIR | (mode & 0o1777), |new| {
+            dir.sb().fs.mkdir(dir.ino(), name, new)
+        })
+    }
+
+    /// `vfs_symlink`.
+    pub(crate) fn symlink(
+        &self,
+        dir: &DentryRef,
+        d: &DentryRef,
+        name: &[u8],
+        target: &[u8],
+    ) -> Result<(), Errno> {
+        self.make_node(dir, d, S_IFLNK | 0o777, |new| {
+            dir.sb().fs.symlink(dir.ino(), name, target, new)
+        })
+    }
+
+    /// `vfs_link`: a new name `name` (`d`, negative) in `dir` for `src`'s
+    /// inode.
+    pub(crate) fn link(
+        &self,
+        src: &DentryRef,
+        dir: &DentryRef,
+        d: &DentryRef,
+        name: &[u8],
+    ) -> Result<(), Errno> {
+        if src.sb().id != dir.sb().id {
+            return Err(Errno::EXDEV);
+        }
+        self.may_create(dir, &attr_of(dir)?)?;
+        let sattr = attr_of(src)?;
+        if mode_is_dir(sattr.mode) {
+            return Err(Errno::EPERM);
+        }
+        if sattr.nlink == 0 && (src.is_unlinkable() || src.is_hashed()) {
+            return Err(Errno::ENOENT);
+        }
+        let _io = src.lock_inode();
+        let attr = dir.sb().fs.link(src.ino(), dir.ino(), name)?;
+        mark_changed(dir);
+        mark_changed(src);
+        let inode = iget(self.vfs, dir.sb(), &attr)?;
+        self.vfs.caches().dcache.instantiate(d, inode, &attr);
+        Ok(())
+    }
+
+    /// `vfs_tmpfile`: an unnamed regular file in `dir`, on an unhashed
+    /// dentry; `exclusive` (`O_EXCL`) forbids ever linking it.
+    pub(crate) fn tmpfile(
+        &self,
+        dir: &DentryRef,
+        mode: u32,
+        exclusive: bool,
+    ) -> Result<DentryRef, Errno> {
+        let dattr = attr_of(dir)?;
+        permission(self.cred, &dattr, MAY_WRITE | MAY_EXEC)?;
+        let new = self.new_inode(&dattr, S_IFREG | (mode & 0o7777));
+        let attr = dir.sb().fs.tmpfile(dir.ino(), new)?;
+        let inode = iget(self.vfs, dir.sb(), &attr)?;
+        let dc = &self.vfs.caches().dcache;
+        let name = format!("#{}", attr.ino).into_bytes();
+        let d = {
+            let _g = lock(&dir.dir_lock);
+            let d = dc.d_alloc(dir, &name);
+            dc.instantiate(&d, inode, &attr);
+            dc.d_drop(&d);
+            d
+        };
+        if exclusive {
+            d.set_unlinkable();
+        }
+        Ok(d)
+    }
+}

@@ -1,0 +1,112 @@
+//! The inode helpers (fs/inode.c's side of the VFS): the cached inode for
+//! a file system's answer, keeping the cached attributes in step with the
+//! file system after a change, and `touch_atime`.
+
+use crate::dcache::DentryRef;
+use crate::errno::Errno;
+use crate::fs::{Attr, S_IFDIR, S_IFMT};
+use crate::super_block::SuperBlock;
+use crate::vfs::Vfs;
+use std::ptr::NonNull;
+
+/// The cached inode for `attr`, filled from `attr` on a miss, with its
+/// cached attributes refreshed; one reference, as a raw pointer for a
+/// dentry.
+pub(crate) fn iget(
+    vfs: &Vfs,
+    sb: &SuperBlock,
+    attr: &Attr,
+) -> Result<NonNull<crate::icache::Inode>, Errno> {
+    let a = *attr;
+    let filled = std::cell::Cell::new(false);
+    let r = vfs.caches().icache.iget(sb.id, attr.ino, || {
+        filled.set(true);
+        Ok(a)
+    })?;
+    // A cached inode gets the fresh attributes; a just-filled one has them.
+    if !filled.get() {
+        r.set_attr(*attr);
+    }
+    Ok(r.into_raw())
+}
+
+/// Stores `a` as the cached attributes of `d`'s inode (the inode cache's
+/// copy and the walk's snapshot), after a change made through the file
+/// system.
+pub(crate) fn cache_attr(vfs: &Vfs, d: &DentryRef, a: Attr) {
+    with_cached_inode(vfs, d, |r| r.set_attr(a));
+    d.set_perm(a.mode, a.uid, a.gid);
+}
+
+/// Runs `f` on the inode cache's handle of `d`'s inode (nothing for a
+/// negative dentry), borrowing the dentry's reference.
+pub(crate) fn with_cached_inode(
+    vfs: &Vfs,
+    d: &DentryRef,
+    f: impl FnOnce(&crate::icache::InodeRef<'_>),
+) {
+    if let Some(i) = d.inode_ptr() {
+        let icache = &vfs.caches().icache;
+        // SAFETY: the dentry's reference is borrowed, not transferred: the
+        // ManuallyDrop keeps it from being put.
+        let r = std::mem::ManuallyDrop::new(unsafe { icache.from_raw(i) });
+        f(&r);
+    }
+}
+
+/// `touch_atime` under the default `relatime` mount option: sets atime to
+/// now when the inode changed since its last access or atime is a day old.
+/// Only atime changes (not ctime); a failure does not fail the access.
+pub(crate) fn touch_atime(vfs: &Vfs, d: &DentryRef) {
+    let Some(i) = d.inode() else {
+        return;
+    };
+    if !i.atime_due(crate::fs::coarse_now_sec) {
+        return;
+    }
+    let set = crate::fs::SetAttr {
+        atime: Some(crate::fs::SetTime::Now),
+        no_ctime: true,
+        ..crate::fs::SetAttr::default()
+    };
+    if let Ok(a) = d.sb().fs.setattr(d.ino(), &set) {
+        cache_attr(vfs, d, a);
+    }
+}
+
+/// Notes a change of `d`'s inode's data or status (mtime or ctime), for
+/// `relatime`.
+pub(crate) fn mark_changed(d: &DentryRef) {
+    if let Some(i) = d.inode() {
+        i.mark_changed();
+    }
+}
+
+/// Re-reads an inode's attributes into the inode cache after its link
+/// count changed, so the cache frees it at its last put once unlinked.
+pub(crate) fn refresh(vfs: &Vfs, d: &DentryRef) {
+    if d.is_negative() {
+        return;
+    }
+    match d.sb().fs.getattr(d.ino()) {
+        Ok(a) => cache_attr(vfs, d, a),
+        Err(_) => with_cached_inode(vfs, d, |r| {
+            let mut a = r.attr();
+            a.nlink = 0;
+            r.set_attr(a);
+        }),
+    }
+}
+
+/// The current attributes of a dentry's inode, from its file system.
+pub(crate) fn attr_of(d: &DentryRef) -> Result<Attr, Errno> {
+    if d.is_negative() {
+        return Err(Errno::ENOENT);
+    }
+    d.sb().fs.getattr(d.ino())
+}
+
+/// Whether `mode` is a directory's.
+pub(crate) fn mode_is_dir(mode: u32) -> bool {
+    mode & S_IFMT == S_IFDIR
+}

@@ -1,0 +1,64 @@
+//! Removing names (`vfs_unlink`, `vfs_rmdir`) and `may_delete`: the caller
+//! holds the directory's lock and has found the victim (a positive
+//! dentry).
+
+use super::VfsOps;
+use super::inode::{attr_of, mark_changed, mode_is_dir, refresh};
+use crate::cred;
+use crate::dcache::DentryRef;
+use crate::errno::Errno;
+
+impl VfsOps<'_> {
+    /// `may_delete`: write and search permission on the directory, the
+    /// sticky bit, the type, and mountpoints (`EBUSY`).
+    pub(crate) fn may_delete(
+        &self,
+        dir: &DentryRef,
+        victim: &DentryRef,
+        isdir: bool,
+    ) -> Result<(), Errno> {
+        let dattr = attr_of(dir)?;
+        let vattr = attr_of(victim)?;
+        cred::may_delete(self.cred, &dattr, &vattr)?;
+        if isdir {
+            if !mode_is_dir(vattr.mode) {
+                return Err(Errno::ENOTDIR);
+            }
+        } else if mode_is_dir(vattr.mode) {
+            return Err(Errno::EISDIR);
+        }
+        if !victim.mounted_ptr().is_null() {
+            return Err(Errno::EBUSY);
+        }
+        Ok(())
+    }
+
+    /// `vfs_unlink` (`rmdir` false) or `vfs_rmdir` (true) of `d`, the
+    /// entry `name` of `dir`.
+    pub(crate) fn remove(
+        &self,
+        dir: &DentryRef,
+        d: &DentryRef,
+        name: &[u8],
+        rmdir: bool,
+    ) -> Result<(), Errno> {
+        self.may_delete(dir, d, rmdir)?;
+        if rmdir {
+            dir.sb().fs.rmdir(dir.ino(), name)?;
+            d.set_dead_dir();
+        } else {
+            dir.sb().fs.unlink(dir.ino(), name)?;
+        }
+        refresh(self.vfs, d);
+        mark_changed(dir);
+        mark_changed(d);
+        let dc = &self.vfs.caches().dcache;
+        dc.d_drop(d);
+        if rmdir {
+            // `shrink_dcache_parent`: the removed directory's cached
+            // (negative) children go now, not when the LRU reaches them.
+            dc.prune_dead_dir(d);
+        }
+        Ok(())
+    }
+}

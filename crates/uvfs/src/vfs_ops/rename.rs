@@ -1,0 +1,91 @@
+//! `vfs_rename`: the caller has locked both directories (and, across
+//! directories, taken the superblock's rename lock), looked both names up
+//! under the locks and made the checks on the names themselves (trailing
+//! slashes, renaming a directory into itself); this checks permission,
+//! calls the file system, and moves the dentries.
+
+use super::VfsOps;
+use super::inode::{mark_changed, refresh};
+use crate::cred::{MAY_WRITE, permission};
+use crate::dcache::DentryRef;
+use crate::errno::Errno;
+use crate::fs::{Attr, RENAME_EXCHANGE};
+
+/// One side of a rename: the directory, the name in it, its dentry under
+/// the lock (negative for a free target) and the inode's attributes.
+pub(crate) struct RenameSide<'a> {
+    pub(crate) dir: &'a DentryRef,
+    pub(crate) name: &'a [u8],
+    pub(crate) dentry: &'a DentryRef,
+    pub(crate) attr: Option<Attr>,
+}
+
+impl RenameSide<'_> {
+    fn is_dir(&self) -> bool {
+        self.attr.is_some_and(|a| super::inode::mode_is_dir(a.mode))
+    }
+}
+
+impl VfsOps<'_> {
+    /// `vfs_rename` of `old` (positive) to `new`, with `RENAME_NOREPLACE`
+    /// and `RENAME_EXCHANGE` in `flags`.
+    pub(crate) fn rename(
+        &self,
+        old: &RenameSide<'_>,
+        new: &RenameSide<'_>,
+        flags: u32,
+    ) -> Result<(), Errno> {
+        let oattr = old.attr.ok_or(Errno::ENOENT)?;
+        let (odir_is, ndir_is) = (old.is_dir(), new.is_dir());
+        let exchange = flags & RENAME_EXCHANGE != 0;
+        if new.attr.is_some_and(|a| a.ino == oattr.ino) {
+            return Ok(()); // the same inode: nothing to do
+        }
+        self.may_delete(old.dir, old.dentry, odir_is)?;
+        match new.attr {
+            Some(_) if exchange => self.may_delete(new.dir, new.dentry, ndir_is)?,
+            Some(_) => self.may_delete(new.dir, new.dentry, odir_is)?,
+            None => self.may_create(new.dir, &super::inode::attr_of(new.dir)?)?,
+        }
+        if !DentryRef::ptr_eq(old.dir, new.dir) {
+            // Moving a directory rewrites its `..`: write permission on it.
+            if odir_is {
+                permission(self.cred, &oattr, MAY_WRITE)?;
+            }
+            if exchange && ndir_is {
+                permission(self.cred, &new.attr.unwrap_or(oattr), MAY_WRITE)?;
+            }
+        }
+        if !old.dentry.mounted_ptr().is_null() || !new.dentry.mounted_ptr().is_null() {
+            return Err(Errno::EBUSY);
+        }
+        old.dir
+            .sb()
+            .fs
+            .rename(old.dir.ino(), old.name, new.dir.ino(), new.name, flags)?;
+        for d in [old.dir, new.dir, old.dentry, new.dentry] {
+            mark_changed(d);
+        }
+        let dc = &self.vfs.caches().dcache;
+        if exchange {
+            dc.d_exchange(old.dentry, old.name, new.dentry, new.name, old.dir, new.dir);
+        } else {
+            if new.attr.is_some() {
+                refresh(self.vfs, new.dentry);
+                if ndir_is {
+                    new.dentry.set_dead_dir();
+                }
+            }
+            // The target's dentry, positive or negative, leaves the hash:
+            // the moved dentry takes its name.
+            dc.d_drop(new.dentry);
+            if ndir_is {
+                // A directory renamed over is removed: prune it as rmdir
+                // does.
+                dc.prune_dead_dir(new.dentry);
+            }
+            dc.d_move(old.dentry, new.dir, new.name);
+        }
+        Ok(())
+    }
+}
