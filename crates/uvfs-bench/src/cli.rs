@@ -2,10 +2,15 @@
 //! `preload`, and the commands' drivers.
 
 use crate::compare::{self, Rule};
-use crate::report::{self, Machine, Record, mean_sd};
-use crate::reproduce::{PreloadSection, Profile};
+use crate::report::{self, Machine};
+use crate::reproduce::PreloadSection;
+use crate::reproduction::Profile;
 use crate::runner::{self, Backend, Mode, RunConfig};
 use crate::workloads::{self, Params, TESTS, Test};
+
+/// Builds a record from one run's measurement (kept here under its old
+/// name for the lab's tests).
+pub use crate::report::record;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -388,50 +393,6 @@ pub fn main(cli: Cli) -> ExitCode {
             }
         },
     }
-}
-
-/// Builds a record from one run's measurement.
-pub fn record(cfg: &RunConfig, m: &runner::Measurement, machine: Option<Machine>) -> Record {
-    let (mean, sd) = mean_sd(&m.samples);
-    let mut r = Record {
-        test: cfg.test.name().into(),
-        backend: cfg.backend.name().into(),
-        mode: cfg.mode.name().into(),
-        tasks: cfg.tasks,
-        fastpaths: match cfg.backend {
-            Backend::Host => "-".into(),
-            Backend::Uvfs => cfg.fastpaths.to_string(),
-        },
-        ops_per_sec: mean,
-        per_task_ops_per_sec: mean / cfg.tasks as f64,
-        stddev: sd,
-        samples: m.samples.clone(),
-        task_ops_per_sec: m.task_ops_per_sec.clone(),
-        seconds: cfg.seconds,
-        warmup: cfg.warmup,
-        machine,
-        walk_seconds: None,
-        blogs_written: None,
-        blogs_read: None,
-        articles_written: None,
-        articles_read: None,
-    };
-    let sum = |k: usize| m.task_extra.iter().map(|e| e[k]).sum::<u64>();
-    match cfg.test {
-        Test::Fstree => {
-            let walks = sum(workloads::FSTREE_WALKS);
-            r.walk_seconds =
-                (walks > 0).then(|| sum(workloads::FSTREE_WALK_NS) as f64 / walks as f64 / 1e9);
-        }
-        Test::Blogbench => {
-            r.blogs_written = Some(sum(workloads::BLOGS_WRITTEN));
-            r.blogs_read = Some(sum(workloads::BLOGS_READ));
-            r.articles_written = Some(sum(workloads::ARTICLES_WRITTEN));
-            r.articles_read = Some(sum(workloads::ARTICLES_READ));
-        }
-        _ => {}
-    }
-    r
 }
 
 fn run(args: &RunArgs) -> Result<(), String> {

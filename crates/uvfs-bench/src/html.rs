@@ -2,7 +2,7 @@
 //! libraries: text is left to the browser) and one self-contained HTML
 //! page holding the tables and the charts.
 
-use crate::reproduce::Reproduction;
+use crate::reproduction::Reproduction;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::fmt::Write as _;

@@ -8,10 +8,15 @@
 //! [`workloads`] (the tests), [`backend`] (host and uvfs system calls and
 //! work directories), [`runner`] (tasks, start barrier, counters,
 //! sampling), [`report`] (records, JSON, tables), [`compare`] (the noise
-//! rule and verdicts), [`reproduce`] (the seeds' A/B table, uvfs against the host, targets,
-//! scaling), [`html`] (its HTML report and SVG charts), [`soak`] (a
-//! long mixed workload watching resident memory) and [`preload`] (issue
-//! 5's benchmark of the shim).
+//! rule and verdicts), [`reproduce`] (the seeds' A/B table, uvfs against
+//! the host, targets, scaling), [`reproduction`] (what it measured: the
+//! data its tables, JSON and charts are made from), [`html`] (its HTML
+//! report and SVG charts), [`soak`] (a long mixed workload watching
+//! resident memory) and [`preload`] (issue 5's benchmark of the shim).
+//!
+//! Imports run one way: `cli` on top; `reproduce` below it; `html` below
+//! `reproduce`; `reproduction`, `report`, `runner` and the rest below
+//! those.
 
 pub mod backend;
 pub mod cli;
@@ -20,6 +25,7 @@ pub mod html;
 pub mod preload;
 pub mod report;
 pub mod reproduce;
+pub mod reproduction;
 pub mod runner;
 pub mod soak;
 pub mod workloads;

@@ -1,5 +1,6 @@
-//! Results: the JSON record of one (test, tasks) run, the machine it ran
-//! on, and the text table `run` prints.
+//! Results: the JSON record of one (test, tasks) run (and how a runner
+//! measurement becomes one), the machine it ran on, and the text table
+//! `run` prints.
 //!
 //! The record's field names are a contract other tools read: `test`,
 //! `backend`, `mode`, `tasks`, `fastpaths`, `ops_per_sec` (total, the mean
@@ -9,6 +10,8 @@
 //! `walk_seconds`, blogbench's `blogs_written`, `blogs_read`,
 //! `articles_written`, `articles_read` (absent for the other tests).
 
+use crate::runner::{self, Backend, RunConfig};
+use crate::workloads::{self, Test};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::Path;
@@ -191,6 +194,50 @@ pub fn table_row(out: &mut impl Write, r: &Record) -> std::io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// Builds a record from one run's measurement.
+pub fn record(cfg: &RunConfig, m: &runner::Measurement, machine: Option<Machine>) -> Record {
+    let (mean, sd) = mean_sd(&m.samples);
+    let mut r = Record {
+        test: cfg.test.name().into(),
+        backend: cfg.backend.name().into(),
+        mode: cfg.mode.name().into(),
+        tasks: cfg.tasks,
+        fastpaths: match cfg.backend {
+            Backend::Host => "-".into(),
+            Backend::Uvfs => cfg.fastpaths.to_string(),
+        },
+        ops_per_sec: mean,
+        per_task_ops_per_sec: mean / cfg.tasks as f64,
+        stddev: sd,
+        samples: m.samples.clone(),
+        task_ops_per_sec: m.task_ops_per_sec.clone(),
+        seconds: cfg.seconds,
+        warmup: cfg.warmup,
+        machine,
+        walk_seconds: None,
+        blogs_written: None,
+        blogs_read: None,
+        articles_written: None,
+        articles_read: None,
+    };
+    let sum = |k: usize| m.task_extra.iter().map(|e| e[k]).sum::<u64>();
+    match cfg.test {
+        Test::Fstree => {
+            let walks = sum(workloads::FSTREE_WALKS);
+            r.walk_seconds =
+                (walks > 0).then(|| sum(workloads::FSTREE_WALK_NS) as f64 / walks as f64 / 1e9);
+        }
+        Test::Blogbench => {
+            r.blogs_written = Some(sum(workloads::BLOGS_WRITTEN));
+            r.blogs_read = Some(sum(workloads::BLOGS_READ));
+            r.articles_written = Some(sum(workloads::ARTICLES_WRITTEN));
+            r.articles_read = Some(sum(workloads::ARTICLES_READ));
+        }
+        _ => {}
+    }
+    r
 }
 
 #[cfg(test)]

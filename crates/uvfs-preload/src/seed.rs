@@ -6,6 +6,8 @@
 //! `_exit`). Both run with the shim's guard set, so the std::fs calls they
 //! make go to the kernel.
 
+use crate::guard::{Busy, busy};
+use crate::state::with_state;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
@@ -92,12 +94,12 @@ extern "C" fn at_exit() {
     let Some(dir) = std::env::var_os("UVFS_DUMP") else {
         return;
     };
-    if crate::busy() {
+    if busy() {
         return;
     }
     let _ = std::panic::catch_unwind(|| {
-        crate::state::with_state(|s| {
-            let _busy = crate::Busy::enter();
+        with_state(|s| {
+            let _busy = Busy::enter();
             let p = s.p();
             let _ = std::fs::create_dir_all(&dir);
             copy_out(p, b"/", Path::new(&dir));

@@ -1,7 +1,12 @@
-//! The shim's state: the prefix, the one in-process [`Vfs`] and [`Process`]
-//! behind one process-wide lock, the map from kernel fd numbers to uvfs fds,
-//! the placeholder fds that keep those numbers taken in the kernel, and the
-//! routing of paths between the kernel and uvfs.
+//! The shim's state: the one in-process [`Vfs`] and [`Process`] behind one
+//! process-wide lock, the map from kernel fd numbers to uvfs fds, the
+//! placeholder fds that keep those numbers taken in the kernel, and the
+//! routing of relative paths (which needs the cwd) between the kernel and
+//! uvfs.
+//!
+//! The state calls up into the layers above it only through the
+//! [`Callbacks`] the library constructor gives it (seeding a freshly built
+//! uvfs, adopting a standard stream), so it imports none of them.
 //!
 //! ## The fd scheme
 //! Every uvfs fd the program sees is a real kernel fd number held by a
@@ -51,136 +56,16 @@
 //!   `UVFS_FD_CACHE=0` makes every placeholder a fresh open and every close
 //!   a real close: the numbering is then exact whatever the program does.
 
-use crate::errno_of;
+use crate::conv::errno_of;
+use crate::guard::{Busy, busy};
+use crate::path::{Route, has_dotdot, normalize, prefix, route_abs, strip_prefix};
 use rustix::fd::{BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::borrow::Cow;
 use std::cell::UnsafeCell;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use uvfs::uapi::AT_FDCWD;
 use uvfs::{Errno, FastPaths, Process, Vfs};
-
-// ---------------------------------------------------------------------------
-// The prefix.
-
-/// The prefix, without a trailing slash (`/uvfs` by default); `None` when
-/// `UVFS_PREFIX` is not an absolute path other than `/` (the shim then
-/// passes everything through).
-pub(crate) fn prefix() -> Option<&'static [u8]> {
-    static PREFIX: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
-    PREFIX
-        .get_or_init(|| {
-            let raw = std::env::var_os("UVFS_PREFIX")
-                .map(std::os::unix::ffi::OsStringExt::into_vec)
-                .unwrap_or_else(|| b"/uvfs".to_vec());
-            let mut p = normalize(&raw)?;
-            if p.len() <= 1 {
-                return None;
-            }
-            if p.last() == Some(&b'/') {
-                p.pop();
-            }
-            Some(p)
-        })
-        .as_deref()
-}
-
-/// Lexical normalization of an absolute path: `.` and empty components
-/// dropped, `..` pops (stays at `/`); a trailing slash (or trailing `.`/`..`)
-/// is kept as a trailing `/`. `None` for a relative path.
-pub(crate) fn normalize(path: &[u8]) -> Option<Vec<u8>> {
-    if path.first() != Some(&b'/') {
-        return None;
-    }
-    let mut out: Vec<u8> = Vec::with_capacity(path.len());
-    let mut trailing = false;
-    for comp in path.split(|&c| c == b'/') {
-        match comp {
-            b"" => {}
-            b"." => trailing = true,
-            b".." => {
-                while let Some(c) = out.pop() {
-                    if c == b'/' {
-                        break;
-                    }
-                }
-                trailing = true;
-            }
-            c => {
-                out.push(b'/');
-                out.extend_from_slice(c);
-                trailing = false;
-            }
-        }
-    }
-    if path.ends_with(b"/") {
-        trailing = true;
-    }
-    if out.is_empty() || trailing {
-        out.push(b'/');
-    }
-    Some(out)
-}
-
-/// If the normalized absolute path `n` lies under the prefix, the uvfs path
-/// it stands for (`/` for the prefix itself).
-fn strip_prefix(n: &[u8]) -> Option<Vec<u8>> {
-    let pre = prefix()?;
-    let rest = n.strip_prefix(pre)?;
-    if rest.is_empty() {
-        return Some(b"/".to_vec());
-    }
-    if rest[0] != b'/' {
-        return None;
-    }
-    Some(rest.to_vec())
-}
-
-/// Whether `path` has a `..` component. Most paths have no two dots in a
-/// row at all, which a vectorized scan for `.` (memchr) settles; the
-/// component split runs only when they do.
-fn has_dotdot(path: &[u8]) -> bool {
-    if !memchr::memchr_iter(b'.', path).any(|i| path.get(i + 1) == Some(&b'.')) {
-        return false;
-    }
-    path.split(|&c| c == b'/').any(|c| c == b"..")
-}
-
-/// Where a path call goes (borrowing the caller's path where it can: no
-/// allocation on the common routes).
-pub(crate) enum Route<'a> {
-    /// To the kernel, with the caller's arguments unchanged.
-    Kernel,
-    /// To the kernel with this absolute path (the program's cwd is in uvfs,
-    /// where the kernel's is not), relative to `AT_FDCWD`.
-    KernelAbs(Vec<u8>),
-    /// To uvfs: this path relative to this uvfs dirfd (or `AT_FDCWD`: the
-    /// uvfs process's cwd).
-    Uvfs(i32, Cow<'a, [u8]>),
-}
-
-/// Routes an absolute path: uvfs if it lies under the prefix (the raw path
-/// minus the prefix when it has no `..`, keeping symlink semantics; else
-/// the lexically normalized one).
-pub(crate) fn route_abs(path: &[u8]) -> Option<Cow<'_, [u8]>> {
-    let pre = prefix()?;
-    if let Some(rest) = path.strip_prefix(pre)
-        && (rest.is_empty() || rest[0] == b'/')
-        && !has_dotdot(rest)
-    {
-        return Some(if rest.is_empty() {
-            Cow::Borrowed(b"/")
-        } else {
-            Cow::Borrowed(rest)
-        });
-    }
-    if !has_dotdot(path) && !path.starts_with(b"//") && !path[1..].contains(&b'/') {
-        // A one-component path cannot be under a multi-component prefix
-        // unless it is the prefix itself (handled above): a fast exit.
-        return None;
-    }
-    strip_prefix(&normalize(path)?).map(Cow::Owned)
-}
 
 // ---------------------------------------------------------------------------
 // The fd map: kernel fd number -> uvfs fd + 1 (0: not ours, -1: a cached
@@ -301,7 +186,7 @@ fn hole_raise(from: u64, to: i32) {
 /// is empty.
 #[inline]
 pub(crate) fn before_kernel_fd() {
-    if CACHED.load(Ordering::Acquire) != 0 && !crate::busy() {
+    if CACHED.load(Ordering::Acquire) != 0 && !busy() {
         with_state(State::flush);
     }
 }
@@ -360,11 +245,33 @@ extern "C" fn atfork_release() {
     unlock();
 }
 
-/// What the library constructor initializes: the prefix and the fork
-/// handlers (both `Once`s, which must not be mid-flight in a `fork`).
-pub(crate) fn at_load() {
+/// What the layers above the state plug into it, once, from the library
+/// constructor: the state calls up through these instead of importing
+/// the modules that define them.
+#[derive(Clone, Copy)]
+pub(crate) struct Callbacks {
+    /// Called on the uvfs process right after it is built, before any call
+    /// uses it (`UVFS_SEED`).
+    pub(crate) built: fn(&mut Process),
+    /// Called with every kernel fd number just mapped to a uvfs fd (a uvfs
+    /// fd placed at 0, 1 or 2 takes over the standard stream).
+    pub(crate) mapped: fn(i32),
+}
+
+static CALLBACKS: OnceLock<Callbacks> = OnceLock::new();
+
+/// The callbacks (none before the constructor ran).
+fn callbacks() -> Option<&'static Callbacks> {
+    CALLBACKS.get()
+}
+
+/// What the library constructor initializes: the prefix, the fork handlers
+/// and the callbacks (all `Once`s, which must not be mid-flight in a
+/// `fork`).
+pub(crate) fn at_load(cb: Callbacks) {
     let _ = prefix();
     register_atfork();
+    let _ = CALLBACKS.set(cb);
 }
 
 /// Registers the fork handlers once: `prepare` takes the state lock, so no
@@ -539,7 +446,9 @@ impl State {
     /// Maps placeholder `k` to uvfs fd `u`.
     pub(crate) fn map(&mut self, k: i32, u: i32) {
         FDMAP.set(k, u + 1);
-        crate::stdio::adopt_std(k);
+        if let Some(cb) = callbacks() {
+            (cb.mapped)(k);
+        }
     }
 
     /// Forgets `k` and releases its placeholder: to the cache when there is
@@ -607,7 +516,7 @@ impl State {
 fn new_process() -> Process {
     // Seeding reads the host with std::fs, whose libc calls must pass
     // straight through the shim.
-    let _busy = crate::Busy::enter();
+    let _busy = Busy::enter();
     let vfs: Arc<Vfs> = Vfs::new(FastPaths::seeds());
     let mut p = Process::new(&vfs).expect("a fresh fd table");
     // The kernel's RLIMIT_NOFILE bounds the placeholders; uvfs's own table
@@ -637,7 +546,9 @@ fn new_process() -> Process {
     cred.fsuid = euid;
     cred.fsgid = egid;
     p.set_cred(cred);
-    crate::seed::seed(&mut p);
+    if let Some(cb) = callbacks() {
+        (cb.built)(&mut p);
+    }
     p
 }
 
@@ -650,7 +561,7 @@ pub(crate) fn borrow(fd: i32) -> BorrowedFd<'static> {
 
 #[cfg(test)]
 mod tests {
-    use super::{HOLE, hole_lower, hole_of, hole_raise, normalize};
+    use super::{HOLE, hole_lower, hole_of, hole_raise};
     use std::sync::atomic::Ordering;
 
     #[test]
@@ -675,15 +586,5 @@ mod tests {
         hole_lower(2);
         hole_raise(h3, 9);
         assert_eq!(hole_of(HOLE.load(Ordering::Acquire)), 2);
-    }
-
-    #[test]
-    fn normalizes() {
-        assert_eq!(normalize(b"/a/./b/../c").unwrap(), b"/a/c");
-        assert_eq!(normalize(b"/../..").unwrap(), b"/");
-        assert_eq!(normalize(b"/a/b/").unwrap(), b"/a/b/");
-        assert_eq!(normalize(b"/a/b/..").unwrap(), b"/a/");
-        assert_eq!(normalize(b"//a//b").unwrap(), b"/a/b");
-        assert!(normalize(b"a").is_none());
     }
 }

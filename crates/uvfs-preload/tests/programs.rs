@@ -15,28 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-/// The shim, built with the profile this test was built with.
-fn shim() -> &'static Path {
-    static SO: OnceLock<PathBuf> = OnceLock::new();
-    SO.get_or_init(|| {
-        let exe = std::env::current_exe().unwrap();
-        let profile_dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
-        let so = profile_dir.join("libuvfs_preload.so");
-        let release = profile_dir.file_name().is_some_and(|n| n == "release");
-        let mut c = Command::new(env!("CARGO"));
-        c.args(["build", "-p", "uvfs-preload"]);
-        if release {
-            c.arg("--release");
-        }
-        if let Some(target) = profile_dir.parent() {
-            c.env("CARGO_TARGET_DIR", target);
-        }
-        let st = c.status().expect("cargo build");
-        assert!(st.success(), "building the shim failed");
-        assert!(so.exists(), "{} missing", so.display());
-        so
-    })
-}
+mod support;
+use support::shim;
 
 fn have(prog: &str) -> bool {
     let found = Command::new("sh")

@@ -3,12 +3,15 @@
 //! the shim hands out its own stream, a [`UDir`] reading `getdents64`
 //! records from uvfs. Its first word is a magic number no glibc `DIR` can
 //! start with (glibc's starts with the fd, an int below 2^20), which is how
-//! `readdir`, `closedir` and the rest tell the two apart.
-#![allow(clippy::missing_safety_doc)]
+//! `readdir`, `closedir` and the rest tell the two apart. `scandir` of a
+//! uvfs directory is built from such a stream too.
 
-use crate::hooks::{is_uvfs, path_call, uvfs_close, uvfs_open};
-use crate::state::{State, with_state};
-use crate::{busy, forward, real, run};
+use crate::conv::{errno, set_errno};
+use crate::dispatch::{is_uvfs, is_uvfs_path, path_call};
+use crate::fdops::{uvfs_close, uvfs_open};
+use crate::guard::{busy, run};
+use crate::interpose::{forward, real};
+use crate::state::{State, before_kernel_fd, hole_lower, with_state};
 use libc::{c_char, c_int, c_long};
 use uvfs::Errno;
 use uvfs::uapi::{AT_FDCWD, O_CLOEXEC, O_DIRECTORY, O_RDONLY};
@@ -27,17 +30,24 @@ struct UDir {
     buf: [u8; 32768],
 }
 
-fn ours(d: *mut libc::DIR) -> Option<&'static mut UDir> {
+/// The shim's stream behind `d`, if it is one.
+///
+/// # Safety
+/// `d` is NULL or a live `DIR` (glibc's or the shim's) that nothing else
+/// uses while the returned reference lives.
+unsafe fn ours(d: *mut libc::DIR) -> Option<&'static mut UDir> {
     if d.is_null() {
         return None;
     }
-    // SAFETY: every DIR (ours or glibc's, whose struct is far larger than 8
-    // bytes) starts with at least 8 readable bytes.
+    // SAFETY: a live DIR per the contract; every DIR (ours or glibc's,
+    // whose struct is far larger than 8 bytes) starts with at least 8
+    // readable bytes.
     let m = unsafe { d.cast::<u64>().read_unaligned() };
     if m != MAGIC {
         return None;
     }
-    // SAFETY: the magic says this is a live `UDir` made by `new_dir`.
+    // SAFETY: the magic says this is a live `UDir` made by `new_dir`,
+    // unaliased per the contract.
     Some(unsafe { &mut *d.cast::<UDir>() })
 }
 
@@ -68,36 +78,42 @@ fn new_dir(s: &mut State, k: c_int) -> Result<*mut libc::DIR, Errno> {
     Ok(Box::into_raw(d).cast())
 }
 
+/// `opendir`: a uvfs directory gets the shim's stream.
+///
+/// # Safety
+/// `path` is NULL or a valid C string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn opendir(path: *const c_char) -> *mut libc::DIR {
     let null = std::ptr::null_mut();
-    // SAFETY: the caller's path.
+    let kernel = |_: c_int, p: *const c_char| {
+        before_kernel_fd();
+        // SAFETY: the caller's path (or it made absolute, alive for
+        // the call).
+        unsafe { real!(opendir: fn(*const c_char) -> *mut libc::DIR)(p) }
+    };
+    // SAFETY: the caller's path, valid per the contract.
     unsafe {
-        path_call(
-            AT_FDCWD,
-            path,
-            null,
-            |_, p| {
-                crate::state::before_kernel_fd();
-                real!(opendir: fn(*const c_char) -> *mut libc::DIR)(p)
-            },
-            |s, d, p| {
-                if p.is_empty() {
-                    return Err(Errno::ENOENT);
-                }
-                let k = uvfs_open(s, d, p, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0)?;
-                new_dir(s, k).inspect_err(|_| {
-                    let _ = uvfs_close(s, k);
-                })
-            },
-        )
+        path_call(AT_FDCWD, path, null, kernel, |s, d, p| {
+            if p.is_empty() {
+                return Err(Errno::ENOENT);
+            }
+            let k = uvfs_open(s, d, p, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0)?;
+            new_dir(s, k).inspect_err(|_| {
+                let _ = uvfs_close(s, k);
+            })
+        })
     }
 }
 
+/// `fdopendir`: a uvfs fd gets the shim's stream (which then owns it).
+///
+/// # Safety
+/// No pointer arguments; the stream takes `fd` over from the caller.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fdopendir(fd: c_int) -> *mut libc::DIR {
     if !is_uvfs(fd) || busy() {
-        return real!(fdopendir: fn(c_int) -> *mut libc::DIR)(fd);
+        // SAFETY: no pointers; the caller's own fd.
+        return unsafe { real!(fdopendir: fn(c_int) -> *mut libc::DIR)(fd) };
     }
     run(std::ptr::null_mut(), || with_state(|s| new_dir(s, fd)))
 }
@@ -141,40 +157,64 @@ fn next(d: &mut UDir) -> *mut libc::dirent64 {
     &mut d.ent
 }
 
+/// `readdir64`.
+///
+/// # Safety
+/// `dir` is NULL or a live stream from `opendir`/`fdopendir`, used by no
+/// other thread meanwhile.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn readdir64(dir: *mut libc::DIR) -> *mut libc::dirent64 {
-    match ours(dir) {
+    // SAFETY: the caller's stream, live per the contract.
+    match unsafe { ours(dir) } {
         Some(d) => next(d),
-        None => real!(readdir64: fn(*mut libc::DIR) -> *mut libc::dirent64)(dir),
+        // SAFETY: the caller's arguments, unchanged: glibc's own stream.
+        None => unsafe { real!(readdir64: fn(*mut libc::DIR) -> *mut libc::dirent64)(dir) },
     }
 }
 
+/// `readdir`.
+///
+/// # Safety
+/// `dir` is NULL or a live stream from `opendir`/`fdopendir`, used by no
+/// other thread meanwhile.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn readdir(dir: *mut libc::DIR) -> *mut libc::dirent64 {
     // `struct dirent` and `struct dirent64` are the same on 64-bit Linux.
-    match ours(dir) {
+    // SAFETY: the caller's stream, live per the contract.
+    match unsafe { ours(dir) } {
         Some(d) => next(d),
-        None => real!(readdir: fn(*mut libc::DIR) -> *mut libc::dirent64)(dir),
+        // SAFETY: the caller's arguments, unchanged: glibc's own stream.
+        None => unsafe { real!(readdir: fn(*mut libc::DIR) -> *mut libc::dirent64)(dir) },
     }
 }
 
+/// `readdir64_r`.
+///
+/// # Safety
+/// `dir` is NULL or a live stream from `opendir`/`fdopendir`; `entry`
+/// points to a writable `struct dirent64`, `result` to a writable pointer.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn readdir64_r(
     dir: *mut libc::DIR,
     entry: *mut libc::dirent64,
     result: *mut *mut libc::dirent64,
 ) -> c_int {
-    let Some(d) = ours(dir) else {
-        return real!(readdir64_r: fn(*mut libc::DIR, *mut libc::dirent64, *mut *mut libc::dirent64) -> c_int)(
-            dir, entry, result,
-        );
+    // SAFETY: the caller's stream, live per the contract.
+    let Some(d) = (unsafe { ours(dir) }) else {
+        // SAFETY: the caller's arguments, unchanged: glibc's own stream.
+        return unsafe {
+            real!(readdir64_r: fn(*mut libc::DIR, *mut libc::dirent64, *mut *mut libc::dirent64) -> c_int)(
+                dir, entry, result,
+            )
+        };
     };
     let saved = errno();
-    crate::set_errno(0);
+    set_errno(0);
     let e = next(d);
     let err = errno();
-    crate::set_errno(saved);
-    // SAFETY: the caller's entry and result pointers.
+    set_errno(saved);
+    // SAFETY: the caller's entry and result pointers, writable per the
+    // contract.
     unsafe {
         if e.is_null() {
             *result = std::ptr::null_mut();
@@ -186,36 +226,48 @@ pub unsafe extern "C" fn readdir64_r(
     0
 }
 
+/// `readdir_r`.
+///
+/// # Safety
+/// As for [`readdir64_r`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn readdir_r(
     dir: *mut libc::DIR,
     entry: *mut libc::dirent64,
     result: *mut *mut libc::dirent64,
 ) -> c_int {
-    if ours(dir).is_none() {
-        return real!(readdir_r: fn(*mut libc::DIR, *mut libc::dirent64, *mut *mut libc::dirent64) -> c_int)(
-            dir, entry, result,
-        );
+    // SAFETY: the caller's stream, live per the contract.
+    if unsafe { ours(dir) }.is_none() {
+        // SAFETY: the caller's arguments, unchanged: glibc's own stream.
+        return unsafe {
+            real!(readdir_r: fn(*mut libc::DIR, *mut libc::dirent64, *mut *mut libc::dirent64) -> c_int)(
+                dir, entry, result,
+            )
+        };
     }
-    // SAFETY: forwarded.
+    // SAFETY: the caller's arguments, valid per the same contract.
     unsafe { readdir64_r(dir, entry, result) }
 }
 
-fn errno() -> c_int {
-    // SAFETY: this thread's errno slot.
-    unsafe { *libc::__errno_location() }
-}
-
+/// `closedir`: a shim stream freed and its uvfs fd closed; for glibc's,
+/// the freed kernel fd recorded.
+///
+/// # Safety
+/// `dir` is NULL or a live stream from `opendir`/`fdopendir`, not used
+/// again.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn closedir(dir: *mut libc::DIR) -> c_int {
-    let Some(d) = ours(dir) else {
+    // SAFETY: the caller's stream, live per the contract.
+    let Some(d) = (unsafe { ours(dir) }) else {
         let fd = if dir.is_null() {
             -1
         } else {
-            real!(dirfd: fn(*mut libc::DIR) -> c_int)(dir)
+            // SAFETY: the caller's live glibc stream.
+            unsafe { real!(dirfd: fn(*mut libc::DIR) -> c_int)(dir) }
         };
-        let r = real!(closedir: fn(*mut libc::DIR) -> c_int)(dir);
-        crate::state::hole_lower(fd);
+        // SAFETY: the caller's stream (or NULL), unchanged.
+        let r = unsafe { real!(closedir: fn(*mut libc::DIR) -> c_int)(dir) };
+        hole_lower(fd);
         return r;
     };
     let fd = d.fd;
@@ -226,11 +278,18 @@ pub unsafe extern "C" fn closedir(dir: *mut libc::DIR) -> c_int {
     run(-1, || with_state(|s| uvfs_close(s, fd)))
 }
 
+/// `dirfd`.
+///
+/// # Safety
+/// `dir` is NULL or a live stream from `opendir`/`fdopendir`, used by no
+/// other thread meanwhile.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dirfd(dir: *mut libc::DIR) -> c_int {
-    match ours(dir) {
+    // SAFETY: the caller's stream, live per the contract.
+    match unsafe { ours(dir) } {
         Some(d) => d.fd,
-        None => real!(dirfd: fn(*mut libc::DIR) -> c_int)(dir),
+        // SAFETY: the caller's arguments, unchanged: glibc's own stream.
+        None => unsafe { real!(dirfd: fn(*mut libc::DIR) -> c_int)(dir) },
     }
 }
 
@@ -247,27 +306,48 @@ fn seek(d: &mut UDir, to: i64) {
     d.filepos = to;
 }
 
+/// `rewinddir`.
+///
+/// # Safety
+/// `dir` is NULL or a live stream from `opendir`/`fdopendir`, used by no
+/// other thread meanwhile.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn rewinddir(dir: *mut libc::DIR) {
-    match ours(dir) {
+    // SAFETY: the caller's stream, live per the contract.
+    match unsafe { ours(dir) } {
         Some(d) => seek(d, 0),
-        None => real!(rewinddir: fn(*mut libc::DIR) -> ())(dir),
+        // SAFETY: the caller's arguments, unchanged: glibc's own stream.
+        None => unsafe { real!(rewinddir: fn(*mut libc::DIR) -> ())(dir) },
     }
 }
 
+/// `seekdir`.
+///
+/// # Safety
+/// `dir` is NULL or a live stream from `opendir`/`fdopendir`, used by no
+/// other thread meanwhile.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn seekdir(dir: *mut libc::DIR, loc: c_long) {
-    match ours(dir) {
+    // SAFETY: the caller's stream, live per the contract.
+    match unsafe { ours(dir) } {
         Some(d) => seek(d, loc),
-        None => real!(seekdir: fn(*mut libc::DIR, c_long) -> ())(dir, loc),
+        // SAFETY: the caller's arguments, unchanged: glibc's own stream.
+        None => unsafe { real!(seekdir: fn(*mut libc::DIR, c_long) -> ())(dir, loc) },
     }
 }
 
+/// `telldir`.
+///
+/// # Safety
+/// `dir` is NULL or a live stream from `opendir`/`fdopendir`, used by no
+/// other thread meanwhile.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn telldir(dir: *mut libc::DIR) -> c_long {
-    match ours(dir) {
+    // SAFETY: the caller's stream, live per the contract.
+    match unsafe { ours(dir) } {
         Some(d) => d.filepos,
-        None => real!(telldir: fn(*mut libc::DIR) -> c_long)(dir),
+        // SAFETY: the caller's arguments, unchanged: glibc's own stream.
+        None => unsafe { real!(telldir: fn(*mut libc::DIR) -> c_long)(dir) },
     }
 }
 
@@ -280,6 +360,9 @@ type ScanCompar =
 /// calls, so the shim builds the list itself from its own stream, as glibc
 /// does (entries `malloc`ed one by one, the array `malloc`ed, sorted with
 /// `qsort`; the caller frees them), with errno restored on success.
+///
+/// # Safety
+/// As for [`scandir`].
 unsafe fn scandir_uvfs(
     path: *const c_char,
     list: *mut *mut *mut libc::dirent64,
@@ -300,7 +383,7 @@ unsafe fn scandir_uvfs(
         }
     };
     loop {
-        crate::set_errno(0);
+        set_errno(0);
         // SAFETY: our own live stream.
         let e = unsafe { readdir64(dir) };
         if e.is_null() {
@@ -309,7 +392,7 @@ unsafe fn scandir_uvfs(
                 free_all(&v);
                 // SAFETY: our own stream, closed once.
                 unsafe { closedir(dir) };
-                crate::set_errno(err);
+                set_errno(err);
                 return -1;
             }
             break;
@@ -327,7 +410,7 @@ unsafe fn scandir_uvfs(
             free_all(&v);
             // SAFETY: as above.
             unsafe { closedir(dir) };
-            crate::set_errno(libc::ENOMEM);
+            set_errno(libc::ENOMEM);
             return -1;
         }
         // SAFETY: `e` is our stream's entry, `p` a fresh one of its size.
@@ -356,7 +439,7 @@ unsafe fn scandir_uvfs(
     let arr = unsafe { libc::malloc(bytes) }.cast::<*mut libc::dirent64>();
     if arr.is_null() {
         free_all(&v);
-        crate::set_errno(libc::ENOMEM);
+        set_errno(libc::ENOMEM);
         return -1;
     }
     // SAFETY: `arr` holds `v.len()` pointers; `list` is the caller's.
@@ -364,10 +447,16 @@ unsafe fn scandir_uvfs(
         std::ptr::copy_nonoverlapping(v.as_ptr(), arr, v.len());
         *list = arr;
     }
-    crate::set_errno(saved);
+    set_errno(saved);
     c_int::try_from(v.len()).unwrap_or(c_int::MAX)
 }
 
+/// `scandir`.
+///
+/// # Safety
+/// `path` is NULL or a valid C string; `list` points to a writable
+/// pointer; `filter` and `compar` are NULL or functions of glibc's
+/// `scandir` callback types.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn scandir(
     path: *const c_char,
@@ -375,12 +464,16 @@ pub unsafe extern "C" fn scandir(
     filter: ScanFilter,
     compar: ScanCompar,
 ) -> c_int {
-    if !crate::hooks::is_uvfs_path(path) {
-        return real!(scandir: fn(*const c_char, *mut *mut *mut libc::dirent64, ScanFilter, ScanCompar) -> c_int)(
-            path, list, filter, compar,
-        );
+    // SAFETY: the caller's path, valid per the contract.
+    if !unsafe { is_uvfs_path(path) } {
+        // SAFETY: the caller's arguments, unchanged, valid per the contract.
+        return unsafe {
+            real!(scandir: fn(*const c_char, *mut *mut *mut libc::dirent64, ScanFilter, ScanCompar) -> c_int)(
+                path, list, filter, compar,
+            )
+        };
     }
-    // SAFETY: forwarded C arguments.
+    // SAFETY: the caller's arguments, valid per the contract.
     unsafe { scandir_uvfs(path, list, filter, compar) }
 }
 

@@ -5,9 +5,8 @@
 //! (see `state`, "Numbering"): a call that makes an fd first flushes the
 //! cache, one that closes one records the freed number. Each costs one
 //! atomic load when the cache is empty.
-#![allow(clippy::missing_safety_doc)]
 
-use crate::real;
+use crate::interpose::real;
 use crate::state::{FDMAP, Fd, before_kernel_fd, hole_lower};
 use libc::{FILE, c_char, c_int, c_uint, sigset_t, sockaddr, socklen_t};
 
@@ -15,10 +14,17 @@ use libc::{FILE, c_char, c_int, c_uint, sigset_t, sockaddr, socklen_t};
 /// kernel fd: the cache flushed, then the next definition called unchanged.
 macro_rules! maker {
     ($($name:ident($($a:ident: $t:ty),* $(,)?) -> $r:ty;)*) => {$(
+        #[doc = concat!("`", stringify!($name), "`, after the placeholder cache is flushed.")]
+        ///
+        /// # Safety
+        /// The C contract of the libc function of this name: the pointers
+        /// are valid for what it reads and writes.
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name($($a: $t),*) -> $r {
             before_kernel_fd();
-            real!($name: fn($($t),*) -> $r)($($a),*)
+            // SAFETY: the caller's arguments, unchanged, valid per the
+            // contract.
+            unsafe { real!($name: fn($($t),*) -> $r)($($a),*) }
         }
     )*};
 }
@@ -64,20 +70,30 @@ unsafe fn kernel_fileno(f: *mut FILE) -> c_int {
     if FDMAP.get(fd) == Fd::Kernel { fd } else { -1 }
 }
 
+/// `fclose`, the freed kernel fd recorded.
+///
+/// # Safety
+/// `f` is a live stream, not used again.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fclose(f: *mut FILE) -> c_int {
-    // SAFETY: the caller's stream.
+    // SAFETY: the caller's stream, live per the contract.
     let fd = unsafe { kernel_fileno(f) };
-    let r = real!(fclose: fn(*mut FILE) -> c_int)(f);
+    // SAFETY: the caller's stream, unchanged.
+    let r = unsafe { real!(fclose: fn(*mut FILE) -> c_int)(f) };
     hole_lower(fd);
     r
 }
 
+/// `pclose`, the freed kernel fd recorded.
+///
+/// # Safety
+/// `f` is a live stream from `popen`, not used again.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pclose(f: *mut FILE) -> c_int {
-    // SAFETY: the caller's stream.
+    // SAFETY: the caller's stream, live per the contract.
     let fd = unsafe { kernel_fileno(f) };
-    let r = real!(pclose: fn(*mut FILE) -> c_int)(f);
+    // SAFETY: the caller's stream, unchanged.
+    let r = unsafe { real!(pclose: fn(*mut FILE) -> c_int)(f) };
     hole_lower(fd);
     r
 }

@@ -1,14 +1,19 @@
 //! stdio on uvfs files. glibc's `fopen` opens, and its `FILE` reads and
 //! writes, through internal calls the shim cannot see, so a uvfs file gets
 //! an `fopencookie` stream whose functions call the shim's `read`, `write`,
-//! `lseek` and `close`. The stream's `_fileno` is set to the uvfs fd (glibc
-//! marks cookie streams with -2 and uses the field for nothing else), so
-//! `fileno()` answers as for a normal stream.
-#![allow(clippy::missing_safety_doc)]
+//! `lseek` and `close` ([`fdops`]). The stream's `_fileno` is set to the
+//! uvfs fd (glibc marks cookie streams with -2 and uses the field for
+//! nothing else), so `fileno()` answers as for a normal stream.
+//!
+//! [`adopt_std`] is handed to the state by the library constructor: a
+//! uvfs fd mapped at 0, 1 or 2 takes over the standard stream.
 
-use crate::hooks::{self, is_uvfs, path_call, uvfs_open};
-use crate::state::with_state;
-use crate::{busy, cbytes, real, run};
+use crate::conv::cbytes;
+use crate::dispatch::{is_uvfs, is_uvfs_path, path_call};
+use crate::fdops::{self, uvfs_close, uvfs_open};
+use crate::guard::{busy, run};
+use crate::interpose::real;
+use crate::state::{before_kernel_fd, with_state};
 use libc::{FILE, c_char, c_int, c_void, off64_t, size_t, ssize_t};
 use uvfs::Errno;
 use uvfs::uapi::AT_FDCWD;
@@ -53,44 +58,64 @@ fn mode_flags(mode: &[u8]) -> Result<c_int, Errno> {
     Ok(acc | fl)
 }
 
+/// The cookie stream's read: `read` on the fd the cookie holds.
+///
+/// # Safety
+/// `buf` points to `n` writable bytes (glibc's stream buffer).
 unsafe extern "C" fn c_read(cookie: *mut c_void, buf: *mut c_char, n: size_t) -> ssize_t {
-    // SAFETY: glibc's buffer of `n` bytes.
-    unsafe { hooks::read(cookie as usize as c_int, buf.cast(), n) }
+    // SAFETY: glibc's buffer of `n` writable bytes, per the contract.
+    unsafe { fdops::read(cookie as usize as c_int, buf.cast(), n) }
 }
 
+/// The cookie stream's write: `write` on the fd the cookie holds.
+///
+/// # Safety
+/// `buf` points to `n` readable bytes (glibc's stream buffer).
 unsafe extern "C" fn c_write(cookie: *mut c_void, buf: *const c_char, n: size_t) -> ssize_t {
-    // SAFETY: glibc's buffer of `n` bytes.
-    let r = unsafe { hooks::write(cookie as usize as c_int, buf.cast(), n) };
+    // SAFETY: glibc's buffer of `n` readable bytes, per the contract.
+    let r = unsafe { fdops::write(cookie as usize as c_int, buf.cast(), n) };
     // A cookie write returning -1 or 0 is an error to glibc; keep errno.
     if r < 0 { 0 } else { r }
 }
 
+/// The cookie stream's seek: `lseek` on the fd the cookie holds, the new
+/// offset written back.
+///
+/// # Safety
+/// `off` points to a readable and writable offset.
 unsafe extern "C" fn c_seek(cookie: *mut c_void, off: *mut off64_t, whence: c_int) -> c_int {
-    // SAFETY: glibc passes a valid offset pointer.
-    unsafe {
-        let r = hooks::lseek(cookie as usize as c_int, *off, whence);
-        if r < 0 {
-            return -1;
-        }
-        *off = r;
+    // SAFETY: glibc's offset, valid per the contract.
+    let r = fdops::lseek64(cookie as usize as c_int, unsafe { *off }, whence);
+    if r < 0 {
+        return -1;
     }
+    // SAFETY: as above.
+    unsafe { *off = r };
     0
 }
 
+/// The cookie stream's close: `close` of the fd the cookie holds.
+///
+/// # Safety
+/// Called once, by glibc closing the stream, which owns the fd.
 unsafe extern "C" fn c_close(cookie: *mut c_void) -> c_int {
-    // SAFETY: the stream owned this fd.
-    unsafe { hooks::close(cookie as usize as c_int) }
+    // SAFETY: the stream owned this fd, and is closing.
+    unsafe { fdops::close(cookie as usize as c_int) }
 }
 
 /// A stream over uvfs fd `k` (which it then owns).
-fn stream(k: c_int, mode: *const c_char) -> Result<*mut FILE, Errno> {
+///
+/// # Safety
+/// `mode` is a valid fopen mode string.
+unsafe fn stream(k: c_int, mode: *const c_char) -> Result<*mut FILE, Errno> {
     let funcs = CookieIo {
         read: c_read,
         write: c_write,
         seek: c_seek,
         close: c_close,
     };
-    // SAFETY: fopencookie copies the functions; the cookie is the fd number.
+    // SAFETY: a mode string per the contract; fopencookie copies the
+    // functions; the cookie is the fd number.
     let f = unsafe { fopencookie(k as usize as *mut c_void, mode, funcs) };
     if f.is_null() {
         return Err(Errno::ENOMEM);
@@ -100,6 +125,11 @@ fn stream(k: c_int, mode: *const c_char) -> Result<*mut FILE, Errno> {
     Ok(f)
 }
 
+/// `fopen`/`fopen64`: a uvfs path gets a cookie stream; `real_fn` is the
+/// next definition with the caller's arguments.
+///
+/// # Safety
+/// `path` and `mode` are each NULL or a valid C string.
 unsafe fn do_fopen(
     path: *const c_char,
     mode: *const c_char,
@@ -107,13 +137,14 @@ unsafe fn do_fopen(
 ) -> *mut FILE {
     // The kernel side makes an fd: the placeholder cache steps aside first.
     let real_fn = || {
-        crate::state::before_kernel_fd();
+        before_kernel_fd();
         real_fn()
     };
     if mode.is_null() {
         return real_fn();
     }
-    // SAFETY: the caller's path and mode.
+    // SAFETY: the caller's path and mode (non-NULL), valid per the
+    // contract.
     unsafe {
         path_call(
             AT_FDCWD,
@@ -124,37 +155,51 @@ unsafe fn do_fopen(
                 let flags = mode_flags(cbytes(mode))?;
                 let k = uvfs_open(s, d, p, flags, 0o666)?;
                 stream(k, mode).inspect_err(|_| {
-                    let _ = hooks::uvfs_close(s, k);
+                    let _ = uvfs_close(s, k);
                 })
             },
         )
     }
 }
 
+/// `fopen`.
+///
+/// # Safety
+/// `path` and `mode` are each NULL or a valid C string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fopen(path: *const c_char, mode: *const c_char) -> *mut FILE {
-    // SAFETY: forwarded.
-    unsafe {
-        do_fopen(path, mode, || {
-            real!(fopen: fn(*const c_char, *const c_char) -> *mut FILE)(path, mode)
-        })
-    }
+    let real_fn = || {
+        // SAFETY: the caller's arguments, unchanged.
+        unsafe { real!(fopen: fn(*const c_char, *const c_char) -> *mut FILE)(path, mode) }
+    };
+    // SAFETY: the caller's strings, valid per the contract.
+    unsafe { do_fopen(path, mode, real_fn) }
 }
 
+/// `fopen64`.
+///
+/// # Safety
+/// `path` and `mode` are each NULL or a valid C string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fopen64(path: *const c_char, mode: *const c_char) -> *mut FILE {
-    // SAFETY: forwarded.
-    unsafe {
-        do_fopen(path, mode, || {
-            real!(fopen64: fn(*const c_char, *const c_char) -> *mut FILE)(path, mode)
-        })
-    }
+    let real_fn = || {
+        // SAFETY: the caller's arguments, unchanged.
+        unsafe { real!(fopen64: fn(*const c_char, *const c_char) -> *mut FILE)(path, mode) }
+    };
+    // SAFETY: the caller's strings, valid per the contract.
+    unsafe { do_fopen(path, mode, real_fn) }
 }
 
+/// `fdopen`: a uvfs fd gets a cookie stream (its mode checked against
+/// the fd's, `O_APPEND` added if asked for).
+///
+/// # Safety
+/// `mode` is NULL or a valid C string; the stream takes `fd` over.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fdopen(fd: c_int, mode: *const c_char) -> *mut FILE {
     if !is_uvfs(fd) || busy() || mode.is_null() {
-        return real!(fdopen: fn(c_int, *const c_char) -> *mut FILE)(fd, mode);
+        // SAFETY: the caller's arguments, unchanged, valid per the contract.
+        return unsafe { real!(fdopen: fn(c_int, *const c_char) -> *mut FILE)(fd, mode) };
     }
     run(std::ptr::null_mut(), || {
         // SAFETY: the caller's mode string.
@@ -178,10 +223,19 @@ pub unsafe extern "C" fn fdopen(fd: c_int, mode: *const c_char) -> *mut FILE {
             }
             Ok(())
         })?;
-        stream(fd, mode)
+        // SAFETY: the caller's mode string (non-NULL), valid per the
+        // contract.
+        unsafe { stream(fd, mode) }
     })
 }
 
+/// `freopen`/`freopen64`: to a uvfs path, the stream closed and a cookie
+/// stream opened (a standard stream's variable pointed at it); `real_fn`
+/// is the next definition with the caller's arguments.
+///
+/// # Safety
+/// `path` and `mode` are each NULL or a valid C string; `f` is a live
+/// stream the caller gives up.
 unsafe fn do_freopen(
     path: *const c_char,
     mode: *const c_char,
@@ -189,10 +243,11 @@ unsafe fn do_freopen(
     real_fn: impl FnOnce() -> *mut FILE,
 ) -> *mut FILE {
     let real_fn = || {
-        crate::state::before_kernel_fd();
+        before_kernel_fd();
         real_fn()
     };
-    let to_uvfs = !mode.is_null() && hooks::is_uvfs_path(path);
+    // SAFETY: the caller's path, valid per the contract.
+    let to_uvfs = !mode.is_null() && unsafe { is_uvfs_path(path) };
     if !to_uvfs {
         return real_fn();
     }
@@ -213,8 +268,9 @@ unsafe fn do_freopen(
         }
     };
     // The caller's stream, closed as freopen closes it.
-    real!(fclose: fn(*mut FILE) -> c_int)(f);
-    // SAFETY: forwarded.
+    // SAFETY: the caller's live stream, given up per the contract.
+    unsafe { real!(fclose: fn(*mut FILE) -> c_int)(f) };
+    // SAFETY: the caller's strings, valid per the contract.
     let nf = unsafe { fopen(path, mode) };
     if !nf.is_null() {
         // SAFETY: assigning libc's standard stream variables.
@@ -230,34 +286,48 @@ unsafe fn do_freopen(
     nf
 }
 
+/// `freopen`.
+///
+/// # Safety
+/// `path` and `mode` are each NULL or a valid C string; `f` is a live
+/// stream.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn freopen(
     path: *const c_char,
     mode: *const c_char,
     f: *mut FILE,
 ) -> *mut FILE {
-    // SAFETY: forwarded.
-    unsafe {
-        do_freopen(path, mode, f, || {
+    let real_fn = || {
+        // SAFETY: the caller's arguments, unchanged.
+        unsafe {
             real!(freopen: fn(*const c_char, *const c_char, *mut FILE) -> *mut FILE)(path, mode, f)
-        })
-    }
+        }
+    };
+    // SAFETY: the caller's arguments, valid per the contract.
+    unsafe { do_freopen(path, mode, f, real_fn) }
 }
 
+/// `freopen64`.
+///
+/// # Safety
+/// `path` and `mode` are each NULL or a valid C string; `f` is a live
+/// stream.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn freopen64(
     path: *const c_char,
     mode: *const c_char,
     f: *mut FILE,
 ) -> *mut FILE {
-    // SAFETY: forwarded.
-    unsafe {
-        do_freopen(path, mode, f, || {
+    let real_fn = || {
+        // SAFETY: the caller's arguments, unchanged.
+        unsafe {
             real!(freopen64: fn(*const c_char, *const c_char, *mut FILE) -> *mut FILE)(
                 path, mode, f,
             )
-        })
-    }
+        }
+    };
+    // SAFETY: the caller's arguments, valid per the contract.
+    unsafe { do_freopen(path, mode, f, real_fn) }
 }
 
 /// A uvfs fd just placed at 0, 1 or 2 (`dup2(fd, 1)`, or an open after
@@ -272,7 +342,8 @@ pub(crate) fn adopt_std(k: c_int) {
         return;
     }
     let mode = if k == 0 { c"r" } else { c"w" };
-    let Ok(f) = stream(k, mode.as_ptr()) else {
+    // SAFETY: a literal mode string.
+    let Ok(f) = (unsafe { stream(k, mode.as_ptr()) }) else {
         return;
     };
     // SAFETY: assigning libc's standard stream variables; stderr stays

@@ -1,0 +1,206 @@
+//! Where a call goes. A path call routes its path ([`route`]: under the
+//! prefix, uvfs; else the kernel) and an fd call looks its fd up in the
+//! fd map (lock-free); the kernel's side runs the next definition with no
+//! lock taken (a relative path takes the lock briefly to read the cwd), the
+//! uvfs side runs under the state lock inside [`run`]'s frame.
+
+use crate::conv::{cbytes, set_errno};
+use crate::guard::{busy, run};
+use crate::path::{Route, prefix, route_abs};
+use crate::state::{FDMAP, Fd, State, with_state};
+use libc::{c_char, c_int};
+use std::ffi::CString;
+use uvfs::uapi::AT_FDCWD;
+use uvfs::{Errno, Process};
+
+/// Where `path` (relative to `dirfd`) goes. `None`: `dirfd` is a stale
+/// placeholder (`EBADF`).
+pub(crate) fn route(dirfd: c_int, path: &[u8]) -> Option<Route<'_>> {
+    if prefix().is_none() || busy() {
+        return Some(Route::Kernel);
+    }
+    if path.first() != Some(&b'/') && dirfd != AT_FDCWD {
+        return match FDMAP.get(dirfd) {
+            Fd::Kernel => Some(Route::Kernel),
+            Fd::Stale => None,
+            Fd::Uvfs(_) => Some(with_state(|s| s.route(dirfd, path))),
+        };
+    }
+    if path.first() == Some(&b'/') {
+        let pre = prefix().unwrap_or(b"/");
+        // Fast exit: an absolute path whose first component differs from
+        // the prefix's and that has no `..` cannot lie under it.
+        let first_differs = path.len() > 1
+            && pre.len() > 1
+            && path[1] != b'/'
+            && path[1] != b'.'
+            && path[1] != pre[1];
+        if first_differs {
+            return Some(Route::Kernel);
+        }
+        // An absolute path needs no state (no cwd): no lock.
+        return Some(match route_abs(path) {
+            Some(u) => Route::Uvfs(AT_FDCWD, u),
+            None => Route::Kernel,
+        });
+    }
+    Some(with_state(|s| s.route(dirfd, path)))
+}
+
+/// A path call: routes `path`, then runs `kernel(dirfd, path)` (with the
+/// caller's arguments, or `AT_FDCWD` and an absolute path when the cwd is in
+/// uvfs) or `uvfs(state, dirfd, path)` under the lock. The path `kernel`
+/// gets is the caller's or a C string alive until `kernel` returns.
+///
+/// # Safety
+/// `path` is NULL or a valid C string.
+pub(crate) unsafe fn path_call<T>(
+    dirfd: c_int,
+    path: *const c_char,
+    fail: T,
+    kernel: impl FnOnce(c_int, *const c_char) -> T,
+    uvfs: impl FnOnce(&mut State, i32, &[u8]) -> Result<T, Errno>,
+) -> T {
+    if path.is_null() {
+        return kernel(dirfd, path);
+    }
+    // SAFETY: non-NULL and valid per the contract.
+    let p = unsafe { cbytes(path) };
+    match route(dirfd, p) {
+        None => {
+            set_errno(libc::EBADF);
+            fail
+        }
+        Some(Route::Kernel) => kernel(dirfd, path),
+        Some(Route::KernelAbs(abs)) => match CString::new(abs) {
+            Ok(c) => kernel(AT_FDCWD, c.as_ptr()),
+            Err(_) => kernel(dirfd, path),
+        },
+        Some(Route::Uvfs(d, up)) => run(fail, || with_state(|s| uvfs(s, d, &up))),
+    }
+}
+
+/// Two-path calls (rename, link): both in uvfs, both in the kernel, or
+/// `EXDEV`. As in [`path_call`], `kernel` gets the caller's paths or C
+/// strings alive until it returns.
+///
+/// # Safety
+/// `p1` and `p2` are each NULL or a valid C string.
+pub(crate) unsafe fn path2_call(
+    d1: c_int,
+    p1: *const c_char,
+    d2: c_int,
+    p2: *const c_char,
+    kernel: impl FnOnce(c_int, *const c_char, c_int, *const c_char) -> c_int,
+    uvfs: impl FnOnce(&mut Process, i32, &[u8], i32, &[u8]) -> Result<(), Errno>,
+) -> c_int {
+    if p1.is_null() || p2.is_null() {
+        return kernel(d1, p1, d2, p2);
+    }
+    // SAFETY: valid C strings per the callers' contracts.
+    let (b1, b2) = unsafe { (cbytes(p1), cbytes(p2)) };
+    let (Some(r1), Some(r2)) = (route(d1, b1), route(d2, b2)) else {
+        set_errno(libc::EBADF);
+        return -1;
+    };
+    let kpath =
+        |r: Route, d: c_int, p: *const c_char| -> Option<(c_int, Option<CString>, *const c_char)> {
+            match r {
+                Route::Kernel => Some((d, None, p)),
+                Route::KernelAbs(a) => {
+                    let c = CString::new(a).ok()?;
+                    let ptr = c.as_ptr();
+                    Some((AT_FDCWD, Some(c), ptr))
+                }
+                Route::Uvfs(..) => None,
+            }
+        };
+    match (r1, r2) {
+        (Route::Uvfs(ud1, up1), Route::Uvfs(ud2, up2)) => run(-1, || {
+            with_state(|s| uvfs(s.p(), ud1, &up1, ud2, &up2)).map(|()| 0)
+        }),
+        (a, b) => match (kpath(a, d1, p1), kpath(b, d2, p2)) {
+            (Some((kd1, _c1, kp1)), Some((kd2, _c2, kp2))) => kernel(kd1, kp1, kd2, kp2),
+            _ => {
+                set_errno(libc::EXDEV);
+                -1
+            }
+        },
+    }
+}
+
+/// An fd call: the kernel's fd goes to `kernel`, a uvfs fd to `uvfs(state,
+/// uvfs fd)` under the lock, a stale placeholder is `EBADF`.
+#[inline]
+pub(crate) fn fd_call<T>(
+    fd: c_int,
+    fail: T,
+    kernel: impl FnOnce() -> T,
+    uvfs: impl FnOnce(&mut State, i32) -> Result<T, Errno>,
+) -> T {
+    match FDMAP.get(fd) {
+        Fd::Kernel => kernel(),
+        Fd::Uvfs(_) if busy() => kernel(),
+        Fd::Stale => {
+            set_errno(libc::EBADF);
+            fail
+        }
+        Fd::Uvfs(_) => run(fail, || {
+            with_state(|s| {
+                let u = s.ufd(fd)?;
+                uvfs(s, u)
+            })
+        }),
+    }
+}
+
+/// Whether the C path `p` (relative to the cwd) routes to uvfs; false for
+/// NULL.
+///
+/// # Safety
+/// `p` is NULL or a valid C string.
+pub(crate) unsafe fn is_uvfs_path(p: *const c_char) -> bool {
+    // SAFETY: non-NULL (checked first), so a C string per the contract.
+    !p.is_null() && matches!(route(AT_FDCWD, unsafe { cbytes(p) }), Some(Route::Uvfs(..)))
+}
+
+/// Whether `fd` is a uvfs fd (or a stale placeholder).
+#[inline]
+pub(crate) fn is_uvfs(fd: c_int) -> bool {
+    FDMAP.get(fd) != Fd::Kernel
+}
+
+/// `at_call! { name(arg: T, …); }`: an interposed `name(dirfd, path, arg…)`
+/// whose uvfs side is `Process::name(dirfd, path, arg…)` returning `()`.
+macro_rules! at_call {
+    ($name:ident($($a:ident: $t:ty),* $(,)?);) => {
+        #[doc = concat!("`", stringify!($name), "`: a path under the prefix goes to uvfs's `", stringify!($name), "`.")]
+        ///
+        /// # Safety
+        /// `path` is NULL or a NUL-terminated string, as the C function
+        /// requires.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(
+            dirfd: ::libc::c_int,
+            path: *const ::libc::c_char,
+            $($a: $t),*
+        ) -> ::libc::c_int {
+            let kernel = |d: ::libc::c_int, p: *const ::libc::c_char| {
+                // SAFETY: the caller's arguments (or its path made absolute,
+                // a C string alive for the call) under its own contract.
+                unsafe {
+                    $crate::interpose::real!(
+                        $name: fn(::libc::c_int, *const ::libc::c_char, $($t),*) -> ::libc::c_int
+                    )(d, p, $($a),*)
+                }
+            };
+            // SAFETY: the caller's path, valid per the contract.
+            unsafe {
+                $crate::dispatch::path_call(dirfd, path, -1, kernel, |s, d, p| {
+                    s.p().$name(d, p, $($a),*).map(|()| 0)
+                })
+            }
+        }
+    };
+}
+pub(crate) use at_call;

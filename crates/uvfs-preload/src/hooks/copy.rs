@@ -1,0 +1,150 @@
+//! Copies between fds: `sendfile` and `copy_file_range`. With a uvfs fd on
+//! either side the copy runs through the shim's own read and write
+//! ([`fdops`]), so each side goes to uvfs or the kernel as it should;
+//! `copy_file_range` between uvfs and a kernel file is `EXDEV`, as Linux
+//! says between file systems of different types.
+
+use crate::conv::set_errno;
+use crate::dispatch::is_uvfs;
+use crate::fdops;
+use crate::guard::busy;
+use crate::interpose::{forward, real};
+use libc::{c_int, c_uint, loff_t, off_t, size_t, ssize_t};
+
+/// Copies up to `len` bytes from `fin` (at `*off_in` if given, else its
+/// position) to `fout` (at `*off_out` if given) through the shim's own
+/// read/write, so each side goes to uvfs or the kernel as it should.
+///
+/// # Safety
+/// `off_in` and `off_out` are each NULL or a readable and writable `i64`.
+unsafe fn copy_through(
+    fin: c_int,
+    off_in: *mut i64,
+    fout: c_int,
+    off_out: *mut i64,
+    len: usize,
+) -> ssize_t {
+    let mut buf = vec![0u8; len.clamp(1, 1 << 16)];
+    let mut total: usize = 0;
+    while total < len {
+        let want = (len - total).min(buf.len());
+        // SAFETY: our buffer; the caller's offset pointers.
+        let n = unsafe {
+            if off_in.is_null() {
+                fdops::read(fin, buf.as_mut_ptr().cast(), want)
+            } else {
+                fdops::pread64(fin, buf.as_mut_ptr().cast(), want, *off_in)
+            }
+        };
+        if n < 0 {
+            return if total == 0 { -1 } else { total as ssize_t };
+        }
+        if n == 0 {
+            break;
+        }
+        let n = n as usize;
+        let mut done = 0;
+        while done < n {
+            // SAFETY: as above.
+            let w = unsafe {
+                let p = buf.as_ptr().add(done).cast();
+                if off_out.is_null() {
+                    fdops::write(fout, p, n - done)
+                } else {
+                    fdops::pwrite64(fout, p, n - done, *off_out + done as i64)
+                }
+            };
+            if w <= 0 {
+                // Give back what was read but not written.
+                let unread = (n - done) as i64;
+                // SAFETY: the caller's offset pointer.
+                unsafe {
+                    if off_in.is_null() {
+                        fdops::lseek64(fin, -unread, libc::SEEK_CUR);
+                    } else {
+                        *off_in += done as i64;
+                    }
+                    if !off_out.is_null() {
+                        *off_out += done as i64;
+                    }
+                }
+                total += done;
+                return if total == 0 { -1 } else { total as ssize_t };
+            }
+            done += w as usize;
+        }
+        // SAFETY: the caller's offset pointers.
+        unsafe {
+            if !off_in.is_null() {
+                *off_in += n as i64;
+            }
+            if !off_out.is_null() {
+                *off_out += n as i64;
+            }
+        }
+        total += n;
+    }
+    total as ssize_t
+}
+
+/// `sendfile64`.
+///
+/// # Safety
+/// `off` is NULL or a readable and writable `off_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sendfile64(
+    out: c_int,
+    fin: c_int,
+    off: *mut off_t,
+    count: size_t,
+) -> ssize_t {
+    if busy() || !is_uvfs(out) && !is_uvfs(fin) {
+        // SAFETY: the caller's arguments, unchanged, valid per the contract.
+        return unsafe {
+            real!(sendfile64: fn(c_int, c_int, *mut off_t, size_t) -> ssize_t)(out, fin, off, count)
+        };
+    }
+    // SAFETY: the caller's offset pointer, valid per the contract.
+    unsafe { copy_through(fin, off, out, std::ptr::null_mut(), count.min(0x7fff_f000)) }
+}
+
+forward! {
+    sendfile(out: c_int, fin: c_int, off: *mut off_t, count: size_t) -> ssize_t =
+        sendfile64(out, fin, off, count);
+}
+
+/// `copy_file_range`.
+///
+/// # Safety
+/// `off_in` and `off_out` are each NULL or a readable and writable
+/// `loff_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn copy_file_range(
+    fin: c_int,
+    off_in: *mut loff_t,
+    fout: c_int,
+    off_out: *mut loff_t,
+    len: size_t,
+    flags: c_uint,
+) -> ssize_t {
+    let (ui, uo) = (is_uvfs(fin), is_uvfs(fout));
+    if busy() || !ui && !uo {
+        // SAFETY: the caller's arguments, unchanged, valid per the contract.
+        return unsafe {
+            real!(copy_file_range: fn(c_int, *mut loff_t, c_int, *mut loff_t, size_t, c_uint) -> ssize_t)(
+                fin, off_in, fout, off_out, len, flags,
+            )
+        };
+    }
+    if flags != 0 {
+        set_errno(libc::EINVAL);
+        return -1;
+    }
+    if ui != uo {
+        // Linux refuses a copy between file systems of different types.
+        set_errno(libc::EXDEV);
+        return -1;
+    }
+    // SAFETY: the caller's offset pointers, valid per the contract.
+    unsafe { copy_through(fin, off_in, fout, off_out, len.min(0x7fff_f000)) }
+}

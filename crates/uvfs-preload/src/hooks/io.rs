@@ -1,0 +1,390 @@
+//! File contents: `read`/`write` and their positional and vector forms,
+//! `lseek`, `getdents64`, and sizes and sync (`truncate`, `ftruncate`,
+//! `fallocate`, `posix_fallocate`, `posix_fadvise`, `fsync`,
+//! `fdatasync`). `read`, `write`, `pread64`, `pwrite64` and `lseek64`
+//! are [`fdops`]'s, which the stdio streams and the copy loop share.
+
+use crate::conv::{buf_mut, buf_ref, iovs};
+use crate::dispatch::{fd_call, is_uvfs, path_call};
+use crate::fdops;
+use crate::guard::{busy, run_rc};
+use crate::interpose::{forward, real};
+use crate::state::with_state;
+use libc::{c_char, c_int, c_void, iovec, off_t, size_t, ssize_t};
+use uvfs::uapi::AT_FDCWD;
+use uvfs::{Errno, Process};
+
+forward! {
+    read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t = fdops::read(fd, buf, n);
+    write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t = fdops::write(fd, buf, n);
+    pread64(fd: c_int, buf: *mut c_void, n: size_t, off: off_t) -> ssize_t =
+        fdops::pread64(fd, buf, n, off);
+    pread(fd: c_int, buf: *mut c_void, n: size_t, off: off_t) -> ssize_t =
+        fdops::pread64(fd, buf, n, off);
+    pwrite64(fd: c_int, buf: *const c_void, n: size_t, off: off_t) -> ssize_t =
+        fdops::pwrite64(fd, buf, n, off);
+    pwrite(fd: c_int, buf: *const c_void, n: size_t, off: off_t) -> ssize_t =
+        fdops::pwrite64(fd, buf, n, off);
+    lseek64(fd: c_int, off: off_t, whence: c_int) -> off_t = fdops::lseek64(fd, off, whence);
+    lseek(fd: c_int, off: off_t, whence: c_int) -> off_t = fdops::lseek64(fd, off, whence);
+}
+
+/// `__read_chk` (`_FORTIFY_SOURCE`'s `read`): glibc's own when `n` exceeds
+/// the buffer (it aborts), else `read`.
+///
+/// # Safety
+/// `buf` points to `buflen` writable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __read_chk(
+    fd: c_int,
+    buf: *mut c_void,
+    n: size_t,
+    buflen: size_t,
+) -> ssize_t {
+    if n > buflen {
+        // SAFETY: the caller's arguments, unchanged; glibc reports the
+        // overflow.
+        return unsafe {
+            real!(__read_chk: fn(c_int, *mut c_void, size_t, size_t) -> ssize_t)(fd, buf, n, buflen)
+        };
+    }
+    // SAFETY: `n <= buflen` writable bytes, per the contract.
+    unsafe { fdops::read(fd, buf, n) }
+}
+
+/// `__pread64_chk`: glibc's own when `n` exceeds the buffer, else
+/// `pread64`.
+///
+/// # Safety
+/// `buf` points to `buflen` writable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __pread64_chk(
+    fd: c_int,
+    buf: *mut c_void,
+    n: size_t,
+    off: off_t,
+    buflen: size_t,
+) -> ssize_t {
+    if n > buflen {
+        // SAFETY: the caller's arguments, unchanged; glibc reports the
+        // overflow.
+        return unsafe {
+            real!(__pread64_chk: fn(c_int, *mut c_void, size_t, off_t, size_t) -> ssize_t)(
+                fd, buf, n, off, buflen,
+            )
+        };
+    }
+    // SAFETY: `n <= buflen` writable bytes, per the contract.
+    unsafe { fdops::pread64(fd, buf, n, off) }
+}
+
+forward! {
+    __pread_chk(fd: c_int, buf: *mut c_void, n: size_t, off: off_t, buflen: size_t) -> ssize_t =
+        __pread64_chk(fd, buf, n, off, buflen);
+}
+
+/// `readv`.
+///
+/// # Safety
+/// `iov` points to `cnt` iovecs, each a writable buffer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
+    fd_call(
+        fd,
+        -1,
+        // SAFETY: the caller's iovecs, unchanged, valid per the contract.
+        || unsafe { real!(readv: fn(c_int, *const iovec, c_int) -> ssize_t)(fd, iov, cnt) },
+        |s, u| {
+            // SAFETY: the caller's iovecs, each a writable buffer.
+            let v = unsafe { iovs(iov, cnt) }?;
+            let mut bufs = Vec::with_capacity(v.len());
+            for x in v {
+                // SAFETY: as above.
+                bufs.push(unsafe { buf_mut(x.iov_base, x.iov_len) }?);
+            }
+            Ok(s.p().readv(u, &mut bufs)? as ssize_t)
+        },
+    )
+}
+
+/// `writev`.
+///
+/// # Safety
+/// `iov` points to `cnt` iovecs, each a readable buffer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
+    fd_call(
+        fd,
+        -1,
+        // SAFETY: the caller's iovecs, unchanged, valid per the contract.
+        || unsafe { real!(writev: fn(c_int, *const iovec, c_int) -> ssize_t)(fd, iov, cnt) },
+        |s, u| {
+            // SAFETY: the caller's iovecs.
+            let v = unsafe { iovs(iov, cnt) }?;
+            let mut bufs = Vec::with_capacity(v.len());
+            for x in v {
+                // SAFETY: as above.
+                bufs.push(unsafe { buf_ref(x.iov_base, x.iov_len) }?);
+            }
+            Ok(s.p().writev(u, &bufs)? as ssize_t)
+        },
+    )
+}
+
+/// preadv/pwritev on uvfs: one positional call per buffer, stopping at a
+/// short one (not atomic against a concurrent writer, unlike the kernel's).
+///
+/// # Safety
+/// Each iovec of `v` is a buffer readable (`write`) or writable (not
+/// `write`) for its length.
+unsafe fn uvfs_preadv(
+    p: &mut Process,
+    u: i32,
+    v: &[iovec],
+    mut off: off_t,
+    write: bool,
+) -> Result<ssize_t, Errno> {
+    if off < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let mut total = 0usize;
+    for x in v {
+        let n = if write {
+            // SAFETY: a readable buffer, per the contract.
+            p.pwrite(u, unsafe { buf_ref(x.iov_base, x.iov_len) }?, off)
+        } else {
+            // SAFETY: a writable buffer, per the contract.
+            p.pread(u, unsafe { buf_mut(x.iov_base, x.iov_len) }?, off)
+        };
+        let n = match n {
+            Ok(n) => n,
+            Err(e) if total == 0 => return Err(e),
+            Err(_) => break,
+        };
+        total += n;
+        off += n as off_t;
+        if n < x.iov_len {
+            break;
+        }
+    }
+    Ok(total as ssize_t)
+}
+
+/// `preadv64`.
+///
+/// # Safety
+/// `iov` points to `cnt` iovecs, each a writable buffer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn preadv64(fd: c_int, iov: *const iovec, cnt: c_int, off: off_t) -> ssize_t {
+    fd_call(
+        fd,
+        -1,
+        // SAFETY: the caller's iovecs, unchanged, valid per the contract.
+        || unsafe {
+            real!(preadv64: fn(c_int, *const iovec, c_int, off_t) -> ssize_t)(fd, iov, cnt, off)
+        },
+        // SAFETY: the caller's iovecs, each a writable buffer.
+        |s, u| unsafe { uvfs_preadv(s.p(), u, iovs(iov, cnt)?, off, false) },
+    )
+}
+
+forward! {
+    preadv(fd: c_int, iov: *const iovec, cnt: c_int, off: off_t) -> ssize_t =
+        preadv64(fd, iov, cnt, off);
+}
+
+/// `pwritev64`.
+///
+/// # Safety
+/// `iov` points to `cnt` iovecs, each a readable buffer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pwritev64(
+    fd: c_int,
+    iov: *const iovec,
+    cnt: c_int,
+    off: off_t,
+) -> ssize_t {
+    fd_call(
+        fd,
+        -1,
+        // SAFETY: the caller's iovecs, unchanged, valid per the contract.
+        || unsafe {
+            real!(pwritev64: fn(c_int, *const iovec, c_int, off_t) -> ssize_t)(fd, iov, cnt, off)
+        },
+        // SAFETY: the caller's iovecs, each a readable buffer.
+        |s, u| unsafe { uvfs_preadv(s.p(), u, iovs(iov, cnt)?, off, true) },
+    )
+}
+
+forward! {
+    pwritev(fd: c_int, iov: *const iovec, cnt: c_int, off: off_t) -> ssize_t =
+        pwritev64(fd, iov, cnt, off);
+}
+
+/// `getdents64`.
+///
+/// # Safety
+/// `buf` points to `n` writable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn getdents64(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
+    fd_call(
+        fd,
+        -1,
+        // SAFETY: the caller's buffer of `n` writable bytes.
+        || unsafe { real!(getdents64: fn(c_int, *mut c_void, size_t) -> ssize_t)(fd, buf, n) },
+        // SAFETY: as above.
+        |s, u| Ok(s.p().getdents64(u, unsafe { buf_mut(buf, n) }?)? as ssize_t),
+    )
+}
+
+// ---------------------------------------------------------------------------
+// Sizes and sync.
+
+/// `truncate`.
+///
+/// # Safety
+/// `path` is NULL or a valid C string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn truncate(path: *const c_char, len: off_t) -> c_int {
+    let kernel = |_: c_int, p: *const c_char| {
+        // SAFETY: the caller's path (or it made absolute, alive for the
+        // call).
+        unsafe { real!(truncate: fn(*const c_char, off_t) -> c_int)(p, len) }
+    };
+    // SAFETY: the caller's path, valid per the contract.
+    unsafe {
+        path_call(AT_FDCWD, path, -1, kernel, |s, d, p| {
+            if d != AT_FDCWD {
+                // Only AT_FDCWD routes reach here for a non-at call.
+                return Err(Errno::EBADF);
+            }
+            s.p().truncate(p, len).map(|()| 0)
+        })
+    }
+}
+
+forward! {
+    truncate64(path: *const c_char, len: off_t) -> c_int = truncate(path, len);
+}
+
+/// `ftruncate`.
+///
+/// # Safety
+/// No pointer arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ftruncate(fd: c_int, len: off_t) -> c_int {
+    fd_call(
+        fd,
+        -1,
+        // SAFETY: no pointers; any values are valid arguments.
+        || unsafe { real!(ftruncate: fn(c_int, off_t) -> c_int)(fd, len) },
+        |s, u| s.p().ftruncate(u, len).map(|()| 0),
+    )
+}
+
+forward! {
+    ftruncate64(fd: c_int, len: off_t) -> c_int = ftruncate(fd, len);
+}
+
+/// `fallocate`.
+///
+/// # Safety
+/// No pointer arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fallocate(fd: c_int, mode: c_int, off: off_t, len: off_t) -> c_int {
+    fd_call(
+        fd,
+        -1,
+        // SAFETY: no pointers; any values are valid arguments.
+        || unsafe { real!(fallocate: fn(c_int, c_int, off_t, off_t) -> c_int)(fd, mode, off, len) },
+        |s, u| s.p().fallocate(u, mode, off, len).map(|()| 0),
+    )
+}
+
+forward! {
+    fallocate64(fd: c_int, mode: c_int, off: off_t, len: off_t) -> c_int =
+        fallocate(fd, mode, off, len);
+}
+
+/// `posix_fallocate` (returns the error number).
+///
+/// # Safety
+/// No pointer arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn posix_fallocate(fd: c_int, off: off_t, len: off_t) -> c_int {
+    if !is_uvfs(fd) || busy() {
+        // SAFETY: no pointers; any values are valid arguments.
+        return unsafe { real!(posix_fallocate: fn(c_int, off_t, off_t) -> c_int)(fd, off, len) };
+    }
+    run_rc(|| {
+        with_state(|s| {
+            let u = s.ufd(fd)?;
+            s.p().fallocate(u, 0, off, len)
+        })
+    })
+}
+
+forward! {
+    posix_fallocate64(fd: c_int, off: off_t, len: off_t) -> c_int = posix_fallocate(fd, off, len);
+}
+
+/// `posix_fadvise` (returns the error number).
+///
+/// # Safety
+/// No pointer arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn posix_fadvise(fd: c_int, off: off_t, len: off_t, advice: c_int) -> c_int {
+    if !is_uvfs(fd) || busy() {
+        // SAFETY: no pointers; any values are valid arguments.
+        return unsafe {
+            real!(posix_fadvise: fn(c_int, off_t, off_t, c_int) -> c_int)(fd, off, len, advice)
+        };
+    }
+    // tmpfs ignores advice (Linux: generic_fadvise on shmem is a no-op
+    // after the argument checks).
+    run_rc(|| {
+        with_state(|s| {
+            let u = s.ufd(fd)?;
+            s.p().fstat(u)?;
+            if !(0..=5).contains(&advice) || len < 0 {
+                return Err(Errno::EINVAL);
+            }
+            Ok(())
+        })
+    })
+}
+
+forward! {
+    posix_fadvise64(fd: c_int, off: off_t, len: off_t, advice: c_int) -> c_int =
+        posix_fadvise(fd, off, len, advice);
+}
+
+/// `fsync`.
+///
+/// # Safety
+/// No pointer arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fsync(fd: c_int) -> c_int {
+    fd_call(
+        fd,
+        -1,
+        // SAFETY: no pointers; any fd number is a valid argument.
+        || unsafe { real!(fsync: fn(c_int) -> c_int)(fd) },
+        |s, u| s.p().fsync(u).map(|()| 0),
+    )
+}
+
+/// `fdatasync`.
+///
+/// # Safety
+/// No pointer arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fdatasync(fd: c_int) -> c_int {
+    fd_call(
+        fd,
+        -1,
+        // SAFETY: no pointers; any fd number is a valid argument.
+        || unsafe { real!(fdatasync: fn(c_int) -> c_int)(fd) },
+        |s, u| s.p().fdatasync(u).map(|()| 0),
+    )
+}

@@ -1,0 +1,268 @@
+//! Making and dropping fds: the `open` family and `creat`, `close`,
+//! `close_range`/`closefrom`, and `dup`/`dup2`/`dup3`, which keep the fd
+//! map and the placeholders coherent in both directions (a kernel fd
+//! `dup2`'d onto a uvfs number, a uvfs fd onto a kernel number).
+
+use crate::conv::set_errno;
+use crate::dispatch::{fd_call, is_uvfs, path_call};
+use crate::fdops::{self, uvfs_open};
+use crate::guard::{busy, run};
+use crate::interpose::{forward, real};
+use crate::state::{FDMAP, Fd, before_kernel_fd, hole_lower, with_state};
+use libc::{c_char, c_int, c_uint, mode_t};
+use uvfs::Errno;
+use uvfs::uapi::AT_FDCWD;
+
+/// Whether `open` reads its mode argument (`O_CREAT` or `O_TMPFILE`).
+fn needs_mode(flags: c_int) -> bool {
+    flags & libc::O_CREAT != 0 || flags & libc::O_TMPFILE == libc::O_TMPFILE
+}
+
+/// The open family: `openat` (`at`) or `open` on the kernel side, with the
+/// mode passed only where the flags say it exists.
+///
+/// # Safety
+/// `path` is NULL or a valid C string.
+unsafe fn do_openat(
+    dirfd: c_int,
+    path: *const c_char,
+    flags: c_int,
+    mode: mode_t,
+    at: bool,
+) -> c_int {
+    let mode = if needs_mode(flags) { mode } else { 0 };
+    let kernel = |d: c_int, p: *const c_char| {
+        before_kernel_fd();
+        // SAFETY: the caller's path (or it made absolute, alive for the
+        // call); the mode is read only with O_CREAT/O_TMPFILE.
+        unsafe {
+            if at {
+                real!(openat: fn(c_int, *const c_char, c_int, mode_t) -> c_int)(d, p, flags, mode)
+            } else {
+                real!(open: fn(*const c_char, c_int, mode_t) -> c_int)(p, flags, mode)
+            }
+        }
+    };
+    // SAFETY: the caller's path, valid per the contract.
+    unsafe {
+        path_call(dirfd, path, -1, kernel, |s, d, p| {
+            uvfs_open(s, d, p, flags, mode)
+        })
+    }
+}
+
+forward! {
+    open(path: *const c_char, flags: c_int, mode: mode_t) -> c_int =
+        do_openat(AT_FDCWD, path, flags, mode, false);
+    open64(path: *const c_char, flags: c_int, mode: mode_t) -> c_int =
+        do_openat(AT_FDCWD, path, flags | libc::O_LARGEFILE, mode, false);
+    __open_2(path: *const c_char, flags: c_int) -> c_int =
+        do_openat(AT_FDCWD, path, flags, 0, false);
+    __open64_2(path: *const c_char, flags: c_int) -> c_int =
+        do_openat(AT_FDCWD, path, flags | libc::O_LARGEFILE, 0, false);
+    openat(dirfd: c_int, path: *const c_char, flags: c_int, mode: mode_t) -> c_int =
+        do_openat(dirfd, path, flags, mode, true);
+    openat64(dirfd: c_int, path: *const c_char, flags: c_int, mode: mode_t) -> c_int =
+        do_openat(dirfd, path, flags | libc::O_LARGEFILE, mode, true);
+    __openat_2(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int =
+        do_openat(dirfd, path, flags, 0, true);
+    __openat64_2(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int =
+        do_openat(dirfd, path, flags | libc::O_LARGEFILE, 0, true);
+}
+
+/// `creat`: `open` with `O_CREAT | O_WRONLY | O_TRUNC`.
+///
+/// # Safety
+/// `path` is NULL or a valid C string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn creat(path: *const c_char, mode: mode_t) -> c_int {
+    // SAFETY: the caller's path, valid per the contract.
+    unsafe {
+        do_openat(
+            AT_FDCWD,
+            path,
+            libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC,
+            mode,
+            false,
+        )
+    }
+}
+
+forward! {
+    creat64(path: *const c_char, mode: mode_t) -> c_int = creat(path, mode);
+}
+
+forward! {
+    close(fd: c_int) -> c_int = fdops::close(fd);
+}
+
+/// `close_range`: the uvfs fds in the range closed (or marked
+/// close-on-exec) in uvfs, then the kernel's call for the rest, which
+/// closes their placeholders too.
+///
+/// # Safety
+/// No pointer arguments; the caller owns the fds it closes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) -> c_int {
+    let hi = FDMAP.hi.load(std::sync::atomic::Ordering::Relaxed);
+    if !busy() && hi > 0 && first <= last && (first as i64) < hi as i64 {
+        let r = run(-1, || {
+            with_state(|s| {
+                let end = (last as i64).min(hi as i64 - 1) as i32;
+                for k in first as i32..=end {
+                    match FDMAP.get(k) {
+                        Fd::Uvfs(u) => {
+                            if flags & libc::CLOSE_RANGE_CLOEXEC as c_int != 0 {
+                                let _ = s.p().fcntl(u, libc::F_SETFD, libc::FD_CLOEXEC as u64);
+                            } else {
+                                let _ = s.p().close(u);
+                                s.unmap(k);
+                            }
+                        }
+                        Fd::Stale if flags & libc::CLOSE_RANGE_CLOEXEC as c_int == 0 => s.unmap(k),
+                        _ => {}
+                    }
+                }
+                Ok(0)
+            })
+        });
+        if r < 0 {
+            return r;
+        }
+    }
+    // SAFETY: no pointers; the caller's own fds, per the contract.
+    let r = unsafe { real!(close_range: fn(c_uint, c_uint, c_int) -> c_int)(first, last, flags) };
+    if r == 0 && flags & libc::CLOSE_RANGE_CLOEXEC as c_int == 0 {
+        hole_lower(i32::try_from(first).unwrap_or(i32::MAX));
+    }
+    r
+}
+
+/// `closefrom`: `close_range(low, ~0, 0)`, as glibc's is, or glibc's own
+/// when that fails.
+///
+/// # Safety
+/// No pointer arguments; the caller owns the fds it closes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn closefrom(low: c_int) {
+    // SAFETY: close_range over [low, ~0] is what glibc's closefrom does,
+    // on the caller's own fds.
+    if unsafe { close_range(low.max(0) as c_uint, c_uint::MAX, 0) } != 0 {
+        // SAFETY: no pointers; the caller's own fds, per the contract.
+        unsafe { real!(closefrom: fn(c_int) -> ())(low) };
+        hole_lower(low.max(0));
+    }
+}
+
+/// `dup`: a uvfs fd's duplicate gets a placeholder of its own.
+///
+/// # Safety
+/// No pointer arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
+    fd_call(
+        fd,
+        -1,
+        || {
+            before_kernel_fd();
+            // SAFETY: no pointers; any fd number is a valid argument.
+            unsafe { real!(dup: fn(c_int) -> c_int)(fd) }
+        },
+        |s, u| {
+            let k = s.placeholder()?;
+            match s.p().dup(u) {
+                Ok(u2) => {
+                    s.map(k, u2);
+                    Ok(k)
+                }
+                Err(e) => {
+                    s.release(k);
+                    Err(e)
+                }
+            }
+        },
+    )
+}
+
+/// dup2/dup3 with `new` already known to differ from `old`; `kernel` is the
+/// next definition's call.
+fn do_dup3(old: c_int, new: c_int, cloexec: bool, kernel: impl FnOnce() -> c_int) -> c_int {
+    match (FDMAP.get(old), FDMAP.get(new)) {
+        (Fd::Stale, _) => {
+            set_errno(libc::EBADF);
+            -1
+        }
+        (Fd::Kernel, Fd::Kernel) => kernel(),
+        _ if busy() => kernel(),
+        (Fd::Kernel, _) => run(-1, || {
+            // A kernel fd onto a uvfs (or cached) number: the kernel's dup
+            // replaces the placeholder atomically; then uvfs lets go.
+            with_state(|s| {
+                let r = kernel();
+                if r < 0 {
+                    return Err(Errno::last_os_error());
+                }
+                if let Fd::Uvfs(u) = FDMAP.get(new) {
+                    let _ = s.p().close(u);
+                }
+                s.unmap(new);
+                Ok(r)
+            })
+        }),
+        (Fd::Uvfs(_), _) => run(-1, || {
+            with_state(|s| {
+                let u = s.ufd(old)?;
+                if new < 0 {
+                    return Err(Errno::EBADF);
+                }
+                let flags = if cloexec { libc::O_CLOEXEC } else { 0 };
+                if let Fd::Uvfs(un) = FDMAP.get(new) {
+                    s.p().dup3(u, un, flags)?;
+                    return Ok(new);
+                }
+                let u2 = s.p().dup(u)?;
+                if let Err(e) = s.placeholder_at(new) {
+                    let _ = s.p().close(u2);
+                    return Err(e);
+                }
+                if cloexec {
+                    let _ = s.p().fcntl(u2, libc::F_SETFD, libc::FD_CLOEXEC as u64);
+                }
+                s.map(new, u2);
+                Ok(new)
+            })
+        }),
+    }
+}
+
+/// `dup2`.
+///
+/// # Safety
+/// No pointer arguments; the caller owns `new`, which is replaced.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
+    // SAFETY: no pointers; the caller's own fds, per the contract.
+    let kernel = || unsafe { real!(dup2: fn(c_int, c_int) -> c_int)(old, new) };
+    if old == new {
+        return fd_call(old, -1, kernel, |_, _| Ok(new));
+    }
+    do_dup3(old, new, false, kernel)
+}
+
+/// `dup3`.
+///
+/// # Safety
+/// No pointer arguments; the caller owns `new`, which is replaced.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
+    // SAFETY: no pointers; the caller's own fds, per the contract.
+    let kernel = || unsafe { real!(dup3: fn(c_int, c_int, c_int) -> c_int)(old, new, flags) };
+    if old == new || flags & !libc::O_CLOEXEC != 0 {
+        if is_uvfs(old) {
+            set_errno(libc::EINVAL);
+            return -1;
+        }
+        return kernel();
+    }
+    do_dup3(old, new, flags & libc::O_CLOEXEC != 0, kernel)
+}
