@@ -11,7 +11,7 @@
 //!
 //! ```text
 //! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-//!     cargo test --release -p uvfs --test loom_dcache
+//!     cargo test --release -p uvfs --test dcache_loom
 //! ```
 //!
 //! The models drive the cache through `uvfs::dcache::loom_api` (built only

@@ -10,7 +10,7 @@
 //!
 //! ```text
 //! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-//!     cargo test --release -p uvfs --test loom_icache
+//!     cargo test --release -p uvfs --test icache_loom
 //! ```
 //!
 //! The file system is modelled by a [`Log`]: a fill is the file system

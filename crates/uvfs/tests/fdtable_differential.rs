@@ -677,7 +677,7 @@ fn fd_calls_match_the_host_kernel() {
     // The sequences must actually reach the interesting cases.
     let [emfile, high, ebadf, einval] = coverage;
     eprintln!(
-        "differential_fd: {} seeds x {OPS_PER_SEED} ops agree; EMFILE {emfile}, fd>=64 {high}, EBADF {ebadf}, EINVAL {einval}",
+        "fdtable_differential: {} seeds x {OPS_PER_SEED} ops agree; EMFILE {emfile}, fd>=64 {high}, EBADF {ebadf}, EINVAL {einval}",
         seeds.len()
     );
     assert!(

@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-//!     cargo test --release -p uvfs --test loom_fdtable
+//!     cargo test --release -p uvfs --test fdtable_loom
 //! ```
 //!
 //! Files are told apart by their ops object (a [`Probe`] with an id). A

@@ -776,7 +776,7 @@ impl Drop for Cleanup {
 fn cred_matches_host_kernel() {
     // SAFETY: plain syscall.
     if unsafe { libc::geteuid() } != 0 {
-        println!("cred_host: skipped (needs root to switch credentials)");
+        println!("cred_differential: skipped (needs root to switch credentials)");
         return;
     }
     let base = PathBuf::from(format!("/dev/shm/uvfs-cred-{}", std::process::id()));
@@ -844,7 +844,7 @@ fn cred_matches_host_kernel() {
         }
         let _ = std::fs::remove_dir_all(&cdir);
     }
-    println!("cred_host: {} cases", cases.len());
+    println!("cred_differential: {} cases", cases.len());
     for (op, (n, failed)) in &per_op {
         println!("  {op:10} {n:5} cases, {failed:4} refused by the host");
     }

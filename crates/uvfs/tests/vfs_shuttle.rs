@@ -19,7 +19,7 @@
 //!
 //! Run (scripts/test does):
 //!   RUSTFLAGS="--cfg shuttle" CARGO_TARGET_DIR=target/shuttle \
-//!       cargo test --release -p uvfs --test shuttle_vfs
+//!       cargo test --release -p uvfs --test vfs_shuttle
 //! `UVFS_SHUTTLE_ITERS=N` changes the schedules per scenario and preset.
 //!
 //! Replay: shuttle prints a failing schedule after the panic, as
@@ -27,7 +27,7 @@
 //! breaks are ignored). Rerun just that scenario and preset with it:
 //!   UVFS_SHUTTLE_REPLAY='<schedule>' RUSTFLAGS="--cfg shuttle" \
 //!       CARGO_TARGET_DIR=target/shuttle cargo test --release -p uvfs \
-//!       --test shuttle_vfs <preset>::<scenario> -- --exact
+//!       --test vfs_shuttle <preset>::<scenario> -- --exact
 //! which calls `shuttle::replay(scenario, schedule)` (same build, same
 //! binary: schedules are only meaningful for the code they came from).
 //! Shuttle also prints the failing seed; `SHUTTLE_RANDOM_SEED=<seed>` reruns

@@ -1153,7 +1153,7 @@ fn compare_at(
         } else {
             format!(
                 "seed {seed} (uvfs {side}): first difference at step {i}: {err}\n\
-                 replay: {}UVFS_DIFF_SEED={seed} cargo test --release -p uvfs --test differential_path\n",
+                 replay: {}UVFS_DIFF_SEED={seed} cargo test --release -p uvfs --test path_differential\n",
                 if known_enabled() {
                     "UVFS_DIFF_KNOWN=1 "
                 } else {
@@ -3742,7 +3742,7 @@ fn path_ops_match_the_host_kernel() {
         }
     }
     eprintln!(
-        "differential_path: {} seeds x {OPS_PER_SEED} ops agree, host and uvfs (seeds and stock presets), {} distinct (call, result) pairs ({:.1?})",
+        "path_differential: {} seeds x {OPS_PER_SEED} ops agree, host and uvfs (seeds and stock presets), {} distinct (call, result) pairs ({:.1?})",
         seeds.len(),
         cov.len(),
         start.elapsed()
@@ -3770,7 +3770,7 @@ fn path_ops_match_the_host_kernel() {
                 panic!("soak, after {n} seeds: {report}");
             }
         }
-        eprintln!("differential_path soak: {n} more seeds agree");
+        eprintln!("path_differential soak: {n} more seeds agree");
     }
 }
 

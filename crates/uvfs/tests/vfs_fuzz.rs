@@ -78,7 +78,7 @@ fn run_one(data: &[u8], fast: bool, origin: &str) -> fuzz::Trace {
         .map(|_| file.display().to_string())
         .unwrap_or_else(|e| format!("(not saved: {e})"));
     panic!(
-        "fuzz failure ({origin}, {}): {msg}\n  input saved to {saved}\n  replay: UVFS_FUZZ_INPUT={saved} cargo test --release -p uvfs --test fuzz_api\n  input hex: {}",
+        "fuzz failure ({origin}, {}): {msg}\n  input saved to {saved}\n  replay: UVFS_FUZZ_INPUT={saved} cargo test --release -p uvfs --test vfs_fuzz\n  input hex: {}",
         if fast { "seeds" } else { "stock" },
         hex(data)
     );
