@@ -3,9 +3,12 @@
 //! explicit time changes on the host kernel and on uvfs, comparing after
 //! each step whether atime moved (and that ctime did not move on access).
 
+mod support;
+
 use std::ffi::CString;
 use std::thread::sleep;
 use std::time::Duration;
+use support::host::TempDir;
 use uvfs::uapi::*;
 use uvfs::{FastPaths, Process, Vfs};
 
@@ -214,10 +217,9 @@ fn uvfs_run(fast: FastPaths) -> Vec<(bool, bool, bool, bool)> {
 
 #[test]
 fn relatime_matches_the_host() {
-    let dir = format!("/dev/shm/uvfs-atime-{}", std::process::id());
-    std::fs::create_dir_all(&dir).unwrap();
-    let host = host_run(&dir);
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = TempDir::new("atime");
+    let host = host_run(dir.as_str());
+    drop(dir);
     for fast in [FastPaths::seeds(), FastPaths::stock()] {
         let ours = uvfs_run(fast);
         for (i, (h, u)) in host.iter().zip(&ours).enumerate() {

@@ -7,9 +7,9 @@
 //! tmpfs ("Host:" comments; "amc" lists the times that changed, "-" none).
 //! Every test runs under both fast-path settings.
 
-mod ns_common;
+mod support;
 
-use ns_common::*;
+use support::vfs::*;
 use uvfs::cred::Cred;
 use uvfs::fs::tmpfs::Tmpfs;
 use uvfs::uapi::*;

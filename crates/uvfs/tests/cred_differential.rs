@@ -23,9 +23,12 @@
 //! Skips (passes with a message) unless run as root on Linux.
 #![cfg(target_os = "linux")]
 
+mod support;
+
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use support::host::{TempDir, fork_child};
 use uvfs::Errno;
 use uvfs::cred::*;
 use uvfs::fs::{Attr, S_IFDIR, S_IFMT, S_IFREG, Timespec};
@@ -607,40 +610,12 @@ fn child(case: &Case, p: &Prepared) -> i32 {
 
 /// Runs `case` in a forked child and returns the host's outcome.
 fn run_host(case: &Case, p: &Prepared, newpath: &Path, target: &Path) -> Outcome {
-    let mut fds = [0i32; 2];
-    // SAFETY: `fds` is a writable array of two ints.
-    check(
-        unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) },
-        "pipe",
-    );
-    // SAFETY: the child only makes system calls (see `child`) and `_exit`s.
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
-    if pid == 0 {
-        let r = child(case, p);
-        let b = r.to_ne_bytes();
-        // SAFETY: `fds[1]` is the pipe's write end; `b` is 4 readable bytes;
-        // `_exit` ends the child without running the parent's destructors.
-        unsafe {
-            libc::write(fds[1], b.as_ptr().cast(), 4);
-            libc::_exit(0);
-        }
-    }
-    // SAFETY: closing our copy of the write end.
-    unsafe { libc::close(fds[1]) };
-    let mut b = [0u8; 4];
-    // SAFETY: `fds[0]` is the read end; `b` is 4 writable bytes.
-    let n = unsafe { libc::read(fds[0], b.as_mut_ptr().cast(), 4) };
-    // SAFETY: closing the read end, then reaping the child.
-    unsafe { libc::close(fds[0]) };
-    let mut status = 0;
-    // SAFETY: `pid` is our child; `status` is writable.
-    unsafe { libc::waitpid(pid, &mut status, 0) };
-    assert_eq!(
-        n, 4,
-        "child of {case:?} wrote no result (status {status:#x})"
-    );
-    let errno = i32::from_ne_bytes(b);
+    // SAFETY: the child only makes system calls (see `child`): everything
+    // it needs is in `case` and `p`, prepared before the fork.
+    let (r, status) = unsafe { fork_child(|| child(case, p)) };
+    let Some(errno) = r else {
+        panic!("child of {case:?} wrote no result (status {status:#x})");
+    };
     assert!(
         errno >= 0,
         "child of {case:?} could not take its ids: step {errno}"
@@ -764,14 +739,6 @@ fn show(o: &Outcome) -> String {
     }
 }
 
-struct Cleanup(PathBuf);
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[test]
 fn cred_matches_host_kernel() {
     // SAFETY: plain syscall.
@@ -779,13 +746,11 @@ fn cred_matches_host_kernel() {
         println!("cred_differential: skipped (needs root to switch credentials)");
         return;
     }
-    let base = PathBuf::from(format!("/dev/shm/uvfs-cred-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir(&base).expect("create base dir");
-    let _cleanup = Cleanup(base.clone());
+    let base = TempDir::new("cred");
+    let base = base.path();
     check(
         // SAFETY: NUL-terminated path.
-        unsafe { libc::chmod(cstr(&base).as_ptr(), 0o755) },
+        unsafe { libc::chmod(cstr(base).as_ptr(), 0o755) },
         "chmod base",
     );
     let cases = cases();

@@ -8,13 +8,12 @@
 //! a randomized run against a model with tiny caches. Every test runs under
 //! both `FastPaths::seeds()` and `FastPaths::stock()`.
 
-mod common;
-mod ns_common;
+mod support;
 
-use common::Rng;
-use ns_common::*;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use support::rng::Rng;
+use support::vfs::*;
 use uvfs::fs::tmpfs::Tmpfs;
 use uvfs::uapi::*;
 use uvfs::{Errno, Process, Vfs};

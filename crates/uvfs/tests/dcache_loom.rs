@@ -45,35 +45,12 @@
 //! [`reader_yields`]).
 #![cfg(loom)]
 
-use loom::model::Builder;
+mod support;
+
 use loom::thread;
 use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
-use std::sync::atomic::Ordering::SeqCst;
+use support::loom::{Seen, builder, check};
 use uvfs::dcache::loom_api::{DentryRef, State, Step, World, addr};
-
-fn builder(preemptions: usize) -> Builder {
-    let mut b = Builder::new();
-    b.preemption_bound = Some(preemptions);
-    b
-}
-
-/// Runs `model` under `b`, reporting how many executions loom explored.
-fn check(b: &Builder, model: impl Fn() + Send + Sync + 'static) {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let counter = runs.clone();
-    let start = std::time::Instant::now();
-    b.check(move || {
-        counter.fetch_add(1, SeqCst);
-        model();
-    });
-    eprintln!(
-        "{}: {} executions in {:.2?}",
-        std::thread::current().name().unwrap_or("?"),
-        runs.load(SeqCst),
-        start.elapsed()
-    );
-}
 
 /// The state words of a dentry the model made.
 fn state(w: &World, a: usize) -> State {
@@ -95,33 +72,6 @@ fn settle(w: &World, known: &[usize], left: usize) {
         panic!("after shrinking: {e}");
     }
     assert_eq!(w.len(), left, "dentries alive after shrinking everything");
-}
-
-/// Counts outcomes across executions, to show a model reaches each one.
-struct Seen<const N: usize>([AtomicUsize; N]);
-
-impl<const N: usize> Seen<N> {
-    const fn new() -> Self {
-        Seen([const { AtomicUsize::new(0) }; N])
-    }
-
-    fn hit(&self, i: usize) {
-        self.0[i].fetch_add(1, SeqCst);
-    }
-
-    /// Prints the counts and asserts that every outcome in `must` occurred.
-    fn report(&self, names: [&str; N], must: &[usize]) {
-        let counts: Vec<_> = self.0.iter().map(|c| c.load(SeqCst)).collect();
-        let line: Vec<_> = names
-            .iter()
-            .zip(&counts)
-            .map(|(n, c)| format!("{n}: {c}"))
-            .collect();
-        eprintln!("  {}", line.join(", "));
-        for &i in must {
-            assert!(counts[i] > 0, "no execution reached \"{}\"", names[i]);
-        }
-    }
 }
 
 /// Lets the spawned writer run first (if `yields`). Loom's DPOR remembers only the last

@@ -14,13 +14,12 @@
 //!
 //! Every test runs under both `FastPaths::seeds()` and `FastPaths::stock()`.
 
-mod common;
-mod ns_common;
+mod support;
 
-use common::Rng;
-use ns_common::*;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use support::rng::Rng;
+use support::vfs::*;
 use uvfs::fs::{RENAME_EXCHANGE, S_IFDIR, S_IFMT};
 use uvfs::uapi::*;
 use uvfs::{Errno, FastPaths, Process, Vfs};

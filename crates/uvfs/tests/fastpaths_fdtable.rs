@@ -5,12 +5,12 @@
 //! and release of every file in order, and the final fd sets, fd flags,
 //! status flags and file identities.
 
-mod common;
-use common::Rng;
+mod support;
 use std::any::Any;
 use std::collections::BTreeSet;
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
+use support::rng::Rng;
 use uvfs::uapi::*;
 use uvfs::{Errno, FastPaths, File, FileOps, FileRef, Process, Vfs, task_work};
 

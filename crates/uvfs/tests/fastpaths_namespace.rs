@@ -7,8 +7,8 @@
 //! every return value, errno, stat field (times excepted) and listing is
 //! compared with the stock run's.
 
-mod common;
-use common::Rng;
+mod support;
+use support::rng::Rng;
 use uvfs::uapi::*;
 use uvfs::{FastPaths, Process, Vfs};
 

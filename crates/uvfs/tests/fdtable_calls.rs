@@ -6,9 +6,12 @@
 //! Most tests run under every [`FastPaths`] combination: the switches must
 //! not change what a caller sees.
 
+mod support;
+
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, ThreadId};
+use support::vfs::each_combination;
 use uvfs::uapi::*;
 use uvfs::{Errno, FastPaths, File, FileOps, FileRef, Process, Vfs, task_work};
 
@@ -74,15 +77,6 @@ impl FileOps for Probe {
             pending_after_put,
         });
         self.releases.fetch_add(1, SeqCst);
-    }
-}
-
-/// Runs `body` under every fast-path combination (the combination is
-/// printed, so a failure names it).
-fn each(mut body: impl FnMut(FastPaths)) {
-    for fast in FastPaths::all_combinations() {
-        eprintln!("-- fast paths: {fast}");
-        body(fast);
     }
 }
 
@@ -153,7 +147,7 @@ const BAD_FDS: [i32; 5] = [-1, i32::MIN, i32::MAX, 1 << 20, 4096];
 
 #[test]
 fn open_takes_the_lowest_free_fd() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         for want in 0..6 {
             assert_eq!(open(&mut p, O_RDWR), want);
@@ -175,7 +169,7 @@ fn open_takes_the_lowest_free_fd() {
 
 #[test]
 fn open_grows_the_table_by_powers_of_two() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         assert_eq!(p.fd_table().max_fds(), 64);
         for want in 0..600 {
@@ -207,7 +201,7 @@ fn open_grows_the_table_by_powers_of_two() {
 fn dup2_far_away_grows_like_linux_fdsize() {
     // Checked on Linux 6.18 (/proc/self/status FDSize): dup2 to 1000 gives
     // 1024 slots, to 1024 gives 2048.
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         let fd = open(&mut p, O_RDWR);
         assert_eq!(p.dup2(fd, 63), Ok(63));
@@ -230,7 +224,7 @@ fn dup2_far_away_grows_like_linux_fdsize() {
 
 #[test]
 fn open_fails_with_emfile_at_the_soft_limit() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         assert_eq!(p.getrlimit_nofile().0, 1024, "Linux's default soft limit");
         p.setrlimit_nofile(10, 4096).unwrap();
@@ -314,7 +308,7 @@ fn open_rejects_invalid_flag_combinations_first() {
         (O_PATH | O_CREAT | O_DIRECTORY, O_PATH | O_DIRECTORY),
         (O_TRUNC | O_CREAT, O_LARGEFILE),
     ];
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         for flags in invalid {
             let mut walked = false;
@@ -404,7 +398,7 @@ fn setrlimit_nofile_errors() {
 
 #[test]
 fn close_rejects_bad_fds() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         let fd = open(&mut p, O_RDWR);
         for bad in BAD_FDS.into_iter().chain([1, 63, 64]) {
@@ -421,7 +415,7 @@ fn close_rejects_bad_fds() {
 fn calls_on_a_reserved_fd() {
     // An fd reserved by an open in progress (allocated, not yet installed),
     // seen from another thread of the process.
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         let (a, pa) = open_probe(&mut p, O_RDWR);
         let b = open(&mut p, O_RDWR);
@@ -473,7 +467,7 @@ fn calls_on_a_reserved_fd() {
 
 #[test]
 fn close_releases_by_the_time_it_returns() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         let (fd, probe) = open_probe(&mut p, O_RDWR);
         assert_eq!((probe.flushes(), probe.releases()), (0, 0));
@@ -501,7 +495,7 @@ fn close_releases_by_the_time_it_returns() {
 
 #[test]
 fn a_held_fileref_keeps_the_file_alive_after_close() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         let (fd, probe) = open_probe(&mut p, O_RDWR);
         let f = p.fget(fd).unwrap();
@@ -529,7 +523,7 @@ fn a_held_fileref_keeps_the_file_alive_after_close() {
 
 #[test]
 fn puts_made_by_a_release_are_deferred_but_done_before_close_returns() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         let (outer, po) = open_probe(&mut p, O_RDWR);
         let (inner, pi) = open_probe(&mut p, O_RDWR);
@@ -552,7 +546,7 @@ fn puts_made_by_a_release_are_deferred_but_done_before_close_returns() {
 
 #[test]
 fn flush_errors_are_returned_by_close_only() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         let (fd, probe) = open_probe(&mut p, O_RDWR);
         probe.fail_flush(Errno::EIO);
@@ -605,7 +599,7 @@ fn flush_errors_are_returned_by_close_only() {
 
 #[test]
 fn a_failed_open_frees_the_fd_and_never_releases() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         for _ in 0..3 {
             open(&mut p, O_RDWR);
@@ -639,7 +633,7 @@ fn a_failed_open_frees_the_fd_and_never_releases() {
 
 #[test]
 fn the_reserved_fd_is_visible_while_the_open_runs() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         let t = p.new_thread();
         let r = p.open_with(O_RDONLY, |_| {
@@ -657,7 +651,7 @@ fn the_reserved_fd_is_visible_while_the_open_runs() {
 
 #[test]
 fn dup_semantics_and_errors() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         let (a, probe) = open_probe(&mut p, O_RDWR | O_CLOEXEC);
         for bad in BAD_FDS.into_iter().chain([1, 64]) {
@@ -687,7 +681,7 @@ fn dup_semantics_and_errors() {
 
 #[test]
 fn dup2_semantics_and_errors() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         let (a, pa) = open_probe(&mut p, O_RDWR);
         let (b, pb) = open_probe(&mut p, O_RDWR);
@@ -746,7 +740,7 @@ fn dup2_semantics_and_errors() {
 
 #[test]
 fn dup3_semantics_and_errors() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         let (a, _pa) = open_probe(&mut p, O_RDWR);
         let (b, pb) = open_probe(&mut p, O_RDWR);
@@ -791,7 +785,7 @@ fn dup3_semantics_and_errors() {
 
 #[test]
 fn fcntl_dupfd() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         let a = open(&mut p, O_RDWR | O_CLOEXEC);
         open(&mut p, O_RDWR);
@@ -836,7 +830,7 @@ fn fcntl_dupfd() {
 
 #[test]
 fn fcntl_getfd_setfd() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         let a = open(&mut p, O_RDWR | O_CLOEXEC);
         let b = p.dup(a).unwrap();
@@ -901,7 +895,7 @@ const GETFL_PATH_CASES: [(i32, i32); 4] = [
 
 #[test]
 fn fcntl_getfl_reports_linux_f_flags() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         for (flags, want) in GETFL_CASES.into_iter().chain(GETFL_PATH_CASES) {
             let mut seen = None;
@@ -929,7 +923,7 @@ fn fcntl_getfl_reports_linux_f_flags() {
 
 #[test]
 fn fcntl_setfl_changes_only_setfl_mask() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         let a = open(&mut p, O_RDWR);
         let b = p.dup(a).unwrap();
@@ -963,7 +957,7 @@ fn fcntl_setfl_changes_only_setfl_mask() {
 
 #[test]
 fn fcntl_unknown_commands() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         let a = open(&mut p, O_RDWR);
         let path = open(&mut p, O_PATH);
@@ -984,7 +978,7 @@ fn fcntl_dupfd_query() {
     // Values checked on Linux 6.18: 1 for the same open file (dup or the fd
     // itself), 0 for another open of the same thing, EBADF for a bad
     // argument fd; allowed on O_PATH fds.
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         let a = open(&mut p, O_RDONLY);
         let b = p.dup(a).unwrap();
@@ -1005,7 +999,7 @@ fn fcntl_dupfd_query() {
 
 #[test]
 fn o_path_fds() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         let a = open(&mut p, O_PATH | O_CLOEXEC);
         assert_eq!(p.fget(a).err(), Some(Errno::EBADF));
@@ -1040,7 +1034,7 @@ fn o_path_fds() {
 
 #[test]
 fn fget_and_with_file() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         let a = open(&mut p, O_RDWR | O_APPEND);
         let f = p.fget(a).unwrap();
@@ -1070,7 +1064,7 @@ fn fget_and_with_file() {
 
 #[test]
 fn the_position_lock_is_taken_only_when_the_file_is_shared() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         let a = open(&mut p, O_RDWR);
         let locked = |p: &mut Process, fd| p.with_file(fd, |f| f.lock_pos().is_locked()).unwrap();
@@ -1127,7 +1121,7 @@ fn the_position_lock_is_taken_only_when_the_file_is_shared() {
 
 #[test]
 fn close_range_errors() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         let a = open(&mut p, O_RDWR);
         let t = p.new_thread();
@@ -1154,7 +1148,7 @@ fn close_range_errors() {
 
 #[test]
 fn close_range_closes_the_open_fds_in_range() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         let probes: Vec<_> = (0..8).map(|_| open_probe(&mut p, O_RDWR).1).collect();
         p.close(2).unwrap();
@@ -1194,7 +1188,7 @@ fn close_range_closes_the_open_fds_in_range() {
 
 #[test]
 fn close_range_cloexec_marks_without_closing() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         let probes: Vec<_> = (0..6).map(|_| open_probe(&mut p, O_RDWR).1).collect();
         p.close(3).unwrap();
@@ -1232,7 +1226,7 @@ fn close_range_cloexec_marks_without_closing() {
 
 #[test]
 fn close_range_unshare_gives_a_private_table() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         let probes: Vec<_> = (0..6).map(|_| open_probe(&mut p, O_RDWR).1).collect();
         let mut t = p.new_thread();
@@ -1294,7 +1288,7 @@ fn close_range_unshare_gives_a_private_table() {
 
 #[test]
 fn fork_copies_the_table_and_shares_the_files() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         let (a, pa) = open_probe(&mut p, O_RDWR);
         let (b, pb) = open_probe(&mut p, O_RDWR | O_CLOEXEC);
@@ -1339,7 +1333,7 @@ fn fork_copies_the_table_and_shares_the_files() {
 
 #[test]
 fn threads_share_the_table_and_the_last_exit_closes_it() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         let (a, pa) = open_probe(&mut p, O_RDWR);
         let mut t = p.new_thread();
@@ -1372,7 +1366,7 @@ fn threads_share_the_table_and_the_last_exit_closes_it() {
 
 #[test]
 fn unshare_files() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         let (a, pa) = open_probe(&mut p, O_RDWR | O_CLOEXEC);
         // Not shared: nothing changes.
@@ -1401,7 +1395,7 @@ fn unshare_files() {
 
 #[test]
 fn exec_closes_only_close_on_exec_fds() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         let (a, pa) = open_probe(&mut p, O_RDWR);
         let (b, pb) = open_probe(&mut p, O_RDWR | O_CLOEXEC);
@@ -1428,7 +1422,7 @@ fn exec_closes_only_close_on_exec_fds() {
 
 #[test]
 fn exec_unshares_a_shared_table_first() {
-    each(|fast| {
+    each_combination(|fast| {
         let mut p = new_proc(fast);
         let (a, pa) = open_probe(&mut p, O_RDWR | O_CLOEXEC);
         let b = open(&mut p, O_RDWR);

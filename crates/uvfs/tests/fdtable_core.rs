@@ -6,8 +6,11 @@
 //! Tests run under every [`FastPaths`] combination unless they are about
 //! memory size; the switches must not change any result.
 
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use support::vfs::each_combination;
 use uvfs::file::FMODE_PATH;
 use uvfs::uapi::*;
 use uvfs::{Errno, FastPaths, FdTable, File, FileOps, FileRef, Process, ReservedFd, Vfs};
@@ -87,13 +90,6 @@ impl Fixture {
     }
 }
 
-fn each(mut body: impl FnMut(FastPaths)) {
-    for fast in FastPaths::all_combinations() {
-        eprintln!("-- fast paths: {fast}");
-        body(fast);
-    }
-}
-
 fn same(t: &FdTable, a: i32, b: i32) -> bool {
     FileRef::ptr_eq(&t.get(a).unwrap(), &t.get(b).unwrap())
 }
@@ -102,7 +98,7 @@ const BAD_FDS: [i32; 4] = [-1, i32::MIN, i32::MAX, 1 << 20];
 
 #[test]
 fn a_new_table_is_empty() {
-    each(|fast| {
+    each_combination(|fast| {
         let x = Fixture::new(fast);
         let t = &x.table;
         assert_eq!(t.max_fds(), 64, "NR_OPEN_DEFAULT");
@@ -119,7 +115,7 @@ fn a_new_table_is_empty() {
 
 #[test]
 fn alloc_takes_the_lowest_free_fd_at_or_above_start() {
-    each(|fast| {
+    each_combination(|fast| {
         let x = Fixture::new(fast);
         let t = &x.table;
         for want in 0..6 {
@@ -162,7 +158,7 @@ fn next_fd_hint_follows_linux() {
     // when start <= next_fd, sets next_fd to the fd it took plus one;
     // freeing an fd below next_fd lowers next_fd to it; dup2 does not
     // touch it.
-    each(|fast| {
+    each_combination(|fast| {
         let x = Fixture::new(fast);
         let t = &x.table;
         for _ in 0..5 {
@@ -213,7 +209,7 @@ fn next_fd_hint_follows_linux() {
 
 #[test]
 fn the_table_grows_by_powers_of_two() {
-    each(|fast| {
+    each_combination(|fast| {
         let x = Fixture::new(fast);
         let t = &x.table;
         let mut held: Vec<ReservedFd<'_>> = Vec::new();
@@ -261,7 +257,7 @@ fn the_table_grows_by_powers_of_two() {
 
 #[test]
 fn alloc_fails_with_emfile_at_the_limit() {
-    each(|fast| {
+    each_combination(|fast| {
         let x = Fixture::new(fast);
         let t = &x.table;
         let a = t.alloc_fd(0, 3, false).unwrap();
@@ -319,7 +315,7 @@ fn alloc_fails_with_emfile_at_nr_open() {
 
 #[test]
 fn a_reserved_fd_is_taken_but_has_no_file() {
-    each(|fast| {
+    each_combination(|fast| {
         let x = Fixture::new(fast);
         let t = &x.table;
         let (a, pa) = x.install(false);
@@ -388,7 +384,7 @@ fn install_refuses_a_file_of_another_memory_mode() {
 
 #[test]
 fn get_and_get_mask() {
-    each(|fast| {
+    each_combination(|fast| {
         let x = Fixture::new(fast);
         let t = &x.table;
         let (a, _) = x.install(false);
@@ -430,7 +426,7 @@ fn get_and_get_mask() {
 
 #[test]
 fn close_hands_back_the_file_and_frees_the_fd() {
-    each(|fast| {
+    each_combination(|fast| {
         let x = Fixture::new(fast);
         let t = &x.table;
         let (a, pa) = x.install(true);
@@ -458,7 +454,7 @@ fn close_hands_back_the_file_and_frees_the_fd() {
 
 #[test]
 fn dup_of_the_table() {
-    each(|fast| {
+    each_combination(|fast| {
         let x = Fixture::new(fast);
         let t = &x.table;
         let (a, pa) = x.install(true);
@@ -489,7 +485,7 @@ fn dup_of_the_table() {
 
 #[test]
 fn dup2_and_dup3_of_the_table() {
-    each(|fast| {
+    each_combination(|fast| {
         let x = Fixture::new(fast);
         let t = &x.table;
         let (a, pa) = x.install(false);
@@ -539,7 +535,7 @@ fn dup2_and_dup3_of_the_table() {
 
 #[test]
 fn dup_from_is_f_dupfd() {
-    each(|fast| {
+    each_combination(|fast| {
         let x = Fixture::new(fast);
         let t = &x.table;
         let (a, pa) = x.install(false);
@@ -570,7 +566,7 @@ fn dup_from_is_f_dupfd() {
 
 #[test]
 fn close_on_exec_flags() {
-    each(|fast| {
+    each_combination(|fast| {
         let x = Fixture::new(fast);
         let t = &x.table;
         let (a, _) = x.install(false);
@@ -594,7 +590,7 @@ fn close_on_exec_flags() {
 
 #[test]
 fn close_range_of_the_table() {
-    each(|fast| {
+    each_combination(|fast| {
         let x = Fixture::new(fast);
         let t = &x.table;
         let probes: Vec<_> = (0..6).map(|_| x.install(false).1).collect();
@@ -620,7 +616,7 @@ fn close_range_of_the_table() {
 
 #[test]
 fn set_cloexec_range_marks_the_range() {
-    each(|fast| {
+    each_combination(|fast| {
         let x = Fixture::new(fast);
         let t = &x.table;
         for _ in 0..5 {
@@ -647,7 +643,7 @@ fn set_cloexec_range_marks_the_range() {
 
 #[test]
 fn the_exec_sweep_closes_close_on_exec_fds_and_keeps_reservations() {
-    each(|fast| {
+    each_combination(|fast| {
         let x = Fixture::new(fast);
         let t = &x.table;
         let (_, p0) = x.install(false);
@@ -676,7 +672,7 @@ fn the_exec_sweep_closes_close_on_exec_fds_and_keeps_reservations() {
 
 #[test]
 fn copy_shares_files_and_drops_reservations() {
-    each(|fast| {
+    each_combination(|fast| {
         let x = Fixture::new(fast);
         let t = &x.table;
         let (a, pa) = x.install(false);
@@ -719,7 +715,7 @@ fn copy_shares_files_and_drops_reservations() {
 
 #[test]
 fn users_attach_detach_and_the_last_detach_closes() {
-    each(|fast| {
+    each_combination(|fast| {
         let x = Fixture::new(fast);
         let t = &x.table;
         let (_, pa) = x.install(false);
@@ -741,7 +737,7 @@ fn users_attach_detach_and_the_last_detach_closes() {
 
 #[test]
 fn dropping_a_table_puts_its_files() {
-    each(|fast| {
+    each_combination(|fast| {
         let x = Fixture::new(fast);
         let (_, pa) = x.install(false);
         let (f, pb) = x.file(O_RDWR);

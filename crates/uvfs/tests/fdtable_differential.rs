@@ -28,12 +28,13 @@
 //!   uvfs does not implement (F_DUPFD_QUERY, leases, …) are not sent.
 #![cfg(target_os = "linux")]
 
-mod common;
-use common::Rng;
+mod support;
 use std::ffi::CString;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use support::host::TempDir;
+use support::rng::Rng;
 use uvfs::uapi::*;
 use uvfs::{Errno, FastPaths, Process, Vfs};
 
@@ -558,26 +559,14 @@ fn host_child() {
 // The parent.
 // ---------------------------------------------------------------------------
 
-fn fresh_dir(seed: u64) -> PathBuf {
-    let base = Path::new("/dev/shm");
-    let base = if base.is_dir() {
-        base.to_path_buf()
-    } else {
-        std::env::temp_dir()
-    };
-    let dir = base.join(format!("uvfs-diff-{}-{seed:x}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir(&dir).expect("create the child's directory");
-    dir
-}
-
 fn host_log(seed: u64, hard: u64) -> Vec<String> {
-    let dir = fresh_dir(seed);
+    let tmp = TempDir::new(&format!("diff-{seed:x}"));
+    let dir = tmp.path();
     let exe = std::env::current_exe().expect("current_exe");
     let out = Command::new(exe)
         .args(["--exact", CHILD_TEST, "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, seed.to_string())
-        .env(DIR_ENV, &dir)
+        .env(DIR_ENV, dir)
         .env(HARD_ENV, hard.to_string())
         // Under AddressSanitizer (.ci/run), no leak check in the child: it
         // closes every fd and points stderr at /dev/null, and LeakSanitizer's
@@ -588,7 +577,7 @@ fn host_log(seed: u64, hard: u64) -> Vec<String> {
         .output()
         .expect("spawn the host child");
     let log = std::fs::read_to_string(dir.join("host.log")).unwrap_or_default();
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(tmp);
     let lines: Vec<String> = log.lines().map(str::to_owned).collect();
     assert!(
         out.status.success() && lines.last().map(String::as_str) == Some("END"),

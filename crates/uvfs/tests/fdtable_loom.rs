@@ -18,6 +18,8 @@
 //! interleaving alone would not show it.
 #![cfg(loom)]
 
+mod support;
+
 use loom::cell::UnsafeCell;
 use loom::model::Builder;
 use loom::thread;
@@ -25,6 +27,7 @@ use std::any::Any;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::SeqCst;
+use support::loom::check;
 use uvfs::{Errno, FastPaths, File, FileOps, FileRef, Process, Vfs};
 
 /// Probe ids per model.
@@ -140,35 +143,13 @@ fn open(p: &mut Process, log: &Arc<Log>, id: usize) -> i32 {
 }
 
 fn builder(preemptions: usize) -> Builder {
-    let mut b = Builder::new();
-    b.preemption_bound = Some(preemptions);
+    let mut b = support::loom::builder(preemptions);
     // Every atomic access is a loom branch, and each model builds (before
     // its threads start) and tears down (after they join) a whole VFS: its
     // dentry and inode caches and root dentry. That single-threaded setup
     // adds branches but no interleavings; loom's default of 1000 is too low.
     b.max_branches = 10_000;
     b
-}
-
-/// Runs `model` under `b`, reporting how many executions loom explored.
-fn check(b: &Builder, model: impl Fn() + Send + Sync + 'static) {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let counter = runs.clone();
-    let start = std::time::Instant::now();
-    b.check(move || {
-        counter.fetch_add(1, SeqCst);
-        model();
-    });
-    eprintln!(
-        "{}: {} executions in {:.2?}",
-        thread_name(),
-        runs.load(SeqCst),
-        start.elapsed()
-    );
-}
-
-fn thread_name() -> String {
-    std::thread::current().name().unwrap_or("?").to_owned()
 }
 
 /// The type-stable preset, and the same with the stock lookup helper.

@@ -51,8 +51,7 @@
 //! The global file pool is shared by the whole test process, so this file
 //! holds this one test only, and runs the presets one after the other.
 
-mod common;
-use common::Rng;
+mod support;
 use std::any::Any;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::AtomicBool;
@@ -61,6 +60,7 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use support::rng::Rng;
 use uvfs::uapi::*;
 use uvfs::{Errno, FastPaths, File, FileOps, FileRef, Process, Vfs};
 

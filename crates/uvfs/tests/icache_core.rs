@@ -9,8 +9,8 @@ use uvfs::Errno;
 use uvfs::fs::{Attr, Ino, S_IFREG, Timespec};
 use uvfs::icache::InodeCache;
 
-mod common;
-use common::Rng;
+mod support;
+use support::rng::Rng;
 
 fn attr(ino: Ino, nlink: u32) -> Attr {
     Attr {

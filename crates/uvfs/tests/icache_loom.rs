@@ -27,11 +27,13 @@
 //! to and read its initial null `next` (model 3, lockless: a SIGSEGV).
 #![cfg(loom)]
 
-use loom::model::Builder;
+mod support;
+
 use loom::thread;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+use support::loom::{builder, check};
 use uvfs::Errno;
 use uvfs::fs::{Attr, Ino, S_IFREG, Timespec};
 use uvfs::icache::{InodeCache, InodeRef};
@@ -220,33 +222,6 @@ fn with_cache(cache: InodeCache, model: impl FnOnce(&'static InodeCache)) {
 fn bucket(sb: u64, ino: Ino, n: usize) -> usize {
     let h = (ino ^ sb.rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     (h >> 32) as usize & (n - 1)
-}
-
-fn builder(preemptions: usize) -> Builder {
-    let mut b = Builder::new();
-    b.preemption_bound = Some(preemptions);
-    b
-}
-
-/// Runs `model` under `b`, reporting how many executions loom explored.
-fn check(b: &Builder, model: impl Fn() + Send + Sync + 'static) {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let counter = runs.clone();
-    let start = std::time::Instant::now();
-    b.check(move || {
-        counter.fetch_add(1, SeqCst);
-        model();
-    });
-    eprintln!(
-        "{}: {} executions in {:.2?}",
-        thread_name(),
-        runs.load(SeqCst),
-        start.elapsed()
-    );
-}
-
-fn thread_name() -> String {
-    std::thread::current().name().unwrap_or("?").to_owned()
 }
 
 fn both(mut f: impl FnMut(bool)) {

@@ -9,10 +9,10 @@
 //! `EINVAL`s. Expected values were checked on a Linux 6.18 host's tmpfs
 //! ("Host:" comments). Every test runs under both fast-path settings.
 
-mod ns_common;
+mod support;
 
-use ns_common::*;
 use std::sync::Arc;
+use support::vfs::*;
 use uvfs::fs::tmpfs::{Tmpfs, TmpfsOptions};
 use uvfs::fs::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FileSystem};
 use uvfs::stat::parse_dirents64;

@@ -7,9 +7,9 @@
 //! on tmpfs ("Host:" comments). Every test runs under both fast-path
 //! settings.
 
-mod ns_common;
+mod support;
 
-use ns_common::*;
+use support::vfs::*;
 use uvfs::Errno;
 use uvfs::fs::tmpfs::Tmpfs;
 use uvfs::fs::{RENAME_EXCHANGE, RENAME_NOREPLACE};

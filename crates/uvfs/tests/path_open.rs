@@ -7,9 +7,9 @@
 //! comments record what was checked there). Every test runs under both
 //! fast-path settings.
 
-mod ns_common;
+mod support;
 
-use ns_common::*;
+use support::vfs::*;
 use uvfs::Errno;
 use uvfs::uapi::*;
 

@@ -8,9 +8,9 @@
 //! Linux 6.18 host's tmpfs ("Host:" comments). Every test runs under both
 //! fast-path settings.
 
-mod ns_common;
+mod support;
 
-use ns_common::*;
+use support::vfs::*;
 use uvfs::Errno;
 use uvfs::fs::RENAME_EXCHANGE;
 use uvfs::fs::tmpfs::Tmpfs;

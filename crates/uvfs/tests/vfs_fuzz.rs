@@ -1,6 +1,6 @@
 //! Fuzzing the syscall API on stable, with a plain driver.
 //!
-//! The target (`fuzz/mod.rs`) decodes arbitrary bytes into calls across two
+//! The target (`support/fuzz.rs`) decodes arbitrary bytes into calls across two
 //! or three processes of one small VFS and checks invariants after each call
 //! and at the end (see there). This driver:
 //! 1. replays every file of `tests/fuzz-corpus/` (under both presets);
@@ -20,14 +20,14 @@
 //! - `UVFS_FUZZ_SAVE=dir`: write every input that reached a new (call,
 //!   errno) pair to `dir` (how the committed corpus was made).
 
-mod common;
-mod fuzz;
+mod support;
 
-use common::Rng;
 use std::collections::BTreeSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use support::fuzz::{Fuzz, Trace};
+use support::rng::Rng;
 use uvfs::FastPaths;
 
 fn corpus_dir() -> PathBuf {
@@ -52,13 +52,13 @@ fn fnv(data: &[u8]) -> u64 {
 }
 
 /// Runs one input; on failure reports it and panics.
-fn run_one(data: &[u8], fast: bool, origin: &str) -> fuzz::Trace {
+fn run_one(data: &[u8], fast: bool, origin: &str) -> Trace {
     let preset = if fast {
         FastPaths::seeds()
     } else {
         FastPaths::stock()
     };
-    let r = catch_unwind(AssertUnwindSafe(|| fuzz::Fuzz::new(preset).run(data)));
+    let r = catch_unwind(AssertUnwindSafe(|| Fuzz::new(preset).run(data)));
     let msg = match r {
         Ok(Ok(t)) => return t,
         Ok(Err(e)) => e,
@@ -145,7 +145,7 @@ fn the_end_checks_catch_a_leak() {
         .next()
         .map(|(_, d)| d)
         .unwrap_or_default();
-    let mut f = fuzz::Fuzz::new(FastPaths::seeds());
+    let mut f = Fuzz::new(FastPaths::seeds());
     let hidden = f.leak_a_process();
     let e = f
         .run(&input)

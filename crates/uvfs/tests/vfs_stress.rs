@@ -15,10 +15,10 @@
 //!
 //! Seeded; `UVFS_STRESS_SECS` lengthens the run.
 
-mod common;
-use common::Rng;
+mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::rng::Rng;
 use uvfs::fs::tmpfs::{Tmpfs, TmpfsOptions};
 use uvfs::fs::{FileSystem, RENAME_EXCHANGE, RENAME_NOREPLACE};
 use uvfs::uapi::*;

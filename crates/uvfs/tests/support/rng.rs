@@ -1,10 +1,9 @@
-//! Shared helpers of the integration tests.
+//! The deterministic random number generator of the seeded tests.
 
 /// A tiny xorshift64* generator: no dependencies, the same sequence on every
 /// machine, so a printed seed replays a run.
 pub struct Rng(u64);
 
-#[allow(dead_code)] // each test binary uses its own subset
 impl Rng {
     pub fn new(seed: u64) -> Rng {
         Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)

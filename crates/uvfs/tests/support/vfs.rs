@@ -1,6 +1,5 @@
-//! Helpers shared by the `ns_*` namespace test files: run a body under both
-//! fast-path settings, read and write whole files, list directories.
-#![allow(dead_code)] // each test binary uses its own subset
+//! Tiny VFSs and processes: run a body under both fast-path settings (or
+//! under every combination), read and write whole files, list directories.
 
 use std::sync::Arc;
 use uvfs::cred::Cred;
@@ -11,6 +10,15 @@ use uvfs::{Errno, FastPaths, Process, Vfs};
 /// The two fast-path settings every test runs under.
 pub fn fasts() -> [FastPaths; 2] {
     [FastPaths::seeds(), FastPaths::stock()]
+}
+
+/// Runs `body` under every fast-path combination (the combination is
+/// printed, so a failure names it).
+pub fn each_combination(mut body: impl FnMut(FastPaths)) {
+    for fast in FastPaths::all_combinations() {
+        eprintln!("-- fast paths: {fast}");
+        body(fast);
+    }
 }
 
 /// Runs `f` on a fresh VFS and root process, once per fast-path setting.
