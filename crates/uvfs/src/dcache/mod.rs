@@ -680,7 +680,7 @@ pub(crate) fn set_mounted(mountpoint: &DentryRef, root: Option<&DentryRef>) {
 }
 
 /// The dentry cache's operations for the loom models in
-/// `tests/loom_dcache.rs`, which as integration tests see only `pub` items
+/// `tests/dcache_loom.rs`, which as integration tests see only `pub` items
 /// (the cache's API is crate-private). Built only under `--cfg loom`.
 #[cfg(loom)]
 #[doc(hidden)]

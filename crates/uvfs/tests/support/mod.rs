@@ -1,0 +1,22 @@
+//! Helpers shared by the integration tests. Each test file declares
+//! `mod support;` and uses the parts it needs:
+//!
+//! - [`rng`]: the deterministic random number generator of the seeded tests;
+//! - [`vfs`]: tiny VFSs and processes, whole-file and directory helpers;
+//! - [`host`]: host-kernel fixtures of the differential tests (directories
+//!   on tmpfs, a thread with a private mount namespace, forked children);
+//! - [`pathdiff`]: the path API's differential harness (generator, host and
+//!   uvfs backends, comparison, minimizer);
+//! - [`fuzz`]: the fuzz target's decoder and executor;
+//! - [`loom`]: the loom harness (under `--cfg loom`).
+#![allow(dead_code)] // each test binary uses its own subset
+
+pub mod fuzz;
+#[cfg(target_os = "linux")]
+pub mod host;
+#[cfg(loom)]
+pub mod loom;
+#[cfg(target_os = "linux")]
+pub mod pathdiff;
+pub mod rng;
+pub mod vfs;
