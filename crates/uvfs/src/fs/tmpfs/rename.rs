@@ -121,7 +121,9 @@ struct Rename<'a> {
     /// The inode `nname` names, if any.
     tgt: Option<Ino>,
     tgt_arc: Option<Arc<Inode>>,
+    /// Whether the source is a directory.
     src_dir: bool,
+    /// Whether there is a target and it is a directory.
     tgt_dir: bool,
 }
 
