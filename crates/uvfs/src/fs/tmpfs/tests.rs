@@ -2,7 +2,10 @@
 //! tmpfs (`/dev/shm` or a fresh `mount -t tmpfs` in a private namespace).
 
 use super::*;
-use crate::fs::{FileSystem, Ino, NewInode, SetAttr, SetTime};
+use crate::fs::{
+    FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FileSystem, Ino, NewInode, RENAME_EXCHANGE,
+    RENAME_NOREPLACE, S_IFLNK, S_IFREG, S_ISGID, SetAttr, SetTime,
+};
 use std::time::Duration;
 
 const R: Ino = ROOT_INO;

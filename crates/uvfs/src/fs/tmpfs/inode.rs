@@ -1,0 +1,248 @@
+//! Inodes: what one holds ([`State`], behind its own lock), the lock
+//! helpers for operations on several inodes, attributes (`getattr`,
+//! `setattr`) and eviction (Linux's `shmem_evict_inode`).
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use super::dir::{Dir, check_name};
+use super::pages::RegFile;
+use super::{DIRENT_SIZE, EMPTY_DIR_SIZE, MAX_FILE_SIZE, PAGE_SIZE, ROOT_INO, Tmpfs};
+use crate::errno::Errno;
+use crate::fs::{Attr, Ino, S_IFMT, SetAttr, SetTime, Timespec};
+use crate::primitive::{
+    PlainRwLock as RwLock, PlainRwLockReadGuard as RwLockReadGuard,
+    PlainRwLockWriteGuard as RwLockWriteGuard,
+};
+
+/// What an inode is, with what only that type holds.
+pub(super) enum Kind {
+    Reg(RegFile),
+    Dir(Dir),
+    Symlink { target: Box<[u8]>, has_page: bool },
+}
+
+/// An inode's attributes and contents, behind its lock.
+pub(super) struct State {
+    pub(super) mode: u32,
+    pub(super) uid: u32,
+    pub(super) gid: u32,
+    pub(super) nlink: u32,
+    pub(super) atime: Timespec,
+    pub(super) mtime: Timespec,
+    pub(super) ctime: Timespec,
+    pub(super) btime: Timespec,
+    /// An `O_TMPFILE` inode never linked yet (`I_LINKABLE`).
+    pub(super) linkable: bool,
+    pub(super) kind: Kind,
+}
+
+impl State {
+    pub(super) fn is_dir(&self) -> bool {
+        matches!(self.kind, Kind::Dir(_))
+    }
+
+    pub(super) fn dir(&self) -> Result<&Dir, Errno> {
+        match &self.kind {
+            Kind::Dir(d) => Ok(d),
+            _ => Err(Errno::ENOTDIR),
+        }
+    }
+
+    pub(super) fn dir_mut(&mut self) -> Result<&mut Dir, Errno> {
+        match &mut self.kind {
+            Kind::Dir(d) => Ok(d),
+            _ => Err(Errno::ENOTDIR),
+        }
+    }
+
+    /// Pages this inode holds against the space limit.
+    pub(super) fn pages_held(&self) -> u64 {
+        match &self.kind {
+            Kind::Reg(f) => f.pages.len() as u64,
+            Kind::Symlink { has_page, .. } => u64::from(*has_page),
+            Kind::Dir(_) => 0,
+        }
+    }
+
+    /// Stamps mtime and ctime.
+    pub(super) fn stamp_mc(&mut self, now: Timespec) {
+        self.mtime = now;
+        self.ctime = now;
+    }
+}
+
+/// One inode as the table holds it.
+pub(super) struct Inode {
+    pub(super) ino: Ino,
+    /// For a directory, its parent (the root: itself). Changed only under
+    /// the rename mutex.
+    pub(super) parent: AtomicU64,
+    pub(super) st: RwLock<State>,
+}
+
+/// Read-locks an inode (a poisoned lock is taken as it is).
+pub(super) fn rd(i: &Inode) -> RwLockReadGuard<'_, State> {
+    i.st.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Write-locks an inode (a poisoned lock is taken as it is).
+pub(super) fn wr(i: &Inode) -> RwLockWriteGuard<'_, State> {
+    i.st.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The write guards of a sorted, deduplicated set of inodes.
+pub(super) type Guards<'a> = Vec<(Ino, RwLockWriteGuard<'a, State>)>;
+
+/// Write-locks `inodes`, which the caller has sorted by inode number.
+pub(super) fn lock_all(inodes: &[Arc<Inode>]) -> Guards<'_> {
+    inodes.iter().map(|i| (i.ino, wr(i))).collect()
+}
+
+/// The locked state of `ino` among `g`.
+pub(super) fn find<'a>(g: &'a mut Guards<'_>, ino: Ino) -> Option<&'a mut State> {
+    g.iter_mut().find(|(i, _)| *i == ino).map(|(_, s)| &mut **s)
+}
+
+impl Tmpfs {
+    /// The attributes of inode `ino` in state `st`.
+    pub(super) fn attr(ino: Ino, st: &State) -> Attr {
+        let (size, blocks) = match &st.kind {
+            Kind::Reg(f) => (f.size, f.pages.len() as u64 * (PAGE_SIZE / 512)),
+            Kind::Dir(d) => (EMPTY_DIR_SIZE + DIRENT_SIZE * d.len(), 0),
+            Kind::Symlink { target, has_page } => (
+                target.len() as u64,
+                if *has_page { PAGE_SIZE / 512 } else { 0 },
+            ),
+        };
+        Attr {
+            ino,
+            mode: st.mode,
+            nlink: st.nlink,
+            uid: st.uid,
+            gid: st.gid,
+            size,
+            blocks,
+            blksize: PAGE_SIZE as u32,
+            atime: st.atime,
+            mtime: st.mtime,
+            ctime: st.ctime,
+            btime: st.btime,
+        }
+    }
+
+    /// Locks `dir` and its child `name` (in inode order), re-checking the
+    /// name; `f` runs with both states.
+    pub(super) fn with_dir_and_child<R>(
+        &self,
+        dir: Ino,
+        name: &[u8],
+        f: impl FnOnce(&mut State, &mut State, Ino) -> Result<R, Errno>,
+    ) -> Result<R, Errno> {
+        check_name(name)?;
+        loop {
+            let (d, child) = self.peek(dir, name)?;
+            let child = child.ok_or(Errno::ENOENT)?;
+            let Ok(c) = self.get(child) else { continue };
+            if child == dir {
+                return Err(Errno::EINVAL);
+            }
+            let mut arcs = [d, c];
+            arcs.sort_by_key(|i| i.ino);
+            let mut g = lock_all(&arcs);
+            let still = find(&mut g, dir)
+                .and_then(|s| s.dir().ok()?.get(name))
+                .map(|s| s.ino);
+            if still != Some(child) {
+                continue;
+            }
+            let (a, b) = g.split_at_mut(1);
+            let (ds, cs) = if a[0].0 == dir {
+                (&mut *a[0].1, &mut *b[0].1)
+            } else {
+                (&mut *b[0].1, &mut *a[0].1)
+            };
+            return f(ds, cs, child);
+        }
+    }
+
+    /// setattr: mode, owner, times and (regular files) size.
+    pub(super) fn setattr_inode(&self, ino: Ino, set: &SetAttr) -> Result<Attr, Errno> {
+        let i = self.get(ino)?;
+        let mut st = wr(&i);
+        if let Some(size) = set.size {
+            match st.kind {
+                Kind::Reg(_) => {}
+                Kind::Dir(_) => return Err(Errno::EISDIR),
+                Kind::Symlink { .. } => return Err(Errno::EINVAL),
+            }
+            if size > MAX_FILE_SIZE {
+                return Err(Errno::EFBIG);
+            }
+        }
+        let now = Timespec::now();
+        let mut any = set.mode.is_some()
+            || set.uid.is_some()
+            || set.gid.is_some()
+            || set.atime.is_some()
+            || set.mtime.is_some();
+        if let Some(m) = set.mode {
+            st.mode = (st.mode & S_IFMT) | (m & 0o7777);
+        }
+        if let Some(u) = set.uid {
+            st.uid = u;
+        }
+        if let Some(g) = set.gid {
+            st.gid = g;
+        }
+        let at = |t: SetTime| match t {
+            SetTime::Now => now,
+            SetTime::At(t) => t,
+        };
+        if let Some(t) = set.atime {
+            st.atime = at(t);
+        }
+        if let Some(t) = set.mtime {
+            st.mtime = at(t);
+        }
+        if let Some(size) = set.size
+            && let Kind::Reg(f) = &mut st.kind
+            && self.set_size(f, size)
+        {
+            if set.mtime.is_none() {
+                st.mtime = now;
+            }
+            any = true;
+        }
+        if any && !set.no_ctime {
+            st.ctime = now;
+        }
+        Ok(Self::attr(ino, &st))
+    }
+
+    /// Frees inode `ino` once it has no name left (the VFS calls this when
+    /// the last reference goes): its pages and its inode count.
+    pub(super) fn evict_inode(&self, ino: Ino) {
+        let Ok(i) = self.get(ino) else { return };
+        let mut st = wr(&i);
+        if st.nlink != 0 || ino == ROOT_INO {
+            return;
+        }
+        // Only the caller that takes the inode out of the table frees it.
+        let removed = self
+            .shard(ino)
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&ino);
+        if removed.is_none() {
+            return;
+        }
+        self.release_pages(st.pages_held());
+        match &mut st.kind {
+            Kind::Reg(f) => f.pages.clear(),
+            Kind::Symlink { has_page, .. } => *has_page = false,
+            Kind::Dir(_) => {}
+        }
+        self.release_inode();
+    }
+}

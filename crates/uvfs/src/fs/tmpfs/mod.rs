@@ -1,0 +1,437 @@
+//! An in-memory tmpfs behind [`FileSystem`], following Linux 6.18's shmem
+//! (`mm/shmem.c`) and its `simple_offset` directories (`fs/libfs.c`).
+//!
+//! # Layout
+//!
+//! - An inode table split into [`SHARDS`] shards (`RwLock<HashMap>` each,
+//!   keyed by inode number), each inode behind its own `RwLock`: operations
+//!   on different inodes never share a lock beyond a brief shard read.
+//! - Directories: `name -> entry` ([`BTreeMap`]), plus the entry order and
+//!   the offset map (Linux's maple tree of `d_off` cookies).
+//! - Regular files: sparse 4 KiB pages in a `BTreeMap<page index, Page>`;
+//!   a page is either written data or an `fallocate`d, not yet written page
+//!   (Linux's `!uptodate` folio: reads as zeros, counts as allocated, is a
+//!   hole for `SEEK_DATA`).
+//! - Symlinks: the target; targets of 128 bytes or more take a page (Linux
+//!   stores shorter ones inline: `SHORT_SYMLINK_LEN`).
+//!
+//! # Locking
+//!
+//! Shard locks are leaves: never held while an inode lock is taken. An
+//! operation on several inodes (link, unlink, rmdir, rename) write-locks all
+//! of them in ascending inode-number order after peeking at the names, then
+//! re-checks that the names still point where they did (retrying if not).
+//! Cross-directory renames also hold a file-system-wide mutex (Linux's
+//! `s_vfs_rename_mutex`), so the ancestry check (moving a directory into its
+//! own subtree) sees a tree no other rename can change: directories' parent
+//! links change only there. Every check precedes the first change, so a
+//! failed rename changes nothing.
+//!
+//! # Linux 6.18 behaviour reproduced (checked on a 6.18 host's tmpfs)
+//!
+//! - Root inode 1, later inodes numbered upwards from 2.
+//! - Directory listing order is newest first: a create, link or rename puts
+//!   the entry at the head (Linux's `d_children` list). Each entry has a
+//!   cookie (offset) allocated from a per-directory counter starting at 3;
+//!   a rename to a new name allocates a new one, a rename over an existing
+//!   name takes the replaced entry's offset, `RENAME_EXCHANGE` keeps both
+//!   names' offsets but moves both entries to the head (target side first,
+//!   so the source inode ends up first). `d_off` of an entry is the offset of
+//!   the entry listed after it; `.` has 1, the last entry `i32::MAX`
+//!   (end of directory). Resuming at cookie `p` continues, in listing order,
+//!   from the entry with the largest offset `<= p` (2: from the head).
+//!   **Deliberate divergence**: when no entry has an offset `<= p` (the
+//!   entry the cookie named, the oldest one, was removed), Linux 6.18
+//!   restarts from the head and repeats every entry (verified:
+//!   create a..e, list up to `b` (cookie 3 = `a`), unlink `a`, resume at 3:
+//!   Linux lists e d c b again); here that is the end of the directory, so an
+//!   entry present throughout is never repeated under create/unlink.
+//! - Sizes: directory 40 + 20 per entry, symlink = target length; blocks are
+//!   8 per allocated page; `blksize` 4096.
+//! - `nr_inodes`: the root counts, every inode counts once and every extra
+//!   hard link of a non-directory counts once more (Linux's
+//!   `shmem_reserve_inode` in `shmem_link`, given back by `shmem_unlink` while
+//!   the link count stays above zero); the last count is given back at
+//!   `evict`.
+//! - Errors for unknown inode numbers: `ESTALE` (the inode was evicted).
+//!
+//! Not modelled: xattrs/ACLs, huge pages, `RENAME_WHITEOUT` (rejected with
+//! `EINVAL` since the trait has no device nodes), quotas, seals.
+//!
+//! # Modules
+//!
+//! - this one: the [`Tmpfs`] type and its options, the inode table and its
+//!   shards, space and inode accounting, and [`FileSystem`] as dispatch;
+//! - `inode`: an inode's state and lock, the multi-inode lock helpers,
+//!   attributes, eviction;
+//! - `dir`: a directory's entries and their offsets (cookies), lookup,
+//!   readdir;
+//! - `names`: create, mkdir, symlink, `O_TMPFILE`, link, unlink, rmdir;
+//! - `rename`: rename and its flags, the directory-loop check;
+//! - `pages`: regular files' pages (read, write, truncate, `fallocate`,
+//!   `SEEK_DATA`/`SEEK_HOLE`);
+//! - `fsck`: the consistency check used by tests.
+
+use crate::primitive::{PlainMutex as Mutex, PlainRwLock as RwLock};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::{
+    Attr, DirEntry, FileSystem, FsLimits, Ino, NewInode, S_IFDIR, Seek, SetAttr, StatFs, Timespec,
+};
+use crate::errno::Errno;
+
+mod dir;
+mod fsck;
+mod inode;
+mod names;
+mod pages;
+mod rename;
+
+use dir::Dir;
+use inode::{Inode, Kind, State, rd};
+use pages::RegFile;
+
+/// Page size: the unit of allocation and of `size_bytes`.
+pub const PAGE_SIZE: u64 = 4096;
+/// `MAX_LFS_FILESIZE` on 64-bit Linux: the largest file size.
+pub const MAX_FILE_SIZE: u64 = i64::MAX as u64;
+/// `NAME_MAX`.
+pub const NAME_MAX: usize = 255;
+/// The longest symlink target (`PAGE_SIZE - 1`).
+pub const SYMLINK_MAX: usize = 4095;
+/// Symlink targets shorter than this are stored in the inode (0 blocks).
+pub const SHORT_SYMLINK_LEN: usize = 128;
+/// The root directory's inode number (as on a fresh Linux tmpfs mount).
+pub const ROOT_INO: Ino = 1;
+/// Directory size with no entries (`BOGO_DIRENT_SIZE * 2`).
+pub const EMPTY_DIR_SIZE: u64 = 40;
+/// Directory size added per entry (`BOGO_DIRENT_SIZE`).
+pub const DIRENT_SIZE: u64 = 20;
+/// The end-of-directory cookie (`DIR_OFFSET_EOD`, `S32_MAX`).
+pub const DIR_OFFSET_EOD: u64 = i32::MAX as u64;
+/// `stx_attributes_mask` on a Linux 6.18 tmpfs (the host's reads
+/// 0x203070): `STATX_ATTR_IMMUTABLE | APPEND | NODUMP | AUTOMOUNT |
+/// MOUNT_ROOT | DAX`.
+pub const STATX_ATTRIBUTES_MASK: u64 = 0x10 | 0x20 | 0x40 | 0x1000 | 0x2000 | 0x20_0000;
+/// Number of shards of the inode table.
+pub const SHARDS: usize = 64;
+
+/// Mount options (`mount -t tmpfs -o size=...,nr_inodes=...,mode=...`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TmpfsOptions {
+    /// Space limit in bytes, rounded up to whole pages; `None` or `Some(0)`:
+    /// unlimited (as Linux's `size=0`).
+    pub size_bytes: Option<u64>,
+    /// Inode limit (the root counts); `None` or `Some(0)`: unlimited.
+    pub nr_inodes: Option<u64>,
+    /// The root directory's permission bits (default `0o1777`).
+    pub mode: u32,
+    /// The root directory's owner.
+    pub uid: u32,
+    /// The root directory's group.
+    pub gid: u32,
+}
+
+impl Default for TmpfsOptions {
+    fn default() -> Self {
+        TmpfsOptions {
+            size_bytes: None,
+            nr_inodes: None,
+            mode: 0o1777,
+            uid: 0,
+            gid: 0,
+        }
+    }
+}
+
+/// One shard of the inode table.
+/// Each on its own cache lines, so threads working in different shards do
+/// not bounce one line between them.
+type Shard = crossbeam_utils::CachePadded<RwLock<HashMap<Ino, Arc<Inode>, InoHash>>>;
+
+/// Hashes an inode number with one multiply, folding the high half down so
+/// the low bits (which pick the bucket) depend on every bit: inode numbers
+/// in one shard share their low bits.
+#[derive(Clone, Copy, Default)]
+struct InoHasher(u64);
+
+impl std::hash::Hasher for InoHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        let h = (self.0 ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = h ^ (h >> 32);
+    }
+}
+
+type InoHash = std::hash::BuildHasherDefault<InoHasher>;
+
+/// An in-memory tmpfs. See the [module docs](self).
+pub struct Tmpfs {
+    shards: Box<[Shard]>,
+    next_ino: AtomicU64,
+    max_pages: Option<u64>,
+    max_inodes: Option<u64>,
+    used_pages: AtomicU64,
+    used_inodes: AtomicU64,
+    rename_lock: Mutex<()>,
+    /// Highest directory offset (`S32_MAX - 1`; lowered by tests).
+    dir_offset_max: u64,
+}
+
+/// The size of one tmpfs inode as allocated (behind its `Arc`), pages and
+/// directory entries apart.
+pub fn inode_size() -> usize {
+    std::mem::size_of::<Inode>() + 2 * std::mem::size_of::<usize>()
+}
+
+impl Tmpfs {
+    /// Mounts a fresh tmpfs.
+    pub fn new(opts: TmpfsOptions) -> Arc<Tmpfs> {
+        Arc::new(Tmpfs::build(opts))
+    }
+
+    /// The file system with its root directory, not yet shared.
+    fn build(opts: TmpfsOptions) -> Tmpfs {
+        let max_pages = opts
+            .size_bytes
+            .filter(|&b| b > 0)
+            .map(|b| b.div_ceil(PAGE_SIZE));
+        let max_inodes = opts.nr_inodes.filter(|&n| n > 0);
+        let shards = (0..SHARDS)
+            .map(|_| crossbeam_utils::CachePadded::new(RwLock::new(HashMap::default())))
+            .collect();
+        let fs = Tmpfs {
+            shards,
+            next_ino: AtomicU64::new(ROOT_INO + 1),
+            max_pages,
+            max_inodes,
+            used_pages: AtomicU64::new(0),
+            used_inodes: AtomicU64::new(1),
+            rename_lock: Mutex::new(()),
+            dir_offset_max: DIR_OFFSET_EOD - 1,
+        };
+        let now = Timespec::now();
+        let root = State {
+            mode: S_IFDIR | (opts.mode & 0o7777),
+            uid: opts.uid,
+            gid: opts.gid,
+            nlink: 2,
+            atime: now,
+            mtime: now,
+            ctime: now,
+            btime: now,
+            linkable: false,
+            kind: Kind::Dir(Dir::new()),
+        };
+        fs.insert_inode(ROOT_INO, ROOT_INO, root);
+        fs
+    }
+
+    /// The shard of the inode table that holds `ino`.
+    fn shard(&self, ino: Ino) -> &Shard {
+        &self.shards[(ino % SHARDS as u64) as usize]
+    }
+
+    /// Inode `ino`; `ESTALE` once it is evicted.
+    fn get(&self, ino: Ino) -> Result<Arc<Inode>, Errno> {
+        let map = self.shard(ino).read().unwrap_or_else(|e| e.into_inner());
+        map.get(&ino).cloned().ok_or(Errno::ESTALE)
+    }
+
+    /// Enters a new inode in the table.
+    fn insert_inode(&self, ino: Ino, parent: Ino, st: State) {
+        let inode = Arc::new(Inode {
+            ino,
+            parent: AtomicU64::new(parent),
+            st: RwLock::new(st),
+        });
+        self.shard(ino)
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(ino, inode);
+    }
+
+    /// Takes `n` from `counter` unless that would pass `max`.
+    fn reserve(counter: &AtomicU64, max: Option<u64>, n: u64) -> bool {
+        match max {
+            None => {
+                counter.fetch_add(n, Ordering::Relaxed);
+                true
+            }
+            Some(max) => counter
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                    used.checked_add(n).filter(|&u| u <= max)
+                })
+                .is_ok(),
+        }
+    }
+
+    /// Counts one more inode against `nr_inodes` (`ENOSPC` at the limit).
+    fn reserve_inode(&self) -> Result<(), Errno> {
+        if Self::reserve(&self.used_inodes, self.max_inodes, 1) {
+            Ok(())
+        } else {
+            Err(Errno::ENOSPC)
+        }
+    }
+
+    /// Gives one inode count back.
+    fn release_inode(&self) {
+        self.used_inodes.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Counts `n` more pages against the space limit; false at the limit.
+    fn reserve_pages(&self, n: u64) -> bool {
+        Self::reserve(&self.used_pages, self.max_pages, n)
+    }
+
+    /// Gives `n` pages back.
+    fn release_pages(&self, n: u64) {
+        if n > 0 {
+            self.used_pages.fetch_sub(n, Ordering::Relaxed);
+        }
+    }
+}
+
+impl FileSystem for Tmpfs {
+    fn root(&self) -> Ino {
+        ROOT_INO
+    }
+
+    fn limits(&self) -> FsLimits {
+        FsLimits {
+            name_max: NAME_MAX,
+            max_file_size: MAX_FILE_SIZE,
+            dir_offset_eod: DIR_OFFSET_EOD,
+            statx_attributes_mask: STATX_ATTRIBUTES_MASK,
+            block_size: PAGE_SIZE as u32,
+        }
+    }
+
+    fn lookup(&self, dir: Ino, name: &[u8]) -> Result<Attr, Errno> {
+        self.lookup_name(dir, name)
+    }
+
+    fn getattr(&self, ino: Ino) -> Result<Attr, Errno> {
+        let i = self.get(ino)?;
+        let st = rd(&i);
+        Ok(Self::attr(ino, &st))
+    }
+
+    fn setattr(&self, ino: Ino, set: &SetAttr) -> Result<Attr, Errno> {
+        self.setattr_inode(ino, set)
+    }
+
+    fn create(&self, dir: Ino, name: &[u8], new: NewInode) -> Result<Attr, Errno> {
+        self.make_node(dir, name, new, Kind::Reg(RegFile::default()))
+    }
+
+    fn mkdir(&self, dir: Ino, name: &[u8], new: NewInode) -> Result<Attr, Errno> {
+        self.make_node(dir, name, new, Kind::Dir(Dir::new()))
+    }
+
+    fn symlink(&self, dir: Ino, name: &[u8], target: &[u8], new: NewInode) -> Result<Attr, Errno> {
+        self.make_symlink(dir, name, target, new)
+    }
+
+    fn tmpfile(&self, dir: Ino, new: NewInode) -> Result<Attr, Errno> {
+        self.make_tmpfile(dir, new)
+    }
+
+    fn link(&self, ino: Ino, dir: Ino, name: &[u8]) -> Result<Attr, Errno> {
+        self.link_name(ino, dir, name)
+    }
+
+    fn unlink(&self, dir: Ino, name: &[u8]) -> Result<(), Errno> {
+        self.unlink_name(dir, name)
+    }
+
+    fn rmdir(&self, dir: Ino, name: &[u8]) -> Result<(), Errno> {
+        self.rmdir_name(dir, name)
+    }
+
+    fn rename(
+        &self,
+        odir: Ino,
+        oname: &[u8],
+        ndir: Ino,
+        nname: &[u8],
+        flags: u32,
+    ) -> Result<(), Errno> {
+        self.rename_names(odir, oname, ndir, nname, flags)
+    }
+
+    fn readlink(&self, ino: Ino) -> Result<Vec<u8>, Errno> {
+        let i = self.get(ino)?;
+        let st = rd(&i);
+        match &st.kind {
+            Kind::Symlink { target, .. } => Ok(target.to_vec()),
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
+    fn read(&self, ino: Ino, off: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.read_pages(ino, off, buf)
+    }
+
+    fn write(&self, ino: Ino, off: u64, data: &[u8]) -> Result<usize, Errno> {
+        self.write_pages(ino, off, data)
+    }
+
+    fn fallocate(&self, ino: Ino, mode: u32, off: u64, len: u64) -> Result<(), Errno> {
+        self.fallocate_pages(ino, mode, off, len)
+    }
+
+    fn seek_data_hole(&self, ino: Ino, off: u64, whence: Seek) -> Result<u64, Errno> {
+        self.seek_pages(ino, off, whence)
+    }
+
+    fn readdir(
+        &self,
+        dir: Ino,
+        cookie: u64,
+        emit: &mut dyn FnMut(&DirEntry) -> bool,
+    ) -> Result<(), Errno> {
+        self.readdir_from(dir, cookie, emit)
+    }
+
+    fn statfs(&self) -> StatFs {
+        let (blocks, bfree) = match self.max_pages {
+            Some(m) => (m, m.saturating_sub(self.used_pages.load(Ordering::Relaxed))),
+            None => (0, 0),
+        };
+        let (files, ffree) = match self.max_inodes {
+            Some(m) => (
+                m,
+                m.saturating_sub(self.used_inodes.load(Ordering::Relaxed)),
+            ),
+            None => (0, 0),
+        };
+        StatFs {
+            bsize: PAGE_SIZE,
+            blocks,
+            bfree,
+            files,
+            ffree,
+            namemax: NAME_MAX as u64,
+        }
+    }
+
+    fn evict(&self, ino: Ino) {
+        self.evict_inode(ino);
+    }
+}
+
+#[cfg(test)]
+mod tests;

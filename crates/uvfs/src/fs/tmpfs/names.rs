@@ -1,0 +1,253 @@
+//! Creating inodes and adding or removing names (Linux's `shmem_mknod`,
+//! `shmem_symlink`, `shmem_tmpfile`, `shmem_link`, `shmem_unlink` and
+//! `simple_rmdir`), with the link counts and inode counts they change.
+//! Rename has its own module.
+
+use std::sync::atomic::Ordering;
+
+use super::dir::check_name;
+use super::inode::{Kind, State, lock_all, rd, wr};
+use super::pages::RegFile;
+use super::{SHORT_SYMLINK_LEN, SYMLINK_MAX, Tmpfs};
+use crate::errno::Errno;
+use crate::fs::{Attr, Ino, NewInode, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, S_ISGID, Timespec};
+
+impl Tmpfs {
+    /// The common part of create, mkdir and symlink: a new inode named
+    /// `name` in `dir`.
+    pub(super) fn make_node(
+        &self,
+        dir: Ino,
+        name: &[u8],
+        new: NewInode,
+        kind: Kind,
+    ) -> Result<Attr, Errno> {
+        check_name(name)?;
+        let d = self.get(dir)?;
+        let mut ds = wr(&d);
+        if ds.dir()?.get(name).is_some() {
+            return Err(Errno::EEXIST);
+        }
+        if ds.nlink == 0 {
+            return Err(Errno::ENOENT);
+        }
+        let is_dir = matches!(kind, Kind::Dir(_));
+        if is_dir && ds.nlink == u32::MAX {
+            return Err(Errno::EMLINK);
+        }
+        self.reserve_inode()?;
+        let wants_page = matches!(&kind, Kind::Symlink { has_page: true, .. });
+        if wants_page && !self.reserve_pages(1) {
+            self.release_inode();
+            return Err(Errno::ENOSPC);
+        }
+        let offset = match ds.dir_mut()?.alloc_offset(self.dir_offset_max) {
+            Ok(o) => o,
+            Err(e) => {
+                self.release_pages(u64::from(wants_page));
+                self.release_inode();
+                return Err(e);
+            }
+        };
+        let ftype = match &kind {
+            Kind::Reg(_) => S_IFREG,
+            Kind::Dir(_) => S_IFDIR,
+            Kind::Symlink { .. } => S_IFLNK,
+        };
+        let mut mode = ftype | (new.mode & 0o7777);
+        if ftype == S_IFLNK {
+            mode = S_IFLNK | 0o777;
+        }
+        let mut gid = new.gid;
+        if ds.mode & S_ISGID != 0 {
+            gid = ds.gid;
+            if is_dir {
+                mode |= S_ISGID;
+            }
+        }
+        let ino = self.next_ino.fetch_add(1, Ordering::Relaxed);
+        let now = Timespec::now();
+        let st = State {
+            mode,
+            uid: new.uid,
+            gid,
+            nlink: if is_dir { 2 } else { 1 },
+            atime: now,
+            mtime: now,
+            ctime: now,
+            btime: now,
+            linkable: false,
+            kind,
+        };
+        let attr = Self::attr(ino, &st);
+        self.insert_inode(ino, dir, st);
+        ds.dir_mut()?.insert(name, ino, ftype, offset);
+        if is_dir {
+            ds.nlink += 1;
+        }
+        ds.stamp_mc(now);
+        Ok(attr)
+    }
+
+    /// symlink(2): a new symlink `name` in `dir` pointing at `target`.
+    pub(super) fn make_symlink(
+        &self,
+        dir: Ino,
+        name: &[u8],
+        target: &[u8],
+        new: NewInode,
+    ) -> Result<Attr, Errno> {
+        check_name(name)?;
+        if target.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        if target.contains(&0) {
+            return Err(Errno::EINVAL);
+        }
+        {
+            let d = self.get(dir)?;
+            let ds = rd(&d);
+            if ds.dir()?.get(name).is_some() {
+                return Err(Errno::EEXIST);
+            }
+        }
+        if target.len() > SYMLINK_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        let kind = Kind::Symlink {
+            target: target.into(),
+            has_page: target.len() >= SHORT_SYMLINK_LEN,
+        };
+        self.make_node(dir, name, new, kind)
+    }
+
+    /// `O_TMPFILE`: a new regular file with no name (link count 0) that
+    /// `link` may name once.
+    pub(super) fn make_tmpfile(&self, dir: Ino, new: NewInode) -> Result<Attr, Errno> {
+        let d = self.get(dir)?;
+        let ds = rd(&d);
+        ds.dir()?;
+        // Host: O_TMPFILE in a removed directory succeeds (`vfs_tmpfile`
+        // has no IS_DEADDIR check, and the file gets no name there).
+        self.reserve_inode()?;
+        let gid = if ds.mode & S_ISGID != 0 {
+            ds.gid
+        } else {
+            new.gid
+        };
+        drop(ds);
+        let ino = self.next_ino.fetch_add(1, Ordering::Relaxed);
+        let now = Timespec::now();
+        let st = State {
+            mode: S_IFREG | (new.mode & 0o7777),
+            uid: new.uid,
+            gid,
+            nlink: 0,
+            atime: now,
+            mtime: now,
+            ctime: now,
+            btime: now,
+            linkable: true,
+            kind: Kind::Reg(RegFile::default()),
+        };
+        let attr = Self::attr(ino, &st);
+        self.insert_inode(ino, dir, st);
+        Ok(attr)
+    }
+
+    /// link(2): another name for a non-directory (or the first one for an
+    /// `O_TMPFILE` inode); an extra link counts as one more inode.
+    pub(super) fn link_name(&self, ino: Ino, dir: Ino, name: &[u8]) -> Result<Attr, Errno> {
+        check_name(name)?;
+        let d = self.get(dir)?;
+        let i = self.get(ino)?;
+        if ino == dir {
+            // A directory cannot be hard-linked (and a non-directory is
+            // no directory to link into).
+            return Err(if rd(&i).is_dir() {
+                Errno::EPERM
+            } else {
+                Errno::ENOTDIR
+            });
+        }
+        let mut arcs = [d, i];
+        arcs.sort_by_key(|x| x.ino);
+        let mut g = lock_all(&arcs);
+        let (a, b) = g.split_at_mut(1);
+        let (ds, is) = if a[0].0 == dir {
+            (&mut *a[0].1, &mut *b[0].1)
+        } else {
+            (&mut *b[0].1, &mut *a[0].1)
+        };
+        if ds.dir()?.get(name).is_some() {
+            return Err(Errno::EEXIST);
+        }
+        if ds.nlink == 0 {
+            return Err(Errno::ENOENT);
+        }
+        if is.is_dir() {
+            return Err(Errno::EPERM);
+        }
+        if is.nlink == 0 && !is.linkable {
+            return Err(Errno::ENOENT);
+        }
+        if is.nlink == u32::MAX {
+            return Err(Errno::EMLINK);
+        }
+        if is.nlink > 0 {
+            self.reserve_inode()?;
+        }
+        let offset = match ds.dir_mut()?.alloc_offset(self.dir_offset_max) {
+            Ok(o) => o,
+            Err(e) => {
+                if is.nlink > 0 {
+                    self.release_inode();
+                }
+                return Err(e);
+            }
+        };
+        let ftype = is.mode & S_IFMT;
+        ds.dir_mut()?.insert(name, ino, ftype, offset);
+        let now = Timespec::now();
+        ds.stamp_mc(now);
+        is.nlink += 1;
+        is.linkable = false;
+        is.ctime = now;
+        Ok(Self::attr(ino, is))
+    }
+
+    /// unlink(2): removes a non-directory's name; the inode stays until
+    /// evicted.
+    pub(super) fn unlink_name(&self, dir: Ino, name: &[u8]) -> Result<(), Errno> {
+        self.with_dir_and_child(dir, name, |ds, cs, _| {
+            if cs.is_dir() {
+                return Err(Errno::EISDIR);
+            }
+            ds.dir_mut()?.remove(name);
+            if cs.nlink > 1 {
+                self.release_inode();
+            }
+            cs.nlink = cs.nlink.saturating_sub(1);
+            let now = Timespec::now();
+            ds.stamp_mc(now);
+            cs.ctime = now;
+            Ok(())
+        })
+    }
+
+    /// rmdir(2): removes an empty directory's name.
+    pub(super) fn rmdir_name(&self, dir: Ino, name: &[u8]) -> Result<(), Errno> {
+        self.with_dir_and_child(dir, name, |ds, cs, _| {
+            if cs.dir()?.len() > 0 {
+                return Err(Errno::ENOTEMPTY);
+            }
+            ds.dir_mut()?.remove(name);
+            cs.nlink = 0;
+            ds.nlink = ds.nlink.saturating_sub(1);
+            let now = Timespec::now();
+            ds.stamp_mc(now);
+            cs.ctime = now;
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,370 @@
+//! rename(2) and renameat2's `RENAME_NOREPLACE` / `RENAME_EXCHANGE`
+//! (Linux's `shmem_rename2` and `simple_offset_rename*`), with the check
+//! that a directory is not moved into its own subtree.
+//!
+//! [`Tmpfs::rename_names`] locks every inode involved (in inode order, the
+//! two directories, the source and any target) and re-checks the names;
+//! a [`Rename`] then runs the checks, all of them before the first change,
+//! and the changes.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::dir::{DIR_OFFSET_MIN, check_name};
+use super::inode::{Guards, Inode, Kind, State, find, lock_all};
+use super::{ROOT_INO, Tmpfs};
+use crate::errno::Errno;
+use crate::fs::{Ino, RENAME_EXCHANGE, RENAME_NOREPLACE, S_IFMT, Timespec};
+
+impl Tmpfs {
+    /// rename(2) / renameat2: `oname` in `odir` becomes `nname` in `ndir`.
+    pub(super) fn rename_names(
+        &self,
+        odir: Ino,
+        oname: &[u8],
+        ndir: Ino,
+        nname: &[u8],
+        flags: u32,
+    ) -> Result<(), Errno> {
+        if flags & !(RENAME_NOREPLACE | RENAME_EXCHANGE) != 0
+            || flags & (RENAME_NOREPLACE | RENAME_EXCHANGE) == (RENAME_NOREPLACE | RENAME_EXCHANGE)
+        {
+            return Err(Errno::EINVAL);
+        }
+        check_name(oname)?;
+        check_name(nname)?;
+        let cross = odir != ndir;
+        let _tree = cross.then(|| self.rename_lock.lock().unwrap_or_else(|e| e.into_inner()));
+        loop {
+            let (_, src) = self.peek(odir, oname)?;
+            let src = src.ok_or(Errno::ENOENT)?;
+            let (_, tgt) = self.peek(ndir, nname)?;
+            let mut ids = vec![odir, ndir, src];
+            ids.extend(tgt);
+            ids.sort_unstable();
+            ids.dedup();
+            let Ok(arcs) = ids
+                .iter()
+                .map(|&i| self.get(i))
+                .collect::<Result<Vec<_>, _>>()
+            else {
+                // A directory is gone (ESTALE) or a child was evicted
+                // meanwhile: look again.
+                self.get(odir)?;
+                self.get(ndir)?;
+                continue;
+            };
+            let mut g = lock_all(&arcs);
+            let now_src = find(&mut g, odir)
+                .and_then(|s| s.dir().ok()?.get(oname))
+                .map(|s| s.ino);
+            let now_tgt = find(&mut g, ndir)
+                .and_then(|s| s.dir().ok()?.get(nname))
+                .map(|s| s.ino);
+            if now_src != Some(src) || now_tgt != tgt {
+                continue;
+            }
+            let arc = |ino: Ino| arcs.iter().find(|a| a.ino == ino).cloned();
+            let rename = Rename {
+                fs: self,
+                odir,
+                oname,
+                ndir,
+                nname,
+                flags,
+                src,
+                src_arc: arc(src),
+                tgt,
+                tgt_arc: tgt.and_then(arc),
+                src_dir: find(&mut g, src).is_some_and(|s| s.is_dir()),
+                tgt_dir: tgt
+                    .and_then(|t| find(&mut g, t))
+                    .is_some_and(|s| s.is_dir()),
+            };
+            return rename.apply(&mut g);
+        }
+    }
+
+    /// Whether directory `anc` is `ino` or one of its ancestors. Callers
+    /// hold the rename mutex, so no directory moves meanwhile.
+    fn is_ancestor_or_self(&self, anc: Ino, mut ino: Ino) -> bool {
+        loop {
+            if ino == anc {
+                return true;
+            }
+            if ino == ROOT_INO {
+                return false;
+            }
+            let Ok(i) = self.get(ino) else { return false };
+            let p = i.parent.load(Ordering::Acquire);
+            if p == ino {
+                return false;
+            }
+            ino = p;
+        }
+    }
+}
+
+/// One rename once every inode involved is locked and the names are known
+/// to point at `src` / `tgt`. Its methods are the steps: the checks in
+/// `do_renameat2`'s order, then the changes.
+struct Rename<'a> {
+    fs: &'a Tmpfs,
+    odir: Ino,
+    oname: &'a [u8],
+    ndir: Ino,
+    nname: &'a [u8],
+    flags: u32,
+    /// The inode `oname` names.
+    src: Ino,
+    src_arc: Option<Arc<Inode>>,
+    /// The inode `nname` names, if any.
+    tgt: Option<Ino>,
+    tgt_arc: Option<Arc<Inode>>,
+    /// Whether the source is a directory.
+    src_dir: bool,
+    /// Whether there is a target and it is a directory.
+    tgt_dir: bool,
+}
+
+/// The locked states of a rename's inodes, one per role.
+struct Roles<'g> {
+    /// The old directory.
+    od: &'g mut State,
+    /// The new directory when it is not the old one.
+    nd: Option<&'g mut State>,
+    src: &'g mut State,
+    tgt: Option<&'g mut State>,
+}
+
+impl Roles<'_> {
+    /// The new directory (the old one when the rename stays in it).
+    fn ndir(&mut self) -> &mut State {
+        match self.nd.as_deref_mut() {
+            Some(n) => n,
+            None => &mut *self.od,
+        }
+    }
+}
+
+impl Rename<'_> {
+    fn exchange(&self) -> bool {
+        self.flags & RENAME_EXCHANGE != 0
+    }
+
+    fn cross(&self) -> bool {
+        self.odir != self.ndir
+    }
+
+    /// The checks and changes of the rename, with every inode involved
+    /// locked in `g`. Every check precedes the first change.
+    fn apply(&self, g: &mut Guards<'_>) -> Result<(), Errno> {
+        self.check_flags()?;
+        self.check_loops()?;
+        if self.tgt == Some(self.src) {
+            // vfs_rename: same inode (hard links, or the same name): no-op.
+            return Ok(());
+        }
+        self.check_types()?;
+        let mut r = self.roles(g)?;
+        self.check_locked(&mut r)?;
+        let now = Timespec::now();
+        if self.exchange() {
+            self.swap(&mut r, now)?;
+        } else {
+            self.replace(&mut r, now)?;
+        }
+        r.src.ctime = now;
+        r.od.stamp_mc(now);
+        r.ndir().stamp_mc(now);
+        Ok(())
+    }
+
+    /// `RENAME_EXCHANGE` needs a target, `RENAME_NOREPLACE` none.
+    fn check_flags(&self) -> Result<(), Errno> {
+        if self.exchange() && self.tgt.is_none() {
+            return Err(Errno::ENOENT);
+        }
+        if self.flags & RENAME_NOREPLACE != 0 && self.tgt.is_some() {
+            return Err(Errno::EEXIST);
+        }
+        Ok(())
+    }
+
+    /// No directory moves into its own subtree. The rename mutex is held
+    /// when cross: ancestry is stable.
+    fn check_loops(&self) -> Result<(), Errno> {
+        let cross = self.cross();
+        if cross && self.src_dir && self.fs.is_ancestor_or_self(self.src, self.ndir) {
+            return Err(Errno::EINVAL);
+        }
+        if let Some(t) = self.tgt
+            && cross
+            && self.tgt_dir
+            && self.fs.is_ancestor_or_self(t, self.odir)
+        {
+            return Err(if self.exchange() {
+                Errno::EINVAL
+            } else {
+                Errno::ENOTEMPTY
+            });
+        }
+        Ok(())
+    }
+
+    /// A replaced name keeps its kind: directory over directory,
+    /// non-directory over non-directory.
+    fn check_types(&self) -> Result<(), Errno> {
+        if !self.exchange() && self.tgt.is_some() {
+            if self.src_dir && !self.tgt_dir {
+                return Err(Errno::ENOTDIR);
+            }
+            if !self.src_dir && self.tgt_dir {
+                return Err(Errno::EISDIR);
+            }
+        }
+        Ok(())
+    }
+
+    /// Splits the guards into the (distinct) roles.
+    fn roles<'g>(&self, g: &'g mut Guards<'_>) -> Result<Roles<'g>, Errno> {
+        let (mut od, mut nd, mut ss, mut ts) = (None, None, None, None);
+        for (ino, s) in g.iter_mut() {
+            let s = &mut **s;
+            if *ino == self.odir {
+                od = Some(s);
+            } else if *ino == self.ndir {
+                nd = Some(s);
+            } else if *ino == self.src {
+                ss = Some(s);
+            } else if Some(*ino) == self.tgt {
+                ts = Some(s);
+            }
+        }
+        let (Some(od), Some(src)) = (od, ss) else {
+            return Err(Errno::ESTALE);
+        };
+        if self.cross() && nd.is_none() || self.tgt.is_some() && ts.is_none() {
+            return Err(Errno::ESTALE);
+        }
+        Ok(Roles {
+            od,
+            nd,
+            src,
+            tgt: ts,
+        })
+    }
+
+    /// The checks on the locked states: the new directory is still there,
+    /// a replaced directory is empty, no parent's link count overflows.
+    fn check_locked(&self, r: &mut Roles<'_>) -> Result<(), Errno> {
+        if r.ndir().nlink == 0 {
+            return Err(Errno::ENOENT);
+        }
+        if let Some(t) = r.tgt.as_deref()
+            && !self.exchange()
+            && matches!(&t.kind, Kind::Dir(d) if d.len() > 0)
+        {
+            return Err(Errno::ENOTEMPTY);
+        }
+        // Link-count overflow of a parent gaining a subdirectory.
+        if self.cross() {
+            let (src_dir, tgt_dir) = (self.src_dir, self.tgt_dir);
+            let gains = if self.exchange() {
+                src_dir && !tgt_dir
+            } else {
+                src_dir && self.tgt.is_none()
+            };
+            let ogains = self.exchange() && tgt_dir && !src_dir;
+            if gains && r.ndir().nlink == u32::MAX || ogains && r.od.nlink == u32::MAX {
+                return Err(Errno::EMLINK);
+            }
+        }
+        Ok(())
+    }
+
+    /// `RENAME_EXCHANGE`: each name now names the other inode.
+    fn swap(&self, r: &mut Roles<'_>, now: Timespec) -> Result<(), Errno> {
+        let Some(tgt_ft) = r.tgt.as_deref().map(|t| t.mode & S_IFMT) else {
+            return Err(Errno::ESTALE);
+        };
+        let src_ft = r.src.mode & S_IFMT;
+        let tgt_ino = self.tgt.unwrap_or(self.src);
+        // Target side first, then the source: the source inode (now
+        // under the new name) ends up at the head. Both names keep
+        // their offsets.
+        r.od.dir_mut()?.replace_to_head(self.oname, tgt_ino, tgt_ft);
+        r.ndir()
+            .dir_mut()?
+            .replace_to_head(self.nname, self.src, src_ft);
+        let cross = self.cross();
+        if cross && self.src_dir != self.tgt_dir {
+            if self.src_dir {
+                r.od.nlink -= 1;
+                r.ndir().nlink += 1;
+            } else {
+                r.ndir().nlink -= 1;
+                r.od.nlink += 1;
+            }
+        }
+        if cross {
+            if let (true, Some(a)) = (self.src_dir, &self.src_arc) {
+                a.parent.store(self.ndir, Ordering::Release);
+            }
+            if let (true, Some(a)) = (self.tgt_dir, &self.tgt_arc) {
+                a.parent.store(self.odir, Ordering::Release);
+            }
+        }
+        if let Some(t) = r.tgt.as_deref_mut() {
+            t.ctime = now;
+        }
+        Ok(())
+    }
+
+    /// A plain rename: `nname` names the source, in place of what it named
+    /// (whose offset it takes) or with a new offset.
+    fn replace(&self, r: &mut Roles<'_>, now: Timespec) -> Result<(), Errno> {
+        let src_ft = r.src.mode & S_IFMT;
+        // Allocate the new name's offset first: the only step that can
+        // fail, so a failure changes nothing.
+        let offset = if r.tgt.is_some() {
+            None
+        } else {
+            Some(r.ndir().dir_mut()?.alloc_offset(self.fs.dir_offset_max)?)
+        };
+        r.od.dir_mut()?.remove(self.oname);
+        let offset = match (offset, r.tgt.take()) {
+            (Some(o), _) => o,
+            (None, Some(t)) => {
+                let slot = r.ndir().dir_mut()?.remove(self.nname);
+                if self.tgt_dir {
+                    t.nlink = 0;
+                    r.od.nlink -= 1;
+                } else {
+                    if t.nlink > 1 {
+                        self.fs.release_inode();
+                    }
+                    t.nlink = t.nlink.saturating_sub(1);
+                }
+                t.ctime = now;
+                slot.map_or(DIR_OFFSET_MIN, |s| s.offset)
+            }
+            (None, None) => return Err(Errno::ESTALE),
+        };
+        r.ndir()
+            .dir_mut()?
+            .insert(self.nname, self.src, src_ft, offset);
+        let cross = self.cross();
+        if self.src_dir && cross && self.tgt.is_none() {
+            r.od.nlink -= 1;
+            r.ndir().nlink += 1;
+        }
+        if self.src_dir
+            && cross
+            && let Some(a) = &self.src_arc
+        {
+            a.parent.store(self.ndir, Ordering::Release);
+        }
+        Ok(())
+    }
+}
