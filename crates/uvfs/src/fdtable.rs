@@ -4,7 +4,7 @@
 //! Writers (allocation, install bookkeeping, close, dup2, growth) serialize
 //! on one lock per table, as in Linux; lookups take no lock and write nothing
 //! shared but the file's reference count. Like Linux's `files->file_lock`
-//! the lock spins (then parks: `primitive::SpinMutex`); its critical
+//! the lock spins (then parks: `primitive::spin::SpinMutex`); its critical
 //! sections are a few dozen instructions, and a sleeping mutex turned
 //! contention between threads into futex system calls. The bitmaps of the
 //! first 64 fds share the lock's cache line, so an allocation or a close
@@ -29,7 +29,9 @@ use crate::errno::Errno;
 use crate::fastpaths::FastPaths;
 use crate::file_table::{File, FileRef};
 use crate::nospec;
-use crate::primitive::{AtomicPtr, AtomicUsize, Ordering, SpinGuard, SpinMutex};
+use crate::primitive::hint::retry_wait;
+use crate::primitive::spin::{SpinGuard, SpinMutex};
+use crate::primitive::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use crate::{reclaim, uapi};
 use crossbeam_utils::CachePadded;
 use std::ptr::{self, NonNull};
@@ -79,7 +81,9 @@ fn try_reserve<T>(v: &mut Vec<T>, n: usize) -> Result<(), Errno> {
 mod alloc_fail {
     use std::cell::Cell;
 
-    thread_local! {
+    // std's thread-local, not the facade's: a unit test's hook for its own
+    // OS thread, not state any model is about (and loom builds leave it out).
+    std::thread_local! {
         static COUNTDOWN: Cell<usize> = const { Cell::new(0) };
     }
 
@@ -586,7 +590,7 @@ impl FdTable {
             // objects outlive our pin. Only the count is touched until the
             // re-check below validates it.
             if !unsafe { f.as_ref() }.inc_not_zero() {
-                crate::primitive::retry_wait();
+                retry_wait();
                 continue;
             }
             // SAFETY: the increment gave us a reference.
@@ -608,7 +612,7 @@ impl FdTable {
             let slot = self.lookup_branchy(fd)?;
             match get_file_rcu(slot) {
                 Ok(f) => return f,
-                Err(()) => crate::primitive::retry_wait(),
+                Err(()) => retry_wait(),
             }
         }
     }

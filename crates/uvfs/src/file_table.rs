@@ -14,9 +14,9 @@
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
 use crate::pool::FilePool;
-use crate::primitive::{
-    AtomicU32, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering, UnsafeCell, fence,
-};
+use crate::primitive::cell::UnsafeCell;
+use crate::primitive::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
+use crate::primitive::sync::{Mutex, MutexGuard};
 use crate::vfs::Vfs;
 use crate::{reclaim, task_work, uapi};
 use std::any::Any;

@@ -23,9 +23,9 @@
 
 use crate::errno::Errno;
 use crate::fs::{Attr, Ino};
-use crate::primitive::{
-    AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, lock, retry_wait, wait,
-};
+use crate::primitive::hint::retry_wait;
+use crate::primitive::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use crate::primitive::sync::{Condvar, Mutex, lock, wait};
 use std::collections::VecDeque;
 use std::ptr::{self, NonNull};
 

@@ -12,15 +12,25 @@
 
 use crate::errno::Errno;
 use crate::file_table::{File, FileRef};
-use crate::primitive::{AtomicUsize, Mutex, Ordering, lock};
+use crate::primitive::sync::atomic::{AtomicUsize, Ordering};
+use crate::primitive::sync::{Mutex, lock};
 use std::ptr::NonNull;
 
 /// Objects per slab.
 pub const SLAB_OBJECTS: usize = if cfg!(loom) { 2 } else { 64 };
+/// Free objects a magazine holds before a free hands [`BATCH`] of them back
+/// to the depot.
 #[cfg(not(any(loom, shuttle)))]
 const MAGAZINE: usize = 64;
+/// Objects a magazine exchanges with the depot at a time.
 #[cfg(not(any(loom, shuttle)))]
 const BATCH: usize = 32;
+/// Under loom, magazines small enough for a model's few allocations to
+/// overflow one and refill one (the same 2:1 ratio).
+#[cfg(loom)]
+const MAGAZINE: usize = 2;
+#[cfg(loom)]
+const BATCH: usize = 1;
 
 struct FreePtr(NonNull<File>);
 // SAFETY: a free object belongs to whoever holds its pointer; the pointer is
@@ -31,33 +41,65 @@ unsafe impl Send for FreePtr {}
 pub struct FilePool {
     depot: Mutex<Vec<FreePtr>>,
     objects: AtomicUsize,
+    /// Under loom, whether this is the magazine pool ([`GLOBAL`]): loom's
+    /// `GLOBAL` is a lazy static, and comparing against its address would
+    /// make every pool's every allocation an access to it (an extra
+    /// synchronization the other models do not want).
+    #[cfg(loom)]
+    magazines: bool,
 }
 
+/// The process-wide pool: the one whose allocations and frees go through
+/// the calling thread's magazine ([`MAGAZINE_TLS`]).
 #[cfg(not(any(loom, shuttle)))]
 static GLOBAL: FilePool = FilePool {
     depot: Mutex::new(Vec::new()),
     objects: AtomicUsize::new(0),
 };
 
-#[cfg(not(any(loom, shuttle)))]
-std::thread_local! {
+// Under loom the magazine pool is a lazy static, which loom makes afresh for
+// each execution of a model (a std static holding loom objects would outlive
+// the execution that made them). Loom drops it when the model's closure
+// returns and before the main thread's thread-locals, so only spawned
+// threads may use it: a magazine of the main thread would return its
+// objects to a dropped depot.
+#[cfg(loom)]
+loom::lazy_static! {
+    static ref GLOBAL: FilePool = FilePool {
+        depot: Mutex::new(Vec::new()),
+        objects: AtomicUsize::new(0),
+        magazines: true,
+    };
+}
+
+/// The pool that uses magazines.
+#[cfg(any(loom, not(shuttle)))]
+fn magazine_pool() -> &'static FilePool {
+    &GLOBAL
+}
+
+// The calling thread's magazine of free objects of [`GLOBAL`]. Not under
+// shuttle, where [`FilePool::global`] makes a pool per scenario.
+#[cfg(any(loom, not(shuttle)))]
+crate::primitive::thread_local! {
     static MAGAZINE_TLS: std::cell::RefCell<Magazine> = const { std::cell::RefCell::new(Magazine(Vec::new())) };
 }
 
-#[cfg(not(any(loom, shuttle)))]
+#[cfg(any(loom, not(shuttle)))]
 struct Magazine(Vec<FreePtr>);
 
-#[cfg(not(any(loom, shuttle)))]
+/// A thread's exit returns its magazine to the depot.
+#[cfg(any(loom, not(shuttle)))]
 impl Drop for Magazine {
     fn drop(&mut self) {
-        lock(&GLOBAL.depot).append(&mut self.0);
+        lock(&magazine_pool().depot).append(&mut self.0);
     }
 }
 
 #[cfg(not(any(loom, shuttle)))]
-std::thread_local! {
+crate::primitive::thread_local! {
     /// The depot's guard held across a `fork` by the forking thread.
-    static FORK_GUARD: std::cell::RefCell<Option<crate::primitive::MutexGuard<'static, Vec<FreePtr>>>> =
+    static FORK_GUARD: std::cell::RefCell<Option<crate::primitive::sync::MutexGuard<'static, Vec<FreePtr>>>> =
         const { std::cell::RefCell::new(None) };
 }
 
@@ -91,13 +133,18 @@ impl FilePool {
 
     /// Under loom (and shuttle) every model gets a pool of its own (leaked:
     /// loom objects must not outlive their execution's bookkeeping in a
-    /// static; shuttle's threads share one OS thread, so a thread-local
-    /// magazine would be shared by all of them).
+    /// static; shuttle's threads share one OS thread, so a std thread-local
+    /// magazine would be shared by all of them). These pools have no
+    /// magazines: every free goes to the one depot, whose LIFO order the fd
+    /// table's models use to make a freed object's reuse by another thread
+    /// happen. The magazine path has models of its own (`loom_tests` below).
     #[cfg(any(loom, shuttle))]
     pub fn global() -> &'static FilePool {
         Box::leak(Box::new(FilePool {
             depot: Mutex::new(Vec::new()),
             objects: AtomicUsize::new(0),
+            #[cfg(loom)]
+            magazines: false,
         }))
     }
 
@@ -112,12 +159,13 @@ impl FilePool {
         lock(&self.depot).len()
     }
 
-    #[cfg_attr(any(loom, shuttle), allow(dead_code))]
+    /// Whether this is the magazine pool.
+    #[cfg(any(loom, not(shuttle)))]
     fn is_global(&self) -> bool {
-        #[cfg(not(any(loom, shuttle)))]
-        return std::ptr::eq(self, &GLOBAL);
-        #[cfg(any(loom, shuttle))]
-        return false;
+        #[cfg(not(loom))]
+        return std::ptr::eq(self, magazine_pool());
+        #[cfg(loom)]
+        return self.magazines;
     }
 
     /// Takes a free object and initializes it with one reference.
@@ -128,7 +176,7 @@ impl FilePool {
     }
 
     fn take(&'static self) -> Result<NonNull<File>, Errno> {
-        #[cfg(not(any(loom, shuttle)))]
+        #[cfg(any(loom, not(shuttle)))]
         if self.is_global() {
             let hit = MAGAZINE_TLS.try_with(|m| {
                 let mut m = m.borrow_mut();
@@ -164,7 +212,7 @@ impl FilePool {
         self.objects.fetch_add(SLAB_OBJECTS, Ordering::Relaxed);
         let mut ptrs = slab.iter_mut().map(|f| FreePtr(NonNull::from(f)));
         let first = ptrs.next().map(|p| p.0).ok_or(Errno::ENOMEM)?;
-        #[cfg(not(any(loom, shuttle)))]
+        #[cfg(any(loom, not(shuttle)))]
         if to_magazine
             && MAGAZINE_TLS
                 .try_with(|m| m.borrow_mut().0.extend(ptrs.by_ref()))
@@ -182,7 +230,7 @@ impl FilePool {
     /// # Safety
     /// `f` belongs to this pool, its count is zero, and the caller owns it.
     pub(crate) unsafe fn free(&'static self, f: NonNull<File>) {
-        #[cfg(not(any(loom, shuttle)))]
+        #[cfg(any(loom, not(shuttle)))]
         if self.is_global() {
             let done = MAGAZINE_TLS.try_with(|m| {
                 let mut m = m.borrow_mut();
@@ -214,9 +262,139 @@ impl FilePool {
     /// `objects() == depot_len()` holds once every thread that used the pool
     /// has exited or flushed (the leak check of the stress tests).
     pub fn flush_thread_cache(&self) {
-        #[cfg(not(any(loom, shuttle)))]
+        #[cfg(any(loom, not(shuttle)))]
         if self.is_global() {
             let _ = MAGAZINE_TLS.try_with(|m| lock(&self.depot).append(&mut m.borrow_mut().0));
         }
+    }
+}
+
+/// Loom models of the magazine path of the process-wide pool: allocation
+/// and free through the calling thread's magazine (refilled from the depot
+/// when empty, a slab carved into it when the depot is empty too, a batch
+/// handed back when it overflows), a thread's exit returning its magazine to
+/// the depot from its thread-local destructor, and a free by a thread other
+/// than the allocating one.
+///
+/// What they check: no object is handed to two owners at once (loom's cell
+/// tracking of the file's fields fails the model if two threads' accesses
+/// to one object are unordered, and each thread checks its objects are
+/// distinct), and no object is lost or freed twice (once every thread has
+/// exited, the depot holds every object ever carved, each once).
+///
+/// The work runs on spawned threads only: loom drops the pool (a lazy
+/// static, fresh for each execution) before the main thread's
+/// thread-locals, so a magazine of the main thread would outlive it. For the
+/// same reason the main thread returns only once the spawned threads have
+/// returned their magazines ([`assert_home`] waits for them).
+///
+/// Run with `RUSTFLAGS="--cfg loom" cargo test --release -p uvfs --lib
+/// pool::`.
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use loom::thread;
+
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    fn builder() -> loom::model::Builder {
+        let mut b = loom::model::Builder::new();
+        b.preemption_bound = Some(2);
+        b
+    }
+
+    fn alloc(pool: &'static FilePool) -> FileRef {
+        pool.alloc(0, 0).expect("the model's pool never runs out")
+    }
+
+    /// Every object the pool ever carved is in the depot, once, but for
+    /// `out` objects still in use, after the threads the model joined have
+    /// run their thread-local destructors.
+    ///
+    /// Loom's `join` returns when the joined thread's closure does, before
+    /// loom drops its thread-locals (std's `join` waits for those too), so a
+    /// joined thread may still be returning its magazine. Each yield lets
+    /// another thread take a step, and returns at once when no other thread
+    /// is left; the bound ends the wait only for a model that lost objects
+    /// (a correct one needs a few steps per exiting thread).
+    fn assert_home(pool: &FilePool, out: usize) {
+        for _ in 0..50 {
+            if lock(&pool.depot).len() + out == pool.objects() {
+                break;
+            }
+            thread::yield_now();
+        }
+        let depot = lock(&pool.depot);
+        let mut seen: Vec<usize> = depot.iter().map(|p| p.0.as_ptr() as usize).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), depot.len(), "an object was freed twice");
+        assert_eq!(depot.len() + out, pool.objects(), "an object was lost");
+    }
+
+    /// Two threads each allocate three objects and free them: the first
+    /// allocation finds the magazine empty and refills it from the depot or
+    /// carves a slab into it, the third free overflows the magazine and
+    /// hands a batch to the depot, and the exit returns the rest, all
+    /// concurrently with the other thread doing the same.
+    #[test]
+    fn magazine_alloc_free_exit() {
+        builder().check(|| {
+            let pool = magazine_pool();
+            let handles: Vec<_> = (0..2)
+                .map(|_| {
+                    thread::spawn(move || {
+                        let files = [alloc(pool), alloc(pool), alloc(pool)];
+                        assert_ne!(files[0].as_ptr(), files[1].as_ptr());
+                        assert_ne!(files[0].as_ptr(), files[2].as_ptr());
+                        assert_ne!(files[1].as_ptr(), files[2].as_ptr());
+                        drop(files);
+                    })
+                })
+                .collect();
+            for h in handles {
+                h.join().unwrap();
+            }
+            assert_home(pool, 0);
+            N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        });
+        eprintln!("ITER {}", N.swap(0, std::sync::atomic::Ordering::Relaxed));
+    }
+
+    /// A file allocated by one thread is freed by another (into the freeing
+    /// thread's magazine), while a third allocates and frees: both of them
+    /// start with an empty magazine and race to refill it from a depot that
+    /// holds one object (returned by the first thread's exit), so one gets
+    /// it and the other carves a slab (unless the first has already freed
+    /// both of its files and exited, returning them).
+    #[test]
+    fn magazine_free_from_another_thread() {
+        builder().check(|| {
+            let pool = magazine_pool();
+            // Carves a slab of two: one kept, one freed to the magazine,
+            // which the thread's exit returns to the depot.
+            let kept = thread::spawn(move || {
+                let kept = alloc(pool);
+                drop(alloc(pool));
+                kept
+            })
+            .join()
+            .unwrap();
+            assert_home(pool, 1);
+            let freer = thread::spawn(move || {
+                let mine = alloc(pool);
+                assert_ne!(mine.as_ptr(), kept.as_ptr());
+                drop(kept);
+                drop(mine);
+            });
+            let user = thread::spawn(move || drop(alloc(pool)));
+            freer.join().unwrap();
+            user.join().unwrap();
+            assert_home(pool, 0);
+            // The depot's object went to one of the two refills.
+            assert!(
+                pool.objects() <= 2 * SLAB_OBJECTS,
+                "both refills carved a slab"
+            );
+        });
     }
 }

@@ -15,21 +15,11 @@ use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
 
-#[cfg(not(any(loom, shuttle)))]
-std::thread_local! {
+// Through the facade: under loom and shuttle each modelled thread has a
+// queue of its own (their threads share one OS thread).
+crate::primitive::thread_local! {
     static DEPTH: Cell<u32> = const { Cell::new(0) };
     static HEAD: Cell<*const File> = const { Cell::new(ptr::null()) };
-}
-#[cfg(loom)]
-loom::thread_local! {
-    static DEPTH: Cell<u32> = Cell::new(0);
-    static HEAD: Cell<*const File> = Cell::new(ptr::null());
-}
-// Shuttle's threads share one OS thread: each needs a queue of its own.
-#[cfg(all(shuttle, not(loom)))]
-shuttle::thread_local! {
-    static DEPTH: Cell<u32> = Cell::new(0);
-    static HEAD: Cell<*const File> = Cell::new(ptr::null());
 }
 
 /// Marks the thread as inside an API call until dropped; the outermost one

@@ -1,121 +1,15 @@
-//! The one place the concurrent core takes its atomics, locks, cells and
-//! thread-locals from: `std` in normal builds, `loom` under `--cfg loom`, so
-//! the loom models exercise the very code that ships (the crossbeam/tokio
-//! pattern), and `shuttle` under `--cfg shuttle`, so shuttle's randomized
-//! schedules of whole-VFS scenarios (`tests/shuttle_vfs.rs`) switch threads
-//! at every atomic and lock operation of the same code.
+//! A spin-then-park lock for short critical sections every thread of a
+//! process touches ([`SpinMutex`]), with its loom models and stress tests.
 //!
-//! Under shuttle every blocking primitive must be shuttle's: its threads are
-//! coroutines on one OS thread, so a thread that blocked on a `std` lock held
-//! by another shuttle thread would block them all. That is why the "plain"
-//! locks below (state no loom model covers) are shuttle's under shuttle too.
-//! Shuttle has no checked cell, so [`UnsafeCell`] is std's there.
+//! Built only from the facade's atomics, cell, mutex and condvar, so under
+//! loom the lock itself is modelled (its parking protocol, and through the
+//! cell that no two guards overlap), and under shuttle its waits are
+//! scheduling points.
 
-#[cfg(not(any(loom, shuttle)))]
-pub(crate) use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
-#[cfg(not(any(loom, shuttle)))]
-pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
-
-#[cfg(loom)]
-pub(crate) use loom::sync::atomic::{
-    AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
-};
-#[cfg(loom)]
-pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
-
-#[cfg(all(shuttle, not(loom)))]
-pub(crate) use shuttle::sync::atomic::{
-    AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
-};
-#[cfg(all(shuttle, not(loom)))]
-pub(crate) use shuttle::sync::{Condvar, Mutex, MutexGuard};
-
-#[cfg(all(shuttle, not(loom)))]
-pub(crate) use shuttle::sync::{
-    Mutex as PlainMutex, MutexGuard as PlainMutexGuard, RwLock as PlainRwLock,
-    RwLockReadGuard as PlainRwLockReadGuard, RwLockWriteGuard as PlainRwLockWriteGuard,
-};
-/// Plain locks: for state no loom model covers (the cwd, the mount table,
-/// rename locks, tmpfs's inodes). `std`'s normally and under loom;
-/// shuttle's under shuttle, whose schedules cover the whole VFS.
-#[cfg(any(loom, not(shuttle)))]
-pub(crate) use std::sync::{
-    Mutex as PlainMutex, MutexGuard as PlainMutexGuard, RwLock as PlainRwLock,
-    RwLockReadGuard as PlainRwLockReadGuard, RwLockWriteGuard as PlainRwLockWriteGuard,
-};
-
-/// Locks `m`, ignoring poisoning: nothing in uvfs panics while holding a
-/// lock, and a caller's panic elsewhere must not wedge the table.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(poisoned) => poisoned.into_inner(),
-    }
-}
-
-/// The back-edge of a lockless retry loop that waits for another thread's
-/// stores to become visible (a lookup that found its slot's file at count
-/// zero). Nothing in normal builds, as in the kernel; under loom a yield:
-/// loom gives no progress guarantee to a thread that never yields, so it
-/// would explore the reader re-loading the stale slot forever and exceed its
-/// branch limit.
-#[inline(always)]
-pub(crate) fn retry_wait() {
-    #[cfg(loom)]
-    loom::thread::yield_now();
-    #[cfg(all(shuttle, not(loom)))]
-    shuttle::thread::yield_now();
-}
-
-/// Locks a [`PlainMutex`] (state no loom model covers: the cwd, the mount
-/// table, rename locks), ignoring poisoning like [`lock`].
-pub(crate) fn std_lock<T>(m: &PlainMutex<T>) -> PlainMutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(poisoned) => poisoned.into_inner(),
-    }
-}
-
-/// Waits on `cv`, ignoring poisoning like [`lock`].
-pub(crate) fn wait<'a, T>(cv: &Condvar, g: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
-    match cv.wait(g) {
-        Ok(g) => g,
-        Err(poisoned) => poisoned.into_inner(),
-    }
-}
-
-/// An `UnsafeCell` with loom's closure API in both builds, so loom can check
-/// that no two accesses to a cell race.
-#[derive(Debug)]
-pub(crate) struct UnsafeCell<T>(
-    #[cfg(not(loom))] std::cell::UnsafeCell<T>,
-    #[cfg(loom)] loom::cell::UnsafeCell<T>,
-);
-
-impl<T> UnsafeCell<T> {
-    pub(crate) fn new(v: T) -> Self {
-        #[cfg(not(loom))]
-        return UnsafeCell(std::cell::UnsafeCell::new(v));
-        #[cfg(loom)]
-        return UnsafeCell(loom::cell::UnsafeCell::new(v));
-    }
-
-    #[inline(always)]
-    pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
-        #[cfg(not(loom))]
-        return f(self.0.get());
-        #[cfg(loom)]
-        return self.0.with(f);
-    }
-
-    #[inline(always)]
-    pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
-        #[cfg(not(loom))]
-        return f(self.0.get());
-        #[cfg(loom)]
-        return self.0.with_mut(f);
-    }
-}
+use super::cell::UnsafeCell;
+use super::hint;
+use super::sync::atomic::{AtomicU32, Ordering};
+use super::sync::{Condvar, Mutex, lock, wait};
 
 /// Rounds of spinning before a contended [`SpinMutex::lock`] parks. Each
 /// round waits twice as long as the one before (4, 8, 16, … pauses, then
@@ -164,7 +58,7 @@ const CONTENDED: u32 = 2;
 /// The lock word sits right before the data, so a critical section on data
 /// that fits the rest of the cache line moves one line between CPUs, not two.
 ///
-/// Built from this module's atomics, cells, mutex and condvar, so loom
+/// Built from the facade's atomics, cell, mutex and condvar, so loom
 /// models the lock itself: the parking protocol and, through the cell, that
 /// no two guards ever overlap.
 ///
@@ -219,7 +113,7 @@ impl<T> SpinMutex<T> {
     fn lock_contended(&self) {
         for round in 0..SPIN_ROUNDS {
             for _ in 0..1u32 << (SPIN_FIRST_SHIFT + round) {
-                spin_pause();
+                hint::spin_loop();
             }
             // Read before trying, so spinning shares the line instead of
             // stealing it from the holder on every round.
@@ -273,18 +167,6 @@ impl<T: std::fmt::Debug> std::fmt::Debug for SpinMutex<T> {
     }
 }
 
-/// One pause of a spin loop; under loom or shuttle a yield (neither gives
-/// progress to a thread that never yields).
-#[inline(always)]
-fn spin_pause() {
-    #[cfg(not(any(loom, shuttle)))]
-    std::hint::spin_loop();
-    #[cfg(loom)]
-    loom::thread::yield_now();
-    #[cfg(all(shuttle, not(loom)))]
-    shuttle::thread::yield_now();
-}
-
 /// The holder's access to a [`SpinMutex`]'s data; unlocks when dropped.
 pub(crate) struct SpinGuard<'a, T> {
     mutex: &'a SpinMutex<T>,
@@ -303,7 +185,7 @@ impl<'a, T> SpinGuard<'a, T> {
         SpinGuard {
             mutex,
             #[cfg(loom)]
-            access: Some(mutex.data.0.get_mut()),
+            access: Some(mutex.data.tracked_mut()),
             _not_send: std::marker::PhantomData,
         }
     }
@@ -316,7 +198,7 @@ impl<T> std::ops::Deref for SpinGuard<'_, T> {
         #[cfg(not(loom))]
         // SAFETY: the guard holds the lock, so no other thread accesses the
         // data until it drops; the borrow is tied to the guard's.
-        return unsafe { &*self.mutex.data.0.get() };
+        return unsafe { &*self.mutex.data.get() };
         #[cfg(loom)]
         // SAFETY: as above; loom tracks the access for the guard's life.
         return unsafe { self.access.as_ref().expect("guard in use").deref() };
@@ -329,7 +211,7 @@ impl<T> std::ops::DerefMut for SpinGuard<'_, T> {
         #[cfg(not(loom))]
         // SAFETY: the guard holds the lock exclusively and is borrowed
         // mutably, so this is the only reference to the data.
-        return unsafe { &mut *self.mutex.data.0.get() };
+        return unsafe { &mut *self.mutex.data.get() };
         #[cfg(loom)]
         // SAFETY: as above; loom tracks the access for the guard's life.
         return unsafe { self.access.as_mut().expect("guard in use").deref() };

@@ -1,0 +1,93 @@
+//! `std::sync`'s mirror: the locks and condition variable the concurrent
+//! core is built from, and (in [`atomic`]) its atomics.
+//!
+//! Two kinds of lock, named for what the models see:
+//! - [`Mutex`] (with [`MutexGuard`] and [`Condvar`]): *modelled*. std's
+//!   normally, loom's under loom, shuttle's under shuttle. Everything the
+//!   loom models exercise (the inode cache, the dentry cache, the file pool,
+//!   [`SpinMutex`](super::spin::SpinMutex)'s parking) locks these.
+//! - [`UnmodelledMutex`] and [`UnmodelledRwLock`]: for state no loom model
+//!   covers (the cwd, the mount table, rename locks, tmpfs's inodes). std's
+//!   normally *and under loom*, so a loom model that happens to pass through
+//!   them (a whole `Vfs` is built in each) does not multiply its state space
+//!   with locks whose interleavings it is not about. Under shuttle they are
+//!   shuttle's: shuttle's threads are coroutines on one OS thread, so one
+//!   that blocked on a std lock held by another shuttle thread would block
+//!   them all, and shuttle's schedules cover the whole VFS anyway.
+//!
+//! Poisoning is ignored everywhere ([`lock`], [`wait`], [`lock_unmodelled`]):
+//! nothing in uvfs panics while holding a lock, and a caller's panic
+//! elsewhere must not wedge a table.
+
+#[cfg(not(any(loom, shuttle)))]
+pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
+
+#[cfg(loom)]
+pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
+
+#[cfg(all(shuttle, not(loom)))]
+pub(crate) use shuttle::sync::{Condvar, Mutex, MutexGuard};
+
+/// `std::sync::atomic`'s mirror: std's atomics normally, loom's under loom
+/// (every access a point where the model may switch threads, every
+/// ordering checked), shuttle's under shuttle.
+pub(crate) mod atomic {
+    #[cfg(not(any(loom, shuttle)))]
+    pub(crate) use std::sync::atomic::{
+        AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
+    };
+
+    #[cfg(loom)]
+    pub(crate) use loom::sync::atomic::{
+        AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
+    };
+
+    #[cfg(all(shuttle, not(loom)))]
+    pub(crate) use shuttle::sync::atomic::{
+        AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
+    };
+}
+
+/// Where the unmodelled locks come from: std's, except under shuttle.
+#[cfg(any(loom, not(shuttle)))]
+use std::sync as unmodelled;
+
+#[cfg(all(shuttle, not(loom)))]
+use shuttle::sync as unmodelled;
+
+/// A mutex loom never sees, for state no loom model covers (see the module
+/// docs): std's normally and under loom, shuttle's under shuttle.
+pub(crate) type UnmodelledMutex<T> = unmodelled::Mutex<T>;
+/// The guard of an [`UnmodelledMutex`].
+pub(crate) type UnmodelledMutexGuard<'a, T> = unmodelled::MutexGuard<'a, T>;
+/// A reader-writer lock loom never sees (see [`UnmodelledMutex`]).
+pub(crate) type UnmodelledRwLock<T> = unmodelled::RwLock<T>;
+/// The read guard of an [`UnmodelledRwLock`].
+pub(crate) type UnmodelledRwLockReadGuard<'a, T> = unmodelled::RwLockReadGuard<'a, T>;
+/// The write guard of an [`UnmodelledRwLock`].
+pub(crate) type UnmodelledRwLockWriteGuard<'a, T> = unmodelled::RwLockWriteGuard<'a, T>;
+
+/// Locks `m`, ignoring poisoning: nothing in uvfs panics while holding a
+/// lock, and a caller's panic elsewhere must not wedge the table.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+/// Waits on `cv`, ignoring poisoning like [`lock`].
+pub(crate) fn wait<'a, T>(cv: &Condvar, g: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+    match cv.wait(g) {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+/// Locks an [`UnmodelledMutex`], ignoring poisoning like [`lock`].
+pub(crate) fn lock_unmodelled<T>(m: &UnmodelledMutex<T>) -> UnmodelledMutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
