@@ -176,7 +176,7 @@ impl File {
     /// position updates, as `fdget_pos` does.
     pub fn lock_pos(&self) -> PosGuard<'_> {
         let lock = if self.mode() & FMODE_ATOMIC_POS != 0 && self.count() > 1 {
-            Some(crate::primitive::lock(&self.pos_lock))
+            Some(crate::primitive::sync::lock(&self.pos_lock))
         } else {
             None
         };

@@ -9,7 +9,7 @@
 
 use crate::dcache::{self, DentryRef};
 use crate::errno::Errno;
-use crate::primitive::{PlainMutex as Mutex, std_lock};
+use crate::primitive::sync::{UnmodelledMutex, lock_unmodelled};
 
 /// One mount: `root` (a superblock's root dentry) is mounted on
 /// `mountpoint` (a directory of the parent file system).
@@ -21,7 +21,7 @@ struct Mount {
 /// The mounts of one namespace, in mount order.
 #[derive(Default)]
 pub(crate) struct Mounts {
-    list: Mutex<Vec<Mount>>,
+    list: UnmodelledMutex<Vec<Mount>>,
 }
 
 impl Mounts {
@@ -29,7 +29,7 @@ impl Mounts {
     /// there already: the walk resolves a mountpoint to what is mounted on
     /// it, so a second mount on one path stacks on the first's root).
     pub(crate) fn add(&self, mp: DentryRef, root: DentryRef) -> Result<(), Errno> {
-        let mut list = std_lock(&self.list);
+        let mut list = lock_unmodelled(&self.list);
         if !mp.mounted_ptr().is_null() {
             return Err(Errno::EBUSY);
         }
@@ -46,7 +46,7 @@ impl Mounts {
         if mp.mounted_ptr().is_null() {
             return None;
         }
-        std_lock(&self.list)
+        lock_unmodelled(&self.list)
             .iter()
             .find(|m| DentryRef::ptr_eq(&m.mountpoint, mp))
             .map(|m| m.root.clone())
@@ -56,7 +56,7 @@ impl Mounts {
     /// with a reference; `None` for the namespace root or a dentry that is
     /// no mounted root.
     pub(crate) fn mountpoint_of(&self, root: &DentryRef) -> Option<DentryRef> {
-        std_lock(&self.list)
+        lock_unmodelled(&self.list)
             .iter()
             .find(|m| DentryRef::ptr_eq(&m.root, root))
             .map(|m| m.mountpoint.clone())
@@ -64,14 +64,14 @@ impl Mounts {
 
     /// Runs `f` on each (mountpoint, root) pair, under the table's lock.
     pub(crate) fn for_each(&self, mut f: impl FnMut(&DentryRef, &DentryRef)) {
-        for m in std_lock(&self.list).iter() {
+        for m in lock_unmodelled(&self.list).iter() {
             f(&m.mountpoint, &m.root);
         }
     }
 
     /// Unmounts everything, last mount first (the namespace is going away).
     pub(crate) fn clear(&self) {
-        let list = std::mem::take(&mut *std_lock(&self.list));
+        let list = std::mem::take(&mut *lock_unmodelled(&self.list));
         for m in list.into_iter().rev() {
             dcache::set_mounted(&m.mountpoint, None);
             drop(m);

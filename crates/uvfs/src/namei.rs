@@ -23,7 +23,7 @@
 use crate::cred::{Cred, MAY_EXEC, permission};
 use crate::dcache::{Dentry, DentryRef};
 use crate::errno::Errno;
-use crate::primitive::lock;
+use crate::primitive::sync::lock;
 use crate::reclaim;
 use crate::vfs::Vfs;
 use crate::vfs_ops::inode::{iget, touch_atime};

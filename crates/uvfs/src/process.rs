@@ -30,7 +30,7 @@ use crate::file_table::{
 };
 use crate::fs::FileSystem;
 use crate::namei::{self, Nd};
-use crate::primitive::PlainMutex as Mutex;
+use crate::primitive::sync::{UnmodelledMutex, lock_unmodelled};
 use crate::task_work;
 use crate::uapi::*;
 use crate::vfs::Vfs;
@@ -64,14 +64,14 @@ impl Shared {
 /// umask, shared by threads, copied by fork.
 #[derive(Debug)]
 struct FsStruct {
-    cwd: Mutex<DentryRef>,
+    cwd: UnmodelledMutex<DentryRef>,
     umask: AtomicU32,
 }
 
 impl FsStruct {
     fn new(cwd: DentryRef, umask: u32) -> Arc<FsStruct> {
         Arc::new(FsStruct {
-            cwd: Mutex::new(cwd),
+            cwd: UnmodelledMutex::new(cwd),
             umask: AtomicU32::new(umask),
         })
     }
@@ -248,7 +248,7 @@ impl Process {
 
     /// The current directory, with a reference.
     fn cwd(&self) -> DentryRef {
-        crate::primitive::std_lock(&self.fs.cwd).clone()
+        lock_unmodelled(&self.fs.cwd).clone()
     }
 
     /// Where a walk of `path` relative to `dirfd` starts (`path_init`):

@@ -8,7 +8,7 @@
 //! down at their superblock, never the other way round.
 
 use crate::fs::{FileSystem, FsLimits};
-use crate::primitive::PlainMutex as Mutex;
+use crate::primitive::sync::UnmodelledMutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -25,7 +25,7 @@ pub(crate) struct SuperBlock {
     /// file system.
     pub(crate) limits: FsLimits,
     /// Serializes cross-directory renames (`s_vfs_rename_mutex`).
-    pub(crate) rename_lock: Mutex<()>,
+    pub(crate) rename_lock: UnmodelledMutex<()>,
 }
 
 impl SuperBlock {
@@ -35,7 +35,7 @@ impl SuperBlock {
             dev: 40 + id,
             limits: fs.limits(),
             fs,
-            rename_lock: Mutex::new(()),
+            rename_lock: UnmodelledMutex::new(()),
         }
     }
 }

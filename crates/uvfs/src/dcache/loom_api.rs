@@ -304,7 +304,7 @@ impl World {
         {
             let _g = lock(&dc.lru_lock);
             // SAFETY: under the LRU lock.
-            let (head, tail) = unsafe { *dc.lru.get() };
+            let (head, tail) = unsafe { dc.lru.get() };
             let mut prev = ptr::null_mut();
             let mut p = head;
             while let Some(d) = NonNull::new(p) {
@@ -312,7 +312,7 @@ impl World {
                     return Err("the LRU list loops".into());
                 }
                 // SAFETY: never freed under loom; under the LRU lock.
-                let (lp, ln) = unsafe { *d.as_ref().lru.get() };
+                let (lp, ln) = unsafe { d.as_ref().lru.get() };
                 // SAFETY: `d` is one of this world's dentries.
                 let s = unsafe { self.state(p.addr()) };
                 if lp != prev {

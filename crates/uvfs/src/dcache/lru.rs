@@ -34,14 +34,14 @@ impl DentryCache {
         dr.flags.fetch_or(LRU, Ordering::Relaxed);
         // SAFETY: under the LRU lock.
         unsafe {
-            let (_, tail) = *self.lru.get();
-            *dr.lru.get() = (tail, ptr::null_mut());
+            let (_, tail) = self.lru.get();
+            dr.lru.set((tail, ptr::null_mut()));
             if let Some(t) = NonNull::new(tail) {
-                (*t.as_ref().lru.get()).1 = d.as_ptr();
+                t.as_ref().lru.set_second(d.as_ptr());
             } else {
-                (*self.lru.get()).0 = d.as_ptr();
+                self.lru.set_first(d.as_ptr());
             }
-            (*self.lru.get()).1 = d.as_ptr();
+            self.lru.set_second(d.as_ptr());
         }
         self.lru_len.fetch_add(1, Ordering::Relaxed);
         drop(_g);
@@ -57,16 +57,16 @@ impl DentryCache {
             if dr.flags.load(Ordering::Relaxed) & LRU == 0 {
                 return;
             }
-            let (prev, next) = *dr.lru.get();
+            let (prev, next) = dr.lru.get();
             match NonNull::new(prev) {
-                Some(p) => (*p.as_ref().lru.get()).1 = next,
-                None => (*self.lru.get()).0 = next,
+                Some(p) => p.as_ref().lru.set_second(next),
+                None => self.lru.set_first(next),
             }
             match NonNull::new(next) {
-                Some(n) => (*n.as_ref().lru.get()).0 = prev,
-                None => (*self.lru.get()).1 = prev,
+                Some(n) => n.as_ref().lru.set_first(prev),
+                None => self.lru.set_second(prev),
             }
-            *dr.lru.get() = (ptr::null_mut(), ptr::null_mut());
+            dr.lru.set((ptr::null_mut(), ptr::null_mut()));
             dr.flags.fetch_and(!(LRU | REFERENCED), Ordering::Relaxed);
             dr.count.fetch_and(!C_LRU, Ordering::Release);
         }
@@ -91,7 +91,7 @@ impl DentryCache {
             while victims.len() < n && budget > 0 {
                 budget -= 1;
                 // SAFETY: under the LRU lock.
-                let Some(d) = NonNull::new(unsafe { (*self.lru.get()).0 }) else {
+                let Some(d) = NonNull::new(unsafe { self.lru.get() }.0) else {
                     break;
                 };
                 // SAFETY: LRU members are alive (kill unlinks them first).
@@ -131,13 +131,13 @@ impl DentryCache {
                     }
                     // SAFETY: under the LRU lock; re-append.
                     unsafe {
-                        let (_, tail) = *self.lru.get();
-                        *dr.lru.get() = (tail, ptr::null_mut());
+                        let (_, tail) = self.lru.get();
+                        dr.lru.set((tail, ptr::null_mut()));
                         match NonNull::new(tail) {
-                            Some(t) => (*t.as_ref().lru.get()).1 = d.as_ptr(),
-                            None => (*self.lru.get()).0 = d.as_ptr(),
+                            Some(t) => t.as_ref().lru.set_second(d.as_ptr()),
+                            None => self.lru.set_first(d.as_ptr()),
                         }
-                        (*self.lru.get()).1 = d.as_ptr();
+                        self.lru.set_second(d.as_ptr());
                     }
                     dr.flags.fetch_or(LRU, Ordering::Relaxed);
                     self.lru_len.fetch_add(1, Ordering::Relaxed);

@@ -75,15 +75,17 @@
 use crate::fs::{Attr, Ino, S_IFDIR, S_IFLNK, S_IFMT};
 use crate::icache::Inode;
 use crate::icache::InodeCache;
-use crate::primitive::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering, lock};
+use crate::primitive::cell::UnsafeCell;
+use crate::primitive::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
+};
+use crate::primitive::sync::{Mutex, MutexGuard, lock};
 use crate::reclaim;
 use crate::super_block::SuperBlock;
-use std::cell::UnsafeCell;
 use std::fmt;
 use std::ops::Deref;
 use std::ptr::{self, NonNull};
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 mod check;
 mod children;
@@ -127,6 +129,49 @@ impl Caches {
             caches: self.clone(),
         });
         self.dcache.new_root(dsb, inode, attr)
+    }
+}
+
+/// A pair of LRU links in a facade cell, so loom checks every access:
+/// a dentry's (previous, next) on the list, or the cache's (head, tail).
+/// Read and written only under the cache's LRU lock.
+struct LruLinks(UnsafeCell<(*mut Dentry, *mut Dentry)>);
+
+impl LruLinks {
+    fn new() -> LruLinks {
+        LruLinks(UnsafeCell::new((ptr::null_mut(), ptr::null_mut())))
+    }
+
+    /// # Safety
+    /// The caller holds the LRU lock.
+    unsafe fn get(&self) -> (*mut Dentry, *mut Dentry) {
+        // SAFETY: the LRU lock orders every access (the contract).
+        self.0.with(|p| unsafe { *p })
+    }
+
+    /// # Safety
+    /// As for [`get`](Self::get).
+    unsafe fn set(&self, v: (*mut Dentry, *mut Dentry)) {
+        // SAFETY: as in `get`.
+        self.0.with_mut(|p| unsafe { *p = v });
+    }
+
+    /// Sets the first link (previous, or head).
+    ///
+    /// # Safety
+    /// As for [`get`](Self::get).
+    unsafe fn set_first(&self, v: *mut Dentry) {
+        // SAFETY: as in `get`.
+        self.0.with_mut(|p| unsafe { (*p).0 = v });
+    }
+
+    /// Sets the second link (next, or tail).
+    ///
+    /// # Safety
+    /// As for [`get`](Self::get).
+    unsafe fn set_second(&self, v: *mut Dentry) {
+        // SAFETY: as in `get`.
+        self.0.with_mut(|p| unsafe { (*p).1 = v });
     }
 }
 
@@ -185,17 +230,15 @@ struct Kids {
 
 /// A name as stored: immutable, replaced whole (and the old one reclaimed
 /// after a grace period) by a rename. The bytes sit in a [`primitive`
-/// cell](crate::primitive::UnsafeCell) (a plain cell in normal builds) so
+/// cell](crate::primitive::cell::UnsafeCell) (a plain cell in normal builds) so
 /// that under loom every lockless read of a name is checked to happen after
 /// the name's creation: a walker that reaches a dentry or a name through a
 /// pointer published without a release would be reported.
-struct Name(crate::primitive::UnsafeCell<Box<[u8]>>);
+struct Name(UnsafeCell<Box<[u8]>>);
 
 impl Name {
     fn new(name: &[u8]) -> *mut Name {
-        Box::into_raw(Box::new(Name(crate::primitive::UnsafeCell::new(
-            name.into(),
-        ))))
+        Box::into_raw(Box::new(Name(UnsafeCell::new(name.into()))))
     }
 
     /// Runs `f` on the bytes.
@@ -241,7 +284,7 @@ pub struct Dentry {
     /// analogue; directories have one dentry).
     pub(crate) dir_lock: Mutex<()>,
     /// LRU links, guarded by the cache's LRU lock.
-    lru: UnsafeCell<(*mut Dentry, *mut Dentry)>,
+    lru: LruLinks,
     sb: Arc<DentrySb>,
     /// This directory's [`Children`], or null until its first child.
     children: AtomicPtr<Children>,
@@ -319,7 +362,7 @@ impl Dentry {
             gid: AtomicU32::new(0),
             mounted: AtomicPtr::new(ptr::null_mut()),
             dir_lock: Mutex::new(()),
-            lru: UnsafeCell::new((ptr::null_mut(), ptr::null_mut())),
+            lru: LruLinks::new(),
             sb,
             children: AtomicPtr::new(ptr::null_mut()),
             slot: AtomicU32::new(NO_SLOT),
@@ -368,7 +411,7 @@ impl Dentry {
     /// Begins a change readers must not see half-done.
     fn write_begin(&self) {
         self.seq.fetch_add(1, Ordering::Relaxed);
-        crate::primitive::fence(Ordering::Release);
+        fence(Ordering::Release);
     }
 
     fn write_end(&self) {
@@ -387,7 +430,7 @@ impl Dentry {
     /// Whether the count is still `seq` (the reads since were consistent).
     #[inline]
     pub(crate) fn seq_valid(&self, seq: u32) -> bool {
-        crate::primitive::fence(Ordering::Acquire);
+        fence(Ordering::Acquire);
         self.seq.load(Ordering::Relaxed) == seq
     }
 
@@ -559,7 +602,7 @@ impl DentryRef {
 
     /// Locks the inode's I/O lock (see [`Inode::io_lock`]); a no-op guard
     /// for a negative dentry.
-    pub(crate) fn lock_inode(&self) -> Option<crate::primitive::MutexGuard<'_, ()>> {
+    pub(crate) fn lock_inode(&self) -> Option<MutexGuard<'_, ()>> {
         let i = self.inode_ptr()?;
         // SAFETY: our dentry reference holds an inode reference, so the node
         // stays this inode for as long as the borrow of `self`.
@@ -627,7 +670,7 @@ pub struct DentryCache {
     locks: Box<[crossbeam_utils::CachePadded<Mutex<()>>]>,
     lru_lock: Mutex<()>,
     /// LRU list ends (oldest at the head), under `lru_lock`.
-    lru: UnsafeCell<(*mut Dentry, *mut Dentry)>,
+    lru: LruLinks,
     lru_len: AtomicUsize,
     /// Dentries alive (hashed or not).
     nr: AtomicUsize,

@@ -18,7 +18,7 @@ impl DentryCache {
                 .map(|_| crossbeam_utils::CachePadded::new(Mutex::new(())))
                 .collect(),
             lru_lock: Mutex::new(()),
-            lru: UnsafeCell::new((ptr::null_mut(), ptr::null_mut())),
+            lru: LruLinks::new(),
             lru_len: AtomicUsize::new(0),
             nr: AtomicUsize::new(0),
             limit,
@@ -45,7 +45,7 @@ impl DentryCache {
         (hash as usize) & (self.buckets.len() - 1)
     }
 
-    pub(super) fn bucket_lock(&self, b: usize) -> crate::primitive::MutexGuard<'_, ()> {
+    pub(super) fn bucket_lock(&self, b: usize) -> MutexGuard<'_, ()> {
         lock(&self.locks[b & (self.locks.len() - 1)])
     }
 

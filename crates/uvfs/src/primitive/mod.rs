@@ -20,11 +20,11 @@
 //! - **std** (normal builds): everything is std's; the facade costs nothing.
 //! - **loom** (`--cfg loom`): loom's atomics, locks, cells and thread-locals,
 //!   so loom's exhaustive models (in-crate `loom_tests` modules and
-//!   `tests/loom_*.rs`) exercise the very code that ships, every access a
+//!   `tests/*_loom.rs`) exercise the very code that ships, every access a
 //!   point where the model may switch threads, every cell access checked
 //!   for races.
 //! - **shuttle** (`--cfg shuttle`): shuttle's, so its randomized schedules
-//!   of whole-VFS scenarios (`tests/shuttle_vfs.rs`) switch threads at every
+//!   of whole-VFS scenarios (`tests/vfs_shuttle.rs`) switch threads at every
 //!   atomic and lock operation of the same code. Under shuttle every
 //!   blocking primitive must be shuttle's (its threads share one OS thread,
 //!   so a thread blocked on a std lock would block them all), hence the
@@ -42,20 +42,3 @@ pub(crate) mod sync;
 pub(crate) mod thread;
 
 pub(crate) use thread::thread_local;
-
-// Kept for files not yet moved to the std-mirroring paths: today's names,
-// importable from the facade's root. Delete once no file imports them.
-#[allow(unused_imports)]
-pub(crate) use self::{
-    cell::UnsafeCell,
-    hint::retry_wait,
-    spin::{SpinGuard, SpinMutex},
-    sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence},
-    sync::{
-        Condvar, Mutex, MutexGuard, UnmodelledMutex as PlainMutex,
-        UnmodelledMutexGuard as PlainMutexGuard, UnmodelledRwLock as PlainRwLock,
-        UnmodelledRwLockReadGuard as PlainRwLockReadGuard,
-        UnmodelledRwLockWriteGuard as PlainRwLockWriteGuard, lock, lock_unmodelled as std_lock,
-        wait,
-    },
-};

@@ -34,17 +34,17 @@ pub(crate) use shuttle::sync::{Condvar, Mutex, MutexGuard};
 pub(crate) mod atomic {
     #[cfg(not(any(loom, shuttle)))]
     pub(crate) use std::sync::atomic::{
-        AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
+        AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
     };
 
     #[cfg(loom)]
     pub(crate) use loom::sync::atomic::{
-        AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
+        AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
     };
 
     #[cfg(all(shuttle, not(loom)))]
     pub(crate) use shuttle::sync::atomic::{
-        AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
+        AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
     };
 }
 

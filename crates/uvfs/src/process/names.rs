@@ -12,7 +12,7 @@ use crate::dcache::DentryRef;
 use crate::errno::Errno;
 use crate::fs::{RENAME_EXCHANGE, RENAME_NOREPLACE, S_IFLNK};
 use crate::namei::{self, DIRECTORY, EMPTY, FOLLOW, LastType, Parent};
-use crate::primitive::lock;
+use crate::primitive::sync::{lock, lock_unmodelled};
 use crate::task_work;
 use crate::uapi::*;
 use crate::vfs_ops::inode::{attr_of, mode_is_dir};
@@ -204,7 +204,7 @@ impl Process {
         }
         let (odir, ndir) = (&op.dir, &np.dir);
         let same = DentryRef::ptr_eq(odir, ndir);
-        let _rl = (!same).then(|| crate::primitive::std_lock(&odir.sb().rename_lock));
+        let _rl = (!same).then(|| lock_unmodelled(&odir.sb().rename_lock));
         let (first, second) = if odir.as_ptr() < ndir.as_ptr() {
             (odir, ndir)
         } else {
@@ -374,7 +374,7 @@ impl Process {
 
     fn set_cwd(&self, d: DentryRef) -> Result<(), Errno> {
         permission(&self.cred, &attr_of(&d)?, MAY_EXEC)?;
-        let old = std::mem::replace(&mut *crate::primitive::std_lock(&self.fs.cwd), d);
+        let old = std::mem::replace(&mut *lock_unmodelled(&self.fs.cwd), d);
         drop(old);
         Ok(())
     }

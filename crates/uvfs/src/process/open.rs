@@ -8,7 +8,7 @@ use crate::dcache::DentryRef;
 use crate::errno::Errno;
 use crate::fs::{Attr, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, SetAttr, SetTime};
 use crate::namei::{self, DIRECTORY, FOLLOW, LastType, MAXSYMLINKS};
-use crate::primitive::lock;
+use crate::primitive::sync::lock;
 use crate::uapi::*;
 use crate::vfs_ops::VfsOps;
 use crate::vfs_ops::attr::notify_change;

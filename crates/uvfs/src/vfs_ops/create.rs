@@ -10,7 +10,7 @@ use crate::cred::{self, MAY_EXEC, MAY_WRITE, permission};
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
 use crate::fs::{Attr, NewInode, S_IFDIR, S_IFLNK, S_IFREG};
-use crate::primitive::lock;
+use crate::primitive::sync::lock;
 
 impl VfsOps<'_> {
     /// The owner of a new inode, with `mode` as `vfs_prepare_mode` makes it

@@ -10,9 +10,8 @@ use super::pages::RegFile;
 use super::{DIRENT_SIZE, EMPTY_DIR_SIZE, MAX_FILE_SIZE, PAGE_SIZE, ROOT_INO, Tmpfs};
 use crate::errno::Errno;
 use crate::fs::{Attr, Ino, S_IFMT, SetAttr, SetTime, Timespec};
-use crate::primitive::{
-    PlainRwLock as RwLock, PlainRwLockReadGuard as RwLockReadGuard,
-    PlainRwLockWriteGuard as RwLockWriteGuard,
+use crate::primitive::sync::{
+    UnmodelledRwLock, UnmodelledRwLockReadGuard, UnmodelledRwLockWriteGuard,
 };
 
 /// What an inode is, with what only that type holds.
@@ -78,21 +77,21 @@ pub(super) struct Inode {
     /// For a directory, its parent (the root: itself). Changed only under
     /// the rename mutex.
     pub(super) parent: AtomicU64,
-    pub(super) st: RwLock<State>,
+    pub(super) st: UnmodelledRwLock<State>,
 }
 
 /// Read-locks an inode (a poisoned lock is taken as it is).
-pub(super) fn rd(i: &Inode) -> RwLockReadGuard<'_, State> {
+pub(super) fn rd(i: &Inode) -> UnmodelledRwLockReadGuard<'_, State> {
     i.st.read().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Write-locks an inode (a poisoned lock is taken as it is).
-pub(super) fn wr(i: &Inode) -> RwLockWriteGuard<'_, State> {
+pub(super) fn wr(i: &Inode) -> UnmodelledRwLockWriteGuard<'_, State> {
     i.st.write().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The write guards of a sorted, deduplicated set of inodes.
-pub(super) type Guards<'a> = Vec<(Ino, RwLockWriteGuard<'a, State>)>;
+pub(super) type Guards<'a> = Vec<(Ino, UnmodelledRwLockWriteGuard<'a, State>)>;
 
 /// Write-locks `inodes`, which the caller has sorted by inode number.
 pub(super) fn lock_all(inodes: &[Arc<Inode>]) -> Guards<'_> {

@@ -72,7 +72,7 @@
 //!   `SEEK_DATA`/`SEEK_HOLE`);
 //! - `fsck`: the consistency check used by tests.
 
-use crate::primitive::{PlainMutex as Mutex, PlainRwLock as RwLock};
+use crate::primitive::sync::{UnmodelledMutex, UnmodelledRwLock};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -149,7 +149,7 @@ impl Default for TmpfsOptions {
 /// One shard of the inode table.
 /// Each on its own cache lines, so threads working in different shards do
 /// not bounce one line between them.
-type Shard = crossbeam_utils::CachePadded<RwLock<HashMap<Ino, Arc<Inode>, InoHash>>>;
+type Shard = crossbeam_utils::CachePadded<UnmodelledRwLock<HashMap<Ino, Arc<Inode>, InoHash>>>;
 
 /// Hashes an inode number with one multiply, folding the high half down so
 /// the low bits (which pick the bucket) depend on every bit: inode numbers
@@ -184,7 +184,7 @@ pub struct Tmpfs {
     max_inodes: Option<u64>,
     used_pages: AtomicU64,
     used_inodes: AtomicU64,
-    rename_lock: Mutex<()>,
+    rename_lock: UnmodelledMutex<()>,
     /// Highest directory offset (`S32_MAX - 1`; lowered by tests).
     dir_offset_max: u64,
 }
@@ -209,7 +209,7 @@ impl Tmpfs {
             .map(|b| b.div_ceil(PAGE_SIZE));
         let max_inodes = opts.nr_inodes.filter(|&n| n > 0);
         let shards = (0..SHARDS)
-            .map(|_| crossbeam_utils::CachePadded::new(RwLock::new(HashMap::default())))
+            .map(|_| crossbeam_utils::CachePadded::new(UnmodelledRwLock::new(HashMap::default())))
             .collect();
         let fs = Tmpfs {
             shards,
@@ -218,7 +218,7 @@ impl Tmpfs {
             max_inodes,
             used_pages: AtomicU64::new(0),
             used_inodes: AtomicU64::new(1),
-            rename_lock: Mutex::new(()),
+            rename_lock: UnmodelledMutex::new(()),
             dir_offset_max: DIR_OFFSET_EOD - 1,
         };
         let now = Timespec::now();
@@ -254,7 +254,7 @@ impl Tmpfs {
         let inode = Arc::new(Inode {
             ino,
             parent: AtomicU64::new(parent),
-            st: RwLock::new(st),
+            st: UnmodelledRwLock::new(st),
         });
         self.shard(ino)
             .write()
