@@ -7,8 +7,10 @@
 //!   close, dup, close_range, fork copy, exec sweep;
 //! - [`file_table`]: `struct file`, its allocation, reference count and
 //!   release (Linux's fs/file_table.c);
-//! - [`pool`]: the type-stable file pool (`SLAB_TYPESAFE_BY_RCU`);
-//! - [`task_work`]: the deferred-release queue;
+//! - [`pool`] (in [`file_table`], as Linux's `filp` cache is in
+//!   fs/file_table.c): the type-stable file pool (`SLAB_TYPESAFE_BY_RCU`);
+//! - [`task_work`]: the deferred-work queue (`callback_head` items; a
+//!   file's deferred release is one);
 //! - [`fs`]: the file-system interface (in inode numbers) and tmpfs;
 //! - [`cred`]: `struct cred` and the permission rules (`generic_permission`,
 //!   `may_delete`, set-ID bit handling for create, chmod, chown, write);
@@ -34,7 +36,6 @@ pub mod icache;
 mod mount;
 pub mod namei;
 pub mod nospec;
-pub mod pool;
 mod primitive;
 pub mod process;
 mod reclaim;
@@ -48,6 +49,7 @@ mod vfs_ops;
 pub use errno::Errno;
 pub use fastpaths::FastPaths;
 pub use fdtable::{FdRef, FdTable, ReservedFd};
+pub use file_table::pool;
 pub use file_table::{File, FileOps, FileRef};
 pub use process::{Opening, Process};
 pub use stat::{Stat, Statx};

@@ -419,7 +419,8 @@ impl Process {
             .files
             .get_unused_fd(flags & O_CLOEXEC != 0, self.nofile())?;
         let (f_flags, fmode) = open_flags_to_file(flags);
-        let mut file = alloc_empty_file(&self.vfs, f_flags, fmode)?;
+        let pool = self.vfs.fastpaths().typesafe_files;
+        let mut file = alloc_empty_file(pool.then(|| self.vfs.file_pool()), f_flags, fmode)?;
         match open(self, &mut Opening { file: &mut file }) {
             Ok(()) => {
                 let mode = file.mode() | FMODE_OPENED;

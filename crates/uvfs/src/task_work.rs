@@ -4,22 +4,55 @@
 //! thread, and the queue is drained when the thread's outermost API call
 //! returns.
 //!
-//! Like the kernel's list, the queue is intrusive: it links through the file
-//! objects themselves, so queueing allocates nothing. A put made outside any
-//! API call (a [`FileRef`](crate::FileRef) dropped by the embedder's own
-//! code) has no call to wait for and releases at once, as a kernel thread's
+//! Like the kernel's list, the queue is intrusive and knows nothing of what
+//! it runs: each queued item is a [`Callback`] (`struct callback_head`)
+//! embedded in the object the work is about (a file), holding the link and
+//! the function to run, so queueing allocates nothing. Work added outside
+//! any API call (a [`FileRef`](crate::FileRef) dropped by the embedder's own
+//! code) has no call to wait for and runs at once, as a kernel thread's
 //! fput has no return to user space.
 
-use crate::file_table::{self, File};
+use crate::primitive::cell::UnsafeCell;
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
+
+/// One piece of deferred work (`struct callback_head`), embedded in the
+/// object it concerns: the queue's link and the function to run.
+pub(crate) struct Callback {
+    /// The next queued item; touched only by the thread whose queue holds
+    /// this one.
+    next: UnsafeCell<*const Callback>,
+    func: unsafe fn(NonNull<Callback>),
+}
+
+impl Callback {
+    /// An unqueued item that will run `func` on itself.
+    pub(crate) fn new(func: unsafe fn(NonNull<Callback>)) -> Callback {
+        Callback {
+            next: UnsafeCell::new(ptr::null()),
+            func,
+        }
+    }
+
+    /// Runs the item's function.
+    ///
+    /// # Safety
+    /// The caller owns the item (it is on no queue, or was just taken off
+    /// one), and the item's function may run on it now.
+    unsafe fn call(cb: NonNull<Callback>) {
+        // SAFETY: per the contract, the item is live and ours.
+        let func = unsafe { cb.as_ref() }.func;
+        // SAFETY: per the contract.
+        unsafe { func(cb) };
+    }
+}
 
 // Through the facade: under loom and shuttle each modelled thread has a
 // queue of its own (their threads share one OS thread).
 crate::primitive::thread_local! {
     static DEPTH: Cell<u32> = const { Cell::new(0) };
-    static HEAD: Cell<*const File> = const { Cell::new(ptr::null()) };
+    static HEAD: Cell<*const Callback> = const { Cell::new(ptr::null()) };
 }
 
 /// Marks the thread as inside an API call until dropped; the outermost one
@@ -51,24 +84,30 @@ impl Drop for Call {
     }
 }
 
-/// Queues the final release of `f` (whose count just reached zero) on this
-/// thread, or releases it at once when no API call is in progress.
-pub(crate) fn queue_release(f: NonNull<File>) {
+/// `task_work_add`: queues `cb` on this thread, to run when the outermost
+/// API call returns, or runs it at once when no API call is in progress.
+///
+/// # Safety
+/// `cb` is live, on no queue, and stays live until its function runs; the
+/// caller hands it over (nothing else touches its link meanwhile; the
+/// function may be called with it from this thread).
+pub(crate) unsafe fn add(cb: NonNull<Callback>) {
     if DEPTH.with(Cell::get) == 0 {
-        // SAFETY: the count reached zero, so the caller owned the last
-        // reference and passes it on to us.
-        unsafe { file_table::release(f) };
+        // SAFETY: handed over by the caller, on no queue.
+        unsafe { Callback::call(cb) };
         return;
     }
-    // SAFETY: the count is zero, so no one else uses the file's link field;
-    // stale lockless readers only touch the count.
-    unsafe { File::set_link(f, HEAD.with(Cell::get)) };
-    HEAD.with(|h| h.set(f.as_ptr()));
+    // SAFETY: handed over by the caller: the item is live, and we alone
+    // touch its link.
+    let item = unsafe { cb.as_ref() };
+    // SAFETY: as above.
+    item.next.with_mut(|n| unsafe { *n = HEAD.with(Cell::get) });
+    HEAD.with(|h| h.set(cb.as_ptr()));
 }
 
-/// Runs every queued release, including any queued by those releases.
+/// Runs every queued item, including any queued while they run.
 pub fn run() {
-    // Releases run inside a call of their own, so that puts they make are
+    // Items run inside a call of their own, so that work they add is
     // queued here instead of recursing.
     let _call = enter();
     loop {
@@ -76,11 +115,15 @@ pub fn run() {
         if cur.is_null() {
             break;
         }
-        while let Some(f) = NonNull::new(cur.cast_mut()) {
-            // SAFETY: queued files have count zero and belong to the queue.
-            cur = unsafe { File::link(f) };
-            // SAFETY: as above; each file is on the queue exactly once.
-            unsafe { file_table::release(f) };
+        while let Some(cb) = NonNull::new(cur.cast_mut()) {
+            // SAFETY: queued items are live and belong to the queue; the
+            // link is read before the function may free the item.
+            let item = unsafe { cb.as_ref() };
+            // SAFETY: as above.
+            cur = item.next.with(|n| unsafe { *n });
+            // SAFETY: taken off the queue just now; each item is queued
+            // once.
+            unsafe { Callback::call(cb) };
         }
     }
     // `_call` is the outermost call only if we were entered from `Call::drop`

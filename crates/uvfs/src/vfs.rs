@@ -9,11 +9,11 @@
 use crate::dcache::{Caches, DentryCache, DentryRef};
 use crate::errno::Errno;
 use crate::fastpaths::FastPaths;
+use crate::file_table::pool::FilePool;
 use crate::fs::FileSystem;
 use crate::fs::tmpfs::{Tmpfs, TmpfsOptions};
 use crate::icache::InodeCache;
 use crate::mount::Mounts;
-use crate::pool::FilePool;
 use crate::super_block::SuperBlocks;
 use std::sync::Arc;
 

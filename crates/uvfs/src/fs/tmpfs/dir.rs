@@ -3,20 +3,17 @@
 //! directories in `fs/libfs.c`), name lookup, and readdir.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
-use super::inode::{Inode, rd};
-use super::{DIR_OFFSET_EOD, NAME_MAX, Tmpfs};
+use super::{DIR_OFFSET_EOD, NAME_MAX};
 use crate::errno::Errno;
-use crate::fs::{Attr, DirEntry, Ino, S_IFDIR};
+use crate::fs::Ino;
 
 /// Cookie meaning "first real entry" (`DIR_OFFSET_FIRST`).
-const DIR_OFFSET_FIRST: u64 = 2;
+pub(super) const DIR_OFFSET_FIRST: u64 = 2;
 /// Lowest offset given to an entry (`DIR_OFFSET_MIN`).
 pub(super) const DIR_OFFSET_MIN: u64 = 3;
 /// Readdir snapshots this many entries per lock hold.
-const READDIR_BATCH: usize = 128;
+pub(super) const READDIR_BATCH: usize = 128;
 
 /// A directory entry as stored.
 #[derive(Clone)]
@@ -116,7 +113,7 @@ impl Dir {
 
     /// The listing position (sequence) to resume at for cookie `pos`
     /// (`pos >= DIR_OFFSET_FIRST`); `None`: end of directory.
-    fn resume_seq(&self, pos: u64) -> Option<u64> {
+    pub(super) fn resume_seq(&self, pos: u64) -> Option<u64> {
         if pos == DIR_OFFSET_FIRST {
             return self.order.keys().next_back().copied();
         }
@@ -137,14 +134,14 @@ impl Dir {
     }
 
     /// The cookie of the first entry listed strictly after position `seq`.
-    fn next_cookie_after(&self, seq: u64) -> u64 {
+    pub(super) fn next_cookie_after(&self, seq: u64) -> u64 {
         self.order
             .range(..seq)
             .next_back()
             .map_or(DIR_OFFSET_EOD, |(_, s)| s.offset)
     }
 
-    fn head_cookie(&self) -> u64 {
+    pub(super) fn head_cookie(&self) -> u64 {
         self.order
             .values()
             .next_back()
@@ -165,121 +162,4 @@ pub(super) fn check_name(name: &[u8]) -> Result<(), Errno> {
         return Err(Errno::EINVAL);
     }
     Ok(())
-}
-
-impl Tmpfs {
-    /// Peeks at `name` in `dir`: the directory and the child's number.
-    pub(super) fn peek(&self, dir: Ino, name: &[u8]) -> Result<(Arc<Inode>, Option<Ino>), Errno> {
-        let d = self.get(dir)?;
-        let child = rd(&d).dir()?.get(name).map(|s| s.ino);
-        Ok((d, child))
-    }
-
-    /// Looks `name` up in `dir` (a name whose inode is gone meanwhile is
-    /// looked up again).
-    pub(super) fn lookup_name(&self, dir: Ino, name: &[u8]) -> Result<Attr, Errno> {
-        check_name(name)?;
-        loop {
-            let (_, child) = self.peek(dir, name)?;
-            let child = child.ok_or(Errno::ENOENT)?;
-            // The entry may go away between the two locks: retry then.
-            if let Ok(c) = self.get(child) {
-                let st = rd(&c);
-                if st.nlink > 0 {
-                    return Ok(Self::attr(child, &st));
-                }
-            }
-        }
-    }
-
-    /// Lists `dir` from `cookie`: `.` and `..`, then the entries newest
-    /// first, each with the cookie to resume after it.
-    pub(super) fn readdir_from(
-        &self,
-        dir: Ino,
-        cookie: u64,
-        emit: &mut dyn FnMut(&DirEntry) -> bool,
-    ) -> Result<(), Errno> {
-        let d = self.get(dir)?;
-        let mut pos = cookie;
-        // `.` and `..` (dir_emit_dots).
-        {
-            let st = rd(&d);
-            let dd = st.dir()?;
-            if st.nlink == 0 {
-                // IS_DEADDIR: iterate_dir fails with ENOENT.
-                return Err(Errno::ENOENT);
-            }
-            if pos == 0 {
-                let e = DirEntry {
-                    ino: dir,
-                    file_type: S_IFDIR,
-                    name: b".".to_vec(),
-                    pos: 0,
-                    next: 1,
-                };
-                if !emit(&e) {
-                    return Ok(());
-                }
-                pos = 1;
-            }
-            if pos == 1 {
-                let parent = d.parent.load(Ordering::Acquire);
-                let e = DirEntry {
-                    ino: parent,
-                    file_type: S_IFDIR,
-                    name: b"..".to_vec(),
-                    pos: 1,
-                    next: dd.head_cookie(),
-                };
-                if !emit(&e) {
-                    return Ok(());
-                }
-                pos = DIR_OFFSET_FIRST;
-            }
-        }
-        // Entries, a batch per lock hold so `emit` runs unlocked.
-        let mut seq = {
-            let st = rd(&d);
-            match st.dir()?.resume_seq(pos) {
-                Some(s) => s,
-                None => return Ok(()),
-            }
-        };
-        loop {
-            let batch: Vec<DirEntry> = {
-                let st = rd(&d);
-                let dd = st.dir()?;
-                let mut out = Vec::new();
-                for (&s, slot) in dd.order.range(..=seq).rev().take(READDIR_BATCH) {
-                    out.push(DirEntry {
-                        ino: slot.ino,
-                        file_type: slot.ftype,
-                        name: slot.name.to_vec(),
-                        pos: slot.offset,
-                        next: dd.next_cookie_after(s),
-                    });
-                }
-                out
-            };
-            let Some(last) = batch.last() else {
-                return Ok(());
-            };
-            let (last_next, full) = (last.next, batch.len() == READDIR_BATCH);
-            for e in &batch {
-                if !emit(e) {
-                    return Ok(());
-                }
-            }
-            if !full || last_next >= DIR_OFFSET_EOD {
-                return Ok(());
-            }
-            // Resume exactly as a caller holding `last_next` would.
-            let st = rd(&d);
-            match st.dir()?.resume_seq(last_next) {
-                Some(s) => seq = s,
-                None => return Ok(()),
-            }
-        }
-    }
 }

@@ -64,12 +64,14 @@
 //!   shards, space and inode accounting, and [`FileSystem`] as dispatch;
 //! - `inode`: an inode's state and lock, the multi-inode lock helpers,
 //!   attributes, eviction;
-//! - `dir`: a directory's entries and their offsets (cookies), lookup,
-//!   readdir;
-//! - `names`: create, mkdir, symlink, `O_TMPFILE`, link, unlink, rmdir;
+//! - `dir`: a directory's entries and their offsets (cookies), as a data
+//!   structure;
+//! - `names`: lookup, readdir, create, mkdir, symlink, `O_TMPFILE`, link,
+//!   unlink, rmdir;
 //! - `rename`: rename and its flags, the directory-loop check;
-//! - `pages`: regular files' pages (read, write, truncate, `fallocate`,
-//!   `SEEK_DATA`/`SEEK_HOLE`);
+//! - `pages`: regular files' page maps (truncate, punch);
+//! - `io`: read, write, `fallocate`, `SEEK_DATA`/`SEEK_HOLE` through the
+//!   inode;
 //! - `fsck`: the consistency check used by tests.
 
 use crate::primitive::sync::{UnmodelledMutex, UnmodelledRwLock};
@@ -85,6 +87,7 @@ use crate::errno::Errno;
 mod dir;
 mod fsck;
 mod inode;
+mod io;
 mod names;
 mod pages;
 mod rename;

@@ -1,16 +1,20 @@
 //! Creating inodes and adding or removing names (Linux's `shmem_mknod`,
 //! `shmem_symlink`, `shmem_tmpfile`, `shmem_link`, `shmem_unlink` and
 //! `simple_rmdir`), with the link counts and inode counts they change.
-//! Rename has its own module.
+//! Rename has its own module. Also the lookup of a name and the listing
+//! of a directory (`simple_lookup`, `offset_readdir`).
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::dir::check_name;
-use super::inode::{Kind, State, lock_all, rd, wr};
+use super::dir::{DIR_OFFSET_FIRST, READDIR_BATCH, check_name};
+use super::inode::{Inode, Kind, State, lock_all, rd, wr};
 use super::pages::RegFile;
-use super::{SHORT_SYMLINK_LEN, SYMLINK_MAX, Tmpfs};
+use super::{DIR_OFFSET_EOD, SHORT_SYMLINK_LEN, SYMLINK_MAX, Tmpfs};
 use crate::errno::Errno;
-use crate::fs::{Attr, Ino, NewInode, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, S_ISGID, Timespec};
+use crate::fs::{
+    Attr, DirEntry, Ino, NewInode, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, S_ISGID, Timespec,
+};
 
 impl Tmpfs {
     /// The common part of create, mkdir and symlink: a new inode named
@@ -249,5 +253,122 @@ impl Tmpfs {
             cs.ctime = now;
             Ok(())
         })
+    }
+}
+
+impl Tmpfs {
+    /// Peeks at `name` in `dir`: the directory and the child's number.
+    pub(super) fn peek(&self, dir: Ino, name: &[u8]) -> Result<(Arc<Inode>, Option<Ino>), Errno> {
+        let d = self.get(dir)?;
+        let child = rd(&d).dir()?.get(name).map(|s| s.ino);
+        Ok((d, child))
+    }
+
+    /// Looks `name` up in `dir` (a name whose inode is gone meanwhile is
+    /// looked up again).
+    pub(super) fn lookup_name(&self, dir: Ino, name: &[u8]) -> Result<Attr, Errno> {
+        check_name(name)?;
+        loop {
+            let (_, child) = self.peek(dir, name)?;
+            let child = child.ok_or(Errno::ENOENT)?;
+            // The entry may go away between the two locks: retry then.
+            if let Ok(c) = self.get(child) {
+                let st = rd(&c);
+                if st.nlink > 0 {
+                    return Ok(Self::attr(child, &st));
+                }
+            }
+        }
+    }
+
+    /// Lists `dir` from `cookie`: `.` and `..`, then the entries newest
+    /// first, each with the cookie to resume after it.
+    pub(super) fn readdir_from(
+        &self,
+        dir: Ino,
+        cookie: u64,
+        emit: &mut dyn FnMut(&DirEntry) -> bool,
+    ) -> Result<(), Errno> {
+        let d = self.get(dir)?;
+        let mut pos = cookie;
+        // `.` and `..` (dir_emit_dots).
+        {
+            let st = rd(&d);
+            let dd = st.dir()?;
+            if st.nlink == 0 {
+                // IS_DEADDIR: iterate_dir fails with ENOENT.
+                return Err(Errno::ENOENT);
+            }
+            if pos == 0 {
+                let e = DirEntry {
+                    ino: dir,
+                    file_type: S_IFDIR,
+                    name: b".".to_vec(),
+                    pos: 0,
+                    next: 1,
+                };
+                if !emit(&e) {
+                    return Ok(());
+                }
+                pos = 1;
+            }
+            if pos == 1 {
+                let parent = d.parent.load(Ordering::Acquire);
+                let e = DirEntry {
+                    ino: parent,
+                    file_type: S_IFDIR,
+                    name: b"..".to_vec(),
+                    pos: 1,
+                    next: dd.head_cookie(),
+                };
+                if !emit(&e) {
+                    return Ok(());
+                }
+                pos = DIR_OFFSET_FIRST;
+            }
+        }
+        // Entries, a batch per lock hold so `emit` runs unlocked.
+        let mut seq = {
+            let st = rd(&d);
+            match st.dir()?.resume_seq(pos) {
+                Some(s) => s,
+                None => return Ok(()),
+            }
+        };
+        loop {
+            let batch: Vec<DirEntry> = {
+                let st = rd(&d);
+                let dd = st.dir()?;
+                let mut out = Vec::new();
+                for (&s, slot) in dd.order.range(..=seq).rev().take(READDIR_BATCH) {
+                    out.push(DirEntry {
+                        ino: slot.ino,
+                        file_type: slot.ftype,
+                        name: slot.name.to_vec(),
+                        pos: slot.offset,
+                        next: dd.next_cookie_after(s),
+                    });
+                }
+                out
+            };
+            let Some(last) = batch.last() else {
+                return Ok(());
+            };
+            let (last_next, full) = (last.next, batch.len() == READDIR_BATCH);
+            for e in &batch {
+                if !emit(e) {
+                    return Ok(());
+                }
+            }
+            if !full || last_next >= DIR_OFFSET_EOD {
+                return Ok(());
+            }
+            // Resume exactly as a caller holding `last_next` would.
+            let st = rd(&d);
+            match st.dir()?.resume_seq(last_next) {
+                Some(s) => seq = s,
+                None => return Ok(()),
+            }
+        }
     }
 }

@@ -1,23 +1,20 @@
-//! Regular files' pages (Linux's `mm/shmem.c` page cache side): read,
-//! write, truncation, `fallocate` (allocation and hole punching) and
-//! `SEEK_DATA`/`SEEK_HOLE`. Every page held counts against the space limit
-//! and as 8 blocks.
+//! Regular files' pages (Linux's `mm/shmem.c` page cache side): the page
+//! map, truncation and hole punching on it. Every page held counts against
+//! the space limit and as 8 blocks. Reading and writing them through the
+//! inode is [`io`](super::io)'s.
 
 use std::collections::BTreeMap;
 
-use super::inode::{Kind, rd, wr};
-use super::{MAX_FILE_SIZE, PAGE_SIZE, Tmpfs};
-use crate::errno::Errno;
-use crate::fs::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, Ino, Seek, Timespec};
+use super::{PAGE_SIZE, Tmpfs};
 
 /// `fallocate` modes Linux's `vfs_fallocate` knows (`FALLOC_FL_SUPPORTED_MASK`
 /// in 6.18: keep size, punch hole, no-hide-stale, collapse, zero, insert,
 /// unshare, write zeroes); other bits are `EOPNOTSUPP` before anything else.
-const FALLOC_KNOWN: u32 = 0xff;
+pub(super) const FALLOC_KNOWN: u32 = 0xff;
 /// Pages one `fallocate` may add: beyond this the call fails with `ENOMEM`
 /// (what Linux reports when memory runs out) instead of exhausting memory
 /// on bookkeeping (64 GiB per call).
-const FALLOC_MAX_NEW_PAGES: u64 = 1 << 24;
+pub(super) const FALLOC_MAX_NEW_PAGES: u64 = 1 << 24;
 
 /// One page of a regular file.
 pub(super) enum Page {
@@ -32,7 +29,7 @@ pub(super) enum Page {
     Zero,
 }
 
-fn zero_page() -> Box<[u8; PAGE_SIZE as usize]> {
+pub(super) fn zero_page() -> Box<[u8; PAGE_SIZE as usize]> {
     Box::new([0u8; PAGE_SIZE as usize])
 }
 
@@ -77,7 +74,7 @@ impl Tmpfs {
     }
 
     /// Punches `[off, end)`: whole pages freed, partial ones zeroed.
-    fn punch(&self, f: &mut RegFile, off: u64, end: u64) {
+    pub(super) fn punch(&self, f: &mut RegFile, off: u64, end: u64) {
         let first_whole = off.div_ceil(PAGE_SIZE);
         let end_whole = end / PAGE_SIZE;
         if first_whole < end_whole {
@@ -106,210 +103,6 @@ impl Tmpfs {
             }
             if eo != 0 {
                 zero(ei, 0, eo);
-            }
-        }
-    }
-
-    /// read(2) of a regular file: holes and unwritten pages read as zeros.
-    pub(super) fn read_pages(&self, ino: Ino, off: u64, buf: &mut [u8]) -> Result<usize, Errno> {
-        let i = self.get(ino)?;
-        let st = rd(&i);
-        let f = match &st.kind {
-            Kind::Reg(f) => f,
-            Kind::Dir(_) => return Err(Errno::EISDIR),
-            Kind::Symlink { .. } => return Err(Errno::EINVAL),
-        };
-        if off >= f.size {
-            return Ok(0);
-        }
-        let n = (buf.len() as u64).min(f.size - off) as usize;
-        let mut done = 0usize;
-        while done < n {
-            let pos = off + done as u64;
-            let (idx, po) = (pos / PAGE_SIZE, (pos % PAGE_SIZE) as usize);
-            let chunk = (PAGE_SIZE as usize - po).min(n - done);
-            let dst = &mut buf[done..done + chunk];
-            match f.pages.get(&idx) {
-                Some(Page::Data(p)) => dst.copy_from_slice(&p[po..po + chunk]),
-                _ => dst.fill(0),
-            }
-            done += chunk;
-        }
-        Ok(n)
-    }
-
-    /// write(2) to a regular file: allocates pages as it goes; a short count
-    /// when the space limit is reached part way, `ENOSPC` when at once.
-    pub(super) fn write_pages(&self, ino: Ino, off: u64, data: &[u8]) -> Result<usize, Errno> {
-        let i = self.get(ino)?;
-        let mut st = wr(&i);
-        match st.kind {
-            Kind::Reg(_) => {}
-            Kind::Dir(_) => return Err(Errno::EISDIR),
-            Kind::Symlink { .. } => return Err(Errno::EINVAL),
-        }
-        // generic_write_checks: an empty write succeeds before any limit
-        // and stamps nothing; then EFBIG at the limit, clipped below it.
-        if data.is_empty() {
-            return Ok(0);
-        }
-        if off >= MAX_FILE_SIZE {
-            return Err(Errno::EFBIG);
-        }
-        let len = (data.len() as u64).min(MAX_FILE_SIZE - off) as usize;
-        // file_update_time runs before the copy: even ENOSPC stamps
-        // (checked on the host with a full size=8k mount).
-        st.stamp_mc(Timespec::now());
-        let Kind::Reg(f) = &mut st.kind else {
-            return Err(Errno::EINVAL);
-        };
-        let mut done = 0usize;
-        while done < len {
-            let pos = off + done as u64;
-            let (idx, po) = (pos / PAGE_SIZE, (pos % PAGE_SIZE) as usize);
-            let chunk = (PAGE_SIZE as usize - po).min(len - done);
-            let page = match f.pages.get_mut(&idx) {
-                Some(p) => p,
-                None => {
-                    if !self.reserve_pages(1) {
-                        break;
-                    }
-                    f.pages.entry(idx).or_insert(Page::Falloc)
-                }
-            };
-            if let Page::Falloc | Page::Zero = page {
-                *page = Page::Data(zero_page());
-            }
-            if let Page::Data(p) = page {
-                p[po..po + chunk].copy_from_slice(&data[done..done + chunk]);
-            }
-            done += chunk;
-        }
-        if done == 0 {
-            return Err(Errno::ENOSPC);
-        }
-        f.size = f.size.max(off + done as u64);
-        Ok(done)
-    }
-
-    /// fallocate(2): allocates pages (extending the size unless
-    /// `FALLOC_FL_KEEP_SIZE`), or punches a hole.
-    pub(super) fn fallocate_pages(
-        &self,
-        ino: Ino,
-        mode: u32,
-        off: u64,
-        len: u64,
-    ) -> Result<(), Errno> {
-        // vfs_fallocate's order: EINVAL, EOPNOTSUPP, file type, EFBIG; then
-        // shmem_fallocate's own EOPNOTSUPP for the modes it lacks.
-        if len == 0 {
-            return Err(Errno::EINVAL);
-        }
-        let punch = mode & FALLOC_FL_PUNCH_HOLE != 0;
-        let keep = mode & FALLOC_FL_KEEP_SIZE != 0;
-        if mode & !FALLOC_KNOWN != 0 || (punch && !keep) {
-            return Err(Errno::EOPNOTSUPP);
-        }
-        let i = self.get(ino)?;
-        let mut st = wr(&i);
-        match st.kind {
-            Kind::Reg(_) => {}
-            Kind::Dir(_) => return Err(Errno::EISDIR),
-            Kind::Symlink { .. } => return Err(Errno::ENODEV),
-        }
-        let end = off
-            .checked_add(len)
-            .filter(|&e| e <= MAX_FILE_SIZE)
-            .ok_or(Errno::EFBIG)?;
-        if mode & !(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE) != 0 {
-            return Err(Errno::EOPNOTSUPP);
-        }
-        let Kind::Reg(f) = &mut st.kind else {
-            return Err(Errno::EINVAL);
-        };
-        if punch {
-            self.punch(f, off, end);
-        } else {
-            let (first, last) = (off / PAGE_SIZE, end.div_ceil(PAGE_SIZE));
-            let span = last - first;
-            if self.max_pages.is_some_and(|m| span > m) {
-                return Err(Errno::ENOSPC);
-            }
-            let missing = span - f.pages.range(first..last).count() as u64;
-            if !self.reserve_pages(missing) {
-                return Err(Errno::ENOSPC);
-            }
-            if missing > FALLOC_MAX_NEW_PAGES {
-                self.release_pages(missing);
-                return Err(Errno::ENOMEM);
-            }
-            for idx in first..last {
-                // Host: a page an earlier fallocate allocated becomes data
-                // for SEEK_DATA (zeroed, uptodate); pages new to this call
-                // stay unwritten.
-                match f.pages.entry(idx) {
-                    std::collections::btree_map::Entry::Vacant(v) => {
-                        v.insert(Page::Falloc);
-                    }
-                    std::collections::btree_map::Entry::Occupied(mut o) => {
-                        if let Page::Falloc = o.get() {
-                            *o.get_mut() = Page::Zero;
-                        }
-                    }
-                }
-            }
-            if !keep && end > f.size {
-                f.size = end;
-            }
-        }
-        st.stamp_mc(Timespec::now());
-        Ok(())
-    }
-
-    /// `lseek` with `SEEK_DATA` / `SEEK_HOLE`.
-    pub(super) fn seek_pages(&self, ino: Ino, off: u64, whence: Seek) -> Result<u64, Errno> {
-        let i = self.get(ino)?;
-        let st = rd(&i);
-        let Kind::Reg(f) = &st.kind else {
-            return Err(Errno::EINVAL);
-        };
-        if off >= f.size {
-            return Err(Errno::ENXIO);
-        }
-        let idx = off / PAGE_SIZE;
-        match whence {
-            Seek::Data => {
-                let found = f
-                    .pages
-                    .range(idx..)
-                    .find(|(_, p)| matches!(p, Page::Data(_) | Page::Zero));
-                match found {
-                    Some((&k, _)) => {
-                        let pos = off.max(k * PAGE_SIZE);
-                        if pos >= f.size {
-                            Err(Errno::ENXIO)
-                        } else {
-                            Ok(pos)
-                        }
-                    }
-                    None => Err(Errno::ENXIO),
-                }
-            }
-            Seek::Hole => {
-                let mut next = idx;
-                for (&k, p) in f.pages.range(idx..) {
-                    if k != next || !matches!(p, Page::Data(_) | Page::Zero) {
-                        break;
-                    }
-                    next = k + 1;
-                }
-                let pos = if next == idx {
-                    off
-                } else {
-                    next.saturating_mul(PAGE_SIZE)
-                };
-                Ok(pos.min(f.size))
             }
         }
     }

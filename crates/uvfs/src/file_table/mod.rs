@@ -11,14 +11,16 @@
 //! - the final put runs the release: the owner's `release` hook when the file
 //!   was opened, then the object goes back to its allocator.
 
+pub mod pool;
+
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
-use crate::pool::FilePool;
 use crate::primitive::cell::UnsafeCell;
 use crate::primitive::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
 use crate::primitive::sync::{Mutex, MutexGuard};
-use crate::vfs::Vfs;
-use crate::{reclaim, task_work, uapi};
+use crate::task_work::{self, Callback};
+use crate::{reclaim, uapi};
+use pool::FilePool;
 use std::any::Any;
 use std::fmt;
 use std::mem::ManuallyDrop;
@@ -69,8 +71,8 @@ pub struct File {
     ///
     /// [`Process::open_with`]: crate::Process::open_with
     path: UnsafeCell<Option<DentryRef>>,
-    /// Intrusive link for the deferred-release queue and the pool's lists.
-    link: UnsafeCell<*const File>,
+    /// The deferred release's queue item (the kernel's `f_task_work`).
+    work: Callback,
     /// The type-stable pool the object lives in, or `None` for a heap object
     /// freed after a grace period.
     pool: Option<&'static FilePool>,
@@ -94,7 +96,7 @@ impl File {
             pos_lock: Mutex::new(()),
             ops: UnsafeCell::new(None),
             path: UnsafeCell::new(None),
-            link: UnsafeCell::new(ptr::null()),
+            work: Callback::new(release_work),
             pool,
         }
     }
@@ -220,22 +222,6 @@ impl File {
         } else {
             false
         }
-    }
-
-    /// # Safety
-    /// Count zero and the caller owns the object (the release queue).
-    pub(crate) unsafe fn set_link(f: NonNull<File>, next: *const File) {
-        // SAFETY: per the contract, no one else touches the link now.
-        unsafe { f.as_ref() }
-            .link
-            .with_mut(|l| unsafe { *l = next });
-    }
-
-    /// # Safety
-    /// As for [`set_link`](Self::set_link).
-    pub(crate) unsafe fn link(f: NonNull<File>) -> *const File {
-        // SAFETY: per the contract, no one else touches the link now.
-        unsafe { f.as_ref() }.link.with(|l| unsafe { *l })
     }
 }
 
@@ -392,7 +378,9 @@ impl Drop for FileRef {
     fn drop(&mut self) {
         // SAFETY: we hold a reference.
         if unsafe { self.0.as_ref() }.dec_and_test() {
-            task_work::queue_release(self.0);
+            // SAFETY: the count reached zero: we own the file, it is on no
+            // queue, and it lives until its release runs.
+            unsafe { task_work::add(NonNull::from(&self.0.as_ref().work)) };
         }
     }
 }
@@ -445,6 +433,20 @@ unsafe fn free(f: NonNull<File>) {
     }
 }
 
+/// The deferred release of a file whose count reached zero: the
+/// function of its [`Callback`].
+///
+/// # Safety
+/// `cb` is the `work` field of a file the caller owns (count zero, last
+/// reference handed over).
+unsafe fn release_work(cb: NonNull<Callback>) {
+    // SAFETY: `cb` is a `File`'s `work` field (the contract), so stepping
+    // back by the field's offset gives the file (`container_of`).
+    let f = unsafe { cb.byte_sub(std::mem::offset_of!(File, work)) }.cast::<File>();
+    // SAFETY: the caller owned the last reference, as `release` requires.
+    unsafe { release(f) };
+}
+
 /// A file object being opened: allocated, in no fd table yet. Its holder
 /// is the only one that reads or writes its fields (a lockless lookup that
 /// reaches the recycled object through a stale slot touches only the count,
@@ -492,12 +494,15 @@ impl Deref for UnpublishedFile {
 }
 
 /// `alloc_empty_file`: a fresh file object with one reference, from the
-/// type-stable pool or the heap according to `typesafe_files`.
-pub(crate) fn alloc_empty_file(vfs: &Vfs, flags: i32, mode: u32) -> Result<UnpublishedFile, Errno> {
-    let f = if vfs.fastpaths().typesafe_files {
-        vfs.file_pool().alloc(flags, mode)?
-    } else {
-        alloc_heap(flags, mode)?
+/// type-stable `pool` (`typesafe_files`) or, given none, the heap.
+pub(crate) fn alloc_empty_file(
+    pool: Option<&'static FilePool>,
+    flags: i32,
+    mode: u32,
+) -> Result<UnpublishedFile, Errno> {
+    let f = match pool {
+        Some(pool) => pool.alloc(flags, mode)?,
+        None => alloc_heap(flags, mode)?,
     };
     Ok(UnpublishedFile(f))
 }

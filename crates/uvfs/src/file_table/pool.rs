@@ -10,8 +10,8 @@
 //! touch no shared cache line in the common case; magazines exchange batches
 //! with a locked depot.
 
+use super::{File, FileRef};
 use crate::errno::Errno;
-use crate::file_table::{File, FileRef};
 use crate::primitive::sync::atomic::{AtomicUsize, Ordering};
 use crate::primitive::sync::{Mutex, lock};
 use std::ptr::NonNull;
