@@ -177,15 +177,6 @@ impl World {
         self.dc().d_move(d, parent, name);
     }
 
-    /// The lockless chain search alone: the dentry's address and the
-    /// sequence count it was found at.
-    pub fn lookup_rcu(&self, parent: &DentryRef, name: &[u8]) -> Option<(usize, u32)> {
-        let _pin = reclaim::pin();
-        self.dc()
-            .lookup_rcu(parent.as_ptr(), name)
-            .map(|c| (c.dentry.as_ptr().expose_provenance(), c.seq))
-    }
-
     /// One step of the lockless walk as `Nd::lookup_rcu` takes it for a
     /// last component: the parent's count read before the search
     /// (`parent` is the walk's current directory), the chain search, the
@@ -237,11 +228,6 @@ impl World {
     /// Dentries alive.
     pub fn len(&self) -> usize {
         self.dc().len()
-    }
-
-    /// Whether no dentry is alive.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// Whether names `a` and `b` share a hash chain (any parents).

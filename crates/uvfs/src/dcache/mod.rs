@@ -722,12 +722,12 @@ pub(crate) fn set_mounted(mountpoint: &DentryRef, root: Option<&DentryRef>) {
     mountpoint.write_end();
 }
 
-/// The dentry cache's operations for the loom models in
-/// `tests/dcache_loom.rs`, which as integration tests see only `pub` items
-/// (the cache's API is crate-private). Built only under `--cfg loom`.
-#[cfg(loom)]
-#[doc(hidden)]
-pub mod loom_api;
+/// The dentry cache's operations as the loom models drive them.
+#[cfg(all(test, loom))]
+mod loom_api;
+/// Loom models of the cache's lockless protocols.
+#[cfg(all(test, loom))]
+mod loom_tests;
 
 #[cfg(all(test, not(loom)))]
 mod tests;

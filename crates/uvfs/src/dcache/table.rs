@@ -71,7 +71,7 @@ impl DentryCache {
     /// caller must confirm under locks. (The walk uses
     /// [`lookup_rcu_hashed`](Self::lookup_rcu_hashed); the loom models call
     /// this.)
-    #[cfg(loom)]
+    #[cfg(all(test, loom))]
     #[inline]
     pub(crate) fn lookup_rcu(&self, parent: NonNull<Dentry>, name: &[u8]) -> Option<RcuChild> {
         self.lookup_rcu_hashed(parent, name, name_hash(parent.as_ptr(), name))

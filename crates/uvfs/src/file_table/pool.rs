@@ -297,9 +297,7 @@ mod loom_tests {
 
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     fn builder() -> loom::model::Builder {
-        let mut b = loom::model::Builder::new();
-        b.preemption_bound = Some(2);
-        b
+        crate::primitive::model::builder(2)
     }
 
     fn alloc(pool: &'static FilePool) -> FileRef {

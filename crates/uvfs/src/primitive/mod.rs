@@ -37,6 +37,8 @@
 
 pub(crate) mod cell;
 pub(crate) mod hint;
+#[cfg(all(test, loom))]
+pub(crate) mod model;
 pub(crate) mod spin;
 pub(crate) mod sync;
 pub(crate) mod thread;

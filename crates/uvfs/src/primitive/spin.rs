@@ -242,11 +242,7 @@ mod loom_tests {
     use loom::sync::Arc;
     use loom::thread;
 
-    fn builder(preemptions: usize) -> loom::model::Builder {
-        let mut b = loom::model::Builder::new();
-        b.preemption_bound = Some(preemptions);
-        b
-    }
+    use crate::primitive::model::builder;
 
     /// `threads` threads (the main one included) each add one `times`
     /// times; the total must come out exact.

@@ -11,11 +11,11 @@
 //!
 //! ```text
 //! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-//!     cargo test --release -p uvfs --test dcache_loom
+//!     cargo test --release -p uvfs --lib dcache::
 //! ```
 //!
-//! The models drive the cache through `uvfs::dcache::loom_api` (built only
-//! under `--cfg loom`). Under loom, retired dentries and names are leaked
+//! The models drive the cache through [`loom_api`](super::loom_api) (built
+//! only for these models). Under loom, retired dentries and names are leaked
 //! rather than freed after an epoch (crossbeam-epoch is not loom-aware), so
 //! a model can inspect any dentry it ever made, dead or alive, through
 //! `World::state`; names hash without their parent's address so chains are
@@ -43,14 +43,10 @@
 //! loads a word before storing it hides a finished reader's load of it;
 //! the step models therefore run twice, reader first and writer first (see
 //! [`reader_yields`]).
-#![cfg(loom)]
-
-mod support;
-
+use super::loom_api::{DentryRef, State, Step, World, addr};
+use crate::primitive::model::{Seen, builder, check};
 use loom::thread;
 use std::sync::Arc;
-use support::loom::{Seen, builder, check};
-use uvfs::dcache::loom_api::{DentryRef, State, Step, World, addr};
 
 /// The state words of a dentry the model made.
 fn state(w: &World, a: usize) -> State {
