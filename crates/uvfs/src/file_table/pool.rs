@@ -295,7 +295,6 @@ mod loom_tests {
     use super::*;
     use loom::thread;
 
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     fn builder() -> loom::model::Builder {
         crate::primitive::model::builder(2)
     }
@@ -353,9 +352,7 @@ mod loom_tests {
                 h.join().unwrap();
             }
             assert_home(pool, 0);
-            N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         });
-        eprintln!("ITER {}", N.swap(0, std::sync::atomic::Ordering::Relaxed));
     }
 
     /// A file allocated by one thread is freed by another (into the freeing
