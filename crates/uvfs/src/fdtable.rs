@@ -417,6 +417,9 @@ impl std::ops::Deref for FdRef<'_> {
     }
 }
 
+mod files;
+pub(crate) use files::Files;
+
 impl FdTable {
     /// An empty table with room for [`NR_OPEN_DEFAULT`] fds and one user.
     pub fn new(fast: &FastPaths) -> Result<FdTable, Errno> {
@@ -639,7 +642,8 @@ impl FdTable {
     ///
     /// # Safety
     /// The caller is one of the table's users and does not close or replace
-    /// `fd` while the result lives.
+    /// `fd` while the result lives. `Files::fdget` (crate-internal) is the
+    /// safe form, for a handle that is one registered user.
     #[inline]
     pub unsafe fn fdget(&self, fd: i32, mask: u32) -> Option<FdRef<'_>> {
         if self.users.load(Ordering::Acquire) == 1 {
@@ -905,13 +909,24 @@ impl FdTable {
         Ok(new)
     }
 
-    /// Adds a user (a thread sharing the table, `CLONE_FILES`).
+    /// Adds a user (a thread sharing the table, `CLONE_FILES`). Safe: an
+    /// extra user only sends [`fdget`](Self::fdget) down the counted path.
+    /// Threads of a [`Process`](crate::Process) are added by its handle on
+    /// the table, which also gives its user back.
     pub fn attach(&self) {
         self.users.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Drops a user; the last one closes every fd (`put_files_struct`).
-    pub fn detach(&self) {
+    ///
+    /// # Safety
+    /// The caller gives back a user it holds (the one [`new`](Self::new) or
+    /// [`copy`](Self::copy) made, or one it added with
+    /// [`attach`](Self::attach)) and no longer uses the table as that user.
+    /// Otherwise the count could fall to one while two users remain, and a
+    /// borrowed [`fdget`](Self::fdget) of one could see the other close its
+    /// file.
+    pub unsafe fn detach(&self) {
         if self.users.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.close_range(0, u32::MAX);
         }

@@ -23,7 +23,7 @@ mod open;
 use crate::cred::Cred;
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
-use crate::fdtable::{FdRef, FdTable};
+use crate::fdtable::{FdTable, Files};
 use crate::file_table::{
     FMODE_ATOMIC_POS, FMODE_OPENED, FMODE_PATH, File, FileOps, FileRef, UnpublishedFile,
     alloc_empty_file,
@@ -107,10 +107,25 @@ impl std::ops::Deref for Start<'_> {
 /// has its own handle ([`Process::new_thread`]); methods take `&mut self`,
 /// which is what lets lookups borrow the table's reference when the table is
 /// not shared, as the kernel's `fdget` does.
+///
+/// Two halves: `files`, this thread's registration as a user of the fd
+/// table, whose `fdget` borrows it mutably for as long as the file found
+/// lives; and `task`, the rest of the thread's context, which cannot reach
+/// the table. A call can thus look a file up and work on it with the task
+/// (`on_file`, `with_file`) without any way to close the fd meanwhile.
 #[derive(Debug)]
 pub struct Process {
+    files: Files,
+    task: Task,
+}
+
+/// A thread's context but its fd table (`current` minus `files`): the
+/// VFS, the process's limits, its `fs_struct` and the credentials. Every
+/// helper that needs no fd lives here, so code holding a borrowed lookup
+/// can call it.
+#[derive(Debug, Clone)]
+struct Task {
     vfs: Arc<Vfs>,
-    files: Arc<FdTable>,
     shared: Arc<Shared>,
     fs: Arc<FsStruct>,
     cred: Arc<Cred>,
@@ -203,23 +218,25 @@ impl Process {
     /// umask 022.
     pub fn new(vfs: &Arc<Vfs>) -> Result<Process, Errno> {
         Ok(Process {
-            vfs: vfs.clone(),
-            files: Arc::new(FdTable::new(vfs.fastpaths())?),
-            shared: Shared::new(DEFAULT_NOFILE_SOFT, DEFAULT_NOFILE_HARD, true),
-            fs: FsStruct::new(vfs.root().clone(), 0o022),
-            cred: Arc::new(Cred::root()),
+            files: Files::new(vfs.fastpaths())?,
+            task: Task {
+                vfs: vfs.clone(),
+                shared: Shared::new(DEFAULT_NOFILE_SOFT, DEFAULT_NOFILE_HARD, true),
+                fs: FsStruct::new(vfs.root().clone(), 0o022),
+                cred: Arc::new(Cred::root()),
+            },
         })
     }
 
     /// The credentials this thread acts with.
     pub fn cred(&self) -> &Cred {
-        &self.cred
+        &self.task.cred
     }
 
     /// Replaces this thread's credentials (threads created from it later
     /// and forks inherit them).
     pub fn set_cred(&mut self, cred: Cred) {
-        self.cred = Arc::new(cred);
+        self.task.cred = Arc::new(cred);
     }
 
     /// `mount(2)` of `fs` on the directory `path` (resolved from this
@@ -230,25 +247,16 @@ impl Process {
     /// `mount -t tmpfs` on one directory does on Linux.
     pub fn mount<P: AsRef<[u8]>>(&mut self, path: P, fs: Arc<dyn FileSystem>) -> Result<(), Errno> {
         let _call = task_work::enter();
-        if !self.cred.capable(crate::cred::Cap::SysAdmin) {
+        if !self.task.cred.capable(crate::cred::Cap::SysAdmin) {
             return Err(Errno::EPERM);
         }
         let path = namei::getname(path.as_ref())?;
         let start = self.start(AT_FDCWD, path)?;
         let mp = self
+            .task
             .nd()
             .lookup(&start, path, namei::FOLLOW | namei::DIRECTORY)?;
-        self.vfs.mount(mp, fs)
-    }
-
-    /// A path walk in this process's context.
-    fn nd(&self) -> Nd<'_> {
-        Nd::new(&self.vfs, &self.cred, self.vfs.root())
-    }
-
-    /// The current directory, with a reference.
-    fn cwd(&self) -> DentryRef {
-        lock_unmodelled(&self.fs.cwd).clone()
+        self.task.vfs.mount(mp, fs)
     }
 
     /// Where a walk of `path` relative to `dirfd` starts (`path_init`):
@@ -258,10 +266,10 @@ impl Process {
     /// not empty).
     fn start(&self, dirfd: i32, path: &[u8]) -> Result<Start<'_>, Errno> {
         if path.first() == Some(&b'/') {
-            return Ok(Start::Ref(self.vfs.root()));
+            return Ok(Start::Ref(self.task.vfs.root()));
         }
         if dirfd == AT_FDCWD {
-            return Ok(Start::Own(self.cwd()));
+            return Ok(Start::Own(self.task.cwd()));
         }
         let file = self.files.get(dirfd).ok_or(Errno::EBADF)?;
         let d = file.dentry().ok_or(Errno::ENOTDIR)?.clone();
@@ -278,12 +286,12 @@ impl Process {
             return Err(Errno::ENOENT);
         }
         let start = self.start(dirfd, path)?;
-        self.nd().lookup(&start, path, flags)
+        self.task.nd().lookup(&start, path, flags)
     }
 
     /// The VFS this process runs on.
     pub fn vfs(&self) -> &Arc<Vfs> {
-        &self.vfs
+        &self.task.vfs
     }
 
     /// The fd table (shared with the process's other threads). A plain
@@ -297,13 +305,10 @@ impl Process {
     /// Another thread of this process: same fd table and limits
     /// (`clone(CLONE_FILES | CLONE_THREAD …)`).
     pub fn new_thread(&self) -> Process {
-        self.files.attach();
         Process {
-            vfs: self.vfs.clone(),
-            files: self.files.clone(),
-            shared: self.shared.clone(),
-            fs: self.fs.clone(),
-            cred: self.cred.clone(),
+            files: self.files.attach(),
+            // The same VFS, limits, fs_struct and credentials.
+            task: self.task.clone(),
         }
     }
 
@@ -312,18 +317,21 @@ impl Process {
     /// the copy) and of the limits.
     pub fn fork(&mut self) -> Result<Process, Errno> {
         let _call = task_work::enter();
-        let files = Arc::new(self.files.copy(None)?);
-        let s = &self.shared;
+        let files = self.files.copy(None)?;
+        let t = &self.task;
+        let s = &t.shared;
         Ok(Process {
-            vfs: self.vfs.clone(),
             files,
-            fs: FsStruct::new(self.cwd(), self.fs.umask.load(Ordering::Relaxed)),
-            cred: self.cred.clone(),
-            shared: Shared::new(
-                s.nofile_cur.load(Ordering::Relaxed),
-                s.nofile_max.load(Ordering::Relaxed),
-                s.cap_sys_resource.load(Ordering::Relaxed),
-            ),
+            task: Task {
+                vfs: t.vfs.clone(),
+                fs: FsStruct::new(t.cwd(), t.fs.umask.load(Ordering::Relaxed)),
+                cred: t.cred.clone(),
+                shared: Shared::new(
+                    s.nofile_cur.load(Ordering::Relaxed),
+                    s.nofile_max.load(Ordering::Relaxed),
+                    s.cap_sys_resource.load(Ordering::Relaxed),
+                ),
+            },
         })
     }
 
@@ -336,9 +344,8 @@ impl Process {
 
     fn unshare_below(&mut self, below: Option<u32>) -> Result<(), Errno> {
         if self.files.users() > 1 {
-            let new = Arc::new(self.files.copy(below)?);
-            let old = std::mem::replace(&mut self.files, new);
-            old.detach();
+            // The old handle's drop gives its user of the shared table back.
+            self.files = self.files.copy(below)?;
         }
         Ok(())
     }
@@ -352,16 +359,12 @@ impl Process {
         Ok(())
     }
 
-    /// RLIMIT_NOFILE's soft limit.
-    fn nofile(&self) -> u64 {
-        self.shared.nofile_cur.load(Ordering::Relaxed)
-    }
-
     /// `getrlimit(RLIMIT_NOFILE)`: (soft, hard).
     pub fn getrlimit_nofile(&self) -> (u64, u64) {
+        let s = &self.task.shared;
         (
-            self.shared.nofile_cur.load(Ordering::Relaxed),
-            self.shared.nofile_max.load(Ordering::Relaxed),
+            s.nofile_cur.load(Ordering::Relaxed),
+            s.nofile_max.load(Ordering::Relaxed),
         )
     }
 
@@ -375,7 +378,7 @@ impl Process {
         if hard > NR_OPEN {
             return Err(Errno::EPERM);
         }
-        let s = &self.shared;
+        let s = &self.task.shared;
         if hard > s.nofile_max.load(Ordering::Relaxed)
             && !s.cap_sys_resource.load(Ordering::Relaxed)
         {
@@ -389,7 +392,8 @@ impl Process {
     /// Drops (or grants) `CAP_SYS_RESOURCE` for the whole process; without
     /// it the hard RLIMIT_NOFILE can only be lowered.
     pub fn set_cap_sys_resource(&mut self, on: bool) {
-        self.shared.cap_sys_resource.store(on, Ordering::Relaxed);
+        let s = &self.task.shared;
+        s.cap_sys_resource.store(on, Ordering::Relaxed);
     }
 
     /// Opens a file the way `openat` does, with `open` standing for the path
@@ -417,10 +421,11 @@ impl Process {
         check_open_flags(flags)?;
         let reserved = self
             .files
-            .get_unused_fd(flags & O_CLOEXEC != 0, self.nofile())?;
+            .get_unused_fd(flags & O_CLOEXEC != 0, self.task.nofile())?;
         let (f_flags, fmode) = open_flags_to_file(flags);
-        let pool = self.vfs.fastpaths().typesafe_files;
-        let mut file = alloc_empty_file(pool.then(|| self.vfs.file_pool()), f_flags, fmode)?;
+        let vfs = &self.task.vfs;
+        let pool = vfs.fastpaths().typesafe_files;
+        let mut file = alloc_empty_file(pool.then(|| vfs.file_pool()), f_flags, fmode)?;
         match open(self, &mut Opening { file: &mut file }) {
             Ok(()) => {
                 let mode = file.mode() | FMODE_OPENED;
@@ -428,7 +433,7 @@ impl Process {
                 Ok(reserved.install(file.publish())? as i32)
             }
             Err(e) => {
-                file.put_badopen(self.vfs.fastpaths().badopen_immediate);
+                file.put_badopen(self.task.vfs.fastpaths().badopen_immediate);
                 drop(reserved);
                 Err(e)
             }
@@ -445,7 +450,7 @@ impl Process {
             Some(ops) => ops.flush(&file),
             None => Ok(()),
         };
-        if self.vfs.fastpaths().close_sync {
+        if self.task.vfs.fastpaths().close_sync {
             file.put_sync();
         } else {
             drop(file);
@@ -462,19 +467,19 @@ impl Process {
     /// `dup(fd)`.
     pub fn dup(&mut self, fd: i32) -> Result<i32, Errno> {
         let _call = task_work::enter();
-        Ok(self.files.dup(fd, self.nofile())? as i32)
+        Ok(self.files.dup(fd, self.task.nofile())? as i32)
     }
 
     /// `dup2(old, new)`.
     pub fn dup2(&mut self, old: i32, new: i32) -> Result<i32, Errno> {
         let _call = task_work::enter();
-        Ok(self.files.dup2(old, new, self.nofile())? as i32)
+        Ok(self.files.dup2(old, new, self.task.nofile())? as i32)
     }
 
     /// `dup3(old, new, flags)`.
     pub fn dup3(&mut self, old: i32, new: i32, flags: i32) -> Result<i32, Errno> {
         let _call = task_work::enter();
-        Ok(self.files.dup3(old, new, flags, self.nofile())? as i32)
+        Ok(self.files.dup3(old, new, flags, self.task.nofile())? as i32)
     }
 
     /// `fcntl(fd, cmd, arg)` for `F_DUPFD`, `F_DUPFD_CLOEXEC`, `F_GETFD`,
@@ -482,9 +487,9 @@ impl Process {
     /// other commands. On an `O_PATH` fd `F_SETFL` is refused (`EBADF`).
     pub fn fcntl(&mut self, fd: i32, cmd: i32, arg: u64) -> Result<i32, Errno> {
         let _call = task_work::enter();
-        // SAFETY: `&mut self` means this thread is inside one call on the
-        // table and fcntl never closes `fd`.
-        let file = unsafe { self.files.fdget(fd, 0) }.ok_or(Errno::EBADF)?;
+        // The table view that comes with the file cannot close or replace
+        // an fd, and `self.files` stays borrowed until both are gone.
+        let (file, table) = self.files.fdget_pinned(fd, 0).ok_or(Errno::EBADF)?;
         if file.mode() & FMODE_PATH != 0
             && !matches!(
                 cmd,
@@ -497,18 +502,11 @@ impl Process {
             F_DUPFD | F_DUPFD_CLOEXEC => {
                 // Linux reads the argument as an int: only the low 32 bits count.
                 let from = u64::from(arg as u32);
-                Ok(self
-                    .files
-                    .dup_from(&file, from, cmd == F_DUPFD_CLOEXEC, self.nofile())?
-                    as i32)
+                Ok(table.dup_from(&file, from, cmd == F_DUPFD_CLOEXEC, self.task.nofile())? as i32)
             }
-            F_GETFD => Ok(if self.files.get_cloexec(fd) {
-                FD_CLOEXEC
-            } else {
-                0
-            }),
+            F_GETFD => Ok(if table.get_cloexec(fd) { FD_CLOEXEC } else { 0 }),
             F_SETFD => {
-                self.files.set_cloexec(fd, arg & FD_CLOEXEC as u64 != 0);
+                table.set_cloexec(fd, arg & FD_CLOEXEC as u64 != 0);
                 Ok(0)
             }
             F_GETFL => Ok(file.flags()),
@@ -519,7 +517,7 @@ impl Process {
             F_DUPFD_QUERY => {
                 // Whether the fd in `arg` (read as an int) refers to the same
                 // open file; EBADF if it is not open.
-                let other = self.files.get(arg as i32).ok_or(Errno::EBADF)?;
+                let other = table.get(arg as i32).ok_or(Errno::EBADF)?;
                 Ok(std::ptr::eq(other.as_ptr(), &*file) as i32)
             }
             _ => Err(Errno::EINVAL),
@@ -565,19 +563,24 @@ impl Process {
     /// otherwise. `EBADF` if there is no such file.
     pub fn with_file<R>(&mut self, fd: i32, f: impl FnOnce(&File) -> R) -> Result<R, Errno> {
         let _call = task_work::enter();
-        // SAFETY: `&mut self` is held for the whole closure, so this thread
-        // makes no other call on the table meanwhile; the closure gets only
-        // the `&File`, not the process.
-        let file: FdRef<'_> = unsafe { self.files.fdget(fd, FMODE_PATH) }.ok_or(Errno::EBADF)?;
+        let file = self.files.fdget(fd, FMODE_PATH).ok_or(Errno::EBADF)?;
         Ok(f(&file))
     }
 }
 
-impl Drop for Process {
-    /// Thread exit: the handle's use of the fd table ends; the last user
-    /// closes every fd.
-    fn drop(&mut self) {
-        let _call = task_work::enter();
-        self.files.detach();
+impl Task {
+    /// A path walk in this thread's context.
+    fn nd(&self) -> Nd<'_> {
+        Nd::new(&self.vfs, &self.cred, self.vfs.root())
+    }
+
+    /// The current directory, with a reference.
+    fn cwd(&self) -> DentryRef {
+        lock_unmodelled(&self.fs.cwd).clone()
+    }
+
+    /// RLIMIT_NOFILE's soft limit.
+    fn nofile(&self) -> u64 {
+        self.shared.nofile_cur.load(Ordering::Relaxed)
     }
 }

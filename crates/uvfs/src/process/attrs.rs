@@ -3,7 +3,7 @@
 //! permissions (with [`cred`](crate::cred)), the file system applies the
 //! change and stamps ctime.
 
-use super::Process;
+use super::{Process, Task};
 use crate::cred::{self, MAY_EXEC, MAY_READ, MAY_WRITE, permission};
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
@@ -41,10 +41,6 @@ impl Process {
         file.dentry().cloned().ok_or(Errno::EBADF)
     }
 
-    fn stat_of(&self, d: &DentryRef) -> Result<Stat, Errno> {
-        Ok(Stat::from_attr(&attr_of(d)?, d.sb().dev))
-    }
-
     /// `stat(path)`.
     pub fn stat<P: AsRef<[u8]>>(&mut self, path: P) -> Result<Stat, Errno> {
         self.fstatat(AT_FDCWD, path, 0)
@@ -59,7 +55,7 @@ impl Process {
     pub fn fstat(&mut self, fd: i32) -> Result<Stat, Errno> {
         let _call = task_work::enter();
         let d = self.fd_dentry(fd, 0)?;
-        self.stat_of(&d)
+        stat_of(&d)
     }
 
     /// `fstatat(dirfd, path, flags)` with `AT_SYMLINK_NOFOLLOW`,
@@ -75,7 +71,7 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         let d = self.resolve(dirfd, path.as_ref(), lookup_flags(flags))?;
-        self.stat_of(&d)
+        stat_of(&d)
     }
 
     /// `statx(dirfd, path, flags, mask)`: every basic field, the birth time
@@ -135,10 +131,12 @@ impl Process {
             S_IFREG => {}
             _ => return Err(Errno::EINVAL),
         }
-        permission(&self.cred, &a, MAY_WRITE)?;
-        self.do_truncate(&d, len, false)
+        permission(&self.task.cred, &a, MAY_WRITE)?;
+        self.task.do_truncate(&d, len, false)
     }
+}
 
+impl Task {
     /// Applies a permission-checked attribute change and refreshes the
     /// walk's copy of the permission bits.
     fn apply(&self, d: &DentryRef, set: &SetAttr) -> Result<(), Errno> {
@@ -157,7 +155,9 @@ impl Process {
             },
         )
     }
+}
 
+impl Process {
     /// `chmod(path, mode)`.
     pub fn chmod<P: AsRef<[u8]>>(&mut self, path: P, mode: u32) -> Result<(), Errno> {
         self.fchmodat(AT_FDCWD, path, mode, 0)
@@ -167,7 +167,7 @@ impl Process {
     pub fn fchmod(&mut self, fd: i32, mode: u32) -> Result<(), Errno> {
         let _call = task_work::enter();
         let d = self.fd_dentry(fd, crate::file_table::FMODE_PATH)?;
-        self.do_chmod(&d, mode)
+        self.task.do_chmod(&d, mode)
     }
 
     /// `fchmodat(dirfd, path, mode, flags)` (`fchmodat2`): with
@@ -187,9 +187,11 @@ impl Process {
         if d.snap().is_some_and(|s| s.mode & S_IFMT == S_IFLNK) {
             return Err(Errno::EOPNOTSUPP);
         }
-        self.do_chmod(&d, mode)
+        self.task.do_chmod(&d, mode)
     }
+}
 
+impl Task {
     fn do_chown(&self, d: &DentryRef, uid: u32, gid: u32) -> Result<(), Errno> {
         let _g = d.lock_inode();
         let a = attr_of(d)?;
@@ -209,7 +211,9 @@ impl Process {
         }
         self.apply(d, &set)
     }
+}
 
+impl Process {
     /// `chown(path, uid, gid)` (`u32::MAX` leaves an id unchanged).
     pub fn chown<P: AsRef<[u8]>>(&mut self, path: P, uid: u32, gid: u32) -> Result<(), Errno> {
         self.fchownat(AT_FDCWD, path, uid, gid, 0)
@@ -224,7 +228,7 @@ impl Process {
     pub fn fchown(&mut self, fd: i32, uid: u32, gid: u32) -> Result<(), Errno> {
         let _call = task_work::enter();
         let d = self.fd_dentry(fd, crate::file_table::FMODE_PATH)?;
-        self.do_chown(&d, uid, gid)
+        self.task.do_chown(&d, uid, gid)
     }
 
     /// `fchownat(dirfd, path, uid, gid, flags)`.
@@ -241,12 +245,12 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         let d = self.resolve(dirfd, path.as_ref(), lookup_flags(flags))?;
-        self.do_chown(&d, uid, gid)
+        self.task.do_chown(&d, uid, gid)
     }
 
     /// `umask(mask)`: sets the mask, returns the old one.
     pub fn umask(&mut self, mask: u32) -> u32 {
-        self.fs.umask.swap(mask & 0o777, Ordering::Relaxed)
+        self.task.fs.umask.swap(mask & 0o777, Ordering::Relaxed)
     }
 
     /// `access(path, mode)`.
@@ -270,14 +274,15 @@ impl Process {
         if flags & !(AT_EACCESS | AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
             return Err(Errno::EINVAL);
         }
-        let cred = self.cred.for_access(flags & AT_EACCESS != 0);
+        let cred = self.task.cred.for_access(flags & AT_EACCESS != 0);
         let path = crate::namei::getname(path.as_ref())?;
         let lf = lookup_flags(flags);
         if path.is_empty() && lf & EMPTY == 0 {
             return Err(Errno::ENOENT);
         }
         let start = self.start(dirfd, path)?;
-        let nd = crate::namei::Nd::new(&self.vfs, &cred, self.vfs.root());
+        let vfs = &self.task.vfs;
+        let nd = crate::namei::Nd::new(vfs, &cred, vfs.root());
         let d = nd.lookup(&start, path, lf)?;
         if mode == 0 {
             return Ok(());
@@ -315,7 +320,7 @@ impl Process {
         let d = self.resolve(dirfd, path.as_ref(), lookup_flags(flags))?;
         // Linux validates the times in `vfs_utimes`, after the lookup.
         check_times(times)?;
-        self.do_utimes(&d, times)
+        self.task.do_utimes(&d, times)
     }
 
     /// `futimens(fd, times)`.
@@ -331,9 +336,11 @@ impl Process {
         // `do_utimes_fd` uses `fdget`: O_PATH files are EBADF.
         let d = self.fd_dentry(fd, crate::file_table::FMODE_PATH)?;
         check_times(times)?;
-        self.do_utimes(&d, times)
+        self.task.do_utimes(&d, times)
     }
+}
 
+impl Task {
     fn do_utimes(&self, d: &DentryRef, times: Option<[Timespec; 2]>) -> Result<(), Errno> {
         let nsecs = times.map(|t| [t[0].tv_nsec, t[1].tv_nsec]);
         let Some(explicit) = cred::utimens_explicit(nsecs) else {
@@ -364,6 +371,10 @@ impl Process {
         };
         self.setattr(d, &set).map(|_| ())
     }
+}
+
+fn stat_of(d: &DentryRef) -> Result<Stat, Errno> {
+    Ok(Stat::from_attr(&attr_of(d)?, d.sb().dev))
 }
 
 fn check_times(times: Option<[Timespec; 2]>) -> Result<(), Errno> {

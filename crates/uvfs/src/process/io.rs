@@ -2,7 +2,7 @@
 //! getdents64, ftruncate, fallocate, fsync, fdatasync — the
 //! `file_operations` of tmpfs files and directories, on the file's dentry.
 
-use super::Process;
+use super::{Process, Task};
 use crate::cred;
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
@@ -48,15 +48,16 @@ impl Process {
     fn on_file<R>(
         &mut self,
         fd: i32,
-        f: impl FnOnce(&Process, &File) -> Result<R, Errno>,
+        f: impl FnOnce(&Task, &File) -> Result<R, Errno>,
     ) -> Result<R, Errno> {
         let _call = task_work::enter();
-        // SAFETY: `&mut self` is held for the whole call, so this thread
-        // makes no other call on the table meanwhile, and `f` cannot close
-        // fds (it gets `&Process`, and closing takes `&mut`).
-        let file =
-            unsafe { self.files.fdget(fd, crate::file_table::FMODE_PATH) }.ok_or(Errno::EBADF)?;
-        f(self, &file)
+        // The file borrows `self.files` until `f` returns; `f` gets the
+        // task, which has no way to the fd table.
+        let file = self
+            .files
+            .fdget(fd, crate::file_table::FMODE_PATH)
+            .ok_or(Errno::EBADF)?;
+        f(&self.task, &file)
     }
 
     /// `read(fd, buf)`.
@@ -120,7 +121,9 @@ impl Process {
         }
         self.on_file(fd, |p, f| p.do_write(f, bufs, At::Pos))
     }
+}
 
+impl Task {
     fn do_read(&self, f: &File, bufs: &mut [&mut [u8]], at: At) -> Result<usize, Errno> {
         if f.mode() & FMODE_READ == 0 {
             return Err(Errno::EBADF);
@@ -226,7 +229,9 @@ impl Process {
         }
         Ok(done)
     }
+}
 
+impl Process {
     /// `lseek(fd, off, whence)`: `SEEK_SET`, `SEEK_CUR`, `SEEK_END`,
     /// `SEEK_DATA`, `SEEK_HOLE` on regular files; on directories `SEEK_SET`
     /// and `SEEK_CUR` move the readdir cookie.
@@ -338,7 +343,9 @@ impl Process {
             p.do_truncate(d, len, true)
         })
     }
+}
 
+impl Task {
     /// Sets the size of a regular file, dropping set-ID bits as a write does.
     /// Sets the size of a regular file, dropping set-ID bits as a write
     /// does. `stamp`: set mtime and ctime even if the size does not change
@@ -357,7 +364,9 @@ impl Process {
         }
         self.setattr(d, &set).map(|_| ())
     }
+}
 
+impl Process {
     /// `fallocate(fd, mode, off, len)` with mode 0, `KEEP_SIZE`, or
     /// `PUNCH_HOLE | KEEP_SIZE`.
     pub fn fallocate(&mut self, fd: i32, mode: i32, off: i64, len: i64) -> Result<(), Errno> {

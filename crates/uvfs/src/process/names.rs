@@ -6,7 +6,7 @@
 //! operation ([`vfs_ops`](crate::vfs_ops)): permission checks, the file
 //! system call and the cache updates.
 
-use super::Process;
+use super::{Process, Task};
 use crate::cred::{self, MAY_EXEC, permission};
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
@@ -30,7 +30,7 @@ impl Process {
             return Err(Errno::ENOENT);
         }
         let start = self.start(dirfd, path)?;
-        self.nd().lookup_parent(start.into_owned(), path)
+        self.task.nd().lookup_parent(start.into_owned(), path)
     }
 
     /// `filename_create`: resolves the parent of a name to be created,
@@ -51,7 +51,7 @@ impl Process {
         }
         let dir = &p.dir;
         let _g = lock(&dir.dir_lock);
-        let d = self.nd().lookup_locked_dir(dir, &p.last)?;
+        let d = self.task.nd().lookup_locked_dir(dir, &p.last)?;
         if !d.is_negative() {
             return Err(Errno::EEXIST);
         }
@@ -70,7 +70,7 @@ impl Process {
     pub fn mkdirat<P: AsRef<[u8]>>(&mut self, dirfd: i32, path: P, mode: u32) -> Result<(), Errno> {
         let _call = task_work::enter();
         self.with_new_name(dirfd, path.as_ref(), true, |dir, name, d| {
-            self.ops().mkdir(dir, d, name, mode)
+            self.task.ops().mkdir(dir, d, name, mode)
         })
     }
 
@@ -97,7 +97,7 @@ impl Process {
             return Err(Errno::ENOENT);
         }
         self.with_new_name(dirfd, linkpath.as_ref(), false, |dir, name, d| {
-            self.ops().symlink(dir, d, name, target)
+            self.task.ops().symlink(dir, d, name, target)
         })
     }
 
@@ -133,7 +133,7 @@ impl Process {
         }
         let dir = &p.dir;
         let _g = lock(&dir.dir_lock);
-        let d = self.nd().lookup_locked_dir(dir, &p.last)?;
+        let d = self.task.nd().lookup_locked_dir(dir, &p.last)?;
         if d.is_negative() {
             return Err(Errno::ENOENT);
         }
@@ -145,7 +145,7 @@ impl Process {
                 Errno::ENOTDIR
             });
         }
-        self.ops().remove(dir, &d, &p.last, rmdir)
+        self.task.ops().remove(dir, &d, &p.last, rmdir)
     }
 
     /// `rename(old, new)`.
@@ -212,7 +212,7 @@ impl Process {
         };
         let _g1 = lock(&first.dir_lock);
         let _g2 = (!same).then(|| lock(&second.dir_lock));
-        let walk = self.nd();
+        let walk = self.task.nd();
         let od_ = walk.lookup_locked_dir(odir, &op.last)?;
         if od_.is_negative() {
             return Err(Errno::ENOENT);
@@ -258,7 +258,7 @@ impl Process {
                 Errno::ENOTEMPTY
             });
         }
-        self.ops().rename(
+        self.task.ops().rename(
             &RenameSide {
                 dir: odir,
                 name: &op.last,
@@ -300,14 +300,14 @@ impl Process {
             lf |= FOLLOW;
         }
         if flags & AT_EMPTY_PATH != 0 {
-            if !self.cred.capable(cred::Cap::DacReadSearch) {
+            if !self.task.cred.capable(cred::Cap::DacReadSearch) {
                 return Err(Errno::ENOENT);
             }
             lf |= EMPTY;
         }
         let src = self.resolve(od, old.as_ref(), lf)?;
         self.with_new_name(nd, new.as_ref(), false, |dir, name, d| {
-            self.ops().link(&src, dir, d, name)
+            self.task.ops().link(&src, dir, d, name)
         })
     }
 
@@ -350,7 +350,7 @@ impl Process {
         let t = d.sb().fs.readlink(d.ino())?;
         let n = t.len().min(buf.len());
         buf[..n].copy_from_slice(&t[..n]);
-        self.touch_atime(&d, 0);
+        self.task.touch_atime(&d, 0);
         Ok(n)
     }
 
@@ -358,7 +358,7 @@ impl Process {
     pub fn chdir<P: AsRef<[u8]>>(&mut self, path: P) -> Result<(), Errno> {
         let _call = task_work::enter();
         let d = self.resolve(AT_FDCWD, path.as_ref(), FOLLOW | DIRECTORY)?;
-        self.set_cwd(d)
+        self.task.set_cwd(d)
     }
 
     /// `fchdir(fd)`.
@@ -369,22 +369,26 @@ impl Process {
         if !namei::is_dir(&d) {
             return Err(Errno::ENOTDIR);
         }
-        self.set_cwd(d)
+        self.task.set_cwd(d)
     }
+}
 
+impl Task {
     fn set_cwd(&self, d: DentryRef) -> Result<(), Errno> {
         permission(&self.cred, &attr_of(&d)?, MAY_EXEC)?;
         let old = std::mem::replace(&mut *lock_unmodelled(&self.fs.cwd), d);
         drop(old);
         Ok(())
     }
+}
 
+impl Process {
     /// `getcwd()`: the absolute path of the current directory; `ENOENT` if
     /// it was removed.
     pub fn getcwd(&mut self) -> Result<Vec<u8>, Errno> {
         let _call = task_work::enter();
-        let cwd = self.cwd();
-        d_path(&self.nd(), &cwd, self.vfs.root())
+        let cwd = self.task.cwd();
+        d_path(&self.task.nd(), &cwd, self.task.vfs.root())
     }
 }
 

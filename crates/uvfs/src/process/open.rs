@@ -2,7 +2,7 @@
 //! (creating the last component for `O_CREAT`), check the open against the
 //! inode (`may_open`), truncate, and attach the dentry to the file.
 
-use super::{Opening, Process};
+use super::{Opening, Process, Task};
 use crate::cred::{self, MAY_READ, MAY_WRITE, permission};
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
@@ -54,7 +54,8 @@ impl Process {
             return Err(Errno::ENOENT);
         }
         let start = self.start(dirfd, path)?;
-        let nd = self.nd();
+        let t = &self.task;
+        let nd = t.nd();
         // An O_PATH open keeps only these flags (`build_open_flags`): with
         // O_TMPFILE it opens the directory itself.
         let flags = if flags & O_PATH != 0 {
@@ -65,10 +66,10 @@ impl Process {
         if flags & O_TMPFILE == O_TMPFILE {
             let follow = if flags & O_NOFOLLOW != 0 { 0 } else { FOLLOW };
             let dir = nd.lookup(&start, path, follow | DIRECTORY)?;
-            return self.open_tmpfile(dir, flags, mode, op);
+            return t.open_tmpfile(dir, flags, mode, op);
         }
         let (d, created) = if flags & O_CREAT != 0 && flags & O_PATH == 0 {
-            self.open_create(start.into_owned(), path, flags, mode)?
+            t.open_create(start.into_owned(), path, flags, mode)?
         } else {
             let mut lf = 0;
             if flags & O_NOFOLLOW == 0 {
@@ -79,9 +80,11 @@ impl Process {
             }
             (nd.lookup(&start, path, lf)?, false)
         };
-        self.do_open(d, flags, created, op)
+        t.do_open(d, flags, created, op)
     }
+}
 
+impl Task {
     /// The `O_CREAT` side of the last component (`open_last_lookups`):
     /// look the name up under the directory's lock and create it if it is
     /// missing; follow a symlink found there (creating its target if that
@@ -258,9 +261,7 @@ impl Process {
         op.set_path(d);
         Ok(())
     }
-}
 
-impl Process {
     /// The VFS operations, as this thread (its credentials and umask).
     pub(super) fn ops(&self) -> VfsOps<'_> {
         VfsOps {

@@ -1,0 +1,146 @@
+//! A thread's hold on its fd table (the task's `files` pointer): one
+//! registered user, and the safe `fdget` that being one makes possible.
+
+use super::{FdRef, FdTable};
+use crate::errno::Errno;
+use crate::fastpaths::FastPaths;
+use crate::file_table::{File, FileRef};
+use crate::task_work;
+use std::sync::Arc;
+
+/// One registered user of an fd table: made by [`new`](Self::new),
+/// [`copy`](Self::copy) (a fresh table, whose one user this is) or
+/// [`attach`](Self::attach) (one more user of the same table), and giving
+/// its user back when dropped. Reads of the table go through `Deref`; the
+/// `Arc` itself is never handed out.
+///
+/// # Why [`fdget`](Self::fdget) is safe
+///
+/// [`FdTable::fdget`] borrows the table's own reference when the table has
+/// one user, so its caller must be a user and must keep `fd` in place while
+/// the result lives. Here:
+///
+/// - The table's user count is never below the number of live handles on
+///   it: each handle holds one user from its creation to its drop, and the
+///   only other way to change the count is [`FdTable::attach`], which only
+///   adds (lookups then merely take references); taking a user away,
+///   [`FdTable::detach`], is `unsafe`, and called only by a handle's `Drop`
+///   for its own user.
+/// - So when `fdget` reads a count of one, `self` is the only handle on the
+///   table. A handle dropped before gave its user back after its last use
+///   of the table (a release decrement our acquire load observes), so its
+///   closes are done.
+/// - Every other path to the table goes through this handle: `&self`
+///   (`Deref`, hence [`Process::fd_table`](crate::Process::fd_table) and
+///   every call on the process) or `attach(&self)` for a new thread. The
+///   result borrows `&mut self`, which excludes all of them while it lives:
+///   no one closes or replaces `fd`, and no second user appears.
+///
+/// [`fdget_pinned`](Self::fdget_pinned) keeps that borrow and hands out
+/// only the table operations that cannot close or replace an fd
+/// ([`NoClose`]).
+#[derive(Debug)]
+pub(crate) struct Files {
+    table: Arc<FdTable>,
+}
+
+impl Files {
+    /// A new, empty table, with this handle its one user.
+    pub(crate) fn new(fast: &FastPaths) -> Result<Files, Errno> {
+        Ok(Files {
+            table: Arc::new(FdTable::new(fast)?),
+        })
+    }
+
+    /// Another user of the same table (`CLONE_FILES`).
+    pub(crate) fn attach(&self) -> Files {
+        self.table.attach();
+        Files {
+            table: self.table.clone(),
+        }
+    }
+
+    /// A private copy of the table (`dup_fd`, see [`FdTable::copy`]), with
+    /// the new handle its one user.
+    pub(crate) fn copy(&self, below: Option<u32>) -> Result<Files, Errno> {
+        Ok(Files {
+            table: Arc::new(self.table.copy(below)?),
+        })
+    }
+
+    /// `fdget`: the file at `fd` unless its mode has a bit of `mask`,
+    /// borrowed when this handle is the table's only user (no reference
+    /// taken), counted otherwise.
+    #[inline]
+    pub(crate) fn fdget(&mut self, fd: i32, mask: u32) -> Option<FdRef<'_>> {
+        // SAFETY: `self` is a registered user, and the `&mut` borrow the
+        // result keeps excludes every other way to reach the table while it
+        // lives (see the type's documentation): nothing closes or replaces
+        // `fd`, and no other user can be added.
+        unsafe { self.table.fdget(fd, mask) }
+    }
+
+    /// As [`fdget`](Self::fdget), with the table operations that leave
+    /// every installed fd in place, for callers that need both (fcntl).
+    #[inline]
+    pub(crate) fn fdget_pinned(&mut self, fd: i32, mask: u32) -> Option<(FdRef<'_>, NoClose<'_>)> {
+        let table = &*self.table;
+        // SAFETY: as in `fdget`: `self` is a registered user and stays
+        // mutably borrowed while the result lives; the `NoClose` view given
+        // with it cannot close or replace an fd.
+        let file = unsafe { table.fdget(fd, mask) }?;
+        Some((file, NoClose { table }))
+    }
+}
+
+impl std::ops::Deref for Files {
+    type Target = FdTable;
+    fn deref(&self) -> &FdTable {
+        &self.table
+    }
+}
+
+impl Drop for Files {
+    /// Thread exit (or an unshare): this user of the table is gone; the
+    /// last one closes every fd, the releases running as this call ends.
+    fn drop(&mut self) {
+        let _call = task_work::enter();
+        // SAFETY: this handle's user, held since its creation; the handle
+        // is going away and makes no further use of the table.
+        unsafe { self.table.detach() };
+    }
+}
+
+/// The table while a borrowed [`Files::fdget_pinned`] result lives: only
+/// operations that neither close nor replace an installed fd.
+pub(crate) struct NoClose<'a> {
+    table: &'a FdTable,
+}
+
+impl NoClose<'_> {
+    /// A counted reference to the file at `fd` ([`FdTable::get`]).
+    pub(crate) fn get(&self, fd: i32) -> Option<FileRef> {
+        self.table.get(fd)
+    }
+
+    /// [`FdTable::get_cloexec`].
+    pub(crate) fn get_cloexec(&self, fd: i32) -> bool {
+        self.table.get_cloexec(fd)
+    }
+
+    /// [`FdTable::set_cloexec`]: changes a bit, not the file.
+    pub(crate) fn set_cloexec(&self, fd: i32, on: bool) {
+        self.table.set_cloexec(fd, on)
+    }
+
+    /// [`FdTable::dup_from`]: installs at a free fd only.
+    pub(crate) fn dup_from(
+        &self,
+        file: &File,
+        from: u64,
+        cloexec: bool,
+        rlimit: u64,
+    ) -> Result<u32, Errno> {
+        self.table.dup_from(file, from, cloexec, rlimit)
+    }
+}
