@@ -1156,3 +1156,7 @@ mod tests {
         assert_eq!(find_next_bit(&map, 192, 500), 192);
     }
 }
+
+/// Loom models of the fd table's lockless lookup, allocation and release.
+#[cfg(all(test, loom))]
+mod loom_tests;

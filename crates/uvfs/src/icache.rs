@@ -486,7 +486,7 @@ impl InodeCache {
         // miss, insert and fill a second in-memory copy from a file system
         // that is still tearing the first down (for an unlinked inode:
         // freeing it), which then drops the inode under that copy. Found by
-        // the loom models in tests/icache_loom.rs (the unlinked last put,
+        // the loom models in icache/loom_tests.rs (the unlinked last put,
         // and LRU eviction, each racing an iget).
         (self.evict)(sb, ino);
         self.unhash(n, self.bucket(sb, ino));
@@ -717,3 +717,7 @@ impl InodeCache {
         }
     }
 }
+
+/// Loom models of the lockless search, insert, eviction and reuse.
+#[cfg(all(test, loom))]
+mod loom_tests;

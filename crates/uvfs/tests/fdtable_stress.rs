@@ -45,7 +45,7 @@
 //! The lookup-vs-reuse race itself (a lookup preempted between its slot load
 //! and its increment while the object is freed and reused) needs a
 //! preemption inside a window of a few instructions; stress makes it
-//! possible, not likely. The loom models in `fdtable_loom.rs` cover it
+//! possible, not likely. The loom models in `src/fdtable/loom_tests.rs` cover it
 //! deterministically.
 //!
 //! The global file pool is shared by the whole test process, so this file

@@ -8,14 +8,11 @@
 //! - [`pathdiff`]: the path API's differential harness (generator, host and
 //!   uvfs backends, comparison, minimizer);
 //! - [`fuzz`]: the fuzz target's decoder and executor;
-//! - [`loom`]: the loom harness (under `--cfg loom`).
 #![allow(dead_code)] // each test binary uses its own subset
 
 pub mod fuzz;
 #[cfg(target_os = "linux")]
 pub mod host;
-#[cfg(loom)]
-pub mod loom;
 #[cfg(target_os = "linux")]
 pub mod pathdiff;
 pub mod rng;

@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-//!     cargo test --release -p uvfs --test fdtable_loom
+//!     cargo test --release -p uvfs --lib fdtable::
 //! ```
 //!
 //! Files are told apart by their ops object (a [`Probe`] with an id). A
@@ -16,10 +16,8 @@
 //! the release hook writes, so loom reports a use after release that is not
 //! ordered by the reference count's happens-before edges even when the
 //! interleaving alone would not show it.
-#![cfg(loom)]
-
-mod support;
-
+use crate::primitive::model::check;
+use crate::{Errno, FastPaths, File, FileOps, FileRef, Process, Vfs};
 use loom::cell::UnsafeCell;
 use loom::model::Builder;
 use loom::thread;
@@ -27,8 +25,6 @@ use std::any::Any;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::SeqCst;
-use support::loom::check;
-use uvfs::{Errno, FastPaths, File, FileOps, FileRef, Process, Vfs};
 
 /// Probe ids per model.
 const IDS: usize = 4;
@@ -135,7 +131,7 @@ fn open(p: &mut Process, log: &Arc<Log>, id: usize) -> i32 {
         log: log.clone(),
         state: UnsafeCell::new(LIVE),
     });
-    p.open_with(uvfs::uapi::O_RDWR, |o| {
+    p.open_with(crate::uapi::O_RDWR, |o| {
         o.set_ops(ops);
         Ok(())
     })
@@ -143,7 +139,7 @@ fn open(p: &mut Process, log: &Arc<Log>, id: usize) -> i32 {
 }
 
 fn builder(preemptions: usize) -> Builder {
-    let mut b = support::loom::builder(preemptions);
+    let mut b = crate::primitive::model::builder(preemptions);
     // Every atomic access is a loom branch, and each model builds (before
     // its threads start) and tears down (after they join) a whole VFS: its
     // dentry and inode caches and root dentry. That single-threaded setup
@@ -498,7 +494,7 @@ fn last_put_vs_lookup(fast: FastPaths, readers: usize) {
         if let Some(c) = c {
             c.join().unwrap();
         }
-        assert!(!uvfs::task_work::pending());
+        assert!(!crate::task_work::pending());
         log.assert_all_released(1);
         assert_eq!(pa.fd_table().open_fds(), Vec::<u32>::new());
     });
@@ -547,7 +543,7 @@ fn lookup_vs_failed_open(fast: FastPaths) {
                 log: blog.clone(),
                 state: UnsafeCell::new(LIVE),
             });
-            let r = pb.open_with(uvfs::uapi::O_RDWR, |o| {
+            let r = pb.open_with(crate::uapi::O_RDWR, |o| {
                 o.set_ops(ops);
                 Err(Errno::ENOENT)
             });

@@ -10,7 +10,7 @@
 //!
 //! ```text
 //! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-//!     cargo test --release -p uvfs --test icache_loom
+//!     cargo test --release -p uvfs --lib icache::
 //! ```
 //!
 //! The file system is modelled by a [`Log`]: a fill is the file system
@@ -25,18 +25,14 @@
 //! stored the new node's `next` relaxed, so a lockless reader carried
 //! through a reused node could reach a node it had no happens-before edge
 //! to and read its initial null `next` (model 3, lockless: a SIGSEGV).
-#![cfg(loom)]
-
-mod support;
-
+use crate::Errno;
+use crate::fs::{Attr, Ino, S_IFREG, Timespec};
+use crate::icache::{InodeCache, InodeRef};
+use crate::primitive::model::{builder, check};
 use loom::thread;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::{Relaxed, SeqCst};
-use support::loom::{builder, check};
-use uvfs::Errno;
-use uvfs::fs::{Attr, Ino, S_IFREG, Timespec};
-use uvfs::icache::{InodeCache, InodeRef};
 
 /// The one superblock of the models.
 const SB: u64 = 1;

@@ -1,0 +1,433 @@
+//! File data: writes, reads, holes, truncation, size and space limits,
+//! fallocate, SEEK_DATA/SEEK_HOLE, setattr.
+
+use super::*;
+
+// ---- data ----
+
+#[test]
+fn write_read_holes_truncate_host() {
+    let fs = fs();
+    let f = file(&fs, R, "f");
+    // Host: one byte at 1 MiB -> size 1048577, blocks 8; truncate 10 -> 0.
+    let mc = age(&fs, f);
+    assert_eq!(fs.write(f, 1 << 20, b"x"), Ok(1));
+    let a = fs.getattr(f).unwrap();
+    assert_eq!((a.size, a.blocks), (1_048_577, 8));
+    assert!(a.mtime > old() && a.ctime > mc && a.atime == old());
+    let mut buf = [7u8; 8];
+    assert_eq!(fs.read(f, (1 << 20) - 4, &mut buf), Ok(5));
+    assert_eq!(buf[..5], [0, 0, 0, 0, b'x']);
+    assert_eq!(fs.read(f, 1 << 20 | 1, &mut buf), Ok(0));
+    assert_eq!(fs.read(f, u64::MAX, &mut buf), Ok(0));
+    let a = fs
+        .setattr(
+            f,
+            &SetAttr {
+                size: Some(10),
+                ..SetAttr::default()
+            },
+        )
+        .unwrap();
+    assert_eq!((a.size, a.blocks), (10, 0));
+    // Writes across pages, then truncation in mid-page zeroes the tail.
+    let data: Vec<u8> = (0..10000u32).map(|i| i as u8).collect();
+    assert_eq!(fs.write(f, 100, &data), Ok(10000));
+    assert_eq!(fs.getattr(f).unwrap().blocks, 24);
+    let mut back = vec![0u8; 10000];
+    assert_eq!(fs.read(f, 100, &mut back), Ok(10000));
+    assert_eq!(back, data);
+    fs.setattr(
+        f,
+        &SetAttr {
+            size: Some(5000),
+            ..SetAttr::default()
+        },
+    )
+    .unwrap();
+    fs.setattr(
+        f,
+        &SetAttr {
+            size: Some(9000),
+            ..SetAttr::default()
+        },
+    )
+    .unwrap();
+    let mut back = vec![1u8; 4000];
+    assert_eq!(fs.read(f, 5000, &mut back), Ok(4000));
+    assert!(back.iter().all(|&b| b == 0));
+    assert_eq!(fs.getattr(f).unwrap().blocks, 16);
+    // Host: a zero-length write returns 0 and stamps nothing.
+    let before = fs.getattr(f).unwrap();
+    tick();
+    assert_eq!(fs.write(f, u64::MAX, b""), Ok(0));
+    assert_eq!(fs.getattr(f).unwrap(), before);
+    let d = dir(&fs, R, "d");
+    assert_eq!(fs.read(d, 0, &mut buf), Err(Errno::EISDIR));
+    assert_eq!(fs.write(d, 0, b"x"), Err(Errno::EISDIR));
+    ok(&fs);
+}
+
+#[test]
+fn file_size_limits_host() {
+    let fs = fs();
+    let f = file(&fs, R, "f");
+    // Host: pwrite at 2^63-4096 works; at/after MAX_LFS_FILESIZE the kernel
+    // gives EFBIG (the VFS turns pos+len overflow into EINVAL first).
+    assert_eq!(fs.write(f, MAX_FILE_SIZE - 4096, b"ab"), Ok(2));
+    assert_eq!(fs.write(f, MAX_FILE_SIZE, b"a"), Err(Errno::EFBIG));
+    assert_eq!(fs.write(f, u64::MAX, b"a"), Err(Errno::EFBIG));
+    assert_eq!(fs.write(f, MAX_FILE_SIZE - 1, b"abcde"), Ok(1)); // clipped
+    assert_eq!(fs.getattr(f).unwrap().size, MAX_FILE_SIZE);
+    // Host: ftruncate to 2^63-1 works with 0 new blocks; beyond: EFBIG.
+    let g = file(&fs, R, "g");
+    let a = fs
+        .setattr(
+            g,
+            &SetAttr {
+                size: Some(MAX_FILE_SIZE),
+                ..SetAttr::default()
+            },
+        )
+        .unwrap();
+    assert_eq!((a.size, a.blocks), (MAX_FILE_SIZE, 0));
+    assert_eq!(
+        fs.setattr(
+            g,
+            &SetAttr {
+                size: Some(MAX_FILE_SIZE + 1),
+                ..SetAttr::default()
+            }
+        ),
+        Err(Errno::EFBIG)
+    );
+    let d = dir(&fs, R, "d");
+    assert_eq!(
+        fs.setattr(
+            d,
+            &SetAttr {
+                size: Some(0),
+                ..SetAttr::default()
+            }
+        ),
+        Err(Errno::EISDIR)
+    );
+    // Host: fallocate(2^63-4096, 4096) EFBIG; (2^63-4096, 4095) and
+    // (2^63-2, 1) fine, one page.
+    let h = file(&fs, R, "h");
+    assert_eq!(
+        fs.fallocate(h, 0, MAX_FILE_SIZE - 4095, 4096),
+        Err(Errno::EFBIG)
+    );
+    assert_eq!(fs.fallocate(h, 0, u64::MAX, u64::MAX), Err(Errno::EFBIG));
+    assert_eq!(fs.fallocate(h, 0, MAX_FILE_SIZE - 4095, 4095), Ok(()));
+    let a = fs.getattr(h).unwrap();
+    assert_eq!((a.size, a.blocks), (MAX_FILE_SIZE, 8));
+    // Huge allocations on an unlimited mount: refused, not attempted.
+    assert_eq!(fs.fallocate(h, 0, 0, 1 << 62), Err(Errno::ENOMEM));
+    assert_eq!(fs.getattr(h).unwrap().blocks, 8);
+    ok(&fs);
+}
+
+#[test]
+fn enospc_partial_write_and_evict_host() {
+    // Host (size=64k): write of 100000 bytes -> 65536; another page ->
+    // ENOSPC; rewriting an allocated page works; space comes back when the
+    // last open reference of an unlinked file goes.
+    let fs = limited(64 * 1024, 0);
+    let f = file(&fs, R, "f");
+    assert_eq!(fs.write(f, 0, &vec![b'x'; 100_000]), Ok(65536));
+    assert_eq!(
+        (fs.getattr(f).unwrap().size, fs.getattr(f).unwrap().blocks),
+        (65536, 128)
+    );
+    assert_eq!(fs.statfs().bfree, 0);
+    let mc = age(&fs, f);
+    assert_eq!(fs.write(f, 200_000, b"y"), Err(Errno::ENOSPC));
+    let a = fs.getattr(f).unwrap();
+    assert!(a.size == 65536 && a.mtime > old() && a.ctime > mc); // Host: ENOSPC still stamps.
+    assert_eq!(fs.write(f, 5, &[b'z'; 10]), Ok(10));
+    // A write straddling allocated and new pages stops at the first new one.
+    fs.setattr(
+        f,
+        &SetAttr {
+            size: Some(8192),
+            ..SetAttr::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(fs.statfs().bfree, 14);
+    let g = file(&fs, R, "g");
+    assert_eq!(fs.write(g, 0, &vec![1; 14 * 4096 + 100]), Ok(14 * 4096));
+    assert_eq!(fs.write(f, 4000, &[2; 8000]), Ok(4192));
+    fs.unlink(R, b"g").unwrap();
+    assert_eq!(fs.statfs().bfree, 0); // still held: not evicted
+    assert_eq!(fs.read(g, 0, &mut [0; 3]), Ok(3)); // unlinked, still readable
+    assert_eq!(fs.write(g, 0, b"abc"), Ok(3)); // and writable
+    fs.evict(g);
+    assert_eq!(fs.statfs().bfree, 14);
+    fs.fsck(true).unwrap();
+}
+
+#[test]
+fn inode_limit_host() {
+    // Host (nr_inodes=5): root 1; a file 1; each extra hard link 1 more;
+    // mkdir/symlink ENOSPC when out; unlink of an extra link gives one back.
+    let fs = limited(64 * 1024, 5);
+    let a = file(&fs, R, "a");
+    assert_eq!(fs.statfs().ffree, 3);
+    fs.link(a, R, b"a2").unwrap();
+    fs.link(a, R, b"a3").unwrap();
+    assert_eq!(fs.statfs().ffree, 1);
+    fs.link(a, R, b"a4").unwrap();
+    assert_eq!(fs.statfs().ffree, 0);
+    assert_eq!(fs.link(a, R, b"a5"), Err(Errno::ENOSPC));
+    assert_eq!(fs.mkdir(R, b"d", nf(0o755)), Err(Errno::ENOSPC));
+    assert_eq!(fs.create(R, b"c", nf(0o644)), Err(Errno::ENOSPC));
+    assert_eq!(fs.symlink(R, b"s", b"x", nf(0o777)), Err(Errno::ENOSPC));
+    assert_eq!(fs.tmpfile(R, nf(0o600)), Err(Errno::ENOSPC));
+    assert_eq!(fs.getattr(R).unwrap().size, 40 + 4 * 20); // nothing added
+    fs.unlink(R, b"a3").unwrap();
+    assert_eq!(fs.statfs().ffree, 1);
+    dir(&fs, R, "d");
+    assert_eq!(fs.statfs().ffree, 0);
+    for n in ["a", "a2", "a4"] {
+        fs.unlink(R, n.as_bytes()).unwrap();
+    }
+    assert_eq!(fs.statfs().ffree, 2); // one still held by the unlinked inode
+    fs.evict(a);
+    assert_eq!(fs.statfs().ffree, 3);
+    // Rename over a multiply-linked target gives its extra count back.
+    let x = file(&fs, R, "x");
+    fs.link(x, R, b"x2").unwrap();
+    file(&fs, R, "y");
+    assert_eq!(fs.statfs().ffree, 0);
+    fs.rename(R, b"y", R, b"x", 0).unwrap();
+    assert_eq!(fs.statfs().ffree, 1);
+    fs.fsck(false).unwrap();
+}
+
+#[test]
+fn fallocate_modes_host() {
+    let fs = limited(64 * 1024, 0);
+    let f = file(&fs, R, "f");
+    let mc = age(&fs, f);
+    fs.fallocate(f, 0, 0, 8192).unwrap();
+    let a = fs.getattr(f).unwrap();
+    assert_eq!((a.size, a.blocks), (8192, 16));
+    assert!(a.mtime > old() && a.ctime > mc); // Host: fallocate stamps.
+    // Host: KEEP_SIZE to 20000 on an 8192-byte file -> 40 blocks.
+    fs.fallocate(f, FALLOC_FL_KEEP_SIZE, 0, 20000).unwrap();
+    let a = fs.getattr(f).unwrap();
+    assert_eq!((a.size, a.blocks), (8192, 40));
+    // Host: punching the first page -> 32 blocks.
+    fs.fallocate(f, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096)
+        .unwrap();
+    assert_eq!(fs.getattr(f).unwrap().blocks, 32);
+    // Host: EOPNOTSUPP for punch without keep, zero range; EINVAL len 0.
+    assert_eq!(
+        fs.fallocate(f, FALLOC_FL_PUNCH_HOLE, 0, 4096),
+        Err(Errno::EOPNOTSUPP)
+    );
+    assert_eq!(fs.fallocate(f, 0x10, 0, 4096), Err(Errno::EOPNOTSUPP));
+    assert_eq!(fs.fallocate(f, 0x1000, 0, 4096), Err(Errno::EOPNOTSUPP));
+    assert_eq!(fs.fallocate(f, 0, 0, 0), Err(Errno::EINVAL));
+    let d = dir(&fs, R, "d");
+    assert_eq!(fs.fallocate(d, 0, 0, 1), Err(Errno::EISDIR));
+    // Shrinking (even to the same size) drops the KEEP_SIZE pages beyond.
+    fs.setattr(
+        f,
+        &SetAttr {
+            size: Some(8192),
+            ..SetAttr::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(fs.getattr(f).unwrap().blocks, 8);
+    // Host: an fallocate that does not fit changes nothing (ENOSPC).
+    let before = (fs.getattr(f).unwrap(), fs.statfs());
+    assert_eq!(fs.fallocate(f, 0, 0, 4096 * 20), Err(Errno::ENOSPC));
+    assert_eq!(fs.fallocate(f, 0, 4096 * 30, 4096 * 16), Err(Errno::ENOSPC));
+    assert_eq!((fs.getattr(f).unwrap(), fs.statfs()), before);
+    fs.fallocate(f, 0, 4096 * 30, 4096 * 15).unwrap();
+    assert_eq!(fs.statfs().bfree, 0);
+    // Punching partial pages zeroes them and keeps them.
+    let g = fs.tmpfile(R, nf(0o600)).unwrap().ino;
+    fs.fallocate(
+        f,
+        FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+        4096 * 30,
+        4096 * 15,
+    )
+    .unwrap();
+    fs.write(g, 0, &[9; 8192]).unwrap();
+    fs.fallocate(g, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 100, 200)
+        .unwrap();
+    fs.fallocate(g, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 4000, 200)
+        .unwrap();
+    let mut b = vec![0u8; 8192];
+    fs.read(g, 0, &mut b).unwrap();
+    for (i, &x) in b.iter().enumerate() {
+        let zero = (100..300).contains(&i) || (4000..4200).contains(&i);
+        assert_eq!(x, if zero { 0 } else { 9 }, "byte {i}");
+    }
+    assert_eq!(fs.getattr(g).unwrap().blocks, 16);
+    fs.evict(g);
+    fs.fsck(true).unwrap();
+}
+
+#[test]
+fn seek_data_hole_host() {
+    let fs = fs();
+    let f = file(&fs, R, "f");
+    // Host: fallocated, unwritten pages are holes for SEEK_DATA.
+    fs.fallocate(f, 0, 0, 16384).unwrap();
+    assert_eq!(fs.seek_data_hole(f, 0, Seek::Data), Err(Errno::ENXIO));
+    assert_eq!(fs.seek_data_hole(f, 5000, Seek::Data), Err(Errno::ENXIO));
+    assert_eq!(fs.seek_data_hole(f, 0, Seek::Hole), Ok(0));
+    assert_eq!(fs.seek_data_hole(f, 5000, Seek::Hole), Ok(5000));
+    fs.write(f, 5000, b"x").unwrap();
+    assert_eq!(fs.seek_data_hole(f, 0, Seek::Data), Ok(4096));
+    assert_eq!(fs.seek_data_hole(f, 0, Seek::Hole), Ok(0));
+    assert_eq!(fs.seek_data_hole(f, 5000, Seek::Hole), Ok(8192));
+    // Host: write 1 byte at 10000, extend to 20000.
+    fs.setattr(
+        f,
+        &SetAttr {
+            size: Some(0),
+            ..SetAttr::default()
+        },
+    )
+    .unwrap();
+    fs.write(f, 10000, b"x").unwrap();
+    fs.setattr(
+        f,
+        &SetAttr {
+            size: Some(20000),
+            ..SetAttr::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(fs.seek_data_hole(f, 0, Seek::Data), Ok(8192));
+    assert_eq!(fs.seek_data_hole(f, 0, Seek::Hole), Ok(0));
+    assert_eq!(fs.seek_data_hole(f, 9000, Seek::Hole), Ok(12288));
+    assert_eq!(fs.seek_data_hole(f, 12288, Seek::Hole), Ok(12288));
+    assert_eq!(fs.seek_data_hole(f, 9000, Seek::Data), Ok(9000));
+    assert_eq!(fs.seek_data_hole(f, 13000, Seek::Data), Err(Errno::ENXIO));
+    for off in [20000, 30000, u64::MAX] {
+        assert_eq!(fs.seek_data_hole(f, off, Seek::Data), Err(Errno::ENXIO));
+        assert_eq!(fs.seek_data_hole(f, off, Seek::Hole), Err(Errno::ENXIO));
+    }
+    // Host: 10-byte file: SEEK_HOLE from 0 is the size; SEEK_DATA 5 is 5.
+    fs.setattr(
+        f,
+        &SetAttr {
+            size: Some(0),
+            ..SetAttr::default()
+        },
+    )
+    .unwrap();
+    fs.write(f, 0, &[1; 10]).unwrap();
+    assert_eq!(fs.seek_data_hole(f, 0, Seek::Hole), Ok(10));
+    assert_eq!(fs.seek_data_hole(f, 5, Seek::Data), Ok(5));
+    assert_eq!(fs.seek_data_hole(R, 0, Seek::Data), Err(Errno::EINVAL));
+}
+
+#[test]
+fn setattr_fields_and_times() {
+    let fs = fs();
+    let f = file(&fs, R, "f");
+    let c0 = fs.getattr(f).unwrap().ctime;
+    tick();
+    // Host: chmod stamps ctime only; utimes sets a and m, stamps c.
+    let a = fs
+        .setattr(
+            f,
+            &SetAttr {
+                mode: Some(0o4755),
+                ..SetAttr::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(a.mode, S_IFREG | 0o4755);
+    assert!(a.ctime > c0 && a.mtime < a.ctime);
+    let t5 = Timespec { sec: 5, nsec: 0 };
+    let t7 = Timespec { sec: 7, nsec: 0 };
+    let a = fs
+        .setattr(
+            f,
+            &SetAttr {
+                atime: Some(SetTime::At(t5)),
+                mtime: Some(SetTime::At(t7)),
+                ..SetAttr::default()
+            },
+        )
+        .unwrap();
+    assert_eq!((a.atime, a.mtime), (t5, t7));
+    let a = fs
+        .setattr(
+            f,
+            &SetAttr {
+                uid: Some(1),
+                gid: Some(2),
+                ..SetAttr::default()
+            },
+        )
+        .unwrap();
+    assert_eq!((a.uid, a.gid, a.mtime), (1, 2, t7));
+    let a = fs
+        .setattr(
+            f,
+            &SetAttr {
+                atime: Some(SetTime::Now),
+                ..SetAttr::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(a.atime, a.ctime);
+    // Host: truncate(2) of an empty file to the same size stamps nothing
+    // (no ATTR_MTIME is passed; shmem_setattr stamps a size change, and
+    // shmem_truncate_range only runs for a file holding pages) ...
+    tick();
+    let before = fs.getattr(f).unwrap();
+    let a = fs
+        .setattr(
+            f,
+            &SetAttr {
+                size: Some(0),
+                ..SetAttr::default()
+            },
+        )
+        .unwrap();
+    assert_eq!((a.mtime, a.ctime), (before.mtime, before.ctime));
+    // ... while ftruncate to the same size passes ATTR_MTIME | ATTR_CTIME
+    // (the VFS asks for mtime): both stamped.
+    tick();
+    let a = fs
+        .setattr(
+            f,
+            &SetAttr {
+                size: Some(0),
+                mtime: Some(SetTime::Now),
+                ..SetAttr::default()
+            },
+        )
+        .unwrap();
+    assert!(a.mtime > t7 && a.mtime == a.ctime);
+    // A size change stamps both without being asked.
+    tick();
+    let a = fs
+        .setattr(
+            f,
+            &SetAttr {
+                size: Some(10),
+                ..SetAttr::default()
+            },
+        )
+        .unwrap();
+    assert!(a.mtime > before.mtime && a.mtime == a.ctime);
+    // Nothing to change: nothing stamped.
+    let before = fs.getattr(f).unwrap();
+    tick();
+    assert_eq!(fs.setattr(f, &SetAttr::default()).unwrap(), before);
+}
