@@ -192,11 +192,14 @@ impl Vfs {
         }
         let mut extra: HashMap<*const crate::dcache::Dentry, usize> = HashMap::new();
         *extra.entry(self.root.as_ptr().as_ptr()).or_default() += 1;
-        let mut mounted_roots = Vec::new();
+        // The roots are unhashed: their counts are checked apart below, so
+        // that a reference leaked on `/` or on a mounted root (a cwd, say)
+        // shows.
+        let mut roots_seen = vec![(self.root.as_ptr().as_ptr(), self.root.refs())];
         self.mounts.for_each(|mp, root| {
             *extra.entry(mp.as_ptr().as_ptr()).or_default() += 1;
             *extra.entry(root.as_ptr().as_ptr()).or_default() += 1;
-            mounted_roots.push(root.clone());
+            roots_seen.push((root.as_ptr().as_ptr(), root.refs()));
         });
         for d in &seen {
             let want = children.get(&d.ptr).copied().unwrap_or(0)
@@ -225,15 +228,7 @@ impl Vfs {
                 }
             }
         }
-        // The roots are unhashed: their counts are checked apart, so that a
-        // reference leaked on `/` or on a mounted root (a cwd, say) shows.
-        let mut roots_seen = vec![(self.root.as_ptr().as_ptr(), self.root.refs())];
-        // Our own clones above hold one reference each.
-        roots_seen.extend(
-            mounted_roots
-                .iter()
-                .map(|root| (root.as_ptr().as_ptr(), root.refs() - 1)),
-        );
+        let roots = roots_seen.len();
         for (ptr, refs) in roots_seen {
             let want = children.get(&ptr.cast_const()).copied().unwrap_or(0)
                 + extra.get(&ptr.cast_const()).copied().unwrap_or(0);
@@ -246,7 +241,6 @@ impl Vfs {
             }
         }
         // Roots: the namespace root and one per mount, unhashed but alive.
-        let roots = 1 + mounted_roots.len();
         let alive = self.caches.dcache.len();
         if alive != seen.len() + roots {
             return Err(format!(
