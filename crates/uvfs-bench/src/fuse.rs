@@ -609,7 +609,8 @@ pub fn measure(cfg: &FuseConfig) -> Result<FuseReport, String> {
         UvfsSource::Off(why) => (None, None, Some(why.clone())),
         src => {
             let bin = match src {
-                UvfsSource::Path(p) => Ok(p.clone()),
+                UvfsSource::Path(p) if p.is_file() => Ok(p.clone()),
+                UvfsSource::Path(p) => Err(format!("--uvfs {}: no such file", p.display())),
                 _ => build_uvfs(),
             };
             match bin.and_then(|b| mount_uvfs(&b, &cfg.mount_parent, cfg.threads, &cfg.fastpaths)) {

@@ -1,0 +1,273 @@
+//! The FUSE section end to end: the floor mounts, serves lab tests through
+//! the mount backend and unmounts; `--dir` is checked before any work
+//! (exit status 2); `fuse` without a uvfs binary prints its skip line and
+//! still measures the host against the floor; SIGINT unmounts everything.
+//! Counts and structure only, never timing. The tests that mount skip,
+//! with a printed reason, without /dev/fuse or root.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use uvfs_bench::fuse;
+
+/// The mounting tests run one at a time (each checks that no floor mount
+/// is left).
+static MOUNTING: Mutex<()> = Mutex::new(());
+
+fn bench() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_uvfs-bench"))
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("uvfs-bench-fuse-{name}.{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Why the mounting tests cannot run here, printed.
+fn skip() -> bool {
+    match fuse::unavailable() {
+        Some(why) => {
+            println!("skipped: {why}");
+            true
+        }
+        None => false,
+    }
+}
+
+/// Floor mounts anywhere on this machine.
+fn floor_mounts() -> usize {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(" - fuse uvfs-floor "))
+        .count()
+}
+
+/// Waits (at most a minute, checking a condition, not measuring time)
+/// until `f` holds.
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(t0.elapsed() < Duration::from_secs(60), "never: {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn run(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = bench().args(args).stdin(Stdio::null()).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn floor_serves_tests_through_the_mount_backend_and_unmounts() {
+    if skip() {
+        return;
+    }
+    let _one = MOUNTING.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmpdir("floor");
+    let mut child = bench()
+        .arg("fuse-floor")
+        .arg(&dir)
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the floor is mounted", || {
+        fuse::mounted(&dir).is_some_and(|(t, src)| t == "fuse" && src == "uvfs-floor")
+    });
+    let d = dir.to_str().unwrap();
+    let json = tmpdir("floor-json").join("r.json");
+    let mut failures = Vec::new();
+    for test in [
+        "open1", "stat1", "openneg", "unlink1", "unlink2", "read1", "write1", "seqread", "seqwrite",
+    ] {
+        let (code, out, err) = run(&[
+            "run",
+            test,
+            "--backend",
+            "mount",
+            "--dir",
+            d,
+            "--seconds",
+            "0.05",
+            "--warmup",
+            "0",
+            "--interval",
+            "0.05",
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        if code != Some(0) {
+            failures.push(format!("{test}: exit {code:?}: {err}"));
+            continue;
+        }
+        let recs: Vec<serde_json::Value> =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(recs.len(), 1, "{out}");
+        assert_eq!(recs[0]["backend"], "mount");
+        assert_eq!(recs[0]["test"], test);
+        if recs[0]["ops_per_sec"].as_f64().unwrap() <= 0.0 {
+            failures.push(format!("{test}: no operations counted: {out}"));
+        }
+        if err.contains("warning") {
+            failures.push(format!("{test}: {err}"));
+        }
+    }
+    // The work directories are gone: the floor's root is empty again.
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    let umount = Command::new("umount").arg(&dir).status().unwrap();
+    let status = child.wait().unwrap();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(left.is_empty(), "left on the floor: {left:?}");
+    assert!(umount.success());
+    assert!(status.success(), "the floor exited with {status}");
+    assert!(fuse::mounted(&dir).is_none_or(|(t, _)| t != "fuse"));
+    std::fs::remove_dir(&dir).unwrap();
+}
+
+#[test]
+fn dir_is_checked_before_any_work() {
+    let file = tmpdir("dircheck").join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    let f = file.to_str().unwrap();
+    for (args, says) in [
+        (vec!["run", "open1", "--backend", "mount"], "needs --dir"),
+        (
+            vec![
+                "run",
+                "open1",
+                "--backend",
+                "mount",
+                "--dir",
+                "/nonexistent-uvfs-bench",
+            ],
+            "No such file",
+        ),
+        (
+            vec!["run", "open1", "--backend", "mount", "--dir", f],
+            "not a directory",
+        ),
+        (
+            vec!["run", "open1", "--backend", "host", "--dir", f],
+            "not a directory",
+        ),
+        (
+            vec![
+                "run",
+                "open1",
+                "--backend",
+                "host",
+                "--dir",
+                "/nonexistent-uvfs-bench",
+            ],
+            "No such file",
+        ),
+        (
+            vec!["fuse-floor", "/nonexistent-uvfs-bench"],
+            "No such file",
+        ),
+        (vec!["fuse-floor", f], "not a directory"),
+    ] {
+        let (code, out, err) = run(&args);
+        assert_eq!(code, Some(2), "{args:?}: {out} {err}");
+        assert!(out.is_empty(), "{args:?} did work first: {out}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn fuse_without_uvfs_measures_host_and_floor() {
+    if skip() {
+        return;
+    }
+    let _one = MOUNTING.lock().unwrap_or_else(|e| e.into_inner());
+    let out_dir = tmpdir("nouvfs");
+    let (code, out, err) = run(&[
+        "fuse",
+        "--rounds",
+        "2",
+        "--seconds",
+        "0.05",
+        "--warmup",
+        "0",
+        "--tests",
+        "open1,unlink1,seqwrite",
+        "--uvfs",
+        "/nonexistent-uvfs-bench/uvfs",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(
+        out.contains("uvfs mount: skipped: --uvfs /nonexistent-uvfs-bench/uvfs: no such file"),
+        "{out}"
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("fuse.json")).unwrap()).unwrap();
+    let tests = r["tests"].as_array().unwrap();
+    assert_eq!(tests.len(), 3);
+    for t in tests {
+        assert!(t["failures"].as_array().unwrap().is_empty(), "{t}");
+        let sides = t["sides"].as_array().unwrap();
+        let names: Vec<&str> = sides
+            .iter()
+            .map(|s| s["backend"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["host", "floor"], "{t}");
+        for s in sides {
+            let samples = s["ops_per_sec"]["samples"].as_array().unwrap();
+            assert_eq!(samples.len(), 2, "{t}");
+            assert!(samples.iter().all(|v| v.as_f64().unwrap() > 0.0), "{t}");
+        }
+        assert!(t["uvfs_vs_floor"].is_null());
+    }
+    assert_eq!(tests[2]["kind"], "bandwidth");
+    assert!(tests[2]["sides"][0]["mb_per_sec"].as_f64().unwrap() > 0.0);
+    let goals = r["goals"].as_array().unwrap();
+    assert_eq!(
+        goals.len(),
+        3,
+        "open1, unlink1 metadata; seqwrite bandwidth"
+    );
+    assert!(goals.iter().all(|g| g["met"].is_null()));
+    assert_eq!(r["records"].as_array().unwrap().len(), 6);
+    assert_eq!(r["load_before"].as_array().unwrap().len(), 3);
+    assert!(r["uvfs_skipped"].as_str().unwrap().contains("no such file"));
+    assert_eq!(floor_mounts(), 0, "a floor is still mounted");
+}
+
+#[test]
+fn sigint_unmounts_everything() {
+    if skip() {
+        return;
+    }
+    let _one = MOUNTING.lock().unwrap_or_else(|e| e.into_inner());
+    let mut child = bench()
+        .args([
+            "fuse",
+            "--no-uvfs",
+            "--rounds",
+            "50",
+            "--seconds",
+            "0.2",
+            "--tests",
+            "open1",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the floor is mounted", || floor_mounts() > 0);
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status}");
+    assert_eq!(floor_mounts(), 0, "a floor is still mounted");
+}
