@@ -371,6 +371,11 @@ pub struct FuseArgs {
     /// The floor without the writeback cache.
     #[arg(long)]
     pub floor_no_writeback: bool,
+    /// The floor with FUSE passthrough for the files it creates (backing
+    /// files in /dev/shm): what reads and writes cost when the kernel
+    /// sends them straight to a host file.
+    #[arg(long)]
+    pub floor_passthrough: bool,
 }
 
 /// `fuse-floor`'s options.
@@ -391,6 +396,11 @@ pub struct FuseFloorArgs {
     /// Do not ask for the writeback cache.
     #[arg(long)]
     pub no_writeback: bool,
+    /// FUSE passthrough: created files get a backing file in DIR (a host
+    /// tmpfs directory; unlinked at once) and their reads and writes go
+    /// there without reaching the server.
+    #[arg(long, value_name = "DIR")]
+    pub passthrough: Option<PathBuf>,
     /// Unmount and exit when the parent process dies (the lab's children).
     #[arg(long, hide = true)]
     pub die_with_parent: bool,
@@ -641,6 +651,7 @@ fn fuse(a: &FuseArgs) -> ExitCode {
             ttl: t,
             no_open: !a.floor_kernel_open,
             writeback: !a.floor_no_writeback,
+            passthrough: a.floor_passthrough.then(crate::reproduce::host_dir),
         },
         Err(e) => {
             eprintln!("uvfs-bench fuse: --floor-ttl: {e}");
@@ -714,6 +725,7 @@ fn fuse_floor(a: &FuseFloorArgs) -> ExitCode {
             ttl: t,
             no_open: !a.kernel_open,
             writeback: !a.no_writeback,
+            passthrough: a.passthrough.clone(),
         },
         Err(e) => {
             eprintln!("uvfs-bench fuse-floor: --ttl: {e}");

@@ -59,6 +59,12 @@ pub struct FloorOptions {
     pub no_open: bool,
     /// Ask for the writeback cache.
     pub writeback: bool,
+    /// FUSE passthrough: each created file gets a backing file in this
+    /// directory (unlinked at once, kept open), and its reads and writes
+    /// go from the kernel to that file without reaching the server. The
+    /// kernel allows it only without the writeback cache (which is then
+    /// not asked for) and without `FOPEN_KEEP_CACHE` on those replies.
+    pub passthrough: Option<std::path::PathBuf>,
 }
 
 impl Default for FloorOptions {
@@ -68,6 +74,7 @@ impl Default for FloorOptions {
             ttl: Duration::from_secs(3600),
             no_open: true,
             writeback: true,
+            passthrough: None,
         }
     }
 }
@@ -77,7 +84,7 @@ impl FloorOptions {
     pub fn describe(&self) -> String {
         format!(
             "{} worker thread(s) with clone_fd; entry/attr/negative timeouts {} s; {}; {}; \
-             parallel dirops; max_write 1 MiB; KEEP_CACHE",
+             parallel dirops; max_write 1 MiB; KEEP_CACHE{}",
             self.threads,
             self.ttl.as_secs_f64(),
             if self.no_open {
@@ -85,10 +92,18 @@ impl FloorOptions {
             } else {
                 "OPEN/OPENDIR/FLUSH answered"
             },
-            if self.writeback {
-                "writeback cache"
-            } else {
-                "write-through"
+            match (self.writeback, &self.passthrough) {
+                (true, None) => "writeback cache",
+                (true, Some(_)) => "write-through (passthrough excludes the writeback cache)",
+                (false, _) => "write-through",
+            },
+            match &self.passthrough {
+                Some(d) => format!(
+                    "; passthrough of created files to {} (their replies without KEEP_CACHE, \
+                     which the kernel refuses with passthrough)",
+                    d.display()
+                ),
+                None => String::new(),
             }
         )
     }
@@ -117,6 +132,9 @@ struct State {
     names: BTreeMap<(u64, OsString), u64>,
     nodes: HashMap<u64, Node>,
     next: u64,
+    /// Passthrough: each created file's backing file and id, dropped with
+    /// the inode.
+    backing: HashMap<u64, (std::fs::File, fuser::BackingId)>,
 }
 
 /// The floor file system.
@@ -157,6 +175,7 @@ impl Floor {
                 names: BTreeMap::new(),
                 nodes,
                 next: 2,
+                backing: HashMap::new(),
             }),
             zeros: vec![0; MAX_IO],
         }
@@ -279,6 +298,7 @@ impl State {
             n.links = n.links.saturating_sub(1);
             if n.links == 0 && n.lookups == 0 {
                 self.nodes.remove(&ino);
+                self.backing.remove(&ino);
             }
         }
     }
@@ -287,11 +307,21 @@ impl State {
 impl Filesystem for Floor {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         let mut want = InitFlags::FUSE_PARALLEL_DIROPS;
-        if self.opts.writeback {
+        // The kernel refuses passthrough on a connection with the
+        // writeback cache (the backing-id ioctl fails with EPERM).
+        if self.opts.writeback && self.opts.passthrough.is_none() {
             want |= InitFlags::FUSE_WRITEBACK_CACHE;
         }
         if self.opts.no_open {
             want |= InitFlags::FUSE_NO_OPEN_SUPPORT | InitFlags::FUSE_NO_OPENDIR_SUPPORT;
+        }
+        if self.opts.passthrough.is_some() {
+            want |= InitFlags::FUSE_PASSTHROUGH;
+            if config.set_max_stack_depth(1).is_err()
+                || !config.capabilities().contains(InitFlags::FUSE_PASSTHROUGH)
+            {
+                eprintln!("uvfs-bench fuse-floor: this kernel offers no FUSE passthrough");
+            }
         }
         // Flags this kernel lacks are left out (the floor still works).
         let have = config.capabilities();
@@ -323,6 +353,7 @@ impl Filesystem for Floor {
             n.lookups = n.lookups.saturating_sub(nlookup);
             if n.lookups == 0 && n.links == 0 {
                 s.nodes.remove(&ino.0);
+                s.backing.remove(&ino.0);
             }
         }
     }
@@ -452,10 +483,14 @@ impl Filesystem for Floor {
         if self.opts.no_open {
             return reply.error(Errno::ENOSYS);
         }
-        if self.state().nodes.contains_key(&ino.0) {
-            reply.opened(FileHandle(0), self.open_flags());
-        } else {
-            reply.error(Errno::ENOENT);
+        let s = self.state();
+        if !s.nodes.contains_key(&ino.0) {
+            drop(s);
+            return reply.error(Errno::ENOENT);
+        }
+        match s.backing.get(&ino.0) {
+            Some((_, id)) => reply.opened_passthrough(FileHandle(0), FopenFlags::empty(), id),
+            None => reply.opened(FileHandle(0), self.open_flags()),
         }
     }
 
@@ -618,16 +653,53 @@ impl Filesystem for Floor {
         _flags: i32,
         reply: ReplyCreate,
     ) {
-        let r = self.state().add(parent.0, name, false, mode, req);
-        match r {
-            Ok(a) => reply.created(
+        let mut s = self.state();
+        let a = match s.add(parent.0, name, false, mode, req) {
+            Ok(a) => a,
+            Err(e) => {
+                drop(s);
+                return reply.error(e);
+            }
+        };
+        let Some(dir) = &self.opts.passthrough else {
+            drop(s);
+            return reply.created(
                 &self.opts.ttl,
                 &a,
                 Generation(0),
                 FileHandle(0),
                 self.open_flags(),
-            ),
-            Err(e) => reply.error(e),
+            );
+        };
+        let backing = (|| {
+            let path = dir.join(format!("floor-backing.{}.{}", std::process::id(), a.ino.0));
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(&path)?;
+            std::fs::remove_file(&path)?;
+            let id = reply.open_backing(&f)?;
+            Ok::<_, std::io::Error>((f, id))
+        })();
+        match backing {
+            Ok((f, id)) => {
+                let entry = s.backing.entry(a.ino.0).or_insert((f, id));
+                reply.created_passthrough(
+                    &self.opts.ttl,
+                    &a,
+                    Generation(0),
+                    FileHandle(0),
+                    FopenFlags::empty(),
+                    &entry.1,
+                );
+            }
+            Err(e) => {
+                eprintln!("uvfs-bench fuse-floor: passthrough backing file: {e}");
+                let _ = s.remove(parent.0, name, false);
+                drop(s);
+                reply.error(Errno::EIO);
+            }
         }
     }
 }

@@ -454,6 +454,9 @@ pub fn mount_floor(parent: &Path, opts: &FloorOptions) -> Result<MountGuard, Str
     if !opts.writeback {
         cmd.arg("--no-writeback");
     }
+    if let Some(d) = &opts.passthrough {
+        cmd.arg("--passthrough").arg(d);
+    }
     let child = cmd
         .arg(&g.dir)
         .stdin(Stdio::null())
