@@ -271,3 +271,84 @@ fn sigint_unmounts_everything() {
     assert_eq!(status.code(), Some(130), "{status}");
     assert_eq!(floor_mounts(), 0, "a floor is still mounted");
 }
+
+/// A stand-in for `uvfs mount --daemon`: a script that mounts the floor
+/// at DIR in the background and returns once it is live, so the uvfs side
+/// of the section (its mount, the ratio uvfs / floor, the goals, the
+/// unmount) is exercised before the real server exists.
+#[test]
+fn a_uvfs_stand_in_gets_its_ratio_and_goals() {
+    if skip() {
+        return;
+    }
+    let _one = MOUNTING.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmpdir("standin");
+    let script = dir.join("uvfs");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\n\
+             # mount --daemon --threads N --fastpaths F DIR\n\
+             [ \"$1 $2 $3 $5\" = \"mount --daemon --threads --fastpaths\" ] || exit 2\n\
+             '{}' fuse-floor --threads \"$4\" \"$7\" </dev/null >/dev/null 2>&1 &\n\
+             i=0\n\
+             while [ $i -lt 6000 ]; do\n\
+               grep -q \" $7 \" /proc/self/mountinfo && exit 0\n\
+               sleep 0.01; i=$((i+1))\n\
+             done\n\
+             exit 1\n",
+            env!("CARGO_BIN_EXE_uvfs-bench")
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out_dir = dir.join("out");
+    let (code, out, err) = run(&[
+        "fuse",
+        "--rounds",
+        "3",
+        "--seconds",
+        "0.05",
+        "--warmup",
+        "0",
+        "--tests",
+        "stat1,read1,seqread",
+        "--uvfs",
+        script.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(!out.contains("skipped"), "{out}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("fuse.json")).unwrap()).unwrap();
+    assert!(r["uvfs_skipped"].is_null());
+    assert!(
+        r["uvfs_command"]
+            .as_str()
+            .unwrap()
+            .contains("mount --daemon")
+    );
+    for t in r["tests"].as_array().unwrap() {
+        assert!(t["failures"].as_array().unwrap().is_empty(), "{t}");
+        let names: Vec<&str> = t["sides"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["backend"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["host", "floor", "uvfs"], "{t}");
+        assert_eq!(
+            t["uvfs_vs_floor"]["samples"].as_array().unwrap().len(),
+            3,
+            "{t}"
+        );
+    }
+    let goals = r["goals"].as_array().unwrap();
+    assert_eq!(goals.len(), 2, "stat1 metadata, seqread bandwidth");
+    assert!(goals.iter().all(|g| g["met"].is_boolean()), "{goals:?}");
+    assert_eq!(r["records"].as_array().unwrap().len(), 9);
+    wait_for("the stand-in's floor has gone", || floor_mounts() == 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
