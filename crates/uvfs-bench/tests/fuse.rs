@@ -352,3 +352,65 @@ fn a_uvfs_stand_in_gets_its_ratio_and_goals() {
     wait_for("the stand-in's floor has gone", || floor_mounts() == 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// FUSE passthrough on the floor: created files' reads and writes go to
+/// backing files on /dev/shm (unlinked at once, so none is left), where
+/// the kernel offers passthrough.
+#[test]
+fn floor_passthrough_serves_reads_and_writes() {
+    if skip() {
+        return;
+    }
+    let _one = MOUNTING.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmpdir("passthrough");
+    let backing = tmpdir("passthrough-backing");
+    let mut child = bench()
+        .arg("fuse-floor")
+        .arg("--passthrough")
+        .arg(&backing)
+        .arg(&dir)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the floor is mounted", || {
+        fuse::mounted(&dir).is_some_and(|(t, src)| t == "fuse" && src == "uvfs-floor")
+    });
+    let d = dir.to_str().unwrap();
+    let mut results = Vec::new();
+    for test in ["read1", "write1", "seqread", "seqwrite"] {
+        results.push((
+            test,
+            run(&[
+                "run",
+                test,
+                "--backend",
+                "mount",
+                "--dir",
+                d,
+                "--seconds",
+                "0.05",
+                "--warmup",
+                "0",
+                "--interval",
+                "0.05",
+            ]),
+        ));
+    }
+    let umount = Command::new("umount").arg(&dir).status().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("offers no FUSE passthrough") {
+        println!("skipped: {err}");
+        return;
+    }
+    for (test, (code, out, err)) in &results {
+        assert_eq!(*code, Some(0), "{test}: {out}\n{err}");
+    }
+    assert!(umount.success());
+    assert!(out.status.success(), "{err}");
+    let left: Vec<_> = std::fs::read_dir(&backing).unwrap().collect();
+    assert!(left.is_empty(), "backing files left: {left:?}");
+    std::fs::remove_dir(&backing).unwrap();
+    std::fs::remove_dir(&dir).unwrap();
+}
