@@ -364,7 +364,7 @@ fn floor_passthrough_serves_reads_and_writes() {
     let _one = MOUNTING.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tmpdir("passthrough");
     let backing = tmpdir("passthrough-backing");
-    let mut child = bench()
+    let child = bench()
         .arg("fuse-floor")
         .arg("--passthrough")
         .arg(&backing)
