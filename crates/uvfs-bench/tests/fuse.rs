@@ -129,6 +129,7 @@ fn floor_serves_tests_through_the_mount_backend_and_unmounts() {
     assert!(status.success(), "the floor exited with {status}");
     assert!(fuse::mounted(&dir).is_none_or(|(t, _)| t != "fuse"));
     std::fs::remove_dir(&dir).unwrap();
+    std::fs::remove_dir_all(json.parent().unwrap()).unwrap();
 }
 
 #[test]
@@ -179,6 +180,7 @@ fn dir_is_checked_before_any_work() {
         assert!(out.is_empty(), "{args:?} did work first: {out}");
         assert!(err.contains(says), "{args:?}: {err}");
     }
+    std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
 }
 
 #[test]
@@ -240,6 +242,7 @@ fn fuse_without_uvfs_measures_host_and_floor() {
     assert_eq!(r["load_before"].as_array().unwrap().len(), 3);
     assert!(r["uvfs_skipped"].as_str().unwrap().contains("no such file"));
     assert_eq!(floor_mounts(), 0, "a floor is still mounted");
+    std::fs::remove_dir_all(&out_dir).unwrap();
 }
 
 #[test]
