@@ -3,7 +3,7 @@
 
 use crate::compare::{self, Rule};
 use crate::report::{self, Machine};
-use crate::reproduce::PreloadSection;
+use crate::reproduce::{FuseSection, PreloadSection};
 use crate::reproduction::Profile;
 use crate::runner::{self, Backend, Mode, RunConfig};
 use crate::workloads::{self, Params, TESTS, Test};
@@ -90,6 +90,20 @@ pub enum Command {
     /// of a host path, and the host open+close pair, shim loaded minus
     /// not. Exit status 1 if something failed.
     Preload(PreloadArgs),
+    /// Issue 13's lab section: the tests through FUSE. Per test, rounds
+    /// interleaving the host's tmpfs, the floor (a trivial FUSE server
+    /// answering from constants, `fuse-floor`) and the uvfs mount (`uvfs
+    /// mount --daemon`, built with `$CARGO build --release -p uvfs-fuse`
+    /// unless --uvfs names the binary; when it cannot be built or mounted
+    /// the run prints `uvfs mount: skipped: REASON` and still measures the
+    /// host against the floor). Prints ops/s, uvfs / floor with its
+    /// spread, MB/s for the 1 MiB tests, the load average, and the
+    /// issue's goals. Needs root and /dev/fuse. Everything is unmounted
+    /// at the end, on errors and on SIGINT/SIGTERM (exit status 130).
+    Fuse(FuseArgs),
+    /// Mount the floor (a trivial FUSE server that stores no data) at DIR
+    /// and serve it in the foreground until `umount DIR` or SIGINT/SIGTERM.
+    FuseFloor(FuseFloorArgs),
     /// Run one lab test on uvfs (seeds, processes mode, one task) for SECS
     /// seconds, or fstree: a target for perf or callgrind.
     #[command(hide = true)]
@@ -107,12 +121,15 @@ pub enum Command {
 pub struct RunArgs {
     /// The test (`uvfs-bench list` shows them): open1, open2, open3, dup1,
     /// lseek1, lseek2, read1, read2, pread1, write1, unlink1, unlink2,
-    /// openneg, rmdir1, getfl, dup100, fstree, blogbench.
+    /// openneg, stat1, seqread, seqwrite, rmdir1, getfl, dup100, fstree,
+    /// blogbench.
     #[arg(value_parser = Test::from_name)]
     pub test: Test,
     /// Where to run: `host` = real system calls through libc on a temp
     /// directory under --dir; `uvfs` = the same calls on a uvfs VFS built
-    /// with --fastpaths, under the same path inside it.
+    /// with --fastpaths, under the same path inside it; `mount` = real
+    /// system calls as `host`, in a directory --dir must name (a FUSE
+    /// mount such as `uvfs mount DIR` or `uvfs-bench fuse-floor DIR`).
     #[arg(long, value_enum, default_value_t = Backend::Uvfs)]
     pub backend: Backend,
     /// `processes` = each task its own process and fd table (host: forked
@@ -146,9 +163,11 @@ pub struct RunArgs {
     pub fastpaths: FastPaths,
     /// The directory the work directory `uvfs-bench.XXXXXX` is made in
     /// (host: should be a tmpfs; uvfs: the same path is made inside the
-    /// VFS).
-    #[arg(long, default_value = "/dev/shm")]
-    pub dir: PathBuf,
+    /// VFS; mount: required, the mounted directory). Default /dev/shm.
+    /// host and mount check it before any work: it must exist, be a
+    /// directory and be writable (else exit status 2).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
     /// Also write the results to FILE as a JSON array of records (test,
     /// backend, mode, tasks, fastpaths, ops_per_sec, per_task_ops_per_sec,
     /// stddev, samples, …; fstree adds walk_seconds, blogbench
@@ -229,6 +248,15 @@ pub struct ReproduceArgs {
     /// Run the preload section in the --quick profile too.
     #[arg(long)]
     pub preload: bool,
+    /// Skip the FUSE section (`uvfs-bench fuse`: the tests on the host's
+    /// tmpfs, the floor and the uvfs mount), which otherwise runs in the
+    /// default and --full profiles (skipped with its reason without
+    /// /dev/fuse or root; uvfs alone skipped when it does not build).
+    #[arg(long, conflicts_with = "fuse")]
+    pub no_fuse: bool,
+    /// Run the FUSE section in the --quick profile too.
+    #[arg(long)]
+    pub fuse: bool,
 }
 
 /// `soak`'s options.
@@ -298,6 +326,91 @@ fn at_least_one_u64(s: &str) -> Result<u64, String> {
     }
 }
 
+/// `fuse`'s options.
+#[derive(Debug, Args)]
+pub struct FuseArgs {
+    /// Rounds; each runs host, floor and uvfs once per test. Default 3
+    /// (--quick: 2).
+    #[arg(long, value_name = "R", value_parser = at_least_one)]
+    pub rounds: Option<usize>,
+    /// Measured seconds per run. Default 1 (--quick: 0.1).
+    #[arg(long, value_name = "SECS")]
+    pub seconds: Option<f64>,
+    /// Warm-up seconds per run. Default 0.2 (--quick: 0.02).
+    #[arg(long, value_name = "SECS")]
+    pub warmup: Option<f64>,
+    /// The tests, comma-separated. Default: open1, stat1, openneg,
+    /// unlink1, unlink2, read1, write1, seqread, seqwrite.
+    #[arg(long, value_delimiter = ',', value_parser = Test::from_name)]
+    pub tests: Vec<Test>,
+    /// Worker threads of both servers (their --threads).
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = at_least_one)]
+    pub threads: usize,
+    /// uvfs's --fastpaths (stock or seeds, or switches as for `run`).
+    #[arg(long, default_value = "seeds")]
+    pub fastpaths: String,
+    /// The uvfs binary (else built with cargo).
+    #[arg(long, value_name = "PATH", conflicts_with = "no_uvfs")]
+    pub uvfs: Option<PathBuf>,
+    /// Measure only the host against the floor.
+    #[arg(long)]
+    pub no_uvfs: bool,
+    /// Smoke run: 2 rounds of 0.1 s.
+    #[arg(long)]
+    pub quick: bool,
+    /// Write DIR/fuse.json (made if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// The floor's entry, attribute and negative-entry timeout in seconds
+    /// (0: the kernel caches no names or attributes).
+    #[arg(long, value_name = "SECS", default_value_t = 3600.0)]
+    pub floor_ttl: f64,
+    /// The floor answers OPEN, OPENDIR and FLUSH instead of ENOSYS.
+    #[arg(long)]
+    pub floor_kernel_open: bool,
+    /// The floor without the writeback cache.
+    #[arg(long)]
+    pub floor_no_writeback: bool,
+    /// The floor with FUSE passthrough for the files it creates (backing
+    /// files in /dev/shm): what reads and writes cost when the kernel
+    /// sends them straight to a host file.
+    #[arg(long)]
+    pub floor_passthrough: bool,
+}
+
+/// `fuse-floor`'s options.
+#[derive(Debug, Args)]
+pub struct FuseFloorArgs {
+    /// The directory to mount on (an existing directory).
+    pub dir: PathBuf,
+    /// Worker threads, each with its own /dev/fuse fd.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = at_least_one)]
+    pub threads: usize,
+    /// Entry, attribute and negative-entry timeout in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 3600.0)]
+    pub ttl: f64,
+    /// Answer OPEN, OPENDIR and FLUSH (with FOPEN_KEEP_CACHE) instead of
+    /// ENOSYS.
+    #[arg(long)]
+    pub kernel_open: bool,
+    /// Do not ask for the writeback cache.
+    #[arg(long)]
+    pub no_writeback: bool,
+    /// FUSE passthrough: created files get a backing file in DIR (a host
+    /// tmpfs directory; unlinked at once) and their reads and writes go
+    /// there without reaching the server.
+    #[arg(long, value_name = "DIR")]
+    pub passthrough: Option<PathBuf>,
+    /// Unmount and exit when the parent process dies (the lab's children).
+    #[arg(long, hide = true)]
+    pub die_with_parent: bool,
+}
+
+/// A timeout in seconds.
+fn ttl(secs: f64) -> Result<std::time::Duration, String> {
+    std::time::Duration::try_from_secs_f64(secs).map_err(|e| format!("bad timeout {secs}: {e}"))
+}
+
 /// `compare`'s options.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
@@ -332,12 +445,18 @@ pub fn main(cli: Cli) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Command::Run(args) => match run(&args) {
-            Ok(()) => ExitCode::SUCCESS,
+        Command::Run(args) => match run_dir(&args) {
             Err(e) => {
                 eprintln!("uvfs-bench run: {e}");
-                ExitCode::FAILURE
+                ExitCode::from(2)
             }
+            Ok(dir) => match run(&args, dir) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("uvfs-bench run: {e}");
+                    ExitCode::FAILURE
+                }
+            },
         },
         Command::Compare(args) => compare_files(&args),
         Command::Reproduce(args) => {
@@ -351,7 +470,12 @@ pub fn main(cli: Cli) -> ExitCode {
                 (_, false, Profile::Quick) => PreloadSection::QuickOff,
                 _ => PreloadSection::Run,
             };
-            match crate::reproduce::reproduce(profile, &args.out, section) {
+            let fuse_section = match (args.no_fuse, args.fuse, profile) {
+                (true, _, _) => FuseSection::Off,
+                (_, false, Profile::Quick) => FuseSection::QuickOff,
+                _ => FuseSection::Run,
+            };
+            match crate::reproduce::reproduce(profile, &args.out, section, fuse_section) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("uvfs-bench reproduce: {e}");
@@ -385,6 +509,8 @@ pub fn main(cli: Cli) -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Fuse(a) => fuse(&a),
+        Command::FuseFloor(a) => fuse_floor(&a),
         Command::Loop { test, secs } => match crate::reproduce::profile_loop(&test, secs) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -395,7 +521,24 @@ pub fn main(cli: Cli) -> ExitCode {
     }
 }
 
-fn run(args: &RunArgs) -> Result<(), String> {
+/// `run`'s directory, checked before any work: `--dir`, or /dev/shm for
+/// host and uvfs; mount needs `--dir`; host and mount need a writable
+/// directory.
+fn run_dir(args: &RunArgs) -> Result<PathBuf, String> {
+    let dir = match (&args.dir, args.backend) {
+        (Some(d), _) => d.clone(),
+        (None, Backend::Mount) => {
+            return Err("--backend mount needs --dir DIR (the mounted directory)".into());
+        }
+        (None, _) => PathBuf::from("/dev/shm"),
+    };
+    if args.backend != Backend::Uvfs {
+        runner::check_dir(&dir)?;
+    }
+    Ok(dir)
+}
+
+fn run(args: &RunArgs, dir: PathBuf) -> Result<(), String> {
     let params = args.params();
     params.check()?;
     if let Some(&0) = args.tasks.iter().find(|&&t| t == 0) {
@@ -404,6 +547,7 @@ fn run(args: &RunArgs) -> Result<(), String> {
     let machine = Machine::current();
     let fast = match args.backend {
         Backend::Host => "host kernel".to_string(),
+        Backend::Mount => "real system calls on the mount".to_string(),
         Backend::Uvfs => format!("fast paths {}", args.fastpaths),
     };
     let description = TESTS
@@ -418,7 +562,7 @@ fn run(args: &RunArgs) -> Result<(), String> {
         args.seconds,
         args.warmup,
         args.interval,
-        args.dir.display()
+        dir.display()
     );
     println!(
         "machine: {}, {} CPUs, kernel {}",
@@ -432,6 +576,7 @@ fn run(args: &RunArgs) -> Result<(), String> {
             params.fstree_size(),
             match (args.backend, params.uvfs_cache_limit(args.test)) {
                 (Backend::Host, _) => "host tmpfs: the whole tree stays cached".to_string(),
+                (Backend::Mount, _) => "whatever serves the mount caches".to_string(),
                 (Backend::Uvfs, Some(n)) => format!("uvfs dentry/inode caches limited to {n}"),
                 (Backend::Uvfs, None) => "uvfs caches at their default".to_string(),
             }
@@ -457,7 +602,7 @@ fn run(args: &RunArgs) -> Result<(), String> {
             warmup: args.warmup,
             interval: args.interval,
             fastpaths: args.fastpaths,
-            dir: args.dir.clone(),
+            dir: dir.clone(),
             params,
         };
         let m = runner::run(&cfg)?;
@@ -497,6 +642,127 @@ fn preload(a: &PreloadArgs) -> Result<(), String> {
         println!("\nwrote {}", p.display());
     }
     Ok(())
+}
+
+fn fuse(a: &FuseArgs) -> ExitCode {
+    let floor = match ttl(a.floor_ttl) {
+        Ok(t) => crate::floor::FloorOptions {
+            threads: a.threads,
+            ttl: t,
+            no_open: !a.floor_kernel_open,
+            writeback: !a.floor_no_writeback,
+            passthrough: a.floor_passthrough.then(crate::reproduce::host_dir),
+        },
+        Err(e) => {
+            eprintln!("uvfs-bench fuse: --floor-ttl: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(e) = FastPaths::parse(&a.fastpaths) {
+        eprintln!("uvfs-bench fuse: --fastpaths {}: {e:?}", a.fastpaths);
+        return ExitCode::from(2);
+    }
+    let seconds = a.seconds.unwrap_or(if a.quick { 0.1 } else { 1.0 });
+    let warmup = a.warmup.unwrap_or(if a.quick { 0.02 } else { 0.2 });
+    if !(seconds > 0.0 && warmup >= 0.0) {
+        eprintln!("uvfs-bench fuse: --seconds must be > 0 and --warmup >= 0");
+        return ExitCode::from(2);
+    }
+    let cfg = crate::fuse::FuseConfig {
+        tests: if a.tests.is_empty() {
+            crate::fuse::TESTS.to_vec()
+        } else {
+            a.tests.clone()
+        },
+        rounds: a.rounds.unwrap_or(if a.quick { 2 } else { 3 }),
+        seconds,
+        warmup,
+        threads: a.threads,
+        fastpaths: a.fastpaths.clone(),
+        uvfs: match (&a.uvfs, a.no_uvfs) {
+            (_, true) => crate::fuse::UvfsSource::Off("--no-uvfs".into()),
+            (Some(p), _) => crate::fuse::UvfsSource::Path(p.clone()),
+            (None, false) => crate::fuse::UvfsSource::Build,
+        },
+        host_parent: crate::reproduce::host_dir(),
+        mount_parent: std::env::temp_dir(),
+        floor,
+        progress: true,
+    };
+    match crate::fuse::measure(&cfg) {
+        Ok(r) => {
+            println!();
+            if let Err(e) = crate::fuse::print_text(&mut std::io::stdout(), &r) {
+                eprintln!("uvfs-bench fuse: {e}");
+                return ExitCode::FAILURE;
+            }
+            if let Some(dir) = &a.out {
+                match crate::fuse::write_json(dir, &r) {
+                    Ok(p) => println!("\nwrote {}", p.display()),
+                    Err(e) => {
+                        eprintln!("uvfs-bench fuse: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("uvfs-bench fuse: {e}");
+            if crate::fuse::interrupted() {
+                ExitCode::from(130)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
+
+fn fuse_floor(a: &FuseFloorArgs) -> ExitCode {
+    let opts = match ttl(a.ttl) {
+        Ok(t) => crate::floor::FloorOptions {
+            threads: a.threads,
+            ttl: t,
+            no_open: !a.kernel_open,
+            writeback: !a.no_writeback,
+            passthrough: a.passthrough.clone(),
+        },
+        Err(e) => {
+            eprintln!("uvfs-bench fuse-floor: --ttl: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match std::fs::metadata(&a.dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            eprintln!(
+                "uvfs-bench fuse-floor: {}: not a directory",
+                a.dir.display()
+            );
+            return ExitCode::from(2);
+        }
+        Err(e) => {
+            eprintln!("uvfs-bench fuse-floor: {}: {e}", a.dir.display());
+            return ExitCode::from(2);
+        }
+    }
+    if a.die_with_parent {
+        // SAFETY: asks for SIGTERM (handled by the floor: a lazy unmount)
+        // when the parent dies; no memory is passed.
+        unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) };
+        // SAFETY: getppid cannot fail.
+        if unsafe { libc::getppid() } == 1 {
+            eprintln!("uvfs-bench fuse-floor: the parent is gone");
+            return ExitCode::FAILURE;
+        }
+    }
+    match crate::floor::serve(&a.dir, opts) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("uvfs-bench fuse-floor: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn compare_files(args: &CompareArgs) -> ExitCode {

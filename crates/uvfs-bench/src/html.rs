@@ -458,6 +458,7 @@ pub fn page(r: &Reproduction, charts: &[(String, String)]) -> String {
     }
     h.push_str("</table>\n");
     preload_section(&mut h, r);
+    fuse_section(&mut h, r);
     h.push_str(
         "<p>Raw figures: <a href=\"reproduce.json\">reproduce.json</a>; \
          every run as a <code>run --json</code> record: <a href=\"records.json\">records.json</a> \
@@ -531,6 +532,101 @@ fn preload_section(h: &mut String, r: &Reproduction) {
         );
     }
     h.push_str("</table>\n");
+}
+
+/// The FUSE section: per test the host's tmpfs, the floor and uvfs, the
+/// ratio uvfs / floor, bandwidth, and the goals; or why it did not run.
+fn fuse_section(h: &mut String, r: &Reproduction) {
+    h.push_str("<h2>Through FUSE: host tmpfs, the floor, uvfs (issue 13)</h2>\n");
+    let Some(f) = &r.fuse else {
+        let _ = writeln!(
+            h,
+            "<p>{}</p>",
+            esc(r.fuse_note.as_deref().unwrap_or("not run"))
+        );
+        return;
+    };
+    let _ = writeln!(
+        h,
+        "<p>{}; {} rounds of {} s; median over the rounds. Floor: {}. uvfs: {}. Load average before {:?},          after {:?}. Kernel: {}. Also in <a href=\"fuse.json\">fuse.json</a>.</p>",
+        esc(&f.shape),
+        f.rounds,
+        f.seconds,
+        esc(&f.floor_settings),
+        esc(&match (&f.uvfs_command, &f.uvfs_skipped) {
+            (Some(c), _) => c.clone(),
+            (None, Some(why)) => format!("skipped: {why}"),
+            (None, None) => "-".into(),
+        }),
+        f.load_before,
+        f.load_after,
+        esc(&f.kernel_features)
+    );
+    h.push_str(
+        "<table><tr><th>test</th><th>kind</th><th>host ops/s</th><th>floor ops/s</th><th>uvfs ops/s</th>\
+         <th>floor / host</th><th>uvfs / host</th><th>uvfs / floor (min .. max)</th><th>MB/s host / floor / uvfs</th></tr>\n",
+    );
+    let num = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or_else(|| "-".to_string(), f);
+    for t in &f.tests {
+        let side = |b: &str| t.sides.iter().find(|s| s.backend == b);
+        let ops = |b: &str| {
+            num(side(b).map(|s| s.ops_per_sec.median), &|v| {
+                format!("{v:.0}")
+            })
+        };
+        let pct = |b: &str| {
+            num(side(b).map(|s| s.vs_host), &|v| {
+                format!("{:.1}%", v * 100.0)
+            })
+        };
+        let mb = |b: &str| num(side(b).and_then(|s| s.mb_per_sec), &|v| format!("{v:.0}"));
+        let ratio = t.uvfs_vs_floor.as_ref().map_or_else(
+            || "-".to_string(),
+            |r| format!("{:.3} ({:.3} .. {:.3})", r.median, r.min, r.max),
+        );
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+             <td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+            esc(&t.test),
+            esc(&t.kind),
+            ops("host"),
+            ops("floor"),
+            ops("uvfs"),
+            pct("floor"),
+            pct("uvfs"),
+            ratio,
+            if t.kind == "bandwidth" {
+                format!("{} / {} / {}", mb("host"), mb("floor"), mb("uvfs"))
+            } else {
+                "-".into()
+            }
+        );
+    }
+    h.push_str("</table>\n<table><tr><th>goal</th><th></th><th>measured</th><th></th></tr>\n");
+    for g in &f.goals {
+        let (class, word) = match g.met {
+            Some(true) => ("met", "met"),
+            Some(false) => ("missed", "missed"),
+            None => ("", "not measured"),
+        };
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"{class}\">{word}</td></tr>",
+            esc(&g.what),
+            esc(&g.goal),
+            num(g.measured, &|v| format!("{v:.3}"))
+        );
+    }
+    h.push_str("</table>\n");
+    for t in f.tests.iter().filter(|t| !t.failures.is_empty()) {
+        let _ = writeln!(
+            h,
+            "<p>{} failures: {}</p>",
+            esc(&t.test),
+            esc(&t.failures.join("; "))
+        );
+    }
 }
 
 #[cfg(test)]

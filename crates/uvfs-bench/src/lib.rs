@@ -12,7 +12,9 @@
 //! the host, targets, scaling), [`reproduction`] (what it measured: the
 //! data its tables, JSON and charts are made from), [`html`] (its HTML
 //! report and SVG charts), [`soak`] (a long mixed workload watching
-//! resident memory) and [`preload`] (issue 5's benchmark of the shim).
+//! resident memory), [`preload`] (issue 5's benchmark of the shim),
+//! [`floor`] (a trivial FUSE server: the cost of the crossing) and
+//! [`fuse`] (issue 13's section: host tmpfs, the floor and the uvfs mount).
 //!
 //! Imports run one way: `cli` on top; `reproduce` below it; `html` below
 //! `reproduce`; `reproduction`, `report`, `runner` and the rest below
@@ -21,6 +23,8 @@
 pub mod backend;
 pub mod cli;
 pub mod compare;
+pub mod floor;
+pub mod fuse;
 pub mod html;
 pub mod preload;
 pub mod report;

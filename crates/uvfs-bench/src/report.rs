@@ -205,7 +205,7 @@ pub fn record(cfg: &RunConfig, m: &runner::Measurement, machine: Option<Machine>
         mode: cfg.mode.name().into(),
         tasks: cfg.tasks,
         fastpaths: match cfg.backend {
-            Backend::Host => "-".into(),
+            Backend::Host | Backend::Mount => "-".into(),
             Backend::Uvfs => cfg.fastpaths.to_string(),
         },
         ops_per_sec: mean,

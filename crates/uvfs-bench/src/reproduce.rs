@@ -10,14 +10,21 @@
 //! never with `--no-preload`) comes [`preload`]'s comparison of the
 //! LD_PRELOAD shim with the host's tmpfs; when it cannot run (no cargo, no
 //! `cc`, the shim does not build) it is reported as skipped, with the
-//! reason, and reproduce goes on.
+//! reason, and reproduce goes on. Then (same profiles; `--quick` only
+//! with `--fuse`; never with `--no-fuse`) [`fuse`]'s section: the tests
+//! through FUSE on the host's tmpfs, the floor and the uvfs mount; skipped
+//! with its reason without /dev/fuse or root, and uvfs skipped alone when
+//! it does not build.
 //!
 //! Output: tables on stdout, and in `--out` (default
 //! `target/uvfs-report/`) `reproduce.json` (everything), `records.json`
 //! (the runs as `run --json` records, for `uvfs-bench compare`),
 //! `index.html` with SVG charts (also written as separate `.svg` files),
-//! and `preload.json` when the preload section ran.
+//! `preload.json` when the preload section ran and `fuse.json` when the
+//! FUSE section did.
 
+use crate::floor::FloorOptions;
+use crate::fuse::{self, FuseConfig, FuseReport, UvfsSource};
 use crate::html;
 use crate::preload::{self, PreloadConfig, PreloadReport};
 use crate::report::{self, Machine, Record, mean_sd};
@@ -210,11 +217,27 @@ pub enum PreloadSection {
     QuickOff,
 }
 
+/// Whether and why (not) `reproduce` runs its FUSE section.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FuseSection {
+    /// Run it (skipped with a reason when /dev/fuse or root is missing).
+    Run,
+    /// `--no-fuse`.
+    Off,
+    /// `--quick` without `--fuse`.
+    QuickOff,
+}
+
 /// Runs the reproduction and writes the report; `Err` when something
 /// failed (the report is still written, with the failures in it). The
-/// preload section never makes it fail: its failure is reported as
-/// skipped.
-pub fn reproduce(profile: Profile, out: &Path, section: PreloadSection) -> Result<(), String> {
+/// preload and FUSE sections never make it fail: their failures are
+/// reported as skipped.
+pub fn reproduce(
+    profile: Profile,
+    out: &Path,
+    section: PreloadSection,
+    fuse_section: FuseSection,
+) -> Result<(), String> {
     let budget = profile.budget();
     let machine = Machine::current();
     let host_dir = host_dir();
@@ -323,11 +346,30 @@ pub fn reproduce(profile: Profile, out: &Path, section: PreloadSection) -> Resul
             }
         }
     };
-    let targets = targets(&versus, &scaling, preload.as_ref());
+    let (fuse, fuse_note) = match fuse_section {
+        FuseSection::Off => (None, Some("not run (--no-fuse)".to_string())),
+        FuseSection::QuickOff => (
+            None,
+            Some("not run in the quick profile (--fuse runs it)".to_string()),
+        ),
+        FuseSection::Run => run_fuse(&budget, &host_dir),
+    };
+    let mut targets = targets(&versus, &scaling, preload.as_ref());
+    if let Some(f) = &fuse {
+        targets.extend(f.goals.iter().map(|g| Target {
+            what: format!("FUSE {}", g.what),
+            goal: g.goal.clone(),
+            measured: g.measured,
+            met: g.met,
+        }));
+    }
     let failures = std::mem::take(&mut lab.failures);
     let mut records = std::mem::take(&mut lab.records);
     if let Some(p) = &preload {
         records.extend(p.records.iter().cloned());
+    }
+    if let Some(f) = &fuse {
+        records.extend(f.records.iter().cloned());
     }
     let rep = Reproduction {
         profile,
@@ -348,6 +390,8 @@ pub fn reproduce(profile: Profile, out: &Path, section: PreloadSection) -> Resul
             .collect(),
         preload,
         preload_note,
+        fuse,
+        fuse_note,
     };
     print_text(&rep);
     write_out(out, &rep, &records)?;
@@ -370,6 +414,40 @@ pub fn reproduce(profile: Profile, out: &Path, section: PreloadSection) -> Resul
             failures.len(),
             failures.join("; ")
         ))
+    }
+}
+
+/// The FUSE section (`uvfs-bench fuse` with the profile's rounds and
+/// seconds): the report, or why it did not run (printed as
+/// `fuse: skipped: REASON`).
+fn run_fuse(budget: &Budget, host_dir: &Path) -> (Option<FuseReport>, Option<String>) {
+    if let Some(why) = fuse::unavailable() {
+        println!("fuse: skipped: {why}");
+        return (None, Some(format!("skipped: {why}")));
+    }
+    println!(
+        "fuse: the tests through FUSE: host tmpfs, the floor, the uvfs mount ({} rounds of {} s)",
+        budget.fuse_rounds, budget.fuse_seconds
+    );
+    let cfg = FuseConfig {
+        tests: fuse::TESTS.to_vec(),
+        rounds: budget.fuse_rounds,
+        seconds: budget.fuse_seconds,
+        warmup: (budget.fuse_seconds / 5.0).min(0.2),
+        threads: 2,
+        fastpaths: "seeds".into(),
+        uvfs: UvfsSource::Build,
+        host_parent: host_dir.to_path_buf(),
+        mount_parent: std::env::temp_dir(),
+        floor: FloorOptions::default(),
+        progress: false,
+    };
+    match fuse::measure(&cfg) {
+        Ok(r) => (Some(r), None),
+        Err(e) => {
+            println!("fuse: skipped: {e}");
+            (None, Some(format!("skipped: {e}")))
+        }
     }
 }
 
@@ -815,6 +893,16 @@ fn print_text(r: &Reproduction) {
         (None, Some(note)) => println!("{note}"),
         (None, None) => println!("not run"),
     }
+    println!("\nFUSE: the tests through a mount (uvfs-bench fuse)");
+    match (&r.fuse, &r.fuse_note) {
+        (Some(f), _) => {
+            if let Err(e) = fuse::print_text(&mut std::io::stdout(), f) {
+                eprintln!("reproduce: printing the FUSE section: {e}");
+            }
+        }
+        (None, Some(note)) => println!("{note}"),
+        (None, None) => println!("not run"),
+    }
 }
 
 /// Writes reproduce.json, records.json, index.html and the charts.
@@ -832,6 +920,9 @@ fn write_out(out: &Path, r: &Reproduction, records: &[Record]) -> Result<(), Str
     }
     if let Some(p) = &r.preload {
         preload::write_json(out, p)?;
+    }
+    if let Some(f) = &r.fuse {
+        fuse::write_json(out, f)?;
     }
     let p = out.join("index.html");
     std::fs::write(&p, html::page(r, &charts)).map_err(|e| ctx(&p, e))

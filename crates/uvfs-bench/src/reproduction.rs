@@ -4,6 +4,7 @@
 //! which fills it and prints it, and [`html`](crate::html), which draws it;
 //! serialized as `reproduce.json`.
 
+use crate::fuse::FuseReport;
 use crate::preload::PreloadReport;
 use crate::report::Machine;
 use serde::Serialize;
@@ -35,6 +36,11 @@ pub struct Budget {
     pub preload_rounds: usize,
     /// Seconds per measurement in the preload section.
     pub preload_seconds: f64,
+    /// Rounds of the FUSE section (each runs host, floor and uvfs per
+    /// test).
+    pub fuse_rounds: usize,
+    /// Measured seconds per run in the FUSE section.
+    pub fuse_seconds: f64,
 }
 
 impl Profile {
@@ -48,6 +54,8 @@ impl Profile {
                 run: 0.15,
                 preload_rounds: 3,
                 preload_seconds: 0.04,
+                fuse_rounds: 2,
+                fuse_seconds: 0.1,
             },
             Profile::Default => Budget {
                 rounds: 10,
@@ -56,6 +64,8 @@ impl Profile {
                 run: 1.0,
                 preload_rounds: 5,
                 preload_seconds: 0.3,
+                fuse_rounds: 3,
+                fuse_seconds: 0.5,
             },
             Profile::Full => Budget {
                 rounds: 30,
@@ -64,6 +74,8 @@ impl Profile {
                 run: 4.0,
                 preload_rounds: 9,
                 preload_seconds: 0.6,
+                fuse_rounds: 5,
+                fuse_seconds: 1.0,
             },
         }
     }
@@ -198,4 +210,8 @@ pub struct Reproduction {
     pub preload: Option<PreloadReport>,
     /// Why the preload section is missing, if it is.
     pub preload_note: Option<String>,
+    /// The FUSE section (host tmpfs, floor, uvfs mount), if it ran.
+    pub fuse: Option<FuseReport>,
+    /// Why the FUSE section is missing, if it is.
+    pub fuse_note: Option<String>,
 }

@@ -38,6 +38,10 @@ pub enum Backend {
     Host,
     /// uvfs: the same calls on a `uvfs::Process`.
     Uvfs,
+    /// Real system calls, as `host`, in a directory that must be named
+    /// with `--dir` (a FUSE mount, say): the same tests through whatever
+    /// serves that directory.
+    Mount,
 }
 
 impl Backend {
@@ -46,6 +50,7 @@ impl Backend {
         match self {
             Backend::Host => "host",
             Backend::Uvfs => "uvfs",
+            Backend::Mount => "mount",
         }
     }
 }
@@ -274,9 +279,33 @@ pub fn run(cfg: &RunConfig) -> Result<Measurement, String> {
     }
     cfg.params.check()?;
     match cfg.backend {
-        Backend::Host => run_host(cfg),
+        Backend::Host | Backend::Mount => {
+            check_dir(&cfg.dir)?;
+            run_host(cfg)
+        }
         Backend::Uvfs => run_uvfs(cfg),
     }
+}
+
+/// Checks that `dir` can hold a work directory: it exists, is a directory
+/// (after symlinks), and this process may create entries in it
+/// (`access(W_OK | X_OK)`). The message names the directory and what is
+/// wrong.
+pub fn check_dir(dir: &std::path::Path) -> Result<(), String> {
+    let meta = std::fs::metadata(dir).map_err(|e| format!("--dir {}: {e}", dir.display()))?;
+    if !meta.is_dir() {
+        return Err(format!("--dir {}: not a directory", dir.display()));
+    }
+    let c = crate::backend::cpath(dir.as_os_str().as_encoded_bytes());
+    // SAFETY: `c` is NUL-terminated and outlives the call.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+        return Err(format!(
+            "--dir {}: cannot create entries in it: {}",
+            dir.display(),
+            Errno::last_os_error()
+        ));
+    }
+    Ok(())
 }
 
 fn run_host(cfg: &RunConfig) -> Result<Measurement, String> {

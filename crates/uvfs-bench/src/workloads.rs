@@ -24,6 +24,9 @@
 //! | unlink1 | own name `W/willitscale.N` | create it, close, unlink |
 //! | unlink2 | own directory `W/willitscale.N.d` | create `willitscale` in it, close, unlink |
 //! | openneg | nothing | open `W/nonexistent` read-only, expect `ENOENT` |
+//! | stat1 | own file `W/willitscale.N` | `stat` it |
+//! | seqread | own 64 MiB file `W/willitscale.N`, kept open | read 1 MiB; at end of file, seek to 0 (that read is not counted) |
+//! | seqwrite | own empty file `W/willitscale.N`, kept open | write 1 MiB; after 64 MiB, seek to 0 |
 //! | rmdir1 | own name `W/willitscale.N.d` | mkdir it, stat `missing` in it (`ENOENT`: a negative entry), rmdir it |
 //! | getfl | own file, kept open | `fcntl(fd, F_GETFL)` (seed 003: one fd lookup per call) |
 //! | dup100 | own file open, 100 copies with a hole at the 68th | dup the fd (it lands in the hole), close the copy |
@@ -114,6 +117,10 @@ use uvfs::{Errno, uapi};
 const BUFLEN: usize = 4096;
 /// will-it-scale's file size for the read and write tests.
 const FILESIZE: usize = 1024 * 1024;
+/// The request size of seqread and seqwrite.
+pub const SEQ_REQUEST: usize = 1024 * 1024;
+/// The file seqread reads and seqwrite writes, sequentially.
+pub const SEQ_FILESIZE: usize = 64 * SEQ_REQUEST;
 /// dup100's copies, and which of them is closed to make the hole (the
 /// 68th: with the first fds at 3 or so, past the first 64-bit word).
 const DUP100_COPIES: usize = 100;
@@ -156,6 +163,12 @@ pub enum Test {
     Dup100,
     /// Stat walk over per-task trees larger than the caches (seed 002).
     Fstree,
+    /// stat(2) of its own file.
+    Stat1,
+    /// Sequential 1 MiB reads through its own 64 MiB file.
+    Seqread,
+    /// Sequential 1 MiB writes through its own 64 MiB file.
+    Seqwrite,
     /// blogbench-like writers, rewriters, commenters and readers (seed 004).
     Blogbench,
 }
@@ -236,6 +249,21 @@ pub const TESTS: &[Entry] = &[
         name: "openneg",
         test: Some(Test::Openneg),
         description: "seed 001: open of a missing file, expecting ENOENT",
+    },
+    Entry {
+        name: "stat1",
+        test: Some(Test::Stat1),
+        description: "stat(2) of its own file: a path walk and the attributes",
+    },
+    Entry {
+        name: "seqread",
+        test: Some(Test::Seqread),
+        description: "sequential 1 MiB reads through its own 64 MiB file, rewinding (bandwidth)",
+    },
+    Entry {
+        name: "seqwrite",
+        test: Some(Test::Seqwrite),
+        description: "sequential 1 MiB writes through its own 64 MiB file, rewinding (bandwidth)",
     },
     Entry {
         name: "rmdir1",
@@ -467,9 +495,15 @@ fn write_all<S: Sys>(sys: &mut S, fd: i32, buf: &[u8]) -> Result<(), Errno> {
 /// the fd, open read-write.
 fn create_file<S: Sys>(sys: &mut S, path: &CString, len: usize) -> Result<i32, Errno> {
     let fd = sys.open(path, uapi::O_RDWR | uapi::O_CREAT | uapi::O_EXCL, 0o600)?;
-    if let Err(e) = write_all(sys, fd, &vec![0u8; len]) {
-        sys.close(fd)?;
-        return Err(e);
+    let chunk = vec![0u8; len.min(SEQ_REQUEST)];
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(chunk.len());
+        if let Err(e) = write_all(sys, fd, &chunk[..n]) {
+            sys.close(fd)?;
+            return Err(e);
+        }
+        left -= n;
     }
     Ok(fd)
 }
@@ -601,6 +635,24 @@ pub fn setup<S: Sys>(test: Test, sys: &mut S, env: &Env<'_>, n: usize) -> Result
             st.fd = create_file(sys, &st.path, len)?;
             sys.unlink(&st.path)?;
         }
+        Test::Stat1 => {
+            let fd = create_file(sys, &st.path, 0)?;
+            sys.close(fd)?;
+            st.unlink_path = true;
+        }
+        Test::Seqread | Test::Seqwrite => {
+            let len = if test == Test::Seqread {
+                SEQ_FILESIZE
+            } else {
+                0
+            };
+            st.fd = create_file(sys, &st.path, len)?;
+            st.unlink_path = true;
+            st.buf = vec![0u8; SEQ_REQUEST];
+            if test == Test::Seqread {
+                sys.lseek(st.fd, 0, uapi::SEEK_SET)?;
+            }
+        }
         Test::Lseek2 => st.fd = sys.open(&shared_file(workdir), uapi::O_RDWR, 0)?,
         Test::Read2 => st.fd = sys.open(&shared_file(workdir), uapi::O_RDONLY, 0)?,
         Test::Fstree => st.tree = Some(Tree::create(sys, env, n)?),
@@ -700,6 +752,29 @@ pub fn run<S: Sys>(sys: &mut S, st: &mut TaskState, c: &Counters<'_>) -> Result<
             }
             Ok(())
         }),
+        Test::Stat1 => iterate(count, stop, || sys.stat(path).map(drop)),
+        // A short read or write ends the test (EIO): every counted
+        // operation moved exactly SEQ_REQUEST bytes, so bandwidth is
+        // ops/s x 1 MiB.
+        Test::Seqread => iterate_by(count, stop, || match sys.read(fd, buf)? {
+            0 => sys.lseek(fd, 0, uapi::SEEK_SET).map(|_| 0),
+            SEQ_REQUEST => Ok(1),
+            _ => Err(Errno::EIO),
+        }),
+        Test::Seqwrite => {
+            let size = &mut st.size;
+            iterate(count, stop, || {
+                if sys.write(fd, buf)? != SEQ_REQUEST {
+                    return Err(Errno::EIO);
+                }
+                *size += SEQ_REQUEST;
+                if *size >= SEQ_FILESIZE {
+                    *size = 0;
+                    sys.lseek(fd, 0, uapi::SEEK_SET)?;
+                }
+                Ok(())
+            })
+        }
         Test::Pread1 => iterate(count, stop, || {
             if sys.pread(fd, buf, 0)? != BUFLEN {
                 return Err(Errno::EIO);

@@ -144,7 +144,27 @@ fn bad_configs_are_refused() {
         dir: PathBuf::from("/nonexistent/uvfs-bench"),
         ..cfg
     };
-    assert!(runner::run(&host).unwrap_err().contains("work directory"));
+    // host and mount check the directory before any work.
+    for backend in [Backend::Host, Backend::Mount] {
+        let e = runner::run(&RunConfig {
+            backend,
+            ..host.clone()
+        })
+        .unwrap_err();
+        assert!(
+            e.starts_with("--dir /nonexistent/uvfs-bench: ") && e.contains("No such file"),
+            "{e}"
+        );
+    }
+    let file = std::env::temp_dir().join(format!("uvfs-bench-smoke-file.{}", std::process::id()));
+    std::fs::write(&file, b"x").unwrap();
+    let e = runner::run(&RunConfig {
+        dir: file.clone(),
+        ..host
+    })
+    .unwrap_err();
+    std::fs::remove_file(&file).unwrap();
+    assert!(e.ends_with("not a directory"), "{e}");
 }
 
 /// fstree and blogbench on both backends and in both modes: counts on every
