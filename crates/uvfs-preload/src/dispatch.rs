@@ -16,7 +16,18 @@ use uvfs::{Errno, Process};
 /// Where `path` (relative to `dirfd`) goes. `None`: `dirfd` is a stale
 /// placeholder (`EBADF`).
 pub(crate) fn route(dirfd: c_int, path: &[u8]) -> Option<Route<'_>> {
-    if prefix().is_none() || busy() {
+    if busy() {
+        return Some(Route::Kernel);
+    }
+    route_unguarded(dirfd, path)
+}
+
+/// [`route`] for a caller already inside the shim's frame on behalf of the
+/// program (the temp-file calls, which generate names and route each one
+/// themselves): the re-entry guard is not consulted. Must not be called
+/// with the state lock held.
+pub(crate) fn route_unguarded(dirfd: c_int, path: &[u8]) -> Option<Route<'_>> {
+    if prefix().is_none() {
         return Some(Route::Kernel);
     }
     if path.first() != Some(&b'/') && dirfd != AT_FDCWD {

@@ -19,7 +19,8 @@
 //!   when uvfs is built) and `UVFS_DUMP` (the uvfs tree copied out when the
 //!   process exits);
 //! - [`fdops`]: the fd operations several entry points share (open/close of
-//!   a uvfs fd, read/write/lseek/close of any fd);
+//!   a uvfs fd, read/write/lseek/close of any fd), and [`tempname`]: glibc's
+//!   temporary-name generator for uvfs templates;
 //! - [`dispatch`]: where a call goes (path and fd calls to the kernel or
 //!   uvfs);
 //! - [`state`]: the lock, the uvfs process, the fd map and placeholders,
@@ -47,6 +48,7 @@ mod interpose;
 mod path;
 mod seed;
 mod state;
+mod tempname;
 
 /// The library constructor, run by the dynamic loader before `main` and
 /// before the program can start a thread: everything the shim initializes

@@ -9,11 +9,13 @@
 //! uvfs fd mapped at 0, 1 or 2 takes over the standard stream.
 
 use crate::conv::cbytes;
-use crate::dispatch::{is_uvfs, is_uvfs_path, path_call};
+use crate::dispatch::{is_uvfs, is_uvfs_path, path_call, route_unguarded};
 use crate::fdops::{self, uvfs_close, uvfs_open};
 use crate::guard::{busy, run};
-use crate::interpose::real;
+use crate::interpose::{forward, real};
+use crate::path::Route;
 use crate::state::{before_kernel_fd, with_state};
+use crate::tempname::gen_tempname;
 use libc::{FILE, c_char, c_int, c_void, off64_t, size_t, ssize_t};
 use uvfs::Errno;
 use uvfs::uapi::AT_FDCWD;
@@ -358,4 +360,55 @@ pub(crate) fn adopt_std(k: c_int) {
             }
         }
     }
+}
+
+/// `tmpfile`: glibc's makes its file in `P_tmpdir` (`/tmp`, whatever
+/// `TMPDIR` says), so it reaches uvfs only when `/tmp` lies under the
+/// prefix. Then, as glibc: an unnamed `O_TMPFILE` file in `/tmp`, mode 0600,
+/// or, if that fails, a `/tmp/tmpfXXXXXX` name made and unlinked at once
+/// (whose error, if it fails too, is the answer); the fd as a `w+`
+/// stream.
+///
+/// # Safety
+/// No arguments; as the C function.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tmpfile() -> *mut FILE {
+    let tmpdir = c"/tmp";
+    // SAFETY: a literal C string.
+    if !unsafe { is_uvfs_path(tmpdir.as_ptr()) } {
+        before_kernel_fd();
+        // SAFETY: no arguments.
+        return unsafe { real!(tmpfile: fn() -> *mut FILE)() };
+    }
+    run(std::ptr::null_mut(), || {
+        let Some(Route::Uvfs(d, p)) = route_unguarded(AT_FDCWD, tmpdir.to_bytes()) else {
+            return Err(Errno::EXDEV);
+        };
+        let unnamed = libc::O_RDWR | libc::O_TMPFILE | libc::O_EXCL;
+        let k = match with_state(|s| uvfs_open(s, d, &p, unnamed, 0o600)) {
+            Ok(k) => k,
+            Err(_) => {
+                let mut t = *b"/tmp/tmpfXXXXXX\0";
+                let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL;
+                // SAFETY: a writable, NUL-terminated template of our own.
+                unsafe {
+                    gen_tempname(t.as_mut_ptr().cast(), 0, |s, d, p| {
+                        let k = uvfs_open(s, d, p, flags, 0o600)?;
+                        let _ = s.p().unlinkat(d, p, 0);
+                        Ok(k)
+                    })
+                }?
+            }
+        };
+        // SAFETY: a literal mode string; the stream takes `k` over.
+        unsafe { stream(k, c"w+".as_ptr()) }.inspect_err(|_| {
+            with_state(|s| {
+                let _ = uvfs_close(s, k);
+            })
+        })
+    })
+}
+
+forward! {
+    tmpfile64() -> *mut FILE = tmpfile();
 }
