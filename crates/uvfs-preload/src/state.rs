@@ -58,7 +58,7 @@
 
 use crate::conv::errno_of;
 use crate::guard::{Busy, busy};
-use crate::path::{Route, has_dotdot, normalize, prefix, route_abs, strip_prefix};
+use crate::path::{Route, escape, has_dotdot, normalize, prefix, route_abs, strip_prefix};
 use rustix::fd::{BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::borrow::Cow;
 use std::cell::UnsafeCell;
@@ -346,14 +346,11 @@ impl State {
     /// not to be stale).
     pub(crate) fn route<'a>(&mut self, dirfd: i32, path: &'a [u8]) -> Route<'a> {
         if path.first() == Some(&b'/') {
-            return match route_abs(path) {
-                Some(u) => Route::Uvfs(AT_FDCWD, u),
-                None => Route::Kernel,
-            };
+            return route_abs(path);
         }
         if dirfd != AT_FDCWD {
             return match FDMAP.get(dirfd) {
-                Fd::Uvfs(u) => Route::Uvfs(u, Cow::Borrowed(path)),
+                Fd::Uvfs(u) => self.route_from_uvfs_dir(u, path),
                 _ => Route::Kernel,
             };
         }
@@ -371,7 +368,7 @@ impl State {
             abs.extend_from_slice(path);
             return match normalize(&abs).as_deref().and_then(strip_prefix) {
                 Some(u) => Route::Uvfs(AT_FDCWD, Cow::Owned(u)),
-                None => Route::KernelAbs(normalize(&abs).unwrap_or(abs)),
+                None => Route::KernelAbs(escape(&abs).unwrap_or(abs)),
             };
         }
         // The kernel's cwd: a relative path enters uvfs only if the cwd plus
@@ -381,7 +378,36 @@ impl State {
         abs.extend_from_slice(path);
         match normalize(&abs).as_deref().and_then(strip_prefix) {
             Some(u) => Route::Uvfs(AT_FDCWD, Cow::Owned(u)),
+            None if has_dotdot(path) => match escape(&abs) {
+                Some(k) => Route::KernelAbs(k),
+                None => Route::Kernel,
+            },
             None => Route::Kernel,
+        }
+    }
+
+    /// A relative path from uvfs directory fd `u`: uvfs's, unless its `..`s
+    /// climb above the prefix (from the uvfs directory's path, lexically,
+    /// as for absolute paths): then the kernel's, from the prefix's parent.
+    fn route_from_uvfs_dir<'a>(&mut self, u: i32, path: &'a [u8]) -> Route<'a> {
+        if !has_dotdot(path) {
+            return Route::Uvfs(u, Cow::Borrowed(path));
+        }
+        let Ok(dir) = self.p().fd_path(u) else {
+            return Route::Uvfs(u, Cow::Borrowed(path));
+        };
+        let mut abs = prefix().unwrap_or(b"").to_vec();
+        if dir != b"/" {
+            abs.extend_from_slice(&dir);
+        }
+        abs.push(b'/');
+        abs.extend_from_slice(path);
+        if normalize(&abs).as_deref().and_then(strip_prefix).is_some() {
+            return Route::Uvfs(u, Cow::Borrowed(path));
+        }
+        match escape(&abs) {
+            Some(k) => Route::KernelAbs(k),
+            None => Route::Uvfs(u, Cow::Borrowed(path)),
         }
     }
 

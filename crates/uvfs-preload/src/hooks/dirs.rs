@@ -7,7 +7,7 @@
 //! uvfs directory is built from such a stream too.
 
 use crate::conv::{errno, set_errno};
-use crate::dispatch::{is_uvfs, is_uvfs_path, path_call};
+use crate::dispatch::{is_uvfs, is_uvfs_path, path_call, with_kernel_path};
 use crate::fdops::{uvfs_close, uvfs_open};
 use crate::guard::{busy, run};
 use crate::interpose::{forward, real};
@@ -466,11 +466,14 @@ pub unsafe extern "C" fn scandir(
 ) -> c_int {
     // SAFETY: the caller's path, valid per the contract.
     if !unsafe { is_uvfs_path(path) } {
-        // SAFETY: the caller's arguments, unchanged, valid per the contract.
+        // SAFETY: the caller's arguments, valid per the contract, the path
+        // perhaps replaced by the host path it stands for.
         return unsafe {
-            real!(scandir: fn(*const c_char, *mut *mut *mut libc::dirent64, ScanFilter, ScanCompar) -> c_int)(
-                path, list, filter, compar,
-            )
+            with_kernel_path(path, |p| {
+                real!(scandir: fn(*const c_char, *mut *mut *mut libc::dirent64, ScanFilter, ScanCompar) -> c_int)(
+                    p, list, filter, compar,
+                )
+            })
         };
     }
     // SAFETY: the caller's arguments, valid per the contract.

@@ -193,21 +193,18 @@ forward! {
 }
 
 /// mknod/mkfifo under the prefix: uvfs's tmpfs has no special files.
-/// `real_fn` makes the kernel's call with the caller's own arguments.
+/// `real_fn(dirfd, path)` makes the kernel's call with the caller's other
+/// arguments.
 ///
 /// # Safety
 /// `path` is NULL or a valid C string.
-unsafe fn no_special(path: *const c_char, dirfd: c_int, real_fn: impl FnOnce() -> c_int) -> c_int {
+unsafe fn no_special(
+    path: *const c_char,
+    dirfd: c_int,
+    real_fn: impl FnOnce(c_int, *const c_char) -> c_int,
+) -> c_int {
     // SAFETY: the caller's path, valid per the contract.
-    unsafe {
-        path_call(
-            dirfd,
-            path,
-            -1,
-            |_, _| real_fn(),
-            |_, _, _| Err(Errno::EPERM),
-        )
-    }
+    unsafe { path_call(dirfd, path, -1, real_fn, |_, _, _| Err(Errno::EPERM)) }
 }
 
 /// `mkfifo`.
@@ -216,9 +213,10 @@ unsafe fn no_special(path: *const c_char, dirfd: c_int, real_fn: impl FnOnce() -
 /// `path` is NULL or a valid C string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mkfifo(path: *const c_char, mode: mode_t) -> c_int {
-    let real_fn = || {
-        // SAFETY: the caller's arguments, unchanged.
-        unsafe { real!(mkfifo: fn(*const c_char, mode_t) -> c_int)(path, mode) }
+    let real_fn = |_: c_int, p: *const c_char| {
+        // SAFETY: the caller's mode, and its path or the host path it
+        // stands for (a C string alive for the call).
+        unsafe { real!(mkfifo: fn(*const c_char, mode_t) -> c_int)(p, mode) }
     };
     // SAFETY: the caller's path, valid per the contract.
     unsafe { no_special(path, AT_FDCWD, real_fn) }
@@ -230,9 +228,10 @@ pub unsafe extern "C" fn mkfifo(path: *const c_char, mode: mode_t) -> c_int {
 /// `path` is NULL or a valid C string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mkfifoat(d: c_int, path: *const c_char, mode: mode_t) -> c_int {
-    let real_fn = || {
-        // SAFETY: the caller's arguments, unchanged.
-        unsafe { real!(mkfifoat: fn(c_int, *const c_char, mode_t) -> c_int)(d, path, mode) }
+    let real_fn = |d: c_int, p: *const c_char| {
+        // SAFETY: the caller's mode, and its dirfd and path or the host
+        // path they stand for (a C string alive for the call).
+        unsafe { real!(mkfifoat: fn(c_int, *const c_char, mode_t) -> c_int)(d, p, mode) }
     };
     // SAFETY: the caller's path, valid per the contract.
     unsafe { no_special(path, d, real_fn) }
@@ -249,12 +248,11 @@ pub unsafe extern "C" fn mknodat(
     mode: mode_t,
     dev: libc::dev_t,
 ) -> c_int {
-    let real_fn = || {
-        // SAFETY: the caller's arguments, unchanged.
+    let real_fn = |d: c_int, p: *const c_char| {
+        // SAFETY: the caller's mode and device, and its dirfd and path or
+        // the host path they stand for (a C string alive for the call).
         unsafe {
-            real!(mknodat: fn(c_int, *const c_char, mode_t, libc::dev_t) -> c_int)(
-                d, path, mode, dev,
-            )
+            real!(mknodat: fn(c_int, *const c_char, mode_t, libc::dev_t) -> c_int)(d, p, mode, dev)
         }
     };
     // SAFETY: the caller's path, valid per the contract.
@@ -267,9 +265,10 @@ pub unsafe extern "C" fn mknodat(
 /// `path` is NULL or a valid C string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mknod(path: *const c_char, mode: mode_t, dev: libc::dev_t) -> c_int {
-    let real_fn = || {
-        // SAFETY: the caller's arguments, unchanged.
-        unsafe { real!(mknod: fn(*const c_char, mode_t, libc::dev_t) -> c_int)(path, mode, dev) }
+    let real_fn = |_: c_int, p: *const c_char| {
+        // SAFETY: the caller's mode and device, and its path or the host
+        // path it stands for (a C string alive for the call).
+        unsafe { real!(mknod: fn(*const c_char, mode_t, libc::dev_t) -> c_int)(p, mode, dev) }
     };
     // SAFETY: the caller's path, valid per the contract.
     unsafe { no_special(path, AT_FDCWD, real_fn) }

@@ -5,15 +5,17 @@
 //! modes and errors; any other template goes to glibc unchanged. (`tmpfile`
 //! returns a stream, and lives with the other streams in `stdio`.)
 
-use crate::dispatch::is_uvfs_path;
+use crate::conv::cbytes;
+use crate::dispatch::{is_uvfs_path, route};
 use crate::fdops::uvfs_open;
 use crate::guard::run;
 use crate::interpose::{forward, real};
+use crate::path::Route;
 use crate::state::before_kernel_fd;
 use crate::tempname::gen_tempname;
 use libc::{c_char, c_int};
 use uvfs::Errno;
-use uvfs::uapi::AT_SYMLINK_NOFOLLOW;
+use uvfs::uapi::{AT_FDCWD, AT_SYMLINK_NOFOLLOW};
 
 /// The uvfs side of the `mkstemp` family: glibc's `open` of each name with
 /// `O_RDWR | O_CREAT | O_EXCL` plus the caller's flags other than the
@@ -29,6 +31,36 @@ unsafe fn mkstemp_uvfs(tmpl: *mut c_char, suffix: c_int, flags: c_int) -> c_int 
     })
 }
 
+/// The kernel side of a template call: `kernel` on the caller's template,
+/// or, when the template stands for another host path (its `..` climbs out
+/// of the prefix, or it is relative and the cwd is in uvfs), on a copy of
+/// that path, whose generated last component is then copied back into the
+/// caller's template.
+///
+/// # Safety
+/// `t` is NULL or a writable, NUL-terminated template.
+unsafe fn kernel_template<R>(t: *mut c_char, kernel: impl FnOnce(*mut c_char) -> R) -> R {
+    if t.is_null() {
+        return kernel(t);
+    }
+    // SAFETY: non-NULL, so a C string per the contract.
+    let b = unsafe { cbytes(t) };
+    let Some(Route::KernelAbs(mut abs)) = route(AT_FDCWD, b) else {
+        return kernel(t);
+    };
+    let last = |v: &[u8]| v.len() - v.iter().rposition(|&c| c == b'/').map_or(0, |i| i + 1);
+    let n = last(b).min(last(&abs));
+    let (tlen, alen) = (b.len(), abs.len());
+    abs.push(0);
+    let r = kernel(abs.as_mut_ptr().cast());
+    // SAFETY: the last `n` bytes of both strings (the template's last
+    // component and its copy's), the caller's writable per the contract.
+    unsafe {
+        std::ptr::copy_nonoverlapping(abs.as_ptr().add(alen - n).cast(), t.add(tlen - n), n);
+    }
+    r
+}
+
 /// The `mkstemp` family: a uvfs template made in uvfs, any other handed to
 /// `kernel` (the next definition, after the placeholder cache steps aside:
 /// it makes an fd).
@@ -39,12 +71,13 @@ unsafe fn do_mkstemp(
     t: *mut c_char,
     suffix: c_int,
     flags: c_int,
-    kernel: impl FnOnce() -> c_int,
+    kernel: impl FnOnce(*mut c_char) -> c_int,
 ) -> c_int {
     // SAFETY: the caller's template, a C string per the contract.
     if !unsafe { is_uvfs_path(t) } {
         before_kernel_fd();
-        return kernel();
+        // SAFETY: as above.
+        return unsafe { kernel_template(t, kernel) };
     }
     // SAFETY: the caller's template, writable per the contract.
     unsafe { mkstemp_uvfs(t, suffix, flags) }
@@ -57,7 +90,7 @@ unsafe fn do_mkstemp(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mkstemp(t: *mut c_char) -> c_int {
     // SAFETY: the caller's arguments, unchanged, valid per the contract.
-    let kernel = || unsafe { real!(mkstemp: fn(*mut c_char) -> c_int)(t) };
+    let kernel = |t| unsafe { real!(mkstemp: fn(*mut c_char) -> c_int)(t) };
     // SAFETY: as above.
     unsafe { do_mkstemp(t, 0, 0, kernel) }
 }
@@ -69,7 +102,7 @@ pub unsafe extern "C" fn mkstemp(t: *mut c_char) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mkostemp(t: *mut c_char, flags: c_int) -> c_int {
     // SAFETY: the caller's arguments, unchanged, valid per the contract.
-    let kernel = || unsafe { real!(mkostemp: fn(*mut c_char, c_int) -> c_int)(t, flags) };
+    let kernel = |t| unsafe { real!(mkostemp: fn(*mut c_char, c_int) -> c_int)(t, flags) };
     // SAFETY: as above.
     unsafe { do_mkstemp(t, 0, flags, kernel) }
 }
@@ -81,7 +114,7 @@ pub unsafe extern "C" fn mkostemp(t: *mut c_char, flags: c_int) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mkstemps(t: *mut c_char, suffix: c_int) -> c_int {
     // SAFETY: the caller's arguments, unchanged, valid per the contract.
-    let kernel = || unsafe { real!(mkstemps: fn(*mut c_char, c_int) -> c_int)(t, suffix) };
+    let kernel = |t| unsafe { real!(mkstemps: fn(*mut c_char, c_int) -> c_int)(t, suffix) };
     // SAFETY: as above.
     unsafe { do_mkstemp(t, suffix, 0, kernel) }
 }
@@ -92,7 +125,7 @@ pub unsafe extern "C" fn mkstemps(t: *mut c_char, suffix: c_int) -> c_int {
 /// `t` is a writable, NUL-terminated template.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mkostemps(t: *mut c_char, suffix: c_int, flags: c_int) -> c_int {
-    let kernel = || {
+    let kernel = |t| {
         // SAFETY: the caller's arguments, unchanged, valid per the contract.
         unsafe { real!(mkostemps: fn(*mut c_char, c_int, c_int) -> c_int)(t, suffix, flags) }
     };
@@ -118,8 +151,11 @@ forward! {
 pub unsafe extern "C" fn mkdtemp(t: *mut c_char) -> *mut c_char {
     // SAFETY: the caller's template, a C string per the contract.
     if !unsafe { is_uvfs_path(t) } {
-        // SAFETY: the caller's template, unchanged, valid per the contract.
-        return unsafe { real!(mkdtemp: fn(*mut c_char) -> *mut c_char)(t) };
+        // SAFETY: the caller's template, or a writable copy of the host
+        // path it stands for; valid per the contract.
+        let r =
+            unsafe { kernel_template(t, |k| real!(mkdtemp: fn(*mut c_char) -> *mut c_char)(k)) };
+        return if r.is_null() { r } else { t };
     }
     let r = run(-1, || {
         // SAFETY: the caller's template, writable per the contract.
@@ -138,8 +174,20 @@ pub unsafe extern "C" fn mkdtemp(t: *mut c_char) -> *mut c_char {
 pub unsafe extern "C" fn mktemp(t: *mut c_char) -> *mut c_char {
     // SAFETY: the caller's template, a C string per the contract.
     if !unsafe { is_uvfs_path(t) } {
-        // SAFETY: the caller's template, unchanged, valid per the contract.
-        return unsafe { real!(mktemp: fn(*mut c_char) -> *mut c_char)(t) };
+        // SAFETY: the caller's template, or a writable copy of the host
+        // path it stands for; valid per the contract.
+        let failed = unsafe {
+            kernel_template(t, |k| {
+                real!(mktemp: fn(*mut c_char) -> *mut c_char)(k);
+                *k == 0
+            })
+        };
+        if failed {
+            // SAFETY: non-NULL (the call failed instead of crashing),
+            // writable per the contract.
+            unsafe { *t = 0 };
+        }
+        return t;
     }
     let r = run(-1, || {
         // SAFETY: the caller's template, writable per the contract.
