@@ -27,8 +27,9 @@
 //!   routing of relative paths;
 //! - [`path`]: the prefix and lexical routing of absolute paths;
 //! - [`guard`] (the re-entry guard and the frame of a uvfs call),
-//!   [`conv`] (errno, C strings, buffers, C structs) and [`interpose`]
-//!   (`real!`, `forward!`, `at_call!`), at the bottom with uvfs itself.
+//!   [`conv`] (errno, C strings, buffers, C structs), [`interpose`]
+//!   (`real!`, `forward!`, `at_call!`) and [`refuse`] (the loud failure of
+//!   a call the shim cannot serve), at the bottom with uvfs itself.
 //!
 //! Safety rules: the shim's own kernel calls go through rustix (raw
 //! syscalls, never libc's interposable wrappers); a thread-local guard sends
@@ -46,6 +47,7 @@ mod guard;
 mod hooks;
 mod interpose;
 mod path;
+mod refuse;
 mod seed;
 mod state;
 mod tempname;

@@ -204,6 +204,37 @@ pub unsafe extern "C" fn futimes(fd: c_int, tv: *const libc::timeval) -> c_int {
     unsafe { do_utimes(fd, std::ptr::null(), tv, 0, real_fn) }
 }
 
+/// `futimesat`: glibc's makes the syscall itself; the times converted and
+/// the shim's `utimensat` (a NULL path: the fd itself, as Linux does).
+///
+/// # Safety
+/// `path` is NULL or a valid C string; `tv` is NULL or points to two
+/// `struct timeval`s.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn futimesat(
+    d: c_int,
+    path: *const c_char,
+    tv: *const libc::timeval,
+) -> c_int {
+    if path.is_null() {
+        // SAFETY: the caller's times, valid per the contract.
+        return unsafe { futimes(d, tv) };
+    }
+    // SAFETY: the caller's timevals, valid per the contract.
+    match unsafe { tv_to_ts(tv) } {
+        Err(()) => {
+            set_errno(libc::EINVAL);
+            -1
+        }
+        Ok(ts) => {
+            let tp = ts.as_ref().map_or(std::ptr::null(), |t| t.as_ptr());
+            // SAFETY: the caller's dirfd and path; `tp` is NULL or two
+            // timespecs alive for the call.
+            unsafe { utimensat(d, path, tp, 0) }
+        }
+    }
+}
+
 /// `utime`.
 ///
 /// # Safety

@@ -6,6 +6,7 @@
 use crate::conv::{buf_mut, cbytes};
 use crate::dispatch::{at_call, path_call, path2_call};
 use crate::interpose::{forward, real};
+use crate::refuse::refuse;
 use libc::{c_char, c_int, c_uint, mode_t, size_t, ssize_t};
 use uvfs::Errno;
 use uvfs::uapi::AT_FDCWD;
@@ -192,7 +193,8 @@ forward! {
         readlinkat(d, path, buf, n);
 }
 
-/// mknod/mkfifo under the prefix: uvfs's tmpfs has no special files.
+/// mknod/mkfifo under the prefix: uvfs's tmpfs has no special files:
+/// `EPERM`, said once on stderr (`refused` makes the error).
 /// `real_fn(dirfd, path)` makes the kernel's call with the caller's other
 /// arguments.
 ///
@@ -202,9 +204,10 @@ unsafe fn no_special(
     path: *const c_char,
     dirfd: c_int,
     real_fn: impl FnOnce(c_int, *const c_char) -> c_int,
+    refused: impl FnOnce() -> Errno,
 ) -> c_int {
     // SAFETY: the caller's path, valid per the contract.
-    unsafe { path_call(dirfd, path, -1, real_fn, |_, _, _| Err(Errno::EPERM)) }
+    unsafe { path_call(dirfd, path, -1, real_fn, |_, _, _| Err(refused())) }
 }
 
 /// `mkfifo`.
@@ -219,7 +222,15 @@ pub unsafe extern "C" fn mkfifo(path: *const c_char, mode: mode_t) -> c_int {
         unsafe { real!(mkfifo: fn(*const c_char, mode_t) -> c_int)(p, mode) }
     };
     // SAFETY: the caller's path, valid per the contract.
-    unsafe { no_special(path, AT_FDCWD, real_fn) }
+    unsafe {
+        no_special(path, AT_FDCWD, real_fn, || {
+            refuse!(
+                "mkfifo",
+                "under the prefix (uvfs has no special files)",
+                EPERM
+            )
+        })
+    }
 }
 
 /// `mkfifoat`.
@@ -234,7 +245,15 @@ pub unsafe extern "C" fn mkfifoat(d: c_int, path: *const c_char, mode: mode_t) -
         unsafe { real!(mkfifoat: fn(c_int, *const c_char, mode_t) -> c_int)(d, p, mode) }
     };
     // SAFETY: the caller's path, valid per the contract.
-    unsafe { no_special(path, d, real_fn) }
+    unsafe {
+        no_special(path, d, real_fn, || {
+            refuse!(
+                "mkfifoat",
+                "under the prefix (uvfs has no special files)",
+                EPERM
+            )
+        })
+    }
 }
 
 /// `mknodat`.
@@ -256,7 +275,15 @@ pub unsafe extern "C" fn mknodat(
         }
     };
     // SAFETY: the caller's path, valid per the contract.
-    unsafe { no_special(path, d, real_fn) }
+    unsafe {
+        no_special(path, d, real_fn, || {
+            refuse!(
+                "mknodat",
+                "under the prefix (uvfs has no special files)",
+                EPERM
+            )
+        })
+    }
 }
 
 /// `mknod`.
@@ -271,5 +298,28 @@ pub unsafe extern "C" fn mknod(path: *const c_char, mode: mode_t, dev: libc::dev
         unsafe { real!(mknod: fn(*const c_char, mode_t, libc::dev_t) -> c_int)(p, mode, dev) }
     };
     // SAFETY: the caller's path, valid per the contract.
-    unsafe { no_special(path, AT_FDCWD, real_fn) }
+    unsafe {
+        no_special(path, AT_FDCWD, real_fn, || {
+            refuse!(
+                "mknod",
+                "under the prefix (uvfs has no special files)",
+                EPERM
+            )
+        })
+    }
+}
+
+// The pre-2.33 `__xmknod` ABI (version 0 on x86-64), still called by older
+// binaries.
+forward! {
+    __xmknod(_ver: c_int, path: *const c_char, mode: mode_t, dev: *const libc::dev_t) -> c_int =
+        mknod(path, mode, if dev.is_null() { 0 } else { *dev });
+    __xmknodat(
+        _ver: c_int,
+        d: c_int,
+        path: *const c_char,
+        mode: mode_t,
+        dev: *const libc::dev_t,
+    ) -> c_int =
+        mknodat(d, path, mode, if dev.is_null() { 0 } else { *dev });
 }
