@@ -18,6 +18,7 @@ use support::cprog::{Scratch, compile_c, err, out, run};
 const C_CALLS: &str = r##"
 #define _GNU_SOURCE
 #define _LARGEFILE64_SOURCE
+#include <aio.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -107,6 +108,19 @@ int main(int argc, char **argv) {
     printf("fts_open: %s errno %d\n", t ? "opened" : "NULL", t ? 0 : errno);
     glob_t g;
     printf("glob: %d\n", glob(at("*"), 0, 0, &g));
+    char ab[16];
+    struct aiocb cb = { .aio_fildes = fd, .aio_buf = ab, .aio_nbytes = 4 };
+    R("aio_read", aio_read(&cb));
+    R("aio_write", aio_write(&cb));
+    R("aio_fsync", aio_fsync(O_SYNC, &cb));
+    cb.aio_lio_opcode = LIO_READ;
+    struct aiocb *lst[2] = {0, &cb};
+    R("lio_listio", lio_listio(LIO_WAIT, lst, 2, 0));
+    int sd = open(P, O_RDONLY | O_DIRECTORY);
+    struct dirent **nl;
+    R("scandirat", scandirat(sd, "d", &nl, 0, alphasort));
+    R("scandirat cwd", scandirat(AT_FDCWD, P, &nl, 0, alphasort));
+    close(sd);
 
     /* Served. */
     struct statvfs sv;
@@ -186,6 +200,12 @@ nftw: -1 errno 95
 ftw: -1 errno 95
 fts_open: NULL errno 95
 glob: 2
+aio_read: -1 errno 95
+aio_write: -1 errno 95
+aio_fsync: -1 errno 95
+lio_listio: -1 errno 95
+scandirat: -1 errno 95
+scandirat cwd: ok errno 0
 statvfs: 0 errno 0
   namemax 255
 fstatvfs: 0 errno 0
@@ -237,6 +257,11 @@ const REFUSED: &[&str] = &[
     "fts_open of a uvfs directory is not supported (EOPNOTSUPP)",
     "glob of a uvfs path is not supported (EOPNOTSUPP)",
     "pwritev2 with RWF_APPEND on a uvfs file is not supported (EOPNOTSUPP)",
+    "aio_read on a uvfs file is not supported (EOPNOTSUPP)",
+    "aio_write on a uvfs file is not supported (EOPNOTSUPP)",
+    "aio_fsync on a uvfs file is not supported (EOPNOTSUPP)",
+    "lio_listio on a uvfs file is not supported (EOPNOTSUPP)",
+    "scandirat of a uvfs directory from a directory fd is not supported (EOPNOTSUPP)",
 ];
 
 /// A directory's entries with their contents (files) or `dir`, sorted.

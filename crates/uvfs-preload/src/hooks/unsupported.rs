@@ -21,7 +21,10 @@
 //! - glibc's tree walkers and `glob` on a uvfs path (`ftw`, `nftw`,
 //!   `fts_open`, their `64` forms, `glob`/`glob64` without
 //!   `GLOB_ALTDIRFUNC`): `ENOTSUP`, since they open and read directories
-//!   with internal calls the shim cannot see.
+//!   with internal calls the shim cannot see;
+//! - POSIX AIO (`aio_read`, `aio_write`, `aio_fsync`, `lio_listio`, their
+//!   `64` forms) on a uvfs fd: `EOPNOTSUPP` (glibc's helper threads would
+//!   read and write the placeholder).
 //!
 //! A path that climbs out of the prefix (`/uvfs/../x`) goes to the kernel
 //! as the host path it stands for; any other path or fd goes to the next
@@ -728,4 +731,96 @@ pub unsafe extern "C" fn glob64(
             pattern, flags, errfunc, pglob,
         )
     }
+}
+
+// ---------------------------------------------------------------------------
+// POSIX AIO: glibc's threads would read and write the placeholder with
+// internal calls (reads of nothing, writes thrown away).
+
+/// Whether the request `cb` names a uvfs fd.
+///
+/// # Safety
+/// `cb` is NULL or a readable `struct aiocb`.
+unsafe fn aio_uvfs(cb: *const libc::aiocb) -> bool {
+    // SAFETY: readable per the contract (checked non-NULL).
+    !cb.is_null() && is_uvfs(unsafe { (*cb).aio_fildes })
+}
+
+macro_rules! aio_one {
+    ($($name:ident),*) => {$(
+        #[doc = concat!("`", stringify!($name), "`: a uvfs fd refused (`EOPNOTSUPP`).")]
+        ///
+        /// # Safety
+        /// `cb` is a valid `struct aiocb`, as the C function requires.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(cb: *mut libc::aiocb) -> c_int {
+            // SAFETY: the caller's request, per the contract.
+            if unsafe { aio_uvfs(cb) } {
+                return fail(refuse!(stringify!($name), "on a uvfs file", EOPNOTSUPP));
+            }
+            // SAFETY: the caller's request, unchanged.
+            unsafe { real!($name: fn(*mut libc::aiocb) -> c_int)(cb) }
+        }
+    )*};
+}
+
+aio_one!(aio_read, aio_read64, aio_write, aio_write64);
+
+/// `aio_fsync`: a uvfs fd refused (`EOPNOTSUPP`).
+///
+/// # Safety
+/// `cb` is a valid `struct aiocb`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aio_fsync(op: c_int, cb: *mut libc::aiocb) -> c_int {
+    // SAFETY: the caller's request, per the contract.
+    if unsafe { aio_uvfs(cb) } {
+        return fail(refuse!("aio_fsync", "on a uvfs file", EOPNOTSUPP));
+    }
+    // SAFETY: the caller's arguments, unchanged.
+    unsafe { real!(aio_fsync: fn(c_int, *mut libc::aiocb) -> c_int)(op, cb) }
+}
+
+forward! {
+    aio_fsync64(op: c_int, cb: *mut libc::aiocb) -> c_int = aio_fsync(op, cb);
+}
+
+/// `lio_listio`: a list with a request on a uvfs fd refused
+/// (`EOPNOTSUPP`), before any request is queued.
+///
+/// # Safety
+/// `list` points to `nent` request pointers (each NULL or valid), `sig` is
+/// NULL or a valid `struct sigevent`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn lio_listio(
+    mode: c_int,
+    list: *const *mut libc::aiocb,
+    nent: c_int,
+    sig: *mut libc::sigevent,
+) -> c_int {
+    if !list.is_null() {
+        for i in 0..usize::try_from(nent).unwrap_or(0) {
+            // SAFETY: within the caller's `nent` entries; each NULL or a
+            // valid request.
+            let cb = unsafe { *list.add(i) };
+            // SAFETY: as above.
+            if unsafe { aio_uvfs(cb) } && unsafe { (*cb).aio_lio_opcode } != libc::LIO_NOP {
+                return fail(refuse!("lio_listio", "on a uvfs file", EOPNOTSUPP));
+            }
+        }
+    }
+    // SAFETY: the caller's arguments, unchanged.
+    unsafe {
+        real!(lio_listio: fn(c_int, *const *mut libc::aiocb, c_int, *mut libc::sigevent) -> c_int)(
+            mode, list, nent, sig,
+        )
+    }
+}
+
+forward! {
+    lio_listio64(
+        mode: c_int,
+        list: *const *mut libc::aiocb,
+        nent: c_int,
+        sig: *mut libc::sigevent,
+    ) -> c_int = lio_listio(mode, list, nent, sig);
 }
