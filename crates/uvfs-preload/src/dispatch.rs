@@ -2,7 +2,7 @@
 //! prefix, uvfs; else the kernel) and an fd call looks its fd up in the
 //! fd map (lock-free); the kernel's side runs the next definition with no
 //! lock taken (a relative path takes the lock briefly to read the cwd), the
-//! uvfs side runs under the state lock inside [`run`]'s frame.
+//! uvfs side runs on this thread's state inside [`run`]'s frame.
 
 use crate::conv::{cbytes, set_errno};
 use crate::guard::{busy, run};
@@ -26,7 +26,7 @@ pub(crate) fn route(dirfd: c_int, path: &[u8]) -> Option<Route<'_>> {
 /// [`route`] for a caller already inside the shim's frame on behalf of the
 /// program (the temp-file calls, which generate names and route each one
 /// themselves): the re-entry guard is not consulted. Must not be called
-/// with the state lock held.
+/// from inside [`with_state`].
 pub(crate) fn route_unguarded(dirfd: c_int, path: &[u8]) -> Option<Route<'_>> {
     if prefix().is_none() {
         return Some(Route::Kernel);
@@ -94,7 +94,7 @@ fn kernel_fd_path(fd: c_int) -> Option<Vec<u8>> {
 
 /// A path call: routes `path`, then runs `kernel(dirfd, path)` (with the
 /// caller's arguments, or `AT_FDCWD` and an absolute path when the cwd is in
-/// uvfs) or `uvfs(state, dirfd, path)` under the lock. The path `kernel`
+/// uvfs) or `uvfs(state, dirfd, path)` on this thread's state. The path `kernel`
 /// gets is the caller's or a C string alive until `kernel` returns.
 ///
 /// # Safety
@@ -175,7 +175,7 @@ pub(crate) unsafe fn path2_call(
 }
 
 /// An fd call: the kernel's fd goes to `kernel`, a uvfs fd to `uvfs(state,
-/// uvfs fd)` under the lock, a stale placeholder is `EBADF`.
+/// uvfs fd)` on this thread's state, a stale placeholder is `EBADF`.
 #[inline]
 pub(crate) fn fd_call<T>(
     fd: c_int,

@@ -23,8 +23,9 @@
 //!   temporary-name generator for uvfs templates;
 //! - [`dispatch`]: where a call goes (path and fd calls to the kernel or
 //!   uvfs);
-//! - [`state`]: the lock, the uvfs process, the fd map and placeholders,
-//!   routing of relative paths;
+//! - [`state`]: each thread's handle on the uvfs process, the fd map and
+//!   placeholders, routing of relative paths; [`fork_gate`]: what keeps a
+//!   `fork` from copying the process while a thread is inside uvfs;
 //! - [`path`]: the prefix and lexical routing of absolute paths;
 //! - [`guard`] (the re-entry guard and the frame of a uvfs call),
 //!   [`conv`] (errno, C strings, buffers, C structs), [`interpose`]
@@ -43,6 +44,7 @@
 mod conv;
 mod dispatch;
 mod fdops;
+mod fork_gate;
 mod guard;
 mod hooks;
 mod interpose;
