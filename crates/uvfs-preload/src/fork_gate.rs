@@ -51,18 +51,21 @@ impl Lock {
     }
 }
 
-/// This thread's slot, given back when the thread exits.
-struct Mine(&'static Slot);
+/// A thread's slot (its flag), taken on the thread's first entry and given
+/// back when dropped (the thread's state is destroyed at its exit).
+pub(crate) struct Mine(&'static Slot);
+
+impl Mine {
+    pub(crate) fn take() -> Mine {
+        Mine(take_slot())
+    }
+}
 
 impl Drop for Mine {
     fn drop(&mut self) {
         self.0.inside.store(false, Ordering::SeqCst);
         self.0.taken.store(false, Ordering::Release);
     }
-}
-
-std::thread_local! {
-    static MINE: Mine = Mine(take_slot());
 }
 
 fn slots() -> std::sync::MutexGuard<'static, Vec<&'static Slot>> {
@@ -108,9 +111,11 @@ impl Drop for Inside {
     }
 }
 
-/// Enters uvfs: waits while a fork is pending.
-pub(crate) fn enter() -> Inside {
-    let Ok(slot) = MINE.try_with(|m| m.0) else {
+/// Enters uvfs with this thread's slot (`None`: a thread whose state is
+/// gone, its thread-locals being destroyed at exit): waits while a fork is
+/// pending.
+pub(crate) fn enter(mine: Option<&Mine>) -> Inside {
+    let Some(&Mine(slot)) = mine else {
         FORK_LOCK.lock();
         return Inside::Locked;
     };
@@ -125,17 +130,14 @@ pub(crate) fn enter() -> Inside {
     }
 }
 
-/// `fork`'s prepare handler: marks a fork pending and waits until no other
-/// thread is inside uvfs.
+/// `fork`'s prepare handler: marks a fork pending and waits until no
+/// thread is inside uvfs (the forking thread is not: `fork` is never
+/// called from inside the shim).
 pub(crate) fn before_fork() {
     FORK_LOCK.lock();
     FORKING.store(true, Ordering::SeqCst);
-    let me = MINE.try_with(|m| m.0 as *const Slot).ok();
     let all: Vec<&'static Slot> = slots().clone();
     for s in all {
-        if Some(s as *const Slot) == me {
-            continue;
-        }
         while s.inside.load(Ordering::SeqCst) {
             std::thread::yield_now();
         }

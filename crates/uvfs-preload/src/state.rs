@@ -227,6 +227,8 @@ pub(crate) fn before_kernel_fd() {
 pub(crate) struct State {
     /// This thread's handle (made on its first call that reaches uvfs).
     proc_: Option<Process>,
+    /// This thread's flag in the fork gate (taken on its first call).
+    gate: Option<fork_gate::Mine>,
 }
 
 /// The handle every thread's is made from (`new_thread`), built with the
@@ -322,7 +324,12 @@ fn register_atfork() {
 }
 
 std::thread_local! {
-    static STATE: UnsafeCell<State> = const { UnsafeCell::new(State { proc_: None }) };
+    static STATE: UnsafeCell<State> = const {
+        UnsafeCell::new(State {
+            proc_: None,
+            gate: None,
+        })
+    };
 }
 
 /// Runs `f` on this thread's state, inside the fork gate (a `fork` waits
@@ -331,19 +338,24 @@ std::thread_local! {
 /// handlers after the main thread's) gets a state for this call only.
 pub(crate) fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
     register_atfork();
-    let _inside = fork_gate::enter();
     let mut f = Some(f);
     let r = STATE.try_with(|c| {
         // SAFETY: `f` cannot reach `with_state` again on this thread (the
         // shim's re-entry guard sends nested calls to libc), so this is the
         // only reference to this thread's state.
         let st = unsafe { &mut *c.get() };
+        let gate = st.gate.get_or_insert_with(fork_gate::Mine::take);
+        let _inside = fork_gate::enter(Some(gate));
         f.take().map(|f| f(st))
     });
     match r {
         Ok(Some(r)) => r,
         _ => {
-            let mut st = State { proc_: None };
+            let _inside = fork_gate::enter(None);
+            let mut st = State {
+                proc_: None,
+                gate: None,
+            };
             match f.take() {
                 Some(f) => f(&mut st),
                 None => unreachable!("the state's closure ran and gave no result"),
