@@ -2,13 +2,14 @@
 //! prefix, uvfs; else the kernel) and an fd call looks its fd up in the
 //! fd map (lock-free); the kernel's side runs the next definition with no
 //! lock taken (a relative path takes the lock briefly to read the cwd), the
-//! uvfs side runs under the state lock inside [`run`]'s frame.
+//! uvfs side runs on this thread's state inside [`run`]'s frame.
 
 use crate::conv::{cbytes, set_errno};
 use crate::guard::{busy, run};
-use crate::path::{Route, prefix, route_abs};
+use crate::path::{Route, has_dotdot, may_enter_prefix, prefix, route_abs};
 use crate::state::{FDMAP, Fd, State, with_state};
 use libc::{c_char, c_int};
+use std::borrow::Cow;
 use std::ffi::CString;
 use uvfs::uapi::AT_FDCWD;
 use uvfs::{Errno, Process};
@@ -16,12 +17,23 @@ use uvfs::{Errno, Process};
 /// Where `path` (relative to `dirfd`) goes. `None`: `dirfd` is a stale
 /// placeholder (`EBADF`).
 pub(crate) fn route(dirfd: c_int, path: &[u8]) -> Option<Route<'_>> {
-    if prefix().is_none() || busy() {
+    if busy() {
+        return Some(Route::Kernel);
+    }
+    route_unguarded(dirfd, path)
+}
+
+/// [`route`] for a caller already inside the shim's frame on behalf of the
+/// program (the temp-file calls, which generate names and route each one
+/// themselves): the re-entry guard is not consulted. Must not be called
+/// from inside [`with_state`].
+pub(crate) fn route_unguarded(dirfd: c_int, path: &[u8]) -> Option<Route<'_>> {
+    if prefix().is_none() {
         return Some(Route::Kernel);
     }
     if path.first() != Some(&b'/') && dirfd != AT_FDCWD {
         return match FDMAP.get(dirfd) {
-            Fd::Kernel => Some(Route::Kernel),
+            Fd::Kernel => Some(route_from_kernel_dir(dirfd, path)),
             Fd::Stale => None,
             Fd::Uvfs(_) => Some(with_state(|s| s.route(dirfd, path))),
         };
@@ -34,22 +46,55 @@ pub(crate) fn route(dirfd: c_int, path: &[u8]) -> Option<Route<'_>> {
             && pre.len() > 1
             && path[1] != b'/'
             && path[1] != b'.'
-            && path[1] != pre[1];
+            && path[1] != pre[1]
+            && !has_dotdot(path);
         if first_differs {
             return Some(Route::Kernel);
         }
         // An absolute path needs no state (no cwd): no lock.
-        return Some(match route_abs(path) {
-            Some(u) => Route::Uvfs(AT_FDCWD, u),
-            None => Route::Kernel,
-        });
+        return Some(route_abs(path));
     }
     Some(with_state(|s| s.route(dirfd, path)))
 }
 
+/// A relative path from a kernel directory fd: the kernel's, unless it
+/// enters the prefix (`openat(fd of "/", "uvfs/x")`, or a `..` that climbs
+/// to a directory above the prefix and back down into it). Only a path
+/// whose first component is one of the prefix's, or that has a `..`, can;
+/// for those the directory's path is read from `/proc/self/fd` (one
+/// syscall) and the whole path routed as an absolute one. A directory the
+/// kernel cannot name (removed, or `/proc` not mounted) keeps the kernel's
+/// route.
+fn route_from_kernel_dir(dirfd: c_int, path: &[u8]) -> Route<'static> {
+    if !may_enter_prefix(path) {
+        return Route::Kernel;
+    }
+    let Some(mut abs) = kernel_fd_path(dirfd) else {
+        return Route::Kernel;
+    };
+    if abs.last() != Some(&b'/') {
+        abs.push(b'/');
+    }
+    abs.extend_from_slice(path);
+    match route_abs(&abs) {
+        Route::Uvfs(d, u) => Route::Uvfs(d, Cow::Owned(u.into_owned())),
+        Route::KernelAbs(k) => Route::KernelAbs(k),
+        Route::Kernel => Route::Kernel,
+    }
+}
+
+/// The absolute path of kernel fd `fd` (`/proc/self/fd/N`), if it names a
+/// directory that still exists.
+fn kernel_fd_path(fd: c_int) -> Option<Vec<u8>> {
+    let link = format!("/proc/self/fd/{fd}");
+    let target = rustix::fs::readlink(link.as_str(), Vec::new()).ok()?;
+    let t = target.into_bytes();
+    (t.first() == Some(&b'/') && !t.ends_with(b" (deleted)")).then_some(t)
+}
+
 /// A path call: routes `path`, then runs `kernel(dirfd, path)` (with the
 /// caller's arguments, or `AT_FDCWD` and an absolute path when the cwd is in
-/// uvfs) or `uvfs(state, dirfd, path)` under the lock. The path `kernel`
+/// uvfs) or `uvfs(state, dirfd, path)` on this thread's state. The path `kernel`
 /// gets is the caller's or a C string alive until `kernel` returns.
 ///
 /// # Safety
@@ -130,7 +175,7 @@ pub(crate) unsafe fn path2_call(
 }
 
 /// An fd call: the kernel's fd goes to `kernel`, a uvfs fd to `uvfs(state,
-/// uvfs fd)` under the lock, a stale placeholder is `EBADF`.
+/// uvfs fd)` on this thread's state, a stale placeholder is `EBADF`.
 #[inline]
 pub(crate) fn fd_call<T>(
     fd: c_int,
@@ -162,6 +207,30 @@ pub(crate) fn fd_call<T>(
 pub(crate) unsafe fn is_uvfs_path(p: *const c_char) -> bool {
     // SAFETY: non-NULL (checked first), so a C string per the contract.
     !p.is_null() && matches!(route(AT_FDCWD, unsafe { cbytes(p) }), Some(Route::Uvfs(..)))
+}
+
+/// For a path the caller found not to route to uvfs: runs `kernel` with
+/// the path the kernel must walk: the caller's, or the host path it stands
+/// for (a `..` that climbs out of the prefix, a relative path while the cwd
+/// is in uvfs), as a C string alive for the call.
+///
+/// # Safety
+/// `path` is NULL or a valid C string.
+pub(crate) unsafe fn with_kernel_path<T>(
+    path: *const c_char,
+    kernel: impl FnOnce(*const c_char) -> T,
+) -> T {
+    if path.is_null() {
+        return kernel(path);
+    }
+    // SAFETY: non-NULL and valid per the contract.
+    match route(AT_FDCWD, unsafe { cbytes(path) }) {
+        Some(Route::KernelAbs(abs)) => match CString::new(abs) {
+            Ok(c) => kernel(c.as_ptr()),
+            Err(_) => kernel(path),
+        },
+        _ => kernel(path),
+    }
 }
 
 /// Whether `fd` is a uvfs fd (or a stale placeholder).

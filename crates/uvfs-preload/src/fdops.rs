@@ -1,5 +1,5 @@
 //! The fd operations more than one entry point needs: opening and closing
-//! a uvfs fd under the lock (`open`, `fopen`, `opendir`, `mkstemp`), and
+//! a uvfs fd on this thread's state (`open`, `fopen`, `opendir`, `mkstemp`), and
 //! `read`, `write`, `pread64`, `pwrite64`, `lseek64` and `close` on any fd,
 //! kernel or uvfs. The interposed functions of those names are thin
 //! wrappers over these; the stdio cookie streams and the

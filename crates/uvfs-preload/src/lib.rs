@@ -19,15 +19,18 @@
 //!   when uvfs is built) and `UVFS_DUMP` (the uvfs tree copied out when the
 //!   process exits);
 //! - [`fdops`]: the fd operations several entry points share (open/close of
-//!   a uvfs fd, read/write/lseek/close of any fd);
+//!   a uvfs fd, read/write/lseek/close of any fd), and [`tempname`]: glibc's
+//!   temporary-name generator for uvfs templates;
 //! - [`dispatch`]: where a call goes (path and fd calls to the kernel or
 //!   uvfs);
-//! - [`state`]: the lock, the uvfs process, the fd map and placeholders,
-//!   routing of relative paths;
+//! - [`state`]: each thread's handle on the uvfs process, the fd map and
+//!   placeholders, routing of relative paths; [`fork_gate`]: what keeps a
+//!   `fork` from copying the process while a thread is inside uvfs;
 //! - [`path`]: the prefix and lexical routing of absolute paths;
 //! - [`guard`] (the re-entry guard and the frame of a uvfs call),
-//!   [`conv`] (errno, C strings, buffers, C structs) and [`interpose`]
-//!   (`real!`, `forward!`, `at_call!`), at the bottom with uvfs itself.
+//!   [`conv`] (errno, C strings, buffers, C structs), [`interpose`]
+//!   (`real!`, `forward!`, `at_call!`) and [`refuse`] (the loud failure of
+//!   a call the shim cannot serve), at the bottom with uvfs itself.
 //!
 //! Safety rules: the shim's own kernel calls go through rustix (raw
 //! syscalls, never libc's interposable wrappers); a thread-local guard sends
@@ -41,12 +44,15 @@
 mod conv;
 mod dispatch;
 mod fdops;
+mod fork_gate;
 mod guard;
 mod hooks;
 mod interpose;
 mod path;
+mod refuse;
 mod seed;
 mod state;
+mod tempname;
 
 /// The library constructor, run by the dynamic loader before `main` and
 /// before the program can start a thread: everything the shim initializes

@@ -5,6 +5,7 @@
 //! (`State::route`), which builds on these.
 
 use std::borrow::Cow;
+use uvfs::uapi::AT_FDCWD;
 
 /// The prefix, without a trailing slash (`/uvfs` by default); `None` when
 /// `UVFS_PREFIX` is not an absolute path other than `/` (the shim then
@@ -104,30 +105,145 @@ pub(crate) enum Route<'a> {
 
 /// Routes an absolute path: uvfs if it lies under the prefix (the raw path
 /// minus the prefix when it has no `..`, keeping symlink semantics; else
-/// the lexically normalized one).
-pub(crate) fn route_abs(path: &[u8]) -> Option<Cow<'_, [u8]>> {
-    let pre = prefix()?;
+/// the lexically normalized one); the kernel with the path [`escape`]
+/// gives when its walk climbs out of the prefix with `..`; else the kernel
+/// with the path unchanged.
+pub(crate) fn route_abs(path: &[u8]) -> Route<'_> {
+    let Some(pre) = prefix() else {
+        return Route::Kernel;
+    };
+    let dotdot = has_dotdot(path);
     if let Some(rest) = path.strip_prefix(pre)
         && (rest.is_empty() || rest[0] == b'/')
-        && !has_dotdot(rest)
+        && !dotdot
     {
-        return Some(if rest.is_empty() {
-            Cow::Borrowed(b"/")
-        } else {
-            Cow::Borrowed(rest)
-        });
+        return Route::Uvfs(
+            AT_FDCWD,
+            if rest.is_empty() {
+                Cow::Borrowed(b"/")
+            } else {
+                Cow::Borrowed(rest)
+            },
+        );
     }
-    if !has_dotdot(path) && !path.starts_with(b"//") && !path[1..].contains(&b'/') {
+    if !dotdot && !path.starts_with(b"//") && !path[1..].contains(&b'/') {
         // A one-component path cannot be under a multi-component prefix
         // unless it is the prefix itself (handled above): a fast exit.
-        return None;
+        return Route::Kernel;
     }
-    strip_prefix(&normalize(path)?).map(Cow::Owned)
+    let Some(n) = normalize(path) else {
+        return Route::Kernel;
+    };
+    if let Some(u) = strip_prefix(&n) {
+        return Route::Uvfs(AT_FDCWD, Cow::Owned(u));
+    }
+    if dotdot && let Some(k) = escape(path) {
+        return Route::KernelAbs(k);
+    }
+    Route::Kernel
+}
+
+/// Whether a relative path from a directory outside the prefix may lead
+/// into it: its first component is one of the prefix's (from `/`,
+/// `uvfs/x` enters `/uvfs`), or it has a `..`. Cheap: no syscall, no
+/// allocation.
+pub(crate) fn may_enter_prefix(path: &[u8]) -> bool {
+    let Some(pre) = prefix() else {
+        return false;
+    };
+    let first = path
+        .split(|&c| c == b'/')
+        .find(|c| !c.is_empty() && *c != b".")
+        .unwrap_or(b"");
+    (!first.is_empty() && pre.split(|&c| c == b'/').any(|c| c == first)) || has_dotdot(path)
+}
+
+/// Whether the normalized absolute path `n` (no trailing slash but for
+/// `/` itself) is the prefix or lies under it.
+fn under(pre: &[u8], n: &[u8]) -> bool {
+    n.strip_prefix(pre)
+        .is_some_and(|r| r.is_empty() || r[0] == b'/')
+}
+
+/// For an absolute path whose walk enters the prefix and then climbs out
+/// of it with `..` (`/uvfs/..`, `/uvfs/a/../../etc`): the host path the
+/// kernel must walk instead, as the kernel would have walked it had the
+/// prefix been a real directory there: the directory the walk climbed out
+/// to (the prefix's parent on the host), then the rest of the path as
+/// written. `None` when the walk never leaves the prefix from inside (the
+/// caller routes the path by its normalized form then).
+///
+/// Inside the prefix `..` is taken lexically, as everywhere in the shim's
+/// routing (`a/l/..` is `a` even if `l` is a symlink).
+pub(crate) fn escape(path: &[u8]) -> Option<Vec<u8>> {
+    let pre = prefix()?;
+    let mut cur: Vec<u8> = Vec::with_capacity(path.len());
+    let mut inside = false;
+    let mut at = 0;
+    while at < path.len() {
+        let end = memchr::memchr(b'/', &path[at..]).map_or(path.len(), |i| at + i);
+        let comp = &path[at..end];
+        let next = (end + 1).min(path.len());
+        match comp {
+            b"" | b"." => {}
+            b".." => {
+                while let Some(c) = cur.pop() {
+                    if c == b'/' {
+                        break;
+                    }
+                }
+                if inside && !under(pre, &cur) {
+                    let mut out = if cur.is_empty() { b"/".to_vec() } else { cur };
+                    let rest = &path[next..];
+                    let rest = &rest[rest.iter().take_while(|&&c| c == b'/').count()..];
+                    if !rest.is_empty() {
+                        if out.last() != Some(&b'/') {
+                            out.push(b'/');
+                        }
+                        out.extend_from_slice(rest);
+                    } else if end < path.len() && out.last() != Some(&b'/') {
+                        // The trailing slash the path had.
+                        out.push(b'/');
+                    }
+                    return Some(out);
+                }
+            }
+            c => {
+                cur.push(b'/');
+                cur.extend_from_slice(c);
+            }
+        }
+        inside = under(pre, if cur.is_empty() { b"/" } else { &cur });
+        at = next.max(end + 1);
+    }
+    None
 }
 
 #[cfg(test)]
 mod tests {
     use super::normalize;
+
+    #[test]
+    fn escapes_climb_out_of_the_prefix() {
+        // The prefix is /uvfs (the test process has no UVFS_PREFIX).
+        if std::env::var_os("UVFS_PREFIX").is_some() {
+            return;
+        }
+        let e = |p: &[u8]| super::escape(p).map(|v| String::from_utf8(v).unwrap());
+        assert_eq!(e(b"/uvfs/..").as_deref(), Some("/"));
+        assert_eq!(e(b"/uvfs/../").as_deref(), Some("/"));
+        assert_eq!(e(b"/uvfs/a/../..").as_deref(), Some("/"));
+        assert_eq!(
+            e(b"/uvfs/a/../../etc/x/../y").as_deref(),
+            Some("/etc/x/../y")
+        );
+        assert_eq!(e(b"//uvfs/./..//etc/").as_deref(), Some("/etc/"));
+        assert_eq!(e(b"/uvfs/a/b/../../../usr/..").as_deref(), Some("/usr/.."));
+        assert_eq!(e(b"/uvfs/a/.."), None);
+        assert_eq!(e(b"/etc/../usr"), None);
+        assert_eq!(e(b"/uvfsx/../a"), None);
+        assert_eq!(e(b"/../uvfs/a"), None);
+    }
 
     #[test]
     fn normalizes() {

@@ -1,5 +1,6 @@
-//! The shim's state: the one in-process [`Vfs`] and [`Process`] behind one
-//! process-wide lock, the map from kernel fd numbers to uvfs fds, the
+//! The shim's state: the one in-process [`Vfs`] and [`Process`], of which
+//! each thread of the program holds a handle of its own (no process-wide
+//! lock on the way into uvfs), the map from kernel fd numbers to uvfs fds, the
 //! placeholder fds that keep those numbers taken in the kernel, and the
 //! routing of relative paths (which needs the cwd) between the kernel and
 //! uvfs.
@@ -7,6 +8,18 @@
 //! The state calls up into the layers above it only through the
 //! [`Callbacks`] the library constructor gives it (seeding a freshly built
 //! uvfs, adopting a standard stream), so it imports none of them.
+//!
+//! ## Threads
+//! A thread's first uvfs call makes its handle (`Process::new_thread` of
+//! the root handle, which is built with the VFS on the first call in any
+//! thread): threads share the fd table, cwd, umask and credentials, as a
+//! Linux process's threads do. A thread's calls then take no lock of the
+//! shim's: the fd map is lock-free, whether the cwd is in uvfs is an
+//! atomic, and `fork` waits for threads to leave uvfs through the
+//! [`fork_gate`] (a flag per thread). Short locks remain around the
+//! placeholder cache (a uvfs open or close while `UVFS_FD_CACHE` is not 0),
+//! the kernel cwd (a relative path while the cwd is outside uvfs) and the
+//! root handle (a thread's first call).
 //!
 //! ## The fd scheme
 //! Every uvfs fd the program sees is a real kernel fd number held by a
@@ -57,13 +70,15 @@
 //!   a real close: the numbering is then exact whatever the program does.
 
 use crate::conv::errno_of;
+use crate::fork_gate;
 use crate::guard::{Busy, busy};
-use crate::path::{Route, has_dotdot, normalize, prefix, route_abs, strip_prefix};
+use crate::path::{Route, escape, has_dotdot, normalize, prefix, route_abs, strip_prefix};
 use rustix::fd::{BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::borrow::Cow;
 use std::cell::UnsafeCell;
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use uvfs::uapi::AT_FDCWD;
 use uvfs::{Errno, FastPaths, Process, Vfs};
 
@@ -75,7 +90,9 @@ const CHUNK: usize = 1024;
 const NCHUNKS: usize = 1024; // 1 Mi fds: Linux's default fs.nr_open
 
 /// Kernel fd number → uvfs fd. Lock-free to read (every interposed fd call
-/// on a kernel fd pays one lookup); written only under the state lock.
+/// on a kernel fd pays one lookup); written by the thread that owns the
+/// number at that moment (it made the placeholder, or holds the cache's
+/// lock), chunks published with a compare-exchange.
 pub(crate) struct FdMap {
     chunks: [AtomicPtr<[AtomicI32; CHUNK]>; NCHUNKS],
     /// One past the highest number ever mapped (for close_range).
@@ -117,7 +134,7 @@ impl FdMap {
         }
     }
 
-    /// Sets `k`'s entry (under the state lock): 0 none, -1 stale, else
+    /// Sets `k`'s entry: 0 none, -1 stale, else
     /// uvfs fd + 1.
     fn set(&self, k: i32, v: i32) {
         let Ok(ku) = usize::try_from(k) else { return };
@@ -128,14 +145,21 @@ impl FdMap {
             if v == 0 {
                 return;
             }
-            let b: Box<[AtomicI32; CHUNK]> = Box::new([const { AtomicI32::new(0) }; CHUNK]);
-            cp.store(Box::into_raw(b), Ordering::Release);
+            let b = Box::into_raw(Box::new([const { AtomicI32::new(0) }; CHUNK]));
+            if cp
+                .compare_exchange(std::ptr::null_mut(), b, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+            {
+                // Another thread published this chunk first.
+                // SAFETY: `b` was never published; this is its only owner.
+                drop(unsafe { Box::from_raw(b) });
+            }
         }
         if let Some(s) = self.slot(k) {
             s.store(v, Ordering::Release);
         }
-        if v != 0 && k >= self.hi.load(Ordering::Relaxed) {
-            self.hi.store(k + 1, Ordering::Relaxed);
+        if v != 0 {
+            self.hi.fetch_max(k + 1, Ordering::Relaxed);
         }
     }
 }
@@ -192,57 +216,62 @@ pub(crate) fn before_kernel_fd() {
 }
 
 // ---------------------------------------------------------------------------
-// The state and its lock.
+// The state: per thread, and what the threads share.
 
-/// Everything behind the lock.
+/// One thread's side of the shim: its own handle on the uvfs process
+/// (`Process::new_thread`: the shared fd table, cwd, umask and
+/// credentials), so threads call into uvfs without a process-wide lock.
+/// What the threads share lives beside it: the root process handle
+/// ([`ROOT`]), whether the cwd is in uvfs, the kernel cwd, and the
+/// placeholder cache, each behind its own short lock or an atomic.
 pub(crate) struct State {
-    /// The uvfs process every thread of the program acts as (built on the
-    /// first call that reaches uvfs).
+    /// This thread's handle (made on its first call that reaches uvfs).
     proc_: Option<Process>,
-    /// Whether the program's cwd is inside the prefix (then the uvfs
-    /// process's cwd is it, and the kernel's is stale).
-    pub(crate) cwd_in_uvfs: bool,
-    /// The kernel cwd (absolute), for routing relative paths.
-    pub(crate) kcwd: Vec<u8>,
-    /// Closed placeholders kept for reuse (`UVFS_FD_CACHE`), highest first
-    /// (the lowest is popped).
-    pool: Vec<i32>,
-    pool_max: usize,
+    /// This thread's flag in the fork gate (taken on its first call).
+    gate: Option<fork_gate::Mine>,
 }
 
-struct Global {
-    lock: UnsafeCell<libc::pthread_mutex_t>,
-    st: UnsafeCell<Option<State>>,
+/// The handle every thread's is made from (`new_thread`), built with the
+/// VFS on the first call that reaches uvfs in any thread.
+static ROOT: Mutex<Option<Process>> = Mutex::new(None);
+
+/// Whether the program's cwd is inside the prefix (then the uvfs
+/// process's cwd is it, and the kernel's is stale).
+static CWD_IN_UVFS: AtomicBool = AtomicBool::new(false);
+
+/// The kernel cwd (absolute), for routing relative paths; read on first use.
+static KCWD: Mutex<Option<Vec<u8>>> = Mutex::new(None);
+
+/// Closed placeholders kept for reuse (`UVFS_FD_CACHE`), highest first
+/// (the lowest is popped).
+static POOL: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// A lock of the shared state, even if a panic (caught as `EIO`) left it
+/// poisoned: the data behind each is valid between any two statements.
+fn locked<T>(m: &'static Mutex<T>) -> MutexGuard<'static, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-// SAFETY: `st` is only touched with `lock` held (see `with_state`), and the
-// pthread mutex is made to be shared between threads.
-unsafe impl Sync for Global {}
-
-static G: Global = Global {
-    lock: UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER),
-    st: UnsafeCell::new(None),
-};
-
-fn lock() {
-    // SAFETY: a statically initialized normal mutex, never destroyed.
-    unsafe { libc::pthread_mutex_lock(G.lock.get()) };
-}
-
-fn unlock() {
-    // SAFETY: as in `lock`; only called by the thread that locked it (or,
-    // in a fork child, by the only thread, which locked it in `prepare`).
-    unsafe { libc::pthread_mutex_unlock(G.lock.get()) };
+/// `UVFS_FD_CACHE`: how many placeholders the cache keeps (0: no cache,
+/// and no lock taken for placeholders).
+fn pool_max() -> usize {
+    static MAX: OnceLock<usize> = OnceLock::new();
+    *MAX.get_or_init(|| {
+        std::env::var("UVFS_FD_CACHE")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(DEFAULT_FD_CACHE)
+    })
 }
 
 extern "C" fn atfork_prepare() {
-    lock();
+    fork_gate::before_fork();
     uvfs::pool::before_fork();
 }
 
 extern "C" fn atfork_release() {
     uvfs::pool::after_fork();
-    unlock();
+    fork_gate::after_fork();
 }
 
 /// What the layers above the state plug into it, once, from the library
@@ -274,11 +303,11 @@ pub(crate) fn at_load(cb: Callbacks) {
     let _ = CALLBACKS.set(cb);
 }
 
-/// Registers the fork handlers once: `prepare` takes the state lock, so no
-/// other thread is inside uvfs when the process is copied, and the file
-/// pool's depot lock, which a thread exiting takes outside the state lock
-/// (returning its cached file objects); the child's copy of the state is
-/// consistent and unlocked.
+/// Registers the fork handlers once: `prepare` waits until no thread is
+/// inside uvfs ([`fork_gate`]: then none holds a lock of uvfs's or of the
+/// shared state) and takes the file pool's depot lock, which a thread
+/// exiting takes outside the shim (returning its cached file objects); the
+/// child's copy of the state is consistent and unlocked.
 fn register_atfork() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
@@ -294,70 +323,98 @@ fn register_atfork() {
     });
 }
 
-struct Unlock;
-impl Drop for Unlock {
-    fn drop(&mut self) {
-        unlock();
-    }
+std::thread_local! {
+    static STATE: UnsafeCell<State> = const {
+        UnsafeCell::new(State {
+            proc_: None,
+            gate: None,
+        })
+    };
 }
 
-/// Runs `f` on the state (built on first use) with the lock held.
+/// Runs `f` on this thread's state, inside the fork gate (a `fork` waits
+/// for it to return). A thread whose thread-locals are being destroyed (a
+/// call from another library's thread-exit destructor, or from `exit`'s
+/// handlers after the main thread's) gets a state for this call only.
 pub(crate) fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
     register_atfork();
-    lock();
-    let _u = Unlock;
-    // SAFETY: the lock is held until `_u` drops, after `f` returns; `f`
-    // cannot reach `with_state` again on this thread (the shim's re-entry
-    // guard sends nested calls to libc), so this is the only reference.
-    let st = unsafe { &mut *G.st.get() };
-    let st = st.get_or_insert_with(State::new);
-    f(st)
+    let mut f = Some(f);
+    let r = STATE.try_with(|c| {
+        // SAFETY: `f` cannot reach `with_state` again on this thread (the
+        // shim's re-entry guard sends nested calls to libc), so this is the
+        // only reference to this thread's state.
+        let st = unsafe { &mut *c.get() };
+        let gate = st.gate.get_or_insert_with(fork_gate::Mine::take);
+        let _inside = fork_gate::enter(Some(gate));
+        f.take().map(|f| f(st))
+    });
+    match r {
+        Ok(Some(r)) => r,
+        _ => {
+            let _inside = fork_gate::enter(None);
+            let mut st = State {
+                proc_: None,
+                gate: None,
+            };
+            match f.take() {
+                Some(f) => f(&mut st),
+                None => unreachable!("the state's closure ran and gave no result"),
+            }
+        }
+    }
 }
 
 impl State {
-    fn new() -> State {
-        let kcwd = rustix::process::getcwd(Vec::new())
-            .map(|c| c.into_bytes())
-            .unwrap_or_else(|_| b"/".to_vec());
-        let pool_max = std::env::var("UVFS_FD_CACHE")
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(DEFAULT_FD_CACHE);
-        State {
-            proc_: None,
-            cwd_in_uvfs: false,
-            kcwd,
-            pool: Vec::new(),
-            pool_max,
-        }
-    }
-
-    /// The uvfs process, built (with its VFS) on first use.
+    /// This thread's handle on the uvfs process, made on first use (the
+    /// process, with its VFS, built on the first use by any thread).
     pub(crate) fn p(&mut self) -> &mut Process {
-        self.proc_.get_or_insert_with(new_process)
+        self.proc_
+            .get_or_insert_with(|| locked(&ROOT).get_or_insert_with(new_process).new_thread())
     }
 
-    /// The uvfs process if it was built.
+    /// This thread's handle if the uvfs process was built.
     pub(crate) fn p_if_built(&mut self) -> Option<&mut Process> {
-        self.proc_.as_mut()
+        if self.proc_.is_none() && locked(&ROOT).is_none() {
+            return None;
+        }
+        Some(self.p())
+    }
+
+    /// Whether the program's cwd is in uvfs.
+    pub(crate) fn cwd_in_uvfs(&self) -> bool {
+        CWD_IN_UVFS.load(Ordering::Acquire)
+    }
+
+    /// Records whether the program's cwd is in uvfs.
+    pub(crate) fn set_cwd_in_uvfs(&mut self, v: bool) {
+        CWD_IN_UVFS.store(v, Ordering::Release);
+    }
+
+    /// The kernel's cwd (absolute), read once and then kept by
+    /// [`refresh_kcwd`](Self::refresh_kcwd).
+    fn kcwd(&self) -> Vec<u8> {
+        locked(&KCWD)
+            .get_or_insert_with(|| {
+                rustix::process::getcwd(Vec::new())
+                    .map(|c| c.into_bytes())
+                    .unwrap_or_else(|_| b"/".to_vec())
+            })
+            .clone()
     }
 
     /// Routes `path` relative to `dirfd` (the dirfd's kind already known
     /// not to be stale).
     pub(crate) fn route<'a>(&mut self, dirfd: i32, path: &'a [u8]) -> Route<'a> {
         if path.first() == Some(&b'/') {
-            return match route_abs(path) {
-                Some(u) => Route::Uvfs(AT_FDCWD, u),
-                None => Route::Kernel,
-            };
+            return route_abs(path);
         }
         if dirfd != AT_FDCWD {
             return match FDMAP.get(dirfd) {
-                Fd::Uvfs(u) => Route::Uvfs(u, Cow::Borrowed(path)),
+                Fd::Uvfs(u) => self.route_from_uvfs_dir(u, path),
                 _ => Route::Kernel,
             };
         }
-        if self.cwd_in_uvfs {
+        if self.cwd_in_uvfs() {
             if !has_dotdot(path) {
                 return Route::Uvfs(AT_FDCWD, Cow::Borrowed(path));
             }
@@ -371,17 +428,46 @@ impl State {
             abs.extend_from_slice(path);
             return match normalize(&abs).as_deref().and_then(strip_prefix) {
                 Some(u) => Route::Uvfs(AT_FDCWD, Cow::Owned(u)),
-                None => Route::KernelAbs(normalize(&abs).unwrap_or(abs)),
+                None => Route::KernelAbs(escape(&abs).unwrap_or(abs)),
             };
         }
         // The kernel's cwd: a relative path enters uvfs only if the cwd plus
         // the path lies under the prefix.
-        let mut abs = self.kcwd.clone();
+        let mut abs = self.kcwd();
         abs.push(b'/');
         abs.extend_from_slice(path);
         match normalize(&abs).as_deref().and_then(strip_prefix) {
             Some(u) => Route::Uvfs(AT_FDCWD, Cow::Owned(u)),
+            None if has_dotdot(path) => match escape(&abs) {
+                Some(k) => Route::KernelAbs(k),
+                None => Route::Kernel,
+            },
             None => Route::Kernel,
+        }
+    }
+
+    /// A relative path from uvfs directory fd `u`: uvfs's, unless its `..`s
+    /// climb above the prefix (from the uvfs directory's path, lexically,
+    /// as for absolute paths): then the kernel's, from the prefix's parent.
+    fn route_from_uvfs_dir<'a>(&mut self, u: i32, path: &'a [u8]) -> Route<'a> {
+        if !has_dotdot(path) {
+            return Route::Uvfs(u, Cow::Borrowed(path));
+        }
+        let Ok(dir) = self.p().fd_path(u) else {
+            return Route::Uvfs(u, Cow::Borrowed(path));
+        };
+        let mut abs = prefix().unwrap_or(b"").to_vec();
+        if dir != b"/" {
+            abs.extend_from_slice(&dir);
+        }
+        abs.push(b'/');
+        abs.extend_from_slice(path);
+        if normalize(&abs).as_deref().and_then(strip_prefix).is_some() {
+            return Route::Uvfs(u, Cow::Borrowed(path));
+        }
+        match escape(&abs) {
+            Some(k) => Route::KernelAbs(k),
+            None => Route::Uvfs(u, Cow::Borrowed(path)),
         }
     }
 
@@ -398,14 +484,20 @@ impl State {
     /// `/dev/null` opened afresh at the kernel's lowest free number.
     /// `EMFILE`/`ENFILE` as the kernel says.
     pub(crate) fn placeholder(&mut self) -> Result<i32, Errno> {
-        let h = HOLE.load(Ordering::Acquire);
-        if let Some(&c) = self.pool.last() {
-            if c < hole_of(h) {
-                self.pool.pop();
-                CACHED.store(self.pool.len(), Ordering::Release);
-                return Ok(c);
+        // The cache and the mark move together: under the cache's lock
+        // (none without a cache: then the mark is only ever raised from a
+        // fresh open and lowered by closes, both atomic).
+        let mut pool = (pool_max() > 0).then(|| locked(&POOL));
+        if let Some(pool) = pool.as_mut() {
+            let h = HOLE.load(Ordering::Acquire);
+            if let Some(&c) = pool.last() {
+                if c < hole_of(h) {
+                    pool.pop();
+                    CACHED.store(pool.len(), Ordering::Release);
+                    return Ok(c);
+                }
+                flush_pool(pool);
             }
-            self.flush();
         }
         let h = HOLE.load(Ordering::Acquire);
         let fd = rustix::fs::openat(
@@ -420,6 +512,7 @@ impl State {
         // taken (the cache is empty), unless a close raced in since `h`
         // was read, which the failed exchange then keeps.
         hole_raise(h, fd.saturating_add(1));
+        drop(pool);
         Ok(fd)
     }
 
@@ -455,25 +548,32 @@ impl State {
     /// room and `k` lies below [`HOLE`] (else it could never be handed out
     /// before a flush), otherwise closed.
     pub(crate) fn release(&mut self, k: i32) {
-        if self.pool.len() < self.pool_max && k < hole_of(HOLE.load(Ordering::Acquire)) {
-            FDMAP.set(k, -1);
-            let i = self.pool.partition_point(|&x| x > k);
-            self.pool.insert(i, k);
-            CACHED.store(self.pool.len(), Ordering::Release);
-        } else {
-            FDMAP.set(k, 0);
-            // SAFETY: `k` is a placeholder the shim opened and no longer maps.
-            unsafe { rustix::io::close(k) };
-            hole_lower(k);
+        if pool_max() > 0 {
+            let mut pool = locked(&POOL);
+            if pool.len() < pool_max() && k < hole_of(HOLE.load(Ordering::Acquire)) {
+                FDMAP.set(k, -1);
+                let i = pool.partition_point(|&x| x > k);
+                pool.insert(i, k);
+                CACHED.store(pool.len(), Ordering::Release);
+                return;
+            }
         }
+        FDMAP.set(k, 0);
+        // SAFETY: `k` is a placeholder the shim opened and no longer maps.
+        unsafe { rustix::io::close(k) };
+        hole_lower(k);
     }
 
     /// Removes `k` from the cache; whether it was there.
     fn uncache(&mut self, k: i32) -> bool {
-        match self.pool.iter().position(|&x| x == k) {
+        if CACHED.load(Ordering::Acquire) == 0 {
+            return false;
+        }
+        let mut pool = locked(&POOL);
+        match pool.iter().position(|&x| x == k) {
             Some(i) => {
-                self.pool.remove(i);
-                CACHED.store(self.pool.len(), Ordering::Release);
+                pool.remove(i);
+                CACHED.store(pool.len(), Ordering::Release);
                 true
             }
             None => false,
@@ -490,24 +590,31 @@ impl State {
     /// Closes every cached placeholder: the kernel then sees exactly the
     /// free numbers the program does.
     pub(crate) fn flush(&mut self) {
-        let Some(&lowest) = self.pool.last() else {
-            return;
-        };
-        for k in self.pool.drain(..) {
-            FDMAP.set(k, 0);
-            // SAFETY: a cached placeholder: the shim's own fd, unmapped.
-            unsafe { rustix::io::close(k) };
+        if CACHED.load(Ordering::Acquire) != 0 {
+            flush_pool(&mut locked(&POOL));
         }
-        CACHED.store(0, Ordering::Release);
-        hole_lower(lowest);
     }
 
     /// Refreshes the kernel cwd after a kernel chdir.
     pub(crate) fn refresh_kcwd(&mut self) {
         if let Ok(c) = rustix::process::getcwd(Vec::new()) {
-            self.kcwd = c.into_bytes();
+            *locked(&KCWD) = Some(c.into_bytes());
         }
     }
+}
+
+/// Closes every placeholder of the (locked) cache.
+fn flush_pool(pool: &mut Vec<i32>) {
+    let Some(&lowest) = pool.last() else {
+        return;
+    };
+    for k in pool.drain(..) {
+        FDMAP.set(k, 0);
+        // SAFETY: a cached placeholder: the shim's own fd, unmapped.
+        unsafe { rustix::io::close(k) };
+    }
+    CACHED.store(0, Ordering::Release);
+    hole_lower(lowest);
 }
 
 /// A fresh VFS (tmpfs root, every seed fast path) and one process on it,

@@ -571,3 +571,34 @@ fn getcwd_across_mount() {
         assert_eq!(p.getcwd().unwrap(), b"/mnt");
     });
 }
+
+#[test]
+fn fd_path_names_the_open_file() {
+    each(|_, p| {
+        p.mkdir("/a", 0o755).unwrap();
+        p.mkdir("/a/b", 0o755).unwrap();
+        let d = p.open("/a/b", O_RDONLY, 0).unwrap();
+        let f = p.open("/a/f", O_CREAT | O_RDWR, 0o644).unwrap();
+        let o = p.open("/a", O_PATH, 0).unwrap();
+        // Host (readlink of /proc/self/fd/N, relative to the test
+        // directory): a/b, a/f, a; after renaming a to z: z/b, z/f, z.
+        assert_eq!(p.fd_path(d).unwrap(), b"/a/b");
+        assert_eq!(p.fd_path(f).unwrap(), b"/a/f");
+        assert_eq!(p.fd_path(o).unwrap(), b"/a");
+        p.rename("/a", "/z").unwrap();
+        assert_eq!(p.fd_path(d).unwrap(), b"/z/b");
+        assert_eq!(p.fd_path(f).unwrap(), b"/z/f");
+        assert_eq!(p.fd_path(o).unwrap(), b"/z");
+        let root = p.open("/", O_RDONLY, 0).unwrap();
+        assert_eq!(p.fd_path(root).unwrap(), b"/");
+        // Host: removed, the link ends in " (deleted)": ENOENT here.
+        p.unlink("/z/f").unwrap();
+        p.rmdir("/z/b").unwrap();
+        assert_eq!(p.fd_path(d), Err(Errno::ENOENT));
+        assert_eq!(p.fd_path(f), Err(Errno::ENOENT));
+        assert_eq!(p.fd_path(999), Err(Errno::EBADF));
+        for fd in [d, f, o, root] {
+            p.close(fd).unwrap();
+        }
+    });
+}

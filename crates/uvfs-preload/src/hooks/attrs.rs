@@ -3,7 +3,7 @@
 //! the umask.
 
 use crate::conv::{set_errno, times_of, tv_to_ts};
-use crate::dispatch::{at_call, fd_call, is_uvfs, is_uvfs_path, path_call};
+use crate::dispatch::{at_call, fd_call, is_uvfs, is_uvfs_path, path_call, with_kernel_path};
 use crate::guard::{busy, run};
 use crate::interpose::{forward, real};
 use crate::path::prefix;
@@ -118,7 +118,8 @@ pub unsafe extern "C" fn futimens(fd: c_int, t: *const libc::timespec) -> c_int 
 
 /// The timeval calls: on uvfs (`path`, or with a NULL path the fd `d`),
 /// the times converted and `utimensat`/`futimens`; else `real_fn`, the
-/// next definition with the caller's arguments.
+/// next definition with the caller's other arguments, given the path (the
+/// caller's, or the host path it stands for).
 ///
 /// # Safety
 /// `path` is NULL or a valid C string; `tv` is NULL or points to two
@@ -128,12 +129,13 @@ unsafe fn do_utimes(
     path: *const c_char,
     tv: *const libc::timeval,
     flags: c_int,
-    real_fn: impl FnOnce() -> c_int,
+    real_fn: impl FnOnce(*const c_char) -> c_int,
 ) -> c_int {
     // SAFETY: the caller's path, valid per the contract.
     let uv = path.is_null() && is_uvfs(d) || unsafe { is_uvfs_path(path) };
     if !uv {
-        return real_fn();
+        // SAFETY: as above.
+        return unsafe { with_kernel_path(path, real_fn) };
     }
     // SAFETY: the caller's timevals, valid per the contract.
     match unsafe { tv_to_ts(tv) } {
@@ -163,9 +165,10 @@ unsafe fn do_utimes(
 /// `struct timeval`s.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn utimes(path: *const c_char, tv: *const libc::timeval) -> c_int {
-    let real_fn = || {
-        // SAFETY: the caller's arguments, unchanged.
-        unsafe { real!(utimes: fn(*const c_char, *const libc::timeval) -> c_int)(path, tv) }
+    let real_fn = |p: *const c_char| {
+        // SAFETY: the caller's times, and its path or the host path it
+        // stands for (a C string alive for the call).
+        unsafe { real!(utimes: fn(*const c_char, *const libc::timeval) -> c_int)(p, tv) }
     };
     // SAFETY: the caller's arguments, valid per the contract.
     unsafe { do_utimes(AT_FDCWD, path, tv, 0, real_fn) }
@@ -178,9 +181,10 @@ pub unsafe extern "C" fn utimes(path: *const c_char, tv: *const libc::timeval) -
 /// `struct timeval`s.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn lutimes(path: *const c_char, tv: *const libc::timeval) -> c_int {
-    let real_fn = || {
-        // SAFETY: the caller's arguments, unchanged.
-        unsafe { real!(lutimes: fn(*const c_char, *const libc::timeval) -> c_int)(path, tv) }
+    let real_fn = |p: *const c_char| {
+        // SAFETY: the caller's times, and its path or the host path it
+        // stands for (a C string alive for the call).
+        unsafe { real!(lutimes: fn(*const c_char, *const libc::timeval) -> c_int)(p, tv) }
     };
     // SAFETY: the caller's arguments, valid per the contract.
     unsafe { do_utimes(AT_FDCWD, path, tv, AT_SYMLINK_NOFOLLOW, real_fn) }
@@ -192,12 +196,43 @@ pub unsafe extern "C" fn lutimes(path: *const c_char, tv: *const libc::timeval) 
 /// `tv` is NULL or points to two `struct timeval`s.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn futimes(fd: c_int, tv: *const libc::timeval) -> c_int {
-    let real_fn = || {
+    let real_fn = |_: *const c_char| {
         // SAFETY: the caller's arguments, unchanged.
         unsafe { real!(futimes: fn(c_int, *const libc::timeval) -> c_int)(fd, tv) }
     };
     // SAFETY: the caller's arguments, valid per the contract.
     unsafe { do_utimes(fd, std::ptr::null(), tv, 0, real_fn) }
+}
+
+/// `futimesat`: glibc's makes the syscall itself; the times converted and
+/// the shim's `utimensat` (a NULL path: the fd itself, as Linux does).
+///
+/// # Safety
+/// `path` is NULL or a valid C string; `tv` is NULL or points to two
+/// `struct timeval`s.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn futimesat(
+    d: c_int,
+    path: *const c_char,
+    tv: *const libc::timeval,
+) -> c_int {
+    if path.is_null() {
+        // SAFETY: the caller's times, valid per the contract.
+        return unsafe { futimes(d, tv) };
+    }
+    // SAFETY: the caller's timevals, valid per the contract.
+    match unsafe { tv_to_ts(tv) } {
+        Err(()) => {
+            set_errno(libc::EINVAL);
+            -1
+        }
+        Ok(ts) => {
+            let tp = ts.as_ref().map_or(std::ptr::null(), |t| t.as_ptr());
+            // SAFETY: the caller's dirfd and path; `tp` is NULL or two
+            // timespecs alive for the call.
+            unsafe { utimensat(d, path, tp, 0) }
+        }
+    }
 }
 
 /// `utime`.
@@ -209,8 +244,13 @@ pub unsafe extern "C" fn futimes(fd: c_int, tv: *const libc::timeval) -> c_int {
 pub unsafe extern "C" fn utime(path: *const c_char, t: *const libc::utimbuf) -> c_int {
     // SAFETY: the caller's path, valid per the contract.
     if !unsafe { is_uvfs_path(path) } {
-        // SAFETY: the caller's arguments, unchanged, valid per the contract.
-        return unsafe { real!(utime: fn(*const c_char, *const libc::utimbuf) -> c_int)(path, t) };
+        // SAFETY: the caller's times, and its path or the host path it
+        // stands for (a C string alive for the call).
+        return unsafe {
+            with_kernel_path(path, |p| {
+                real!(utime: fn(*const c_char, *const libc::utimbuf) -> c_int)(p, t)
+            })
+        };
     }
     let ts = if t.is_null() {
         None

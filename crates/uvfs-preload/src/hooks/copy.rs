@@ -1,4 +1,4 @@
-//! Copies between fds: `sendfile` and `copy_file_range`. With a uvfs fd on
+//! Copies between fds: `sendfile`, `copy_file_range` and `splice`. With a uvfs fd on
 //! either side the copy runs through the shim's own read and write
 //! ([`fdops`]), so each side goes to uvfs or the kernel as it should;
 //! `copy_file_range` between uvfs and a kernel file is `EXDEV`, as Linux
@@ -147,4 +147,126 @@ pub unsafe extern "C" fn copy_file_range(
     }
     // SAFETY: the caller's offset pointers, valid per the contract.
     unsafe { copy_through(fin, off_in, fout, off_out, len.min(0x7fff_f000)) }
+}
+
+/// Whether kernel fd `fd` is ready for `events` now (a zero-timeout
+/// `poll`), for `SPLICE_F_NONBLOCK` on the pipe side.
+fn ready(fd: c_int, events: i16) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    };
+    // SAFETY: one pollfd of our own.
+    unsafe { libc::poll(&mut p, 1, 0) == 1 }
+}
+
+/// `splice` with a uvfs file on one side: Linux needs a pipe on the other
+/// (`EINVAL` otherwise, and for two uvfs fds, since a uvfs fd is never a
+/// pipe; `ESPIPE` for an offset on the pipe's side). One transfer, as the
+/// kernel's: file to pipe, at most `PIPE_BUF` bytes (written whole, never
+/// blocking on a pipe with less room than that once it has some); pipe to
+/// file, what one read of the pipe gives, up to 64 KiB. The file's side
+/// goes through the shim's own read and write.
+///
+/// # Safety
+/// `off_in` and `off_out` are each NULL or a readable and writable
+/// `loff_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn splice(
+    fin: c_int,
+    off_in: *mut loff_t,
+    fout: c_int,
+    off_out: *mut loff_t,
+    len: size_t,
+    flags: c_uint,
+) -> ssize_t {
+    let (ui, uo) = (is_uvfs(fin), is_uvfs(fout));
+    if busy() || !ui && !uo {
+        // SAFETY: the caller's arguments, unchanged, valid per the contract.
+        return unsafe {
+            real!(splice: fn(c_int, *mut loff_t, c_int, *mut loff_t, size_t, c_uint) -> ssize_t)(
+                fin, off_in, fout, off_out, len, flags,
+            )
+        };
+    }
+    let fail = |e: i32| {
+        set_errno(e);
+        -1
+    };
+    let pipe = if ui { fout } else { fin };
+    let pipe_ok = !(ui && uo)
+        && rustix::fs::fstat(crate::state::borrow(pipe))
+            .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFIFO);
+    if !pipe_ok {
+        return fail(libc::EINVAL);
+    }
+    if (ui && !off_out.is_null()) || (uo && !off_in.is_null()) {
+        return fail(libc::ESPIPE);
+    }
+    if len == 0 {
+        return 0;
+    }
+    let nonblock = flags & libc::SPLICE_F_NONBLOCK != 0;
+    if ui {
+        if nonblock && !ready(fout, libc::POLLOUT) {
+            return fail(libc::EAGAIN);
+        }
+        let mut buf = [0u8; libc::PIPE_BUF];
+        let want = len.min(buf.len());
+        // SAFETY: our buffer; the caller's offset pointer.
+        let n = unsafe {
+            if off_in.is_null() {
+                fdops::read(fin, buf.as_mut_ptr().cast(), want)
+            } else {
+                fdops::pread64(fin, buf.as_mut_ptr().cast(), want, *off_in)
+            }
+        };
+        if n <= 0 {
+            return n;
+        }
+        // SAFETY: our buffer of `n` bytes.
+        let w = unsafe { fdops::write(fout, buf.as_ptr().cast(), n as usize) };
+        let moved = w.max(0);
+        if off_in.is_null() {
+            if moved < n {
+                fdops::lseek64(fin, (moved - n) as i64, libc::SEEK_CUR);
+            }
+        } else {
+            // SAFETY: the caller's offset pointer.
+            unsafe { *off_in += moved as i64 };
+        }
+        return w;
+    }
+    if nonblock && !ready(fin, libc::POLLIN) {
+        return fail(libc::EAGAIN);
+    }
+    let mut buf = vec![0u8; len.min(1 << 16)];
+    // SAFETY: our buffer.
+    let n = unsafe { fdops::read(fin, buf.as_mut_ptr().cast(), buf.len()) };
+    if n <= 0 {
+        return n;
+    }
+    let n = n as usize;
+    let mut done = 0;
+    while done < n {
+        // SAFETY: our buffer; the caller's offset pointer.
+        let w = unsafe {
+            let p = buf.as_ptr().add(done).cast();
+            if off_out.is_null() {
+                fdops::write(fout, p, n - done)
+            } else {
+                fdops::pwrite64(fout, p, n - done, *off_out + done as i64)
+            }
+        };
+        if w <= 0 {
+            break;
+        }
+        done += w as usize;
+    }
+    if !off_out.is_null() {
+        // SAFETY: the caller's offset pointer.
+        unsafe { *off_out += done as i64 };
+    }
+    if done == 0 { -1 } else { done as ssize_t }
 }

@@ -25,7 +25,7 @@ pub unsafe extern "C" fn chdir(path: *const c_char) -> c_int {
         let r = unsafe { real!(chdir: fn(*const c_char) -> c_int)(p) };
         if r == 0 && prefix().is_some() && !busy() {
             with_state(|s| {
-                s.cwd_in_uvfs = false;
+                s.set_cwd_in_uvfs(false);
                 s.refresh_kcwd();
             });
         }
@@ -36,7 +36,7 @@ pub unsafe extern "C" fn chdir(path: *const c_char) -> c_int {
         path_call(AT_FDCWD, path, -1, kernel, |s, d, p| {
             debug_assert_eq!(d, AT_FDCWD);
             s.p().chdir(p)?;
-            s.cwd_in_uvfs = true;
+            s.set_cwd_in_uvfs(true);
             Ok(0)
         })
     }
@@ -56,7 +56,7 @@ pub unsafe extern "C" fn fchdir(fd: c_int) -> c_int {
             let r = unsafe { real!(fchdir: fn(c_int) -> c_int)(fd) };
             if r == 0 && prefix().is_some() && !busy() {
                 with_state(|s| {
-                    s.cwd_in_uvfs = false;
+                    s.set_cwd_in_uvfs(false);
                     s.refresh_kcwd();
                 });
             }
@@ -64,7 +64,7 @@ pub unsafe extern "C" fn fchdir(fd: c_int) -> c_int {
         },
         |s, u| {
             s.p().fchdir(u)?;
-            s.cwd_in_uvfs = true;
+            s.set_cwd_in_uvfs(true);
             Ok(0)
         },
     )
@@ -72,7 +72,7 @@ pub unsafe extern "C" fn fchdir(fd: c_int) -> c_int {
 
 /// The program's cwd when it is in uvfs: the prefix plus uvfs's cwd.
 fn uvfs_cwd(s: &mut State) -> Result<Option<Vec<u8>>, Errno> {
-    if !s.cwd_in_uvfs {
+    if !s.cwd_in_uvfs() {
         return Ok(None);
     }
     let c = s.p().getcwd()?;
@@ -144,7 +144,7 @@ forward! {
 /// No arguments; as the C function.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn get_current_dir_name() -> *mut c_char {
-    if prefix().is_some() && !busy() && with_state(|s| s.cwd_in_uvfs) {
+    if prefix().is_some() && !busy() && with_state(|s| s.cwd_in_uvfs()) {
         // SAFETY: a NULL buffer: getcwd allocates.
         return unsafe { getcwd(std::ptr::null_mut(), 0) };
     }

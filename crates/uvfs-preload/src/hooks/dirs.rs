@@ -7,10 +7,11 @@
 //! uvfs directory is built from such a stream too.
 
 use crate::conv::{errno, set_errno};
-use crate::dispatch::{is_uvfs, is_uvfs_path, path_call};
+use crate::dispatch::{is_uvfs, is_uvfs_path, path_call, with_kernel_path};
 use crate::fdops::{uvfs_close, uvfs_open};
 use crate::guard::{busy, run};
 use crate::interpose::{forward, real};
+use crate::refuse::refuse;
 use crate::state::{State, before_kernel_fd, hole_lower, with_state};
 use libc::{c_char, c_int, c_long};
 use uvfs::Errno;
@@ -466,11 +467,14 @@ pub unsafe extern "C" fn scandir(
 ) -> c_int {
     // SAFETY: the caller's path, valid per the contract.
     if !unsafe { is_uvfs_path(path) } {
-        // SAFETY: the caller's arguments, unchanged, valid per the contract.
+        // SAFETY: the caller's arguments, valid per the contract, the path
+        // perhaps replaced by the host path it stands for.
         return unsafe {
-            real!(scandir: fn(*const c_char, *mut *mut *mut libc::dirent64, ScanFilter, ScanCompar) -> c_int)(
-                path, list, filter, compar,
-            )
+            with_kernel_path(path, |p| {
+                real!(scandir: fn(*const c_char, *mut *mut *mut libc::dirent64, ScanFilter, ScanCompar) -> c_int)(
+                    p, list, filter, compar,
+                )
+            })
         };
     }
     // SAFETY: the caller's arguments, valid per the contract.
@@ -485,4 +489,54 @@ forward! {
         compar: ScanCompar,
     ) -> c_int =
         scandir(path, list, filter, compar);
+}
+
+/// `scandirat`: relative to the cwd, the shim's `scandir`; a uvfs path
+/// relative to another directory fd refused (glibc reads it with internal
+/// calls); anything else glibc's.
+///
+/// # Safety
+/// As for [`scandir`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn scandirat(
+    dirfd: c_int,
+    path: *const c_char,
+    list: *mut *mut *mut libc::dirent64,
+    filter: ScanFilter,
+    compar: ScanCompar,
+) -> c_int {
+    if dirfd == AT_FDCWD {
+        // SAFETY: the caller's arguments, valid per the contract.
+        return unsafe { scandir(path, list, filter, compar) };
+    }
+    let kernel = |d: c_int, p: *const c_char| {
+        // SAFETY: the caller's arguments, the path perhaps the host path it
+        // stands for (alive for the call).
+        unsafe {
+            real!(scandirat: fn(c_int, *const c_char, *mut *mut *mut libc::dirent64, ScanFilter, ScanCompar) -> c_int)(
+                d, p, list, filter, compar,
+            )
+        }
+    };
+    // SAFETY: the caller's path, valid per the contract.
+    unsafe {
+        path_call(dirfd, path, -1, kernel, |_, _, _| {
+            Err(refuse!(
+                "scandirat",
+                "of a uvfs directory from a directory fd",
+                EOPNOTSUPP
+            ))
+        })
+    }
+}
+
+forward! {
+    scandirat64(
+        dirfd: c_int,
+        path: *const c_char,
+        list: *mut *mut *mut libc::dirent64,
+        filter: ScanFilter,
+        compar: ScanCompar,
+    ) -> c_int =
+        scandirat(dirfd, path, list, filter, compar);
 }

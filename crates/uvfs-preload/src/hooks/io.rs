@@ -1,7 +1,9 @@
 //! File contents: `read`/`write` and their positional and vector forms,
 //! `lseek`, `getdents64`, and sizes and sync (`truncate`, `ftruncate`,
 //! `fallocate`, `posix_fallocate`, `posix_fadvise`, `fsync`,
-//! `fdatasync`). `read`, `write`, `pread64`, `pwrite64` and `lseek64`
+//! `fdatasync`), and the calls glibc would otherwise send to the
+//! placeholder (`preadv2`, `pwritev2`, `getdirentries`, `readahead`,
+//! `sync_file_range`, `syncfs`). `read`, `write`, `pread64`, `pwrite64` and `lseek64`
 //! are [`fdops`]'s, which the stdio streams and the copy loop share.
 
 use crate::conv::{buf_mut, buf_ref, iovs};
@@ -9,6 +11,7 @@ use crate::dispatch::{fd_call, is_uvfs, path_call};
 use crate::fdops;
 use crate::guard::{busy, run_rc};
 use crate::interpose::{forward, real};
+use crate::refuse::refuse;
 use crate::state::with_state;
 use libc::{c_char, c_int, c_void, iovec, off_t, size_t, ssize_t};
 use uvfs::uapi::AT_FDCWD;
@@ -386,5 +389,247 @@ pub unsafe extern "C" fn fdatasync(fd: c_int) -> c_int {
         // SAFETY: no pointers; any fd number is a valid argument.
         || unsafe { real!(fdatasync: fn(c_int) -> c_int)(fd) },
         |s, u| s.p().fdatasync(u).map(|()| 0),
+    )
+}
+
+// ---------------------------------------------------------------------------
+// The calls glibc makes with internal syscalls of its own, or that programs
+// reach only through their own names: served here for a uvfs fd rather
+// than reaching the placeholder (where `preadv2` would read an empty
+// `/dev/null` and `pwritev2` discard the data).
+
+/// The `RWF_*` flags a uvfs file takes as a plain read or write: tmpfs has
+/// no polling (`RWF_HIPRI`), nothing to flush (`RWF_DSYNC`, `RWF_SYNC`) and
+/// never blocks on I/O (`RWF_NOWAIT`).
+const RWF_PLAIN: c_int = 0x1 | 0x2 | 0x4 | 0x8;
+/// `RWF_APPEND`.
+const RWF_APPEND: c_int = 0x10;
+
+/// `preadv2`/`pwritev2` on uvfs: `off` -1 is the file position (as
+/// `readv`/`writev`), other negative offsets `EINVAL`; `RWF_APPEND`
+/// refused loudly; other unknown flags `EOPNOTSUPP`, as Linux.
+///
+/// # Safety
+/// `iov` points to `cnt` iovecs, each a buffer readable (`write`) or
+/// writable (not `write`) for its length.
+unsafe fn uvfs_rw2(
+    s: &mut crate::state::State,
+    u: i32,
+    iov: *const iovec,
+    cnt: c_int,
+    off: off_t,
+    flags: c_int,
+    write: bool,
+) -> Result<ssize_t, Errno> {
+    if write && flags & RWF_APPEND != 0 {
+        return Err(refuse!(
+            "pwritev2",
+            "with RWF_APPEND on a uvfs file",
+            EOPNOTSUPP
+        ));
+    }
+    if flags & !RWF_PLAIN != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    if off == -1 {
+        // SAFETY: the caller's iovecs.
+        let v = unsafe { iovs(iov, cnt) }?;
+        if write {
+            let mut bufs = Vec::with_capacity(v.len());
+            for x in v {
+                // SAFETY: a readable buffer, per the contract.
+                bufs.push(unsafe { buf_ref(x.iov_base, x.iov_len) }?);
+            }
+            return Ok(s.p().writev(u, &bufs)? as ssize_t);
+        }
+        let mut bufs = Vec::with_capacity(v.len());
+        for x in v {
+            // SAFETY: a writable buffer, per the contract.
+            bufs.push(unsafe { buf_mut(x.iov_base, x.iov_len) }?);
+        }
+        return Ok(s.p().readv(u, &mut bufs)? as ssize_t);
+    }
+    // SAFETY: the caller's iovecs, per the contract.
+    unsafe { uvfs_preadv(s.p(), u, iovs(iov, cnt)?, off, write) }
+}
+
+/// `preadv2`.
+///
+/// # Safety
+/// `iov` points to `cnt` iovecs, each a writable buffer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn preadv2(
+    fd: c_int,
+    iov: *const iovec,
+    cnt: c_int,
+    off: off_t,
+    flags: c_int,
+) -> ssize_t {
+    fd_call(
+        fd,
+        -1,
+        // SAFETY: the caller's arguments, unchanged, valid per the contract.
+        || unsafe {
+            real!(preadv2: fn(c_int, *const iovec, c_int, off_t, c_int) -> ssize_t)(
+                fd, iov, cnt, off, flags,
+            )
+        },
+        // SAFETY: the caller's iovecs, each a writable buffer.
+        |s, u| unsafe { uvfs_rw2(s, u, iov, cnt, off, flags, false) },
+    )
+}
+
+/// `pwritev2`.
+///
+/// # Safety
+/// `iov` points to `cnt` iovecs, each a readable buffer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pwritev2(
+    fd: c_int,
+    iov: *const iovec,
+    cnt: c_int,
+    off: off_t,
+    flags: c_int,
+) -> ssize_t {
+    fd_call(
+        fd,
+        -1,
+        // SAFETY: the caller's arguments, unchanged, valid per the contract.
+        || unsafe {
+            real!(pwritev2: fn(c_int, *const iovec, c_int, off_t, c_int) -> ssize_t)(
+                fd, iov, cnt, off, flags,
+            )
+        },
+        // SAFETY: the caller's iovecs, each a readable buffer.
+        |s, u| unsafe { uvfs_rw2(s, u, iov, cnt, off, flags, true) },
+    )
+}
+
+forward! {
+    preadv64v2(fd: c_int, iov: *const iovec, cnt: c_int, off: off_t, flags: c_int) -> ssize_t =
+        preadv2(fd, iov, cnt, off, flags);
+    pwritev64v2(fd: c_int, iov: *const iovec, cnt: c_int, off: off_t, flags: c_int) -> ssize_t =
+        pwritev2(fd, iov, cnt, off, flags);
+}
+
+/// `getdirentries64`: `getdents64` with the directory's position before
+/// the call stored in `*base`.
+///
+/// # Safety
+/// `buf` points to `n` writable bytes; `base` is NULL or a writable
+/// `off64_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn getdirentries64(
+    fd: c_int,
+    buf: *mut c_char,
+    n: size_t,
+    base: *mut off_t,
+) -> ssize_t {
+    fd_call(
+        fd,
+        -1,
+        // SAFETY: the caller's arguments, unchanged, valid per the contract.
+        || unsafe {
+            real!(getdirentries64: fn(c_int, *mut c_char, size_t, *mut off_t) -> ssize_t)(
+                fd, buf, n, base,
+            )
+        },
+        |s, u| {
+            let pos = s.p().lseek(u, 0, libc::SEEK_CUR)?;
+            // SAFETY: the caller's buffer of `n` writable bytes.
+            let r = s.p().getdents64(u, unsafe { buf_mut(buf.cast(), n) }?)?;
+            if !base.is_null() {
+                // SAFETY: writable per the contract.
+                unsafe { *base = pos };
+            }
+            Ok(r as ssize_t)
+        },
+    )
+}
+
+forward! {
+    getdirentries(fd: c_int, buf: *mut c_char, n: size_t, base: *mut off_t) -> ssize_t =
+        getdirentries64(fd, buf, n, base);
+}
+
+/// `readahead`: on a uvfs file, the kernel's checks (an fd open for
+/// reading, a regular file), then nothing to do: 0.
+///
+/// # Safety
+/// No pointer arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn readahead(fd: c_int, off: off_t, count: size_t) -> ssize_t {
+    fd_call(
+        fd,
+        -1,
+        // SAFETY: no pointers; any values are valid arguments.
+        || unsafe { real!(readahead: fn(c_int, off_t, size_t) -> ssize_t)(fd, off, count) },
+        |s, u| {
+            let fl = s.p().fcntl(u, libc::F_GETFL, 0)?;
+            if fl & libc::O_PATH != 0 || fl & libc::O_ACCMODE == libc::O_WRONLY {
+                return Err(Errno::EBADF);
+            }
+            if s.p().fstat(u)?.st_mode & libc::S_IFMT != libc::S_IFREG {
+                return Err(Errno::EINVAL);
+            }
+            Ok(0)
+        },
+    )
+}
+
+/// `sync_file_range`: on a uvfs file, the kernel's argument checks, then
+/// nothing to write back: 0.
+///
+/// # Safety
+/// No pointer arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sync_file_range(
+    fd: c_int,
+    off: off_t,
+    nbytes: off_t,
+    flags: libc::c_uint,
+) -> c_int {
+    fd_call(
+        fd,
+        -1,
+        // SAFETY: no pointers; any values are valid arguments.
+        || unsafe {
+            real!(sync_file_range: fn(c_int, off_t, off_t, libc::c_uint) -> c_int)(
+                fd, off, nbytes, flags,
+            )
+        },
+        |s, u| {
+            if flags & !7 != 0 || off < 0 || nbytes < 0 || off.checked_add(nbytes).is_none() {
+                return Err(Errno::EINVAL);
+            }
+            let fl = s.p().fcntl(u, libc::F_GETFL, 0)?;
+            if fl & libc::O_PATH != 0 {
+                return Err(Errno::EBADF);
+            }
+            match s.p().fstat(u)?.st_mode & libc::S_IFMT {
+                libc::S_IFREG | libc::S_IFDIR | libc::S_IFBLK | libc::S_IFLNK => Ok(0),
+                _ => Err(Errno::ESPIPE),
+            }
+        },
+    )
+}
+
+/// `syncfs`: nothing to write back for a uvfs fd: 0.
+///
+/// # Safety
+/// No pointer arguments.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn syncfs(fd: c_int) -> c_int {
+    fd_call(
+        fd,
+        -1,
+        // SAFETY: no pointers; any fd number is a valid argument.
+        || unsafe { real!(syncfs: fn(c_int) -> c_int)(fd) },
+        |s, u| {
+            if s.p().fcntl(u, libc::F_GETFL, 0)? & libc::O_PATH != 0 {
+                return Err(Errno::EBADF);
+            }
+            Ok(0)
+        },
     )
 }

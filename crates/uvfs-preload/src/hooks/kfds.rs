@@ -1,6 +1,6 @@
 //! Kernel fds made or closed by calls the shim otherwise passes through
 //! untouched: `pipe`, `socket`, `accept`, `eventfd`, `epoll_create`,
-//! `memfd_create`, `tmpfile`, `popen`, … and `fclose`/`pclose`. They are
+//! `memfd_create`, `popen`, … and `fclose`/`pclose`. They are
 //! interposed only to keep the placeholder cache from changing fd numbers
 //! (see `state`, "Numbering"): a call that makes an fd first flushes the
 //! cache, one that closes one records the freed number. Each costs one
@@ -46,8 +46,6 @@ maker! {
     memfd_create(name: *const c_char, flags: c_uint) -> c_int;
     shm_open(name: *const c_char, flags: c_int, mode: libc::mode_t) -> c_int;
     posix_openpt(flags: c_int) -> c_int;
-    tmpfile() -> *mut FILE;
-    tmpfile64() -> *mut FILE;
     popen(cmd: *const c_char, mode: *const c_char) -> *mut FILE;
 }
 

@@ -27,4 +27,5 @@ mod stat;
 mod statfs;
 pub(crate) mod stdio;
 mod temp;
+mod unsupported;
 mod xattr;

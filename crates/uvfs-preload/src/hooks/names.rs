@@ -6,6 +6,7 @@
 use crate::conv::{buf_mut, cbytes};
 use crate::dispatch::{at_call, path_call, path2_call};
 use crate::interpose::{forward, real};
+use crate::refuse::refuse;
 use libc::{c_char, c_int, c_uint, mode_t, size_t, ssize_t};
 use uvfs::Errno;
 use uvfs::uapi::AT_FDCWD;
@@ -192,22 +193,21 @@ forward! {
         readlinkat(d, path, buf, n);
 }
 
-/// mknod/mkfifo under the prefix: uvfs's tmpfs has no special files.
-/// `real_fn` makes the kernel's call with the caller's own arguments.
+/// mknod/mkfifo under the prefix: uvfs's tmpfs has no special files:
+/// `EPERM`, said once on stderr (`refused` makes the error).
+/// `real_fn(dirfd, path)` makes the kernel's call with the caller's other
+/// arguments.
 ///
 /// # Safety
 /// `path` is NULL or a valid C string.
-unsafe fn no_special(path: *const c_char, dirfd: c_int, real_fn: impl FnOnce() -> c_int) -> c_int {
+unsafe fn no_special(
+    path: *const c_char,
+    dirfd: c_int,
+    real_fn: impl FnOnce(c_int, *const c_char) -> c_int,
+    refused: impl FnOnce() -> Errno,
+) -> c_int {
     // SAFETY: the caller's path, valid per the contract.
-    unsafe {
-        path_call(
-            dirfd,
-            path,
-            -1,
-            |_, _| real_fn(),
-            |_, _, _| Err(Errno::EPERM),
-        )
-    }
+    unsafe { path_call(dirfd, path, -1, real_fn, |_, _, _| Err(refused())) }
 }
 
 /// `mkfifo`.
@@ -216,12 +216,21 @@ unsafe fn no_special(path: *const c_char, dirfd: c_int, real_fn: impl FnOnce() -
 /// `path` is NULL or a valid C string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mkfifo(path: *const c_char, mode: mode_t) -> c_int {
-    let real_fn = || {
-        // SAFETY: the caller's arguments, unchanged.
-        unsafe { real!(mkfifo: fn(*const c_char, mode_t) -> c_int)(path, mode) }
+    let real_fn = |_: c_int, p: *const c_char| {
+        // SAFETY: the caller's mode, and its path or the host path it
+        // stands for (a C string alive for the call).
+        unsafe { real!(mkfifo: fn(*const c_char, mode_t) -> c_int)(p, mode) }
     };
     // SAFETY: the caller's path, valid per the contract.
-    unsafe { no_special(path, AT_FDCWD, real_fn) }
+    unsafe {
+        no_special(path, AT_FDCWD, real_fn, || {
+            refuse!(
+                "mkfifo",
+                "under the prefix (uvfs has no special files)",
+                EPERM
+            )
+        })
+    }
 }
 
 /// `mkfifoat`.
@@ -230,12 +239,21 @@ pub unsafe extern "C" fn mkfifo(path: *const c_char, mode: mode_t) -> c_int {
 /// `path` is NULL or a valid C string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mkfifoat(d: c_int, path: *const c_char, mode: mode_t) -> c_int {
-    let real_fn = || {
-        // SAFETY: the caller's arguments, unchanged.
-        unsafe { real!(mkfifoat: fn(c_int, *const c_char, mode_t) -> c_int)(d, path, mode) }
+    let real_fn = |d: c_int, p: *const c_char| {
+        // SAFETY: the caller's mode, and its dirfd and path or the host
+        // path they stand for (a C string alive for the call).
+        unsafe { real!(mkfifoat: fn(c_int, *const c_char, mode_t) -> c_int)(d, p, mode) }
     };
     // SAFETY: the caller's path, valid per the contract.
-    unsafe { no_special(path, d, real_fn) }
+    unsafe {
+        no_special(path, d, real_fn, || {
+            refuse!(
+                "mkfifoat",
+                "under the prefix (uvfs has no special files)",
+                EPERM
+            )
+        })
+    }
 }
 
 /// `mknodat`.
@@ -249,16 +267,23 @@ pub unsafe extern "C" fn mknodat(
     mode: mode_t,
     dev: libc::dev_t,
 ) -> c_int {
-    let real_fn = || {
-        // SAFETY: the caller's arguments, unchanged.
+    let real_fn = |d: c_int, p: *const c_char| {
+        // SAFETY: the caller's mode and device, and its dirfd and path or
+        // the host path they stand for (a C string alive for the call).
         unsafe {
-            real!(mknodat: fn(c_int, *const c_char, mode_t, libc::dev_t) -> c_int)(
-                d, path, mode, dev,
-            )
+            real!(mknodat: fn(c_int, *const c_char, mode_t, libc::dev_t) -> c_int)(d, p, mode, dev)
         }
     };
     // SAFETY: the caller's path, valid per the contract.
-    unsafe { no_special(path, d, real_fn) }
+    unsafe {
+        no_special(path, d, real_fn, || {
+            refuse!(
+                "mknodat",
+                "under the prefix (uvfs has no special files)",
+                EPERM
+            )
+        })
+    }
 }
 
 /// `mknod`.
@@ -267,10 +292,34 @@ pub unsafe extern "C" fn mknodat(
 /// `path` is NULL or a valid C string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mknod(path: *const c_char, mode: mode_t, dev: libc::dev_t) -> c_int {
-    let real_fn = || {
-        // SAFETY: the caller's arguments, unchanged.
-        unsafe { real!(mknod: fn(*const c_char, mode_t, libc::dev_t) -> c_int)(path, mode, dev) }
+    let real_fn = |_: c_int, p: *const c_char| {
+        // SAFETY: the caller's mode and device, and its path or the host
+        // path it stands for (a C string alive for the call).
+        unsafe { real!(mknod: fn(*const c_char, mode_t, libc::dev_t) -> c_int)(p, mode, dev) }
     };
     // SAFETY: the caller's path, valid per the contract.
-    unsafe { no_special(path, AT_FDCWD, real_fn) }
+    unsafe {
+        no_special(path, AT_FDCWD, real_fn, || {
+            refuse!(
+                "mknod",
+                "under the prefix (uvfs has no special files)",
+                EPERM
+            )
+        })
+    }
+}
+
+// The pre-2.33 `__xmknod` ABI (version 0 on x86-64), still called by older
+// binaries.
+forward! {
+    __xmknod(_ver: c_int, path: *const c_char, mode: mode_t, dev: *const libc::dev_t) -> c_int =
+        mknod(path, mode, if dev.is_null() { 0 } else { *dev });
+    __xmknodat(
+        _ver: c_int,
+        d: c_int,
+        path: *const c_char,
+        mode: mode_t,
+        dev: *const libc::dev_t,
+    ) -> c_int =
+        mknodat(d, path, mode, if dev.is_null() { 0 } else { *dev });
 }

@@ -1,9 +1,10 @@
-//! File-system information: `statfs`/`fstatfs` and `pathconf`/`fpathconf`.
+//! File-system information: `statfs`/`fstatfs`, `statvfs`/`fstatvfs`
+//! and `pathconf`/`fpathconf`.
 //! A uvfs path or fd reports a tmpfs (`TMPFS_MAGIC`, 255-byte names) with
 //! the sizes and limits of the host's `/dev/shm`, rather than the
 //! placeholder's `/dev/null`.
 
-use crate::dispatch::{fd_call, path_call};
+use crate::dispatch::{fd_call, is_uvfs, is_uvfs_path, path_call, with_kernel_path};
 use crate::interpose::{forward, real};
 use libc::{c_char, c_int, c_long};
 use uvfs::Errno;
@@ -127,4 +128,100 @@ pub unsafe extern "C" fn fpathconf(fd: c_int, name: c_int) -> c_long {
             Ok(tmpfs_pathconf(name))
         },
     )
+}
+
+/// A uvfs file's `statvfs`, once the shim's own `statfs` accepted it
+/// (into `f`): as its `statfs`, the host's `/dev/shm` figures and mount
+/// flags, 255-byte names, no fsid; from `f` alone (no flags) when the host
+/// has no `/dev/shm`.
+///
+/// # Safety
+/// `out` is NULL (`EFAULT`) or points to a writable `struct statvfs`.
+unsafe fn put_statvfs(f: &libc::statfs, out: *mut libc::statvfs) -> c_int {
+    if out.is_null() {
+        crate::conv::set_errno(libc::EFAULT);
+        return -1;
+    }
+    // SAFETY: a literal C string and our own buffer.
+    let mut v: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let r =
+        unsafe { real!(statvfs: fn(P, *mut libc::statvfs) -> c_int)(c"/dev/shm".as_ptr(), &mut v) };
+    if r != 0 {
+        // SAFETY: an all-zero statvfs is valid.
+        v = unsafe { std::mem::zeroed() };
+        v.f_bsize = f.f_bsize as _;
+        v.f_frsize = if f.f_frsize != 0 {
+            f.f_frsize
+        } else {
+            f.f_bsize
+        } as _;
+        v.f_blocks = f.f_blocks;
+        v.f_bfree = f.f_bfree;
+        v.f_bavail = f.f_bavail;
+        v.f_files = f.f_files;
+        v.f_ffree = f.f_ffree;
+        v.f_favail = f.f_ffree;
+    }
+    v.f_namemax = 255;
+    v.f_fsid = 0;
+    // SAFETY: writable per the contract.
+    unsafe { out.write_unaligned(v) };
+    0
+}
+
+/// `statvfs`: glibc's calls `statfs` internally, where the shim cannot see
+/// it, so a uvfs path is answered from the shim's own `statfs`.
+///
+/// # Safety
+/// `path` is NULL or a valid C string; `buf` is NULL or points to a
+/// writable `struct statvfs`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn statvfs(path: P, buf: *mut libc::statvfs) -> c_int {
+    // SAFETY: the caller's path, valid per the contract.
+    if !unsafe { is_uvfs_path(path) } {
+        // SAFETY: the caller's buffer, and its path or the host path it
+        // stands for (alive for the call).
+        return unsafe {
+            with_kernel_path(path, |p| {
+                real!(statvfs: fn(P, *mut libc::statvfs) -> c_int)(p, buf)
+            })
+        };
+    }
+    // SAFETY: an all-zero statfs is valid.
+    let mut f: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: the caller's path; our own buffer.
+    if unsafe { statfs(path, &mut f) } != 0 {
+        return -1;
+    }
+    // SAFETY: the caller's buffer, per the contract.
+    unsafe { put_statvfs(&f, buf) }
+}
+
+forward! {
+    statvfs64(path: P, buf: *mut libc::statvfs) -> c_int = statvfs(path, buf);
+}
+
+/// `fstatvfs`.
+///
+/// # Safety
+/// `buf` is NULL or points to a writable `struct statvfs`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fstatvfs(fd: c_int, buf: *mut libc::statvfs) -> c_int {
+    if !is_uvfs(fd) {
+        // SAFETY: the caller's buffer, unchanged, valid per the contract.
+        return unsafe { real!(fstatvfs: fn(c_int, *mut libc::statvfs) -> c_int)(fd, buf) };
+    }
+    // SAFETY: an all-zero statfs is valid.
+    let mut f: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: our own buffer.
+    if unsafe { fstatfs(fd, &mut f) } != 0 {
+        return -1;
+    }
+    // SAFETY: the caller's buffer, per the contract.
+    unsafe { put_statvfs(&f, buf) }
+}
+
+forward! {
+    fstatvfs64(fd: c_int, buf: *mut libc::statvfs) -> c_int = fstatvfs(fd, buf);
 }

@@ -9,11 +9,13 @@
 //! uvfs fd mapped at 0, 1 or 2 takes over the standard stream.
 
 use crate::conv::cbytes;
-use crate::dispatch::{is_uvfs, is_uvfs_path, path_call};
+use crate::dispatch::{is_uvfs, is_uvfs_path, path_call, route_unguarded, with_kernel_path};
 use crate::fdops::{self, uvfs_close, uvfs_open};
 use crate::guard::{busy, run};
-use crate::interpose::real;
+use crate::interpose::{forward, real};
+use crate::path::Route;
 use crate::state::{before_kernel_fd, with_state};
+use crate::tempname::gen_tempname;
 use libc::{FILE, c_char, c_int, c_void, off64_t, size_t, ssize_t};
 use uvfs::Errno;
 use uvfs::uapi::AT_FDCWD;
@@ -126,22 +128,24 @@ unsafe fn stream(k: c_int, mode: *const c_char) -> Result<*mut FILE, Errno> {
 }
 
 /// `fopen`/`fopen64`: a uvfs path gets a cookie stream; `real_fn` is the
-/// next definition with the caller's arguments.
+/// next definition with the caller's mode, given the path to open (the
+/// caller's, or the host path it stands for when it climbs out of the
+/// prefix).
 ///
 /// # Safety
 /// `path` and `mode` are each NULL or a valid C string.
 unsafe fn do_fopen(
     path: *const c_char,
     mode: *const c_char,
-    real_fn: impl FnOnce() -> *mut FILE,
+    real_fn: impl FnOnce(*const c_char) -> *mut FILE,
 ) -> *mut FILE {
     // The kernel side makes an fd: the placeholder cache steps aside first.
-    let real_fn = || {
+    let real_fn = |p: *const c_char| {
         before_kernel_fd();
-        real_fn()
+        real_fn(p)
     };
     if mode.is_null() {
-        return real_fn();
+        return real_fn(path);
     }
     // SAFETY: the caller's path and mode (non-NULL), valid per the
     // contract.
@@ -150,7 +154,7 @@ unsafe fn do_fopen(
             AT_FDCWD,
             path,
             std::ptr::null_mut(),
-            |_, _| real_fn(),
+            |_, p| real_fn(p),
             |s, d, p| {
                 let flags = mode_flags(cbytes(mode))?;
                 let k = uvfs_open(s, d, p, flags, 0o666)?;
@@ -168,9 +172,10 @@ unsafe fn do_fopen(
 /// `path` and `mode` are each NULL or a valid C string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fopen(path: *const c_char, mode: *const c_char) -> *mut FILE {
-    let real_fn = || {
-        // SAFETY: the caller's arguments, unchanged.
-        unsafe { real!(fopen: fn(*const c_char, *const c_char) -> *mut FILE)(path, mode) }
+    let real_fn = |p: *const c_char| {
+        // SAFETY: the caller's mode, and its path or the host path it
+        // stands for (a C string alive for the call).
+        unsafe { real!(fopen: fn(*const c_char, *const c_char) -> *mut FILE)(p, mode) }
     };
     // SAFETY: the caller's strings, valid per the contract.
     unsafe { do_fopen(path, mode, real_fn) }
@@ -182,9 +187,10 @@ pub unsafe extern "C" fn fopen(path: *const c_char, mode: *const c_char) -> *mut
 /// `path` and `mode` are each NULL or a valid C string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fopen64(path: *const c_char, mode: *const c_char) -> *mut FILE {
-    let real_fn = || {
-        // SAFETY: the caller's arguments, unchanged.
-        unsafe { real!(fopen64: fn(*const c_char, *const c_char) -> *mut FILE)(path, mode) }
+    let real_fn = |p: *const c_char| {
+        // SAFETY: the caller's mode, and its path or the host path it
+        // stands for (a C string alive for the call).
+        unsafe { real!(fopen64: fn(*const c_char, *const c_char) -> *mut FILE)(p, mode) }
     };
     // SAFETY: the caller's strings, valid per the contract.
     unsafe { do_fopen(path, mode, real_fn) }
@@ -231,7 +237,8 @@ pub unsafe extern "C" fn fdopen(fd: c_int, mode: *const c_char) -> *mut FILE {
 
 /// `freopen`/`freopen64`: to a uvfs path, the stream closed and a cookie
 /// stream opened (a standard stream's variable pointed at it); `real_fn`
-/// is the next definition with the caller's arguments.
+/// is the next definition with the caller's mode and stream, given the
+/// path.
 ///
 /// # Safety
 /// `path` and `mode` are each NULL or a valid C string; `f` is a live
@@ -240,16 +247,18 @@ unsafe fn do_freopen(
     path: *const c_char,
     mode: *const c_char,
     f: *mut FILE,
-    real_fn: impl FnOnce() -> *mut FILE,
+    real_fn: impl FnOnce(*const c_char) -> *mut FILE,
 ) -> *mut FILE {
-    let real_fn = || {
+    let real_fn = |p: *const c_char| {
         before_kernel_fd();
-        real_fn()
+        real_fn(p)
     };
     // SAFETY: the caller's path, valid per the contract.
     let to_uvfs = !mode.is_null() && unsafe { is_uvfs_path(path) };
     if !to_uvfs {
-        return real_fn();
+        // The caller's path, or the host path it stands for.
+        // SAFETY: the caller's path, valid per the contract.
+        return unsafe { with_kernel_path(path, real_fn) };
     }
     // The stream object cannot be kept (a glibc FILE reads through its fd
     // with calls the shim cannot see): close it, open a cookie stream, and
@@ -297,10 +306,11 @@ pub unsafe extern "C" fn freopen(
     mode: *const c_char,
     f: *mut FILE,
 ) -> *mut FILE {
-    let real_fn = || {
-        // SAFETY: the caller's arguments, unchanged.
+    let real_fn = |p: *const c_char| {
+        // SAFETY: the caller's mode and stream, and its path or the host
+        // path it stands for (a C string alive for the call).
         unsafe {
-            real!(freopen: fn(*const c_char, *const c_char, *mut FILE) -> *mut FILE)(path, mode, f)
+            real!(freopen: fn(*const c_char, *const c_char, *mut FILE) -> *mut FILE)(p, mode, f)
         }
     };
     // SAFETY: the caller's arguments, valid per the contract.
@@ -318,12 +328,11 @@ pub unsafe extern "C" fn freopen64(
     mode: *const c_char,
     f: *mut FILE,
 ) -> *mut FILE {
-    let real_fn = || {
-        // SAFETY: the caller's arguments, unchanged.
+    let real_fn = |p: *const c_char| {
+        // SAFETY: the caller's mode and stream, and its path or the host
+        // path it stands for (a C string alive for the call).
         unsafe {
-            real!(freopen64: fn(*const c_char, *const c_char, *mut FILE) -> *mut FILE)(
-                path, mode, f,
-            )
+            real!(freopen64: fn(*const c_char, *const c_char, *mut FILE) -> *mut FILE)(p, mode, f)
         }
     };
     // SAFETY: the caller's arguments, valid per the contract.
@@ -358,4 +367,55 @@ pub(crate) fn adopt_std(k: c_int) {
             }
         }
     }
+}
+
+/// `tmpfile`: glibc's makes its file in `P_tmpdir` (`/tmp`, whatever
+/// `TMPDIR` says), so it reaches uvfs only when `/tmp` lies under the
+/// prefix. Then, as glibc: an unnamed `O_TMPFILE` file in `/tmp`, mode 0600,
+/// or, if that fails, a `/tmp/tmpfXXXXXX` name made and unlinked at once
+/// (whose error, if it fails too, is the answer); the fd as a `w+`
+/// stream.
+///
+/// # Safety
+/// No arguments; as the C function.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tmpfile() -> *mut FILE {
+    let tmpdir = c"/tmp";
+    // SAFETY: a literal C string.
+    if !unsafe { is_uvfs_path(tmpdir.as_ptr()) } {
+        before_kernel_fd();
+        // SAFETY: no arguments.
+        return unsafe { real!(tmpfile: fn() -> *mut FILE)() };
+    }
+    run(std::ptr::null_mut(), || {
+        let Some(Route::Uvfs(d, p)) = route_unguarded(AT_FDCWD, tmpdir.to_bytes()) else {
+            return Err(Errno::EXDEV);
+        };
+        let unnamed = libc::O_RDWR | libc::O_TMPFILE | libc::O_EXCL;
+        let k = match with_state(|s| uvfs_open(s, d, &p, unnamed, 0o600)) {
+            Ok(k) => k,
+            Err(_) => {
+                let mut t = *b"/tmp/tmpfXXXXXX\0";
+                let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL;
+                // SAFETY: a writable, NUL-terminated template of our own.
+                unsafe {
+                    gen_tempname(t.as_mut_ptr().cast(), 0, |s, d, p| {
+                        let k = uvfs_open(s, d, p, flags, 0o600)?;
+                        let _ = s.p().unlinkat(d, p, 0);
+                        Ok(k)
+                    })
+                }?
+            }
+        };
+        // SAFETY: a literal mode string; the stream takes `k` over.
+        unsafe { stream(k, c"w+".as_ptr()) }.inspect_err(|_| {
+            with_state(|s| {
+                let _ = uvfs_close(s, k);
+            })
+        })
+    })
+}
+
+forward! {
+    tmpfile64() -> *mut FILE = tmpfile();
 }

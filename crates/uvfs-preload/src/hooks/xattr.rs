@@ -11,14 +11,15 @@ use uvfs::uapi::{AT_FDCWD, AT_SYMLINK_NOFOLLOW};
 
 /// A path xattr call: on uvfs, the path checked (following symlinks or
 /// not) and `r` returned; else `kernel`, the next definition with the
-/// caller's arguments.
+/// caller's other arguments, given the path (the caller's, or the host
+/// path it stands for).
 ///
 /// # Safety
 /// `path` is NULL or a valid C string.
 unsafe fn x_path(
     path: *const c_char,
     follow: bool,
-    kernel: impl FnOnce() -> ssize_t,
+    kernel: impl FnOnce(*const c_char) -> ssize_t,
     r: Result<ssize_t, Errno>,
 ) -> ssize_t {
     let flags = if follow { 0 } else { AT_SYMLINK_NOFOLLOW };
@@ -28,7 +29,7 @@ unsafe fn x_path(
             AT_FDCWD,
             path,
             -1,
-            |_, _| kernel(),
+            |_, p| kernel(p),
             |s, d, p| {
                 s.p().fstatat(d, p, flags)?;
                 r
@@ -55,8 +56,10 @@ type P = *const c_char;
 /// writable bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn getxattr(p: P, n: P, v: *mut c_void, z: size_t) -> ssize_t {
-    let kernel = || {
-        // SAFETY: the caller's arguments, unchanged, valid per the contract.
+    let kernel = |p: P| {
+        // SAFETY: the caller's arguments, valid per the contract, its path
+        // perhaps replaced by the host path it stands for (alive for the
+        // call).
         unsafe { real!(getxattr: fn(P, P, *mut c_void, size_t) -> ssize_t)(p, n, v, z) }
     };
     // SAFETY: the caller's path, valid per the contract.
@@ -70,8 +73,10 @@ pub unsafe extern "C" fn getxattr(p: P, n: P, v: *mut c_void, z: size_t) -> ssiz
 /// writable bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn lgetxattr(p: P, n: P, v: *mut c_void, z: size_t) -> ssize_t {
-    let kernel = || {
-        // SAFETY: the caller's arguments, unchanged, valid per the contract.
+    let kernel = |p: P| {
+        // SAFETY: the caller's arguments, valid per the contract, its path
+        // perhaps replaced by the host path it stands for (alive for the
+        // call).
         unsafe { real!(lgetxattr: fn(P, P, *mut c_void, size_t) -> ssize_t)(p, n, v, z) }
     };
     // SAFETY: the caller's path, valid per the contract.
@@ -98,8 +103,10 @@ pub unsafe extern "C" fn fgetxattr(fd: c_int, n: P, v: *mut c_void, z: size_t) -
 /// `p` is NULL or a valid C string; `l` points to `z` writable bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn listxattr(p: P, l: *mut c_char, z: size_t) -> ssize_t {
-    let kernel = || {
-        // SAFETY: the caller's arguments, unchanged, valid per the contract.
+    let kernel = |p: P| {
+        // SAFETY: the caller's arguments, valid per the contract, its path
+        // perhaps replaced by the host path it stands for (alive for the
+        // call).
         unsafe { real!(listxattr: fn(P, *mut c_char, size_t) -> ssize_t)(p, l, z) }
     };
     // SAFETY: the caller's path, valid per the contract.
@@ -112,8 +119,10 @@ pub unsafe extern "C" fn listxattr(p: P, l: *mut c_char, z: size_t) -> ssize_t {
 /// `p` is NULL or a valid C string; `l` points to `z` writable bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn llistxattr(p: P, l: *mut c_char, z: size_t) -> ssize_t {
-    let kernel = || {
-        // SAFETY: the caller's arguments, unchanged, valid per the contract.
+    let kernel = |p: P| {
+        // SAFETY: the caller's arguments, valid per the contract, its path
+        // perhaps replaced by the host path it stands for (alive for the
+        // call).
         unsafe { real!(llistxattr: fn(P, *mut c_char, size_t) -> ssize_t)(p, l, z) }
     };
     // SAFETY: the caller's path, valid per the contract.
@@ -141,8 +150,10 @@ pub unsafe extern "C" fn flistxattr(fd: c_int, l: *mut c_char, z: size_t) -> ssi
 /// readable bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn setxattr(p: P, n: P, v: *const c_void, z: size_t, f: c_int) -> c_int {
-    let kernel = || {
-        // SAFETY: the caller's arguments, unchanged, valid per the contract.
+    let kernel = |p: P| {
+        // SAFETY: the caller's arguments, valid per the contract, its path
+        // perhaps replaced by the host path it stands for (alive for the
+        // call).
         unsafe {
             real!(setxattr: fn(P, P, *const c_void, size_t, c_int) -> c_int)(p, n, v, z, f)
                 as ssize_t
@@ -159,8 +170,10 @@ pub unsafe extern "C" fn setxattr(p: P, n: P, v: *const c_void, z: size_t, f: c_
 /// readable bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn lsetxattr(p: P, n: P, v: *const c_void, z: size_t, f: c_int) -> c_int {
-    let kernel = || {
-        // SAFETY: the caller's arguments, unchanged, valid per the contract.
+    let kernel = |p: P| {
+        // SAFETY: the caller's arguments, valid per the contract, its path
+        // perhaps replaced by the host path it stands for (alive for the
+        // call).
         unsafe {
             real!(lsetxattr: fn(P, P, *const c_void, size_t, c_int) -> c_int)(p, n, v, z, f)
                 as ssize_t
@@ -199,8 +212,10 @@ pub unsafe extern "C" fn fsetxattr(
 /// `p` and `n` are each NULL or a valid C string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn removexattr(p: P, n: P) -> c_int {
-    let kernel = || {
-        // SAFETY: the caller's arguments, unchanged, valid per the contract.
+    let kernel = |p: P| {
+        // SAFETY: the caller's arguments, valid per the contract, its path
+        // perhaps replaced by the host path it stands for (alive for the
+        // call).
         unsafe { real!(removexattr: fn(P, P) -> c_int)(p, n) as ssize_t }
     };
     // SAFETY: the caller's path, valid per the contract.
@@ -213,8 +228,10 @@ pub unsafe extern "C" fn removexattr(p: P, n: P) -> c_int {
 /// `p` and `n` are each NULL or a valid C string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn lremovexattr(p: P, n: P) -> c_int {
-    let kernel = || {
-        // SAFETY: the caller's arguments, unchanged, valid per the contract.
+    let kernel = |p: P| {
+        // SAFETY: the caller's arguments, valid per the contract, its path
+        // perhaps replaced by the host path it stands for (alive for the
+        // call).
         unsafe { real!(lremovexattr: fn(P, P) -> c_int)(p, n) as ssize_t }
     };
     // SAFETY: the caller's path, valid per the contract.

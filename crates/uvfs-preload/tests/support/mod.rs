@@ -1,4 +1,8 @@
-//! What the integration tests share: the shim itself.
+//! What the integration tests share: the shim itself, and ([`cprog`])
+//! scratch directories, C programs compiled at test time and runs under
+//! the shim.
+
+pub mod cprog;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -390,6 +390,18 @@ impl Process {
         let cwd = self.task.cwd();
         d_path(&self.task.nd(), &cwd, self.task.vfs.root())
     }
+
+    /// The absolute path of the file open at `fd` (`O_PATH` files
+    /// included): what `readlink("/proc/self/fd/N")` names, for a file with
+    /// a name. `EBADF` for no such fd; `ENOENT` if the file was removed
+    /// (Linux's link then ends in " (deleted)") or has no name (a pipe, an
+    /// `O_TMPFILE` file never linked).
+    pub fn fd_path(&mut self, fd: i32) -> Result<Vec<u8>, Errno> {
+        let _call = task_work::enter();
+        let file = self.files.get(fd).ok_or(Errno::EBADF)?;
+        let d = file.dentry().ok_or(Errno::ENOENT)?.clone();
+        d_path(&self.task.nd(), &d, self.task.vfs.root())
+    }
 }
 
 /// Whether `anc` is `d` or one of its ancestors (within one file system).

@@ -1,0 +1,98 @@
+//! Running programs under the shim and on the host: scratch directories on
+//! the host's tmpfs, C programs compiled at test time, and a run with the
+//! shim loaded (its environment given by the test).
+#![allow(dead_code)] // each test binary uses its own subset
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Whether `prog` is on the `PATH` (a message when it is not: the caller
+/// skips its check).
+pub fn have(prog: &str) -> bool {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {prog}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!("SKIP: {prog} is not installed");
+    }
+    found
+}
+
+/// A scratch directory on the host's tmpfs, emptied if a previous run left
+/// it, and removed when dropped.
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    pub fn new(tag: &str) -> Scratch {
+        let d = PathBuf::from(format!(
+            "/dev/shm/uvfs-preload-test.{}.{tag}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Scratch(d)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    pub fn join(&self, p: &str) -> PathBuf {
+        self.0.join(p)
+    }
+
+    pub fn as_str(&self) -> &str {
+        self.0.to_str().expect("a UTF-8 path")
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Compiles the C program `src` (with `cc -O2`) into `dir`: the binary's
+/// path, or `None` (skipped, with a message) without `cc`.
+pub fn compile_c(dir: &Scratch, src: &str) -> Option<String> {
+    if !have("cc") {
+        return None;
+    }
+    std::fs::write(dir.join("prog.c"), src).unwrap();
+    let bin = dir.join("prog");
+    let o = Command::new("cc")
+        .arg("-O2")
+        .arg("-o")
+        .arg(&bin)
+        .arg(dir.join("prog.c"))
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "cc failed:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    Some(bin.to_string_lossy().into_owned())
+}
+
+/// Runs `cmd` (with `LC_ALL=C`, `TZ=UTC`), with the shim loaded and `env`
+/// added when `shim` is set.
+pub fn run(cmd: &[&str], shim: bool, env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(cmd[0]);
+    c.args(&cmd[1..]).env("LC_ALL", "C").env("TZ", "UTC");
+    if shim {
+        c.env("LD_PRELOAD", super::shim()).envs(env.iter().copied());
+    }
+    c.output().unwrap()
+}
+
+/// stdout as text.
+pub fn out(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// stderr as text.
+pub fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}

@@ -1,0 +1,112 @@
+//! Threads under the shim (issue 14, item 5): each thread calls into uvfs
+//! through its own handle on the shared fd table, with no process-wide
+//! lock. Four threads open, read and close uvfs files at once; every
+//! result is checked (contents, fd numbers, the fd table and cwd being the
+//! process's, shared by all threads), never timing.
+
+mod support;
+use support::cprog::{Scratch, compile_c, err, out, run};
+
+const C_THREADS: &str = r#"
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define N 4
+#define ROUNDS 20000
+static const char *D;
+static int bad[N];
+static int shared_fds[N];
+static pthread_barrier_t go;
+
+static void *worker(void *arg) {
+    long id = (long)arg;
+    char path[4096], want[64], got[64];
+    snprintf(path, sizeof path, "%s/t%ld", D, id);
+    snprintf(want, sizeof want, "file of thread %ld", id);
+    int fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
+    if (fd < 0 || write(fd, want, strlen(want)) != (ssize_t)strlen(want) || close(fd)) bad[id]++;
+    pthread_barrier_wait(&go);
+    for (int i = 0; i < ROUNDS; i++) {
+        /* Its own file, by absolute path; the shared one, relative to the
+           cwd the main thread set for the whole process. */
+        int a = open(path, O_RDONLY);
+        int b = open("shared", O_RDONLY);
+        memset(got, 0, sizeof got);
+        if (a < 0 || read(a, got, sizeof got - 1) != (ssize_t)strlen(want) || strcmp(got, want)) bad[id]++;
+        memset(got, 0, sizeof got);
+        if (b < 0 || pread(b, got, 6, 0) != 6 || strcmp(got, "shared")) bad[id]++;
+        struct stat st;
+        if (fstat(a, &st) || st.st_size != (off_t)strlen(want)) bad[id]++;
+        if (a == b || close(a) || close(b)) bad[id]++;
+    }
+    /* An fd the main thread opened, closed by this thread: the fd table is
+       the process's. */
+    if (close(shared_fds[id])) bad[id]++;
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    D = argv[1];
+    char p[4096];
+    snprintf(p, sizeof p, "%s/shared", D);
+    int s = open(p, O_CREAT | O_WRONLY, 0644);
+    write(s, "shared data", 11);
+    close(s);
+    if (chdir(D)) { perror("chdir"); return 1; }
+    for (int i = 0; i < N; i++) shared_fds[i] = open("shared", O_RDONLY);
+    pthread_barrier_init(&go, 0, N);
+    pthread_t t[N];
+    for (long i = 0; i < N; i++) pthread_create(&t[i], 0, worker, (void *)i);
+    for (int i = 0; i < N; i++) pthread_join(t[i], 0);
+    int total = 0;
+    for (int i = 0; i < N; i++) total += bad[i];
+    int closed = 0;
+    for (int i = 0; i < N; i++) closed += fcntl(shared_fds[i], F_GETFD) == -1 && errno == EBADF;
+    /* Every fd the threads opened is closed: the next open gets the lowest
+       free number, as after the threads' first opens. */
+    int next = open("shared", O_RDONLY);
+    printf("bad %d, fds closed by other threads %d of %d, next fd %d\n", total, closed, N, next);
+    return total != 0 || closed != N;
+}
+"#;
+
+#[test]
+fn four_threads_open_read_close() {
+    let dir = Scratch::new("threads");
+    let Some(bin) = compile_c(&dir, C_THREADS) else {
+        return;
+    };
+    // The same run on a host directory first: its output is the reference
+    // (fd numbers included).
+    let seed = dir.join("seed");
+    std::fs::create_dir_all(seed.join("dir")).unwrap();
+    let host_d = dir.join("host");
+    std::fs::create_dir_all(&host_d).unwrap();
+    let host = run(&[&bin, host_d.to_str().unwrap()], false, &[]);
+    assert!(host.status.success(), "host: {}{}", out(&host), err(&host));
+    for cache in ["16", "0", "1"] {
+        let o = run(
+            &[&bin, "/uvfs/dir"],
+            true,
+            &[
+                ("UVFS_PREFIX", "/uvfs"),
+                ("UVFS_FD_CACHE", cache),
+                ("UVFS_SEED", seed.to_str().unwrap()),
+            ],
+        );
+        assert!(
+            o.status.success(),
+            "UVFS_FD_CACHE={cache}: {}{}",
+            out(&o),
+            err(&o)
+        );
+        assert_eq!(out(&o), out(&host), "UVFS_FD_CACHE={cache}");
+    }
+}
