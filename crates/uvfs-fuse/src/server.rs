@@ -350,9 +350,12 @@ impl UvfsFuse {
     /// `O_APPEND` goes (the kernel computes the offset of every write from
     /// its own size, and a page written back through this handle must land
     /// where it belongs), and so do `O_DIRECT` (the kernel does direct I/O
-    /// itself) and the flags only the caller's file knows.
+    /// itself), `O_NOFOLLOW` (the kernel resolved the path; a reopen with
+    /// it would be `ELOOP`, as through `/proc/self/fd`) and the flags only
+    /// the caller's file knows.
     fn server_flags(flags: i32) -> i32 {
-        flags & !(O_APPEND | O_DIRECT | O_NOCTTY | O_CLOEXEC | O_ASYNC | FMODE_EXEC_FLAG)
+        flags
+            & !(O_APPEND | O_DIRECT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC | O_ASYNC | FMODE_EXEC_FLAG)
     }
 
     /// Opens the node `fd` for a request: as [`Process::reopen`], but an
