@@ -17,10 +17,13 @@ pub const GROUPS_TTL: Duration = Duration::from_millis(100);
 /// Entries kept before the cache is cleared.
 const MAX_ENTRIES: usize = 4096;
 
+/// A caller: (pid, fsuid, fsgid).
+type Caller = (u32, u32, u32);
+
 /// The groups cache.
 #[derive(Debug, Default)]
 pub struct CredCache {
-    map: Mutex<HashMap<(u32, u32, u32), (Instant, Vec<u32>)>>,
+    map: Mutex<HashMap<Caller, (Instant, Vec<u32>)>>,
 }
 
 /// The supplementary groups of process `pid` (empty if it is gone or the

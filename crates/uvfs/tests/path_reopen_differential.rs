@@ -132,6 +132,7 @@ fn host_case(t: Target, flags: i32, user: bool) -> (i32, u64) {
     assert_eq!(status, 0, "host child status");
     let r = r.expect("host child reported");
     assert_ne!(r, -1, "host child could not change its credentials");
+    // SAFETY: `struct stat` is plain integers; all zeros is a valid value.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: `fd` is open; `st` is writable; empty path with AT_EMPTY_PATH.
     let s = unsafe { libc::fstatat(fd, c"".as_ptr(), &mut st, libc::AT_EMPTY_PATH) };
