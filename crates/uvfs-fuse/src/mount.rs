@@ -265,7 +265,24 @@ fn unmount(dir: &Path, dev: u64) {
     }
     // SAFETY: as above.
     unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
-    let abort = format!("/sys/fs/fuse/connections/{}/abort", libc::minor(dev));
+    // The connection stays until its last user leaves; abort it through
+    // the fuse control file system (mounted first if it is not, as
+    // systemd does at boot) so the workers end now.
+    let conns = "/sys/fs/fuse/connections";
+    let abort = format!("{conns}/{}/abort", libc::minor(dev));
+    if !Path::new(&abort).exists() {
+        // SAFETY: NUL-terminated string literals; a failure only leaves the
+        // abort undone.
+        unsafe {
+            libc::mount(
+                c"fusectl".as_ptr(),
+                c"/sys/fs/fuse/connections".as_ptr(),
+                c"fusectl".as_ptr(),
+                0,
+                std::ptr::null(),
+            )
+        };
+    }
     let _ = std::fs::write(abort, b"1");
 }
 

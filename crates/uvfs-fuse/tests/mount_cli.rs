@@ -105,6 +105,24 @@ fn sigterm_and_sigint_end_the_server_cleanly() {
 }
 
 #[test]
+fn sigterm_ends_the_server_while_the_mount_is_busy() {
+    skip_unless_fuse!();
+    let mut m = Mount::new("busy", &[]);
+    // A process whose cwd is on the mount keeps it busy.
+    let mut busy = Command::new("sleep")
+        .arg("600")
+        .current_dir(m.path())
+        .spawn()
+        .unwrap();
+    m.signal(libc::SIGTERM);
+    let r = m.wait_exit();
+    let _ = busy.kill();
+    let _ = busy.wait();
+    assert_eq!(r, Some(0), "server exit status");
+    assert!(!is_mounted(m.path()));
+}
+
+#[test]
 fn umount_ends_the_server_cleanly() {
     skip_unless_fuse!();
     let mut m = Mount::new("umount", &[]);
