@@ -50,6 +50,8 @@ pub struct Counters {
     pub requests: AtomicU64,
     /// Inodes in the table now.
     pub nodes: AtomicU64,
+    /// READDIRPLUS requests served.
+    pub readdirplus: AtomicU64,
 }
 
 /// The FUSE file system: one uvfs VFS served to every process.
@@ -820,6 +822,7 @@ impl Filesystem for UvfsFuse {
         offset: u64,
         mut reply: ReplyDirectoryPlus,
     ) {
+        self.counters.readdirplus.fetch_add(1, Ordering::Relaxed);
         let r = self.with(req, |p| {
             let fd = fh.0 as i32;
             p.lseek(fd, offset as i64, SEEK_SET)?;

@@ -125,7 +125,7 @@ fn sigterm_ends_the_server_while_the_mount_is_busy() {
 #[test]
 fn umount_ends_the_server_cleanly() {
     skip_unless_fuse!();
-    let mut m = Mount::new("umount", &[]);
+    let mut m = Mount::new("umount", &["--fastpaths", "stock", "--threads", "1"]);
     std::fs::create_dir(m.path().join("d")).unwrap();
     let st = Command::new("umount").arg(m.path()).status().unwrap();
     assert!(st.success());
