@@ -64,6 +64,13 @@ fn refusals_exit_2_and_mount_nothing() {
     // (same device as its parent: only mountinfo tells).
     let b = d.path().join("bind");
     std::fs::create_dir(&b).unwrap();
+    /// Unmounts the bind mount even when an assertion fails first.
+    struct Unbind<'a>(&'a std::path::Path);
+    impl Drop for Unbind<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(self.0).status();
+        }
+    }
     let st = Command::new("mount")
         .arg("--bind")
         .arg(&b)
@@ -71,9 +78,10 @@ fn refusals_exit_2_and_mount_nothing() {
         .status()
         .unwrap();
     assert!(st.success());
+    let unbind = Unbind(&b);
     refused(&[b.to_str().unwrap()], &b, "already a mount point");
-    let st = Command::new("umount").arg(&b).status().unwrap();
-    assert!(st.success());
+    drop(unbind);
+    assert!(!is_mounted(&b));
     // /dev/fuse that cannot be opened: a private mount namespace with an
     // empty /dev.
     let out = run_bounded({
