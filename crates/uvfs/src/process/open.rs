@@ -285,3 +285,43 @@ impl Task {
         }
     }
 }
+
+impl Process {
+    /// Opens the file `fd` refers to anew with `flags`, as
+    /// `open("/proc/self/fd/<fd>", flags)` does on Linux: the path is the
+    /// fd's own object (an `O_PATH` fd included, and a file unlinked since),
+    /// reached without a walk, then checked as any open is (`may_open`:
+    /// permission for the access mode, `EISDIR` for writing a directory,
+    /// `ELOOP` for a symlink, `ENOTDIR` under `O_DIRECTORY`) and truncated
+    /// for `O_TRUNC`. As through the magic link, `O_NOFOLLOW` is `ELOOP`,
+    /// `O_CREAT | O_EXCL` is `EEXIST` and `O_CREAT` alone opens the
+    /// existing file. Where the fd API and the path differ: `EBADF` if `fd`
+    /// is not open (the path is `ENOENT`), `O_TMPFILE` is `EINVAL` (Linux
+    /// would make a file in the directory), and `O_PATH | O_NOFOLLOW` gives
+    /// the object (Linux gives the magic link itself, which has no
+    /// counterpart here).
+    ///
+    /// This is how a file server holding `O_PATH` handles opens a file for
+    /// a request (libfuse's passthrough_ll opens `/proc/self/fd/N`).
+    pub fn reopen(&mut self, fd: i32, flags: i32) -> Result<i32, Errno> {
+        super::check_open_flags(flags)?;
+        if flags & O_TMPFILE == O_TMPFILE {
+            return Err(Errno::EINVAL);
+        }
+        self.open_inner(flags, |p, op| {
+            let d = p.files.get(fd).ok_or(Errno::EBADF)?;
+            let d = d.dentry().cloned().ok_or(Errno::EBADF)?;
+            if flags & O_PATH == 0 {
+                if flags & (O_CREAT | O_EXCL) == O_CREAT | O_EXCL {
+                    return Err(Errno::EEXIST);
+                }
+                if flags & O_NOFOLLOW != 0 {
+                    return Err(Errno::ELOOP);
+                }
+            }
+            // The magic link jumps to the object itself: `O_CREAT` found it
+            // existing, so the open goes on as one without it.
+            p.task.do_open(d, flags & !(O_CREAT | O_EXCL), false, op)
+        })
+    }
+}

@@ -1,0 +1,400 @@
+//! `uvfs mount`: option checks, the optional daemon, seeding, the FUSE
+//! session, signals, unmount and dump.
+
+use crate::server::UvfsFuse;
+use crate::tree;
+use clap::{Args, ValueEnum};
+use fuser::{Config, MountOption, Session, SessionACL};
+use std::io::{Read, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use uvfs::fs::tmpfs::{Tmpfs, TmpfsOptions};
+use uvfs::{FastPaths, Process, Vfs};
+
+/// The fast-path presets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Preset {
+    /// Every fast path on (the kernel after the seed patches).
+    Seeds,
+    /// Every fast path off.
+    Stock,
+}
+
+/// `uvfs mount [OPTIONS] DIR`.
+#[derive(Args, Debug, Clone)]
+pub struct MountArgs {
+    /// Detach; exit 0 once the mount is live (non-zero with the reason if
+    /// mounting failed).
+    #[arg(long)]
+    pub daemon: bool,
+    /// tmpfs space limit in bytes (K, M, G suffixes: powers of 1024).
+    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+    pub size: Option<u64>,
+    /// tmpfs inode limit (0: unlimited, as tmpfs's nr_inodes=0).
+    #[arg(long, value_name = "N")]
+    pub nr_inodes: Option<u64>,
+    /// FastPaths preset of the served VFS.
+    #[arg(long, value_enum, default_value = "seeds")]
+    pub fastpaths: Preset,
+    /// Worker threads, each with its own /dev/fuse fd (1 to 64).
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = parse_threads)]
+    pub threads: usize,
+    /// Copy this host directory's tree in before serving.
+    #[arg(long, value_name = "HOSTDIR")]
+    pub seed_from: Option<PathBuf>,
+    /// Write the tree out to this host directory after unmount.
+    #[arg(long, value_name = "HOSTDIR")]
+    pub dump_to: Option<PathBuf>,
+    /// The directory to mount on.
+    pub dir: PathBuf,
+}
+
+/// Parses a byte count with an optional K, M or G suffix (1024-based);
+/// 0 is refused.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mul) = match t.chars().last() {
+        Some('k' | 'K') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('m' | 'M') => (&t[..t.len() - 1], 1 << 20),
+        Some('g' | 'G') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("not a size: {s:?} (bytes, or a number with K, M or G)"))?;
+    let b = n
+        .checked_mul(mul)
+        .ok_or_else(|| format!("size too large: {s}"))?;
+    if b == 0 {
+        return Err("size 0: give a positive size (omit --size for no limit)".into());
+    }
+    Ok(b)
+}
+
+fn parse_threads(s: &str) -> Result<usize, String> {
+    let n: usize = s.parse().map_err(|_| format!("not a number: {s:?}"))?;
+    if !(1..=64).contains(&n) {
+        return Err(format!("{n} worker threads: give 1 to 64"));
+    }
+    Ok(n)
+}
+
+/// Undoes the octal escapes of /proc/self/mountinfo (`\040` for a space).
+fn unescape(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 4 <= b.len()
+            && let Ok(v) =
+                u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 4]).unwrap_or("x"), 8)
+        {
+            out.push(v);
+            i += 4;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    out
+}
+
+/// Whether `dir` (canonical) is a mount point: listed as one in
+/// /proc/self/mountinfo, or on another device than its parent, or its own
+/// parent (`/`).
+pub fn is_mount_point(dir: &Path) -> Result<bool, String> {
+    let md = std::fs::metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let parent =
+        std::fs::metadata(dir.join("..")).map_err(|e| format!("{}/..: {e}", dir.display()))?;
+    if md.dev() != parent.dev() || md.ino() == parent.ino() {
+        return Ok(true);
+    }
+    if let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") {
+        let want = dir.as_os_str().as_bytes();
+        for line in info.lines() {
+            if line
+                .split(' ')
+                .nth(4)
+                .is_some_and(|mp| unescape(mp) == want)
+            {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// The checks made before anything is mounted; `Err` is the message.
+pub fn check(args: &MountArgs) -> Result<PathBuf, String> {
+    let d = &args.dir;
+    let md = std::fs::metadata(d).map_err(|e| format!("{}: {e}", d.display()))?;
+    if !md.is_dir() {
+        return Err(format!("{}: not a directory", d.display()));
+    }
+    let dir = d
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", d.display()))?;
+    if is_mount_point(&dir)? {
+        return Err(format!(
+            "{}: already a mount point (unmount it first, or mount on an empty directory)",
+            dir.display()
+        ));
+    }
+    if let Some(s) = &args.seed_from {
+        let m = std::fs::metadata(s).map_err(|e| format!("--seed-from {}: {e}", s.display()))?;
+        if !m.is_dir() {
+            return Err(format!("--seed-from {}: not a directory", s.display()));
+        }
+    }
+    if let Some(t) = &args.dump_to {
+        match std::fs::metadata(t) {
+            Ok(m) if !m.is_dir() => {
+                return Err(format!("--dump-to {}: not a directory", t.display()));
+            }
+            Ok(_) => {}
+            Err(_) => {
+                let parent = t
+                    .parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .unwrap_or(Path::new("."));
+                if !parent.is_dir() {
+                    return Err(format!(
+                        "--dump-to {}: neither it nor its parent directory exists",
+                        t.display()
+                    ));
+                }
+            }
+        }
+    }
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/fuse")
+        .map_err(|e| format!("/dev/fuse: {e} (is the fuse module loaded, and are you root?)"))?;
+    Ok(dir)
+}
+
+/// `uvfs mount`: returns the exit status.
+pub fn run(args: MountArgs) -> i32 {
+    let dir = match check(&args) {
+        Ok(d) => d,
+        Err(m) => {
+            eprintln!("uvfs mount: {m}");
+            return 2;
+        }
+    };
+    if !args.daemon {
+        return serve(&args, &dir, None);
+    }
+    let mut fds = [0i32; 2];
+    // SAFETY: `fds` is a writable array of two ints.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        eprintln!("uvfs mount: pipe: {}", std::io::Error::last_os_error());
+        return 1;
+    }
+    // SAFETY: the pipe's two fds are ours alone from here on.
+    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: no thread has been started yet (clap and the checks run on
+    // this one), so the child may do anything.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        eprintln!("uvfs mount: fork: {}", std::io::Error::last_os_error());
+        return 1;
+    }
+    if pid == 0 {
+        drop(r);
+        // SAFETY: setsid has no preconditions; it detaches from the terminal.
+        unsafe { libc::setsid() };
+        return serve(&args, &dir, Some(std::fs::File::from(w)));
+    }
+    drop(w);
+    let mut msg = String::new();
+    let _ = std::fs::File::from(r).read_to_string(&mut msg);
+    if msg.starts_with("ok") {
+        0
+    } else {
+        let mut status = 0;
+        // SAFETY: `pid` is our child; `status` is writable.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        if msg.is_empty() {
+            msg = "the server exited before the mount was live".into();
+        }
+        eprintln!("uvfs mount: {}", msg.trim_end());
+        1
+    }
+}
+
+/// Reports a failure before the mount is live: on the daemon's pipe, or on
+/// stderr.
+fn fail(notify: Option<std::fs::File>, msg: String) -> i32 {
+    match notify {
+        Some(mut f) => {
+            let _ = f.write_all(msg.as_bytes());
+        }
+        None => eprintln!("uvfs mount: {msg}"),
+    }
+    1
+}
+
+fn block_signals() -> libc::sigset_t {
+    // SAFETY: `set` is initialized by sigemptyset before use; the mask
+    // change applies to this thread and is inherited by threads it starts.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaddset(&mut set, s);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    }
+}
+
+/// Unmounts `dir`; if it is busy, detaches it and aborts the FUSE
+/// connection so the workers end (programs still inside get ENOTCONN).
+fn unmount(dir: &Path, dev: u64) {
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return;
+    };
+    // SAFETY: `c` is a NUL-terminated path.
+    if unsafe { libc::umount2(c.as_ptr(), 0) } == 0 {
+        return;
+    }
+    // SAFETY: as above.
+    unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
+    // The connection stays until its last user leaves; abort it through
+    // the fuse control file system (mounted first if it is not, as
+    // systemd does at boot) so the workers end now.
+    let conns = "/sys/fs/fuse/connections";
+    let abort = format!("{conns}/{}/abort", libc::minor(dev));
+    if !Path::new(&abort).exists() {
+        // SAFETY: NUL-terminated string literals; a failure only leaves the
+        // abort undone.
+        unsafe {
+            libc::mount(
+                c"fusectl".as_ptr(),
+                c"/sys/fs/fuse/connections".as_ptr(),
+                c"fusectl".as_ptr(),
+                0,
+                std::ptr::null(),
+            )
+        };
+    }
+    let _ = std::fs::write(abort, b"1");
+}
+
+/// Builds the VFS, seeds it, mounts and serves until unmounted or
+/// signalled, then dumps. `notify` is the daemon's pipe to its parent.
+fn serve(args: &MountArgs, dir: &Path, notify: Option<std::fs::File>) -> i32 {
+    let fast = match args.fastpaths {
+        Preset::Seeds => FastPaths::seeds(),
+        Preset::Stock => FastPaths::stock(),
+    };
+    let tmpfs = Tmpfs::new(TmpfsOptions {
+        size_bytes: args.size,
+        nr_inodes: args.nr_inodes,
+        ..TmpfsOptions::default()
+    });
+    let vfs = Vfs::builder()
+        .fastpaths(fast)
+        .build_with_root(tmpfs.clone());
+    if let Some(src) = &args.seed_from {
+        let r = Process::new(&vfs)
+            .map_err(|e| e.to_string())
+            .and_then(|mut p| {
+                p.umask(0);
+                tree::seed(&mut p, src)
+            });
+        if let Err(e) = r {
+            return fail(notify, format!("--seed-from: {e}"));
+        }
+    }
+    let set = block_signals();
+    let server = match UvfsFuse::new(vfs.clone(), tmpfs) {
+        Ok(s) => s,
+        Err(e) => return fail(notify, format!("server: {e}")),
+    };
+    let mut config = Config::default();
+    config.mount_options = vec![
+        MountOption::FSName("uvfs".into()),
+        MountOption::Subtype("uvfs".into()),
+    ];
+    config.acl = SessionACL::All;
+    config.n_threads = Some(args.threads);
+    config.clone_fd = true;
+    let mut session = match Session::new(server, dir, &config) {
+        Ok(s) => s,
+        Err(e) => return fail(notify, format!("mount on {}: {e}", dir.display())),
+    };
+    let mut unmounter = session.unmount_callable();
+    if let Some(mut f) = notify {
+        let _ = f.write_all(b"ok\n");
+        drop(f);
+        // Detached: nothing more to say on the terminal.
+        if let Ok(null) = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/null")
+        {
+            use std::os::fd::AsRawFd;
+            for fd in 0..3 {
+                // SAFETY: dup2 onto the standard fds, which we own.
+                unsafe { libc::dup2(null.as_raw_fd(), fd) };
+            }
+        }
+    }
+    let worker = match std::thread::Builder::new()
+        .name("uvfs-session".into())
+        .spawn(move || session.run())
+    {
+        Ok(h) => h,
+        Err(e) => {
+            let _ = unmounter.unmount();
+            eprintln!("uvfs mount: {e}");
+            return 1;
+        }
+    };
+    // The connection's number, for an abort after a lazy unmount (a stat
+    // of the mount is answered by the workers, now running).
+    let dev = std::fs::metadata(dir).map(|m| m.dev()).unwrap_or(0);
+    let timeout = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 100_000_000,
+    };
+    loop {
+        // SAFETY: `set` is a valid signal set, `timeout` a valid timespec;
+        // the signals in it are blocked in every thread.
+        let sig = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &timeout) };
+        if sig > 0 {
+            unmount(dir, dev);
+            break;
+        }
+        if worker.is_finished() {
+            break;
+        }
+    }
+    let status = match worker.join() {
+        Ok(Ok(())) => 0,
+        Ok(Err(e)) => {
+            eprintln!("uvfs mount: session: {e}");
+            1
+        }
+        Err(_) => {
+            eprintln!("uvfs mount: session thread panicked");
+            1
+        }
+    };
+    if let Some(dst) = &args.dump_to {
+        let r = Process::new(&vfs)
+            .map_err(|e| e.to_string())
+            .and_then(|mut p| tree::dump(&mut p, dst));
+        if let Err(e) = r {
+            eprintln!("uvfs mount: --dump-to: {e}");
+            return 1;
+        }
+    }
+    status
+}

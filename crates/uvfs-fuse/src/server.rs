@@ -1,0 +1,1079 @@
+//! The FUSE request handlers: FUSE's inode world mapped onto one uvfs
+//! [`Vfs`], the way libfuse's passthrough_ll maps it onto a host file
+//! system (see the crate docs for the whole mapping).
+
+use crate::creds::CredCache;
+use fuser::{
+    AccessFlags, CopyFileRangeFlags, Errno as FErrno, FileAttr, FileHandle, FileType, Filesystem,
+    FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, RenameFlags,
+    ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry,
+    ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+};
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use uvfs::cred::Cred;
+use uvfs::fs::FileSystem;
+use uvfs::stat::{Stat, parse_dirents64};
+use uvfs::uapi::*;
+use uvfs::{Errno, Process, Vfs};
+
+/// How long the kernel may trust an entry, a negative entry or attributes
+/// it got from us. uvfs is the only writer behind the mount and every
+/// change reaches it through the kernel, which invalidates what it caches
+/// on its own changes: a day is "until the kernel forgets it".
+pub const TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// `__FMODE_EXEC`: the bit the kernel leaves in the open flags of an
+/// execve's open (the open is checked for execute, not read, permission).
+const FMODE_EXEC_FLAG: i32 = 0o40;
+
+/// Lock shards of the inode table.
+const SHARDS: usize = 16;
+
+/// One looked-up inode: an `O_PATH` fd in the server's fd table and the
+/// kernel's lookup count.
+#[derive(Debug)]
+struct Node {
+    fd: i32,
+    nlookup: u64,
+}
+
+/// What the server counts, for tests and the curious.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Requests served.
+    pub requests: AtomicU64,
+    /// Inodes in the table now.
+    pub nodes: AtomicU64,
+    /// READDIRPLUS requests served.
+    pub readdirplus: AtomicU64,
+}
+
+/// The FUSE file system: one uvfs VFS served to every process.
+pub struct UvfsFuse {
+    vfs: Arc<Vfs>,
+    fs: Arc<dyn FileSystem>,
+    /// uvfs's root inode number (FUSE's is 1).
+    root_ino: u64,
+    /// Worker handles on the server's one uvfs process (shared fd table).
+    procs: Mutex<Vec<Process>>,
+    template: Mutex<Process>,
+    nodes: Vec<Mutex<HashMap<u64, Node>>>,
+    creds: CredCache,
+    counters: Arc<Counters>,
+}
+
+fn ferr(e: Errno) -> FErrno {
+    FErrno::from_i32(e.raw())
+}
+
+fn to_system_time(sec: i64, nsec: i64) -> SystemTime {
+    if sec >= 0 {
+        UNIX_EPOCH + Duration::new(sec as u64, nsec as u32)
+    } else {
+        UNIX_EPOCH - Duration::from_secs(sec.unsigned_abs()) + Duration::from_nanos(nsec as u64)
+    }
+}
+
+fn kind_of(mode: u32) -> FileType {
+    match mode & S_IFMT {
+        S_IFDIR => FileType::Directory,
+        S_IFLNK => FileType::Symlink,
+        S_IFIFO => FileType::NamedPipe,
+        S_IFCHR => FileType::CharDevice,
+        S_IFBLK => FileType::BlockDevice,
+        S_IFSOCK => FileType::Socket,
+        _ => FileType::RegularFile,
+    }
+}
+
+fn kind_of_dtype(t: u8) -> FileType {
+    kind_of(u32::from(t) << 12)
+}
+
+const S_IFMT: u32 = 0o170000;
+const S_IFDIR: u32 = 0o040000;
+const S_IFLNK: u32 = 0o120000;
+const S_IFIFO: u32 = 0o010000;
+const S_IFCHR: u32 = 0o020000;
+const S_IFBLK: u32 = 0o060000;
+const S_IFSOCK: u32 = 0o140000;
+const S_IFREG: u32 = 0o100000;
+
+fn name_bytes(name: &OsStr) -> &[u8] {
+    name.as_bytes()
+}
+
+/// The timespec utimensat takes for one time of a setattr.
+fn timespec_of(t: Option<TimeOrNow>) -> Timespec {
+    match t {
+        None => Timespec {
+            tv_sec: 0,
+            tv_nsec: uvfs::cred::UTIME_OMIT,
+        },
+        Some(TimeOrNow::Now) => Timespec {
+            tv_sec: 0,
+            tv_nsec: uvfs::cred::UTIME_NOW,
+        },
+        Some(TimeOrNow::SpecificTime(t)) => match t.duration_since(UNIX_EPOCH) {
+            Ok(d) => Timespec {
+                tv_sec: d.as_secs() as i64,
+                tv_nsec: i64::from(d.subsec_nanos()),
+            },
+            Err(e) => {
+                let d = e.duration();
+                let mut sec = -(d.as_secs() as i64);
+                let mut nsec = i64::from(d.subsec_nanos());
+                if nsec > 0 {
+                    sec -= 1;
+                    nsec = 1_000_000_000 - nsec;
+                }
+                Timespec {
+                    tv_sec: sec,
+                    tv_nsec: nsec,
+                }
+            }
+        },
+    }
+}
+
+impl UvfsFuse {
+    /// A server for `vfs`, whose root file system is `fs`.
+    pub fn new(vfs: Arc<Vfs>, fs: Arc<dyn FileSystem>) -> Result<UvfsFuse, Errno> {
+        let mut p = Process::new(&vfs)?;
+        // The kernel applies the caller's umask before it sends a create
+        // (FUSE_DONT_MASK is not negotiated): the server's own is 0.
+        p.umask(0);
+        // One O_PATH fd per inode the kernel knows: lift the soft limit to
+        // the hard one (Linux's nr_open).
+        let (_, hard) = p.getrlimit_nofile();
+        p.setrlimit_nofile(hard, hard)?;
+        let root_ino = p.stat("/")?.st_ino;
+        let root_fd = p.open("/", O_PATH | O_DIRECTORY, 0)?;
+        let nodes: Vec<_> = (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect();
+        nodes[(root_ino as usize) % SHARDS].lock().unwrap().insert(
+            root_ino,
+            Node {
+                fd: root_fd,
+                // The root is never forgotten.
+                nlookup: 1 << 62,
+            },
+        );
+        let counters = Arc::new(Counters::default());
+        counters.nodes.store(1, Ordering::Relaxed);
+        Ok(UvfsFuse {
+            vfs,
+            fs,
+            root_ino,
+            procs: Mutex::new(Vec::new()),
+            template: Mutex::new(p),
+            nodes,
+            creds: CredCache::default(),
+            counters,
+        })
+    }
+
+    /// The server's counters.
+    pub fn counters(&self) -> Arc<Counters> {
+        self.counters.clone()
+    }
+
+    /// The VFS served.
+    pub fn vfs(&self) -> &Arc<Vfs> {
+        &self.vfs
+    }
+
+    /// FUSE node id of a uvfs inode number.
+    fn nodeid(&self, ino: u64) -> u64 {
+        if ino == self.root_ino { 1 } else { ino }
+    }
+
+    /// uvfs inode number of a FUSE node id.
+    fn ino(&self, nodeid: INodeNo) -> u64 {
+        if nodeid.0 == 1 {
+            self.root_ino
+        } else {
+            nodeid.0
+        }
+    }
+
+    fn shard(&self, ino: u64) -> &Mutex<HashMap<u64, Node>> {
+        &self.nodes[(ino as usize) % SHARDS]
+    }
+
+    /// The `O_PATH` fd of a node the kernel looked up (`ESTALE` if none:
+    /// the kernel never names a node it forgot).
+    fn node_fd(&self, nodeid: INodeNo) -> Result<i32, Errno> {
+        let ino = self.ino(nodeid);
+        self.shard(ino)
+            .lock()
+            .unwrap()
+            .get(&ino)
+            .map(|n| n.fd)
+            .ok_or(Errno::ESTALE)
+    }
+
+    /// Runs `f` with a worker handle acting with the request's caller's
+    /// credentials.
+    fn with<R>(&self, req: &Request, f: impl FnOnce(&mut Process) -> R) -> R {
+        self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        let mut p = self.take_proc();
+        let cred = self.creds.cred(req.pid(), req.uid(), req.gid());
+        if *p.cred() != cred {
+            p.set_cred(cred);
+        }
+        let r = f(&mut p);
+        self.procs.lock().unwrap().push(p);
+        r
+    }
+
+    fn take_proc(&self) -> Process {
+        if let Some(p) = self.procs.lock().unwrap().pop() {
+            return p;
+        }
+        self.template.lock().unwrap().new_thread()
+    }
+
+    /// Runs `f` as root (the server's own bookkeeping: closing handles).
+    fn as_root<R>(&self, f: impl FnOnce(&mut Process) -> R) -> R {
+        let mut p = self.take_proc();
+        if p.cred().fsuid != 0 {
+            p.set_cred(Cred::root());
+        }
+        let r = f(&mut p);
+        self.procs.lock().unwrap().push(p);
+        r
+    }
+
+    fn attr_of(&self, st: &Stat) -> FileAttr {
+        FileAttr {
+            ino: INodeNo(self.nodeid(st.st_ino)),
+            size: st.st_size as u64,
+            blocks: st.st_blocks as u64,
+            atime: to_system_time(st.st_atime, st.st_atime_nsec),
+            mtime: to_system_time(st.st_mtime, st.st_mtime_nsec),
+            ctime: to_system_time(st.st_ctime, st.st_ctime_nsec),
+            crtime: UNIX_EPOCH,
+            kind: kind_of(st.st_mode),
+            perm: (st.st_mode & 0o7777) as u16,
+            nlink: st.st_nlink as u32,
+            uid: st.st_uid,
+            gid: st.st_gid,
+            rdev: st.st_rdev as u32,
+            blksize: st.st_blksize as u32,
+            flags: 0,
+        }
+    }
+
+    fn fstat(p: &mut Process, fd: i32) -> Result<Stat, Errno> {
+        p.fstatat(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW)
+    }
+
+    /// Takes one lookup reference on the inode `fd` (an `O_PATH` fd the
+    /// caller opened) refers to: the fd becomes the node's handle if the
+    /// node is new, else it is closed. Returns its attributes.
+    fn remember(&self, p: &mut Process, fd: i32) -> Result<FileAttr, Errno> {
+        let st = match Self::fstat(p, fd) {
+            Ok(st) => st,
+            Err(e) => {
+                let _ = p.close(fd);
+                return Err(e);
+            }
+        };
+        let dup = {
+            let mut shard = self.shard(st.st_ino).lock().unwrap();
+            match shard.get_mut(&st.st_ino) {
+                Some(n) => {
+                    n.nlookup += 1;
+                    true
+                }
+                None => {
+                    shard.insert(st.st_ino, Node { fd, nlookup: 1 });
+                    false
+                }
+            }
+        };
+        if dup {
+            let _ = p.close(fd);
+        } else {
+            self.counters.nodes.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(self.attr_of(&st))
+    }
+
+    /// Looks `name` up in the directory `dirfd` as the caller (search
+    /// permission on the directory decides) and takes a lookup reference.
+    fn lookup_in(&self, p: &mut Process, dirfd: i32, name: &[u8]) -> Result<FileAttr, Errno> {
+        let fd = p.openat(dirfd, name, O_PATH | O_NOFOLLOW, 0)?;
+        self.remember(p, fd)
+    }
+
+    /// Drops `n` lookup references on a node; the last closes its handle.
+    fn forget_n(&self, nodeid: INodeNo, n: u64) {
+        let ino = self.ino(nodeid);
+        let fd = {
+            let mut shard = self.shard(ino).lock().unwrap();
+            let Some(node) = shard.get_mut(&ino) else {
+                return;
+            };
+            node.nlookup = node.nlookup.saturating_sub(n);
+            if node.nlookup > 0 {
+                return;
+            }
+            shard.remove(&ino).map(|n| n.fd)
+        };
+        if let Some(fd) = fd {
+            self.counters.nodes.fetch_sub(1, Ordering::Relaxed);
+            self.as_root(|p| {
+                let _ = p.close(fd);
+            });
+        }
+    }
+
+    fn reply_entry(&self, r: Result<FileAttr, Errno>, reply: ReplyEntry) {
+        match r {
+            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+            Err(Errno::ENOENT) => {
+                // A negative entry: node id 0 with a timeout.
+                let mut attr = self.attr_of(&Stat::default());
+                attr.ino = INodeNo(0);
+                reply.entry(&TTL, &attr, Generation(0));
+            }
+            Err(e) => reply.error(ferr(e)),
+        }
+    }
+
+    /// The flags a server-side open uses for a request's open flags:
+    /// `O_APPEND` goes (the kernel computes the offset of every write from
+    /// its own size, and a page written back through this handle must land
+    /// where it belongs), and so do `O_DIRECT` (the kernel does direct I/O
+    /// itself), `O_NOFOLLOW` (the kernel resolved the path; a reopen with
+    /// it would be `ELOOP`, as through `/proc/self/fd`) and the flags only
+    /// the caller's file knows.
+    fn server_flags(flags: i32) -> i32 {
+        flags
+            & !(O_APPEND | O_DIRECT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC | O_ASYNC | FMODE_EXEC_FLAG)
+    }
+
+    /// Opens the node `fd` for a request: as [`Process::reopen`], but an
+    /// execve's open (`__FMODE_EXEC`) is checked for execute permission,
+    /// as Linux checks it, and then opened for reading as root.
+    fn open_node(&self, p: &mut Process, fd: i32, flags: i32) -> Result<i32, Errno> {
+        let sflags = Self::server_flags(flags);
+        if flags & FMODE_EXEC_FLAG != 0 && p.cred().fsuid != 0 {
+            p.faccessat(fd, "", X_OK, AT_EMPTY_PATH | AT_EACCESS)?;
+            let cred = p.cred().clone();
+            p.set_cred(Cred::root());
+            let r = p.reopen(fd, sflags);
+            p.set_cred(cred);
+            return r;
+        }
+        p.reopen(fd, sflags)
+    }
+
+    fn statfs_reply(&self, reply: ReplyStatfs) {
+        let s = self.fs.statfs();
+        reply.statfs(
+            s.blocks,
+            s.bfree,
+            s.bfree,
+            s.files,
+            s.ffree,
+            s.bsize as u32,
+            s.namemax as u32,
+            s.bsize as u32,
+        );
+    }
+}
+
+impl Filesystem for UvfsFuse {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        // Each wanted if the kernel offers it: O_TRUNC inside OPEN (so the
+        // server's open checks and truncates as Linux does), readdirplus
+        // (a listing fills the kernel's dentry and attribute caches),
+        // parallel lookups and readdirs in one directory, symlink targets
+        // in the page cache.
+        let want = InitFlags::FUSE_ATOMIC_O_TRUNC
+            | InitFlags::FUSE_DO_READDIRPLUS
+            | InitFlags::FUSE_READDIRPLUS_AUTO
+            | InitFlags::FUSE_PARALLEL_DIROPS
+            | InitFlags::FUSE_CACHE_SYMLINKS;
+        let _ = config.add_capabilities(want & config.capabilities());
+        Ok(())
+    }
+
+    fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let r = self.with(req, |p| {
+            let dfd = self.node_fd(parent)?;
+            self.lookup_in(p, dfd, name_bytes(name))
+        });
+        self.reply_entry(r, reply);
+    }
+
+    // BATCH_FORGET arrives here too: fuser's default splits it into
+    // single forgets.
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        self.forget_n(ino, nlookup);
+    }
+
+    fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        let r = self.with(req, |p| Self::fstat(p, self.node_fd(ino)?));
+        match r {
+            Ok(st) => reply.attr(&TTL, &self.attr_of(&st)),
+            Err(e) => reply.error(ferr(e)),
+        }
+    }
+
+    fn setattr(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let r = self.with(req, |p| {
+            let fd = self.node_fd(ino)?;
+            if let Some(mode) = mode {
+                p.fchmodat(fd, "", mode & 0o7777, AT_EMPTY_PATH)?;
+            }
+            if uid.is_some() || gid.is_some() {
+                p.fchownat(
+                    fd,
+                    "",
+                    uid.unwrap_or(u32::MAX),
+                    gid.unwrap_or(u32::MAX),
+                    AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW,
+                )?;
+            }
+            if let Some(size) = size {
+                let len = i64::try_from(size).map_err(|_| Errno::EINVAL)?;
+                match fh {
+                    Some(fh) => p.ftruncate(fh.0 as i32, len)?,
+                    None => {
+                        // truncate(2): the caller needs write permission;
+                        // the reopen checks it.
+                        let wfd = p.reopen(fd, O_WRONLY)?;
+                        let r = p.ftruncate(wfd, len);
+                        let _ = p.close(wfd);
+                        r?;
+                    }
+                }
+            }
+            if atime.is_some() || mtime.is_some() {
+                let times = [timespec_of(atime), timespec_of(mtime)];
+                p.utimensat(fd, "", Some(times), AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW)?;
+            }
+            Self::fstat(p, fd)
+        });
+        match r {
+            Ok(st) => reply.attr(&TTL, &self.attr_of(&st)),
+            Err(e) => reply.error(ferr(e)),
+        }
+    }
+
+    fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {
+        let r = self.with(req, |p| {
+            let fd = self.node_fd(ino)?;
+            let mut buf = vec![0u8; 4096];
+            let n = p.readlinkat(fd, "", &mut buf)?;
+            buf.truncate(n);
+            Ok(buf)
+        });
+        match r {
+            Ok(b) => reply.data(&b),
+            Err(e) => reply.error(ferr(e)),
+        }
+    }
+
+    fn mknod(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        _umask: u32,
+        _rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        let r = match mode & S_IFMT {
+            // mknod(S_IFREG) creates an empty regular file.
+            S_IFREG | 0 => self.with(req, |p| {
+                let dfd = self.node_fd(parent)?;
+                let fd = p.openat(
+                    dfd,
+                    name_bytes(name),
+                    O_CREAT | O_EXCL | O_WRONLY,
+                    mode & 0o7777,
+                )?;
+                let pfd = p.reopen(fd, O_PATH);
+                let _ = p.close(fd);
+                self.remember(p, pfd?)
+            }),
+            // The library cannot hold FIFOs and sockets yet.
+            S_IFIFO | S_IFSOCK => Err(Errno::EOPNOTSUPP),
+            // Nor device nodes.
+            _ => Err(Errno::EPERM),
+        };
+        match r {
+            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+            Err(e) => reply.error(ferr(e)),
+        }
+    }
+
+    fn mkdir(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        _umask: u32,
+        reply: ReplyEntry,
+    ) {
+        let r = self.with(req, |p| {
+            let dfd = self.node_fd(parent)?;
+            p.mkdirat(dfd, name_bytes(name), mode & 0o7777)?;
+            self.lookup_in(p, dfd, name_bytes(name))
+        });
+        match r {
+            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+            Err(e) => reply.error(ferr(e)),
+        }
+    }
+
+    fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let r = self.with(req, |p| {
+            p.unlinkat(self.node_fd(parent)?, name_bytes(name), 0)
+        });
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(ferr(e)),
+        }
+    }
+
+    fn rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let r = self.with(req, |p| {
+            p.unlinkat(self.node_fd(parent)?, name_bytes(name), AT_REMOVEDIR)
+        });
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(ferr(e)),
+        }
+    }
+
+    fn symlink(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        link_name: &OsStr,
+        target: &Path,
+        reply: ReplyEntry,
+    ) {
+        let r = self.with(req, |p| {
+            let dfd = self.node_fd(parent)?;
+            p.symlinkat(target.as_os_str().as_bytes(), dfd, name_bytes(link_name))?;
+            self.lookup_in(p, dfd, name_bytes(link_name))
+        });
+        match r {
+            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+            Err(e) => reply.error(ferr(e)),
+        }
+    }
+
+    fn rename(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        let r = self.with(req, |p| {
+            p.renameat2(
+                self.node_fd(parent)?,
+                name_bytes(name),
+                self.node_fd(newparent)?,
+                name_bytes(newname),
+                flags.bits(),
+            )
+        });
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(ferr(e)),
+        }
+    }
+
+    fn link(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        newparent: INodeNo,
+        newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        let r = self.with(req, |p| {
+            let fd = self.node_fd(ino)?;
+            let dfd = self.node_fd(newparent)?;
+            if p.cred().fsuid == 0 {
+                p.linkat(fd, "", dfd, name_bytes(newname), AT_EMPTY_PATH)?;
+            } else {
+                // linkat(AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH; Linux's
+                // link(2) by path does not. The caller's rights on the new
+                // directory are checked first, then the link is made as
+                // root (see docs/fuse.md).
+                p.faccessat(dfd, "", W_OK | X_OK, AT_EMPTY_PATH | AT_EACCESS)?;
+                let cred = p.cred().clone();
+                p.set_cred(Cred::root());
+                let r = p.linkat(fd, "", dfd, name_bytes(newname), AT_EMPTY_PATH);
+                p.set_cred(cred);
+                r?;
+            }
+            self.lookup_in(p, dfd, name_bytes(newname))
+        });
+        match r {
+            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+            Err(e) => reply.error(ferr(e)),
+        }
+    }
+
+    fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let r = self.with(req, |p| {
+            let fd = self.node_fd(ino)?;
+            self.open_node(p, fd, flags.0)
+        });
+        match r {
+            // The page cache stays valid across opens: every change to the
+            // data passed through the kernel.
+            Ok(fd) => reply.opened(FileHandle(fd as u64), FopenFlags::FOPEN_KEEP_CACHE),
+            Err(e) => reply.error(ferr(e)),
+        }
+    }
+
+    fn read(
+        &self,
+        req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let r = self.with(req, |p| {
+            let mut buf = vec![0u8; size as usize];
+            let off = i64::try_from(offset).map_err(|_| Errno::EINVAL)?;
+            let n = p.pread(fh.0 as i32, &mut buf, off)?;
+            buf.truncate(n);
+            Ok(buf)
+        });
+        match r {
+            Ok(b) => reply.data(&b),
+            Err(e) => reply.error(ferr(e)),
+        }
+    }
+
+    fn write(
+        &self,
+        req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        let r = self.with(req, |p| {
+            let off = i64::try_from(offset).map_err(|_| Errno::EFBIG)?;
+            p.pwrite(fh.0 as i32, data, off)
+        });
+        match r {
+            Ok(n) => reply.written(n as u32),
+            Err(e) => reply.error(ferr(e)),
+        }
+    }
+
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        // uvfs's tmpfs has nothing to flush at close, and no POSIX locks
+        // live here (the kernel keeps them): ENOSYS tells the kernel to
+        // stop sending FLUSH, which it then treats as success.
+        reply.error(FErrno::ENOSYS);
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        self.as_root(|p| {
+            let _ = p.close(fh.0 as i32);
+        });
+        reply.ok();
+    }
+
+    fn fsync(
+        &self,
+        req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        let r = self.with(req, |p| {
+            if datasync {
+                p.fdatasync(fh.0 as i32)
+            } else {
+                p.fsync(fh.0 as i32)
+            }
+        });
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(ferr(e)),
+        }
+    }
+
+    fn opendir(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let r = self.with(req, |p| {
+            let fd = self.node_fd(ino)?;
+            p.reopen(
+                fd,
+                (Self::server_flags(flags.0) & !O_ACCMODE) | O_RDONLY | O_DIRECTORY,
+            )
+        });
+        match r {
+            Ok(fd) => reply.opened(FileHandle(fd as u64), FopenFlags::empty()),
+            Err(e) => reply.error(ferr(e)),
+        }
+    }
+
+    fn readdir(
+        &self,
+        req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        let r = self.with(req, |p| {
+            let fd = fh.0 as i32;
+            p.lseek(fd, offset as i64, SEEK_SET)?;
+            let mut buf = vec![0u8; 16 * 1024];
+            'outer: loop {
+                let n = p.getdents64(fd, &mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                for e in parse_dirents64(&buf[..n]) {
+                    let full = reply.add(
+                        INodeNo(self.nodeid(e.d_ino)),
+                        e.d_off as u64,
+                        kind_of_dtype(e.d_type),
+                        OsStr::from_bytes(&e.name),
+                    );
+                    if full {
+                        break 'outer;
+                    }
+                }
+            }
+            Ok(())
+        });
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(ferr(e)),
+        }
+    }
+
+    fn readdirplus(
+        &self,
+        req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectoryPlus,
+    ) {
+        self.counters.readdirplus.fetch_add(1, Ordering::Relaxed);
+        let r = self.with(req, |p| {
+            let fd = fh.0 as i32;
+            p.lseek(fd, offset as i64, SEEK_SET)?;
+            let mut buf = vec![0u8; 16 * 1024];
+            'outer: loop {
+                let n = p.getdents64(fd, &mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                for e in parse_dirents64(&buf[..n]) {
+                    let dot = e.name == b"." || e.name == b"..";
+                    // The kernel takes no lookup reference for "." and
+                    // "..": they get their attributes only.
+                    let attr = if dot {
+                        let mut a = self.attr_of(&Stat::default());
+                        a.ino = INodeNo(self.nodeid(e.d_ino));
+                        a.kind = kind_of_dtype(e.d_type);
+                        a
+                    } else {
+                        match self.lookup_in(p, fd, &e.name) {
+                            Ok(a) => a,
+                            // Gone since getdents listed it: skip it.
+                            Err(Errno::ENOENT) => continue,
+                            Err(err) => return Err(err),
+                        }
+                    };
+                    let ttl = if dot { Duration::ZERO } else { TTL };
+                    let full = reply.add(
+                        attr.ino,
+                        e.d_off as u64,
+                        OsStr::from_bytes(&e.name),
+                        &ttl,
+                        &attr,
+                        Generation(0),
+                    );
+                    if full {
+                        if !dot {
+                            // Not sent: give back the reference it took.
+                            self.forget_n(attr.ino, 1);
+                        }
+                        break 'outer;
+                    }
+                }
+            }
+            Ok(())
+        });
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(ferr(e)),
+        }
+    }
+
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
+        self.as_root(|p| {
+            let _ = p.close(fh.0 as i32);
+        });
+        reply.ok();
+    }
+
+    fn fsyncdir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        reply.ok();
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        self.statfs_reply(reply);
+    }
+
+    fn setxattr(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _name: &OsStr,
+        _value: &[u8],
+        _flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        // No extended attributes in the library yet: ENOSYS makes the
+        // kernel answer every later xattr call with EOPNOTSUPP itself.
+        reply.error(FErrno::ENOSYS);
+    }
+
+    fn getxattr(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _name: &OsStr,
+        _size: u32,
+        reply: ReplyXattr,
+    ) {
+        reply.error(FErrno::ENOSYS);
+    }
+
+    fn listxattr(&self, _req: &Request, _ino: INodeNo, _size: u32, reply: ReplyXattr) {
+        reply.error(FErrno::ENOSYS);
+    }
+
+    fn removexattr(&self, _req: &Request, _ino: INodeNo, _name: &OsStr, reply: ReplyEmpty) {
+        reply.error(FErrno::ENOSYS);
+    }
+
+    fn access(&self, req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
+        let r = self.with(req, |p| {
+            p.faccessat(self.node_fd(ino)?, "", mask.bits(), AT_EMPTY_PATH)
+        });
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(ferr(e)),
+        }
+    }
+
+    fn create(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        _umask: u32,
+        flags: i32,
+        reply: ReplyCreate,
+    ) {
+        let r = self.with(req, |p| {
+            let dfd = self.node_fd(parent)?;
+            let fd = p.openat(
+                dfd,
+                name_bytes(name),
+                Self::server_flags(flags) | O_CREAT,
+                mode & 0o7777,
+            )?;
+            let attr = p.reopen(fd, O_PATH).and_then(|pfd| self.remember(p, pfd));
+            match attr {
+                Ok(a) => Ok((fd, a)),
+                Err(e) => {
+                    let _ = p.close(fd);
+                    Err(e)
+                }
+            }
+        });
+        match r {
+            Ok((fd, attr)) => reply.created(
+                &TTL,
+                &attr,
+                Generation(0),
+                FileHandle(fd as u64),
+                FopenFlags::FOPEN_KEEP_CACHE,
+            ),
+            Err(e) => reply.error(ferr(e)),
+        }
+    }
+
+    fn fallocate(
+        &self,
+        req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        let r = self.with(req, |p| {
+            p.fallocate(fh.0 as i32, mode, offset as i64, length as i64)
+        });
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(ferr(e)),
+        }
+    }
+
+    fn lseek(
+        &self,
+        req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: i64,
+        whence: i32,
+        reply: ReplyLseek,
+    ) {
+        // The kernel sends only SEEK_DATA and SEEK_HOLE; the handle's own
+        // position is the server's, never the caller's.
+        let r = self.with(req, |p| p.lseek(fh.0 as i32, offset, whence));
+        match r {
+            Ok(off) => reply.offset(off),
+            Err(e) => reply.error(ferr(e)),
+        }
+    }
+
+    fn copy_file_range(
+        &self,
+        req: &Request,
+        _ino_in: INodeNo,
+        fh_in: FileHandle,
+        offset_in: u64,
+        _ino_out: INodeNo,
+        fh_out: FileHandle,
+        offset_out: u64,
+        len: u64,
+        flags: CopyFileRangeFlags,
+        reply: ReplyWrite,
+    ) {
+        if !flags.is_empty() {
+            reply.error(FErrno::EINVAL);
+            return;
+        }
+        // uvfs has no copy_file_range of its own: copy in the server
+        // (the data never crosses to the caller and back). The kernel
+        // checked the handles' modes, the ranges and the overlap.
+        let r = self.with(req, |p| {
+            let mut buf = vec![0u8; (len.min(1 << 20)) as usize];
+            let mut done: u64 = 0;
+            // A FUSE reply counts bytes in 32 bits.
+            let len = len.min(u64::from(u32::MAX) & !0xfff);
+            while done < len {
+                let want = (len - done).min(buf.len() as u64) as usize;
+                let n = p.pread(fh_in.0 as i32, &mut buf[..want], (offset_in + done) as i64)?;
+                if n == 0 {
+                    break;
+                }
+                let mut w = 0;
+                while w < n {
+                    match p.pwrite(
+                        fh_out.0 as i32,
+                        &buf[w..n],
+                        (offset_out + done + w as u64) as i64,
+                    ) {
+                        Ok(k) => w += k,
+                        Err(e) if done + w as u64 == 0 => return Err(e),
+                        Err(_) => return Ok(done + w as u64),
+                    }
+                }
+                done += n as u64;
+            }
+            Ok(done)
+        });
+        match r {
+            Ok(n) => reply.written(n as u32),
+            Err(e) => reply.error(ferr(e)),
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! `uvfs mount`'s command line: refusals before mounting (exit 2, nothing
+//! mounted), the ways a server ends (SIGTERM, SIGINT, `umount`, kill -9
+//! then `umount -l`), `--daemon`, and `--seed-from` / `--dump-to`.
+//! Skips (passes with a message) without /dev/fuse or root.
+
+mod support;
+
+use std::process::Command;
+use support::*;
+
+/// Runs `uvfs mount ARGS` expecting a refusal: exit 2, a message naming
+/// the problem, and `dir` not a mount point afterwards.
+fn refused(args: &[&str], dir: &std::path::Path, expect: &str) {
+    let before = if dir.exists() { mounts_on(dir) } else { 0 };
+    let mut c = Command::new(uvfs_bin());
+    c.arg("mount").args(args);
+    let out = run_bounded(c);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{args:?}: status; stderr: {err}"
+    );
+    assert!(
+        err.to_lowercase().contains(&expect.to_lowercase()),
+        "{args:?}: message {err:?} does not say {expect:?}"
+    );
+    if dir.exists() {
+        assert_eq!(
+            mounts_on(dir),
+            before,
+            "{args:?}: mounted on {}",
+            dir.display()
+        );
+    }
+}
+
+#[test]
+fn refusals_exit_2_and_mount_nothing() {
+    skip_unless_fuse!();
+    let d = TempDir::new("refuse");
+    let ds = d.path().to_str().unwrap();
+    let missing = d.path().join("missing");
+    let ms = missing.to_str().unwrap();
+    let file = d.path().join("file");
+    std::fs::write(&file, b"x").unwrap();
+    let fs_ = file.to_str().unwrap();
+    refused(&[ms], &missing, "No such file");
+    refused(&[fs_], &file, "not a directory");
+    refused(
+        &["/proc"],
+        std::path::Path::new("/proc"),
+        "already a mount point",
+    );
+    refused(&["--size", "0", ds], d.path(), "size");
+    refused(&["--size", "12Q", ds], d.path(), "size");
+    refused(&["--threads", "0", ds], d.path(), "1 to 64");
+    refused(&["--threads", "65", ds], d.path(), "1 to 64");
+    refused(&["--fastpaths", "fastest", ds], d.path(), "fastest");
+    refused(&["--seed-from", ms, ds], d.path(), "seed-from");
+    refused(&["--seed-from", fs_, ds], d.path(), "not a directory");
+    refused(&["--dump-to", fs_, ds], d.path(), "not a directory");
+    // A mount point made here: a bind mount of the directory on itself
+    // (same device as its parent: only mountinfo tells).
+    let b = d.path().join("bind");
+    std::fs::create_dir(&b).unwrap();
+    /// Unmounts the bind mount even when an assertion fails first.
+    struct Unbind<'a>(&'a std::path::Path);
+    impl Drop for Unbind<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(self.0).status();
+        }
+    }
+    let st = Command::new("mount")
+        .arg("--bind")
+        .arg(&b)
+        .arg(&b)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let unbind = Unbind(&b);
+    refused(&[b.to_str().unwrap()], &b, "already a mount point");
+    drop(unbind);
+    assert!(!is_mounted(&b));
+    // /dev/fuse that cannot be opened: a private mount namespace with an
+    // empty /dev.
+    let out = run_bounded({
+        let mut c = Command::new("unshare");
+        c.args(["-m", "--propagation", "private", "sh", "-c"])
+            .arg(format!(
+                "mount -t tmpfs none /dev && exec {} mount {ds}",
+                uvfs_bin()
+            ));
+        c
+    });
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "no /dev/fuse: {err}");
+    assert!(err.contains("/dev/fuse"), "no /dev/fuse: {err}");
+    assert!(!is_mounted(d.path()));
+}
+
+#[test]
+fn sigterm_and_sigint_end_the_server_cleanly() {
+    skip_unless_fuse!();
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        let mut m = Mount::new("sig", &["--threads", "3"]);
+        std::fs::write(m.path().join("f"), b"data").unwrap();
+        assert_eq!(std::fs::read(m.path().join("f")).unwrap(), b"data");
+        m.signal(sig);
+        assert_eq!(m.wait_exit(), Some(0), "signal {sig}: exit status");
+        assert!(!is_mounted(m.path()), "signal {sig}: still mounted");
+    }
+}
+
+#[test]
+fn sigterm_ends_the_server_while_the_mount_is_busy() {
+    skip_unless_fuse!();
+    let mut m = Mount::new("busy", &[]);
+    // A process whose cwd is on the mount keeps it busy.
+    let mut busy = Command::new("sleep")
+        .arg("600")
+        .current_dir(m.path())
+        .spawn()
+        .unwrap();
+    m.signal(libc::SIGTERM);
+    let r = m.wait_exit();
+    let _ = busy.kill();
+    let _ = busy.wait();
+    assert_eq!(r, Some(0), "server exit status");
+    assert!(!is_mounted(m.path()));
+}
+
+#[test]
+fn umount_ends_the_server_cleanly() {
+    skip_unless_fuse!();
+    let mut m = Mount::new("umount", &["--fastpaths", "stock", "--threads", "1"]);
+    std::fs::create_dir(m.path().join("d")).unwrap();
+    let st = Command::new("umount").arg(m.path()).status().unwrap();
+    assert!(st.success());
+    assert_eq!(m.wait_exit(), Some(0));
+    assert!(!is_mounted(m.path()));
+}
+
+#[test]
+fn kill_9_gives_enotconn_and_lazy_umount_recovers() {
+    skip_unless_fuse!();
+    let mut m = Mount::new("kill9", &[]);
+    std::fs::write(m.path().join("f"), b"data").unwrap();
+    m.signal(libc::SIGKILL);
+    assert_eq!(m.wait_exit(), Some(-1), "killed by a signal");
+    // A program on the dead mount fails at once (bounded: a hang fails).
+    let (code, _, err) = sh(
+        m.path().parent().unwrap(),
+        &format!("cat {}/f; ls {}", m.path().display(), m.path().display()),
+    );
+    assert_ne!(code, 0);
+    assert!(err.contains("Transport endpoint is not connected"), "{err}");
+    let st = Command::new("umount")
+        .arg("-l")
+        .arg(m.path())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert!(!is_mounted(m.path()));
+    assert!(m.path().is_dir());
+    assert_eq!(std::fs::read_dir(m.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn daemon_returns_once_live() {
+    skip_unless_fuse!();
+    let d = TempDir::new("daemon");
+    let mut c = Command::new(uvfs_bin());
+    c.arg("mount").arg("--daemon").arg(d.path());
+    let out = run_bounded(c);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Live as soon as the parent returned.
+    assert!(is_mounted(d.path()));
+    std::fs::write(d.path().join("f"), b"x").unwrap();
+    let st = Command::new("umount").arg(d.path()).status().unwrap();
+    assert!(st.success());
+    // A daemon that fails after the checks (here: its seed does not fit
+    // in --size) reports why and exits non-zero, nothing mounted.
+    let seed = TempDir::new_in("/dev/shm", "daemon-seed");
+    std::fs::write(seed.path().join("big"), vec![1u8; 64 << 10]).unwrap();
+    let mut c = Command::new(uvfs_bin());
+    c.arg("mount")
+        .arg("--daemon")
+        .args(["--size", "8K", "--seed-from"])
+        .arg(seed.path())
+        .arg(d.path());
+    let out = run_bounded(c);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("No space left"), "{err}");
+    assert!(!is_mounted(d.path()));
+}
+
+#[test]
+fn seed_from_and_dump_to_copy_the_tree() {
+    skip_unless_fuse!();
+    let src = TempDir::new_in("/dev/shm", "seed");
+    let (code, _, err) = sh(
+        src.path(),
+        "mkdir -p a/b && echo one > a/f && ln a/f a/g && ln -s f a/s && chmod 751 a/b \
+         && head -c 300000 /dev/urandom > a/b/big && touch -d @1234567 a/f a/b",
+    );
+    assert_eq!(code, 0, "{err}");
+    let dst = TempDir::new_in("/dev/shm", "dump");
+    let out_dir = dst.path().join("out");
+    let mut m = Mount::new(
+        "seeddump",
+        &[
+            "--seed-from",
+            src.path().to_str().unwrap(),
+            "--dump-to",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    let listing = "find . -printf '%P %y %m %s %n %T@ %l\\n' | sort; md5sum a/b/big";
+    let (_, seen, _) = sh(m.path(), listing);
+    let (_, want, _) = sh(src.path(), listing);
+    assert_eq!(seen, want, "the seeded tree");
+    // A change made on the mount reaches the dump.
+    std::fs::write(m.path().join("a/new"), b"new").unwrap();
+    m.signal(libc::SIGTERM);
+    assert_eq!(m.wait_exit(), Some(0));
+    std::fs::write(src.path().join("a/new"), b"new").unwrap();
+    let (_, after_src, _) = sh(src.path(), "find . -printf '%P %y %m %s %n %l\\n' | sort");
+    let (_, after_dump, _) = sh(&out_dir, "find . -printf '%P %y %m %s %n %l\\n' | sort");
+    assert_eq!(after_dump, after_src, "the dumped tree");
+    let (code, out, _) = sh(dst.path(), &format!("diff -r {} out", src.path().display()));
+    assert_eq!(code, 0, "diff -r: {out}");
+}

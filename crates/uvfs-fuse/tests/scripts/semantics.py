@@ -1,0 +1,232 @@
+# System calls on the current directory, printing each result (a value or
+# an errno name) so that a run on the host's tmpfs and one on a uvfs mount
+# can be compared line by line. No inode numbers, no absolute times.
+import errno
+import mmap
+import os
+import stat
+import sys
+
+out = []
+
+
+def show(label, f):
+    try:
+        r = f()
+        out.append(f"{label}: {r!r}")
+    except OSError as e:
+        out.append(f"{label}: {errno.errorcode.get(e.errno, e.errno)}")
+
+
+def mode(p, follow=False):
+    s = os.stat(p) if follow else os.lstat(p)
+    return oct(s.st_mode), s.st_nlink, s.st_size, s.st_uid, s.st_gid
+
+
+os.umask(0o022)
+show("mkdir d", lambda: os.mkdir("d", 0o755))
+show("mkdir d again", lambda: os.mkdir("d", 0o755))
+show("stat d", lambda: mode("d"))
+fd = os.open("d/f", os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o666)
+show("write", lambda: os.write(fd, b"hello world"))
+os.close(fd)
+show("O_EXCL again", lambda: os.open("d/f", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+show("stat f", lambda: mode("d/f"))
+show("read f", lambda: open("d/f", "rb").read())
+show("ls d", lambda: sorted(os.listdir("d")))
+show("stat d after", lambda: mode("d"))
+
+# O_APPEND from two descriptors
+a = os.open("d/f", os.O_WRONLY | os.O_APPEND)
+b = os.open("d/f", os.O_WRONLY | os.O_APPEND)
+os.write(a, b"A")
+os.write(b, b"B")
+os.write(a, b"C")
+os.close(a)
+os.close(b)
+show("after appends", lambda: open("d/f", "rb").read())
+
+# O_TRUNC, ftruncate, truncate
+fd = os.open("d/t", os.O_CREAT | os.O_RDWR, 0o644)
+os.write(fd, b"0123456789")
+show("ftruncate 4", lambda: os.ftruncate(fd, 4))
+show("pread", lambda: os.pread(fd, 100, 0))
+show("truncate 20", lambda: os.truncate("d/t", 20))
+show("size", lambda: os.fstat(fd).st_size)
+show("pread tail", lambda: os.pread(fd, 100, 0))
+os.close(fd)
+fd = os.open("d/t", os.O_RDWR | os.O_TRUNC)
+show("after O_TRUNC", lambda: os.fstat(fd).st_size)
+os.close(fd)
+
+# pwrite past the end makes a hole; SEEK_DATA / SEEK_HOLE
+fd = os.open("d/sparse", os.O_CREAT | os.O_RDWR, 0o644)
+os.pwrite(fd, b"x", 1 << 20)
+show("size sparse", lambda: os.fstat(fd).st_size)
+show("SEEK_DATA 0", lambda: os.lseek(fd, 0, os.SEEK_DATA))
+show("SEEK_HOLE 0", lambda: os.lseek(fd, 0, os.SEEK_HOLE))
+show("SEEK_DATA past", lambda: os.lseek(fd, (1 << 20) + 10, os.SEEK_DATA))
+show("fallocate", lambda: os.posix_fallocate(fd, 0, 8192))
+show("size after fallocate", lambda: os.fstat(fd).st_size)
+os.close(fd)
+
+# copy_file_range
+src = os.open("d/f", os.O_RDONLY)
+dst = os.open("d/copy", os.O_CREAT | os.O_RDWR, 0o644)
+show("copy_file_range", lambda: os.copy_file_range(src, dst, 5, 0, 2))
+show("copy content", lambda: os.pread(dst, 100, 0))
+os.close(src)
+os.close(dst)
+
+# links, symlinks, rename flavours
+show("link", lambda: os.link("d/f", "d/g"))
+show("nlink", lambda: os.stat("d/f").st_nlink)
+show("link exists", lambda: os.link("d/f", "d/g"))
+show("symlink", lambda: os.symlink("f", "d/s"))
+show("readlink", lambda: os.readlink("d/s"))
+show("stat through symlink", lambda: mode("d/s", True))
+show("lstat symlink", lambda: mode("d/s")[0])
+show("dangling", lambda: os.symlink("nowhere", "d/dangling"))
+show("open dangling", lambda: os.open("d/dangling", os.O_RDONLY))
+show("rename", lambda: os.rename("d/g", "d/h"))
+show("rename missing", lambda: os.rename("d/g", "d/i"))
+show("rename over", lambda: os.rename("d/h", "d/copy"))
+show("ls", lambda: sorted(os.listdir("d")))
+show("rmdir nonempty", lambda: os.rmdir("d"))
+show("unlink dir", lambda: os.unlink("d"))
+show("rmdir file", lambda: os.rmdir("d/f"))
+os.mkdir("e")
+os.mkdir("e/sub")
+show("rename dir into itself", lambda: os.rename("e", "e/sub/x"))
+show("rename dir over file", lambda: os.rename("e/sub", "d/f"))
+
+import ctypes
+
+libc = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD = -100
+
+
+def renameat2(a, b, flags):
+    r = libc.renameat2(AT_FDCWD, a.encode(), AT_FDCWD, b.encode(), flags)
+    if r != 0:
+        raise OSError(ctypes.get_errno(), "renameat2")
+    return r
+
+
+show("RENAME_NOREPLACE", lambda: renameat2("d/f", "d/copy", 1))
+show("RENAME_EXCHANGE", lambda: renameat2("d/f", "e", 2))
+show("after exchange", lambda: (mode("d/f")[0], mode("e")[0]))
+show("exchange back", lambda: renameat2("d/f", "e", 2))
+show("EXCHANGE missing", lambda: renameat2("d/f", "d/nothing", 2))
+
+# chmod, chown, utimes
+show("chmod", lambda: os.chmod("d/f", 0o4750))
+show("mode", lambda: oct(os.stat("d/f").st_mode))
+show("chown", lambda: os.chown("d/f", 1000, 1000))
+show("after chown (suid cleared?)", lambda: mode("d/f"))
+show("utime", lambda: os.utime("d/f", ns=(1_000_000_123, 2_000_000_456)))
+show("times", lambda: (os.stat("d/f").st_atime_ns, os.stat("d/f").st_mtime_ns))
+show("utime omit", lambda: os.utime("d/f", ns=(5_000_000_000, 2_000_000_456)))
+show("times 2", lambda: (os.stat("d/f").st_atime_ns, os.stat("d/f").st_mtime_ns))
+
+# unlinked but open stays readable and writable
+fd = os.open("d/gone", os.O_CREAT | os.O_RDWR, 0o600)
+os.write(fd, b"still here")
+os.unlink("d/gone")
+show("stat gone", lambda: os.stat("d/gone"))
+show("read unlinked", lambda: os.pread(fd, 100, 0))
+show("fstat unlinked nlink", lambda: os.fstat(fd).st_nlink)
+os.write(fd, b"!")
+show("read unlinked 2", lambda: os.pread(fd, 100, 0))
+os.close(fd)
+
+# mmap shared and private
+fd = os.open("d/map", os.O_CREAT | os.O_RDWR, 0o644)
+os.ftruncate(fd, 8192)
+m = mmap.mmap(fd, 8192, mmap.MAP_SHARED)
+m[0:5] = b"MMAP!"
+m.flush()
+m.close()
+show("read after shared mmap", lambda: os.pread(fd, 5, 0))
+p = mmap.mmap(fd, 8192, mmap.MAP_PRIVATE)
+p[0:5] = b"priv!"
+show("private view", lambda: p[0:5])
+p.close()
+show("file after private", lambda: os.pread(fd, 5, 0))
+os.close(fd)
+
+# directories: readdir of many entries, with removal during listing
+os.mkdir("many")
+for i in range(300):
+    open(f"many/n{i:03}", "w").close()
+show("count", lambda: len(os.listdir("many")))
+with os.scandir("many") as it:
+    seen = 0
+    for e in it:
+        if seen == 10:
+            for j in range(150, 300):
+                os.unlink(f"many/n{j:03}")
+        seen += 1
+show("after removing during listing", lambda: len(os.listdir("many")))
+show("statvfs namemax", lambda: os.statvfs(".").f_namemax)
+show("long name", lambda: os.open("x" * 256, os.O_CREAT | os.O_RDONLY, 0o644))
+show("O_DIRECTORY on file", lambda: os.open("d/f", os.O_RDONLY | os.O_DIRECTORY))
+show("write dir", lambda: os.open("d", os.O_WRONLY))
+show("mkfifo", lambda: os.mkfifo("fifo"))
+show("access", lambda: os.access("d/f", os.R_OK | os.W_OK))
+
+# permissions as another user
+os.chmod("d/f", 0o640)
+os.chown("d/f", 0, 0)
+os.mkdir("locked", 0o700)
+open("locked/x", "w").close()
+os.mkdir("sticky", 0o1777)
+open("sticky/rootfile", "w").close()
+os.chmod("sticky/rootfile", 0o666)
+os.mkdir("shared", 0o775)
+os.chmod("shared", 0o775)
+os.chown("shared", 0, 4242)
+sys.stdout.flush()
+pid = os.fork()
+if pid == 0:
+    os.setgroups([4242])
+    os.setresgid(1000, 1000, 1000)
+    os.setresuid(1000, 1000, 1000)
+    res = []
+
+    def u(label, f):
+        try:
+            res.append(f"user {label}: {f()!r}")
+        except OSError as e:
+            res.append(f"user {label}: {errno.errorcode.get(e.errno, e.errno)}")
+
+    u("read 0640 root file", lambda: open("d/f", "rb").read())
+    u("write 0640 root file", lambda: os.open("d/f", os.O_WRONLY))
+    u("stat in 0700 dir", lambda: os.stat("locked/x").st_size)
+    u("create in 0700 dir", lambda: os.open("locked/y", os.O_CREAT | os.O_WRONLY, 0o644))
+    u("ls 0700 dir", lambda: os.listdir("locked"))
+    u("create in 0755 dir", lambda: os.open("d/mine", os.O_CREAT | os.O_WRONLY, 0o644))
+    u("create in group dir", lambda: os.close(os.open("shared/mine", os.O_CREAT | os.O_WRONLY, 0o644)))
+    u("owner of group-dir file", lambda: mode("shared/mine")[3:])
+    u("unlink in sticky dir", lambda: os.unlink("sticky/rootfile"))
+    u("write 0666 in sticky", lambda: os.close(os.open("sticky/rootfile", os.O_WRONLY)))
+    u("chmod root file", lambda: os.chmod("d/f", 0o777))
+    u("chown own file", lambda: os.chown("shared/mine", 0, -1))
+    u("chgrp to supplementary", lambda: os.chown("shared/mine", -1, 4242))
+    u("group after", lambda: mode("shared/mine")[4])
+    u("utime root file now", lambda: os.utime("d/f"))
+    u("utime 0666 root file now", lambda: os.utime("sticky/rootfile"))
+    u("utime 0666 explicit", lambda: os.utime("sticky/rootfile", (1, 1)))
+    u("truncate root 0666", lambda: os.truncate("sticky/rootfile", 3))
+    u("truncate 0640", lambda: os.truncate("d/f", 3))
+    u("access R", lambda: os.access("d/f", os.R_OK))
+    u("access W", lambda: os.access("d/f", os.W_OK))
+    u("rename into 0700", lambda: os.rename("shared/mine", "locked/mine"))
+    u("link into shared", lambda: os.link("sticky/rootfile", "shared/hard"))
+    u("mkdir in shared", lambda: os.mkdir("shared/sd"))
+    u("rmdir d", lambda: os.rmdir("e/sub"))
+    print("\n".join(res))
+    sys.stdout.flush()
+    os._exit(0)
+os.waitpid(pid, 0)
+print("\n".join(out))
