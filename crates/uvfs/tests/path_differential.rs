@@ -317,3 +317,24 @@ fn host_runs_are_deterministic() {
         }
     }
 }
+
+/// The coverage-guided target (`fuzz/fuzz_targets/path_differential.rs`)
+/// drives this generator with a fuzzer's bytes: each choice reads as few
+/// bytes as its range needs, zeros once they run out, and generation stops
+/// there. An empty input ends before the first generated op (the start's
+/// pending symlink must still run on the host, or the logs misalign: the
+/// first fuzzing run found that); a longer one generates a real sequence.
+#[test]
+fn fuzzer_bytes_drive_the_generator() {
+    let mut r = support::rng::Rng::from_bytes(&[7, 1, 2, 0xff, 0xff]);
+    assert_eq!(r.below(10), 7); // one byte for a range up to 256
+    assert_eq!(r.below(1000), 0x0201); // two for a larger one
+    assert!(!r.exhausted());
+    assert_eq!(r.below(0x1_0001), 0xffff); // four, past the end read as zeros
+    assert!(r.exhausted());
+    assert_eq!(r.below(5), 0);
+
+    assert_eq!(check_bytes(&[], 96), None);
+    let data: Vec<u8> = (0..700u32).map(|i| (i * 37 % 251) as u8).collect();
+    assert_eq!(check_bytes(&data, 96), None);
+}

@@ -37,8 +37,25 @@ pub fn check_seed_counting(
     verbose: bool,
     cov: &mut Coverage,
 ) -> Option<String> {
+    check_job(HostJob::Generate(seed, nops), seed, verbose, cov)
+}
+
+/// Runs the ops a fuzzer's bytes generate (at most `nops`) on the host and
+/// on uvfs (both presets); the report of the first mismatch, if any. The
+/// coverage-guided target `fuzz/fuzz_targets/path_differential.rs` calls
+/// it for every input.
+pub fn check_bytes(data: &[u8], nops: usize) -> Option<String> {
+    check_job(
+        HostJob::Bytes(data.to_vec(), nops),
+        0,
+        false,
+        &mut Coverage::new(),
+    )
+}
+
+fn check_job(job: HostJob, seed: u64, verbose: bool, cov: &mut Coverage) -> Option<String> {
     let top = top_for_run();
-    let (ops, host, sandbox) = host_run_in_thread(HostJob::Generate(seed, nops), top.clone());
+    let (ops, host, sandbox) = host_run_in_thread(job, top.clone());
     count(cov, &ops, &host);
     if verbose {
         eprintln!("seed {seed}: host sandbox {sandbox:?}");

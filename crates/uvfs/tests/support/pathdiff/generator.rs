@@ -827,17 +827,19 @@ impl Gen {
     }
 }
 
-/// Generates `n` ops from `seed`, running each on the host as it goes
-/// (the generator steers by the results); returns the ops and the host log.
+/// Generates up to `n` ops with the choices of `rng` (a seed's, or a
+/// fuzzer's bytes: generation then stops when they run out), running each
+/// on the host as it goes (the generator steers by the results); returns
+/// the ops and the host log.
 pub fn host_generate(
     b: &mut dyn Backend,
-    seed: u64,
+    rng: Rng,
     top: &[u8],
     n: usize,
     root: &[u8],
 ) -> (Vec<Op>, Log) {
     let mut g = Gen {
-        rng: Rng::new(seed),
+        rng,
         top: top.to_vec(),
         live: Vec::new(),
         dir: Vec::new(),
@@ -879,10 +881,13 @@ pub fn host_generate(
     if g.rng.chance(50) {
         g.push(Op::Symlink(b"a".to_vec(), b"l".to_vec()));
     }
-    while g.ops.len() < n {
+    while g.ops.len() < n && !g.rng.exhausted() {
         g.op();
         step(&mut g, &mut obs);
     }
+    // Ops pushed but not run yet (the symlink above, when a fuzzer's bytes
+    // ran out before the loop): run them, so the log matches the ops.
+    step(&mut g, &mut obs);
     dump(b, root, &mut obs);
     let log = Log {
         obs,

@@ -458,6 +458,8 @@ pub fn prepare(b: &mut dyn Backend, top: &[u8]) {
 /// What a host run does: generate from a seed, or replay given ops.
 pub enum HostJob {
     Generate(u64, usize),
+    /// Generate up to `n` ops from a fuzzer's bytes.
+    Bytes(Vec<u8>, usize),
     Replay(Vec<Op>),
 }
 
@@ -474,7 +476,10 @@ pub fn host_run_in_thread(job: HostJob, top: Vec<u8>) -> (Vec<Op>, Log, Sandbox)
             Sandbox::Plain => &top,
         };
         let (ops, log) = match job {
-            HostJob::Generate(seed, n) => host_generate(&mut host, seed, &top, n, root),
+            HostJob::Generate(seed, n) => host_generate(&mut host, Rng::new(seed), &top, n, root),
+            HostJob::Bytes(data, n) => {
+                host_generate(&mut host, Rng::from_bytes(&data), &top, n, root)
+            }
             HostJob::Replay(ops) => {
                 let log = run(&mut host, &ops, root);
                 (ops, log)
