@@ -75,3 +75,9 @@ pub fn object_sizes() -> Vec<(&'static str, usize)> {
         ),
     ]
 }
+
+/// The README's Rust example, compiled and run as a doc-test so that it
+/// keeps working when pasted into a `main`.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;
