@@ -137,6 +137,13 @@ pub struct RunArgs {
     /// round(seconds / interval) samples (at least one).
     #[arg(long, default_value_t = 1.0)]
     pub interval: f64,
+    /// Each sample also lasts until the tasks together made at least N
+    /// operations in it, and the last one until every task made N over the
+    /// measured time and the test's own counters (fstree's walks,
+    /// blogbench's scores) moved. 0 (the default): the clock alone decides,
+    /// as in will-it-scale. For checks that must hold on a loaded machine.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub min_ops: u64,
     /// uvfs fast paths: `seeds` (all on), `stock` (all off), or a
     /// comma-separated list of presets and SWITCH=on|off applied left to
     /// right, e.g. `stock,close_sync=on`. Switches: close_sync,
@@ -235,21 +242,44 @@ pub struct ReproduceArgs {
 #[derive(Debug, Args)]
 pub struct SoakArgs {
     /// Seconds measured after the warm-up.
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, default_value_t = 60.0, value_parser = finite_positive,
+          allow_negative_numbers = true, conflicts_with = "calls")]
     pub seconds: f64,
     /// Seconds before the baseline of resident memory is taken.
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 5.0, value_parser = finite_non_negative,
+          allow_negative_numbers = true, conflicts_with = "calls")]
     pub warmup: f64,
-    /// Seconds between the lines printed.
-    #[arg(long, default_value_t = 5.0)]
+    /// Seconds between samples (the lines printed).
+    #[arg(long, default_value_t = 5.0, value_parser = finite_positive,
+          allow_negative_numbers = true, conflicts_with = "calls")]
     pub interval: f64,
+    /// Measure in calls instead of seconds: N calls (all tasks together)
+    /// after the warm-up. The phases then hold the same work however fast
+    /// or loaded the machine is.
+    #[arg(long, value_name = "N", value_parser = at_least_one_u64)]
+    pub calls: Option<u64>,
+    /// With --calls: calls before the baseline sample (default: --calls).
+    #[arg(long, value_name = "N", requires = "calls",
+          value_parser = clap::value_parser!(u64))]
+    pub warmup_calls: Option<u64>,
+    /// With --calls: calls between samples (default: --calls / 40).
+    #[arg(long, value_name = "N", requires = "calls", value_parser = at_least_one_u64)]
+    pub interval_calls: Option<u64>,
     /// Worker threads.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = soak_tasks,
+          allow_negative_numbers = true)]
     pub tasks: usize,
     /// Fail (exit 1) if resident memory at the end exceeds its size after
-    /// the warm-up by more than this many %.
-    #[arg(long, value_name = "PCT")]
+    /// the warm-up by more than this many % (two points: noisy).
+    #[arg(long, value_name = "PCT", value_parser = finite_non_negative,
+          allow_negative_numbers = true)]
     pub max_growth: Option<f64>,
+    /// Fail (exit 1) if resident memory trends up by more than BYTES per
+    /// 1000 calls: the least-squares slope over the measured samples, less
+    /// three standard errors.
+    #[arg(long, value_name = "BYTES", value_parser = finite_non_negative,
+          allow_negative_numbers = true)]
+    pub max_slope: Option<f64>,
     /// uvfs fast paths, as for `run`.
     #[arg(long, default_value = "seeds", value_parser = parse_fastpaths)]
     pub fastpaths: FastPaths,
@@ -260,6 +290,64 @@ pub struct SoakArgs {
     /// `step`); for narrowing a failure down.
     #[arg(long, default_value_t = u16::MAX, hide = true)]
     pub mask: u16,
+}
+
+impl SoakArgs {
+    /// The soak's settings from the options.
+    pub fn config(&self) -> crate::soak::SoakConfig {
+        use crate::soak::Span;
+        let span = match self.calls {
+            Some(measured) => Span::Calls {
+                warmup: self.warmup_calls.unwrap_or(measured),
+                measured,
+                interval: self.interval_calls.unwrap_or((measured / 40).max(1)),
+            },
+            None => Span::Seconds {
+                warmup: self.warmup,
+                measured: self.seconds,
+                interval: self.interval,
+            },
+        };
+        crate::soak::SoakConfig {
+            span,
+            tasks: self.tasks,
+            max_growth_pct: self.max_growth,
+            max_slope: self.max_slope,
+            fastpaths: self.fastpaths,
+            seed: self.seed,
+            mask: self.mask,
+        }
+    }
+}
+
+/// A soak's task count: 1 to [`crate::soak::MAX_TASKS`].
+fn soak_tasks(s: &str) -> Result<usize, String> {
+    let max = crate::soak::MAX_TASKS;
+    match s.parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        Ok(_) => Err(format!(
+            "must be from 1 to {max} (each task is an OS thread)"
+        )),
+        Err(e) => Err(format!("expected a whole number: {e}")),
+    }
+}
+
+/// A finite number of seconds (or %) > 0.
+fn finite_positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        Ok(v) => Err(format!("must be a finite number > 0, not {v}")),
+        Err(e) => Err(format!("expected a number: {e}")),
+    }
+}
+
+/// A finite number >= 0.
+fn finite_non_negative(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        Ok(v) => Err(format!("must be a finite number >= 0, not {v}")),
+        Err(e) => Err(format!("expected a number: {e}")),
+    }
 }
 
 /// `preload`'s options.
@@ -360,16 +448,11 @@ pub fn main(cli: Cli) -> ExitCode {
             }
         }
         Command::Soak(a) => {
-            let cfg = crate::soak::SoakConfig {
-                seconds: a.seconds,
-                warmup: a.warmup,
-                interval: a.interval,
-                tasks: a.tasks,
-                max_growth_pct: a.max_growth,
-                fastpaths: a.fastpaths,
-                seed: a.seed,
-                mask: a.mask,
-            };
+            let cfg = a.config();
+            if let Err(e) = crate::soak::check(&cfg) {
+                eprintln!("uvfs-bench soak: {e}");
+                return ExitCode::from(2);
+            }
             match crate::soak::soak(&cfg) {
                 Ok(_) => ExitCode::SUCCESS,
                 Err(e) => {
@@ -459,6 +542,7 @@ fn run(args: &RunArgs) -> Result<(), String> {
             fastpaths: args.fastpaths,
             dir: args.dir.clone(),
             params,
+            min_ops: args.min_ops,
         };
         let m = runner::run(&cfg)?;
         if !m.leftovers.is_empty() {

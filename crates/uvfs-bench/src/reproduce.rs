@@ -453,6 +453,7 @@ impl Lab<'_> {
             fastpaths: fast,
             dir: self.host_dir.clone(),
             params: Params::default(),
+            min_ops: 0,
         };
         let r = runner::run(&cfg).and_then(|m| {
             if m.leftovers.is_empty() {
@@ -853,6 +854,7 @@ pub fn profile_loop(test: &str, secs: f64) -> Result<(), String> {
         fastpaths: FastPaths::seeds(),
         dir: host_dir(),
         params: Params::default(),
+        min_ops: 0,
     };
     let m = runner::run(&cfg)?;
     println!("{}: {:.0} ops/s", test.name(), m.samples[0]);
