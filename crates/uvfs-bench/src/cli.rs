@@ -39,12 +39,16 @@ pub enum Command {
     Run(RunArgs),
     /// Compare two `run --json` files, record by record.
     ///
-    /// Records are matched by test, backend, mode, tasks and fastpaths. A
+    /// Takes `run --json` files and a report's reproduce.json, records.json
+    /// or preload.json. Records are matched by test, backend, mode, tasks
+    /// and fastpaths; when none matches, says which of these differ and
+    /// exits 2. A
     /// change is beyond noise when it exceeds --sigmas times the combined
     /// standard error of both runs' samples (sqrt(sd1²/n1 + sd2²/n2)) and
     /// is at least --min-change % of the base; records with fewer than 2
     /// samples on a side are reported as "noise unknown". Exit status: 1
-    /// if some record regressed beyond noise, 0 otherwise, 2 on bad input.
+    /// if some record regressed beyond noise, 0 otherwise, 2 on bad input
+    /// or when no record matched.
     Compare(CompareArgs),
     /// Reproduce each seed's A/B experiment on uvfs, beside the host.
     ///
@@ -97,7 +101,8 @@ pub enum Command {
         /// A test name from `list`, or fstree.
         test: String,
         /// How long.
-        #[arg(default_value_t = 5.0)]
+        #[arg(default_value_t = 5.0, value_parser = finite_positive,
+              allow_negative_numbers = true)]
         secs: f64,
     },
 }
@@ -125,24 +130,29 @@ pub struct RunArgs {
     /// in turn; with N >= 2, task i is [writer, reader, commenter, reader,
     /// rewriter, reader, reader, reader][i mod 8] (2 = writer + reader, 5
     /// = every role).
-    #[arg(long, value_delimiter = ',', num_args = 1.., default_value = "1")]
+    /// At most 1024 each (see `run --help`).
+    #[arg(long, value_delimiter = ',', num_args = 1.., default_value = "1",
+          value_parser = run_tasks, allow_negative_numbers = true)]
     pub tasks: Vec<usize>,
     /// Seconds measured per run, after the warm-up.
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 5.0, value_parser = finite_positive,
+          allow_negative_numbers = true)]
     pub seconds: f64,
     /// Seconds the tasks run before measuring starts.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, value_parser = finite_non_negative,
+          allow_negative_numbers = true)]
     pub warmup: f64,
     /// Sample length in seconds: --seconds is split into
     /// round(seconds / interval) samples (at least one).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, value_parser = finite_positive,
+          allow_negative_numbers = true)]
     pub interval: f64,
     /// Each sample also lasts until the tasks together made at least N
     /// operations in it, and the last one until every task made N over the
     /// measured time and the test's own counters (fstree's walks,
     /// blogbench's scores) moved. 0 (the default): the clock alone decides,
     /// as in will-it-scale. For checks that must hold on a loaded machine.
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true)]
     pub min_ops: u64,
     /// uvfs fast paths: `seeds` (all on), `stock` (all off), or a
     /// comma-separated list of presets and SWITCH=on|off applied left to
@@ -320,6 +330,130 @@ impl SoakArgs {
     }
 }
 
+/// Most tasks of a `run`.
+pub const RUN_MAX_TASKS: usize = 1024;
+
+/// A `run` task count: 1 to [`RUN_MAX_TASKS`].
+fn run_tasks(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=RUN_MAX_TASKS).contains(&n) => Ok(n),
+        Ok(_) => Err(format!(
+            "must be from 1 to {RUN_MAX_TASKS}: each task is a forked process or an OS thread, \
+             all set up before the first sample; far past the CPU count a run measures only \
+             the scheduler, and process and open-file limits refuse such counts"
+        )),
+        Err(e) => Err(format!("expected a whole number: {e}")),
+    }
+}
+
+/// Most iterations of one `preload` loop.
+pub const PRELOAD_MAX_ITERATIONS: u64 = 1_000_000_000;
+
+/// `preload --iterations`: 1 to [`PRELOAD_MAX_ITERATIONS`].
+fn preload_iterations(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if (1..=PRELOAD_MAX_ITERATIONS).contains(&n) => Ok(n),
+        Ok(_) => Err(format!(
+            "must be from 1 to {PRELOAD_MAX_ITERATIONS} (a billion open/close pairs already \
+             take minutes per measurement on the host)"
+        )),
+        Err(e) => Err(format!("expected a whole number: {e}")),
+    }
+}
+
+/// Most rounds of `preload`.
+pub const PRELOAD_MAX_REPEATS: usize = 1000;
+
+/// `preload --repeats`: 1 to [`PRELOAD_MAX_REPEATS`].
+fn preload_repeats(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=PRELOAD_MAX_REPEATS).contains(&n) => Ok(n),
+        Ok(_) => Err(format!("must be from 1 to {PRELOAD_MAX_REPEATS}")),
+        Err(e) => Err(format!("expected a whole number: {e}")),
+    }
+}
+
+/// Checks that `path` can be written later: its directory exists and it is
+/// not itself a directory. Made before any work, so that a run is not lost
+/// to a typo.
+pub fn check_output_file(opt: &str, path: &std::path::Path) -> Result<(), String> {
+    if path.is_dir() {
+        return Err(format!("{opt} {}: is a directory", path.display()));
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(format!(
+            "{opt} {}: no directory {} to write it in",
+            path.display(),
+            parent.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that `dir` is a directory or can be made: its nearest existing
+/// ancestor is a directory. Made before any work.
+pub fn check_output_dir(opt: &str, dir: &std::path::Path) -> Result<(), String> {
+    let mut d = dir;
+    loop {
+        if d.exists() {
+            return if d.is_dir() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{opt} {}: {} is not a directory",
+                    dir.display(),
+                    d.display()
+                ))
+            };
+        }
+        match d.parent() {
+            Some(p) if !p.as_os_str().is_empty() => d = p,
+            _ => return Ok(()),
+        }
+    }
+}
+
+/// Longest `run` in seconds (warm-up and measured time, per task count).
+pub const RUN_MAX_SECONDS: f64 = 86400.0;
+/// Most samples of one `run` (--seconds / --interval).
+pub const RUN_MAX_SAMPLES: f64 = 100_000.0;
+
+/// `run`'s checks beyond each option's own: made before any work.
+fn check_run(args: &RunArgs) -> Result<(), String> {
+    args.params().check()?;
+    if args.seconds + args.warmup > RUN_MAX_SECONDS {
+        return Err(format!(
+            "--seconds plus --warmup must be at most {RUN_MAX_SECONDS} (a day) per run"
+        ));
+    }
+    if (args.seconds / args.interval).round() > RUN_MAX_SAMPLES {
+        return Err(format!(
+            "--seconds / --interval is {:.0} samples; at most {RUN_MAX_SAMPLES}",
+            (args.seconds / args.interval).round()
+        ));
+    }
+    if args.backend == Backend::Host && !args.dir.is_dir() {
+        return Err(format!(
+            "--dir {}: no such directory (the host backend makes its work directory in it)",
+            args.dir.display()
+        ));
+    }
+    if args.backend == Backend::Uvfs && !args.dir.is_absolute() {
+        return Err(format!(
+            "--dir {}: must be an absolute path (it is made inside the VFS)",
+            args.dir.display()
+        ));
+    }
+    if let Some(p) = &args.json {
+        check_output_file("--json", p)?;
+    }
+    Ok(())
+}
+
 /// A soak's task count: 1 to [`crate::soak::MAX_TASKS`].
 fn soak_tasks(s: &str) -> Result<usize, String> {
     let max = crate::soak::MAX_TASKS;
@@ -357,16 +491,18 @@ pub struct PreloadArgs {
     #[arg(long, value_name = "PATH")]
     pub so: Option<PathBuf>,
     /// Rounds; each runs every mode once. Default 5 (--quick: 3).
-    #[arg(long, value_name = "R", value_parser = at_least_one)]
+    #[arg(long, value_name = "R", value_parser = preload_repeats,
+          allow_negative_numbers = true)]
     pub repeats: Option<usize>,
     /// Seconds each measurement (one loop of one mode in one round) is
     /// aimed at; the counts are calibrated per mode from a short first
     /// run. Default 0.3 (--quick: 0.04).
-    #[arg(long, value_name = "SECS", conflicts_with = "iterations")]
+    #[arg(long, value_name = "SECS", conflicts_with = "iterations",
+          value_parser = finite_positive, allow_negative_numbers = true)]
     pub seconds: Option<f64>,
     /// Fixed count for every loop of every mode, instead of calibrated
     /// counts.
-    #[arg(long, value_name = "N", value_parser = at_least_one_u64)]
+    #[arg(long, value_name = "N", value_parser = preload_iterations)]
     pub iterations: Option<u64>,
     /// Smoke run, about 3 s once the shim is built: 3 rounds of ~0.04 s
     /// per measurement.
@@ -389,15 +525,18 @@ fn at_least_one_u64(s: &str) -> Result<u64, String> {
 /// `compare`'s options.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The baseline results (JSON from `run --json`).
+    /// The baseline results: `run --json`'s file, or a report's
+    /// reproduce.json, records.json or preload.json.
     pub base: PathBuf,
     /// The new results.
     pub new: PathBuf,
     /// How many combined standard errors a change must exceed.
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, default_value_t = 2.0, value_parser = finite_non_negative,
+          allow_negative_numbers = true)]
     pub sigmas: f64,
     /// The smallest change, in % of the base, reported as beyond noise.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, value_parser = finite_non_negative,
+          allow_negative_numbers = true)]
     pub min_change: f64,
 }
 
@@ -420,15 +559,23 @@ pub fn main(cli: Cli) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Command::Run(args) => match run(&args) {
-            Ok(()) => ExitCode::SUCCESS,
+        Command::Run(args) => match check_run(&args).map(|()| run(&args)) {
             Err(e) => {
+                eprintln!("uvfs-bench run: {e}");
+                ExitCode::from(2)
+            }
+            Ok(Ok(())) => ExitCode::SUCCESS,
+            Ok(Err(e)) => {
                 eprintln!("uvfs-bench run: {e}");
                 ExitCode::FAILURE
             }
         },
         Command::Compare(args) => compare_files(&args),
         Command::Reproduce(args) => {
+            if let Err(e) = check_output_dir("--out", &args.out) {
+                eprintln!("uvfs-bench reproduce: {e}");
+                return ExitCode::from(2);
+            }
             let profile = match (args.quick, args.full) {
                 (true, _) => Profile::Quick,
                 (_, true) => Profile::Full,
@@ -461,9 +608,13 @@ pub fn main(cli: Cli) -> ExitCode {
                 }
             }
         }
-        Command::Preload(a) => match preload(&a) {
-            Ok(()) => ExitCode::SUCCESS,
+        Command::Preload(a) => match check_preload(&a).map(|()| preload(&a)) {
             Err(e) => {
+                eprintln!("uvfs-bench preload: {e}");
+                ExitCode::from(2)
+            }
+            Ok(Ok(())) => ExitCode::SUCCESS,
+            Ok(Err(e)) => {
                 eprintln!("uvfs-bench preload: {e}");
                 ExitCode::FAILURE
             }
@@ -480,10 +631,6 @@ pub fn main(cli: Cli) -> ExitCode {
 
 fn run(args: &RunArgs) -> Result<(), String> {
     let params = args.params();
-    params.check()?;
-    if let Some(&0) = args.tasks.iter().find(|&&t| t == 0) {
-        return Err("--tasks must be at least 1".into());
-    }
     let machine = Machine::current();
     let fast = match args.backend {
         Backend::Host => "host kernel".to_string(),
@@ -564,6 +711,24 @@ fn run(args: &RunArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// `preload`'s checks beyond each option's own: made before any work.
+fn check_preload(a: &PreloadArgs) -> Result<(), String> {
+    if let Some(so) = &a.so
+        && !so.is_file()
+    {
+        return Err(format!("--so {}: no such file", so.display()));
+    }
+    if let Some(s) = a.seconds
+        && s > 60.0
+    {
+        return Err("--seconds must be at most 60 per measurement".into());
+    }
+    if let Some(dir) = &a.out {
+        check_output_dir("--out", dir)?;
+    }
+    Ok(())
+}
+
 fn preload(a: &PreloadArgs) -> Result<(), String> {
     let cfg = crate::preload::PreloadConfig {
         so: a.so.clone(),
@@ -600,6 +765,14 @@ fn compare_files(args: &CompareArgs) -> ExitCode {
         sigmas: args.sigmas,
         min_change_pct: args.min_change,
     };
+    if let Some(why) = compare::nothing_matches(&base, &new) {
+        eprintln!(
+            "uvfs-bench compare: no record of {} matches one of {}: {why}",
+            args.base.display(),
+            args.new.display()
+        );
+        return ExitCode::from(2);
+    }
     let lines = compare::compare(&base, &new, rule);
     if let Err(e) = compare::print(&mut std::io::stdout(), &lines, rule) {
         eprintln!("uvfs-bench compare: {e}");

@@ -348,13 +348,14 @@ pub fn reproduce(profile: Profile, out: &Path, section: PreloadSection) -> Resul
             .collect(),
         preload,
         preload_note,
+        records,
     };
     print_text(&rep);
-    write_out(out, &rep, &records)?;
+    write_out(out, &rep)?;
     println!(
         "\nwrote {}/index.html, reproduce.json, records.json ({} records){} in {:.0} s",
         out.display(),
-        records.len(),
+        rep.records.len(),
         if rep.preload.is_some() {
             ", preload.json"
         } else {
@@ -453,7 +454,10 @@ impl Lab<'_> {
             fastpaths: fast,
             dir: self.host_dir.clone(),
             params: Params::default(),
-            min_ops: 0,
+            // A sample with no operation in it (a machine too loaded to
+            // run the tasks for a whole interval) measures nothing: it
+            // lasts until one is made.
+            min_ops: 1,
         };
         let r = runner::run(&cfg).and_then(|m| {
             if m.leftovers.is_empty() {
@@ -819,13 +823,13 @@ fn print_text(r: &Reproduction) {
 }
 
 /// Writes reproduce.json, records.json, index.html and the charts.
-fn write_out(out: &Path, r: &Reproduction, records: &[Record]) -> Result<(), String> {
+fn write_out(out: &Path, r: &Reproduction) -> Result<(), String> {
     let ctx = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
     std::fs::create_dir_all(out).map_err(|e| ctx(out, e))?;
     let json = serde_json::to_string_pretty(r).map_err(|e| e.to_string())?;
     let p = out.join("reproduce.json");
     std::fs::write(&p, json + "\n").map_err(|e| ctx(&p, e))?;
-    report::write_json(&out.join("records.json"), records)?;
+    report::write_json(&out.join("records.json"), &r.records)?;
     let charts = html::charts(r)?;
     for (name, svg) in &charts {
         let p = out.join(name);

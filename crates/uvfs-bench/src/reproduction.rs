@@ -198,4 +198,7 @@ pub struct Reproduction {
     pub preload: Option<PreloadReport>,
     /// Why the preload section is missing, if it is.
     pub preload_note: Option<String>,
+    /// Every run's record, as records.json holds them (so that `compare`
+    /// takes this file too).
+    pub records: Vec<crate::report::Record>,
 }

@@ -53,10 +53,12 @@ fn soak_rejects_bad_settings() {
             .args(args)
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            String::from_utf8_lossy(&out.stderr).contains("uvfs-bench soak:"),
-            "{args:?}"
+            err.contains("uvfs-bench soak:") || err.contains("invalid value"),
+            "{args:?}: {err}"
         );
+        assert!(out.stdout.is_empty(), "{args:?}");
     }
 }
