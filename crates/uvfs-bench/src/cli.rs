@@ -152,7 +152,12 @@ pub struct RunArgs {
     /// measured time and the test's own counters (fstree's walks,
     /// blogbench's scores) moved. 0 (the default): the clock alone decides,
     /// as in will-it-scale. For checks that must hold on a loaded machine.
-    #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
     pub min_ops: u64,
     /// uvfs fast paths: `seeds` (all on), `stock` (all off), or a
     /// comma-separated list of presets and SWITCH=on|off applied left to
