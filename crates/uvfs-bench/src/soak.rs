@@ -12,7 +12,7 @@
 //! readlink, link, stat, readdir, dup/dup2 and close. Errors the namespace
 //! races make expected (ENOENT, EEXIST, ENOTEMPTY, ENOTDIR, EISDIR, …) are
 //! counted; any other errno, or a read returning bytes a file cannot hold,
-//! ends the soak with an error. Files stay below [`MAX_FILE`] bytes and the
+//! ends the soak with an error. Files stay below `MAX_FILE` bytes and the
 //! caches are limited, so a correct VFS reaches a steady memory size within
 //! the warm-up.
 //!

@@ -7,11 +7,11 @@
 //! Every call runs inside a task_work scope: puts it makes that are not
 //! close(2)'s own are released when the call returns.
 //!
-//! The calls on paths and open files live in submodules by area: [`open`]
-//! (open, openat, creat, `O_TMPFILE`), [`io`] (read, write, their
+//! The calls on paths and open files live in submodules by area: `open`
+//! (open, openat, creat, `O_TMPFILE`), `io` (read, write, their
 //! positional and vector forms, lseek, getdents64, truncate, fallocate,
-//! fsync), [`names`] (mkdir, rmdir, unlink, rename, link, symlink,
-//! readlink, chdir, getcwd) and [`attrs`] (the stat family, chmod, chown,
+//! fsync), `names` (mkdir, rmdir, unlink, rename, link, symlink,
+//! readlink, chdir, getcwd) and `attrs` (the stat family, chmod, chown,
 //! utimensat, access, umask).
 
 mod attrs;
