@@ -929,6 +929,19 @@ mod tests {
     }
 
     #[test]
+    fn rows_are_in_seed_order() {
+        let seeds: Vec<&str> = ROWS.iter().map(|r| r.seed).collect();
+        let mut sorted = seeds.clone();
+        sorted.sort();
+        assert_eq!(seeds, sorted);
+        for r in ROWS {
+            if let Some((lo, hi)) = r.published {
+                assert!(lo <= hi, "{}", r.seed);
+            }
+        }
+    }
+
+    #[test]
     fn every_row_names_a_real_switch() {
         let names: Vec<&str> = FastPaths::switches().map(|(n, _)| n).collect();
         for r in ROWS {
@@ -946,7 +959,11 @@ mod tests {
             test: "open1".into(),
             uvfs_ops_per_sec: Some(30.0),
             host_ops_per_sec: Some(1.0),
+            uvfs_stddev: None,
+            host_stddev: None,
             ratio: Some(30.0),
+            ratio_low: None,
+            ratio_high: None,
             target: Some(20.0),
             error: None,
         }];
@@ -957,6 +974,7 @@ mod tests {
                 mode: "threads".into(),
                 tasks: 1,
                 ops_per_sec: 10.0,
+                stddev: 0.0,
             },
             ScalePoint {
                 test: "dup1".into(),
@@ -964,6 +982,7 @@ mod tests {
                 mode: "threads".into(),
                 tasks: 2,
                 ops_per_sec: 12.0,
+                stddev: 0.0,
             },
         ];
         let t = targets(&v, &s, None);
