@@ -177,13 +177,16 @@ impl Bounds {
         let names = (tasks + 1) * (1 + DIRS * (1 + FILES + 1)) + 2;
         // fds: each task's MAX_OPEN, a dup and a directory at a time.
         let fds = tasks * (MAX_OPEN + 2);
-        // An inode is named or open (unlinked while open).
-        let inodes = names + fds;
+        // An inode is named or open (unlinked while open), or unused in
+        // the inode cache: a removed file's tmpfs inode is freed when the
+        // cache lets its last reference go, which for one it still holds
+        // unused may be at the LRU's eviction.
+        let inodes = names + fds + CACHE_LIMIT;
         Bounds {
             // Unused entries up to the limit, beyond every name (positive
             // or negative) and every open file's dentry.
             dentries: CACHE_LIMIT + names + fds,
-            cached_inodes: CACHE_LIMIT + inodes,
+            cached_inodes: inodes,
             fs_inodes: inodes as u64,
             // A file's pages, or a symlink's one.
             fs_pages: (inodes * (MAX_FILE / 4096 + 1)) as u64,
