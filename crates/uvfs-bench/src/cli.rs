@@ -39,12 +39,16 @@ pub enum Command {
     Run(RunArgs),
     /// Compare two `run --json` files, record by record.
     ///
-    /// Records are matched by test, backend, mode, tasks and fastpaths. A
+    /// Takes `run --json` files and a report's reproduce.json, records.json
+    /// or preload.json. Records are matched by test, backend, mode, tasks
+    /// and fastpaths; when none matches, says which of these differ and
+    /// exits 2. A
     /// change is beyond noise when it exceeds --sigmas times the combined
     /// standard error of both runs' samples (sqrt(sd1²/n1 + sd2²/n2)) and
     /// is at least --min-change % of the base; records with fewer than 2
     /// samples on a side are reported as "noise unknown". Exit status: 1
-    /// if some record regressed beyond noise, 0 otherwise, 2 on bad input.
+    /// if some record regressed beyond noise, 0 otherwise, 2 on bad input
+    /// or when no record matched.
     Compare(CompareArgs),
     /// Reproduce each seed's A/B experiment on uvfs, beside the host.
     ///
@@ -111,7 +115,8 @@ pub enum Command {
         /// A test name from `list`, or fstree.
         test: String,
         /// How long.
-        #[arg(default_value_t = 5.0)]
+        #[arg(default_value_t = 5.0, value_parser = finite_positive,
+              allow_negative_numbers = true)]
         secs: f64,
     },
 }
@@ -142,18 +147,35 @@ pub struct RunArgs {
     /// in turn; with N >= 2, task i is [writer, reader, commenter, reader,
     /// rewriter, reader, reader, reader][i mod 8] (2 = writer + reader, 5
     /// = every role).
-    #[arg(long, value_delimiter = ',', num_args = 1.., default_value = "1")]
+    /// At most 1024 each (see `run --help`).
+    #[arg(long, value_delimiter = ',', num_args = 1.., default_value = "1",
+          value_parser = run_tasks, allow_negative_numbers = true)]
     pub tasks: Vec<usize>,
     /// Seconds measured per run, after the warm-up.
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 5.0, value_parser = finite_positive,
+          allow_negative_numbers = true)]
     pub seconds: f64,
     /// Seconds the tasks run before measuring starts.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, value_parser = finite_non_negative,
+          allow_negative_numbers = true)]
     pub warmup: f64,
     /// Sample length in seconds: --seconds is split into
     /// round(seconds / interval) samples (at least one).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, value_parser = finite_positive,
+          allow_negative_numbers = true)]
     pub interval: f64,
+    /// Each sample also lasts until the tasks together made at least N
+    /// operations in it, and the last one until every task made N over the
+    /// measured time and the test's own counters (fstree's walks,
+    /// blogbench's scores) moved. 0 (the default): the clock alone decides,
+    /// as in will-it-scale. For checks that must hold on a loaded machine.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
+    pub min_ops: u64,
     /// uvfs fast paths: `seeds` (all on), `stock` (all off), or a
     /// comma-separated list of presets and SWITCH=on|off applied left to
     /// right, e.g. `stock,close_sync=on`. Switches: close_sync,
@@ -263,21 +285,44 @@ pub struct ReproduceArgs {
 #[derive(Debug, Args)]
 pub struct SoakArgs {
     /// Seconds measured after the warm-up.
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, default_value_t = 60.0, value_parser = finite_positive,
+          allow_negative_numbers = true, conflicts_with = "calls")]
     pub seconds: f64,
     /// Seconds before the baseline of resident memory is taken.
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 5.0, value_parser = finite_non_negative,
+          allow_negative_numbers = true, conflicts_with = "calls")]
     pub warmup: f64,
-    /// Seconds between the lines printed.
-    #[arg(long, default_value_t = 5.0)]
+    /// Seconds between samples (the lines printed).
+    #[arg(long, default_value_t = 5.0, value_parser = finite_positive,
+          allow_negative_numbers = true, conflicts_with = "calls")]
     pub interval: f64,
+    /// Measure in calls instead of seconds: N calls (all tasks together)
+    /// after the warm-up. The phases then hold the same work however fast
+    /// or loaded the machine is.
+    #[arg(long, value_name = "N", value_parser = at_least_one_u64)]
+    pub calls: Option<u64>,
+    /// With --calls: calls before the baseline sample (default: --calls).
+    #[arg(long, value_name = "N", requires = "calls",
+          value_parser = clap::value_parser!(u64))]
+    pub warmup_calls: Option<u64>,
+    /// With --calls: calls between samples (default: --calls / 40).
+    #[arg(long, value_name = "N", requires = "calls", value_parser = at_least_one_u64)]
+    pub interval_calls: Option<u64>,
     /// Worker threads.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = soak_tasks,
+          allow_negative_numbers = true)]
     pub tasks: usize,
     /// Fail (exit 1) if resident memory at the end exceeds its size after
-    /// the warm-up by more than this many %.
-    #[arg(long, value_name = "PCT")]
+    /// the warm-up by more than this many % (two points: noisy).
+    #[arg(long, value_name = "PCT", value_parser = finite_non_negative,
+          allow_negative_numbers = true)]
     pub max_growth: Option<f64>,
+    /// Fail (exit 1) if resident memory trends up by more than BYTES per
+    /// 1000 calls: the least-squares slope over the measured samples, less
+    /// three standard errors.
+    #[arg(long, value_name = "BYTES", value_parser = finite_non_negative,
+          allow_negative_numbers = true)]
+    pub max_slope: Option<f64>,
     /// uvfs fast paths, as for `run`.
     #[arg(long, default_value = "seeds", value_parser = parse_fastpaths)]
     pub fastpaths: FastPaths,
@@ -290,6 +335,176 @@ pub struct SoakArgs {
     pub mask: u16,
 }
 
+impl SoakArgs {
+    /// The soak's settings from the options.
+    pub fn config(&self) -> crate::soak::SoakConfig {
+        use crate::soak::Span;
+        let span = match self.calls {
+            Some(measured) => Span::Calls {
+                warmup: self.warmup_calls.unwrap_or(measured),
+                measured,
+                interval: self.interval_calls.unwrap_or((measured / 40).max(1)),
+            },
+            None => Span::Seconds {
+                warmup: self.warmup,
+                measured: self.seconds,
+                interval: self.interval,
+            },
+        };
+        crate::soak::SoakConfig {
+            span,
+            tasks: self.tasks,
+            max_growth_pct: self.max_growth,
+            max_slope: self.max_slope,
+            fastpaths: self.fastpaths,
+            seed: self.seed,
+            mask: self.mask,
+        }
+    }
+}
+
+/// Most tasks of a `run`.
+pub const RUN_MAX_TASKS: usize = 1024;
+
+/// A `run` task count: 1 to [`RUN_MAX_TASKS`].
+fn run_tasks(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=RUN_MAX_TASKS).contains(&n) => Ok(n),
+        Ok(_) => Err(format!(
+            "must be from 1 to {RUN_MAX_TASKS}: each task is a forked process or an OS thread, \
+             all set up before the first sample; far past the CPU count a run measures only \
+             the scheduler, and process and open-file limits refuse such counts"
+        )),
+        Err(e) => Err(format!("expected a whole number: {e}")),
+    }
+}
+
+/// Most iterations of one `preload` loop.
+pub const PRELOAD_MAX_ITERATIONS: u64 = 1_000_000_000;
+
+/// `preload --iterations`: 1 to [`PRELOAD_MAX_ITERATIONS`].
+fn preload_iterations(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if (1..=PRELOAD_MAX_ITERATIONS).contains(&n) => Ok(n),
+        Ok(_) => Err(format!(
+            "must be from 1 to {PRELOAD_MAX_ITERATIONS} (a billion open/close pairs already \
+             take minutes per measurement on the host)"
+        )),
+        Err(e) => Err(format!("expected a whole number: {e}")),
+    }
+}
+
+/// Most rounds of `preload`.
+pub const PRELOAD_MAX_REPEATS: usize = 1000;
+
+/// `preload --repeats`: 1 to [`PRELOAD_MAX_REPEATS`].
+fn preload_repeats(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=PRELOAD_MAX_REPEATS).contains(&n) => Ok(n),
+        Ok(_) => Err(format!("must be from 1 to {PRELOAD_MAX_REPEATS}")),
+        Err(e) => Err(format!("expected a whole number: {e}")),
+    }
+}
+
+/// Checks that `path` can be written later: its directory exists and it is
+/// not itself a directory. Made before any work, so that a run is not lost
+/// to a typo.
+pub fn check_output_file(opt: &str, path: &std::path::Path) -> Result<(), String> {
+    if path.is_dir() {
+        return Err(format!("{opt} {}: is a directory", path.display()));
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(format!(
+            "{opt} {}: no directory {} to write it in",
+            path.display(),
+            parent.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that `dir` is a directory or can be made: its nearest existing
+/// ancestor is a directory. Made before any work.
+pub fn check_output_dir(opt: &str, dir: &std::path::Path) -> Result<(), String> {
+    let mut d = dir;
+    loop {
+        if d.exists() {
+            return if d.is_dir() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{opt} {}: {} is not a directory",
+                    dir.display(),
+                    d.display()
+                ))
+            };
+        }
+        match d.parent() {
+            Some(p) if !p.as_os_str().is_empty() => d = p,
+            _ => return Ok(()),
+        }
+    }
+}
+
+/// Longest `run` in seconds (warm-up and measured time, per task count).
+pub const RUN_MAX_SECONDS: f64 = 86400.0;
+/// Most samples of one `run` (--seconds / --interval).
+pub const RUN_MAX_SAMPLES: f64 = 100_000.0;
+
+/// `run`'s checks beyond each option's own: made before any work.
+fn check_run(args: &RunArgs) -> Result<(), String> {
+    args.params().check()?;
+    if args.seconds + args.warmup > RUN_MAX_SECONDS {
+        return Err(format!(
+            "--seconds plus --warmup must be at most {RUN_MAX_SECONDS} (a day) per run"
+        ));
+    }
+    if (args.seconds / args.interval).round() > RUN_MAX_SAMPLES {
+        return Err(format!(
+            "--seconds / --interval is {:.0} samples; at most {RUN_MAX_SAMPLES}",
+            (args.seconds / args.interval).round()
+        ));
+    }
+    if let Some(p) = &args.json {
+        check_output_file("--json", p)?;
+    }
+    Ok(())
+}
+
+/// A soak's task count: 1 to [`crate::soak::MAX_TASKS`].
+fn soak_tasks(s: &str) -> Result<usize, String> {
+    let max = crate::soak::MAX_TASKS;
+    match s.parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        Ok(_) => Err(format!(
+            "must be from 1 to {max} (each task is an OS thread)"
+        )),
+        Err(e) => Err(format!("expected a whole number: {e}")),
+    }
+}
+
+/// A finite number of seconds (or %) > 0.
+fn finite_positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        Ok(v) => Err(format!("must be a finite number > 0, not {v}")),
+        Err(e) => Err(format!("expected a number: {e}")),
+    }
+}
+
+/// A finite number >= 0.
+fn finite_non_negative(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        Ok(v) => Err(format!("must be a finite number >= 0, not {v}")),
+        Err(e) => Err(format!("expected a number: {e}")),
+    }
+}
+
 /// `preload`'s options.
 #[derive(Debug, Args)]
 pub struct PreloadArgs {
@@ -297,16 +512,18 @@ pub struct PreloadArgs {
     #[arg(long, value_name = "PATH")]
     pub so: Option<PathBuf>,
     /// Rounds; each runs every mode once. Default 5 (--quick: 3).
-    #[arg(long, value_name = "R", value_parser = at_least_one)]
+    #[arg(long, value_name = "R", value_parser = preload_repeats,
+          allow_negative_numbers = true)]
     pub repeats: Option<usize>,
     /// Seconds each measurement (one loop of one mode in one round) is
     /// aimed at; the counts are calibrated per mode from a short first
     /// run. Default 0.3 (--quick: 0.04).
-    #[arg(long, value_name = "SECS", conflicts_with = "iterations")]
+    #[arg(long, value_name = "SECS", conflicts_with = "iterations",
+          value_parser = finite_positive, allow_negative_numbers = true)]
     pub seconds: Option<f64>,
     /// Fixed count for every loop of every mode, instead of calibrated
     /// counts.
-    #[arg(long, value_name = "N", value_parser = at_least_one_u64)]
+    #[arg(long, value_name = "N", value_parser = preload_iterations)]
     pub iterations: Option<u64>,
     /// Smoke run, about 3 s once the shim is built: 3 rounds of ~0.04 s
     /// per measurement.
@@ -414,15 +631,18 @@ fn ttl(secs: f64) -> Result<std::time::Duration, String> {
 /// `compare`'s options.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The baseline results (JSON from `run --json`).
+    /// The baseline results: `run --json`'s file, or a report's
+    /// reproduce.json, records.json or preload.json.
     pub base: PathBuf,
     /// The new results.
     pub new: PathBuf,
     /// How many combined standard errors a change must exceed.
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, default_value_t = 2.0, value_parser = finite_non_negative,
+          allow_negative_numbers = true)]
     pub sigmas: f64,
     /// The smallest change, in % of the base, reported as beyond noise.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, value_parser = finite_non_negative,
+          allow_negative_numbers = true)]
     pub min_change: f64,
 }
 
@@ -445,7 +665,7 @@ pub fn main(cli: Cli) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Command::Run(args) => match run_dir(&args) {
+        Command::Run(args) => match check_run(&args).and_then(|()| run_dir(&args)) {
             Err(e) => {
                 eprintln!("uvfs-bench run: {e}");
                 ExitCode::from(2)
@@ -460,6 +680,10 @@ pub fn main(cli: Cli) -> ExitCode {
         },
         Command::Compare(args) => compare_files(&args),
         Command::Reproduce(args) => {
+            if let Err(e) = check_output_dir("--out", &args.out) {
+                eprintln!("uvfs-bench reproduce: {e}");
+                return ExitCode::from(2);
+            }
             let profile = match (args.quick, args.full) {
                 (true, _) => Profile::Quick,
                 (_, true) => Profile::Full,
@@ -484,16 +708,11 @@ pub fn main(cli: Cli) -> ExitCode {
             }
         }
         Command::Soak(a) => {
-            let cfg = crate::soak::SoakConfig {
-                seconds: a.seconds,
-                warmup: a.warmup,
-                interval: a.interval,
-                tasks: a.tasks,
-                max_growth_pct: a.max_growth,
-                fastpaths: a.fastpaths,
-                seed: a.seed,
-                mask: a.mask,
-            };
+            let cfg = a.config();
+            if let Err(e) = crate::soak::check(&cfg) {
+                eprintln!("uvfs-bench soak: {e}");
+                return ExitCode::from(2);
+            }
             match crate::soak::soak(&cfg) {
                 Ok(_) => ExitCode::SUCCESS,
                 Err(e) => {
@@ -502,9 +721,13 @@ pub fn main(cli: Cli) -> ExitCode {
                 }
             }
         }
-        Command::Preload(a) => match preload(&a) {
-            Ok(()) => ExitCode::SUCCESS,
+        Command::Preload(a) => match check_preload(&a).map(|()| preload(&a)) {
             Err(e) => {
+                eprintln!("uvfs-bench preload: {e}");
+                ExitCode::from(2)
+            }
+            Ok(Ok(())) => ExitCode::SUCCESS,
+            Ok(Err(e)) => {
                 eprintln!("uvfs-bench preload: {e}");
                 ExitCode::FAILURE
             }
@@ -532,7 +755,14 @@ fn run_dir(args: &RunArgs) -> Result<PathBuf, String> {
         }
         (None, _) => PathBuf::from("/dev/shm"),
     };
-    if args.backend != Backend::Uvfs {
+    if args.backend == Backend::Uvfs {
+        if !dir.is_absolute() {
+            return Err(format!(
+                "--dir {}: must be an absolute path (it is made inside the VFS)",
+                dir.display()
+            ));
+        }
+    } else {
         runner::check_dir(&dir)?;
     }
     Ok(dir)
@@ -540,10 +770,6 @@ fn run_dir(args: &RunArgs) -> Result<PathBuf, String> {
 
 fn run(args: &RunArgs, dir: PathBuf) -> Result<(), String> {
     let params = args.params();
-    params.check()?;
-    if let Some(&0) = args.tasks.iter().find(|&&t| t == 0) {
-        return Err("--tasks must be at least 1".into());
-    }
     let machine = Machine::current();
     let fast = match args.backend {
         Backend::Host => "host kernel".to_string(),
@@ -604,6 +830,7 @@ fn run(args: &RunArgs, dir: PathBuf) -> Result<(), String> {
             fastpaths: args.fastpaths,
             dir: dir.clone(),
             params,
+            min_ops: args.min_ops,
         };
         let m = runner::run(&cfg)?;
         if !m.leftovers.is_empty() {
@@ -621,6 +848,24 @@ fn run(args: &RunArgs, dir: PathBuf) -> Result<(), String> {
     if let Some(path) = &args.json {
         report::write_json(path, &records)?;
         println!("wrote {} record(s) to {}", records.len(), path.display());
+    }
+    Ok(())
+}
+
+/// `preload`'s checks beyond each option's own: made before any work.
+fn check_preload(a: &PreloadArgs) -> Result<(), String> {
+    if let Some(so) = &a.so
+        && !so.is_file()
+    {
+        return Err(format!("--so {}: no such file", so.display()));
+    }
+    if let Some(s) = a.seconds
+        && s > 60.0
+    {
+        return Err("--seconds must be at most 60 per measurement".into());
+    }
+    if let Some(dir) = &a.out {
+        check_output_dir("--out", dir)?;
     }
     Ok(())
 }
@@ -782,6 +1027,14 @@ fn compare_files(args: &CompareArgs) -> ExitCode {
         sigmas: args.sigmas,
         min_change_pct: args.min_change,
     };
+    if let Some(why) = compare::nothing_matches(&base, &new) {
+        eprintln!(
+            "uvfs-bench compare: no record of {} matches one of {}: {why}",
+            args.base.display(),
+            args.new.display()
+        );
+        return ExitCode::from(2);
+    }
     let lines = compare::compare(&base, &new, rule);
     if let Err(e) = compare::print(&mut std::io::stdout(), &lines, rule) {
         eprintln!("uvfs-bench compare: {e}");

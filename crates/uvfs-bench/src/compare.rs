@@ -158,6 +158,52 @@ pub fn compare(base: &[Record], new: &[Record], rule: Rule) -> Vec<Line> {
     lines
 }
 
+/// Why no record of `base` matches one of `new` (`None` when one does):
+/// an empty side, or the key fields whose values differ between the two
+/// files, with the values each has.
+pub fn nothing_matches(base: &[Record], new: &[Record]) -> Option<String> {
+    if base.is_empty() || new.is_empty() {
+        let which = if base.is_empty() { "BASE" } else { "NEW" };
+        return Some(format!("{which} holds no record"));
+    }
+    if base.iter().any(|b| new.iter().any(|n| key(n) == key(b))) {
+        return None;
+    }
+    type Field = fn(&Record) -> String;
+    let fields: [(&str, Field); 5] = [
+        ("test", |r| r.test.clone()),
+        ("backend", |r| r.backend.clone()),
+        ("mode", |r| r.mode.clone()),
+        ("tasks", |r| r.tasks.to_string()),
+        ("fastpaths", |r| r.fastpaths.clone()),
+    ];
+    let values = |rs: &[Record], f: Field| {
+        let mut v: Vec<String> = rs.iter().map(f).collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let mut differ = Vec::new();
+    for (name, f) in fields {
+        let (b, n) = (values(base, f), values(new, f));
+        if b != n {
+            differ.push(format!(
+                "{name} (BASE: {}; NEW: {})",
+                b.join(", "),
+                n.join(", ")
+            ));
+        }
+    }
+    let why = if differ.is_empty() {
+        "each field's values appear on both sides, but in no common combination".to_string()
+    } else {
+        format!("they differ in {}", differ.join("; "))
+    };
+    Some(format!(
+        "records match on test, backend, mode, tasks and fastpaths; {why}"
+    ))
+}
+
 /// 1 if any line is a regression beyond noise, else 0.
 pub fn exit_status(lines: &[Line]) -> u8 {
     u8::from(lines.iter().any(|l| l.verdict == Verdict::Regression))

@@ -67,14 +67,20 @@ fn seeds_chart(r: &Reproduction) -> Result<String, String> {
         .iter()
         .map(|s| format!("{} {} {}", s.seed, s.test, s.switch))
         .collect();
-    let lo = rows.iter().map(|s| s.ci_low_pct).fold(-5.0f64, f64::min);
-    let hi = rows.iter().map(|s| s.ci_high_pct).fold(5.0f64, f64::max);
+    let lo = rows
+        .iter()
+        .map(|s| s.ci_low_pct.min(s.published_low_pct.unwrap_or(0.0)))
+        .fold(-5.0f64, f64::min);
+    let hi = rows
+        .iter()
+        .map(|s| s.ci_high_pct.max(s.published_high_pct.unwrap_or(0.0)))
+        .fold(5.0f64, f64::max);
     let pad = (hi - lo) * 0.08;
     let n = rows.len().max(1);
     svg(760, 60 + 40 * n as u32, |root| {
         let mut c = ChartBuilder::on(root)
             .caption(
-                "seed fast paths: B (on) against A (off), change % with 95% interval",
+                "seed fast paths: B (on) against A (off), change with its 95% interval",
                 ("sans-serif", 15),
             )
             .margin(10)
@@ -85,7 +91,9 @@ fn seeds_chart(r: &Reproduction) -> Result<String, String> {
         c.configure_mesh()
             .disable_y_mesh()
             .y_labels(n)
-            .x_desc("change %")
+            .x_labels(8)
+            .x_desc("change of the row's metric, B against A (%)")
+            .x_label_formatter(&|x| format!("{x:+.0}%"))
             .y_label_formatter(&|v| row_label(&names, v))
             .draw()
             .map_err(err)?;
@@ -116,6 +124,31 @@ fn seeds_chart(r: &Reproduction) -> Result<String, String> {
             )
         }))
         .map_err(err)?;
+        // The seed's published figure: a blue diamond (two joined by a
+        // bar for a range) on the row's centre line.
+        let published =
+            |s: &&crate::reproduction::SeedResult| s.published_low_pct.zip(s.published_high_pct);
+        c.draw_series(rows.iter().enumerate().filter_map(|(i, s)| {
+            published(s).map(|(lo, hi)| {
+                PathElement::new(
+                    vec![
+                        (lo, SegmentValue::CenterOf(i)),
+                        (hi, SegmentValue::CenterOf(i)),
+                    ],
+                    BLUE.stroke_width(4),
+                )
+            })
+        }))
+        .map_err(err)?;
+        for (i, s) in rows.iter().enumerate() {
+            if let Some((lo, hi)) = published(s) {
+                c.draw_series([lo, hi].into_iter().map(|x| {
+                    EmptyElement::at((x, SegmentValue::CenterOf(i)))
+                        + Polygon::new(vec![(0, -6), (6, 0), (0, 6), (-6, 0)], BLUE.filled())
+                }))
+                .map_err(err)?;
+            }
+        }
         c.draw_series(std::iter::once(PathElement::new(
             vec![(0.0, SegmentValue::Exact(0)), (0.0, SegmentValue::Last)],
             BLACK,
@@ -139,12 +172,21 @@ fn versus_chart(r: &Reproduction) -> Result<String, String> {
         .filter_map(|v| v.ratio.map(|r| r.max(v.target.unwrap_or(0.0))))
         .fold(10.0f64, f64::max)
         * 1.5;
-    let bottom = rows.iter().filter_map(|v| v.ratio).fold(1.0f64, f64::min) * 0.5;
+    let bottom = rows
+        .iter()
+        .filter_map(|v| v.ratio_low.or(v.ratio))
+        .filter(|x| *x > 0.0)
+        .fold(1.0f64, f64::min)
+        * 0.5;
+    let top = rows
+        .iter()
+        .filter_map(|v| v.ratio_high)
+        .fold(top, |a, b| a.max(b * 1.2));
     let n = rows.len().max(1);
     svg(760, 60 + 28 * n as u32, |root| {
         let mut c = ChartBuilder::on(root)
             .caption(
-                "uvfs against the host kernel: ops/s ratio (log scale; | = target)",
+                "uvfs against the host kernel: ops/s ratio, with its spread",
                 ("sans-serif", 15),
             )
             .margin(10)
@@ -156,14 +198,8 @@ fn versus_chart(r: &Reproduction) -> Result<String, String> {
             .disable_y_mesh()
             .y_labels(n)
             .x_labels(6)
-            .x_label_formatter(&|x| {
-                if *x >= 1.0 {
-                    format!("{x:.0}")
-                } else {
-                    format!("{x:.1}")
-                }
-            })
-            .x_desc("uvfs ops/s / host ops/s")
+            .x_label_formatter(&|x| scale_label(*x, "×"))
+            .x_desc("uvfs ops/s ÷ host ops/s (log scale)")
             .y_label_formatter(&|v| row_label(&names, v))
             .draw()
             .map_err(err)?;
@@ -184,6 +220,19 @@ fn versus_chart(r: &Reproduction) -> Result<String, String> {
             bar
         }))
         .map_err(err)?;
+        // Error bars: the ratio's spread over the samples.
+        c.draw_series(rows.iter().enumerate().filter_map(|(i, v)| {
+            v.ratio_low.zip(v.ratio_high).map(|(lo, hi)| {
+                PathElement::new(
+                    vec![
+                        (lo.max(bottom), SegmentValue::CenterOf(i)),
+                        (hi, SegmentValue::CenterOf(i)),
+                    ],
+                    BLACK.stroke_width(2),
+                )
+            })
+        }))
+        .map_err(err)?;
         c.draw_series(rows.iter().enumerate().filter_map(|(i, v)| {
             v.target.map(|t| {
                 PathElement::new(
@@ -197,38 +246,45 @@ fn versus_chart(r: &Reproduction) -> Result<String, String> {
     })
 }
 
-/// One test's scaling: total ops/s over task counts (log scale) and the
-/// speed-up against one task, for uvfs and the host in both modes.
+/// The colours of the scaling charts' four lines.
+const SCALING_SERIES: [(&str, &str, RGBColor); 4] = [
+    ("uvfs", "threads", BLUE),
+    ("uvfs", "processes", GREEN),
+    ("host", "threads", ORANGE),
+    ("host", "processes", RED_),
+];
+
+/// One test's scaling: total ops/s over task counts, with each point's
+/// spread (one standard deviation of its samples), and the speed-up
+/// against one task, for uvfs and the host in both modes. The ops/s axis
+/// is linear unless the points span more than a factor of 10 (then log).
 fn scaling_chart(r: &Reproduction, test: &str) -> Result<String, String> {
     let pts: Vec<_> = r.scaling.iter().filter(|p| p.test == test).collect();
     let max_tasks = pts.iter().map(|p| p.tasks).max().unwrap_or(1).max(2);
-    let top = pts.iter().map(|p| p.ops_per_sec).fold(1.0, f64::max) * 2.0 / 1e6;
-    let bottom = pts
+    let m = 1e6;
+    let hi = pts
         .iter()
-        .map(|p| p.ops_per_sec)
+        .map(|p| (p.ops_per_sec + p.stddev) / m)
+        .fold(f64::MIN_POSITIVE, f64::max);
+    let lo = pts
+        .iter()
+        .map(|p| (p.ops_per_sec - p.stddev).max(p.ops_per_sec / 2.0) / m)
         .fold(f64::INFINITY, f64::min)
-        .min(top * 1e6 / 4.0)
-        / 2.0
-        / 1e6;
-    let series = [
-        ("uvfs", "threads", BLUE),
-        ("uvfs", "processes", GREEN),
-        ("host", "threads", ORANGE),
-        ("host", "processes", RED_),
-    ];
-    let line = |backend: &str, mode: &str| -> Vec<(f64, f64)> {
+        .min(hi);
+    let log = hi / lo.max(f64::MIN_POSITIVE) > 10.0;
+    let line = |backend: &str, mode: &str| -> Vec<(f64, f64, f64)> {
         pts.iter()
             .filter(|p| p.backend == backend && p.mode == mode)
-            .map(|p| (p.tasks as f64, p.ops_per_sec))
+            .map(|p| (p.tasks as f64, p.ops_per_sec / m, p.stddev / m))
             .collect()
     };
-    let speedups: Vec<Vec<(f64, f64)>> = series
+    let speedups: Vec<Vec<(f64, f64)>> = SCALING_SERIES
         .iter()
-        .map(|(b, m, _)| {
-            let l = line(b, m);
+        .map(|(b, md, _)| {
+            let l = line(b, md);
             let one = l.iter().find(|p| p.0 == 1.0).map(|p| p.1);
             match one {
-                Some(one) if one > 0.0 => l.iter().map(|&(x, y)| (x, y / one)).collect(),
+                Some(one) if one > 0.0 => l.iter().map(|&(x, y, _)| (x, y / one)).collect(),
                 _ => Vec::new(),
             }
         })
@@ -239,45 +295,94 @@ fn scaling_chart(r: &Reproduction, test: &str) -> Result<String, String> {
         .map(|p| p.1)
         .fold(max_tasks as f64, f64::max)
         * 1.1;
+    let x_range = 0.8f64..max_tasks as f64 + 0.2;
     svg(960, 380, |root| {
         let (left, right) = root.split_horizontally(480);
-        let mut c = ChartBuilder::on(&left)
-            .caption(format!("{test}: total ops/s (log)"), ("sans-serif", 15))
+        let caption = format!(
+            "{test}: total ops/s{}, ± one standard deviation",
+            if log { " (log scale)" } else { "" }
+        );
+        let mut cb = ChartBuilder::on(&left);
+        cb.caption(caption, ("sans-serif", 15))
             .margin(10)
-            .x_label_area_size(35)
-            .y_label_area_size(60)
-            .build_cartesian_2d(1.0f64..max_tasks as f64, (bottom..top).log_scale())
-            .map_err(err)?;
-        c.configure_mesh()
-            .x_desc("tasks")
-            .y_desc("Mops/s")
-            .x_labels(max_tasks)
-            .x_label_formatter(&|x| format!("{x:.0}"))
-            .y_labels(12)
-            .y_label_formatter(&|y| format!("{y:.2}"))
-            .draw()
-            .map_err(err)?;
-        for (backend, mode, color) in series {
-            let l: Vec<(f64, f64)> = line(backend, mode)
-                .into_iter()
-                .map(|(x, y)| (x, y / 1e6))
-                .collect();
-            if l.is_empty() {
-                continue;
-            }
-            c.draw_series(LineSeries::new(l.clone(), color.stroke_width(2)))
-                .map_err(err)?
-                .label(format!("{backend} {mode}"))
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
-            c.draw_series(l.into_iter().map(|p| Circle::new(p, 3, color.filled())))
+            .x_label_area_size(40)
+            .y_label_area_size(70);
+        let y_desc = "total ops/s (millions)";
+        if log {
+            let mut c = cb
+                .build_cartesian_2d(x_range.clone(), (lo / 1.5..hi * 1.5).log_scale())
                 .map_err(err)?;
+            c.configure_mesh()
+                .x_desc("tasks")
+                .y_desc(y_desc)
+                .x_labels(max_tasks)
+                .x_label_formatter(&|x| format!("{x:.0}"))
+                .y_labels(10)
+                .y_label_formatter(&|y| scale_label(*y, ""))
+                .draw()
+                .map_err(err)?;
+            for (backend, mode, color) in SCALING_SERIES {
+                let l = line(backend, mode);
+                if l.is_empty() {
+                    continue;
+                }
+                c.draw_series(LineSeries::new(
+                    l.iter().map(|p| (p.0, p.1)),
+                    color.stroke_width(2),
+                ))
+                .map_err(err)?;
+                // Whiskers of one standard deviation, and the point.
+                c.draw_series(l.iter().map(|&(x, y, sd)| {
+                    PathElement::new(
+                        vec![(x, (y - sd).max(y / 2.0)), (x, y + sd)],
+                        color.stroke_width(2),
+                    )
+                }))
+                .map_err(err)?;
+                c.draw_series(
+                    l.iter()
+                        .map(|&(x, y, _)| Circle::new((x, y), 3, color.filled())),
+                )
+                .map_err(err)?;
+            }
+        } else {
+            let mut c = cb
+                .build_cartesian_2d(x_range.clone(), 0.0..hi * 1.1)
+                .map_err(err)?;
+            c.configure_mesh()
+                .x_desc("tasks")
+                .y_desc(y_desc)
+                .x_labels(max_tasks)
+                .x_label_formatter(&|x| format!("{x:.0}"))
+                .y_labels(8)
+                .y_label_formatter(&|y| group_f(*y, 1))
+                .draw()
+                .map_err(err)?;
+            for (backend, mode, color) in SCALING_SERIES {
+                let l = line(backend, mode);
+                if l.is_empty() {
+                    continue;
+                }
+                c.draw_series(LineSeries::new(
+                    l.iter().map(|p| (p.0, p.1)),
+                    color.stroke_width(2),
+                ))
+                .map_err(err)?;
+                // Whiskers of one standard deviation, and the point.
+                c.draw_series(l.iter().map(|&(x, y, sd)| {
+                    PathElement::new(
+                        vec![(x, (y - sd).max(0.0)), (x, y + sd)],
+                        color.stroke_width(2),
+                    )
+                }))
+                .map_err(err)?;
+                c.draw_series(
+                    l.iter()
+                        .map(|&(x, y, _)| Circle::new((x, y), 3, color.filled())),
+                )
+                .map_err(err)?;
+            }
         }
-        c.configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()
-            .map_err(err)?;
 
         let mut c = ChartBuilder::on(&right)
             .caption(
@@ -285,15 +390,16 @@ fn scaling_chart(r: &Reproduction, test: &str) -> Result<String, String> {
                 ("sans-serif", 15),
             )
             .margin(10)
-            .x_label_area_size(35)
-            .y_label_area_size(50)
-            .build_cartesian_2d(1.0f64..max_tasks as f64, 0.0f64..top_speedup)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(x_range, 0.0f64..top_speedup)
             .map_err(err)?;
         c.configure_mesh()
             .x_desc("tasks")
-            .y_desc("x")
+            .y_desc("speed-up (× one task)")
             .x_labels(max_tasks)
             .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_label_formatter(&|y| format!("{y:.1}×"))
             .draw()
             .map_err(err)?;
         c.draw_series(DashedLineSeries::new(
@@ -303,7 +409,7 @@ fn scaling_chart(r: &Reproduction, test: &str) -> Result<String, String> {
             BLACK.into(),
         ))
         .map_err(err)?;
-        for ((_, _, color), l) in series.iter().zip(speedups) {
+        for ((_, _, color), l) in SCALING_SERIES.iter().zip(speedups) {
             if l.is_empty() {
                 continue;
             }
@@ -314,6 +420,73 @@ fn scaling_chart(r: &Reproduction, test: &str) -> Result<String, String> {
         }
         Ok(())
     })
+}
+
+/// `x` with its digits grouped by thousands (`1,234,567`), rounded to
+/// `prec` decimals.
+pub fn group_f(x: f64, prec: usize) -> String {
+    if !x.is_finite() {
+        return format!("{x}");
+    }
+    let s = format!("{:.prec$}", x.abs());
+    let (int, frac) = s.split_once('.').map_or((s.as_str(), ""), |(i, f)| (i, f));
+    let mut out = String::new();
+    for (k, ch) in int.chars().enumerate() {
+        if k > 0 && (int.len() - k).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    if !frac.is_empty() {
+        out.push('.');
+        out.push_str(frac);
+    }
+    if x < 0.0 && out.chars().any(|c| c.is_ascii_digit() && c != '0') {
+        out.insert(0, '-');
+    }
+    out
+}
+
+/// A log axis's label: as many decimals as a value below 1 needs (two
+/// significant digits), grouped digits above.
+fn scale_label(x: f64, unit: &str) -> String {
+    let prec = if x >= 10.0 {
+        0
+    } else if x > 0.0 {
+        (1.0 - x.log10().floor()).max(1.0) as usize
+    } else {
+        1
+    };
+    format!("{}{unit}", group_f(x, prec))
+}
+
+/// A whole number of ops/s, grouped.
+fn group(x: f64) -> String {
+    group_f(x, 0)
+}
+
+/// A legend in HTML: coloured swatches and what they mean.
+fn legend(items: &[(&str, &str)]) -> String {
+    let mut h = String::from("<p class=\"legend\">");
+    for (color, what) in items {
+        let _ = write!(
+            h,
+            "<span class=\"sw\" style=\"background:{color}\"></span>{} ",
+            esc(what)
+        );
+    }
+    h.push_str("</p>\n");
+    h
+}
+
+/// The load averages around a section, as a paragraph.
+fn load_line(r: &Reproduction, section: &str) -> String {
+    r.load
+        .iter()
+        .find(|l| l.section == section)
+        .map_or(String::new(), |l| {
+            format!("<p class=\"load\">Machine {}.</p>\n", esc(&l.text()))
+        })
 }
 
 /// Escapes text for HTML.
@@ -342,8 +515,10 @@ pub fn page(r: &Reproduction, charts: &[(String, String)]) -> String {
         "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>uvfs seed reproduction</title>\n\
          <style>body{{font-family:sans-serif;max-width:1000px;margin:2em auto;}}\
          table{{border-collapse:collapse;margin:1em 0;}}td,th{{border:1px solid #ccc;padding:3px 8px;}}\
-         td.n{{text-align:right;font-variant-numeric:tabular-nums;}}figure{{margin:1em 0;}}\
-         .met{{color:#2ca02c}}.missed{{color:#d62728;font-weight:bold}}</style></head><body>\n\
+         td.n{{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap;}}figure{{margin:1em 0;}}\
+         .met{{color:#2ca02c}}.missed{{color:#d62728;font-weight:bold}}\
+         .legend{{font-size:90%;}}.sw{{display:inline-block;width:1em;height:1em;margin:0 .3em 0 1em;vertical-align:middle;}}\
+         .load{{color:#555;font-size:90%;}}</style></head><body>\n\
          <h1>uvfs seed reproduction</h1>\n<p>Profile <b>{}</b> ({} A/B rounds of {} s per side, {} s per comparison run), \
          {:.0} s wall time. Machine: {}, {} CPUs, Linux {}. Host runs: real system calls under {} (tmpfs). {}.</p>\n",
         esc(&format!("{:?}", r.profile).to_lowercase()),
@@ -362,8 +537,9 @@ pub fn page(r: &Reproduction, charts: &[(String, String)]) -> String {
          all other fast paths on. The interval is a normal approximation of the difference of the means. \
          <i>reproduces</i>: B faster beyond the interval; <i>opposite</i>: B slower beyond it.</p>\n\
          <table><tr><th>seed</th><th>test</th><th>switch</th><th>A ops/s</th><th>B ops/s</th>\
-         <th>change</th><th>95% CI</th><th>verdict</th><th>host ops/s</th><th>B/host</th><th>seed's figure</th></tr>\n",
+         <th>change</th><th>95% CI</th><th>verdict</th><th>host ops/s</th><th>B/host</th><th>kernel's published figure</th></tr>\n",
     );
+    h.push_str(&load_line(r, "seeds"));
     for s in &r.seeds {
         if let Some(e) = &s.error {
             let _ = writeln!(
@@ -378,19 +554,19 @@ pub fn page(r: &Reproduction, charts: &[(String, String)]) -> String {
         }
         let _ = writeln!(
             h,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{:.0}</td><td class=\"n\">{:.0}</td>\
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
              <td class=\"n\">{:+.1}%</td><td class=\"n\">{:+.1}% .. {:+.1}%</td><td>{}</td>\
              <td class=\"n\">{}</td><td class=\"n\">{}×</td><td>{}</td></tr>",
             s.seed,
             esc(&s.test),
             esc(&s.switch),
-            s.a_ops_per_sec,
-            s.b_ops_per_sec,
+            group(s.a_ops_per_sec),
+            group(s.b_ops_per_sec),
             s.change_pct,
             s.ci_low_pct,
             s.ci_high_pct,
             esc(&s.verdict),
-            opt(s.host_ops_per_sec, 0),
+            s.host_ops_per_sec.map_or("–".into(), group),
             opt(s.host_ops_per_sec.map(|x| s.b_ops_per_sec / x), 1),
             if s.unit == "ops/s" {
                 esc(&s.evidence)
@@ -401,19 +577,34 @@ pub fn page(r: &Reproduction, charts: &[(String, String)]) -> String {
     }
     h.push_str("</table>\n");
     h.push_str(&chart("seeds.svg"));
+    h.push_str(&legend(&[
+        ("#2ca02c", "reproduces (B faster beyond the interval)"),
+        ("#7f7f7f", "within noise"),
+        ("#d62728", "opposite (B slower beyond the interval)"),
+        ("#000", "95% interval of the change"),
+        (
+            "#1f77b4",
+            "◆ the kernel's published figure (a bar: its range)",
+        ),
+    ]));
     h.push_str(
         "<h2>uvfs against the host kernel</h2>\n<p>All fast paths on; one task in processes mode \
          (getfl: one task in threads mode; fstree and blogbench: their threads). Same test code, same path shapes.</p>\n\
-         <table><tr><th>test</th><th>uvfs ops/s</th><th>host ops/s</th><th>ratio</th><th>target</th></tr>\n",
+         <table><tr><th>test</th><th>uvfs ops/s</th><th>host ops/s</th><th>ratio</th><th>spread</th><th>target</th></tr>\n",
     );
+    h.push_str(&load_line(r, "versus"));
     for v in &r.versus {
         let _ = writeln!(
             h,
-            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}×</td><td>{}{}</td></tr>",
+            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}×</td>\
+             <td class=\"n\">{}</td><td>{}{}</td></tr>",
             esc(&v.test),
-            opt(v.uvfs_ops_per_sec, 0),
-            opt(v.host_ops_per_sec, 0),
+            v.uvfs_ops_per_sec.map_or("–".into(), group),
+            v.host_ops_per_sec.map_or("–".into(), group),
             opt(v.ratio, 1),
+            v.ratio_low
+                .zip(v.ratio_high)
+                .map_or("–".into(), |(lo, hi)| format!("{lo:.1} .. {hi:.1}×")),
             v.target.map_or(String::new(), |t| format!("≥ {t}×")),
             v.error
                 .as_ref()
@@ -422,7 +613,14 @@ pub fn page(r: &Reproduction, charts: &[(String, String)]) -> String {
     }
     h.push_str("</table>\n");
     h.push_str(&chart("versus-host.svg"));
+    h.push_str(&legend(&[
+        ("#1f77b4", "target met, or none"),
+        ("#ff7f0e", "target missed"),
+        ("#d62728", "| the target"),
+        ("#000", "spread: ratio ÷ and × (1 + one standard deviation of each side's samples, relative, combined)"),
+    ]));
     h.push_str("<h2>Scaling over tasks</h2>\n");
+    h.push_str(&load_line(r, "scaling"));
     if let Some(note) = &r.scaling_note {
         let _ = writeln!(h, "<p>{}</p>", esc(note));
     }
@@ -430,6 +628,14 @@ pub fn page(r: &Reproduction, charts: &[(String, String)]) -> String {
         if name.starts_with("scaling-") {
             let _ = writeln!(h, "<figure>{svg}</figure>");
         }
+    }
+    if !r.scaling.is_empty() {
+        h.push_str(&legend(&[
+            ("#1f77b4", "uvfs threads"),
+            ("#2ca02c", "uvfs processes"),
+            ("#ff7f0e", "host threads"),
+            ("#d62728", "host processes"),
+        ]));
     }
     h.push_str("<h2>Targets of the lab issue</h2>\n<table><tr><th>what</th><th>goal</th><th>measured</th><th></th></tr>\n");
     for t in &r.targets {
@@ -452,8 +658,9 @@ pub fn page(r: &Reproduction, charts: &[(String, String)]) -> String {
     for (what, bytes) in &r.object_sizes {
         let _ = writeln!(
             h,
-            "<tr><td>{}</td><td class=\"n\">{bytes}</td></tr>",
-            esc(what)
+            "<tr><td>{}</td><td class=\"n\">{}</td></tr>",
+            esc(what),
+            group(*bytes as f64)
         );
     }
     h.push_str("</table>\n");
@@ -490,6 +697,7 @@ fn preload_section(h: &mut String, r: &Reproduction) {
         esc(&p.prefix),
         p.rounds
     );
+    h.push_str(&load_line(r, "preload"));
     let _ = writeln!(
         h,
         "<table><tr><th>mode</th><th>pairs/s</th><th>ns per pair</th><th>spread</th><th>vs host tmpfs</th>\
@@ -504,10 +712,10 @@ fn preload_section(h: &mut String, r: &Reproduction) {
         };
         let _ = writeln!(
             h,
-            "<tr><td>{}</td><td class=\"n\">{:.0}</td><td class=\"n\">{:.1}</td><td class=\"n\">{:.1}%</td>\
+            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{:.1}</td><td class=\"n\">{:.1}%</td>\
              <td class=\"n\">{:.2}×</td><td class=\"{class}\">{word}</td></tr>",
             esc(&m.label),
-            m.pairs_per_sec,
+            group(m.pairs_per_sec),
             m.ns_per_pair.median,
             m.ns_per_pair.spread_pct(),
             m.ratio_vs_host
@@ -631,7 +839,18 @@ fn fuse_section(h: &mut String, r: &Reproduction) {
 
 #[cfg(test)]
 mod tests {
-    use super::esc;
+    use super::{esc, group_f};
+
+    #[test]
+    fn groups_digits() {
+        assert_eq!(group_f(0.0, 0), "0");
+        assert_eq!(group_f(999.0, 0), "999");
+        assert_eq!(group_f(1000.0, 0), "1,000");
+        assert_eq!(group_f(1234567.4, 0), "1,234,567");
+        assert_eq!(group_f(-1234.5, 1), "-1,234.5");
+        assert_eq!(group_f(12.345, 2), "12.35");
+        assert_eq!(group_f(-0.1, 0), "0");
+    }
 
     #[test]
     fn escapes_markup() {

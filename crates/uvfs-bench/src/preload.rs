@@ -10,8 +10,9 @@
 //! the prefix).
 //!
 //! The shim is `--so PATH`, or built with cargo (`$CARGO`, else `cargo`)
-//! as `build --release -p uvfs-preload` into the target directory this
-//! binary lives in; the C program ([`C_SOURCE`], `c/openclose.c`) is
+//! as `build --profile P -p uvfs-preload` into the target directory this
+//! binary lives in, with the profile it was built with (`release` for
+//! `cargo run --release`); the C program ([`C_SOURCE`], `c/openclose.c`) is
 //! compiled at run time with `cc -O2` in a temporary directory. Each
 //! measurement lasts about `--seconds` (counts calibrated per mode from a
 //! short first run) unless `--iterations` fixes the counts.
@@ -269,7 +270,7 @@ pub fn find_or_build_shim(so: Option<&Path>) -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| format!("where this binary is: {e}"))?;
     let target = target_dir_of(&exe).ok_or_else(|| {
         format!(
-            "{} is not in a cargo target directory (TARGET/release or TARGET/debug): pass --so PATH",
+            "{} is not in a cargo target directory (TARGET/PROFILE): pass --so PATH",
             exe.display()
         )
     })?;
@@ -281,8 +282,19 @@ pub fn find_or_build_shim(so: Option<&Path>) -> Result<PathBuf, String> {
         ));
     }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    // The profile this binary was built with (its directory's name; `debug`
+    // is cargo's `dev`), so that the shim is built as the lab was.
+    let dir = exe
+        .ancestors()
+        .skip(1)
+        .find(|d| d.parent() == Some(target.as_path()))
+        .and_then(|d| d.file_name())
+        .and_then(|n| n.to_str())
+        .unwrap_or("release")
+        .to_string();
+    let profile = if dir == "debug" { "dev" } else { dir.as_str() };
     println!(
-        "building the shim: {} build --release -p uvfs-preload (CARGO_TARGET_DIR={})",
+        "building the shim: {} build --profile {profile} -p uvfs-preload (CARGO_TARGET_DIR={})",
         Path::new(&cargo).display(),
         target.display()
     );
@@ -290,7 +302,8 @@ pub fn find_or_build_shim(so: Option<&Path>) -> Result<PathBuf, String> {
     let status = Command::new(&cargo)
         .args([
             "build",
-            "--release",
+            "--profile",
+            profile,
             "-p",
             "uvfs-preload",
             "--manifest-path",
@@ -312,10 +325,10 @@ pub fn find_or_build_shim(so: Option<&Path>) -> Result<PathBuf, String> {
         })?;
     if !status.success() {
         return Err(format!(
-            "cargo build --release -p uvfs-preload failed ({status}); its messages are above"
+            "cargo build --profile {profile} -p uvfs-preload failed ({status}); its messages are above"
         ));
     }
-    let so = target.join("release").join("libuvfs_preload.so");
+    let so = target.join(&dir).join("libuvfs_preload.so");
     if so.is_file() {
         Ok(so)
     } else {

@@ -136,9 +136,17 @@ pub fn parse_json(text: &str) -> Result<Vec<Record>, String> {
     let v: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
     let v = match v {
         serde_json::Value::Array(_) => v,
-        // A report holding records (`preload.json`): its records.
+        // A report holding records (`reproduce.json`, `preload.json`): its
+        // records.
         serde_json::Value::Object(mut o) if o.get("records").is_some_and(|r| r.is_array()) => {
             o.remove("records").unwrap_or_default()
+        }
+        serde_json::Value::Object(o) if o.get("seeds").is_some() => {
+            return Err(
+                "a reproduce.json without its records (written by an older uvfs-bench): \
+                 compare the records.json beside it"
+                    .into(),
+            );
         }
         o @ serde_json::Value::Object(_) => serde_json::Value::Array(vec![o]),
         _ => return Err("expected a JSON array of records".into()),

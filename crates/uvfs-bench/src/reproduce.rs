@@ -28,7 +28,9 @@ use crate::fuse::{self, FuseConfig, FuseReport, UvfsSource};
 use crate::html;
 use crate::preload::{self, PreloadConfig, PreloadReport};
 use crate::report::{self, Machine, Record, mean_sd};
-use crate::reproduction::{Budget, Profile, Reproduction, ScalePoint, SeedResult, Target, Versus};
+use crate::reproduction::{
+    Budget, LoadAvg, Profile, Reproduction, ScalePoint, SectionLoad, SeedResult, Target, Versus,
+};
 use crate::runner::{self, Backend, Mode, RunConfig};
 use crate::workloads::{Params, Test};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -45,6 +47,10 @@ struct Row {
     what: &'static str,
     /// The seed's own figure.
     evidence: &'static str,
+    /// That figure as a change of this row's metric, B against A, in %
+    /// (a low and a high end; equal for one figure), when the seed
+    /// published one for this row's test.
+    published: Option<(f64, f64)>,
 }
 
 /// What a seed row measures.
@@ -112,6 +118,10 @@ const FSTREE_TASKS: usize = 2;
 /// three more readers (the lab's role order).
 const BLOGBENCH_TASKS: usize = 8;
 
+/// In seed order. The published figures: seed 003's "-2.9% regression
+/// fixed" is the +3.0% the fix wins back (1 / (1 - 0.029)); seed 002's
+/// "-53% time" for a walk is +113% stats per second (1 / (1 - 0.53));
+/// seed 004 published blogbench's read score only, not dup100's.
 const ROWS: &[Row] = &[
     Row {
         seed: "000",
@@ -120,6 +130,7 @@ const ROWS: &[Row] = &[
         switch: "close_sync",
         what: "close(2) releases synchronously",
         evidence: "open1 +7% to +14.5%",
+        published: Some((7.0, 14.5)),
     },
     Row {
         seed: "001",
@@ -128,6 +139,7 @@ const ROWS: &[Row] = &[
         switch: "typesafe_files",
         what: "type-stable file objects",
         evidence: "open1 +16%",
+        published: Some((16.0, 16.0)),
     },
     Row {
         seed: "001",
@@ -136,30 +148,7 @@ const ROWS: &[Row] = &[
         switch: "badopen_immediate",
         what: "failed open frees at once",
         evidence: "openneg +29%",
-    },
-    Row {
-        seed: "003",
-        test: Test::Getfl,
-        metric: Metric::Ops,
-        switch: "fget_masked",
-        what: "masked branch-free fd lookup",
-        evidence: "-2.9% regression fixed",
-    },
-    Row {
-        seed: "004",
-        test: Test::Dup100,
-        metric: Metric::Ops,
-        switch: "alloc_fd_fast",
-        what: "alloc_fd: next_fd's word first",
-        evidence: "blogbench reads +8% to +15%",
-    },
-    Row {
-        seed: "004",
-        test: Test::Blogbench,
-        metric: Metric::BlogsRead,
-        switch: "alloc_fd_fast",
-        what: "alloc_fd: next_fd's word first",
-        evidence: "blogbench reads +8% to +15%",
+        published: Some((29.0, 29.0)),
     },
     Row {
         seed: "002",
@@ -168,6 +157,34 @@ const ROWS: &[Row] = &[
         switch: "icache_lockless",
         what: "inode hash searched without its lock",
         evidence: "fstree -53% time",
+        published: Some((112.8, 112.8)),
+    },
+    Row {
+        seed: "003",
+        test: Test::Getfl,
+        metric: Metric::Ops,
+        switch: "fget_masked",
+        what: "masked branch-free fd lookup",
+        evidence: "-2.9% regression fixed",
+        published: Some((3.0, 3.0)),
+    },
+    Row {
+        seed: "004",
+        test: Test::Dup100,
+        metric: Metric::Ops,
+        switch: "alloc_fd_fast",
+        what: "alloc_fd: next_fd's word first",
+        evidence: "blogbench reads +8% to +15%",
+        published: None,
+    },
+    Row {
+        seed: "004",
+        test: Test::Blogbench,
+        metric: Metric::BlogsRead,
+        switch: "alloc_fd_fast",
+        what: "alloc_fd: next_fd's word first",
+        evidence: "blogbench reads +8% to +15%",
+        published: Some((8.0, 15.0)),
     },
 ];
 
@@ -285,7 +302,11 @@ pub fn reproduce(
 
     // uvfs against the host, one task each: the host figures also serve
     // the seed rows.
+    let mut load = Vec::new();
+    let before = LoadAvg::now();
     let versus: Vec<Versus> = VERSUS.iter().map(|&k| lab.versus(k)).collect();
+    load.push(SectionLoad::new("versus", before));
+    let before = LoadAvg::now();
     let seeds: Vec<SeedResult> = ROWS
         .iter()
         .map(|row| {
@@ -303,6 +324,8 @@ pub fn reproduce(
             lab.seed(row, host)
         })
         .collect();
+    load.push(SectionLoad::new("seeds", before));
+    let before = LoadAvg::now();
     let (scaling, scaling_note) = if tasks.is_empty() {
         bar.inc(1);
         (
@@ -315,7 +338,9 @@ pub fn reproduce(
     } else {
         (lab.scaling(&tasks), None)
     };
+    load.push(SectionLoad::new("scaling", before));
     bar.finish_and_clear();
+    let before = LoadAvg::now();
 
     let (preload, preload_note) = match section {
         PreloadSection::Off => (None, Some("not run (--no-preload)".to_string())),
@@ -346,6 +371,10 @@ pub fn reproduce(
             }
         }
     };
+    if preload.is_some() {
+        load.push(SectionLoad::new("preload", before));
+    }
+    let before = LoadAvg::now();
     let (fuse, fuse_note) = match fuse_section {
         FuseSection::Off => (None, Some("not run (--no-fuse)".to_string())),
         FuseSection::QuickOff => (
@@ -354,6 +383,9 @@ pub fn reproduce(
         ),
         FuseSection::Run => run_fuse(&budget, &host_dir),
     };
+    if fuse.is_some() {
+        load.push(SectionLoad::new("fuse", before));
+    }
     let mut targets = targets(&versus, &scaling, preload.as_ref());
     if let Some(f) = &fuse {
         targets.extend(f.goals.iter().map(|g| Target {
@@ -392,13 +424,15 @@ pub fn reproduce(
         preload_note,
         fuse,
         fuse_note,
+        load,
+        records,
     };
     print_text(&rep);
-    write_out(out, &rep, &records)?;
+    write_out(out, &rep)?;
     println!(
         "\nwrote {}/index.html, reproduce.json, records.json ({} records){} in {:.0} s",
         out.display(),
-        records.len(),
+        rep.records.len(),
         if rep.preload.is_some() {
             ", preload.json"
         } else {
@@ -531,6 +565,10 @@ impl Lab<'_> {
             fastpaths: fast,
             dir: self.host_dir.clone(),
             params: Params::default(),
+            // A sample with no operation in it (a machine too loaded to
+            // run the tasks for a whole interval) measures nothing: it
+            // lasts until one is made.
+            min_ops: 1,
         };
         let r = runner::run(&cfg).and_then(|m| {
             if m.leftovers.is_empty() {
@@ -622,12 +660,28 @@ impl Lab<'_> {
             (Err(e), _) | (_, Err(e)) => Some(e.clone()),
             _ => None,
         };
-        let (u, h) = (u.ok().map(|r| r.ops_per_sec), h.ok().map(|r| r.ops_per_sec));
+        let (u, h) = (u.ok(), h.ok());
+        let ratio = u
+            .as_ref()
+            .zip(h.as_ref())
+            .filter(|(_, h)| h.ops_per_sec > 0.0)
+            .map(|(u, h)| u.ops_per_sec / h.ops_per_sec);
+        // The ratio's spread: one standard deviation of each side's
+        // samples, relative, combined; as a factor (ratio ÷ and × 1 + e),
+        // which a log axis draws evenly and never takes below 0.
+        let rel = u.as_ref().zip(h.as_ref()).map(|(u, h)| {
+            let r = |x: &Record| x.stddev / x.ops_per_sec.max(f64::MIN_POSITIVE);
+            (r(u).powi(2) + r(h).powi(2)).sqrt()
+        });
         Versus {
             test: test.name().into(),
-            uvfs_ops_per_sec: u,
-            host_ops_per_sec: h,
-            ratio: u.zip(h).map(|(u, h)| u / h),
+            uvfs_ops_per_sec: u.as_ref().map(|r| r.ops_per_sec),
+            host_ops_per_sec: h.as_ref().map(|r| r.ops_per_sec),
+            uvfs_stddev: u.as_ref().map(|r| r.stddev),
+            host_stddev: h.as_ref().map(|r| r.stddev),
+            ratio,
+            ratio_low: ratio.zip(rel).map(|(x, e)| x / (1.0 + e)),
+            ratio_high: ratio.zip(rel).map(|(x, e)| x * (1.0 + e)),
             target,
             error,
         }
@@ -686,6 +740,8 @@ impl Lab<'_> {
             switch: row.switch.into(),
             what: row.what.into(),
             evidence: row.evidence.into(),
+            published_low_pct: row.published.map(|p| p.0),
+            published_high_pct: row.published.map(|p| p.1),
             a_samples: a,
             b_samples: b,
             a_ops_per_sec: ma,
@@ -723,6 +779,7 @@ impl Lab<'_> {
                                 mode: mode.name().into(),
                                 tasks: n,
                                 ops_per_sec: ops.ops_per_sec,
+                                stddev: ops.stddev,
                             });
                         }
                     }
@@ -793,6 +850,9 @@ fn fmt_opt(v: Option<f64>, prec: usize) -> String {
 
 /// The text tables.
 fn print_text(r: &Reproduction) {
+    for l in &r.load {
+        println!("{}: {}", l.section, l.text());
+    }
     println!(
         "seeds: A = fast path off, B = on (all other fast paths on); runs interleaved A B A B"
     );
@@ -906,13 +966,13 @@ fn print_text(r: &Reproduction) {
 }
 
 /// Writes reproduce.json, records.json, index.html and the charts.
-fn write_out(out: &Path, r: &Reproduction, records: &[Record]) -> Result<(), String> {
+fn write_out(out: &Path, r: &Reproduction) -> Result<(), String> {
     let ctx = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
     std::fs::create_dir_all(out).map_err(|e| ctx(out, e))?;
     let json = serde_json::to_string_pretty(r).map_err(|e| e.to_string())?;
     let p = out.join("reproduce.json");
     std::fs::write(&p, json + "\n").map_err(|e| ctx(&p, e))?;
-    report::write_json(&out.join("records.json"), records)?;
+    report::write_json(&out.join("records.json"), &r.records)?;
     let charts = html::charts(r)?;
     for (name, svg) in &charts {
         let p = out.join(name);
@@ -944,6 +1004,7 @@ pub fn profile_loop(test: &str, secs: f64) -> Result<(), String> {
         fastpaths: FastPaths::seeds(),
         dir: host_dir(),
         params: Params::default(),
+        min_ops: 0,
     };
     let m = runner::run(&cfg)?;
     println!("{}: {:.0} ops/s", test.name(), m.samples[0]);
@@ -960,6 +1021,19 @@ mod tests {
         assert_eq!(scaling_tasks(2), vec![1, 2]);
         assert_eq!(scaling_tasks(6), vec![1, 2, 4, 6]);
         assert_eq!(scaling_tasks(64), vec![1, 2, 4, 8]);
+    }
+
+    #[test]
+    fn rows_are_in_seed_order() {
+        let seeds: Vec<&str> = ROWS.iter().map(|r| r.seed).collect();
+        let mut sorted = seeds.clone();
+        sorted.sort();
+        assert_eq!(seeds, sorted);
+        for r in ROWS {
+            if let Some((lo, hi)) = r.published {
+                assert!(lo <= hi, "{}", r.seed);
+            }
+        }
     }
 
     #[test]
@@ -980,7 +1054,11 @@ mod tests {
             test: "open1".into(),
             uvfs_ops_per_sec: Some(30.0),
             host_ops_per_sec: Some(1.0),
+            uvfs_stddev: None,
+            host_stddev: None,
             ratio: Some(30.0),
+            ratio_low: None,
+            ratio_high: None,
             target: Some(20.0),
             error: None,
         }];
@@ -991,6 +1069,7 @@ mod tests {
                 mode: "threads".into(),
                 tasks: 1,
                 ops_per_sec: 10.0,
+                stddev: 0.0,
             },
             ScalePoint {
                 test: "dup1".into(),
@@ -998,6 +1077,7 @@ mod tests {
                 mode: "threads".into(),
                 tasks: 2,
                 ops_per_sec: 12.0,
+                stddev: 0.0,
             },
         ];
         let t = targets(&v, &s, None);

@@ -110,6 +110,11 @@ pub struct SeedResult {
     pub what: String,
     /// The seed's own figure.
     pub evidence: String,
+    /// That figure as a change of this row's metric, B against A, % (low
+    /// end), when the seed published one for this test.
+    pub published_low_pct: Option<f64>,
+    /// Its high end (equal to the low end for a single figure).
+    pub published_high_pct: Option<f64>,
     /// A's per-round ops/s.
     pub a_samples: Vec<f64>,
     /// B's per-round ops/s.
@@ -141,8 +146,17 @@ pub struct Versus {
     pub uvfs_ops_per_sec: Option<f64>,
     /// Host ops/s.
     pub host_ops_per_sec: Option<f64>,
+    /// The standard deviation of uvfs's samples, ops/s.
+    pub uvfs_stddev: Option<f64>,
+    /// The standard deviation of the host's samples, ops/s.
+    pub host_stddev: Option<f64>,
     /// uvfs / host.
     pub ratio: Option<f64>,
+    /// The ratio divided by 1 + its spread (one standard deviation of
+    /// each side's samples, relative, combined).
+    pub ratio_low: Option<f64>,
+    /// The ratio multiplied by 1 + its spread.
+    pub ratio_high: Option<f64>,
     /// The issue's target ratio, if any.
     pub target: Option<f64>,
     /// Errors, if a side failed.
@@ -160,8 +174,60 @@ pub struct ScalePoint {
     pub mode: String,
     /// Tasks.
     pub tasks: usize,
-    /// Total ops/s.
+    /// Total ops/s (the mean of the samples).
     pub ops_per_sec: f64,
+    /// The standard deviation of the samples, ops/s.
+    pub stddev: f64,
+}
+
+/// The load average (1, 5 and 15 minutes), from `/proc/loadavg`.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct LoadAvg(pub [f64; 3]);
+
+impl LoadAvg {
+    /// Now (zeros where `/proc/loadavg` cannot be read).
+    pub fn now() -> LoadAvg {
+        let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        let mut v = [0.0; 3];
+        for (x, w) in v.iter_mut().zip(text.split_whitespace()) {
+            *x = w.parse().unwrap_or(0.0);
+        }
+        LoadAvg(v)
+    }
+}
+
+/// The machine's load around one section of the report: a "within
+/// noise" on a loaded machine is not a null result on a quiet one.
+#[derive(Clone, Debug, Serialize)]
+pub struct SectionLoad {
+    /// `versus`, `seeds`, `scaling` or `preload`.
+    pub section: String,
+    /// Before the section's first run.
+    pub before: LoadAvg,
+    /// After its last.
+    pub after: LoadAvg,
+}
+
+impl SectionLoad {
+    /// A section that started at `before` and ends now.
+    pub fn new(section: &str, before: LoadAvg) -> SectionLoad {
+        SectionLoad {
+            section: section.into(),
+            before,
+            after: LoadAvg::now(),
+        }
+    }
+
+    /// For a page or a terminal: `load average 1.20 0.90 0.50 before,
+    /// 2.10 1.10 0.60 after (1, 5, 15 min)`.
+    pub fn text(&self) -> String {
+        let f = |l: &LoadAvg| format!("{:.2} {:.2} {:.2}", l.0[0], l.0[1], l.0[2]);
+        format!(
+            "load average {} before, {} after (1, 5, 15 min)",
+            f(&self.before),
+            f(&self.after)
+        )
+    }
 }
 
 /// One checked target.
@@ -214,4 +280,9 @@ pub struct Reproduction {
     pub fuse: Option<FuseReport>,
     /// Why the FUSE section is missing, if it is.
     pub fuse_note: Option<String>,
+    /// The load average before and after each section.
+    pub load: Vec<SectionLoad>,
+    /// Every run's record, as records.json holds them (so that `compare`
+    /// takes this file too).
+    pub records: Vec<crate::report::Record>,
 }

@@ -98,6 +98,13 @@ pub struct RunConfig {
     pub dir: PathBuf,
     /// The knobs of fstree and blogbench, and the uvfs cache limit.
     pub params: Params,
+    /// 0: the clock alone ends each sample (a benchmark's runs). Otherwise
+    /// each sample also lasts until the tasks together made at least this
+    /// many operations in it, and the last until every task made this many
+    /// over the measured time and the test's own counters
+    /// ([`Test::extra_counters`]) moved: on a loaded machine a sample or a
+    /// task is then never empty, so tests can check counts (they set 1).
+    pub min_ops: u64,
 }
 
 /// What a run measured.
@@ -463,6 +470,44 @@ fn run_uvfs(cfg: &RunConfig) -> Result<Measurement, String> {
     })
 }
 
+/// [`RunConfig::min_ops`]: waits until the tasks together made `min_ops`
+/// operations since the previous sample's total `prev` and, for the last
+/// sample (`start`: the counters when measuring began), until every task
+/// made `min_ops` and each of the test's own counters moved, or a task
+/// ended (an error: reported by the caller).
+fn wait_for_ops(
+    cfg: &RunConfig,
+    ctl: &Control,
+    prev: u64,
+    start: Option<(&Vec<u64>, &Vec<[u64; EXTRA]>)>,
+) {
+    let n = ctl.tasks;
+    loop {
+        let counts = ctl.counts();
+        let mut enough = counts.iter().sum::<u64>() - prev >= cfg.min_ops;
+        if let Some((c0, e0)) = start {
+            enough &= counts.iter().zip(c0).all(|(c, c0)| c - c0 >= cfg.min_ops);
+            let extras = ctl.extras();
+            enough &= cfg.test.extra_counters().iter().all(|&k| {
+                extras
+                    .iter()
+                    .zip(e0)
+                    .map(|(e, e0)| e[k] - e0[k])
+                    .sum::<u64>()
+                    > 0
+            });
+        }
+        let ended = (0..n).any(|i| {
+            let s = ctl.slot(i);
+            s.stage.load(Ordering::Relaxed) != 0 || s.done.load(Ordering::Acquire)
+        });
+        if enough || ended {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// Waits for the tasks to be ready, starts them, samples, stops them and
 /// collects their errors.
 fn measure(cfg: &RunConfig, ctl: &Control, tasks: Tasks<'_>) -> Result<Sampled, String> {
@@ -494,6 +539,9 @@ fn measure(cfg: &RunConfig, ctl: &Control, tasks: Tasks<'_>) -> Result<Sampled, 
             let now = Instant::now();
             if deadline > now {
                 std::thread::sleep(deadline - now);
+            }
+            if cfg.min_ops > 0 {
+                wait_for_ops(cfg, ctl, prev, (k == nsamples).then_some((&c0, &e0)));
             }
             let t = Instant::now();
             last = ctl.counts();

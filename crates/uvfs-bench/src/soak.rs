@@ -12,7 +12,7 @@
 //! readlink, link, stat, readdir, dup/dup2 and close. Errors the namespace
 //! races make expected (ENOENT, EEXIST, ENOTEMPTY, ENOTDIR, EISDIR, …) are
 //! counted; any other errno, or a read returning bytes a file cannot hold,
-//! ends the soak with an error. Files stay below [`MAX_FILE`] bytes and the
+//! ends the soak with an error. Files stay below `MAX_FILE` bytes and the
 //! caches are limited, so a correct VFS reaches a steady memory size within
 //! the warm-up.
 //!
@@ -22,11 +22,12 @@
 //! may be left cached (rmdir prunes their children).
 
 use crate::backend::{UvfsSys, remove_tree};
-use crate::report::mean_sd;
 use crate::workloads::Rng;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use uvfs::fs::FileSystem;
+use uvfs::fs::tmpfs::{Tmpfs, TmpfsOptions};
 use uvfs::{Errno, FastPaths, Process, Vfs, uapi};
 
 /// Subdirectories per task directory.
@@ -38,20 +39,46 @@ const MAX_FILE: usize = 16 * 1024;
 /// fds a task keeps open at most.
 const MAX_OPEN: usize = 16;
 
+/// How long a soak's phases are, and how often it samples.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Span {
+    /// In seconds: for watching a long soak on a quiet machine.
+    Seconds {
+        /// Warm-up seconds (memory reaches its steady size).
+        warmup: f64,
+        /// Measured seconds after the warm-up.
+        measured: f64,
+        /// Seconds between samples.
+        interval: f64,
+    },
+    /// In calls, all tasks together: the phases hold the same work however
+    /// fast or loaded the machine is (what the tests use).
+    Calls {
+        /// Calls before the baseline sample.
+        warmup: u64,
+        /// Calls measured after the warm-up.
+        measured: u64,
+        /// Calls between samples.
+        interval: u64,
+    },
+}
+
 /// `soak`'s settings.
 #[derive(Clone, Debug)]
 pub struct SoakConfig {
-    /// Measured seconds after the warm-up.
-    pub seconds: f64,
-    /// Warm-up seconds (memory reaches its steady size).
-    pub warmup: f64,
-    /// Seconds between memory reports.
-    pub interval: f64,
+    /// The phases' lengths.
+    pub span: Span,
     /// Worker threads.
     pub tasks: usize,
     /// Fail if resident memory grows by more than this % from the end of
-    /// the warm-up to the end of the run.
+    /// the warm-up to the end of the run (a two-point comparison: noisy;
+    /// for watching a long run, not for tests).
     pub max_growth_pct: Option<f64>,
+    /// Fail if resident memory trends up by more than this many bytes per
+    /// 1000 calls over the measured samples: the least-squares slope of
+    /// resident bytes against calls made, less three standard errors (so
+    /// that the allocator's noise around a flat line is not a trend).
+    pub max_slope: Option<f64>,
     /// The fast paths.
     pub fastpaths: FastPaths,
     /// The RNG seed.
@@ -59,6 +86,27 @@ pub struct SoakConfig {
     /// Which of the 16 call kinds run (bit i: `step`'s case i); `u16::MAX`
     /// for all. For narrowing a failure down.
     pub mask: u16,
+}
+
+/// One sample of the soak's state.
+#[derive(Clone, Copy, Debug)]
+pub struct Sample {
+    /// Calls made so far, all tasks.
+    pub calls: u64,
+    /// Seconds since the start.
+    pub seconds: f64,
+    /// Resident bytes.
+    pub rss: u64,
+    /// Dentries in the dentry cache.
+    pub dentries: usize,
+    /// Inodes in the inode cache.
+    pub cached_inodes: usize,
+    /// Inodes the tmpfs has allocated (its `statfs`).
+    pub fs_inodes: u64,
+    /// Pages the tmpfs has allocated.
+    pub fs_pages: u64,
+    /// File objects the file pool has ever carved.
+    pub pool_objects: usize,
 }
 
 /// What a soak saw.
@@ -70,11 +118,113 @@ pub struct SoakReport {
     pub rss_end: u64,
     /// Growth, % of `rss_base`.
     pub growth_pct: f64,
+    /// Least-squares slope of resident bytes per 1000 calls over the
+    /// measured samples, and its standard error (0, 0 with fewer than 3).
+    pub slope: (f64, f64),
+    /// The samples from the end of the warm-up on.
+    pub samples: Vec<Sample>,
     /// Calls made, all tasks.
     pub ops: u64,
     /// Calls that failed with an expected errno.
     pub expected_errors: u64,
 }
+
+/// Least-squares slope of `y` against `x` and its standard error; (0, 0)
+/// with fewer than 3 points or no spread in `x`.
+pub fn slope(points: &[(f64, f64)]) -> (f64, f64) {
+    let n = points.len() as f64;
+    if points.len() < 3 {
+        return (0.0, 0.0);
+    }
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx) * (p.0 - mx)).sum();
+    if sxx == 0.0 {
+        return (0.0, 0.0);
+    }
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let b = sxy / sxx;
+    let a = my - b * mx;
+    let ss: f64 = points
+        .iter()
+        .map(|p| {
+            let r = p.1 - (a + b * p.0);
+            r * r
+        })
+        .sum();
+    (b, (ss / (n - 2.0) / sxx).sqrt())
+}
+
+/// Upper bounds on the objects a correct VFS can hold at any moment of a
+/// soak with `tasks` tasks: the namespace is bounded, so are the fds, the
+/// caches' unused entries and the pool's free lists. A leak of one object
+/// per few thousand calls crosses one within a short soak, whatever the
+/// machine's speed.
+#[derive(Clone, Copy, Debug)]
+struct Bounds {
+    dentries: usize,
+    cached_inodes: usize,
+    fs_inodes: u64,
+    fs_pages: u64,
+    pool_objects: usize,
+}
+
+impl Bounds {
+    fn new(tasks: usize) -> Bounds {
+        // Names: per owner directory (each task's and the shared one) the
+        // directory, its DIRS subdirectories, FILES names and a `sub` in
+        // each; plus `/` and `/soak`.
+        let names = (tasks + 1) * (1 + DIRS * (1 + FILES + 1)) + 2;
+        // fds: each task's MAX_OPEN, a dup and a directory at a time.
+        let fds = tasks * (MAX_OPEN + 2);
+        // An inode is named or open (unlinked while open), or unused in
+        // the inode cache: a removed file's tmpfs inode is freed when the
+        // cache lets its last reference go, which for one it still holds
+        // unused may be at the LRU's eviction.
+        let inodes = names + fds + CACHE_LIMIT;
+        Bounds {
+            // Unused entries up to the limit, beyond every name (positive
+            // or negative) and every open file's dentry.
+            dentries: CACHE_LIMIT + names + fds,
+            cached_inodes: inodes,
+            fs_inodes: inodes as u64,
+            // A file's pages, or a symlink's one.
+            fs_pages: (inodes * (MAX_FILE / 4096 + 1)) as u64,
+            // Open files, plus every thread's magazine (64) and a slab
+            // (64) of free objects, doubled for the pool's batching.
+            pool_objects: 2 * (fds + (tasks + 1) * 128) + 64,
+        }
+    }
+
+    fn check(&self, s: &Sample) -> Result<(), String> {
+        let over = |what: &str, v: u64, max: u64| {
+            if v > max {
+                Err(format!(
+                    "{what}: {v} after {} calls, more than a correct VFS can hold ({max}): a leak",
+                    s.calls
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        over("dentries cached", s.dentries as u64, self.dentries as u64)?;
+        over(
+            "inodes cached",
+            s.cached_inodes as u64,
+            self.cached_inodes as u64,
+        )?;
+        over("tmpfs inodes", s.fs_inodes, self.fs_inodes)?;
+        over("tmpfs pages", s.fs_pages, self.fs_pages)?;
+        over(
+            "file objects carved",
+            s.pool_objects as u64,
+            self.pool_objects as u64,
+        )
+    }
+}
+
+/// Unused dentries and inodes the soak's caches keep.
+const CACHE_LIMIT: usize = 256;
 
 /// Resident bytes of this process (from /proc/self/statm).
 pub fn rss_bytes() -> Result<u64, String> {
@@ -306,19 +456,22 @@ fn populate(p: &mut Process, tasks: usize) -> Result<(), Errno> {
     Ok(())
 }
 
-/// Runs the soak, printing a line per interval.
+/// Runs the soak, printing a line per sample.
 pub fn soak(cfg: &SoakConfig) -> Result<SoakReport, String> {
-    if cfg.mask == 0 {
-        return Err("--mask selects no call".into());
-    }
-    if cfg.tasks == 0 || !(cfg.seconds > 0.0 && cfg.interval > 0.0 && cfg.warmup >= 0.0) {
-        return Err("--tasks >= 1, --seconds and --interval > 0, --warmup >= 0".into());
-    }
+    check(cfg)?;
+    let fs = Tmpfs::new(TmpfsOptions {
+        // Limits far beyond the namespace, so that `statfs` counts.
+        size_bytes: Some(1 << 50),
+        nr_inodes: Some(1 << 40),
+        mode: 0o755,
+        ..TmpfsOptions::default()
+    });
     let vfs: Arc<Vfs> = Vfs::builder()
         .fastpaths(cfg.fastpaths)
-        .dcache_limit(256)
-        .icache_limit(256)
-        .build();
+        .dcache_limit(CACHE_LIMIT)
+        .icache_limit(CACHE_LIMIT)
+        .build_with_root(fs.clone());
+    let bounds = Bounds::new(cfg.tasks);
     let mut first = Process::new(&vfs).map_err(|e| format!("process: {e}"))?;
     populate(&mut first, cfg.tasks).map_err(|e| format!("populate: {e}"))?;
     // Even tasks get a process of their own (a fork of the first); each odd
@@ -338,26 +491,107 @@ pub fn soak(cfg: &SoakConfig) -> Result<SoakReport, String> {
     let stop = AtomicBool::new(false);
     let ops = AtomicU64::new(0);
     let start = Instant::now();
-    let measured_from = start + Duration::from_secs_f64(cfg.warmup);
-    let end = measured_from + Duration::from_secs_f64(cfg.seconds);
+    // The phases on one axis: seconds since the start, or calls made.
+    let (warmup, end, interval, unit) = match cfg.span {
+        Span::Seconds {
+            warmup,
+            measured,
+            interval,
+        } => (warmup, warmup + measured, interval, "s"),
+        Span::Calls {
+            warmup,
+            measured,
+            interval,
+        } => (
+            warmup as f64,
+            (warmup + measured) as f64,
+            interval as f64,
+            "calls",
+        ),
+    };
     println!(
-        "soak: {} tasks ({} processes), {} s warm-up, {} s measured, caches 256, files <= {} KiB",
+        "soak: {} tasks ({} processes), warm-up {warmup} {unit}, measured {} {unit}, a sample every {interval} {unit}, caches {CACHE_LIMIT}, files <= {} KiB",
         cfg.tasks,
         cfg.tasks.div_ceil(2),
-        cfg.warmup,
-        cfg.seconds,
+        end - warmup,
         MAX_FILE / 1024
     );
     println!(
-        "{:>8} {:>12} {:>12} {:>8} {:>8}",
-        "seconds", "RSS KiB", "calls/s", "dcache", "icache"
+        "{:>8} {:>10} {:>10} {:>10} {:>7} {:>7} {:>7} {:>7} {:>7}",
+        "seconds", "calls", "RSS KiB", "calls/s", "dcache", "icache", "inodes", "pages", "files"
     );
+    // One sample: read, checked against the bounds, printed, kept if
+    // measured. Called by the sampling thread (seconds) or by the task
+    // whose calls cross a sample's point (calls: the samples are then the
+    // same whatever the machine's load).
+    let state: Mutex<(Vec<Sample>, Option<Sample>)> = Mutex::new((Vec::new(), None));
+    let record = |calls: u64, measured: bool| -> Result<(), String> {
+        let mut g = state.lock().unwrap_or_else(|e| e.into_inner());
+        let st = fs.statfs();
+        let smp = Sample {
+            calls,
+            seconds: start.elapsed().as_secs_f64(),
+            rss: rss_bytes()?,
+            dentries: vfs.dcache_len(),
+            cached_inodes: vfs.icache_len(),
+            fs_inodes: st.files - st.ffree,
+            fs_pages: st.blocks - st.bfree,
+            pool_objects: vfs.file_pool().objects(),
+        };
+        bounds.check(&smp)?;
+        let rate = g.1.map_or(0.0, |l| {
+            smp.calls.saturating_sub(l.calls) as f64 / (smp.seconds - l.seconds).max(1e-9)
+        });
+        println!(
+            "{:>8.1} {:>10} {:>10} {:>10.0} {:>7} {:>7} {:>7} {:>7} {:>7}",
+            smp.seconds,
+            smp.calls,
+            smp.rss / 1024,
+            rate,
+            smp.dentries,
+            smp.cached_inodes,
+            smp.fs_inodes,
+            smp.fs_pages,
+            smp.pool_objects
+        );
+        g.1 = Some(smp);
+        if measured {
+            g.0.push(smp);
+        }
+        Ok(())
+    };
+    // In calls: the points where samples are taken (from the end of the
+    // warm-up on, measured), in order.
+    let points: Vec<(u64, bool)> = match cfg.span {
+        Span::Seconds { .. } => Vec::new(),
+        Span::Calls {
+            warmup,
+            measured,
+            interval,
+        } => (1..)
+            .map(|k| k * interval)
+            .take_while(|&p| p < warmup)
+            .map(|p| (p, false))
+            .chain(
+                (0..)
+                    .map(|k| warmup + k * interval)
+                    .take_while(|&p| p < warmup + measured)
+                    .chain(std::iter::once(warmup + measured))
+                    .map(|p| (p, true)),
+            )
+            .collect(),
+    };
+    let end_calls = points.last().map(|p| p.0);
+    // A point at 0 (no warm-up) is crossed by no batch: taken now.
+    for &(at, measured) in points.iter().take_while(|p| p.0 == 0) {
+        record(at, measured)?;
+    }
     let outcome = std::thread::scope(|s| {
         let handles: Vec<_> = procs
             .into_iter()
             .enumerate()
             .map(|(i, p)| {
-                let (stop, ops) = (&stop, &ops);
+                let (stop, ops, record, points) = (&stop, &ops, &record, &points);
                 let (tasks, mask) = (cfg.tasks, cfg.mask);
                 let seed = cfg.seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
                 s.spawn(move || -> Result<(u64, u64), String> {
@@ -376,7 +610,18 @@ pub fn soak(cfg: &SoakConfig) -> Result<SoakReport, String> {
                             for _ in 0..64 {
                                 t.step(mask)?;
                             }
-                            ops.fetch_add(64, Ordering::Relaxed);
+                            let before = ops.fetch_add(64, Ordering::Relaxed);
+                            let after = before + 64;
+                            // The points this batch crossed (each is
+                            // crossed by one batch alone).
+                            let from = points.partition_point(|p| p.0 <= before);
+                            let to = points.partition_point(|p| p.0 <= after);
+                            for &(at, measured) in &points[from..to] {
+                                record(at, measured)?;
+                            }
+                            if end_calls.is_some_and(|e| after >= e) {
+                                stop.store(true, Ordering::Relaxed);
+                            }
                         }
                         Ok(())
                     })();
@@ -394,52 +639,45 @@ pub fn soak(cfg: &SoakConfig) -> Result<SoakReport, String> {
                 })
             })
             .collect();
-        let mut rss_base = None;
-        let mut last = (Instant::now(), 0u64);
-        let mut rates = Vec::new();
-        let step = Duration::from_secs_f64(cfg.interval);
-        let mut next = start + step;
-        let sampled = (|| -> Result<(u64, u64), String> {
-            while !stop.load(Ordering::Relaxed) {
-                let now = Instant::now();
-                let wake = if rss_base.is_none() {
-                    next.min(measured_from)
-                } else {
-                    next
-                }
-                .min(end);
-                if wake > now {
-                    std::thread::sleep(wake - now);
-                }
-                let now = Instant::now();
-                if rss_base.is_none() && now >= measured_from {
-                    rss_base = Some(rss_bytes()?);
-                }
-                if now >= next || now >= end {
-                    let n = ops.load(Ordering::Relaxed);
-                    let rate = (n - last.1) as f64 / (now - last.0).as_secs_f64();
-                    if now > measured_from {
-                        rates.push(rate);
+        // In seconds: this thread samples on the clock.
+        let sampled = match cfg.span {
+            // The tasks stop themselves at the last point.
+            Span::Calls { .. } => Ok(()),
+            Span::Seconds {
+                warmup,
+                measured,
+                interval,
+            } => (|| -> Result<(), String> {
+                let end = warmup + measured;
+                let mut next = interval;
+                let mut base_taken = false;
+                while !stop.load(Ordering::Relaxed) {
+                    let target = if !base_taken && next > warmup {
+                        warmup
+                    } else {
+                        next
                     }
-                    last = (now, n);
-                    next += step;
-                    println!(
-                        "{:>8.1} {:>12} {:>12.0} {:>8} {:>8}",
-                        (now - start).as_secs_f64(),
-                        rss_bytes()? / 1024,
-                        rate,
-                        vfs.dcache_len(),
-                        vfs.icache_len()
-                    );
+                    .min(end);
+                    let now = start.elapsed().as_secs_f64();
+                    if now < target {
+                        std::thread::sleep(Duration::from_secs_f64(target - now));
+                        continue;
+                    }
+                    record(ops.load(Ordering::Relaxed), now >= warmup)?;
+                    base_taken |= now >= warmup;
+                    while next <= now {
+                        next += interval;
+                    }
+                    if now >= end {
+                        break;
+                    }
                 }
-                if now >= end {
-                    break;
-                }
-            }
-            let base = rss_base.map_or_else(rss_bytes, Ok)?;
-            Ok((base, rss_bytes()?))
-        })();
-        stop.store(true, Ordering::Relaxed);
+                Ok(())
+            })(),
+        };
+        if matches!(cfg.span, Span::Seconds { .. }) {
+            stop.store(true, Ordering::Relaxed);
+        }
         let mut total = (0u64, 0u64);
         let mut errors = Vec::new();
         for h in handles {
@@ -452,17 +690,17 @@ pub fn soak(cfg: &SoakConfig) -> Result<SoakReport, String> {
                 Err(_) => errors.push("a task panicked".into()),
             }
         }
-        let (m, sd) = mean_sd(&rates);
-        if !rates.is_empty() {
-            println!("calls/s over the measured time: {m:.0} (sd {sd:.0})");
+        if let Err(e) = sampled {
+            errors.insert(0, e);
         }
         if errors.is_empty() {
-            sampled.map(|r| (r, total))
+            Ok(total)
         } else {
             Err(errors.join("; "))
         }
     });
-    let ((rss_base, rss_end), (calls, expected_errors)) = outcome?;
+    let (calls, expected_errors) = outcome?;
+    let measured = std::mem::take(&mut state.lock().unwrap_or_else(|e| e.into_inner()).0);
     let mut first = UvfsSys(first);
     remove_tree(&mut first, c"/soak").map_err(|e| format!("removing /soak: {e}"))?;
     drop(first);
@@ -472,17 +710,38 @@ pub fn soak(cfg: &SoakConfig) -> Result<SoakReport, String> {
     // left must be named or a negative entry in a live directory.
     vfs.check_consistency()
         .map_err(|e| format!("after the soak: {e}"))?;
+    // Everything removed and closed: the file system holds its root alone.
+    let st = fs.statfs();
+    if st.files - st.ffree != 1 || st.blocks != st.bfree {
+        return Err(format!(
+            "after the soak: the emptied tmpfs still holds {} inodes and {} pages",
+            st.files - st.ffree,
+            st.blocks - st.bfree
+        ));
+    }
     let left = vfs.dcache_len();
+    let (Some(base), Some(last)) = (measured.first(), measured.last()) else {
+        return Err("no sample was taken".into());
+    };
+    let (rss_base, rss_end) = (base.rss, last.rss);
     let growth_pct = (rss_end as f64 / rss_base as f64 - 1.0) * 100.0;
+    let points: Vec<(f64, f64)> = measured
+        .iter()
+        .map(|s| (s.calls as f64 / 1000.0, s.rss as f64))
+        .collect();
+    let (b, se) = slope(&points);
     println!(
-        "resident memory: {} KiB after the warm-up, {} KiB at the end ({growth_pct:+.1}%); {calls} calls, {expected_errors} expected errors; namespace removed, {left} dentries left, VFS consistent",
+        "resident memory: {} KiB after the warm-up, {} KiB at the end ({growth_pct:+.1}%); trend {b:+.1} bytes per 1000 calls (standard error {se:.1}, {} samples); {calls} calls, {expected_errors} expected errors; namespace removed, {left} dentries left, VFS consistent",
         rss_base / 1024,
-        rss_end / 1024
+        rss_end / 1024,
+        points.len()
     );
     let rep = SoakReport {
         rss_base,
         rss_end,
         growth_pct,
+        slope: (b, se),
+        samples: measured,
         ops: calls,
         expected_errors,
     };
@@ -493,5 +752,71 @@ pub fn soak(cfg: &SoakConfig) -> Result<SoakReport, String> {
             "resident memory grew {growth_pct:.1}% (> {max}%) after the warm-up"
         ));
     }
+    if let Some(max) = cfg.max_slope
+        && b - 3.0 * se > max
+    {
+        return Err(format!(
+            "resident memory trends up: {b:.1} bytes per 1000 calls (standard error {se:.1}; more than {max} by over three standard errors)"
+        ));
+    }
     Ok(rep)
 }
+
+/// The settings' checks (also made by the command line before anything
+/// runs).
+pub fn check(cfg: &SoakConfig) -> Result<(), String> {
+    if cfg.mask == 0 {
+        return Err("--mask selects no call".into());
+    }
+    if !(1..=MAX_TASKS).contains(&cfg.tasks) {
+        return Err(format!(
+            "--tasks must be from 1 to {MAX_TASKS} (each task is an OS thread)"
+        ));
+    }
+    match cfg.span {
+        Span::Seconds {
+            warmup,
+            measured,
+            interval,
+        } => {
+            if !(measured.is_finite() && measured > 0.0) {
+                return Err("--seconds must be a finite number > 0".into());
+            }
+            if !(interval.is_finite() && interval > 0.0) {
+                return Err("--interval must be a finite number > 0".into());
+            }
+            if !(warmup.is_finite() && warmup >= 0.0) {
+                return Err("--warmup must be a finite number >= 0".into());
+            }
+            if warmup + measured > MAX_SECONDS {
+                return Err(format!(
+                    "--warmup plus --seconds must be at most {MAX_SECONDS} (a week)"
+                ));
+            }
+        }
+        Span::Calls {
+            measured, interval, ..
+        } => {
+            if measured == 0 || interval == 0 {
+                return Err("--calls and --interval-calls must be at least 1".into());
+            }
+        }
+    }
+    for (what, v) in [
+        ("--max-growth", cfg.max_growth_pct),
+        ("--max-slope", cfg.max_slope),
+    ] {
+        if let Some(v) = v
+            && !(v.is_finite() && v >= 0.0)
+        {
+            return Err(format!("{what} must be a finite number >= 0"));
+        }
+    }
+    Ok(())
+}
+
+/// Most tasks a soak runs (each is an OS thread; more than a few hundred
+/// only measures the scheduler).
+pub const MAX_TASKS: usize = 1024;
+/// Longest soak in seconds (a week).
+pub const MAX_SECONDS: f64 = 7.0 * 86400.0;

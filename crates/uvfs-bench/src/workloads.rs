@@ -727,6 +727,18 @@ fn iterate(
     iterate_by(count, stop, || body().map(|()| 1))
 }
 
+impl Test {
+    /// The extra counters the test moves as it runs ([`FSTREE_WALKS`],
+    /// [`BLOGS_WRITTEN`], …); none for the one-call tests.
+    pub fn extra_counters(self) -> &'static [usize] {
+        match self {
+            Test::Fstree => &[FSTREE_WALKS, FSTREE_WALK_NS],
+            Test::Blogbench => &[BLOGS_WRITTEN, BLOGS_READ, ARTICLES_WRITTEN, ARTICLES_READ],
+            _ => &[],
+        }
+    }
+}
+
 /// The test's loop, until `c.stop`; an unexpected result ends it with that
 /// error (`EIO` for a short pread, `EEXIST` when openneg's file exists).
 pub fn run<S: Sys>(sys: &mut S, st: &mut TaskState, c: &Counters<'_>) -> Result<(), Errno> {

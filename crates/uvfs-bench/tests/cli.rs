@@ -78,6 +78,8 @@ fn run_writes_the_json_contract() {
             "0.2",
             "--warmup",
             "0",
+            "--min-ops",
+            "1",
         ])
         .args([
             "--interval",
@@ -186,6 +188,152 @@ fn compare_exit_status() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Every bad value of every subcommand is refused before any work (nothing
+/// on stdout, no run started), with a message naming the option, exit 2,
+/// never a panic.
+#[test]
+fn bad_values_are_refused_before_any_work() {
+    let dir = tmpdir("bad-values");
+    let file = write(&dir, "file", "");
+    let file = file.to_str().unwrap();
+    let under_file = format!("{file}/x");
+    let rec = write(
+        &dir,
+        "r.json",
+        &format!("[{}]", record("open1", &[1.0, 2.0])),
+    );
+    let rec = rec.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["run", "open1", "--seconds", "inf"], "--seconds"),
+        (&["run", "open1", "--seconds", "nan"], "--seconds"),
+        (&["run", "open1", "--seconds", "-1"], "finite number > 0"),
+        (&["run", "open1", "--seconds", "0"], "--seconds"),
+        (&["run", "open1", "--seconds", "1e300"], "at most"),
+        (&["run", "open1", "--warmup", "-1"], "--warmup"),
+        (&["run", "open1", "--warmup", "inf"], "--warmup"),
+        (&["run", "open1", "--interval", "0"], "--interval"),
+        (
+            &["run", "open1", "--seconds", "10", "--interval", "1e-6"],
+            "samples",
+        ),
+        (&["run", "open1", "--tasks", "100000"], "from 1 to 1024"),
+        (&["run", "open1", "--tasks", "0"], "--tasks"),
+        (&["run", "open1", "--tasks", "1,-2"], "--tasks"),
+        (&["run", "nosuchtest"], "nosuchtest"),
+        (&["run", "open1", "--backend", "nfs"], "--backend"),
+        (&["run", "open1", "--mode", "fibers"], "--mode"),
+        (&["run", "open1", "--fastpaths", "turbo=on"], "--fastpaths"),
+        (
+            &["run", "open1", "--json", "/nonexistent/dir/r.json"],
+            "no directory /nonexistent/dir",
+        ),
+        (&["run", "open1", "--json", "/tmp"], "is a directory"),
+        (
+            &["run", "open1", "--backend", "host", "--dir", "/nonexistent"],
+            "--dir /nonexistent",
+        ),
+        (&["run", "open1", "--dir", "relative"], "absolute"),
+        (&["run", "open1", "--min-ops", "-1"], "--min-ops"),
+        (&["soak", "--seconds", "inf"], "--seconds"),
+        (&["soak", "--seconds", "-1"], "--seconds"),
+        (&["soak", "--warmup", "nan"], "--warmup"),
+        (&["soak", "--interval", "0"], "--interval"),
+        (&["soak", "--tasks", "100000"], "from 1 to 1024"),
+        (&["soak", "--calls", "0"], "--calls"),
+        (&["soak", "--warmup-calls", "5"], "--calls"),
+        (
+            &["soak", "--calls", "10", "--interval-calls", "0"],
+            "--interval-calls",
+        ),
+        (
+            &["soak", "--calls", "10", "--seconds", "5"],
+            "cannot be used with",
+        ),
+        (&["soak", "--max-growth", "-5"], "--max-growth"),
+        (&["soak", "--max-slope", "nan"], "--max-slope"),
+        (&["soak", "--seconds", "1e300"], "at most"),
+        (&["preload", "--seconds", "inf"], "--seconds"),
+        (&["preload", "--seconds", "3600"], "at most 60"),
+        (&["preload", "--repeats", "0"], "--repeats"),
+        (&["preload", "--repeats", "100000"], "--repeats"),
+        (&["preload", "--iterations", "0"], "--iterations"),
+        (&["preload", "--iterations", "99999999999"], "--iterations"),
+        (
+            &["preload", "--so", "/nonexistent/libuvfs_preload.so"],
+            "no such file",
+        ),
+        (&["preload", "--out", &under_file], "is not a directory"),
+        (&["reproduce", "--out", &under_file], "is not a directory"),
+        (&["compare", rec, rec, "--sigmas", "-1"], "--sigmas"),
+        (
+            &["compare", rec, rec, "--min-change", "inf"],
+            "--min-change",
+        ),
+        (&["compare", rec], "NEW"),
+        (&["loop", "open1", "inf"], "SECS"),
+    ];
+    for &(args, says) in cases {
+        let (code, out, err) = run(args);
+        assert_eq!(code, Some(2), "{args:?}: exit {code:?}\n{out}\n{err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?} started: {out}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// When no record matches, `compare` says which key fields differ and exits
+/// 2; a reproduce.json (which carries its records) is taken like
+/// `run --json`'s file, and one written without them is named as such.
+#[test]
+fn compare_says_why_nothing_matched() {
+    let dir = tmpdir("nomatch");
+    let seeds = write(
+        &dir,
+        "seeds.json",
+        &format!("[{}]", record("open1", &[1.0, 2.0])),
+    );
+    let stock = write(
+        &dir,
+        "stock.json",
+        &format!("[{}]", record("open1", &[1.0, 2.0])).replace("\"seeds\"", "\"stock\""),
+    );
+    let (code, out, err) = run(&["compare", seeds.to_str().unwrap(), stock.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{out}\n{err}");
+    assert!(
+        err.contains("records match on test, backend, mode, tasks and fastpaths")
+            && err.contains("fastpaths (BASE: seeds; NEW: stock)")
+            && !err.contains("test (")
+            && !err.contains("tasks ("),
+        "{err}"
+    );
+    let empty = write(&dir, "empty.json", "[]");
+    let (code, _, err) = run(&["compare", seeds.to_str().unwrap(), empty.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("NEW holds no record"), "{err}");
+
+    let reproduce = write(
+        &dir,
+        "reproduce.json",
+        &format!(
+            r#"{{"profile":"quick","seeds":[],"records":[{}]}}"#,
+            record("open1", &[1.0, 2.0])
+        ),
+    );
+    let (code, out, err) = run(&[
+        "compare",
+        reproduce.to_str().unwrap(),
+        seeds.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("1 record(s) compared"), "{out}");
+    let old = write(&dir, "old.json", r#"{"profile":"quick","seeds":[]}"#);
+    let (code, _, err) = run(&["compare", old.to_str().unwrap(), seeds.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("records.json beside it"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// `reproduce --quick` end to end: every seed row measured (or its failure
 /// named), uvfs against the host for each test, the report's files, and
 /// records.json readable by `compare` (itself against itself: no
@@ -247,6 +395,18 @@ fn reproduce_quick_writes_its_report() {
         "{}",
         String::from_utf8_lossy(&cmp.stdout)
     );
+    // reproduce.json carries the same records: compare takes it too.
+    let n = rep["records"].as_array().unwrap().len();
+    assert!(n > 0, "{rep}");
+    let cmp = bench()
+        .arg("compare")
+        .arg(dir.join("reproduce.json"))
+        .arg(&recs)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&cmp.stdout);
+    assert_eq!(cmp.status.code(), Some(0), "{text}");
+    assert!(text.contains(&format!("{n} record(s) compared")), "{text}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -380,6 +540,10 @@ fn fstree_and_blogbench_write_their_fields() {
                 "0",
                 "--interval",
                 "0.1",
+                // Samples, tasks and the figures non-empty on a loaded
+                // machine too.
+                "--min-ops",
+                "1",
                 "--dir",
             ];
             let d = dir.to_str().unwrap();
@@ -554,7 +718,7 @@ fn preload_reports_a_missing_shim() {
         "--so",
         "/nonexistent/libuvfs_preload.so",
     ]);
-    assert_eq!(code, Some(1), "{out}\n{err}");
+    assert_eq!(code, Some(2), "{out}\n{err}");
     assert!(
         err.contains("--so /nonexistent/libuvfs_preload.so: no such file"),
         "{err}"

@@ -9,27 +9,27 @@
 //! imports only from below it:
 //!
 //! - this file: the library constructor, which initializes everything the
-//!   shim initializes once and plugs [`seed`] and [`hooks::stdio`] into
+//!   shim initializes once and plugs `seed` and `hooks::stdio` into
 //!   the state;
-//! - [`hooks`]: the interposed functions, one module per group of calls
+//! - `hooks`: the interposed functions, one module per group of calls
 //!   (open/close/dup, fcntl, I/O, stat, attributes, names, cwd, `DIR`
 //!   streams, stdio, temporary files, xattrs and `statfs`, copies, fd
 //!   makers);
-//! - [`seed`]: files in and out: `UVFS_SEED` (a host directory copied in
+//! - `seed`: files in and out: `UVFS_SEED` (a host directory copied in
 //!   when uvfs is built) and `UVFS_DUMP` (the uvfs tree copied out when the
 //!   process exits);
-//! - [`fdops`]: the fd operations several entry points share (open/close of
-//!   a uvfs fd, read/write/lseek/close of any fd), and [`tempname`]: glibc's
+//! - `fdops`: the fd operations several entry points share (open/close of
+//!   a uvfs fd, read/write/lseek/close of any fd), and `tempname`: glibc's
 //!   temporary-name generator for uvfs templates;
-//! - [`dispatch`]: where a call goes (path and fd calls to the kernel or
+//! - `dispatch`: where a call goes (path and fd calls to the kernel or
 //!   uvfs);
-//! - [`state`]: each thread's handle on the uvfs process, the fd map and
-//!   placeholders, routing of relative paths; [`fork_gate`]: what keeps a
+//! - `state`: each thread's handle on the uvfs process, the fd map and
+//!   placeholders, routing of relative paths; `fork_gate`: what keeps a
 //!   `fork` from copying the process while a thread is inside uvfs;
-//! - [`path`]: the prefix and lexical routing of absolute paths;
-//! - [`guard`] (the re-entry guard and the frame of a uvfs call),
-//!   [`conv`] (errno, C strings, buffers, C structs), [`interpose`]
-//!   (`real!`, `forward!`, `at_call!`) and [`refuse`] (the loud failure of
+//! - `path`: the prefix and lexical routing of absolute paths;
+//! - `guard` (the re-entry guard and the frame of a uvfs call),
+//!   `conv` (errno, C strings, buffers, C structs), `interpose`
+//!   (`real!`, `forward!`, `at_call!`) and `refuse` (the loud failure of
 //!   a call the shim cannot serve), at the bottom with uvfs itself.
 //!
 //! Safety rules: the shim's own kernel calls go through rustix (raw
@@ -38,7 +38,7 @@
 //! to libc; every uvfs call runs under `catch_unwind` (a panic becomes
 //! `EIO`); errno is set through `__errno_location`. Every interposed
 //! function is an `unsafe extern "C" fn` under the C contract of the
-//! function it replaces (see [`interpose`]).
+//! function it replaces (see `interpose`).
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod conv;

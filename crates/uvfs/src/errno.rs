@@ -33,6 +33,18 @@ macro_rules! errno_table {
 /// A Linux error number, as returned (negated) by the kernel's syscalls.
 ///
 /// Any `i32` can be stored; values outside the table are reported as unknown.
+///
+/// ```
+/// use uvfs::{Errno, Process, Vfs};
+///
+/// let mut p = Process::new(&Vfs::new(uvfs::FastPaths::seeds())).unwrap();
+/// let e = p.stat("/missing").unwrap_err();
+/// assert_eq!(e, Errno::ENOENT);
+/// assert_eq!(e.raw(), 2); // Linux's number
+/// assert_eq!(e.name(), Some("ENOENT"));
+/// assert_eq!(e.to_string(), "No such file or directory");
+/// assert_eq!(Errno::from_raw(9999).name(), None);
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(transparent)]
 pub struct Errno(i32);

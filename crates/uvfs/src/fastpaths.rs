@@ -10,6 +10,19 @@ use std::fmt;
 /// (the kernel after the seed patches), every field `false` is [`stock()`]
 /// (before them).
 ///
+/// ```
+/// use uvfs::FastPaths;
+///
+/// // The command line's spelling: a preset, then switches left to right.
+/// let f = FastPaths::parse("stock,close_sync=on").unwrap();
+/// assert_eq!(f, FastPaths::stock().with("close_sync", true));
+/// assert_eq!(f.get("close_sync"), Some(true));
+/// assert_eq!(f.get("typesafe_files"), Some(false));
+/// assert_eq!(f.to_string(), "stock,close_sync=on");
+/// assert_eq!(FastPaths::seeds().to_string(), "seeds");
+/// assert!(FastPaths::parse("turbo=on").is_err());
+/// ```
+///
 /// [`seeds()`]: FastPaths::seeds
 /// [`stock()`]: FastPaths::stock
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

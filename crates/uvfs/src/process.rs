@@ -7,11 +7,11 @@
 //! Every call runs inside a task_work scope: puts it makes that are not
 //! close(2)'s own are released when the call returns.
 //!
-//! The calls on paths and open files live in submodules by area: [`open`]
-//! (open, openat, creat, `O_TMPFILE`), [`io`] (read, write, their
+//! The calls on paths and open files live in submodules by area: `open`
+//! (open, openat, creat, `O_TMPFILE`), `io` (read, write, their
 //! positional and vector forms, lseek, getdents64, truncate, fallocate,
-//! fsync), [`names`] (mkdir, rmdir, unlink, rename, link, symlink,
-//! readlink, chdir, getcwd) and [`attrs`] (the stat family, chmod, chown,
+//! fsync), `names` (mkdir, rmdir, unlink, rename, link, symlink,
+//! readlink, chdir, getcwd) and `attrs` (the stat family, chmod, chown,
 //! utimensat, access, umask).
 
 mod attrs;
@@ -113,6 +113,31 @@ impl std::ops::Deref for Start<'_> {
 /// lives; and `task`, the rest of the thread's context, which cannot reach
 /// the table. A call can thus look a file up and work on it with the task
 /// (`on_file`, `with_file`) without any way to close the fd meanwhile.
+///
+/// Each Linux call is a method with the same arguments and results: an fd
+/// or a count, or the [`Errno`] Linux would set.
+///
+/// ```
+/// use uvfs::uapi::{O_CREAT, O_RDWR};
+/// use uvfs::{Errno, Process, Vfs};
+///
+/// let vfs = Vfs::new(uvfs::FastPaths::seeds());
+/// let mut p = Process::new(&vfs)?;
+/// let fd = p.open("/hello", O_RDWR | O_CREAT, 0o644)?;
+/// assert_eq!(fd, 0); // the lowest free fd, as on Linux
+/// p.write(fd, b"hello, world")?;
+/// let mut buf = [0u8; 5];
+/// assert_eq!(p.pread(fd, &mut buf, 7)?, 5);
+/// assert_eq!(&buf, b"world");
+/// assert_eq!(p.fstat(fd)?.st_size, 12);
+///
+/// // A fork copies the fd table; a thread shares it.
+/// let mut child = p.fork()?;
+/// p.close(fd)?;
+/// assert_eq!(child.fstat(fd)?.st_size, 12);
+/// assert_eq!(p.close(fd), Err(Errno::EBADF));
+/// # Ok::<(), Errno>(())
+/// ```
 #[derive(Debug)]
 pub struct Process {
     files: Files,

@@ -5,7 +5,7 @@
 //! returns.
 //!
 //! Like the kernel's list, the queue is intrusive and knows nothing of what
-//! it runs: each queued item is a [`Callback`] (`struct callback_head`)
+//! it runs: each queued item is a `Callback` (`struct callback_head`)
 //! embedded in the object the work is about (a file), holding the link and
 //! the function to run, so queueing allocates nothing. Work added outside
 //! any API call (a [`FileRef`](crate::FileRef) dropped by the embedder's own

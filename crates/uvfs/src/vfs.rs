@@ -65,6 +65,25 @@ impl VfsBuilder {
 }
 
 /// One VFS: what the kernel is to its processes.
+///
+/// A VFS holds the namespace (a tmpfs root unless built with another file
+/// system), the dentry and inode caches and the fast paths; processes made
+/// on it share all of that, as processes share a kernel.
+///
+/// ```
+/// use uvfs::{FastPaths, Process, Vfs};
+///
+/// let vfs = Vfs::builder()
+///     .fastpaths(FastPaths::stock())
+///     .dcache_limit(1000)
+///     .build();
+/// let mut a = Process::new(&vfs).unwrap();
+/// let mut b = Process::new(&vfs).unwrap();
+/// a.mkdir("/shared", 0o755).unwrap();
+/// // b sees what a made: one namespace.
+/// assert!(b.stat("/shared").is_ok());
+/// assert_eq!(vfs.fastpaths(), &FastPaths::stock());
+/// ```
 pub struct Vfs {
     fast: FastPaths,
     pool: &'static FilePool,

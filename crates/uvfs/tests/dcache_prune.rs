@@ -379,12 +379,18 @@ fn allowed<T: std::fmt::Debug>(what: &str, r: Result<T, Errno>, ok: &[Errno]) ->
     }
 }
 
+/// Calls each task makes at least (so that the run's count check holds
+/// on a loaded machine: the seconds only lengthen it).
+const MIN_OPS: u64 = 100;
+
 /// Makes and removes directories, fills them with negative entries (and
 /// now and then a file, so that rmdir sometimes finds one not empty).
 fn maker(p: &mut Process, seed: u64, stop: &AtomicBool) -> u64 {
     let mut rng = Rng::new(seed);
     let mut ops = 0;
-    while !stop.load(Ordering::Relaxed) {
+    // At least MIN_OPS whatever the machine's load: the clock only
+    // lengthens the run.
+    while ops < MIN_OPS || !stop.load(Ordering::Relaxed) {
         ops += 1;
         let d = dir(&mut rng);
         allowed("mkdir", p.mkdir(&d, 0o755), &[Errno::EEXIST]);
@@ -423,7 +429,9 @@ fn looker(p: &mut Process, seed: u64, stop: &AtomicBool) -> u64 {
     let mut rng = Rng::new(seed);
     let mut ops = 0;
     let lookups = [Errno::ENOENT, Errno::ENOTDIR];
-    while !stop.load(Ordering::Relaxed) {
+    // At least MIN_OPS whatever the machine's load: the clock only
+    // lengthens the run.
+    while ops < MIN_OPS || !stop.load(Ordering::Relaxed) {
         ops += 1;
         let d = dir(&mut rng);
         match rng.below(3) {

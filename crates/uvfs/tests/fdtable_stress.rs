@@ -75,6 +75,11 @@ const RANGE: usize = 32;
 /// Fds with an ownership word.
 const WATCH: usize = LOW_LIMIT + SHARED_THREADS * RANGE;
 const DEFAULT_SEED: u64 = 0x5eed_f11e_7ab1_e000;
+/// Ops each shared thread makes at least, and fork rounds each forker
+/// makes at least, however slow the machine: the run's final "did enough"
+/// check counts these, never seconds.
+const MIN_SHARED_OPS: u64 = 4096;
+const MIN_FORK_ROUNDS: u64 = 16;
 
 /// Violations found anywhere (threads, hooks, probe drops; the first one
 /// stops every thread), and the probe counts.
@@ -209,6 +214,9 @@ struct World {
     seq: AtomicU64,
     next_id: AtomicU64,
     deadline: Instant,
+    /// Bumped every 32 shared ops and every fork round: the watchdog's
+    /// sign of life.
+    progress: Arc<AtomicU64>,
     stats: Stats,
     /// Lookup hits in the shared table on a file not (yet) known to have
     /// been at that fd: checked at the end, when every claim is made.
@@ -1237,13 +1245,20 @@ fn run(fast: FastPaths, seed: u64, dur: Duration) {
         seq: AtomicU64::new(0),
         next_id: AtomicU64::new(0),
         deadline: Instant::now() + dur,
+        progress: Arc::new(AtomicU64::new(0)),
         stats: Stats::default(),
         unvalidated: Mutex::new(Vec::new()),
     };
     let w = &world;
     let root = Process::new(&vfs).expect("Process::new");
     let started = Instant::now();
-    let watchdog = Watchdog::start(fast, seed, dur, world.fail.clone());
+    let watchdog = Watchdog::start(
+        fast,
+        seed,
+        world.deadline,
+        world.progress.clone(),
+        world.fail.clone(),
+    );
 
     let owned: Vec<BTreeMap<i32, Own>> = std::thread::scope(|s| {
         let mut shared = Vec::new();
@@ -1259,9 +1274,17 @@ fn run(fast: FastPaths, seed: u64, dur: Duration) {
                     base: (LOW_LIMIT + t * RANGE) as i32,
                 };
                 let mut i = 0u64;
-                while !w.stopped() && (!i.is_multiple_of(32) || Instant::now() < w.deadline) {
+                // At least MIN_SHARED_OPS whatever the machine's load (the
+                // clock only lengthens the run), so the final check that
+                // the run exercised everything does not depend on it.
+                while !w.stopped()
+                    && (i < MIN_SHARED_OPS || !i.is_multiple_of(32) || Instant::now() < w.deadline)
+                {
                     wk.op();
                     i += 1;
+                    if i.is_multiple_of(32) {
+                        w.progress.fetch_add(1, SeqCst);
+                    }
                 }
                 w.stats.ops.fetch_add(i as usize, SeqCst);
                 wk.verify_all();
@@ -1281,9 +1304,12 @@ fn run(fast: FastPaths, seed: u64, dur: Duration) {
                     h,
                     rng: Rng::new(seed ^ (100 + t as u64).wrapping_mul(0xe703_7ed1_a0b4_28db)),
                 };
-                while !w.stopped() && Instant::now() < w.deadline {
+                let mut rounds = 0;
+                while !w.stopped() && (rounds < MIN_FORK_ROUNDS || Instant::now() < w.deadline) {
                     f.round();
                     f.foreign_lookups();
+                    rounds += 1;
+                    w.progress.fetch_add(1, SeqCst);
                 }
                 drop(f);
                 vfs_pool_flush();
@@ -1425,26 +1451,41 @@ fn run(fast: FastPaths, seed: u64, dur: Duration) {
 }
 
 /// Turns a hang (a lookup spinning on a file freed while still installed,
-/// a lost wakeup, a deadlock) into a failure that shows what was seen.
+/// a lost wakeup, a deadlock) into a failure that shows what was seen: past
+/// the deadline, no shared op and no fork round anywhere for
+/// [`HANG_SECS`]. (A loaded machine slows the threads; it does not stop all
+/// eight of them for a minute.)
 struct Watchdog {
     done: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+/// Seconds without any progress, past the deadline, that count as a hang.
+const HANG_SECS: u64 = 60;
+
 impl Watchdog {
-    fn start(fast: FastPaths, seed: u64, dur: Duration, fail: Arc<Ledger>) -> Watchdog {
+    fn start(
+        fast: FastPaths,
+        seed: u64,
+        deadline: Instant,
+        progress: Arc<AtomicU64>,
+        fail: Arc<Ledger>,
+    ) -> Watchdog {
         let done = Arc::new(AtomicBool::new(false));
         let flag = done.clone();
-        let limit = dur + Duration::from_secs(60);
         let thread = std::thread::spawn(move || {
-            let t0 = Instant::now();
+            let (mut seen, mut since) = (progress.load(SeqCst), Instant::now());
             while !flag.load(SeqCst) {
-                if t0.elapsed() > limit {
+                let now = progress.load(SeqCst);
+                if now != seen {
+                    (seen, since) = (now, Instant::now());
+                } else if Instant::now() > deadline
+                    && since.elapsed() > Duration::from_secs(HANG_SECS)
+                {
                     let l = fail.list.lock().unwrap_or_else(|p| p.into_inner());
                     eprintln!(
-                        "uvfs stress [{fast}], UVFS_STRESS_SEED={seed:#x}: no progress {}s \
-                         after the deadline; violations so far:\n{}",
-                        limit.as_secs() - dur.as_secs(),
+                        "uvfs stress [{fast}], UVFS_STRESS_SEED={seed:#x}: no progress for \
+                         {HANG_SECS}s past the deadline; violations so far:\n{}",
                         l.join("\n")
                     );
                     std::process::exit(101);

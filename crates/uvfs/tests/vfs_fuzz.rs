@@ -4,18 +4,20 @@
 //! or three processes of one small VFS and checks invariants after each call
 //! and at the end (see there). This driver:
 //! 1. replays every file of `tests/fuzz-corpus/` (under both presets);
-//! 2. for `UVFS_FUZZ_SECS` seconds (default 20), generates inputs with a
-//!    seeded xorshift — fresh random strings, and mutations (byte flips,
+//! 2. generates `UVFS_FUZZ_RUNS` inputs (default 30000: a count, so that
+//!    a loaded machine runs the same inputs, only slower) with a seeded
+//!    xorshift — fresh random strings, and mutations (byte flips,
 //!    splices, truncations, appends) of corpus entries and of inputs that
 //!    reached a new (call, errno) pair — and runs them, alternating presets.
 //!
 //! A failure (panic or broken invariant) prints the input as hex and writes
 //! it to `target/fuzz-failures/` (or `$CARGO_TARGET_DIR/fuzz-failures/`).
 //!
-//! - `UVFS_FUZZ_SECS=600`: a longer run.
+//! - `UVFS_FUZZ_RUNS=n`: more (or fewer) inputs; `UVFS_FUZZ_SECS=600`: a
+//!   run of that many seconds instead.
 //! - `UVFS_FUZZ_SEED=n`: the generator's seed (printed at the start), to
-//!   replay a run; with the same seed and a run at least as long, the same
-//!   inputs come in the same order.
+//!   replay a run; with the same seed and as many runs, the same inputs
+//!   come in the same order.
 //! - `UVFS_FUZZ_INPUT=path`: replay one input file only.
 //! - `UVFS_FUZZ_SAVE=dir`: write every input that reached a new (call,
 //!   errno) pair to `dir` (how the committed corpus was made).
@@ -220,10 +222,12 @@ fn fuzz_api() {
         seen.len()
     );
 
-    let secs: f64 = std::env::var("UVFS_FUZZ_SECS")
+    let secs: Option<f64> = std::env::var("UVFS_FUZZ_SECS")
         .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20.0);
+        .map(|s| s.parse().expect("UVFS_FUZZ_SECS: seconds"));
+    let max_runs: u64 = std::env::var("UVFS_FUZZ_RUNS")
+        .ok()
+        .map_or(30_000, |s| s.parse().expect("UVFS_FUZZ_RUNS: a count"));
     let seed: u64 = std::env::var("UVFS_FUZZ_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -234,11 +238,13 @@ fn fuzz_api() {
                 .unwrap_or(1)
         });
     let save = std::env::var_os("UVFS_FUZZ_SAVE").map(PathBuf::from);
-    eprintln!("fuzz: seed {seed} (UVFS_FUZZ_SEED={seed} replays), {secs} s");
+    let budget = secs.map_or(format!("{max_runs} inputs"), |s| format!("{s} s"));
+    eprintln!("fuzz: seed {seed} (UVFS_FUZZ_SEED={seed} replays), {budget}");
     let mut rng = Rng::new(seed);
-    let until = Instant::now() + Duration::from_secs_f64(secs);
+    let until = secs.map(|s| Instant::now() + Duration::from_secs_f64(s));
     let mut runs = 0u64;
-    while Instant::now() < until {
+    let t1 = Instant::now();
+    while until.map_or(runs < max_runs, |u| Instant::now() < u) {
         runs += 1;
         let data = if pool.is_empty() || rng.chance(30) {
             let max = if rng.chance(20) { 2048 } else { 256 };
@@ -264,7 +270,8 @@ fn fuzz_api() {
         }
     }
     eprintln!(
-        "fuzz: {runs} inputs in {secs} s, {} (call, outcome) pairs, {} inputs in the pool",
+        "fuzz: {runs} inputs in {:.1?}, {} (call, outcome) pairs, {} inputs in the pool",
+        t1.elapsed(),
         seen.len(),
         pool.len()
     );

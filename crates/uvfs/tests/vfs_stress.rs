@@ -61,11 +61,17 @@ fn ok_or_expected<T: std::fmt::Debug>(what: &str, r: Result<T, Errno>) -> Option
     }
 }
 
+/// Calls each task makes at least (so that the run's count check holds on
+/// a loaded machine: the seconds only lengthen it).
+const MIN_OPS: u64 = 100;
+
 fn task(p: &mut Process, seed: u64, until: Instant) -> u64 {
     let mut rng = Rng::new(seed);
     let mut held: Vec<i32> = Vec::new();
     let mut ops = 0;
-    while Instant::now() < until {
+    // At least MIN_OPS whatever the machine's load: the clock only
+    // lengthens the run.
+    while ops < MIN_OPS || Instant::now() < until {
         ops += 1;
         let a = path(&mut rng);
         let b = path(&mut rng);

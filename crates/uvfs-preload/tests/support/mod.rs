@@ -15,12 +15,11 @@ pub fn shim() -> &'static Path {
         let exe = std::env::current_exe().unwrap();
         let profile_dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
         let so = profile_dir.join("libuvfs_preload.so");
-        let release = profile_dir.file_name().is_some_and(|n| n == "release");
+        // The profile's directory is named after it, but for `dev`'s.
+        let dir = profile_dir.file_name().unwrap().to_str().unwrap();
+        let profile = if dir == "debug" { "dev" } else { dir };
         let mut c = Command::new(env!("CARGO"));
-        c.args(["build", "-p", "uvfs-preload"]);
-        if release {
-            c.arg("--release");
-        }
+        c.args(["build", "-p", "uvfs-preload", "--profile", profile]);
         if let Some(target) = profile_dir.parent() {
             c.env("CARGO_TARGET_DIR", target);
         }

@@ -15,7 +15,7 @@
 //! # Children and removed directories
 //!
 //! A directory lists its child dentries that were made negative (Linux's
-//! `d_children` lists every child), in a [`Children`] allocated at its
+//! `d_children` lists every child), in a `Children` allocated at its
 //! first such child: a vector of pointers under its own lock, each child
 //! knowing its index (`slot`), so listing and unlisting cost O(1). When a
 //! directory is removed (rmdir, or renamed over), [`DentryCache::
@@ -30,7 +30,7 @@
 //! directory, being empty, can only have negative children cached. (A
 //! dentry made negative and then instantiated stays listed until it dies or
 //! moves.) A dentry made by a lookup that found its name
-//! ([`DentryCache::d_alloc_positive`]) or moved by a rename is not listed,
+//! (`DentryCache::d_alloc_positive`) or moved by a rename is not listed,
 //! so the miss path of a walk over a tree larger than the cache (seed 002's
 //! fstree: a positive dentry made, another evicted, per stat) takes no
 //! list lock.
@@ -39,14 +39,14 @@
 //! bucket lock. The LRU lock is never held with a `Children` lock, and no
 //! `Children` lock is taken under a bucket lock.
 //!
-//! Dentry memory is reclaimed through the epoch scheme in [`reclaim`]
+//! Dentry memory is reclaimed through the epoch scheme in `reclaim`
 //! (Linux frees dentries after an RCU grace period too): a lockless walker
 //! pins the epoch, so any dentry it reaches through a hash chain or a parent
 //! pointer stays allocated while it looks at it.
 //!
 //! # Lockless lookup (the RCU walk)
 //!
-//! [`DentryCache::lookup_rcu`] searches a chain with no lock and no
+//! `DentryCache::lookup_rcu` searches a chain with no lock and no
 //! reference, and returns the child with a snapshot of its sequence count
 //! (`d_seq`). Every change a walker must not miss — instantiation, unhashing,
 //! a rename's move — happens inside a write section of that count (odd while
@@ -66,11 +66,11 @@
 //! # Files
 //!
 //! This file holds the types (the dentry, its reference, the cache) and
-//! what every part uses; the parts are [`table`] (the hash table: lookups,
-//! `d_alloc`, `d_drop`, `d_move`), [`dput`] (final put and kill),
-//! [`children`] (child lists and the prune of removed directories),
-//! [`lru`] (the LRU and the shrinker), [`hash`] (name hashing) and
-//! [`check`] (consistency checks).
+//! what every part uses; the parts are `table` (the hash table: lookups,
+//! `d_alloc`, `d_drop`, `d_move`), `dput` (final put and kill),
+//! `children` (child lists and the prune of removed directories),
+//! `lru` (the LRU and the shrinker), `hash` (name hashing) and
+//! `check` (consistency checks).
 
 use crate::fs::{Attr, Ino, S_IFDIR, S_IFLNK, S_IFMT};
 use crate::icache::Inode;
