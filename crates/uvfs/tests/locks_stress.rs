@@ -174,7 +174,10 @@ fn random_two_lock_orders_resolve() {
         }
         assert_empty(&mut observer, ofd);
     }
-    eprintln!("EDEADLK returned {} times", deadlocks.load(Ordering::Relaxed));
+    eprintln!(
+        "EDEADLK returned {} times",
+        deadlocks.load(Ordering::Relaxed)
+    );
 }
 
 /// Lock calls race close, dup2 over the fd, fork (whose child locks and

@@ -28,7 +28,7 @@ fn assert_empty(c: &FileLockContext) {
 /// the interleaving of the request's check, its sleep and the unlock.
 #[test]
 fn blocked_request_woken_by_unlock() {
-    check(&builder(3), || {
+    check(&builder(4), || {
         let c = Arc::new(FileLockContext::new());
         c.posix_lock(&req(1, 0, 9, LockType::Write), false).unwrap();
         let c2 = c.clone();
@@ -49,7 +49,7 @@ fn blocked_request_woken_by_unlock() {
 /// `remove_posix`) then wakes it.
 #[test]
 fn unrelated_change_then_close() {
-    check(&builder(2), || {
+    check(&builder(4), || {
         let c = Arc::new(FileLockContext::new());
         c.posix_lock(&req(1, 0, 0, LockType::Write), false).unwrap();
         let c2 = c.clone();
@@ -72,7 +72,7 @@ static DEADLOCK: Seen<2> = Seen::new();
 /// gets `EDEADLK`, gives its byte up, and the other is granted.
 #[test]
 fn cycle_gets_one_edeadlk() {
-    check(&builder(2), || {
+    check(&builder(4), || {
         let c = Arc::new(FileLockContext::new());
         c.posix_lock(&req(1, 0, 0, LockType::Write), false).unwrap();
         c.posix_lock(&req(2, 1, 1, LockType::Write), false).unwrap();
@@ -98,7 +98,7 @@ fn cycle_gets_one_edeadlk() {
 /// goes (its last close), never lost.
 #[test]
 fn flock_waiter_woken_by_last_close() {
-    check(&builder(3), || {
+    check(&builder(4), || {
         let c = Arc::new(FileLockContext::new());
         c.flock(1, LockType::Read, false).unwrap();
         let c2 = c.clone();
