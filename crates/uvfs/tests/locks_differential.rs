@@ -352,10 +352,8 @@ impl Host {
         // SAFETY: zeroed plain data.
         let mut r: ReplyWire = unsafe { std::mem::zeroed() };
         // SAFETY: plain data.
-        assert!(
-            unsafe { read_exact(self.pipes[a].2, &mut r) },
-            "host actor {a} died"
-        );
+        let got = unsafe { read_exact(self.pipes[a].2, &mut r) };
+        assert!(got, "host actor {a} died");
         if let Op::Fork { new } = *op {
             self.pids[new] = r.ret as i32;
         }
