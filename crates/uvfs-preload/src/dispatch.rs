@@ -199,6 +199,33 @@ pub(crate) fn fd_call<T>(
     }
 }
 
+/// As [`fd_call`], for a call that may sleep (a lock wait): a thread
+/// handle on the uvfs process is taken under the lock, and `uvfs` runs on
+/// it after the lock is released, so the other threads' calls (the unlock
+/// that wakes this one among them) go on meanwhile.
+pub(crate) fn fd_call_sleeping<T>(
+    fd: c_int,
+    fail: T,
+    kernel: impl FnOnce() -> T,
+    uvfs: impl FnOnce(&mut Process, i32) -> Result<T, Errno>,
+) -> T {
+    match FDMAP.get(fd) {
+        Fd::Kernel => kernel(),
+        Fd::Uvfs(_) if busy() => kernel(),
+        Fd::Stale => {
+            set_errno(libc::EBADF);
+            fail
+        }
+        Fd::Uvfs(_) => run(fail, || {
+            let (mut thread, u) = with_state(|s| {
+                let u = s.ufd(fd)?;
+                Ok::<_, Errno>((s.p().new_thread(), u))
+            })?;
+            uvfs(&mut thread, u)
+        }),
+    }
+}
+
 /// Whether the C path `p` (relative to the cwd) routes to uvfs; false for
 /// NULL.
 ///

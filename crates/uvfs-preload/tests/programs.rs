@@ -1059,3 +1059,108 @@ fn c_threads() {
         ],
     );
 }
+
+/// Advisory locks under the shim, within one process (uvfs under the shim
+/// is private to a process): POSIX locks of one process never conflict and
+/// go at any close of the file; OFD locks of two open files conflict, with
+/// POSIX locks too; a thread sleeping in F_OFD_SETLKW or flock(LOCK_EX)
+/// wakes when another thread unlocks; flock conversion drops the old lock;
+/// lockf; the argument errors.
+const C_LOCKS: &str = r#"
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+static int fa, fb;
+
+static void *ofd_waiter(void *x) {
+    struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 10 };
+    *(int *)x = fcntl(fb, F_OFD_SETLKW, &fl);
+    return 0;
+}
+
+static void *flock_waiter(void *x) {
+    *(int *)x = flock(fb, LOCK_EX);
+    return 0;
+}
+
+static void show(const char *what, int r) {
+    printf("%s %d errno %d\n", what, r, r < 0 ? errno : 0);
+    errno = 0;
+}
+
+int main(int argc, char **argv) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/locks.file", argv[1]);
+    fa = open(path, O_CREAT | O_RDWR, 0644);
+    fb = open(path, O_RDWR);
+    int ro = open(path, O_RDONLY);
+    if (fa < 0 || fb < 0 || ro < 0) { perror("open"); return 1; }
+    struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 10 };
+    show("posix a", fcntl(fa, F_SETLK, &fl));
+    show("posix b", fcntl(fb, F_SETLK, &fl));
+    fl.l_type = F_WRLCK;
+    show("getlk", fcntl(fb, F_GETLK, &fl));
+    printf("getlk unlocked %d\n", fl.l_type == F_UNLCK);
+    struct flock o = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 5, .l_len = 1 };
+    show("ofd over posix", fcntl(fa, F_OFD_SETLK, &o));
+    close(ro); /* any close drops the process's POSIX locks */
+    show("ofd after close", fcntl(fa, F_OFD_SETLK, &o));
+    o.l_type = F_WRLCK; o.l_start = 0; o.l_len = 10;
+    show("ofd a write", fcntl(fa, F_OFD_SETLK, &o));
+    show("ofd b write", fcntl(fb, F_OFD_SETLK, &o));
+    struct flock w = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 9, .l_len = 1 };
+    show("posix under ofd", fcntl(fb, F_SETLK, &w));
+    struct flock q = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 3, .l_len = 0 };
+    show("ofd getlk", fcntl(fb, F_OFD_GETLK, &q));
+    printf("found type %d start %ld len %ld pid %d\n", q.l_type, (long)q.l_start, (long)q.l_len, q.l_pid);
+    int r1 = -2;
+    pthread_t t;
+    pthread_create(&t, 0, ofd_waiter, &r1);
+    usleep(20000);
+    o.l_type = F_UNLCK;
+    show("ofd a unlock", fcntl(fa, F_OFD_SETLK, &o));
+    pthread_join(t, 0);
+    show("ofd waiter", r1);
+    o.l_type = F_UNLCK;
+    show("ofd b unlock", fcntl(fb, F_OFD_SETLK, &o));
+    show("flock a ex", flock(fa, LOCK_EX));
+    show("flock b ex nb", flock(fb, LOCK_EX | LOCK_NB));
+    int r2 = -2;
+    pthread_create(&t, 0, flock_waiter, &r2);
+    usleep(20000);
+    show("flock a un", flock(fa, LOCK_UN));
+    pthread_join(t, 0);
+    show("flock waiter", r2);
+    show("flock b un", flock(fb, LOCK_UN));
+    show("flock a sh", flock(fa, LOCK_SH));
+    show("flock b sh", flock(fb, LOCK_SH | LOCK_NB));
+    show("flock a convert", flock(fa, LOCK_EX | LOCK_NB));
+    show("flock b convert", flock(fb, LOCK_EX | LOCK_NB));
+    show("lockf tlock", lockf(fa, F_TLOCK, 4));
+    show("lockf test", lockf(fb, F_TEST, 4));
+    show("lockf ulock", lockf(fa, F_ULOCK, 4));
+    show("lockf bad", lockf(fa, 99, 4));
+    struct flock bad = { .l_type = 9, .l_whence = SEEK_SET };
+    show("bad type", fcntl(fa, F_SETLK, &bad));
+    bad.l_type = F_RDLCK; bad.l_whence = 7;
+    show("bad whence", fcntl(fa, F_SETLK, &bad));
+    int rd = open(path, O_RDONLY);
+    w.l_type = F_WRLCK;
+    show("write lock on O_RDONLY", fcntl(rd, F_SETLK, &w));
+    w.l_type = F_RDLCK;
+    show("read lock on O_RDONLY", fcntl(rd, F_SETLK, &w));
+    show("flock bad op", flock(fa, 3));
+    show("flock mand", flock(-1, 32 /* LOCK_MAND */));
+    return 0;
+}
+"#;
+
+#[test]
+fn c_locks() {
+    run_c("clocks-build", C_LOCKS, true, &[], &[("c-locks", &[][..])]);
+}

@@ -341,6 +341,10 @@ impl Bitmaps {
 
 /// A process's fd table, shared by its threads.
 pub struct FdTable {
+    /// The table's identity as the owner of POSIX record locks (Linux's
+    /// `fl_owner`, the `files_struct`): unique for the life of the library,
+    /// so a new table never inherits an old one's locks.
+    id: u64,
     max_fds: AtomicUsize,
     /// Threads (handles) using the table, Linux's `files->count`; when it is
     /// one, lookups may skip the reference count (`fdget` light).
@@ -423,7 +427,10 @@ pub(crate) use files::Files;
 impl FdTable {
     /// An empty table with room for [`NR_OPEN_DEFAULT`] fds and one user.
     pub fn new(fast: &FastPaths) -> Result<FdTable, Errno> {
+        // Only uniqueness matters: a plain std counter, not a model point.
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let t = FdTable {
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             max_fds: AtomicUsize::new(0),
             users: AtomicUsize::new(1),
             masked: fast.fget_masked,
@@ -460,6 +467,20 @@ impl FdTable {
         // `max_fds` covers them and live as long as the table, and `off` is
         // within chunk `k` by construction of `chunk_of`.
         unsafe { &*chunk.add(off) }
+    }
+
+    /// The table's id as a lock owner (see the field).
+    pub fn lock_owner(&self) -> u64 {
+        self.id
+    }
+
+    /// Whether `fd` holds `file` right now, read under the table's lock
+    /// (the re-check after setting a record lock, which must be ordered
+    /// with a concurrent close: see `FileLockContext::remove_posix`).
+    pub(crate) fn holds(&self, fd: i32, file: &File) -> bool {
+        let g = self.lock();
+        let fd = fd as u32 as usize;
+        fd < g.max_fds && ptr::eq(self.slot(fd).load(Ordering::Acquire), file)
     }
 
     /// Slots currently allocated (`fdt->max_fds`).
@@ -774,7 +795,7 @@ impl FdTable {
             NonNull::new(tofree).map(|f| unsafe { FileRef::from_raw(f) })
         };
         if let Some(f) = tofree {
-            let _ = filp_close(f);
+            let _ = filp_close(f, self.id);
         }
         Ok(newfd as u32)
     }
@@ -820,7 +841,7 @@ impl FdTable {
             };
             match file {
                 Some(f) => {
-                    let _ = filp_close(f);
+                    let _ = filp_close(f, self.id);
                 }
                 None => return,
             }
@@ -863,7 +884,7 @@ impl FdTable {
             };
             match file {
                 Some(f) => {
-                    let _ = filp_close(f);
+                    let _ = filp_close(f, self.id);
                 }
                 None => return,
             }
@@ -1018,12 +1039,14 @@ fn get_file_rcu(slot: &Slot) -> Result<Option<FileRef>, ()> {
     }
 }
 
-/// `filp_close`: the owner's flush, then the (deferred) put.
-pub(crate) fn filp_close(f: FileRef) -> Result<(), Errno> {
+/// `filp_close`: the owner's flush, the release of the record locks of the
+/// table `owner` (by its id) on the file, then the (deferred) put.
+pub(crate) fn filp_close(f: FileRef, owner: u64) -> Result<(), Errno> {
     let r = match f.ops() {
         Some(ops) => ops.flush(&f),
         None => Ok(()),
     };
+    f.remove_posix_locks(owner);
     drop(f);
     r
 }

@@ -23,6 +23,7 @@
 
 use crate::errno::Errno;
 use crate::fs::{Attr, Ino};
+use crate::locks::FileLockContext;
 use crate::primitive::hint::retry_wait;
 use crate::primitive::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use crate::primitive::sync::{Condvar, Mutex, lock, wait};
@@ -80,6 +81,24 @@ pub struct Inode {
     /// Serializes a VFS read-modify-write of the inode (append, truncate,
     /// set-ID removal on write): the `inode_lock` of the write path.
     pub(crate) io_lock: Mutex<()>,
+    /// The advisory locks (Linux's `i_flctx`): made at the inode's first
+    /// lock request and published once; kept with the inode object (nodes
+    /// are type-stable, and a context is empty once no file of the inode is
+    /// open, so the next inode in this node inherits an empty one) and
+    /// freed with the cache.
+    flctx: AtomicPtr<FileLockContext>,
+}
+
+impl Drop for Inode {
+    fn drop(&mut self) {
+        let p = self.flctx.load(Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: a non-null pointer came from `Box::into_raw` in
+            // `lock_context_or_create`, was published once and is freed only
+            // here, with the node.
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
 }
 
 impl Inode {
@@ -104,6 +123,7 @@ impl Inode {
             atime_stale: AtomicU32::new(0),
             atime_sec: AtomicU64::new(0),
             io_lock: Mutex::new(()),
+            flctx: AtomicPtr::new(ptr::null_mut()),
         }
     }
 }
@@ -692,6 +712,39 @@ impl Inode {
             self.uid.load(Ordering::Relaxed),
             self.gid.load(Ordering::Relaxed),
         )
+    }
+
+    /// The inode's lock context, if a lock was ever requested on it
+    /// (`locks_inode_context`).
+    pub(crate) fn lock_context(&self) -> Option<&FileLockContext> {
+        let p = self.flctx.load(Ordering::Acquire);
+        // SAFETY: a published context lives as long as the node.
+        (!p.is_null()).then(|| unsafe { &*p })
+    }
+
+    /// The lock context, made and published now if there is none
+    /// (`locks_get_lock_context`); `ENOLCK` if it cannot be allocated.
+    pub(crate) fn lock_context_or_create(&self) -> Result<&FileLockContext, Errno> {
+        if let Some(c) = self.lock_context() {
+            return Ok(c);
+        }
+        let fresh = crate::reclaim::try_box(FileLockContext::new()).ok_or(Errno::ENOLCK)?;
+        let fresh = Box::into_raw(fresh);
+        match self.flctx.compare_exchange(
+            ptr::null_mut(),
+            fresh,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            // SAFETY: just published; it lives as long as the node.
+            Ok(_) => Ok(unsafe { &*fresh }),
+            Err(won) => {
+                // SAFETY: ours, never published.
+                drop(unsafe { Box::from_raw(fresh) });
+                // SAFETY: the winner's context lives as long as the node.
+                Ok(unsafe { &*won })
+            }
+        }
     }
 }
 

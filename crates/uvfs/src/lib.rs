@@ -16,6 +16,8 @@
 //!   `may_delete`, set-ID bit handling for create, chmod, chown, write);
 //! - [`icache`]: the inode cache (seed 002's lockless search);
 //! - [`dcache`]: the dentry cache (positive and negative entries, LRU);
+//! - [`locks`]: advisory locks (POSIX record locks, OFD locks, flock),
+//!   Linux's fs/locks.c;
 //! - [`namei`]: path walk, lockless with a locked fallback;
 //! - [`vfs`]: superblocks, mounts, the namespace;
 //! - [`stat`]: `struct stat`, `statx`, `linux_dirent64`;
@@ -33,6 +35,7 @@ pub mod fdtable;
 pub mod file_table;
 pub mod fs;
 pub mod icache;
+pub mod locks;
 mod mount;
 pub mod namei;
 pub mod nospec;
@@ -51,6 +54,7 @@ pub use fastpaths::FastPaths;
 pub use fdtable::{FdRef, FdTable, ReservedFd};
 pub use file_table::pool;
 pub use file_table::{File, FileOps, FileRef};
+pub use locks::{Flock, LockStats};
 pub use process::{Opening, Process};
 pub use stat::{Stat, Statx};
 pub use vfs::{Vfs, VfsBuilder};

@@ -17,6 +17,7 @@
 mod attrs;
 mod io;
 pub use io::ReadDir;
+mod locks;
 mod names;
 mod open;
 
@@ -45,6 +46,9 @@ pub const DEFAULT_NOFILE_HARD: u64 = NR_OPEN;
 /// Per-process state shared by its threads.
 #[derive(Debug)]
 struct Shared {
+    /// The process id (its tgid): what `F_GETLK` reports as the holder of
+    /// a POSIX lock. Given by the library (see [`Process::getpid`]).
+    pid: i32,
     nofile_cur: AtomicU64,
     nofile_max: AtomicU64,
     cap_sys_resource: AtomicBool,
@@ -52,7 +56,10 @@ struct Shared {
 
 impl Shared {
     fn new(cur: u64, max: u64, cap: bool) -> Arc<Shared> {
+        // Only uniqueness matters: a plain counter, not a model point.
+        static NEXT_PID: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(1);
         Arc::new(Shared {
+            pid: NEXT_PID.fetch_add(1, Ordering::Relaxed),
             nofile_cur: AtomicU64::new(cur),
             nofile_max: AtomicU64::new(max),
             cap_sys_resource: AtomicBool::new(cap),
@@ -475,6 +482,9 @@ impl Process {
             Some(ops) => ops.flush(&file),
             None => Ok(()),
         };
+        // Any close of an fd of the file releases this table's record
+        // locks on it.
+        file.remove_posix_locks(self.files.lock_owner());
         if self.task.vfs.fastpaths().close_sync {
             file.put_sync();
         } else {
@@ -544,6 +554,12 @@ impl Process {
                 // open file; EBADF if it is not open.
                 let other = table.get(arg as i32).ok_or(Errno::EBADF)?;
                 Ok(std::ptr::eq(other.as_ptr(), &*file) as i32)
+            }
+            // The record-lock commands take a `struct flock` pointer, which
+            // an integer cannot carry: use [`Process::fcntl_lock`]. Through
+            // this form they fail as a bad pointer does.
+            F_GETLK | F_SETLK | F_SETLKW | F_OFD_GETLK | F_OFD_SETLK | F_OFD_SETLKW => {
+                Err(Errno::EFAULT)
             }
             _ => Err(Errno::EINVAL),
         }

@@ -172,3 +172,35 @@ pub const DT_DIR: u8 = 4;
 pub const DT_REG: u8 = 8;
 /// Symbolic link.
 pub const DT_LNK: u8 = 10;
+
+// Advisory locks (fs/locks.c).
+
+/// fcntl: test for a conflicting POSIX record lock.
+pub const F_GETLK: i32 = 5;
+/// fcntl: set or remove a POSIX record lock; `EAGAIN` on a conflict.
+pub const F_SETLK: i32 = 6;
+/// fcntl: as `F_SETLK`, waiting for a conflicting lock to go.
+pub const F_SETLKW: i32 = 7;
+/// fcntl: test for a lock conflicting with an open file description lock.
+pub const F_OFD_GETLK: i32 = 36;
+/// fcntl: set or remove an open file description lock.
+pub const F_OFD_SETLK: i32 = 37;
+/// fcntl: as `F_OFD_SETLK`, waiting for a conflicting lock to go.
+pub const F_OFD_SETLKW: i32 = 38;
+/// `l_type`: a shared (read) lock.
+pub const F_RDLCK: i32 = 0;
+/// `l_type`: an exclusive (write) lock.
+pub const F_WRLCK: i32 = 1;
+/// `l_type`: no lock (remove; or "nothing conflicts" from `F_GETLK`).
+pub const F_UNLCK: i32 = 2;
+/// flock: a shared lock.
+pub const LOCK_SH: i32 = 1;
+/// flock: an exclusive lock.
+pub const LOCK_EX: i32 = 2;
+/// flock: do not wait (`EWOULDBLOCK` on a conflict).
+pub const LOCK_NB: i32 = 4;
+/// flock: remove the lock.
+pub const LOCK_UN: i32 = 8;
+/// flock: the retired mandatory-lock flag; Linux ignores such requests
+/// (returns 0 without looking at the fd).
+pub const LOCK_MAND: i32 = 32;

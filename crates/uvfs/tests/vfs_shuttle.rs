@@ -567,6 +567,70 @@ fn procs_rename_over_dir_vs_mkdir(fast: FastPaths) {
     quiescent(&vfs);
 }
 
+fn flock_of(ty: i32, start: i64, len: i64) -> uvfs::Flock {
+    uvfs::Flock {
+        l_type: ty as i16,
+        l_whence: SEEK_SET as i16,
+        l_start: start,
+        l_len: len,
+        l_pid: 0,
+    }
+}
+
+/// Advisory locks: process B sleeps in F_SETLKW on a byte process A holds;
+/// a thread of A closes a dup of A's fd (dropping A's locks: any close),
+/// racing a fork of A whose child exits and a third process's F_SETLK on
+/// the byte (granted or EAGAIN; released at once). B must always be
+/// granted (a lost wake-up leaves every thread blocked, which shuttle
+/// reports), and with every process gone the file's lock table is empty.
+fn locks_setlkw_vs_close(fast: FastPaths) {
+    let vfs = vfs(fast);
+    let mut observer = Process::new(&vfs).unwrap();
+    let ofd = observer.open("/f", O_RDWR | O_CREAT, 0o644).unwrap();
+    let mut a = Process::new(&vfs).unwrap();
+    let afd = a.open("/f", O_RDWR, 0).unwrap();
+    let adup = a.dup(afd).unwrap();
+    a.fcntl_lock(afd, F_SETLK, &mut flock_of(F_WRLCK, 0, 10))
+        .unwrap();
+    let mut a2 = a.new_thread();
+    let mut b = Process::new(&vfs).unwrap();
+    let bfd = b.open("/f", O_RDWR, 0).unwrap();
+    let mut c = Process::new(&vfs).unwrap();
+    let cfd = c.open("/f", O_RDONLY, 0).unwrap();
+    let tb = thread::spawn(move || {
+        let r = b.fcntl_lock(bfd, F_SETLKW, &mut flock_of(F_WRLCK, 5, 1));
+        (r, b)
+    });
+    let ta = thread::spawn(move || {
+        let child = a2.fork().unwrap();
+        drop(child);
+        a2.close(adup).unwrap();
+        a2
+    });
+    let tc = thread::spawn(move || {
+        let r = c.fcntl_lock(cfd, F_SETLK, &mut flock_of(F_RDLCK, 5, 1));
+        assert!(matches!(r, Ok(0) | Err(Errno::EAGAIN)), "{r:?}");
+        c.close(cfd).unwrap();
+        c
+    });
+    let (r, mut b) = tb.join().unwrap();
+    assert_eq!(r, Ok(0));
+    let mut probe = flock_of(F_WRLCK, 0, 0);
+    observer.fcntl_lock(ofd, F_GETLK, &mut probe).unwrap();
+    assert_eq!(
+        (probe.l_start, probe.l_len, probe.l_pid),
+        (5, 1, b.getpid())
+    );
+    b.close(bfd).unwrap();
+    drop((ta.join().unwrap(), tc.join().unwrap(), a, b));
+    assert_eq!(
+        observer.lock_stats(ofd).unwrap(),
+        uvfs::LockStats::default()
+    );
+    drop(observer);
+    quiescent(&vfs);
+}
+
 /// One test per scenario and preset (the seeds' fast paths and the stock
 /// ones are different code).
 macro_rules! tests {
@@ -595,4 +659,5 @@ tests! {
     fork_vs_close: fork_vs_close;
     procs_rmdir_vs_create_and_lookups: procs_rmdir_vs_create_and_lookups;
     procs_rename_over_dir_vs_mkdir: procs_rename_over_dir_vs_mkdir;
+    locks_setlkw_vs_close: locks_setlkw_vs_close;
 }

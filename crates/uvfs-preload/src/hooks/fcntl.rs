@@ -1,21 +1,20 @@
 //! fd control: `fcntl` (`F_DUPFD*` on uvfs fds, record locks, the rest
-//! to uvfs), `lockf`, `flock` and `ioctl`.
+//! to uvfs), `lockf`, `flock` and `ioctl`. The advisory locks are uvfs's
+//! own ([`Process::fcntl_lock`], [`Process::flock`]); calls that may sleep
+//! wait outside the shim's lock.
 
 use crate::conv::errno_of;
-use crate::dispatch::fd_call;
+use crate::dispatch::{fd_call, fd_call_sleeping};
 use crate::interpose::{forward, real};
 use crate::state::{FDMAP, Fd, before_kernel_fd, borrow};
 use libc::{c_int, c_ulong, c_void, off_t};
-use uvfs::{Errno, Process};
+use uvfs::{Errno, Flock, Process};
 
-/// The POSIX record-lock commands on a uvfs fd. Record locks belong to a
-/// process and only conflict between processes; uvfs under the preload is
-/// private to this process (a fork gets its own copy), so no other process
-/// can ever hold a lock on a uvfs file: F_SETLK/F_SETLKW always succeed once
-/// the arguments check out, and F_GETLK always answers F_UNLCK — exactly
-/// what Linux answers a process that is alone with its files. Open file
-/// description locks (F_OFD_*) can conflict inside one process and are
-/// refused with EINVAL.
+/// The record-lock commands (POSIX and OFD) on a uvfs fd, through
+/// [`Process::fcntl_lock`]. Under the shim uvfs is private to the process
+/// (a fork's child works on its own copy), so POSIX locks, owned by the
+/// process, never conflict here; OFD locks of two open files do, and so do
+/// OFD and POSIX locks, as on Linux.
 ///
 /// # Safety
 /// `arg` is NULL or points to a readable and writable `struct flock`.
@@ -28,38 +27,32 @@ unsafe fn uvfs_lock(
     if arg.is_null() {
         return Err(Errno::EFAULT);
     }
-    let fl_flags = p.fcntl(u, libc::F_GETFL, 0)?;
-    if fl_flags & libc::O_PATH != 0 {
-        return Err(Errno::EBADF);
-    }
     // SAFETY: non-NULL, so a readable `struct flock` per the contract.
-    let mut fl = unsafe { arg.read_unaligned() };
-    let start = match fl.l_whence as c_int {
-        libc::SEEK_SET => 0,
-        libc::SEEK_CUR => p.lseek(u, 0, libc::SEEK_CUR)?,
-        libc::SEEK_END => p.fstat(u)?.st_size,
-        _ => return Err(Errno::EINVAL),
+    let c = unsafe { arg.read_unaligned() };
+    let mut fl = Flock {
+        l_type: c.l_type,
+        l_whence: c.l_whence,
+        l_start: c.l_start,
+        l_len: c.l_len,
+        l_pid: c.l_pid,
+    };
+    let r = p.fcntl_lock(u, cmd, &mut fl)?;
+    if matches!(cmd, libc::F_GETLK | libc::F_OFD_GETLK) {
+        let mut out = c;
+        out.l_type = fl.l_type;
+        out.l_whence = fl.l_whence;
+        out.l_start = fl.l_start;
+        out.l_len = fl.l_len;
+        out.l_pid = fl.l_pid;
+        // SAFETY: non-NULL, so a writable `struct flock` per the contract.
+        unsafe { arg.write_unaligned(out) };
     }
-    .checked_add(fl.l_start)
-    .ok_or(Errno::EOVERFLOW)?;
-    if start < 0 || (fl.l_len < 0 && start + fl.l_len < 0) {
-        return Err(Errno::EINVAL);
-    }
-    let acc = fl_flags & libc::O_ACCMODE;
-    match (cmd, fl.l_type as c_int) {
-        (libc::F_GETLK, libc::F_RDLCK | libc::F_WRLCK) => {
-            fl.l_type = libc::F_UNLCK as _;
-            // SAFETY: non-NULL, so a writable `struct flock` per the
-            // contract.
-            unsafe { arg.write_unaligned(fl) };
-            Ok(0)
-        }
-        (libc::F_GETLK, _) => Err(Errno::EINVAL),
-        (_, libc::F_RDLCK) if acc == libc::O_WRONLY => Err(Errno::EBADF),
-        (_, libc::F_WRLCK) if acc == libc::O_RDONLY => Err(Errno::EBADF),
-        (_, libc::F_RDLCK | libc::F_WRLCK | libc::F_UNLCK) => Ok(0),
-        _ => Err(Errno::EINVAL),
-    }
+    Ok(r)
+}
+
+/// Whether `cmd` may sleep (a lock wait).
+fn sleeps(cmd: c_int) -> bool {
+    matches!(cmd, libc::F_SETLKW | libc::F_OFD_SETLKW)
 }
 
 /// `fcntl`/`fcntl64` (`real64`: which next definition the kernel side
@@ -69,6 +62,21 @@ unsafe fn uvfs_lock(
 /// `arg` is what `cmd` says it is: an integer, or a pointer valid for
 /// what the command reads and writes.
 unsafe fn do_fcntl(fd: c_int, cmd: c_int, arg: c_ulong, real64: bool) -> c_int {
+    if sleeps(cmd) {
+        // SAFETY: the caller's arguments, unchanged, under its contract.
+        let kernel = || unsafe {
+            if real64 {
+                real!(fcntl64: fn(c_int, c_int, c_ulong) -> c_int)(fd, cmd, arg)
+            } else {
+                real!(fcntl: fn(c_int, c_int, c_ulong) -> c_int)(fd, cmd, arg)
+            }
+        };
+        // SAFETY: for these commands `arg` is a `struct flock *`, valid
+        // per the contract.
+        return fd_call_sleeping(fd, -1, kernel, |p, u| unsafe {
+            uvfs_lock(p, u, cmd, arg as *mut libc::flock)
+        });
+    }
     fd_call(
         fd,
         -1,
@@ -108,12 +116,11 @@ unsafe fn do_fcntl(fd: c_int, cmd: c_int, arg: c_ulong, real64: bool) -> c_int {
                     }
                 }
             }
-            libc::F_GETLK | libc::F_SETLK | libc::F_SETLKW => {
+            libc::F_GETLK | libc::F_SETLK | libc::F_OFD_GETLK | libc::F_OFD_SETLK => {
                 // SAFETY: for these commands `arg` is a `struct flock *`,
                 // valid per the contract.
                 unsafe { uvfs_lock(s.p(), u, cmd, arg as *mut libc::flock) }
             }
-            libc::F_OFD_GETLK | libc::F_OFD_SETLK | libc::F_OFD_SETLKW => Err(Errno::EINVAL),
             libc::F_GETOWN | libc::F_SETOWN => Ok(0),
             uvfs::uapi::F_DUPFD_QUERY => match FDMAP.get(arg as c_int) {
                 Fd::Uvfs(u2) => s.p().fcntl(u, cmd, u2 as u64),
@@ -136,56 +143,67 @@ forward! {
     fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int = do_fcntl(fd, cmd, arg, true);
 }
 
-/// `lockf`: on a uvfs fd, checked and granted (as [`uvfs_lock`]).
+/// `lockf`: on a uvfs fd, as glibc builds it from fcntl: `F_LOCK` and
+/// `F_TLOCK` a write lock from the current position for `len` bytes
+/// (`F_SETLKW`, `F_SETLK`), `F_ULOCK` removes it, `F_TEST` asks `F_GETLK`
+/// for a read lock and fails with `EACCES` if another owner holds one.
 ///
 /// # Safety
 /// No pointer arguments.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn lockf(fd: c_int, cmd: c_int, len: off_t) -> c_int {
-    fd_call(
-        fd,
-        -1,
-        // SAFETY: no pointers; any values are valid arguments.
-        || unsafe { real!(lockf: fn(c_int, c_int, off_t) -> c_int)(fd, cmd, len) },
-        |s, u| {
-            // As uvfs_lock: no other process can hold a lock on a uvfs file.
-            match cmd {
-                libc::F_ULOCK | libc::F_LOCK | libc::F_TLOCK | libc::F_TEST => {
-                    let acc = s.p().fcntl(u, libc::F_GETFL, 0)? & libc::O_ACCMODE;
-                    if cmd != libc::F_TEST && cmd != libc::F_ULOCK && acc == libc::O_RDONLY {
-                        return Err(Errno::EBADF);
-                    }
-                    Ok(0)
-                }
-                _ => Err(Errno::EINVAL),
-            }
-        },
-    )
+    // SAFETY: no pointers; any values are valid arguments.
+    let kernel = || unsafe { real!(lockf: fn(c_int, c_int, off_t) -> c_int)(fd, cmd, len) };
+    let (fcmd, ty) = match cmd {
+        libc::F_LOCK => (libc::F_SETLKW, libc::F_WRLCK),
+        libc::F_TLOCK => (libc::F_SETLK, libc::F_WRLCK),
+        libc::F_ULOCK => (libc::F_SETLK, libc::F_UNLCK),
+        libc::F_TEST => (libc::F_GETLK, libc::F_RDLCK),
+        _ => (-1, 0),
+    };
+    let uvfs = |p: &mut Process, u: i32| {
+        if fcmd < 0 {
+            return Err(Errno::EINVAL);
+        }
+        let mut fl = Flock {
+            l_type: ty as i16,
+            l_whence: libc::SEEK_CUR as i16,
+            l_start: 0,
+            l_len: len,
+            l_pid: 0,
+        };
+        p.fcntl_lock(u, fcmd, &mut fl)?;
+        if fcmd == libc::F_GETLK && fl.l_type != libc::F_UNLCK as i16 {
+            return Err(Errno::EACCES);
+        }
+        Ok(0)
+    };
+    if fcmd == libc::F_SETLKW {
+        fd_call_sleeping(fd, -1, kernel, uvfs)
+    } else {
+        fd_call(fd, -1, kernel, |s, u| uvfs(s.p(), u))
+    }
 }
 
 forward! {
     lockf64(fd: c_int, cmd: c_int, len: off_t) -> c_int = lockf(fd, cmd, len);
 }
 
-/// `flock`: on a uvfs fd, accepted without conflict tracking.
+/// `flock`: on a uvfs fd, [`Process::flock`] (a blocking request sleeps
+/// outside the shim's lock).
 ///
 /// # Safety
 /// No pointer arguments.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn flock(fd: c_int, op: c_int) -> c_int {
-    fd_call(
-        fd,
-        -1,
-        // SAFETY: no pointers; any values are valid arguments.
-        || unsafe { real!(flock: fn(c_int, c_int) -> c_int)(fd, op) },
-        |s, u| {
-            s.p().fcntl(u, libc::F_GETFD, 0)?;
-            match op & !libc::LOCK_NB {
-                libc::LOCK_SH | libc::LOCK_EX | libc::LOCK_UN => Ok(0),
-                _ => Err(Errno::EINVAL),
-            }
-        },
-    )
+    // SAFETY: no pointers; any values are valid arguments.
+    let kernel = || unsafe { real!(flock: fn(c_int, c_int) -> c_int)(fd, op) };
+    let uvfs = |p: &mut Process, u: i32| p.flock(u, op).map(|()| 0);
+    if op & libc::LOCK_NB == 0 && op & (libc::LOCK_SH | libc::LOCK_EX) != 0 {
+        fd_call_sleeping(fd, -1, kernel, uvfs)
+    } else {
+        fd_call(fd, -1, kernel, |s, u| uvfs(s.p(), u))
+    }
 }
 
 /// `ioctl`: on a uvfs fd, `FIOCLEX`, `FIONCLEX`, `FIONREAD`; the clone

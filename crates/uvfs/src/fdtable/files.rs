@@ -123,6 +123,11 @@ impl NoClose<'_> {
         self.table.get(fd)
     }
 
+    /// [`FdTable::holds`]: whether `fd` holds `file` now.
+    pub(crate) fn holds(&self, fd: i32, file: &File) -> bool {
+        self.table.holds(fd, file)
+    }
+
     /// [`FdTable::get_cloexec`].
     pub(crate) fn get_cloexec(&self, fd: i32) -> bool {
         self.table.get_cloexec(fd)

@@ -15,6 +15,7 @@ pub mod pool;
 
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
+use crate::locks::{FileLockContext, Owner};
 use crate::primitive::cell::UnsafeCell;
 use crate::primitive::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
 use crate::primitive::sync::{Mutex, MutexGuard};
@@ -161,6 +162,34 @@ impl File {
         // SAFETY: as for `ops`: written only while unpublished or being
         // freed.
         self.path.with(|p| unsafe { (*p).as_ref() })
+    }
+
+    /// The lock context of the file's inode, if one was ever made (`None`
+    /// also for a file opened with no dentry).
+    pub(crate) fn lock_context(&self) -> Option<&FileLockContext> {
+        self.dentry()?.inode()?.lock_context()
+    }
+
+    /// The file's identity as the owner of its OFD and flock locks.
+    pub(crate) fn lock_key(&self) -> usize {
+        self as *const File as usize
+    }
+
+    /// Removes the byte-range locks of the fd table `owner` on this file's
+    /// inode: what every close of an fd does (`filp_flush`'s
+    /// `locks_remove_posix`). Nothing for an `O_PATH` file.
+    pub(crate) fn remove_posix_locks(&self, owner: u64) {
+        if self.mode() & FMODE_PATH == 0
+            && let Some(ctx) = self.lock_context()
+        {
+            ctx.remove_posix(Owner::Files(owner));
+        }
+    }
+
+    /// The file position read without the position lock, as Linux reads
+    /// `f_pos` for a lock's `SEEK_CUR`.
+    pub(crate) fn pos_unlocked(&self) -> u64 {
+        self.pos.load(Ordering::Relaxed)
     }
 
     /// The current reference count (racy by nature; for tests and stats).
@@ -399,10 +428,16 @@ impl fmt::Debug for FileRef {
 pub(crate) unsafe fn release(f: NonNull<File>) {
     // SAFETY: per the contract the object is live and ours.
     let file = unsafe { f.as_ref() };
-    if file.mode() & FMODE_OPENED != 0
-        && let Some(ops) = file.ops()
-    {
-        ops.release(file);
+    if file.mode() & FMODE_OPENED != 0 {
+        // `locks_remove_file`: the file's OFD and flock locks go with it.
+        if file.mode() & FMODE_PATH == 0
+            && let Some(ctx) = file.lock_context()
+        {
+            ctx.remove_file(file.lock_key());
+        }
+        if let Some(ops) = file.ops() {
+            ops.release(file);
+        }
     }
     // SAFETY: as above.
     unsafe { free(f) };

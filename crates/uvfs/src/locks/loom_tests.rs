@@ -1,0 +1,113 @@
+//! Loom models of the lock table's wait/wake protocol: a blocked request
+//! is always woken by the change that frees it (no lost wake-up: loom
+//! reports a deadlock if every thread sleeps), a sleeper whose blocker did
+//! not change sleeps on, and of two owners closing a cycle exactly one gets
+//! `EDEADLK`. Each model ends with the table empty: no lock, waiter or
+//! waits-for record left.
+
+use super::*;
+use crate::primitive::model::{Seen, builder, check};
+use loom::sync::Arc;
+use loom::thread;
+
+fn req(owner: u64, start: i64, end: i64, ty: LockType) -> PosixRequest {
+    PosixRequest {
+        owner: Owner::Files(owner),
+        pid: owner as i32,
+        start,
+        end,
+        ty,
+    }
+}
+
+fn assert_empty(c: &FileLockContext) {
+    assert_eq!(c.stats(), LockStats::default());
+}
+
+/// A blocked write request is granted once the holder unlocks, whatever
+/// the interleaving of the request's check, its sleep and the unlock.
+#[test]
+fn blocked_request_woken_by_unlock() {
+    check(&builder(4), || {
+        let c = Arc::new(FileLockContext::new());
+        c.posix_lock(&req(1, 0, 9, LockType::Write), false).unwrap();
+        let c2 = c.clone();
+        let t = thread::spawn(move || {
+            c2.posix_lock(&req(2, 5, 5, LockType::Write), true).unwrap();
+            c2.posix_lock(&req(2, 5, 5, LockType::Unlock), false)
+                .unwrap();
+        });
+        c.posix_lock(&req(1, 0, 9, LockType::Unlock), false)
+            .unwrap();
+        t.join().unwrap();
+        assert_empty(&c);
+    });
+}
+
+/// A change that does not touch the blocker (another owner's unrelated
+/// lock) leaves the sleeper asleep; the blocker's removal (a close,
+/// `remove_posix`) then wakes it.
+#[test]
+fn unrelated_change_then_close() {
+    check(&builder(4), || {
+        let c = Arc::new(FileLockContext::new());
+        c.posix_lock(&req(1, 0, 0, LockType::Write), false).unwrap();
+        let c2 = c.clone();
+        let t = thread::spawn(move || {
+            c2.posix_lock(&req(2, 0, 0, LockType::Read), true).unwrap();
+            c2.remove_posix(Owner::Files(2));
+        });
+        c.posix_lock(&req(3, 50, 60, LockType::Read), false)
+            .unwrap();
+        c.remove_posix(Owner::Files(3));
+        c.remove_posix(Owner::Files(1));
+        t.join().unwrap();
+        assert_empty(&c);
+    });
+}
+
+static DEADLOCK: Seen<2> = Seen::new();
+
+/// Two owners each hold one byte and wait for the other's: exactly one
+/// gets `EDEADLK`, gives its byte up, and the other is granted.
+#[test]
+fn cycle_gets_one_edeadlk() {
+    check(&builder(4), || {
+        let c = Arc::new(FileLockContext::new());
+        c.posix_lock(&req(1, 0, 0, LockType::Write), false).unwrap();
+        c.posix_lock(&req(2, 1, 1, LockType::Write), false).unwrap();
+        let run = |c: Arc<FileLockContext>, me: u64, want: i64| {
+            let r = c.posix_lock(&req(me, want, want, LockType::Write), true);
+            // Done either way: release everything, as a close would.
+            c.remove_posix(Owner::Files(me));
+            r
+        };
+        let c2 = c.clone();
+        let t = thread::spawn(move || run(c2, 2, 0));
+        let a = run(c.clone(), 1, 1);
+        let b = t.join().unwrap();
+        let fails = [a, b].iter().filter(|r| **r == Err(Errno::EDEADLK)).count();
+        assert_eq!(fails, 1, "a: {a:?}, b: {b:?}");
+        DEADLOCK.hit(usize::from(a.is_err()));
+        assert_empty(&c);
+    });
+    DEADLOCK.report(["second owner failed", "first owner failed"], &[0, 1]);
+}
+
+/// flock: a blocked exclusive request is woken when the holder's file
+/// goes (its last close), never lost.
+#[test]
+fn flock_waiter_woken_by_last_close() {
+    check(&builder(4), || {
+        let c = Arc::new(FileLockContext::new());
+        c.flock(1, LockType::Read, false).unwrap();
+        let c2 = c.clone();
+        let t = thread::spawn(move || {
+            c2.flock(2, LockType::Write, true).unwrap();
+            c2.remove_file(2);
+        });
+        c.remove_file(1);
+        t.join().unwrap();
+        assert_empty(&c);
+    });
+}
