@@ -53,7 +53,7 @@ pub use file_table::pool;
 pub use file_table::{File, FileOps, FileRef};
 pub use process::{Opening, Process};
 pub use stat::{Stat, Statx};
-pub use vfs::{Vfs, VfsBuilder};
+pub use vfs::{FsSysctls, Vfs, VfsBuilder};
 
 /// The in-memory size of each object the VFS keeps per file, for the lab's
 /// memory report: (name, bytes). Dentries also allocate their name

@@ -172,3 +172,62 @@ pub const DT_DIR: u8 = 4;
 pub const DT_REG: u8 = 8;
 /// Symbolic link.
 pub const DT_LNK: u8 = 10;
+
+/// fcntl: set the process (positive) or process group (negative) that
+/// receives `SIGIO`/`SIGURG` for the file.
+pub const F_SETOWN: i32 = 8;
+/// fcntl: the owner set by `F_SETOWN` (a process group as a negative
+/// number), 0 if none.
+pub const F_GETOWN: i32 = 9;
+/// fcntl: the signal sent instead of `SIGIO` (0: `SIGIO`).
+pub const F_SETSIG: i32 = 10;
+/// fcntl: the signal set by `F_SETSIG`.
+pub const F_GETSIG: i32 = 11;
+/// fcntl: set the owner from a `struct f_owner_ex` ([`FOwnerEx`]).
+pub const F_SETOWN_EX: i32 = 15;
+/// fcntl: the owner as a `struct f_owner_ex` ([`FOwnerEx`]).
+pub const F_GETOWN_EX: i32 = 16;
+/// `f_owner_ex.type`: one thread.
+pub const F_OWNER_TID: i32 = 0;
+/// `f_owner_ex.type`: a process (thread group).
+pub const F_OWNER_PID: i32 = 1;
+/// `f_owner_ex.type`: a process group.
+pub const F_OWNER_PGRP: i32 = 2;
+/// fcntl: take or release a lease.
+pub const F_SETLEASE: i32 = 1024;
+/// fcntl: the lease held (`F_UNLCK` if none).
+pub const F_GETLEASE: i32 = 1025;
+/// fcntl: whether this open created the file (Linux 6.12).
+pub const F_CREATED_QUERY: i32 = 1028;
+/// fcntl: set a pipe's capacity.
+pub const F_SETPIPE_SZ: i32 = 1031;
+/// fcntl: a pipe's capacity.
+pub const F_GETPIPE_SZ: i32 = 1032;
+/// fcntl: add file seals (memfd).
+pub const F_ADD_SEALS: i32 = 1033;
+/// fcntl: the file's seals.
+pub const F_GET_SEALS: i32 = 1034;
+/// Seal: no more seals may be added.
+pub const F_SEAL_SEAL: u32 = 0x1;
+/// Every seal bit Linux knows (`F_ALL_SEALS`: seal, shrink, grow, write,
+/// future write, exec).
+pub const F_ALL_SEALS: u32 = 0x3f;
+/// Lease type (and record-lock type): read.
+pub const F_RDLCK: i32 = 0;
+/// Lease type (and record-lock type): write.
+pub const F_WRLCK: i32 = 1;
+/// Lease type (and record-lock type): none, or release.
+pub const F_UNLCK: i32 = 2;
+/// The highest signal number (`_NSIG`): `F_SETSIG` takes 0 to this.
+pub const NSIG: i32 = 64;
+/// `PATH_MAX`: the longest path, its terminating NUL included.
+pub const PATH_MAX: usize = 4096;
+
+/// `struct f_owner_ex` of `F_GETOWN_EX`/`F_SETOWN_EX`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FOwnerEx {
+    /// [`F_OWNER_TID`], [`F_OWNER_PID`] or [`F_OWNER_PGRP`].
+    pub kind: i32,
+    /// The thread, process or process-group id (0: none).
+    pub pid: i32,
+}

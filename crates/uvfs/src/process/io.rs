@@ -42,6 +42,35 @@ fn rw_verify_area(pos: u64, count: usize) -> Result<(), Errno> {
     Ok(())
 }
 
+/// The mode checks of Linux's `vfs_fallocate`, made after the offset and
+/// length (`EINVAL`) and before the fd's write mode (`EBADF`): a bit
+/// outside the known operations and `KEEP_SIZE` (`NO_HIDE_STALE`
+/// included) is `EOPNOTSUPP`; so is a combination of two operations, a
+/// hole punch without `KEEP_SIZE`, and a collapse, insert or write-zeroes
+/// with it. Allocation, zeroing and unsharing take `KEEP_SIZE` or not.
+/// What passes here may still be refused by the file system (tmpfs does
+/// only allocation and hole punching: `EOPNOTSUPP`, after the fd, type and
+/// size checks).
+pub fn falloc_mode_ok(mode: u32) -> Result<(), Errno> {
+    use crate::fs::{
+        FALLOC_FL_COLLAPSE_RANGE as COLLAPSE, FALLOC_FL_INSERT_RANGE as INSERT,
+        FALLOC_FL_UNSHARE_RANGE as UNSHARE, FALLOC_FL_WRITE_ZEROES as WZ,
+        FALLOC_FL_ZERO_RANGE as ZERO,
+    };
+    let ops = FALLOC_FL_PUNCH_HOLE | COLLAPSE | ZERO | INSERT | UNSHARE | WZ;
+    if mode & !(ops | FALLOC_FL_KEEP_SIZE) != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let keep = mode & FALLOC_FL_KEEP_SIZE != 0;
+    match mode & ops {
+        0 => Ok(()),
+        x if x == ZERO || x == UNSHARE => Ok(()),
+        FALLOC_FL_PUNCH_HOLE if keep => Ok(()),
+        x if (x == COLLAPSE || x == INSERT || x == WZ) && !keep => Ok(()),
+        _ => Err(Errno::EOPNOTSUPP),
+    }
+}
+
 impl Process {
     /// Runs `f` on the open (non-`O_PATH`) file `fd`: `EBADF` if there is
     /// none.
@@ -72,23 +101,22 @@ impl Process {
         self.on_file(fd, |p, f| p.do_read(f, &mut [buf], At::Off(off)))
     }
 
-    /// `readv(fd, bufs)`: `EINVAL` past 1024 buffers.
+    /// `readv(fd, bufs)`: `EINVAL` past 1024 buffers, once the fd and its
+    /// read mode have passed (`vfs_readv` imports the vector after them).
     pub fn readv(&mut self, fd: i32, bufs: &mut [&mut [u8]]) -> Result<usize, Errno> {
-        if bufs.len() > UIO_MAXIOV {
-            return Err(Errno::EINVAL);
-        }
-        if bufs.iter().all(|b| b.is_empty()) {
-            // `vfs_readv`: nothing to read returns 0 after the mode check,
-            // before the file type is looked at.
-            return self.on_file(fd, |_, f| {
-                if f.mode() & FMODE_READ == 0 {
-                    Err(Errno::EBADF)
-                } else {
-                    Ok(0)
-                }
-            });
-        }
-        self.on_file(fd, |p, f| p.do_read(f, bufs, At::Pos))
+        self.on_file(fd, |p, f| {
+            if f.mode() & FMODE_READ == 0 {
+                return Err(Errno::EBADF);
+            }
+            if bufs.len() > UIO_MAXIOV {
+                return Err(Errno::EINVAL);
+            }
+            // Nothing to read returns 0 before the file type is looked at.
+            if bufs.iter().all(|b| b.is_empty()) {
+                return Ok(0);
+            }
+            p.do_read(f, bufs, At::Pos)
+        })
     }
 
     /// `write(fd, buf)`.
@@ -104,22 +132,21 @@ impl Process {
         self.on_file(fd, |p, f| p.do_write(f, &[buf], At::Off(off)))
     }
 
-    /// `writev(fd, bufs)`: `EINVAL` past 1024 buffers.
+    /// `writev(fd, bufs)`: `EINVAL` past 1024 buffers, once the fd and its
+    /// write mode have passed.
     pub fn writev(&mut self, fd: i32, bufs: &[&[u8]]) -> Result<usize, Errno> {
-        if bufs.len() > UIO_MAXIOV {
-            return Err(Errno::EINVAL);
-        }
-        if bufs.iter().all(|b| b.is_empty()) {
-            // `vfs_writev`: nothing to write returns 0 after the mode check.
-            return self.on_file(fd, |_, f| {
-                if f.mode() & FMODE_WRITE == 0 {
-                    Err(Errno::EBADF)
-                } else {
-                    Ok(0)
-                }
-            });
-        }
-        self.on_file(fd, |p, f| p.do_write(f, bufs, At::Pos))
+        self.on_file(fd, |p, f| {
+            if f.mode() & FMODE_WRITE == 0 {
+                return Err(Errno::EBADF);
+            }
+            if bufs.len() > UIO_MAXIOV {
+                return Err(Errno::EINVAL);
+            }
+            if bufs.iter().all(|b| b.is_empty()) {
+                return Ok(0);
+            }
+            p.do_write(f, bufs, At::Pos)
+        })
     }
 }
 
@@ -266,7 +293,15 @@ impl Process {
                         } else {
                             Seek::Hole
                         };
-                        d.sb().fs.seek_data_hole(d.ino(), o, w)? as i64
+                        let at = d.sb().fs.seek_data_hole(d.ino(), o, w)? as i64;
+                        if at < 0 {
+                            // tmpfs's overflow at the last page below
+                            // 2^63 (see `Tmpfs::seek_pages`): Linux hands
+                            // the negative offset back as the result and
+                            // leaves the position alone.
+                            return Ok(at);
+                        }
+                        at
                     }
                     _ => return Err(Errno::EINVAL),
                 }
@@ -368,19 +403,15 @@ impl Task {
 
 impl Process {
     /// `fallocate(fd, mode, off, len)` with mode 0, `KEEP_SIZE`, or
-    /// `PUNCH_HOLE | KEEP_SIZE`.
+    /// `PUNCH_HOLE | KEEP_SIZE`. The mode is judged before the fd's write
+    /// mode ([`falloc_mode_ok`]).
     pub fn fallocate(&mut self, fd: i32, mode: i32, off: i64, len: i64) -> Result<(), Errno> {
         self.on_file(fd, |_, f| {
             if off < 0 || len <= 0 {
                 return Err(Errno::EINVAL);
             }
+            falloc_mode_ok(mode as u32)?;
             let mode = mode as u32;
-            if mode & !0xff != 0 {
-                return Err(Errno::EOPNOTSUPP);
-            }
-            if mode & FALLOC_FL_PUNCH_HOLE != 0 && mode & FALLOC_FL_KEEP_SIZE == 0 {
-                return Err(Errno::EOPNOTSUPP);
-            }
             if f.mode() & FMODE_WRITE == 0 {
                 return Err(Errno::EBADF);
             }

@@ -431,6 +431,17 @@ impl FileSystem for Tmpfs {
         }
     }
 
+    fn get_seals(&self, ino: Ino) -> Result<u32, Errno> {
+        // shmem gives every inode `F_SEAL_SEAL` at creation; only
+        // `memfd_create(MFD_ALLOW_SEALING)` clears it, and uvfs has no
+        // memfd. A directory is no shmem file: `EINVAL`.
+        let i = self.get(ino)?;
+        match rd(&i).kind {
+            inode::Kind::Reg(_) => Ok(crate::uapi::F_SEAL_SEAL),
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
     fn evict(&self, ino: Ino) {
         self.evict_inode(ino);
     }
