@@ -569,6 +569,60 @@ con.close()
 print(sorted(os.listdir(D)))
 "#;
 
+const PY_XATTR: &str = r#"
+import errno, os, sys
+D = sys.argv[1]
+f = os.path.join(D, "xa")
+open(f, "w").close()
+def t(what, fn, *a, **k):
+    try:
+        r = fn(*a, **k)
+        print(what, sorted(r) if isinstance(r, list) else r)
+    except OSError as e:
+        print(what, errno.errorcode[e.errno])
+t("set", os.setxattr, f, "user.a", b"one")
+t("get", os.getxattr, f, "user.a")
+t("create-again", os.setxattr, f, "user.a", b"x", os.XATTR_CREATE)
+t("replace-missing", os.setxattr, f, "user.b", b"x", os.XATTR_REPLACE)
+t("set-b", os.setxattr, f, "user.b", b"")
+t("trusted", os.setxattr, f, "trusted.t", b"t")
+t("list", os.listxattr, f)
+t("missing", os.getxattr, f, "user.zz")
+t("bare", os.setxattr, f, "user.", b"x")
+t("other-ns", os.setxattr, f, "foo.bar", b"x")
+t("too-big", os.setxattr, f, "user.big", b"x" * 65537)
+t("long-name", os.setxattr, f, "user." + "n" * 251, b"x")
+fd = os.open(f, os.O_RDONLY)
+t("fget", os.getxattr, fd, "user.a")
+t("fset", os.setxattr, fd, "user.c", b"via fd")
+t("flist", os.listxattr, fd)
+t("fremove", os.removexattr, fd, "user.c")
+os.close(fd)
+os.symlink("xa", os.path.join(D, "xl"))
+t("lset-user", os.setxattr, os.path.join(D, "xl"), "user.l", b"x", follow_symlinks=False)
+t("get-through-link", os.getxattr, os.path.join(D, "xl"), "user.a")
+t("remove", os.removexattr, f, "user.a")
+t("remove-again", os.removexattr, f, "user.a")
+t("list-after", os.listxattr, f)
+t("nonexistent", os.listxattr, os.path.join(D, "nope"))
+"#;
+
+#[test]
+fn python_xattrs() {
+    let Some(py) = python() else { return };
+    let s = seed();
+    check(
+        Case {
+            name: "python-xattrs",
+            cmd: &[&py, "-c", PY_XATTR, "{D}"],
+            mask: same,
+            opaque: &[],
+            env: &[],
+        },
+        s,
+    );
+}
+
 #[test]
 fn python_files() {
     let Some(py) = python() else { return };

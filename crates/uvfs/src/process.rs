@@ -11,8 +11,9 @@
 //! (open, openat, creat, `O_TMPFILE`), [`io`] (read, write, their
 //! positional and vector forms, lseek, getdents64, truncate, fallocate,
 //! fsync), [`names`] (mkdir, rmdir, unlink, rename, link, symlink,
-//! readlink, chdir, getcwd) and [`attrs`] (the stat family, chmod, chown,
-//! utimensat, access, umask).
+//! readlink, chdir, getcwd), [`attrs`] (the stat family, chmod, chown,
+//! utimensat, access, umask), [`xattr`] (extended attributes) and
+//! [`fcntl`] (the fcntl commands beyond the fd table's).
 
 mod attrs;
 mod fcntl;
@@ -20,6 +21,7 @@ mod io;
 pub use io::ReadDir;
 mod names;
 mod open;
+mod xattr;
 
 use crate::cred::Cred;
 use crate::dcache::DentryRef;

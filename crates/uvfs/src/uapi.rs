@@ -231,3 +231,14 @@ pub struct FOwnerEx {
     /// The thread, process or process-group id (0: none).
     pub pid: i32,
 }
+
+/// `setxattr`: fail with `EEXIST` if the attribute exists.
+pub const XATTR_CREATE: i32 = 1;
+/// `setxattr`: fail with `ENODATA` if the attribute does not exist.
+pub const XATTR_REPLACE: i32 = 2;
+/// The longest extended-attribute name (`XATTR_NAME_MAX`).
+pub const XATTR_NAME_MAX: usize = 255;
+/// The largest extended-attribute value (`XATTR_SIZE_MAX`).
+pub const XATTR_SIZE_MAX: usize = 65536;
+/// The largest `listxattr` buffer the kernel fills (`XATTR_LIST_MAX`).
+pub const XATTR_LIST_MAX: usize = 65536;

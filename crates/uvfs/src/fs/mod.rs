@@ -346,6 +346,36 @@ pub trait FileSystem: Send + Sync + 'static {
     /// File-system-wide figures.
     fn statfs(&self) -> StatFs;
 
+    /// The value of the extended attribute `name` (full, with its
+    /// namespace prefix): `ENODATA` if it has none, `EOPNOTSUPP` for a
+    /// namespace the file system does not hold (the default: no xattrs),
+    /// `EINVAL` for a bare prefix. The VFS has checked the caller's
+    /// permission (`xattr_permission`).
+    fn getxattr(&self, _ino: Ino, _name: &[u8]) -> Result<Vec<u8>, Errno> {
+        Err(Errno::EOPNOTSUPP)
+    }
+
+    /// Sets (`Some`) or removes (`None`) the extended attribute `name`,
+    /// with `XATTR_CREATE` (`EEXIST` if it exists) and `XATTR_REPLACE`
+    /// (`ENODATA` if it does not; a removal passes it), stamping ctime on
+    /// success; errors as [`getxattr`](Self::getxattr), `ENOSPC`.
+    fn setxattr(
+        &self,
+        _ino: Ino,
+        _name: &[u8],
+        _value: Option<&[u8]>,
+        _flags: i32,
+    ) -> Result<(), Errno> {
+        Err(Errno::EOPNOTSUPP)
+    }
+
+    /// Every extended attribute name the inode has, `trusted.*` included
+    /// (the VFS hides those from callers without `CAP_SYS_ADMIN`); none by
+    /// default.
+    fn listxattr(&self, _ino: Ino) -> Result<Vec<Vec<u8>>, Errno> {
+        Ok(Vec::new())
+    }
+
     /// The file's seals (`F_GET_SEALS`); `EINVAL` for a file that cannot
     /// be sealed (the default: only tmpfs's regular files can).
     fn get_seals(&self, _ino: Ino) -> Result<u32, Errno> {

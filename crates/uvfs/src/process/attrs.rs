@@ -36,7 +36,7 @@ fn lookup_flags(flags: i32) -> u32 {
 impl Process {
     /// The dentry of an fd: `EBADF` if not open, or if its file has a
     /// `mask` mode bit (`FMODE_PATH` for the calls that use `fdget`).
-    fn fd_dentry(&self, fd: i32, mask: u32) -> Result<DentryRef, Errno> {
+    pub(super) fn fd_dentry(&self, fd: i32, mask: u32) -> Result<DentryRef, Errno> {
         let file = self.files.get_mask(fd, mask).ok_or(Errno::EBADF)?;
         file.dentry().cloned().ok_or(Errno::EBADF)
     }

@@ -185,6 +185,10 @@ impl Tmpfs {
             return Err(Errno::EINVAL);
         };
         let seek_data = whence == Seek::Data;
+        // A negative `loff_t` (`shmem_file_llseek`).
+        if off > i64::MAX as u64 {
+            return Err(Errno::ENXIO);
+        }
         let end = f.size as i64;
         let mut start = off as i64;
         if end <= start {
