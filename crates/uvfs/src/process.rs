@@ -21,6 +21,7 @@ mod io;
 pub use io::ReadDir;
 mod names;
 mod open;
+mod splice;
 mod xattr;
 
 use crate::cred::Cred;

@@ -242,3 +242,26 @@ pub const XATTR_NAME_MAX: usize = 255;
 pub const XATTR_SIZE_MAX: usize = 65536;
 /// The largest `listxattr` buffer the kernel fills (`XATTR_LIST_MAX`).
 pub const XATTR_LIST_MAX: usize = 65536;
+
+/// `preadv2`/`pwritev2`: high-priority polling (no effect on tmpfs).
+pub const RWF_HIPRI: u32 = 0x1;
+/// `pwritev2`: per-write `O_DSYNC`.
+pub const RWF_DSYNC: u32 = 0x2;
+/// `pwritev2`: per-write `O_SYNC`.
+pub const RWF_SYNC: u32 = 0x4;
+/// Do not wait for data or locks (`EOPNOTSUPP` on tmpfs).
+pub const RWF_NOWAIT: u32 = 0x8;
+/// `pwritev2`: per-write `O_APPEND`.
+pub const RWF_APPEND: u32 = 0x10;
+/// `pwritev2`: ignore `O_APPEND` for this write.
+pub const RWF_NOAPPEND: u32 = 0x20;
+/// `pwritev2`: untorn write (`EOPNOTSUPP` on tmpfs).
+pub const RWF_ATOMIC: u32 = 0x40;
+/// Drop the page cache after the I/O (`EOPNOTSUPP` on tmpfs).
+pub const RWF_DONTCACHE: u32 = 0x80;
+/// No `SIGPIPE` on a broken pipe or socket.
+pub const RWF_NOSIGNAL: u32 = 0x100;
+/// Every `RWF_*` flag Linux 6.18 knows.
+pub const RWF_SUPPORTED: u32 = 0x1ff;
+/// The most one read or write transfers (`MAX_RW_COUNT`).
+pub const MAX_RW_COUNT: usize = 0x7fff_f000;

@@ -17,7 +17,7 @@ use crate::uapi::*;
 /// Where a read or write goes: the file position (locked when shared) or
 /// an explicit offset.
 #[derive(Clone, Copy)]
-enum At {
+pub(super) enum At {
     Pos,
     Off(u64),
 }
@@ -40,6 +40,40 @@ fn rw_verify_area(pos: u64, count: usize) -> Result<(), Errno> {
         return Err(Errno::EINVAL);
     }
     Ok(())
+}
+
+/// Linux's `kiocb_set_rw_flags` for tmpfs files (and, for a directory,
+/// `do_loop_readv_writev`, which takes `RWF_HIPRI` alone): `EOPNOTSUPP`
+/// for a flag Linux does not know, and for `RWF_NOWAIT` (tmpfs files are
+/// not `FMODE_NOWAIT`), `RWF_ATOMIC` and `RWF_DONTCACHE` (tmpfs supports
+/// neither); `EINVAL` for `RWF_APPEND` with `RWF_NOAPPEND`. The others
+/// (`RWF_HIPRI`, `RWF_DSYNC`, `RWF_SYNC`, `RWF_NOSIGNAL`) change nothing
+/// on tmpfs. Returns whether a write appends when a flag decides it.
+fn rwf_append(rwf: u32, is_dir: bool, write: bool) -> Result<Option<bool>, Errno> {
+    if rwf == 0 {
+        return Ok(None);
+    }
+    if is_dir {
+        return if rwf & !RWF_HIPRI != 0 {
+            Err(Errno::EOPNOTSUPP)
+        } else {
+            Ok(None)
+        };
+    }
+    if rwf & !RWF_SUPPORTED != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    if rwf & (RWF_APPEND | RWF_NOAPPEND) == RWF_APPEND | RWF_NOAPPEND {
+        return Err(Errno::EINVAL);
+    }
+    if rwf & (RWF_NOWAIT | RWF_ATOMIC | RWF_DONTCACHE) != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    Ok(match (write, rwf & RWF_APPEND != 0, rwf & RWF_NOAPPEND != 0) {
+        (true, true, _) => Some(true),
+        (true, _, true) => Some(false),
+        _ => None,
+    })
 }
 
 /// The mode checks of Linux's `vfs_fallocate`, made after the offset and
@@ -91,14 +125,14 @@ impl Process {
 
     /// `read(fd, buf)`.
     pub fn read(&mut self, fd: i32, buf: &mut [u8]) -> Result<usize, Errno> {
-        self.on_file(fd, |p, f| p.do_read(f, &mut [buf], At::Pos))
+        self.on_file(fd, |p, f| p.do_read(f, &mut [buf], At::Pos, 0))
     }
 
     /// `pread(fd, buf, off)`: `EINVAL` for a negative offset.
     pub fn pread(&mut self, fd: i32, buf: &mut [u8], off: i64) -> Result<usize, Errno> {
         // A negative offset is refused before the fd is looked at.
         let off = u64::try_from(off).map_err(|_| Errno::EINVAL)?;
-        self.on_file(fd, |p, f| p.do_read(f, &mut [buf], At::Off(off)))
+        self.on_file(fd, |p, f| p.do_read(f, &mut [buf], At::Off(off), 0))
     }
 
     /// `readv(fd, bufs)`: `EINVAL` past 1024 buffers, once the fd and its
@@ -115,13 +149,13 @@ impl Process {
             if bufs.iter().all(|b| b.is_empty()) {
                 return Ok(0);
             }
-            p.do_read(f, bufs, At::Pos)
+            p.do_read(f, bufs, At::Pos, 0)
         })
     }
 
     /// `write(fd, buf)`.
     pub fn write(&mut self, fd: i32, buf: &[u8]) -> Result<usize, Errno> {
-        self.on_file(fd, |p, f| p.do_write(f, &[buf], At::Pos))
+        self.on_file(fd, |p, f| p.do_write(f, &[buf], At::Pos, 0))
     }
 
     /// `pwrite(fd, buf, off)`: `EINVAL` for a negative offset; ignores
@@ -129,7 +163,7 @@ impl Process {
     pub fn pwrite(&mut self, fd: i32, buf: &[u8], off: i64) -> Result<usize, Errno> {
         // A negative offset is refused before the fd is looked at.
         let off = u64::try_from(off).map_err(|_| Errno::EINVAL)?;
-        self.on_file(fd, |p, f| p.do_write(f, &[buf], At::Off(off)))
+        self.on_file(fd, |p, f| p.do_write(f, &[buf], At::Off(off), 0))
     }
 
     /// `writev(fd, bufs)`: `EINVAL` past 1024 buffers, once the fd and its
@@ -145,13 +179,81 @@ impl Process {
             if bufs.iter().all(|b| b.is_empty()) {
                 return Ok(0);
             }
-            p.do_write(f, bufs, At::Pos)
+            p.do_write(f, bufs, At::Pos, 0)
+        })
+    }
+}
+
+impl Process {
+    /// `preadv2(fd, bufs, off, flags)`: at `off`, or at (and moving) the
+    /// file position when `off` is -1; `EINVAL` for another negative
+    /// offset, before the fd. The `RWF_*` flags as [`rwf_append`] says,
+    /// checked only once there is something to transfer (an empty vector
+    /// returns 0 whatever the flags).
+    pub fn preadv2(
+        &mut self,
+        fd: i32,
+        bufs: &mut [&mut [u8]],
+        off: i64,
+        flags: u32,
+    ) -> Result<usize, Errno> {
+        let at = match off {
+            -1 => At::Pos,
+            o => At::Off(u64::try_from(o).map_err(|_| Errno::EINVAL)?),
+        };
+        self.on_file(fd, |p, f| {
+            if f.mode() & FMODE_READ == 0 {
+                return Err(Errno::EBADF);
+            }
+            if bufs.len() > UIO_MAXIOV {
+                return Err(Errno::EINVAL);
+            }
+            if bufs.iter().all(|b| b.is_empty()) {
+                return Ok(0);
+            }
+            p.do_read(f, bufs, at, flags)
+        })
+    }
+
+    /// `pwritev2(fd, bufs, off, flags)`: as [`preadv2`](Self::preadv2);
+    /// `RWF_APPEND` appends (moving the position only when `off` is -1),
+    /// `RWF_NOAPPEND` writes at the offset on an `O_APPEND` file.
+    pub fn pwritev2(
+        &mut self,
+        fd: i32,
+        bufs: &[&[u8]],
+        off: i64,
+        flags: u32,
+    ) -> Result<usize, Errno> {
+        let at = match off {
+            -1 => At::Pos,
+            o => At::Off(u64::try_from(o).map_err(|_| Errno::EINVAL)?),
+        };
+        self.on_file(fd, |p, f| {
+            if f.mode() & FMODE_WRITE == 0 {
+                return Err(Errno::EBADF);
+            }
+            if bufs.len() > UIO_MAXIOV {
+                return Err(Errno::EINVAL);
+            }
+            if bufs.iter().all(|b| b.is_empty()) {
+                return Ok(0);
+            }
+            p.do_write(f, bufs, at, flags)
         })
     }
 }
 
 impl Task {
-    fn do_read(&self, f: &File, bufs: &mut [&mut [u8]], at: At) -> Result<usize, Errno> {
+    /// A read of `bufs` at `at` with the `RWF_*` flags `rwf` (checked after
+    /// the position, as `kiocb_set_rw_flags` is).
+    pub(super) fn do_read(
+        &self,
+        f: &File,
+        bufs: &mut [&mut [u8]],
+        at: At,
+        rwf: u32,
+    ) -> Result<usize, Errno> {
         if f.mode() & FMODE_READ == 0 {
             return Err(Errno::EBADF);
         }
@@ -163,7 +265,9 @@ impl Task {
             At::Off(o) => o,
         };
         rw_verify_area(off, total)?;
-        if ftype(d) == S_IFDIR {
+        let is_dir = ftype(d) == S_IFDIR;
+        rwf_append(rwf, is_dir, false)?;
+        if is_dir {
             return Err(Errno::EISDIR);
         }
         let mut done = 0;
@@ -188,7 +292,8 @@ impl Task {
         Ok(done)
     }
 
-    fn do_write(&self, f: &File, bufs: &[&[u8]], at: At) -> Result<usize, Errno> {
+    /// A write of `bufs` at `at` with the `RWF_*` flags `rwf`.
+    pub(super) fn do_write(&self, f: &File, bufs: &[&[u8]], at: At, rwf: u32) -> Result<usize, Errno> {
         if f.mode() & FMODE_WRITE == 0 {
             return Err(Errno::EBADF);
         }
@@ -204,6 +309,8 @@ impl Task {
             },
             total,
         )?;
+        let append = rwf_append(rwf, ftype(d) == S_IFDIR, true)?
+            .unwrap_or(f.flags() & O_APPEND != 0);
         let fs = &d.sb().fs;
         let ino = d.ino();
         // Appends and privilege removal read the size and mode and then
@@ -211,7 +318,7 @@ impl Task {
         // `generic_file_write_iter`.
         let _g = d.lock_inode();
         let mut off = match at {
-            _ if f.flags() & O_APPEND != 0 => fs.getattr(ino)?.size,
+            _ if append => fs.getattr(ino)?.size,
             At::Pos => pos.get(),
             At::Off(o) => o,
         };
