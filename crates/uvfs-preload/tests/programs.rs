@@ -623,6 +623,53 @@ fn python_xattrs() {
     );
 }
 
+const PY_COPY: &str = r#"
+import errno, os, sys
+D = sys.argv[1]
+def t(what, fn, *a):
+    try:
+        print(what, fn(*a))
+    except OSError as e:
+        print(what, errno.errorcode[e.errno])
+src = os.open(os.path.join(D, "src"), os.O_CREAT | os.O_RDWR, 0o644)
+os.write(src, b"0123456789abcdef" * 1000)
+dst = os.open(os.path.join(D, "dst"), os.O_CREAT | os.O_RDWR, 0o644)
+t("sendfile", os.sendfile, dst, src, 0, 5000)
+t("sendfile-pos", os.sendfile, dst, src, None, 100)
+t("src-pos", os.lseek, src, 0, os.SEEK_CUR)
+t("dst-pos", os.lseek, dst, 0, os.SEEK_CUR)
+t("copy_file_range", os.copy_file_range, src, dst, 3000, 10, 20000)
+t("copy-overlap", os.copy_file_range, src, src, 10, 0, 5)
+b = bytearray(8)
+t("preadv2", os.preadv, src, [b], 4, 0)
+print(bytes(b))
+t("preadv2-nowait", os.preadv, src, [b], 0, os.RWF_NOWAIT)
+t("preadv2-hipri", os.preadv, src, [b], 0, os.RWF_HIPRI)
+t("pwritev2-append", os.pwritev, dst, [b"tail"], 0, os.RWF_APPEND)
+t("pwritev2-both", os.pwritev, dst, [b"x"], 0, os.RWF_APPEND | 0x20)
+
+print(os.fstat(dst).st_size)
+os.lseek(dst, 0, os.SEEK_SET)
+data = os.read(dst, 100000)
+print(len(data), data[:20], data[-8:])
+"#;
+
+#[test]
+fn python_copies() {
+    let Some(py) = python() else { return };
+    let s = seed();
+    check(
+        Case {
+            name: "python-copies",
+            cmd: &[&py, "-c", PY_COPY, "{D}"],
+            mask: same,
+            opaque: &[],
+            env: &[],
+        },
+        s,
+    );
+}
+
 #[test]
 fn python_files() {
     let Some(py) = python() else { return };

@@ -131,8 +131,10 @@ pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, cnt: c_int) -> ssi
     )
 }
 
-/// preadv/pwritev on uvfs: one positional call per buffer, stopping at a
-/// short one (not atomic against a concurrent writer, unlike the kernel's).
+/// preadv/pwritev (and their `v2` forms, with `RWF_*` flags) on uvfs:
+/// the library's `preadv2`/`pwritev2`. `off` -1 means the file position
+/// only for the `v2` forms (`v2`); for preadv/pwritev every negative
+/// offset is `EINVAL`.
 ///
 /// # Safety
 /// Each iovec of `v` is a buffer readable (`write`) or writable (not
@@ -141,33 +143,91 @@ unsafe fn uvfs_preadv(
     p: &mut Process,
     u: i32,
     v: &[iovec],
-    mut off: off_t,
+    off: off_t,
     write: bool,
+    flags: Option<c_int>,
 ) -> Result<ssize_t, Errno> {
-    if off < 0 {
+    if off < 0 && (flags.is_none() || off != -1) {
         return Err(Errno::EINVAL);
     }
-    let mut total = 0usize;
-    for x in v {
-        let n = if write {
+    let flags = flags.unwrap_or(0) as u32;
+    if write {
+        let mut bufs = Vec::with_capacity(v.len());
+        for x in v {
             // SAFETY: a readable buffer, per the contract.
-            p.pwrite(u, unsafe { buf_ref(x.iov_base, x.iov_len) }?, off)
-        } else {
-            // SAFETY: a writable buffer, per the contract.
-            p.pread(u, unsafe { buf_mut(x.iov_base, x.iov_len) }?, off)
-        };
-        let n = match n {
-            Ok(n) => n,
-            Err(e) if total == 0 => return Err(e),
-            Err(_) => break,
-        };
-        total += n;
-        off += n as off_t;
-        if n < x.iov_len {
-            break;
+            bufs.push(unsafe { buf_ref(x.iov_base, x.iov_len) }?);
         }
+        Ok(p.pwritev2(u, &bufs, off, flags)? as ssize_t)
+    } else {
+        let mut bufs = Vec::with_capacity(v.len());
+        for x in v {
+            // SAFETY: a writable buffer, per the contract.
+            bufs.push(unsafe { buf_mut(x.iov_base, x.iov_len) }?);
+        }
+        Ok(p.preadv2(u, &mut bufs, off, flags)? as ssize_t)
     }
-    Ok(total as ssize_t)
+}
+
+/// `preadv64v2`.
+///
+/// # Safety
+/// `iov` points to `cnt` iovecs, each a writable buffer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn preadv64v2(
+    fd: c_int,
+    iov: *const iovec,
+    cnt: c_int,
+    off: off_t,
+    flags: c_int,
+) -> ssize_t {
+    fd_call(
+        fd,
+        -1,
+        // SAFETY: the caller's iovecs, unchanged, valid per the contract.
+        || unsafe {
+            real!(preadv64v2: fn(c_int, *const iovec, c_int, off_t, c_int) -> ssize_t)(
+                fd, iov, cnt, off, flags,
+            )
+        },
+        // SAFETY: the caller's iovecs, each a writable buffer.
+        |s, u| unsafe { uvfs_preadv(s.p(), u, iovs(iov, cnt)?, off, false, Some(flags)) },
+    )
+}
+
+forward! {
+    preadv2(fd: c_int, iov: *const iovec, cnt: c_int, off: off_t, flags: c_int) -> ssize_t =
+        preadv64v2(fd, iov, cnt, off, flags);
+}
+
+/// `pwritev64v2`.
+///
+/// # Safety
+/// `iov` points to `cnt` iovecs, each a readable buffer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pwritev64v2(
+    fd: c_int,
+    iov: *const iovec,
+    cnt: c_int,
+    off: off_t,
+    flags: c_int,
+) -> ssize_t {
+    fd_call(
+        fd,
+        -1,
+        // SAFETY: the caller's iovecs, unchanged, valid per the contract.
+        || unsafe {
+            real!(pwritev64v2: fn(c_int, *const iovec, c_int, off_t, c_int) -> ssize_t)(
+                fd, iov, cnt, off, flags,
+            )
+        },
+        // SAFETY: the caller's iovecs, each a readable buffer.
+        |s, u| unsafe { uvfs_preadv(s.p(), u, iovs(iov, cnt)?, off, true, Some(flags)) },
+    )
+}
+
+forward! {
+    pwritev2(fd: c_int, iov: *const iovec, cnt: c_int, off: off_t, flags: c_int) -> ssize_t =
+        pwritev64v2(fd, iov, cnt, off, flags);
 }
 
 /// `preadv64`.
@@ -184,7 +244,7 @@ pub unsafe extern "C" fn preadv64(fd: c_int, iov: *const iovec, cnt: c_int, off:
             real!(preadv64: fn(c_int, *const iovec, c_int, off_t) -> ssize_t)(fd, iov, cnt, off)
         },
         // SAFETY: the caller's iovecs, each a writable buffer.
-        |s, u| unsafe { uvfs_preadv(s.p(), u, iovs(iov, cnt)?, off, false) },
+        |s, u| unsafe { uvfs_preadv(s.p(), u, iovs(iov, cnt)?, off, false, None) },
     )
 }
 
@@ -212,7 +272,7 @@ pub unsafe extern "C" fn pwritev64(
             real!(pwritev64: fn(c_int, *const iovec, c_int, off_t) -> ssize_t)(fd, iov, cnt, off)
         },
         // SAFETY: the caller's iovecs, each a readable buffer.
-        |s, u| unsafe { uvfs_preadv(s.p(), u, iovs(iov, cnt)?, off, true) },
+        |s, u| unsafe { uvfs_preadv(s.p(), u, iovs(iov, cnt)?, off, true, None) },
     )
 }
 
