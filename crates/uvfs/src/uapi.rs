@@ -159,6 +159,9 @@ pub const STATX_BASIC_STATS: u32 = 0x7ff;
 pub const STATX_BTIME: u32 = 0x800;
 /// `statx` mask: mount id.
 pub const STATX_MNT_ID: u32 = 0x1000;
+/// `statx` mask: the unique (never reused) mount id, in place of
+/// [`STATX_MNT_ID`].
+pub const STATX_MNT_ID_UNIQUE: u32 = 0x4000;
 /// `statx`: a reserved mask bit (`EINVAL`).
 pub const STATX_RESERVED: u32 = 0x8000_0000;
 /// `statx` attribute: the file is the root of a mount.

@@ -995,3 +995,147 @@ fn preadv2_pwritev2_sendfile_copy_file_range() {
         assert_eq!(head("/g"), wg, "contents of g ({fast})");
     }
 }
+
+/// The statx fields compared: those that do not name the particular inode
+/// or device (numbers and times differ between the two trees), with each
+/// time reduced to whether it was filled.
+type StatxView = (u32, u64, u64, u32, u32, u32, u32, u64, u64, u32, [bool; 4]);
+
+#[test]
+fn statx_fields_and_masks() {
+    let t = TempDir::new("statx");
+    std::fs::write(t.path().join("f"), b"some data").unwrap();
+    std::fs::create_dir(t.path().join("d")).unwrap();
+    std::os::unix::fs::symlink("f", t.path().join("l")).unwrap();
+    let masks = [
+        0,
+        STATX_TYPE,
+        STATX_MODE | STATX_SIZE,
+        STATX_ATIME,
+        STATX_MTIME,
+        STATX_CTIME,
+        STATX_BASIC_STATS,
+        STATX_BTIME,
+        STATX_BASIC_STATS | STATX_BTIME,
+        0xfff,
+        0x2000,
+        0x4000,
+        0x8000,
+        0x1_0000,
+        0x2_0000,
+        0x7fff_ffff,
+        STATX_RESERVED,
+    ];
+    let flags = [0, AT_SYMLINK_NOFOLLOW, 0x2000, 0x4000, 0x6000, 0x1, AT_NO_AUTOMOUNT];
+    let names = ["f", "d", "l", "nx"];
+    let mut want: Vec<Result<StatxView, i32>> = Vec::new();
+    for n in names {
+        let path = c(&format!("{}/{n}", t.as_str()));
+        for fl in flags {
+            for m in masks {
+                // SAFETY: a valid C string and a writable statx buffer.
+                let mut sx: libc::statx = unsafe { std::mem::zeroed() };
+                let r = unsafe { libc::statx(libc::AT_FDCWD, path.as_ptr(), fl, m, &mut sx) };
+                want.push(host(r.into()).map(|_| {
+                    let z = |t: libc::statx_timestamp| t.tv_sec != 0 || t.tv_nsec != 0;
+                    (
+                        sx.stx_mask,
+                        sx.stx_attributes,
+                        sx.stx_attributes_mask,
+                        u32::from(sx.stx_mode),
+                        sx.stx_nlink,
+                        sx.stx_uid,
+                        sx.stx_gid,
+                        sx.stx_size,
+                        sx.stx_blocks,
+                        sx.stx_blksize,
+                        [
+                            z(sx.stx_atime),
+                            z(sx.stx_btime),
+                            z(sx.stx_ctime),
+                            z(sx.stx_mtime),
+                        ],
+                    )
+                }));
+            }
+        }
+    }
+    for fast in fasts() {
+        let mut p = proc_for(fast);
+        p.mkdir("/t", 0o755).unwrap();
+        p.umask(0o022);
+        support::vfs::put(&mut p, "/t/f", b"some data");
+        p.mkdir("/t/d", 0o755).unwrap();
+        p.symlink("f", "/t/l").unwrap();
+        let mut got = Vec::new();
+        for n in names {
+            for fl in flags {
+                for m in masks {
+                    let r = p.statx(AT_FDCWD, format!("/t/{n}"), fl, m);
+                    got.push(r.map_err(Errno::raw).map(|sx| {
+                        let z = |t: uvfs::stat::StatxTimestamp| t.tv_sec != 0 || t.tv_nsec != 0;
+                        (
+                            sx.stx_mask,
+                            sx.stx_attributes,
+                            sx.stx_attributes_mask,
+                            u32::from(sx.stx_mode),
+                            sx.stx_nlink,
+                            sx.stx_uid,
+                            sx.stx_gid,
+                            sx.stx_size,
+                            sx.stx_blocks,
+                            sx.stx_blksize,
+                            [
+                                z(sx.stx_atime),
+                                z(sx.stx_btime),
+                                z(sx.stx_ctime),
+                                z(sx.stx_mtime),
+                            ],
+                        )
+                    }));
+                }
+            }
+        }
+        let mut i = 0;
+        for n in names {
+            for fl in flags {
+                for m in masks {
+                    assert_eq!(want[i], got[i], "statx({n}, flags {fl:#x}, mask {m:#x}) ({fast})");
+                    i += 1;
+                }
+            }
+        }
+    }
+}
+
+/// Known difference: `renameat2(RENAME_WHITEOUT)` is `EINVAL`. tmpfs
+/// leaves a whiteout (a character device 0/0) at the old name, which
+/// needs device inodes: they come with the special files (mknod), built
+/// apart; until then uvfs refuses the flag as a file system without
+/// whiteouts does.
+#[test]
+#[ignore = "known difference: RENAME_WHITEOUT is EINVAL until device inodes exist (docs/semantics.md)"]
+fn known_difference_rename_whiteout() {
+    if !is_root() {
+        return;
+    }
+    let t = TempDir::new("whiteout");
+    std::fs::write(t.path().join("a"), b"").unwrap();
+    let (a, b) = (c(&format!("{}/a", t.as_str())), c(&format!("{}/b", t.as_str())));
+    // SAFETY: valid C strings.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            4u32,
+        )
+    };
+    let want = host(r).map(|_| 0);
+    let mut p = proc_for(uvfs::FastPaths::seeds());
+    support::vfs::put(&mut p, "/a", b"");
+    let got = ours(p.renameat2(AT_FDCWD, "/a", AT_FDCWD, "/b", 4).map(|_| 0));
+    assert_eq!(want, got);
+}

@@ -113,6 +113,13 @@ impl Process {
         } else {
             sx.stx_btime = Default::default();
         }
+        // A caller asking for the unique mount id gets it (a 64-bit number
+        // from 2^31 up, never reused) in place of the reusable one
+        // (`vfs_statx_path`).
+        if mask & STATX_MNT_ID_UNIQUE != 0 {
+            sx.stx_mask = (sx.stx_mask & !STATX_MNT_ID) | STATX_MNT_ID_UNIQUE;
+            sx.stx_mnt_id = (1 << 31) + d.sb().id + 1;
+        }
         // The attributes Linux can report there: append, immutable and
         // nodump (shmem), automount and dax (generic), mount root.
         sx.stx_attributes_mask = d.sb().limits.statx_attributes_mask;
