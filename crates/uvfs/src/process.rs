@@ -29,8 +29,8 @@ use crate::dcache::DentryRef;
 use crate::errno::Errno;
 use crate::fdtable::{FdTable, Files};
 use crate::file_table::{
-    FMODE_ATOMIC_POS, FMODE_CREATED, FMODE_OPENED, FMODE_PATH, File, FileOps, FileRef, UnpublishedFile,
-    alloc_empty_file,
+    FMODE_ATOMIC_POS, FMODE_CREATED, FMODE_OPENED, FMODE_PATH, File, FileOps, FileRef,
+    UnpublishedFile, alloc_empty_file,
 };
 use crate::fs::FileSystem;
 use crate::namei::{self, Nd};

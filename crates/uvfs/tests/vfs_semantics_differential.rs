@@ -189,11 +189,15 @@ fn setfl_o_direct_needs_direct_io_and_o_noatime_ownership() {
             let a = p.open("/f", O_RDONLY, 0).unwrap();
             let b = p.open("/own", O_RDONLY, 0).unwrap();
             assert_eq!(
-                p.fcntl(a, F_SETFL, O_NOATIME as u64).err().map_or(0, Errno::raw),
+                p.fcntl(a, F_SETFL, O_NOATIME as u64)
+                    .err()
+                    .map_or(0, Errno::raw),
                 host_root
             );
             assert_eq!(
-                p.fcntl(b, F_SETFL, O_NOATIME as u64).err().map_or(0, Errno::raw),
+                p.fcntl(b, F_SETFL, O_NOATIME as u64)
+                    .err()
+                    .map_or(0, Errno::raw),
                 host_own
             );
         }
@@ -456,7 +460,9 @@ fn linkat_empty_path_for_the_opener_and_protected_hardlinks() {
         p.mkdir("/w", 0o777).unwrap();
         p.chmod("/w", 0o777).unwrap();
         for (n, m) in files {
-            let fd = p.open(format!("/w/{n}"), O_CREAT | O_WRONLY, 0o600).unwrap();
+            let fd = p
+                .open(format!("/w/{n}"), O_CREAT | O_WRONLY, 0o600)
+                .unwrap();
             p.fchmod(fd, m).unwrap();
             p.close(fd).unwrap();
         }
@@ -466,7 +472,13 @@ fn linkat_empty_path_for_the_opener_and_protected_hardlinks() {
         let code = |r: Result<(), Errno>| r.err().map_or(0, Errno::raw);
         let fd = p.open("/w", O_TMPFILE | O_RDWR, 0o600).unwrap();
         got.push(code(p.linkat(fd, "", AT_FDCWD, "/w/tmp1", AT_EMPTY_PATH)));
-        got.push(code(p.linkat(root_fd, "", AT_FDCWD, "/w/viaroot", AT_EMPTY_PATH)));
+        got.push(code(p.linkat(
+            root_fd,
+            "",
+            AT_FDCWD,
+            "/w/viaroot",
+            AT_EMPTY_PATH,
+        )));
         let fd = p.open("/w/own", O_CREAT | O_RDWR, 0o600).unwrap();
         got.push(code(p.linkat(fd, "", AT_FDCWD, "/w/own2", AT_EMPTY_PATH)));
         for (n, _) in files {
@@ -521,7 +533,13 @@ fn protected_symlinks_and_regular_in_sticky_directories() {
         // O_CREAT of another user's existing regular file there.
         // SAFETY: as above.
         unsafe {
-            as_user(|| errno_of(libc::open(reg.as_ptr(), libc::O_CREAT | libc::O_RDWR, 0o666)))
+            as_user(|| {
+                errno_of(libc::open(
+                    reg.as_ptr(),
+                    libc::O_CREAT | libc::O_RDWR,
+                    0o666,
+                ))
+            })
         },
         // The symlink again, as root (no capability overrides it).
         errno_of(
@@ -685,18 +703,30 @@ fn fcntl_owner_signal_lease_seal_pipe_and_created_commands() {
         let mut ex = Vec::new();
         let mut o = OwnerEx { type_: 0, pid: 0 };
         let g = fds[1];
-        ex.push((host(libc::fcntl(g, F_GETOWN_EX, &mut o).into()), o.type_, o.pid));
+        ex.push((
+            host(libc::fcntl(g, F_GETOWN_EX, &mut o).into()),
+            o.type_,
+            o.pid,
+        ));
         for (ty, id) in [(3, pid), (F_OWNER_PGRP, pgrp), (F_OWNER_PID, 999_999_999)] {
             let mut s = OwnerEx { type_: ty, pid: id };
             ex.push((host(libc::fcntl(g, F_SETOWN_EX, &mut s).into()), 0, 0));
             let mut o = OwnerEx { type_: 0, pid: 0 };
-            ex.push((host(libc::fcntl(g, F_GETOWN_EX, &mut o).into()), o.type_, o.pid));
+            ex.push((
+                host(libc::fcntl(g, F_GETOWN_EX, &mut o).into()),
+                o.type_,
+                o.pid,
+            ));
         }
         for (ty, id) in [(F_OWNER_PID, pid), (F_OWNER_TID, 0)] {
             let mut s = OwnerEx { type_: ty, pid: id };
             ex.push((host(libc::fcntl(g, F_SETOWN_EX, &mut s).into()), 0, 0));
             let mut o = OwnerEx { type_: 0, pid: 0 };
-            ex.push((host(libc::fcntl(g, F_GETOWN_EX, &mut o).into()), o.type_, o.pid));
+            ex.push((
+                host(libc::fcntl(g, F_GETOWN_EX, &mut o).into()),
+                o.type_,
+                o.pid,
+            ));
             ex.push((host(libc::fcntl(g, F_GETOWN).into()), 0, 0));
         }
         ex.push((host(libc::fcntl(fds[3], F_GETOWN_EX, &mut o).into()), 0, 0));
@@ -737,11 +767,7 @@ fn fcntl_owner_signal_lease_seal_pipe_and_created_commands() {
             ex.push(get(&mut p));
             ex.push((ours(p.fcntl(g, F_GETOWN, 0)), 0, 0));
         }
-        ex.push((
-            ours(p.fcntl_getown_ex(fds[3]).map(|_| 0)),
-            0,
-            0,
-        ));
+        ex.push((ours(p.fcntl_getown_ex(fds[3]).map(|_| 0)), 0, 0));
         assert_eq!(want_ex, ex, "{fast}");
     }
 }
@@ -798,7 +824,21 @@ fn copy_ops() -> Vec<CopyOp> {
     use CopyOp::*;
     // fds: 0 f rw, 1 f O_APPEND, 2 f ro, 3 dir, 4 g rw, 5 f O_PATH, 6 bad
     let mut v = Vec::new();
-    for fl in [0, 1, 2, 4, 8, 0x10, 0x20, 0x30, 0x40, 0x80, 0x100, 0x200, 1 << 31] {
+    for fl in [
+        0,
+        1,
+        2,
+        4,
+        8,
+        0x10,
+        0x20,
+        0x30,
+        0x40,
+        0x80,
+        0x100,
+        0x200,
+        1 << 31,
+    ] {
         v.push(Preadv2(0, true, 0, fl));
         v.push(Pwritev2(4, true, 0, fl));
         v.push(Preadv2(0, false, 0, fl));
@@ -864,18 +904,29 @@ fn copy_ops() -> Vec<CopyOp> {
 
 /// Runs the copy ops on the host: each result, with the offsets the
 /// calls left.
-fn host_copy(t: &TempDir) -> (Vec<(Res, Option<i64>, Option<i64>)>, Vec<u8>, Vec<u8>) {
+/// A copy op's result and the offsets it left (input, output).
+type CopyRes = (Res, Option<i64>, Option<i64>);
+
+fn host_copy(t: &TempDir) -> (Vec<CopyRes>, Vec<u8>, Vec<u8>) {
     let f = c(&format!("{}/f", t.as_str()));
     let g = c(&format!("{}/g", t.as_str()));
     let d = c(t.as_str());
     // SAFETY: valid C strings; fds ours, closed below; buffers live.
     let out = unsafe {
         let fds = [
-            libc::open(f.as_ptr(), libc::O_CREAT | libc::O_RDWR | libc::O_TRUNC, 0o644),
+            libc::open(
+                f.as_ptr(),
+                libc::O_CREAT | libc::O_RDWR | libc::O_TRUNC,
+                0o644,
+            ),
             libc::open(f.as_ptr(), libc::O_RDWR | libc::O_APPEND),
             libc::open(f.as_ptr(), libc::O_RDONLY),
             libc::open(d.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY),
-            libc::open(g.as_ptr(), libc::O_CREAT | libc::O_RDWR | libc::O_TRUNC, 0o644),
+            libc::open(
+                g.as_ptr(),
+                libc::O_CREAT | libc::O_RDWR | libc::O_TRUNC,
+                0o644,
+            ),
             libc::open(f.as_ptr(), libc::O_PATH),
             999,
         ];
@@ -891,23 +942,43 @@ fn host_copy(t: &TempDir) -> (Vec<(Res, Option<i64>, Option<i64>)>, Vec<u8>, Vec
             out.push(match op {
                 CopyOp::Preadv2(i, full, off, fl) => {
                     let v = iov(full, buf.as_mut_ptr());
-                    (host(libc::preadv2(fds[i], &v, 1, off, fl as i32) as i64), None, None)
+                    (
+                        host(libc::preadv2(fds[i], &v, 1, off, fl as i32) as i64),
+                        None,
+                        None,
+                    )
                 }
                 CopyOp::Pwritev2(i, full, off, fl) => {
                     let v = iov(full, wbuf.as_ptr().cast_mut());
-                    (host(libc::pwritev2(fds[i], &v, 1, off, fl as i32) as i64), None, None)
+                    (
+                        host(libc::pwritev2(fds[i], &v, 1, off, fl as i32) as i64),
+                        None,
+                        None,
+                    )
                 }
                 CopyOp::Tell(i) => (host(libc::lseek(fds[i], 0, libc::SEEK_CUR)), None, None),
                 CopyOp::Sendfile(o, i, off, n) => {
                     let mut x = off.unwrap_or(0);
-                    let p = if off.is_some() { &mut x as *mut i64 } else { std::ptr::null_mut() };
+                    let p = if off.is_some() {
+                        &mut x as *mut i64
+                    } else {
+                        std::ptr::null_mut()
+                    };
                     let r = host(libc::sendfile(fds[o], fds[i], p, n) as i64);
                     (r, off.map(|_| x), None)
                 }
                 CopyOp::Copy(i, oi, o, oo, n, fl) => {
                     let (mut a, mut b) = (oi.unwrap_or(0), oo.unwrap_or(0));
-                    let pa = if oi.is_some() { &mut a as *mut i64 } else { std::ptr::null_mut() };
-                    let pb = if oo.is_some() { &mut b as *mut i64 } else { std::ptr::null_mut() };
+                    let pa = if oi.is_some() {
+                        &mut a as *mut i64
+                    } else {
+                        std::ptr::null_mut()
+                    };
+                    let pb = if oo.is_some() {
+                        &mut b as *mut i64
+                    } else {
+                        std::ptr::null_mut()
+                    };
                     let r = host(libc::copy_file_range(fds[i], pa, fds[o], pb, n, fl) as i64);
                     (r, oi.map(|_| a), oo.map(|_| b))
                 }
@@ -1026,15 +1097,24 @@ fn statx_fields_and_masks() {
         0x7fff_ffff,
         STATX_RESERVED,
     ];
-    let flags = [0, AT_SYMLINK_NOFOLLOW, 0x2000, 0x4000, 0x6000, 0x1, AT_NO_AUTOMOUNT];
+    let flags = [
+        0,
+        AT_SYMLINK_NOFOLLOW,
+        0x2000,
+        0x4000,
+        0x6000,
+        0x1,
+        AT_NO_AUTOMOUNT,
+    ];
     let names = ["f", "d", "l", "nx"];
     let mut want: Vec<Result<StatxView, i32>> = Vec::new();
     for n in names {
         let path = c(&format!("{}/{n}", t.as_str()));
         for fl in flags {
             for m in masks {
-                // SAFETY: a valid C string and a writable statx buffer.
+                // SAFETY: all zeros is a valid `struct statx`.
                 let mut sx: libc::statx = unsafe { std::mem::zeroed() };
+                // SAFETY: a valid C string and a writable statx buffer.
                 let r = unsafe { libc::statx(libc::AT_FDCWD, path.as_ptr(), fl, m, &mut sx) };
                 want.push(host(r.into()).map(|_| {
                     let z = |t: libc::statx_timestamp| t.tv_sec != 0 || t.tv_nsec != 0;
@@ -1100,7 +1180,10 @@ fn statx_fields_and_masks() {
         for n in names {
             for fl in flags {
                 for m in masks {
-                    assert_eq!(want[i], got[i], "statx({n}, flags {fl:#x}, mask {m:#x}) ({fast})");
+                    assert_eq!(
+                        want[i], got[i],
+                        "statx({n}, flags {fl:#x}, mask {m:#x}) ({fast})"
+                    );
                     i += 1;
                 }
             }
@@ -1121,7 +1204,10 @@ fn known_difference_rename_whiteout() {
     }
     let t = TempDir::new("whiteout");
     std::fs::write(t.path().join("a"), b"").unwrap();
-    let (a, b) = (c(&format!("{}/a", t.as_str())), c(&format!("{}/b", t.as_str())));
+    let (a, b) = (
+        c(&format!("{}/a", t.as_str())),
+        c(&format!("{}/b", t.as_str())),
+    );
     // SAFETY: valid C strings.
     let r = unsafe {
         libc::syscall(

@@ -279,7 +279,7 @@ fn uvfs_exec(p: &mut Process, o: &Op, fds: &[i32; 3], buf: &mut [u8]) -> i64 {
 
 /// What a call returned, comparable across the two sides: the result and
 /// the bytes (a list as its sorted names).
-fn outcome(o: &Op, r: i64, buf: &[u8]) -> (i64, Vec<Vec<u8>>) {
+fn outcome(o: &Op, r: i64, buf: &[u8]) -> Outcome {
     if r <= 0 || o.buf == 0 {
         return (r, Vec::new());
     }
@@ -299,7 +299,10 @@ fn outcome(o: &Op, r: i64, buf: &[u8]) -> (i64, Vec<Vec<u8>>) {
     }
 }
 
-fn host_side(t: &TempDir) -> (Vec<(i64, Vec<Vec<u8>>)>, Vec<i64>) {
+/// A call's result and what it returned (see [`outcome`]).
+type Outcome = (i64, Vec<Vec<u8>>);
+
+fn host_side(t: &TempDir) -> (Vec<Outcome>, Vec<i64>) {
     let base = t.as_str();
     for (n, m, u) in FILES {
         let p = format!("{base}/{n}");
@@ -408,7 +411,7 @@ fn xattrs_match_the_host_tmpfs() {
             let before = p.fstat(fds[0]).unwrap();
             let r = uvfs_exec(&mut p, o, &fds, &mut buf);
             let got = outcome(o, r, &buf);
-            let short = |v: &(i64, Vec<Vec<u8>>)| {
+            let short = |v: &Outcome| {
                 (
                     v.0,
                     v.1.iter()
@@ -459,8 +462,12 @@ fn known_difference_posix_acl_names() {
     let name = c"system.posix_acl_access";
     // SAFETY: valid C strings; an empty value.
     let r = unsafe { libc::setxattr(f.as_ptr(), name.as_ptr(), std::ptr::null(), 0, 0) };
-    // SAFETY: this thread's errno.
-    let want = if r < 0 { unsafe { *libc::__errno_location() } } else { 0 };
+    let want = if r < 0 {
+        // SAFETY: this thread's errno.
+        unsafe { *libc::__errno_location() }
+    } else {
+        0
+    };
     let vfs = Vfs::new(uvfs::FastPaths::seeds());
     let mut p = Process::new(&vfs).unwrap();
     let fd = p.open("/f", O_CREAT | O_WRONLY, 0o644).unwrap();

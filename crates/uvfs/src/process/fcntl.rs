@@ -36,10 +36,7 @@ const S_IFIFO: u32 = 0o010000;
 
 /// The checks `setfl` makes before it changes the status flags.
 pub(super) fn setfl(cred: &Cred, file: &File, arg: i32) -> Result<(), Errno> {
-    let attr = file
-        .dentry()
-        .and_then(|d| d.inode_perm())
-        .map(|p| p.attr());
+    let attr = file.dentry().and_then(|d| d.inode_perm()).map(|p| p.attr());
     if arg & O_NOATIME != 0
         && file.flags() & O_NOATIME == 0
         && attr.is_some_and(|a| !cred::inode_owner_or_capable(cred, &a))
@@ -75,7 +72,11 @@ fn pid_exists(kind: i32, pid: i32) -> bool {
 /// `F_GETOWN`: the owner, a process group as a negative number.
 pub(super) fn getown(file: &File) -> i32 {
     let o = file.owner();
-    if o.kind == F_OWNER_PGRP { -o.pid } else { o.pid }
+    if o.kind == F_OWNER_PGRP {
+        -o.pid
+    } else {
+        o.pid
+    }
 }
 
 fn set_owner(file: &File, kind: i32, pid: i32) -> Result<i32, Errno> {

@@ -69,11 +69,13 @@ fn rwf_append(rwf: u32, is_dir: bool, write: bool) -> Result<Option<bool>, Errno
     if rwf & (RWF_NOWAIT | RWF_ATOMIC | RWF_DONTCACHE) != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
-    Ok(match (write, rwf & RWF_APPEND != 0, rwf & RWF_NOAPPEND != 0) {
-        (true, true, _) => Some(true),
-        (true, _, true) => Some(false),
-        _ => None,
-    })
+    Ok(
+        match (write, rwf & RWF_APPEND != 0, rwf & RWF_NOAPPEND != 0) {
+            (true, true, _) => Some(true),
+            (true, _, true) => Some(false),
+            _ => None,
+        },
+    )
 }
 
 /// The mode checks of Linux's `vfs_fallocate`, made after the offset and
@@ -293,7 +295,13 @@ impl Task {
     }
 
     /// A write of `bufs` at `at` with the `RWF_*` flags `rwf`.
-    pub(super) fn do_write(&self, f: &File, bufs: &[&[u8]], at: At, rwf: u32) -> Result<usize, Errno> {
+    pub(super) fn do_write(
+        &self,
+        f: &File,
+        bufs: &[&[u8]],
+        at: At,
+        rwf: u32,
+    ) -> Result<usize, Errno> {
         if f.mode() & FMODE_WRITE == 0 {
             return Err(Errno::EBADF);
         }
@@ -309,8 +317,8 @@ impl Task {
             },
             total,
         )?;
-        let append = rwf_append(rwf, ftype(d) == S_IFDIR, true)?
-            .unwrap_or(f.flags() & O_APPEND != 0);
+        let append =
+            rwf_append(rwf, ftype(d) == S_IFDIR, true)?.unwrap_or(f.flags() & O_APPEND != 0);
         let fs = &d.sb().fs;
         let ino = d.ino();
         // Appends and privilege removal read the size and mode and then

@@ -10,9 +10,7 @@ use super::{Process, Task};
 use crate::cred::{self, MAY_EXEC, MAY_READ, MAY_WRITE, permission};
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
-use crate::fs::{
-    RENAME_EXCHANGE, RENAME_NOREPLACE, S_IFLNK, S_IFMT, S_IFREG, S_ISGID, S_ISUID,
-};
+use crate::fs::{RENAME_EXCHANGE, RENAME_NOREPLACE, S_IFLNK, S_IFMT, S_IFREG, S_ISGID, S_ISUID};
 use crate::namei::{self, DIRECTORY, EMPTY, FOLLOW, LastType, Parent};
 use crate::primitive::sync::{lock, lock_unmodelled};
 use crate::task_work;

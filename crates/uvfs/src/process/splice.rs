@@ -87,7 +87,10 @@ impl Process {
                 Err(e) if done == 0 => return Err(e),
                 Err(_) => break,
             };
-            let w = match self.task.do_write(fout, &[&buf[..n]], At::Off(pos_out + done as u64), 0) {
+            let w = match self
+                .task
+                .do_write(fout, &[&buf[..n]], At::Off(pos_out + done as u64), 0)
+            {
                 Ok(w) => w,
                 Err(e) if done == 0 => return Err(e),
                 Err(_) => break,
@@ -213,7 +216,10 @@ impl Process {
             return Err(Errno::EBADF);
         }
         let out_pos = pos_of(&fout);
-        let limit = |f: &File| f.dentry().map_or(i64::MAX, |d| d.sb().limits.max_file_size as i64);
+        let limit = |f: &File| {
+            f.dentry()
+                .map_or(i64::MAX, |d| d.sb().limits.max_file_size as i64)
+        };
         let max = limit(&fin).min(limit(&fout));
         if pos + count as i64 > max {
             if pos >= max {

@@ -117,7 +117,11 @@ impl Process {
         if name.starts_with(b"security.") && !self.task.cred.capable(Cap::SysAdmin) {
             return Err(Errno::EPERM);
         }
-        let flags = if value.is_none() { XATTR_REPLACE } else { flags };
+        let flags = if value.is_none() {
+            XATTR_REPLACE
+        } else {
+            flags
+        };
         d.sb().fs.setxattr(d.ino(), name, value, flags)?;
         mark_changed(&d);
         Ok(())
@@ -186,7 +190,12 @@ impl Process {
         value: &[u8],
         flags: i32,
     ) -> Result<(), Errno> {
-        self.do_setxattr(Target::Path(AT_FDCWD, path.as_ref(), FOLLOW), name, Some(value), flags)
+        self.do_setxattr(
+            Target::Path(AT_FDCWD, path.as_ref(), FOLLOW),
+            name,
+            Some(value),
+            flags,
+        )
     }
 
     /// `lsetxattr`.
@@ -197,7 +206,12 @@ impl Process {
         value: &[u8],
         flags: i32,
     ) -> Result<(), Errno> {
-        self.do_setxattr(Target::Path(AT_FDCWD, path.as_ref(), 0), name, Some(value), flags)
+        self.do_setxattr(
+            Target::Path(AT_FDCWD, path.as_ref(), 0),
+            name,
+            Some(value),
+            flags,
+        )
     }
 
     /// `fsetxattr(fd, name, value, flags)`.
@@ -271,7 +285,12 @@ impl Process {
         xattr_flags: i32,
     ) -> Result<(), Errno> {
         let lf = at_flags(flags)?;
-        self.do_setxattr(Target::Path(dirfd, path.as_ref(), lf), name, Some(value), xattr_flags)
+        self.do_setxattr(
+            Target::Path(dirfd, path.as_ref(), lf),
+            name,
+            Some(value),
+            xattr_flags,
+        )
     }
 
     /// `listxattrat(dirfd, path, flags, buf)`.

@@ -441,7 +441,13 @@ impl FileSystem for Tmpfs {
         self.xattr_get(ino, name)
     }
 
-    fn setxattr(&self, ino: Ino, name: &[u8], value: Option<&[u8]>, flags: i32) -> Result<(), Errno> {
+    fn setxattr(
+        &self,
+        ino: Ino,
+        name: &[u8],
+        value: Option<&[u8]>,
+        flags: i32,
+    ) -> Result<(), Errno> {
         self.xattr_set(ino, name, value, flags)
     }
 
