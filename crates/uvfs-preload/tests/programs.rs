@@ -652,6 +652,19 @@ print(os.fstat(dst).st_size)
 os.lseek(dst, 0, os.SEEK_SET)
 data = os.read(dst, 100000)
 print(len(data), data[:20], data[-8:])
+import fcntl
+t("getown", fcntl.fcntl, dst, fcntl.F_GETOWN)
+t("setown", fcntl.fcntl, dst, fcntl.F_SETOWN, os.getpid())
+print("owner is us", fcntl.fcntl(dst, fcntl.F_GETOWN) == os.getpid())
+t("setown-nobody", fcntl.fcntl, dst, fcntl.F_SETOWN, 999999999)
+t("setsig", fcntl.fcntl, dst, 10, 64)
+t("getsig", fcntl.fcntl, dst, 11)
+t("setsig-bad", fcntl.fcntl, dst, 10, 65)
+t("seals", fcntl.fcntl, dst, fcntl.F_GET_SEALS)
+t("add-seals", fcntl.fcntl, dst, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE)
+t("getlease", fcntl.fcntl, dst, fcntl.F_GETLEASE)
+t("pipe-size", fcntl.fcntl, dst, 1032)
+t("created", fcntl.fcntl, dst, 1028)
 "#;
 
 #[test]
