@@ -125,7 +125,7 @@ pub(super) fn setsig(file: &File, sig: i32) -> Result<i32, Errno> {
     Ok(0)
 }
 
-/// `F_SETLEASE`. uvfs grants no lease (see the module docs of
+/// `F_SETLEASE`. uvfs grants no lease (a known difference, listed in
 /// `docs/semantics.md`): every request that passes Linux's checks meets
 /// the answer Linux gives when another open conflicts, `EAGAIN`; removing
 /// a lease finds none, which is `EAGAIN` too.
