@@ -569,6 +569,120 @@ con.close()
 print(sorted(os.listdir(D)))
 "#;
 
+const PY_XATTR: &str = r#"
+import errno, os, sys
+D = sys.argv[1]
+f = os.path.join(D, "xa")
+open(f, "w").close()
+def t(what, fn, *a, **k):
+    try:
+        r = fn(*a, **k)
+        print(what, sorted(r) if isinstance(r, list) else r)
+    except OSError as e:
+        print(what, errno.errorcode[e.errno])
+t("set", os.setxattr, f, "user.a", b"one")
+t("get", os.getxattr, f, "user.a")
+t("create-again", os.setxattr, f, "user.a", b"x", os.XATTR_CREATE)
+t("replace-missing", os.setxattr, f, "user.b", b"x", os.XATTR_REPLACE)
+t("set-b", os.setxattr, f, "user.b", b"")
+t("trusted", os.setxattr, f, "trusted.t", b"t")
+t("list", os.listxattr, f)
+t("missing", os.getxattr, f, "user.zz")
+t("bare", os.setxattr, f, "user.", b"x")
+t("other-ns", os.setxattr, f, "foo.bar", b"x")
+t("too-big", os.setxattr, f, "user.big", b"x" * 65537)
+t("long-name", os.setxattr, f, "user." + "n" * 251, b"x")
+fd = os.open(f, os.O_RDONLY)
+t("fget", os.getxattr, fd, "user.a")
+t("fset", os.setxattr, fd, "user.c", b"via fd")
+t("flist", os.listxattr, fd)
+t("fremove", os.removexattr, fd, "user.c")
+os.close(fd)
+os.symlink("xa", os.path.join(D, "xl"))
+t("lset-user", os.setxattr, os.path.join(D, "xl"), "user.l", b"x", follow_symlinks=False)
+t("get-through-link", os.getxattr, os.path.join(D, "xl"), "user.a")
+t("remove", os.removexattr, f, "user.a")
+t("remove-again", os.removexattr, f, "user.a")
+t("list-after", os.listxattr, f)
+t("nonexistent", os.listxattr, os.path.join(D, "nope"))
+"#;
+
+#[test]
+fn python_xattrs() {
+    let Some(py) = python() else { return };
+    let s = seed();
+    check(
+        Case {
+            name: "python-xattrs",
+            cmd: &[&py, "-c", PY_XATTR, "{D}"],
+            mask: same,
+            opaque: &[],
+            env: &[],
+        },
+        s,
+    );
+}
+
+const PY_COPY: &str = r#"
+import errno, os, sys
+D = sys.argv[1]
+def t(what, fn, *a):
+    try:
+        print(what, fn(*a))
+    except OSError as e:
+        print(what, errno.errorcode[e.errno])
+src = os.open(os.path.join(D, "src"), os.O_CREAT | os.O_RDWR, 0o644)
+os.write(src, b"0123456789abcdef" * 1000)
+dst = os.open(os.path.join(D, "dst"), os.O_CREAT | os.O_RDWR, 0o644)
+t("sendfile", os.sendfile, dst, src, 0, 5000)
+t("sendfile-pos", os.sendfile, dst, src, None, 100)
+t("src-pos", os.lseek, src, 0, os.SEEK_CUR)
+t("dst-pos", os.lseek, dst, 0, os.SEEK_CUR)
+t("copy_file_range", os.copy_file_range, src, dst, 3000, 10, 20000)
+t("copy-overlap", os.copy_file_range, src, src, 10, 0, 5)
+b = bytearray(8)
+t("preadv2", os.preadv, src, [b], 4, 0)
+print(bytes(b))
+t("preadv2-nowait", os.preadv, src, [b], 0, os.RWF_NOWAIT)
+t("preadv2-hipri", os.preadv, src, [b], 0, os.RWF_HIPRI)
+t("pwritev2-append", os.pwritev, dst, [b"tail"], 0, os.RWF_APPEND)
+t("pwritev2-both", os.pwritev, dst, [b"x"], 0, os.RWF_APPEND | 0x20)
+
+print(os.fstat(dst).st_size)
+os.lseek(dst, 0, os.SEEK_SET)
+data = os.read(dst, 100000)
+print(len(data), data[:20], data[-8:])
+import fcntl
+t("getown", fcntl.fcntl, dst, fcntl.F_GETOWN)
+t("setown", fcntl.fcntl, dst, fcntl.F_SETOWN, os.getpid())
+print("owner is us", fcntl.fcntl(dst, fcntl.F_GETOWN) == os.getpid())
+t("setown-nobody", fcntl.fcntl, dst, fcntl.F_SETOWN, 999999999)
+t("setsig", fcntl.fcntl, dst, 10, 64)
+t("getsig", fcntl.fcntl, dst, 11)
+t("setsig-bad", fcntl.fcntl, dst, 10, 65)
+t("seals", fcntl.fcntl, dst, fcntl.F_GET_SEALS)
+t("add-seals", fcntl.fcntl, dst, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE)
+t("getlease", fcntl.fcntl, dst, fcntl.F_GETLEASE)
+t("pipe-size", fcntl.fcntl, dst, 1032)
+t("created", fcntl.fcntl, dst, 1028)
+"#;
+
+#[test]
+fn python_copies() {
+    let Some(py) = python() else { return };
+    let s = seed();
+    check(
+        Case {
+            name: "python-copies",
+            cmd: &[&py, "-c", PY_COPY, "{D}"],
+            mask: same,
+            opaque: &[],
+            env: &[],
+        },
+        s,
+    );
+}
+
 #[test]
 fn python_files() {
     let Some(py) = python() else { return };

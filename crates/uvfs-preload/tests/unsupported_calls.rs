@@ -216,7 +216,7 @@ preadv2: ok errno 0
   read 'data'
 pwritev2 at the position: ok errno 0
   position 4
-pwritev2 RWF_APPEND: -1 errno 95
+pwritev2 RWF_APPEND: ok errno 0
 preadv2 unknown flag: -1 errno 95
 readahead: 0 errno 0
 sync_file_range: 0 errno 0
@@ -256,7 +256,6 @@ const REFUSED: &[&str] = &[
     "ftw of a uvfs directory is not supported (EOPNOTSUPP)",
     "fts_open of a uvfs directory is not supported (EOPNOTSUPP)",
     "glob of a uvfs path is not supported (EOPNOTSUPP)",
-    "pwritev2 with RWF_APPEND on a uvfs file is not supported (EOPNOTSUPP)",
     "aio_read on a uvfs file is not supported (EOPNOTSUPP)",
     "aio_write on a uvfs file is not supported (EOPNOTSUPP)",
     "aio_fsync on a uvfs file is not supported (EOPNOTSUPP)",

@@ -71,8 +71,11 @@ pub enum Cap {
     Fsetid,
     /// `CAP_CHOWN`: change owner and group arbitrarily.
     Chown,
-    /// `CAP_SYS_ADMIN`: mount file systems.
+    /// `CAP_SYS_ADMIN`: mount file systems; `trusted.*` extended
+    /// attributes.
     SysAdmin,
+    /// `CAP_LEASE`: take leases on files the caller does not own.
+    Lease,
 }
 
 /// A task's credentials: real, effective and file-system ids, and the
@@ -129,6 +132,9 @@ impl Cred {
             | Cap::Fsetid
             | Cap::Chown
             | Cap::SysAdmin => self.fsuid == 0,
+            // Not a file-system capability: it follows the effective uid
+            // (dropped when the euid leaves 0).
+            Cap::Lease => self.euid == 0,
         }
     }
 

@@ -57,7 +57,7 @@ pub use file_table::{File, FileOps, FileRef};
 pub use locks::{Flock, LockStats};
 pub use process::{Opening, Process};
 pub use stat::{Stat, Statx};
-pub use vfs::{Vfs, VfsBuilder};
+pub use vfs::{FsSysctls, Vfs, VfsBuilder};
 
 /// The in-memory size of each object the VFS keeps per file, for the lab's
 /// memory report: (name, bytes). Dentries also allocate their name

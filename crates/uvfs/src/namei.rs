@@ -23,6 +23,7 @@
 use crate::cred::{Cred, MAY_EXEC, permission};
 use crate::dcache::{Dentry, DentryRef};
 use crate::errno::Errno;
+use crate::fs::S_ISVTX;
 use crate::primitive::sync::lock;
 use crate::reclaim;
 use crate::vfs::Vfs;
@@ -161,7 +162,7 @@ impl<'a> Nd<'a> {
             links: 0,
         };
         let (kind, last, trailing) = self.link_path_walk(&mut w, path)?;
-        self.walk_last(&mut w, kind, last, trailing, flags)?;
+        self.walk_last(&mut w, kind, last, trailing, flags, true)?;
         Ok(w.cur)
     }
 
@@ -228,7 +229,7 @@ impl<'a> Nd<'a> {
             if after.is_empty() {
                 return Ok((kind_of(name), name, end < rest.len()));
             }
-            self.step(w, name, true)?;
+            self.step(w, name, true, false)?;
             if !is_dir(&w.cur) {
                 return Err(Errno::ENOTDIR);
             }
@@ -236,7 +237,9 @@ impl<'a> Nd<'a> {
         }
     }
 
-    /// Resolves the last component into `w.cur`.
+    /// Resolves the last component into `w.cur`; `ends_path`: it is the
+    /// last component of the whole path (not of a symlink's target met
+    /// midway), so a symlink there is a trailing one.
     fn walk_last(
         &self,
         w: &mut Walk,
@@ -244,6 +247,7 @@ impl<'a> Nd<'a> {
         name: &[u8],
         trailing: bool,
         flags: u32,
+        ends_path: bool,
     ) -> Result<(), Errno> {
         let flags = if trailing {
             flags | FOLLOW | DIRECTORY
@@ -252,7 +256,7 @@ impl<'a> Nd<'a> {
         };
         match kind {
             LastType::Root => {}
-            _ => self.step(w, name, flags & FOLLOW != 0)?,
+            _ => self.step(w, name, flags & FOLLOW != 0, ends_path)?,
         }
         if flags & DIRECTORY != 0 && !is_dir(&w.cur) {
             return Err(Errno::ENOTDIR);
@@ -261,8 +265,8 @@ impl<'a> Nd<'a> {
     }
 
     /// One component: `.`, `..`, or a name (following a symlink if
-    /// `follow`).
-    fn step(&self, w: &mut Walk, name: &[u8], follow: bool) -> Result<(), Errno> {
+    /// `follow`; `ends_path`: a symlink here would be a trailing one).
+    fn step(&self, w: &mut Walk, name: &[u8], follow: bool, ends_path: bool) -> Result<(), Errno> {
         match name {
             b"." => Ok(()),
             b".." => {
@@ -273,7 +277,7 @@ impl<'a> Nd<'a> {
                 let child = self.lookup_one(&w.cur, name)?;
                 let child = self.follow_mounts(child);
                 if follow && is_symlink(&child) {
-                    self.follow_link(w, &child)
+                    self.follow_link(w, &child, ends_path)
                 } else {
                     w.cur = child;
                     Ok(())
@@ -283,11 +287,15 @@ impl<'a> Nd<'a> {
     }
 
     /// Follows the symlink `link` found in `w.cur`, leaving its target in
-    /// `w.cur`.
-    fn follow_link(&self, w: &mut Walk, link: &DentryRef) -> Result<(), Errno> {
+    /// `w.cur`; `trailing`: it ends the path (`fs.protected_symlinks`
+    /// applies, after the link count).
+    fn follow_link(&self, w: &mut Walk, link: &DentryRef, trailing: bool) -> Result<(), Errno> {
         w.links += 1;
         if w.links > MAXSYMLINKS {
             return Err(Errno::ELOOP);
+        }
+        if trailing {
+            self.may_follow_link(&w.cur, link)?;
         }
         let target = link.sb().fs.readlink(link.ino())?;
         // Following a link is an access to it (`pick_link`).
@@ -295,8 +303,29 @@ impl<'a> Nd<'a> {
         if target.is_empty() {
             return Err(Errno::ENOENT);
         }
-        let (kind, last, trailing) = self.link_path_walk(w, &target)?;
-        self.walk_last(w, kind, last, trailing, FOLLOW)
+        let (kind, last, slash) = self.link_path_walk(w, &target)?;
+        self.walk_last(w, kind, last, slash, FOLLOW, trailing)
+    }
+
+    /// Linux's `may_follow_link` for a trailing symlink `link` in `dir`
+    /// under `fs.protected_symlinks`: `EACCES` when the directory is
+    /// sticky and world-writable and neither the follower (its fsuid) nor
+    /// the directory's owner owns the link. No capability overrides it.
+    pub(crate) fn may_follow_link(&self, dir: &DentryRef, link: &DentryRef) -> Result<(), Errno> {
+        if self.vfs.sysctls().protected_symlinks == 0 {
+            return Ok(());
+        }
+        let (Some(ds), Some(ls)) = (dir.snap(), link.snap()) else {
+            return Ok(());
+        };
+        let (d, l) = (ds.attr(), ls.attr());
+        if l.uid == self.cred.fsuid
+            || d.mode & (S_ISVTX | 0o002) != (S_ISVTX | 0o002)
+            || d.uid == l.uid
+        {
+            return Ok(());
+        }
+        Err(Errno::EACCES)
     }
 
     /// `..`: the parent, staying at the root, crossing a mount upwards.

@@ -11,23 +11,28 @@
 //! (open, openat, creat, `O_TMPFILE`), `io` (read, write, their
 //! positional and vector forms, lseek, getdents64, truncate, fallocate,
 //! fsync), `names` (mkdir, rmdir, unlink, rename, link, symlink,
-//! readlink, chdir, getcwd) and `attrs` (the stat family, chmod, chown,
-//! utimensat, access, umask).
+//! readlink, chdir, getcwd), `attrs` (the stat family, chmod, chown,
+//! utimensat, access, umask), `xattr` (extended attributes), `fcntl` (the
+//! fcntl commands beyond the fd table's), `locks` (advisory locks: fcntl's
+//! record and OFD locks, flock) and `splice` (copy_file_range, sendfile).
 
 mod attrs;
+mod fcntl;
 mod io;
 pub use io::ReadDir;
 mod locks;
 mod names;
 mod open;
+mod splice;
+mod xattr;
 
 use crate::cred::Cred;
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
 use crate::fdtable::{FdTable, Files};
 use crate::file_table::{
-    FMODE_ATOMIC_POS, FMODE_OPENED, FMODE_PATH, File, FileOps, FileRef, UnpublishedFile,
-    alloc_empty_file,
+    FMODE_ATOMIC_POS, FMODE_CREATED, FMODE_OPENED, FMODE_PATH, File, FileOps, FileRef,
+    UnpublishedFile, alloc_empty_file,
 };
 use crate::fs::FileSystem;
 use crate::namei::{self, Nd};
@@ -182,6 +187,12 @@ impl Opening<'_> {
     /// Sets the dentry the file is opened through.
     pub(crate) fn set_path(&mut self, d: DentryRef) {
         self.file.set_path(d);
+    }
+
+    /// Adds `FMODE_*` bits (`FMODE_CREATED`, `FMODE_CAN_ODIRECT`).
+    pub(crate) fn add_mode(&mut self, bits: u32) {
+        let mode = self.file.mode() | bits;
+        self.file.set_mode(mode);
     }
 
     /// Clears `FMODE_ATOMIC_POS` (for files that are not regular files or
@@ -458,6 +469,7 @@ impl Process {
         let vfs = &self.task.vfs;
         let pool = vfs.fastpaths().typesafe_files;
         let mut file = alloc_empty_file(pool.then(|| vfs.file_pool()), f_flags, fmode)?;
+        file.set_cred(self.task.cred.clone());
         match open(self, &mut Opening { file: &mut file }) {
             Ok(()) => {
                 let mode = file.mode() | FMODE_OPENED;
@@ -518,8 +530,20 @@ impl Process {
     }
 
     /// `fcntl(fd, cmd, arg)` for `F_DUPFD`, `F_DUPFD_CLOEXEC`, `F_GETFD`,
-    /// `F_SETFD`, `F_GETFL`, `F_SETFL` and `F_DUPFD_QUERY`; `EINVAL` for
-    /// other commands. On an `O_PATH` fd `F_SETFL` is refused (`EBADF`).
+    /// `F_SETFD`, `F_GETFL`, `F_SETFL`, `F_DUPFD_QUERY`, `F_CREATED_QUERY`,
+    /// `F_GETOWN`/`F_SETOWN`, `F_GETSIG`/`F_SETSIG`, `F_GETLEASE`/
+    /// `F_SETLEASE`, `F_GET_SEALS`/`F_ADD_SEALS` and `F_GETPIPE_SZ`/
+    /// `F_SETPIPE_SZ`; `EINVAL` for other commands. The commands that take
+    /// a `struct f_owner_ex` are [`fcntl_getown_ex`](Self::fcntl_getown_ex)
+    /// and [`fcntl_setown_ex`](Self::fcntl_setown_ex) (here they are
+    /// `EFAULT`: `arg` is no pointer the library may read). On an `O_PATH`
+    /// fd only the dup, fd-flag, `F_GETFL` and query commands work
+    /// (`EBADF`), as in Linux.
+    ///
+    /// Process ids given to `F_SETOWN` are the host's (a uvfs process is a
+    /// host process or part of one): an id no host process or group has is
+    /// `ESRCH`, as Linux finds it. `F_GETOWN` reports the owner set, without
+    /// Linux's re-check that it is still alive.
     pub fn fcntl(&mut self, fd: i32, cmd: i32, arg: u64) -> Result<i32, Errno> {
         let _call = task_work::enter();
         // The table view that comes with the file cannot close or replace
@@ -528,7 +552,13 @@ impl Process {
         if file.mode() & FMODE_PATH != 0
             && !matches!(
                 cmd,
-                F_DUPFD | F_DUPFD_CLOEXEC | F_GETFD | F_SETFD | F_GETFL | F_DUPFD_QUERY
+                F_DUPFD
+                    | F_DUPFD_CLOEXEC
+                    | F_GETFD
+                    | F_SETFD
+                    | F_GETFL
+                    | F_DUPFD_QUERY
+                    | F_CREATED_QUERY
             )
         {
             return Err(Errno::EBADF);
@@ -546,9 +576,22 @@ impl Process {
             }
             F_GETFL => Ok(file.flags()),
             F_SETFL => {
+                fcntl::setfl(&self.task.cred, &file, arg as i32)?;
                 file.set_status_flags(arg as i32);
                 Ok(0)
             }
+            F_CREATED_QUERY => Ok(i32::from(file.mode() & FMODE_CREATED != 0)),
+            F_GETOWN => Ok(fcntl::getown(&file)),
+            F_SETOWN => fcntl::setown(&file, arg as i32),
+            F_GETSIG => Ok(file.owner().sig),
+            F_SETSIG => fcntl::setsig(&file, arg as i32),
+            F_GETOWN_EX | F_SETOWN_EX => Err(Errno::EFAULT),
+            F_GETLEASE => Ok(F_UNLCK),
+            F_SETLEASE => fcntl::setlease(&self.task.cred, &file, arg as i32),
+            F_GET_SEALS => fcntl::get_seals(&file),
+            F_ADD_SEALS => fcntl::add_seals(&file, arg as u32),
+            // Only pipes have a size (`get_pipe_info`).
+            F_GETPIPE_SZ | F_SETPIPE_SZ => Err(Errno::EBADF),
             F_DUPFD_QUERY => {
                 // Whether the fd in `arg` (read as an int) refers to the same
                 // open file; EBADF if it is not open.
@@ -563,6 +606,22 @@ impl Process {
             }
             _ => Err(Errno::EINVAL),
         }
+    }
+
+    /// `fcntl(fd, F_GETOWN_EX, &owner)`: the signal owner as a
+    /// `struct f_owner_ex` (a file never given one: `F_OWNER_TID`, 0).
+    pub fn fcntl_getown_ex(&mut self, fd: i32) -> Result<FOwnerEx, Errno> {
+        let _call = task_work::enter();
+        let file = self.files.fdget(fd, FMODE_PATH).ok_or(Errno::EBADF)?;
+        Ok(fcntl::getown_ex(&file))
+    }
+
+    /// `fcntl(fd, F_SETOWN_EX, &owner)`: `EINVAL` for an unknown type,
+    /// `ESRCH` for an id no host thread, process or group has.
+    pub fn fcntl_setown_ex(&mut self, fd: i32, owner: FOwnerEx) -> Result<(), Errno> {
+        let _call = task_work::enter();
+        let file = self.files.fdget(fd, FMODE_PATH).ok_or(Errno::EBADF)?;
+        fcntl::setown_ex(&file, owner)
     }
 
     /// `close_range(first, last, flags)` with `CLOSE_RANGE_UNSHARE` and

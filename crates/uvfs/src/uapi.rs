@@ -159,6 +159,9 @@ pub const STATX_BASIC_STATS: u32 = 0x7ff;
 pub const STATX_BTIME: u32 = 0x800;
 /// `statx` mask: mount id.
 pub const STATX_MNT_ID: u32 = 0x1000;
+/// `statx` mask: the unique (never reused) mount id, in place of
+/// [`STATX_MNT_ID`].
+pub const STATX_MNT_ID_UNIQUE: u32 = 0x4000;
 /// `statx`: a reserved mask bit (`EINVAL`).
 pub const STATX_RESERVED: u32 = 0x8000_0000;
 /// `statx` attribute: the file is the root of a mount.
@@ -204,3 +207,90 @@ pub const LOCK_UN: i32 = 8;
 /// flock: the retired mandatory-lock flag; Linux ignores such requests
 /// (returns 0 without looking at the fd).
 pub const LOCK_MAND: i32 = 32;
+
+/// fcntl: set the process (positive) or process group (negative) that
+/// receives `SIGIO`/`SIGURG` for the file.
+pub const F_SETOWN: i32 = 8;
+/// fcntl: the owner set by `F_SETOWN` (a process group as a negative
+/// number), 0 if none.
+pub const F_GETOWN: i32 = 9;
+/// fcntl: the signal sent instead of `SIGIO` (0: `SIGIO`).
+pub const F_SETSIG: i32 = 10;
+/// fcntl: the signal set by `F_SETSIG`.
+pub const F_GETSIG: i32 = 11;
+/// fcntl: set the owner from a `struct f_owner_ex` ([`FOwnerEx`]).
+pub const F_SETOWN_EX: i32 = 15;
+/// fcntl: the owner as a `struct f_owner_ex` ([`FOwnerEx`]).
+pub const F_GETOWN_EX: i32 = 16;
+/// `f_owner_ex.type`: one thread.
+pub const F_OWNER_TID: i32 = 0;
+/// `f_owner_ex.type`: a process (thread group).
+pub const F_OWNER_PID: i32 = 1;
+/// `f_owner_ex.type`: a process group.
+pub const F_OWNER_PGRP: i32 = 2;
+/// fcntl: take or release a lease.
+pub const F_SETLEASE: i32 = 1024;
+/// fcntl: the lease held (`F_UNLCK` if none).
+pub const F_GETLEASE: i32 = 1025;
+/// fcntl: whether this open created the file (Linux 6.12).
+pub const F_CREATED_QUERY: i32 = 1028;
+/// fcntl: set a pipe's capacity.
+pub const F_SETPIPE_SZ: i32 = 1031;
+/// fcntl: a pipe's capacity.
+pub const F_GETPIPE_SZ: i32 = 1032;
+/// fcntl: add file seals (memfd).
+pub const F_ADD_SEALS: i32 = 1033;
+/// fcntl: the file's seals.
+pub const F_GET_SEALS: i32 = 1034;
+/// Seal: no more seals may be added.
+pub const F_SEAL_SEAL: u32 = 0x1;
+/// Every seal bit Linux knows (`F_ALL_SEALS`: seal, shrink, grow, write,
+/// future write, exec).
+pub const F_ALL_SEALS: u32 = 0x3f;
+/// The highest signal number (`_NSIG`): `F_SETSIG` takes 0 to this.
+pub const NSIG: i32 = 64;
+/// `PATH_MAX`: the longest path, its terminating NUL included.
+pub const PATH_MAX: usize = 4096;
+
+/// `struct f_owner_ex` of `F_GETOWN_EX`/`F_SETOWN_EX`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FOwnerEx {
+    /// [`F_OWNER_TID`], [`F_OWNER_PID`] or [`F_OWNER_PGRP`].
+    pub kind: i32,
+    /// The thread, process or process-group id (0: none).
+    pub pid: i32,
+}
+
+/// `setxattr`: fail with `EEXIST` if the attribute exists.
+pub const XATTR_CREATE: i32 = 1;
+/// `setxattr`: fail with `ENODATA` if the attribute does not exist.
+pub const XATTR_REPLACE: i32 = 2;
+/// The longest extended-attribute name (`XATTR_NAME_MAX`).
+pub const XATTR_NAME_MAX: usize = 255;
+/// The largest extended-attribute value (`XATTR_SIZE_MAX`).
+pub const XATTR_SIZE_MAX: usize = 65536;
+/// The largest `listxattr` buffer the kernel fills (`XATTR_LIST_MAX`).
+pub const XATTR_LIST_MAX: usize = 65536;
+
+/// `preadv2`/`pwritev2`: high-priority polling (no effect on tmpfs).
+pub const RWF_HIPRI: u32 = 0x1;
+/// `pwritev2`: per-write `O_DSYNC`.
+pub const RWF_DSYNC: u32 = 0x2;
+/// `pwritev2`: per-write `O_SYNC`.
+pub const RWF_SYNC: u32 = 0x4;
+/// Do not wait for data or locks (`EOPNOTSUPP` on tmpfs).
+pub const RWF_NOWAIT: u32 = 0x8;
+/// `pwritev2`: per-write `O_APPEND`.
+pub const RWF_APPEND: u32 = 0x10;
+/// `pwritev2`: ignore `O_APPEND` for this write.
+pub const RWF_NOAPPEND: u32 = 0x20;
+/// `pwritev2`: untorn write (`EOPNOTSUPP` on tmpfs).
+pub const RWF_ATOMIC: u32 = 0x40;
+/// Drop the page cache after the I/O (`EOPNOTSUPP` on tmpfs).
+pub const RWF_DONTCACHE: u32 = 0x80;
+/// No `SIGPIPE` on a broken pipe or socket.
+pub const RWF_NOSIGNAL: u32 = 0x100;
+/// Every `RWF_*` flag Linux 6.18 knows.
+pub const RWF_SUPPORTED: u32 = 0x1ff;
+/// The most one read or write transfers (`MAX_RW_COUNT`).
+pub const MAX_RW_COUNT: usize = 0x7fff_f000;

@@ -17,9 +17,60 @@ use crate::mount::Mounts;
 use crate::super_block::SuperBlocks;
 use std::sync::Arc;
 
+/// The `fs.protected_*` sysctls (Linux's `fs/namei.c`), fixed when a
+/// [`Vfs`] is built. The default is the kernel's own (every one 0);
+/// distributions commonly raise them at boot, and [`FsSysctls::host`]
+/// reads the running kernel's.
+///
+/// - `protected_symlinks` (0 or 1): following a symlink that ends a path,
+///   in a sticky world-writable directory, is `EACCES` unless the
+///   follower owns the link or the directory's owner does (root
+///   included: no capability overrides it).
+/// - `protected_hardlinks` (0 or 1): `link` of a source the caller
+///   neither owns nor has `CAP_FOWNER` for is `EPERM` unless it is a
+///   regular file, not set-user-ID, not set-group-ID and group-executable,
+///   that the caller may read and write.
+/// - `protected_regular` and `protected_fifos` (0, 1 or 2): an `O_CREAT`
+///   open of an existing regular file (a FIFO) in a sticky directory,
+///   owned neither by the caller nor by the directory's owner, is `EACCES`
+///   when the directory is world-writable (1), or also when it is only
+///   group-writable (2). Other file types (a symlink opened with
+///   `O_NOFOLLOW`) get the world-writable rule whatever the sysctls say.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FsSysctls {
+    /// `fs.protected_symlinks`.
+    pub protected_symlinks: u8,
+    /// `fs.protected_hardlinks`.
+    pub protected_hardlinks: u8,
+    /// `fs.protected_regular`.
+    pub protected_regular: u8,
+    /// `fs.protected_fifos`.
+    pub protected_fifos: u8,
+}
+
+impl FsSysctls {
+    /// The running kernel's values, from `/proc/sys/fs` (a value that
+    /// cannot be read is taken as 0).
+    pub fn host() -> FsSysctls {
+        let get = |name: &str| {
+            std::fs::read_to_string(format!("/proc/sys/fs/{name}"))
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .unwrap_or(0)
+        };
+        FsSysctls {
+            protected_symlinks: get("protected_symlinks"),
+            protected_hardlinks: get("protected_hardlinks"),
+            protected_regular: get("protected_regular"),
+            protected_fifos: get("protected_fifos"),
+        }
+    }
+}
+
 /// How a [`Vfs`] is built.
 #[derive(Clone, Debug)]
 pub struct VfsBuilder {
+    sysctls: FsSysctls,
     fast: FastPaths,
     dcache_limit: usize,
     icache_limit: usize,
@@ -30,6 +81,12 @@ impl VfsBuilder {
     /// The fast paths to run (default: [`FastPaths::seeds`]).
     pub fn fastpaths(mut self, fast: FastPaths) -> Self {
         self.fast = fast;
+        self
+    }
+
+    /// The `fs.protected_*` sysctls (default: all 0, the kernel's own).
+    pub fn sysctls(mut self, sysctls: FsSysctls) -> Self {
+        self.sysctls = sysctls;
         self
     }
 
@@ -86,6 +143,7 @@ impl VfsBuilder {
 /// ```
 pub struct Vfs {
     fast: FastPaths,
+    sysctls: FsSysctls,
     pool: &'static FilePool,
     caches: Arc<Caches>,
     /// Every superblock by id; the inode cache's eviction finds the file
@@ -113,6 +171,7 @@ impl Vfs {
     /// A builder with the defaults.
     pub fn builder() -> VfsBuilder {
         VfsBuilder {
+            sysctls: FsSysctls::default(),
             fast: FastPaths::seeds(),
             // Under loom every atomic is modelled: keep the tables tiny.
             dcache_limit: if cfg!(loom) { 4 } else { 1 << 20 },
@@ -147,6 +206,7 @@ impl Vfs {
         let root = new_sb(&caches, &sbs, fs).expect("the root file system has a root inode");
         Arc::new(Vfs {
             fast: b.fast,
+            sysctls: b.sysctls,
             pool: FilePool::global(),
             caches,
             sbs,
@@ -158,6 +218,11 @@ impl Vfs {
     /// The fast paths this instance runs.
     pub fn fastpaths(&self) -> &FastPaths {
         &self.fast
+    }
+
+    /// The `fs.protected_*` sysctls this instance applies.
+    pub fn sysctls(&self) -> &FsSysctls {
+        &self.sysctls
     }
 
     /// The type-stable file pool (used when `typesafe_files` is on).

@@ -1,11 +1,14 @@
-//! Copies between fds: `sendfile`, `copy_file_range` and `splice`. With a uvfs fd on
-//! either side the copy runs through the shim's own read and write
-//! ([`fdops`]), so each side goes to uvfs or the kernel as it should;
-//! `copy_file_range` between uvfs and a kernel file is `EXDEV`, as Linux
-//! says between file systems of different types.
+//! Copies between fds: `sendfile`, `copy_file_range` and `splice`. With
+//! uvfs fds on both sides, `sendfile` and `copy_file_range` are the
+//! library's own calls (`Process::sendfile`, `Process::copy_file_range`:
+//! Linux's checks and one copy inside uvfs). With a uvfs fd on one side
+//! only, the copy runs through the shim's own read and write ([`fdops`]),
+//! so each side goes to uvfs or the kernel as it should; `copy_file_range`
+//! between uvfs and a kernel file is `EXDEV`, as Linux says between file
+//! systems of different types.
 
 use crate::conv::set_errno;
-use crate::dispatch::is_uvfs;
+use crate::dispatch::{fd_call, is_uvfs};
 use crate::fdops;
 use crate::guard::busy;
 use crate::interpose::{forward, real};
@@ -104,6 +107,26 @@ pub unsafe extern "C" fn sendfile64(
             real!(sendfile64: fn(c_int, c_int, *mut off_t, size_t) -> ssize_t)(out, fin, off, count)
         };
     }
+    if is_uvfs(out) && is_uvfs(fin) {
+        return fd_call(
+            out,
+            -1,
+            // SAFETY: the caller's arguments, unchanged (a uvfs fd that
+            // turned stale on the way reaches the kernel, which says EBADF).
+            || unsafe {
+                real!(sendfile64: fn(c_int, c_int, *mut off_t, size_t) -> ssize_t)(
+                    out, fin, off, count,
+                )
+            },
+            |s, uo| {
+                let ui = s.ufd(fin)?;
+                // SAFETY: NULL or a readable and writable `off_t` (the
+                // caller's contract).
+                let off = unsafe { off.as_mut() };
+                Ok(s.p().sendfile(uo, ui, off, count)? as ssize_t)
+            },
+        );
+    }
     // SAFETY: the caller's offset pointer, valid per the contract.
     unsafe { copy_through(fin, off, out, std::ptr::null_mut(), count.min(0x7fff_f000)) }
 }
@@ -135,6 +158,25 @@ pub unsafe extern "C" fn copy_file_range(
                 fin, off_in, fout, off_out, len, flags,
             )
         };
+    }
+    if ui && uo {
+        return fd_call(
+            fin,
+            -1,
+            // SAFETY: the caller's arguments, unchanged.
+            || unsafe {
+                real!(copy_file_range: fn(c_int, *mut loff_t, c_int, *mut loff_t, size_t, c_uint) -> ssize_t)(
+                    fin, off_in, fout, off_out, len, flags,
+                )
+            },
+            |s, ui| {
+                let uo = s.ufd(fout)?;
+                // SAFETY: each NULL or a readable and writable `loff_t`
+                // (the caller's contract).
+                let (oi, oo) = unsafe { (off_in.as_mut(), off_out.as_mut()) };
+                Ok(s.p().copy_file_range(ui, oi, uo, oo, len, flags)? as ssize_t)
+            },
+        );
     }
     if flags != 0 {
         set_errno(libc::EINVAL);

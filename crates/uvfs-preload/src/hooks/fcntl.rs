@@ -55,6 +55,13 @@ fn sleeps(cmd: c_int) -> bool {
     matches!(cmd, libc::F_SETLKW | libc::F_OFD_SETLKW)
 }
 
+/// `struct f_owner_ex` (`F_GETOWN_EX`, `F_SETOWN_EX`).
+#[repr(C)]
+struct FOwnerEx {
+    type_: c_int,
+    pid: libc::pid_t,
+}
+
 /// `fcntl`/`fcntl64` (`real64`: which next definition the kernel side
 /// calls).
 ///
@@ -121,7 +128,34 @@ unsafe fn do_fcntl(fd: c_int, cmd: c_int, arg: c_ulong, real64: bool) -> c_int {
                 // valid per the contract.
                 unsafe { uvfs_lock(s.p(), u, cmd, arg as *mut libc::flock) }
             }
-            libc::F_GETOWN | libc::F_SETOWN => Ok(0),
+            uvfs::uapi::F_GETOWN_EX | uvfs::uapi::F_SETOWN_EX => {
+                let p = arg as *mut FOwnerEx;
+                if p.is_null() {
+                    return Err(Errno::EFAULT);
+                }
+                if cmd == uvfs::uapi::F_GETOWN_EX {
+                    let o = s.p().fcntl_getown_ex(u)?;
+                    // SAFETY: for F_GETOWN_EX `arg` is a writable
+                    // `struct f_owner_ex *` (the caller's contract).
+                    unsafe {
+                        p.write_unaligned(FOwnerEx {
+                            type_: o.kind,
+                            pid: o.pid,
+                        })
+                    };
+                } else {
+                    // SAFETY: for F_SETOWN_EX a readable one.
+                    let o = unsafe { p.read_unaligned() };
+                    s.p().fcntl_setown_ex(
+                        u,
+                        uvfs::uapi::FOwnerEx {
+                            kind: o.type_,
+                            pid: o.pid,
+                        },
+                    )?;
+                }
+                Ok(0)
+            }
             uvfs::uapi::F_DUPFD_QUERY => match FDMAP.get(arg as c_int) {
                 Fd::Uvfs(u2) => s.p().fcntl(u, cmd, u2 as u64),
                 Fd::Stale => Err(Errno::EBADF),

@@ -11,7 +11,6 @@ use crate::dispatch::{fd_call, is_uvfs, path_call};
 use crate::fdops;
 use crate::guard::{busy, run_rc};
 use crate::interpose::{forward, real};
-use crate::refuse::refuse;
 use crate::state::with_state;
 use libc::{c_char, c_int, c_void, iovec, off_t, size_t, ssize_t};
 use uvfs::uapi::AT_FDCWD;
@@ -134,8 +133,10 @@ pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, cnt: c_int) -> ssi
     )
 }
 
-/// preadv/pwritev on uvfs: one positional call per buffer, stopping at a
-/// short one (not atomic against a concurrent writer, unlike the kernel's).
+/// preadv/pwritev (and their `v2` forms, with `RWF_*` flags) on uvfs:
+/// the library's `preadv2`/`pwritev2`. `off` -1 means the file position
+/// only for the `v2` forms (`v2`); for preadv/pwritev every negative
+/// offset is `EINVAL`.
 ///
 /// # Safety
 /// Each iovec of `v` is a buffer readable (`write`) or writable (not
@@ -144,33 +145,91 @@ unsafe fn uvfs_preadv(
     p: &mut Process,
     u: i32,
     v: &[iovec],
-    mut off: off_t,
+    off: off_t,
     write: bool,
+    flags: Option<c_int>,
 ) -> Result<ssize_t, Errno> {
-    if off < 0 {
+    if off < 0 && (flags.is_none() || off != -1) {
         return Err(Errno::EINVAL);
     }
-    let mut total = 0usize;
-    for x in v {
-        let n = if write {
+    let flags = flags.unwrap_or(0) as u32;
+    if write {
+        let mut bufs = Vec::with_capacity(v.len());
+        for x in v {
             // SAFETY: a readable buffer, per the contract.
-            p.pwrite(u, unsafe { buf_ref(x.iov_base, x.iov_len) }?, off)
-        } else {
-            // SAFETY: a writable buffer, per the contract.
-            p.pread(u, unsafe { buf_mut(x.iov_base, x.iov_len) }?, off)
-        };
-        let n = match n {
-            Ok(n) => n,
-            Err(e) if total == 0 => return Err(e),
-            Err(_) => break,
-        };
-        total += n;
-        off += n as off_t;
-        if n < x.iov_len {
-            break;
+            bufs.push(unsafe { buf_ref(x.iov_base, x.iov_len) }?);
         }
+        Ok(p.pwritev2(u, &bufs, off, flags)? as ssize_t)
+    } else {
+        let mut bufs = Vec::with_capacity(v.len());
+        for x in v {
+            // SAFETY: a writable buffer, per the contract.
+            bufs.push(unsafe { buf_mut(x.iov_base, x.iov_len) }?);
+        }
+        Ok(p.preadv2(u, &mut bufs, off, flags)? as ssize_t)
     }
-    Ok(total as ssize_t)
+}
+
+/// `preadv64v2`.
+///
+/// # Safety
+/// `iov` points to `cnt` iovecs, each a writable buffer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn preadv64v2(
+    fd: c_int,
+    iov: *const iovec,
+    cnt: c_int,
+    off: off_t,
+    flags: c_int,
+) -> ssize_t {
+    fd_call(
+        fd,
+        -1,
+        // SAFETY: the caller's iovecs, unchanged, valid per the contract.
+        || unsafe {
+            real!(preadv64v2: fn(c_int, *const iovec, c_int, off_t, c_int) -> ssize_t)(
+                fd, iov, cnt, off, flags,
+            )
+        },
+        // SAFETY: the caller's iovecs, each a writable buffer.
+        |s, u| unsafe { uvfs_preadv(s.p(), u, iovs(iov, cnt)?, off, false, Some(flags)) },
+    )
+}
+
+forward! {
+    preadv2(fd: c_int, iov: *const iovec, cnt: c_int, off: off_t, flags: c_int) -> ssize_t =
+        preadv64v2(fd, iov, cnt, off, flags);
+}
+
+/// `pwritev64v2`.
+///
+/// # Safety
+/// `iov` points to `cnt` iovecs, each a readable buffer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pwritev64v2(
+    fd: c_int,
+    iov: *const iovec,
+    cnt: c_int,
+    off: off_t,
+    flags: c_int,
+) -> ssize_t {
+    fd_call(
+        fd,
+        -1,
+        // SAFETY: the caller's iovecs, unchanged, valid per the contract.
+        || unsafe {
+            real!(pwritev64v2: fn(c_int, *const iovec, c_int, off_t, c_int) -> ssize_t)(
+                fd, iov, cnt, off, flags,
+            )
+        },
+        // SAFETY: the caller's iovecs, each a readable buffer.
+        |s, u| unsafe { uvfs_preadv(s.p(), u, iovs(iov, cnt)?, off, true, Some(flags)) },
+    )
+}
+
+forward! {
+    pwritev2(fd: c_int, iov: *const iovec, cnt: c_int, off: off_t, flags: c_int) -> ssize_t =
+        pwritev64v2(fd, iov, cnt, off, flags);
 }
 
 /// `preadv64`.
@@ -187,7 +246,7 @@ pub unsafe extern "C" fn preadv64(fd: c_int, iov: *const iovec, cnt: c_int, off:
             real!(preadv64: fn(c_int, *const iovec, c_int, off_t) -> ssize_t)(fd, iov, cnt, off)
         },
         // SAFETY: the caller's iovecs, each a writable buffer.
-        |s, u| unsafe { uvfs_preadv(s.p(), u, iovs(iov, cnt)?, off, false) },
+        |s, u| unsafe { uvfs_preadv(s.p(), u, iovs(iov, cnt)?, off, false, None) },
     )
 }
 
@@ -215,7 +274,7 @@ pub unsafe extern "C" fn pwritev64(
             real!(pwritev64: fn(c_int, *const iovec, c_int, off_t) -> ssize_t)(fd, iov, cnt, off)
         },
         // SAFETY: the caller's iovecs, each a readable buffer.
-        |s, u| unsafe { uvfs_preadv(s.p(), u, iovs(iov, cnt)?, off, true) },
+        |s, u| unsafe { uvfs_preadv(s.p(), u, iovs(iov, cnt)?, off, true, None) },
     )
 }
 
@@ -395,122 +454,8 @@ pub unsafe extern "C" fn fdatasync(fd: c_int) -> c_int {
 // ---------------------------------------------------------------------------
 // The calls glibc makes with internal syscalls of its own, or that programs
 // reach only through their own names: served here for a uvfs fd rather
-// than reaching the placeholder (where `preadv2` would read an empty
-// `/dev/null` and `pwritev2` discard the data).
-
-/// The `RWF_*` flags a uvfs file takes as a plain read or write: tmpfs has
-/// no polling (`RWF_HIPRI`), nothing to flush (`RWF_DSYNC`, `RWF_SYNC`) and
-/// never blocks on I/O (`RWF_NOWAIT`).
-const RWF_PLAIN: c_int = 0x1 | 0x2 | 0x4 | 0x8;
-/// `RWF_APPEND`.
-const RWF_APPEND: c_int = 0x10;
-
-/// `preadv2`/`pwritev2` on uvfs: `off` -1 is the file position (as
-/// `readv`/`writev`), other negative offsets `EINVAL`; `RWF_APPEND`
-/// refused loudly; other unknown flags `EOPNOTSUPP`, as Linux.
-///
-/// # Safety
-/// `iov` points to `cnt` iovecs, each a buffer readable (`write`) or
-/// writable (not `write`) for its length.
-unsafe fn uvfs_rw2(
-    s: &mut crate::state::State,
-    u: i32,
-    iov: *const iovec,
-    cnt: c_int,
-    off: off_t,
-    flags: c_int,
-    write: bool,
-) -> Result<ssize_t, Errno> {
-    if write && flags & RWF_APPEND != 0 {
-        return Err(refuse!(
-            "pwritev2",
-            "with RWF_APPEND on a uvfs file",
-            EOPNOTSUPP
-        ));
-    }
-    if flags & !RWF_PLAIN != 0 {
-        return Err(Errno::EOPNOTSUPP);
-    }
-    if off == -1 {
-        // SAFETY: the caller's iovecs.
-        let v = unsafe { iovs(iov, cnt) }?;
-        if write {
-            let mut bufs = Vec::with_capacity(v.len());
-            for x in v {
-                // SAFETY: a readable buffer, per the contract.
-                bufs.push(unsafe { buf_ref(x.iov_base, x.iov_len) }?);
-            }
-            return Ok(s.p().writev(u, &bufs)? as ssize_t);
-        }
-        let mut bufs = Vec::with_capacity(v.len());
-        for x in v {
-            // SAFETY: a writable buffer, per the contract.
-            bufs.push(unsafe { buf_mut(x.iov_base, x.iov_len) }?);
-        }
-        return Ok(s.p().readv(u, &mut bufs)? as ssize_t);
-    }
-    // SAFETY: the caller's iovecs, per the contract.
-    unsafe { uvfs_preadv(s.p(), u, iovs(iov, cnt)?, off, write) }
-}
-
-/// `preadv2`.
-///
-/// # Safety
-/// `iov` points to `cnt` iovecs, each a writable buffer.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn preadv2(
-    fd: c_int,
-    iov: *const iovec,
-    cnt: c_int,
-    off: off_t,
-    flags: c_int,
-) -> ssize_t {
-    fd_call(
-        fd,
-        -1,
-        // SAFETY: the caller's arguments, unchanged, valid per the contract.
-        || unsafe {
-            real!(preadv2: fn(c_int, *const iovec, c_int, off_t, c_int) -> ssize_t)(
-                fd, iov, cnt, off, flags,
-            )
-        },
-        // SAFETY: the caller's iovecs, each a writable buffer.
-        |s, u| unsafe { uvfs_rw2(s, u, iov, cnt, off, flags, false) },
-    )
-}
-
-/// `pwritev2`.
-///
-/// # Safety
-/// `iov` points to `cnt` iovecs, each a readable buffer.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pwritev2(
-    fd: c_int,
-    iov: *const iovec,
-    cnt: c_int,
-    off: off_t,
-    flags: c_int,
-) -> ssize_t {
-    fd_call(
-        fd,
-        -1,
-        // SAFETY: the caller's arguments, unchanged, valid per the contract.
-        || unsafe {
-            real!(pwritev2: fn(c_int, *const iovec, c_int, off_t, c_int) -> ssize_t)(
-                fd, iov, cnt, off, flags,
-            )
-        },
-        // SAFETY: the caller's iovecs, each a readable buffer.
-        |s, u| unsafe { uvfs_rw2(s, u, iov, cnt, off, flags, true) },
-    )
-}
-
-forward! {
-    preadv64v2(fd: c_int, iov: *const iovec, cnt: c_int, off: off_t, flags: c_int) -> ssize_t =
-        preadv2(fd, iov, cnt, off, flags);
-    pwritev64v2(fd: c_int, iov: *const iovec, cnt: c_int, off: off_t, flags: c_int) -> ssize_t =
-        pwritev2(fd, iov, cnt, off, flags);
-}
+// than reaching the placeholder (`preadv2`/`pwritev2` and their `64` forms
+// are above, with the library's `RWF_*` handling).
 
 /// `getdirentries64`: `getdents64` with the directory's position before
 /// the call stored in `*base`.

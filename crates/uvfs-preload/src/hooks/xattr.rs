@@ -1,53 +1,89 @@
-//! Extended attributes. uvfs has none (a tmpfs with no xattrs set): a
-//! uvfs path or fd lists none, `get`/`remove` are `ENODATA`, `set` is
-//! `EOPNOTSUPP`, after the path or fd is checked, so nothing reaches the
-//! placeholder's `/dev/null`.
+//! Extended attributes: on a uvfs path or fd, the library's calls
+//! (`Process::getxattrat` and the rest: tmpfs holds `user.*`,
+//! `trusted.*` and `security.*` as Linux's does); elsewhere the next
+//! definition.
 
+use crate::conv::cbytes;
 use crate::dispatch::{fd_call, path_call};
 use crate::interpose::real;
 use libc::{c_char, c_int, c_void, size_t, ssize_t};
 use uvfs::Errno;
 use uvfs::uapi::{AT_FDCWD, AT_SYMLINK_NOFOLLOW};
 
-/// A path xattr call: on uvfs, the path checked (following symlinks or
-/// not) and `r` returned; else `kernel`, the next definition with the
-/// caller's other arguments, given the path (the caller's, or the host
-/// path it stands for).
+type P = *const c_char;
+
+/// The name argument: `EFAULT` for NULL, as the kernel's copy finds it.
 ///
 /// # Safety
-/// `path` is NULL or a valid C string.
-unsafe fn x_path(
-    path: *const c_char,
-    follow: bool,
-    kernel: impl FnOnce(*const c_char) -> ssize_t,
-    r: Result<ssize_t, Errno>,
-) -> ssize_t {
-    let flags = if follow { 0 } else { AT_SYMLINK_NOFOLLOW };
-    // SAFETY: the caller's path, valid per the contract.
+/// `n` is NULL or a valid C string.
+unsafe fn name<'a>(n: P) -> Result<&'a [u8], Errno> {
+    if n.is_null() {
+        return Err(Errno::EFAULT);
+    }
+    // SAFETY: non-NULL, so a valid C string per the contract.
+    Ok(unsafe { cbytes(n) })
+}
+
+/// The caller's output buffer of `z` bytes (`EFAULT` if NULL with a
+/// non-zero size).
+///
+/// # Safety
+/// `v` is NULL or points to `z` writable bytes.
+unsafe fn out<'a>(v: *mut c_void, z: size_t) -> Result<&'a mut [u8], Errno> {
+    if z == 0 {
+        return Ok(&mut []);
+    }
+    if v.is_null() {
+        return Err(Errno::EFAULT);
+    }
+    // SAFETY: non-NULL, `z` writable bytes per the contract.
+    Ok(unsafe { std::slice::from_raw_parts_mut(v.cast(), z) })
+}
+
+/// The caller's value of `z` bytes (`EFAULT` if NULL with a non-zero
+/// size).
+///
+/// # Safety
+/// `v` is NULL or points to `z` readable bytes.
+unsafe fn value<'a>(v: *const c_void, z: size_t) -> Result<&'a [u8], Errno> {
+    if z == 0 {
+        return Ok(&[]);
+    }
+    if v.is_null() {
+        return Err(Errno::EFAULT);
+    }
+    // SAFETY: non-NULL, `z` readable bytes per the contract.
+    Ok(unsafe { std::slice::from_raw_parts(v.cast(), z) })
+}
+
+fn at(follow: bool) -> c_int {
+    if follow { 0 } else { AT_SYMLINK_NOFOLLOW }
+}
+
+/// getxattr and lgetxattr.
+///
+/// # Safety
+/// As [`getxattr`].
+unsafe fn get_path(p: P, n: P, v: *mut c_void, z: size_t, follow: bool) -> ssize_t {
+    let kernel = |_, hp: P| {
+        // SAFETY: the caller's arguments (the path as routed: the caller's, or
+        // the host path it stands for), valid per the contract.
+        unsafe {
+            if follow {
+                real!(getxattr: fn(P, P, *mut c_void, size_t) -> ssize_t)(hp, n, v, z)
+            } else {
+                real!(lgetxattr: fn(P, P, *mut c_void, size_t) -> ssize_t)(hp, n, v, z)
+            }
+        }
+    };
+    // SAFETY: the caller's path, name and buffer, valid per the contract.
     unsafe {
-        path_call(
-            AT_FDCWD,
-            path,
-            -1,
-            |_, p| kernel(p),
-            |s, d, p| {
-                s.p().fstatat(d, p, flags)?;
-                r
-            },
-        )
+        path_call(AT_FDCWD, p, -1, kernel, |s, d, up| {
+            let (n, b) = (name(n)?, out(v, z)?);
+            Ok(s.p().getxattrat(d, up, at(follow), n, b)? as ssize_t)
+        })
     }
 }
-
-/// An fd xattr call: on uvfs, the fd checked and `r` returned; else
-/// `kernel`.
-fn x_fd(fd: c_int, kernel: impl FnOnce() -> ssize_t, r: Result<ssize_t, Errno>) -> ssize_t {
-    fd_call(fd, -1, kernel, |s, u| {
-        s.p().fstat(u)?;
-        r
-    })
-}
-
-type P = *const c_char;
 
 /// `getxattr`.
 ///
@@ -56,31 +92,18 @@ type P = *const c_char;
 /// writable bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn getxattr(p: P, n: P, v: *mut c_void, z: size_t) -> ssize_t {
-    let kernel = |p: P| {
-        // SAFETY: the caller's arguments, valid per the contract, its path
-        // perhaps replaced by the host path it stands for (alive for the
-        // call).
-        unsafe { real!(getxattr: fn(P, P, *mut c_void, size_t) -> ssize_t)(p, n, v, z) }
-    };
-    // SAFETY: the caller's path, valid per the contract.
-    unsafe { x_path(p, true, kernel, Err(Errno::ENODATA)) }
+    // SAFETY: the caller's contract.
+    unsafe { get_path(p, n, v, z, true) }
 }
 
 /// `lgetxattr`.
 ///
 /// # Safety
-/// `p` and `n` are each NULL or a valid C string; `v` points to `z`
-/// writable bytes.
+/// As [`getxattr`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn lgetxattr(p: P, n: P, v: *mut c_void, z: size_t) -> ssize_t {
-    let kernel = |p: P| {
-        // SAFETY: the caller's arguments, valid per the contract, its path
-        // perhaps replaced by the host path it stands for (alive for the
-        // call).
-        unsafe { real!(lgetxattr: fn(P, P, *mut c_void, size_t) -> ssize_t)(p, n, v, z) }
-    };
-    // SAFETY: the caller's path, valid per the contract.
-    unsafe { x_path(p, false, kernel, Err(Errno::ENODATA)) }
+    // SAFETY: the caller's contract.
+    unsafe { get_path(p, n, v, z, false) }
 }
 
 /// `fgetxattr`.
@@ -89,12 +112,43 @@ pub unsafe extern "C" fn lgetxattr(p: P, n: P, v: *mut c_void, z: size_t) -> ssi
 /// `n` is NULL or a valid C string; `v` points to `z` writable bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fgetxattr(fd: c_int, n: P, v: *mut c_void, z: size_t) -> ssize_t {
-    x_fd(
+    fd_call(
         fd,
-        // SAFETY: the caller's arguments, unchanged, valid per the contract.
+        -1,
+        // SAFETY: the caller's arguments (the path as routed: the caller's, or
+        // the host path it stands for), valid per the contract.
         || unsafe { real!(fgetxattr: fn(c_int, P, *mut c_void, size_t) -> ssize_t)(fd, n, v, z) },
-        Err(Errno::ENODATA),
+        |s, u| {
+            // SAFETY: the caller's name and buffer, valid per the contract.
+            let (n, b) = unsafe { (name(n)?, out(v, z)?) };
+            Ok(s.p().fgetxattr(u, n, b)? as ssize_t)
+        },
     )
+}
+
+/// listxattr and llistxattr.
+///
+/// # Safety
+/// As [`listxattr`].
+unsafe fn list_path(p: P, l: *mut c_char, z: size_t, follow: bool) -> ssize_t {
+    let kernel = |_, hp: P| {
+        // SAFETY: the caller's arguments (the path as routed: the caller's, or
+        // the host path it stands for), valid per the contract.
+        unsafe {
+            if follow {
+                real!(listxattr: fn(P, *mut c_char, size_t) -> ssize_t)(hp, l, z)
+            } else {
+                real!(llistxattr: fn(P, *mut c_char, size_t) -> ssize_t)(hp, l, z)
+            }
+        }
+    };
+    // SAFETY: the caller's path and buffer, valid per the contract.
+    unsafe {
+        path_call(AT_FDCWD, p, -1, kernel, |s, d, up| {
+            let b = out(l.cast(), z)?;
+            Ok(s.p().listxattrat(d, up, at(follow), b)? as ssize_t)
+        })
+    }
 }
 
 /// `listxattr`.
@@ -103,30 +157,18 @@ pub unsafe extern "C" fn fgetxattr(fd: c_int, n: P, v: *mut c_void, z: size_t) -
 /// `p` is NULL or a valid C string; `l` points to `z` writable bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn listxattr(p: P, l: *mut c_char, z: size_t) -> ssize_t {
-    let kernel = |p: P| {
-        // SAFETY: the caller's arguments, valid per the contract, its path
-        // perhaps replaced by the host path it stands for (alive for the
-        // call).
-        unsafe { real!(listxattr: fn(P, *mut c_char, size_t) -> ssize_t)(p, l, z) }
-    };
-    // SAFETY: the caller's path, valid per the contract.
-    unsafe { x_path(p, true, kernel, Ok(0)) }
+    // SAFETY: the caller's contract.
+    unsafe { list_path(p, l, z, true) }
 }
 
 /// `llistxattr`.
 ///
 /// # Safety
-/// `p` is NULL or a valid C string; `l` points to `z` writable bytes.
+/// As [`listxattr`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn llistxattr(p: P, l: *mut c_char, z: size_t) -> ssize_t {
-    let kernel = |p: P| {
-        // SAFETY: the caller's arguments, valid per the contract, its path
-        // perhaps replaced by the host path it stands for (alive for the
-        // call).
-        unsafe { real!(llistxattr: fn(P, *mut c_char, size_t) -> ssize_t)(p, l, z) }
-    };
-    // SAFETY: the caller's path, valid per the contract.
-    unsafe { x_path(p, false, kernel, Ok(0)) }
+    // SAFETY: the caller's contract.
+    unsafe { list_path(p, l, z, false) }
 }
 
 /// `flistxattr`.
@@ -135,12 +177,44 @@ pub unsafe extern "C" fn llistxattr(p: P, l: *mut c_char, z: size_t) -> ssize_t 
 /// `l` points to `z` writable bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn flistxattr(fd: c_int, l: *mut c_char, z: size_t) -> ssize_t {
-    x_fd(
+    fd_call(
         fd,
-        // SAFETY: the caller's arguments, unchanged, valid per the contract.
+        -1,
+        // SAFETY: the caller's arguments (the path as routed: the caller's, or
+        // the host path it stands for), valid per the contract.
         || unsafe { real!(flistxattr: fn(c_int, *mut c_char, size_t) -> ssize_t)(fd, l, z) },
-        Ok(0),
+        |s, u| {
+            // SAFETY: the caller's buffer, valid per the contract.
+            let b = unsafe { out(l.cast(), z)? };
+            Ok(s.p().flistxattr(u, b)? as ssize_t)
+        },
     )
+}
+
+/// setxattr and lsetxattr.
+///
+/// # Safety
+/// As [`setxattr`].
+unsafe fn set_path(p: P, n: P, v: *const c_void, z: size_t, f: c_int, follow: bool) -> c_int {
+    let kernel = |_, hp: P| {
+        // SAFETY: the caller's arguments (the path as routed: the caller's, or
+        // the host path it stands for), valid per the contract.
+        unsafe {
+            if follow {
+                real!(setxattr: fn(P, P, *const c_void, size_t, c_int) -> c_int)(hp, n, v, z, f)
+            } else {
+                real!(lsetxattr: fn(P, P, *const c_void, size_t, c_int) -> c_int)(hp, n, v, z, f)
+            }
+        }
+    };
+    // SAFETY: the caller's path, name and value, valid per the contract.
+    unsafe {
+        path_call(AT_FDCWD, p, -1, kernel, |s, d, up| {
+            let (n, val) = (name(n)?, value(v, z)?);
+            s.p().setxattrat(d, up, at(follow), n, val, f)?;
+            Ok(0)
+        })
+    }
 }
 
 /// `setxattr`.
@@ -150,37 +224,18 @@ pub unsafe extern "C" fn flistxattr(fd: c_int, l: *mut c_char, z: size_t) -> ssi
 /// readable bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn setxattr(p: P, n: P, v: *const c_void, z: size_t, f: c_int) -> c_int {
-    let kernel = |p: P| {
-        // SAFETY: the caller's arguments, valid per the contract, its path
-        // perhaps replaced by the host path it stands for (alive for the
-        // call).
-        unsafe {
-            real!(setxattr: fn(P, P, *const c_void, size_t, c_int) -> c_int)(p, n, v, z, f)
-                as ssize_t
-        }
-    };
-    // SAFETY: the caller's path, valid per the contract.
-    unsafe { x_path(p, true, kernel, Err(Errno::EOPNOTSUPP)) as c_int }
+    // SAFETY: the caller's contract.
+    unsafe { set_path(p, n, v, z, f, true) }
 }
 
 /// `lsetxattr`.
 ///
 /// # Safety
-/// `p` and `n` are each NULL or a valid C string; `v` points to `z`
-/// readable bytes.
+/// As [`setxattr`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn lsetxattr(p: P, n: P, v: *const c_void, z: size_t, f: c_int) -> c_int {
-    let kernel = |p: P| {
-        // SAFETY: the caller's arguments, valid per the contract, its path
-        // perhaps replaced by the host path it stands for (alive for the
-        // call).
-        unsafe {
-            real!(lsetxattr: fn(P, P, *const c_void, size_t, c_int) -> c_int)(p, n, v, z, f)
-                as ssize_t
-        }
-    };
-    // SAFETY: the caller's path, valid per the contract.
-    unsafe { x_path(p, false, kernel, Err(Errno::EOPNOTSUPP)) as c_int }
+    // SAFETY: the caller's contract.
+    unsafe { set_path(p, n, v, z, f, false) }
 }
 
 /// `fsetxattr`.
@@ -195,15 +250,46 @@ pub unsafe extern "C" fn fsetxattr(
     z: size_t,
     f: c_int,
 ) -> c_int {
-    x_fd(
+    fd_call(
         fd,
-        // SAFETY: the caller's arguments, unchanged, valid per the contract.
+        -1,
+        // SAFETY: the caller's arguments (the path as routed: the caller's, or
+        // the host path it stands for), valid per the contract.
         || unsafe {
             real!(fsetxattr: fn(c_int, P, *const c_void, size_t, c_int) -> c_int)(fd, n, v, z, f)
-                as ssize_t
         },
-        Err(Errno::EOPNOTSUPP),
-    ) as c_int
+        |s, u| {
+            // SAFETY: the caller's name and value, valid per the contract.
+            let (n, val) = unsafe { (name(n)?, value(v, z)?) };
+            s.p().fsetxattr(u, n, val, f)?;
+            Ok(0)
+        },
+    )
+}
+
+/// removexattr and lremovexattr.
+///
+/// # Safety
+/// As [`removexattr`].
+unsafe fn remove_path(p: P, n: P, follow: bool) -> c_int {
+    let kernel = |_, hp: P| {
+        // SAFETY: the caller's arguments (the path as routed: the caller's, or
+        // the host path it stands for), valid per the contract.
+        unsafe {
+            if follow {
+                real!(removexattr: fn(P, P) -> c_int)(hp, n)
+            } else {
+                real!(lremovexattr: fn(P, P) -> c_int)(hp, n)
+            }
+        }
+    };
+    // SAFETY: the caller's path and name, valid per the contract.
+    unsafe {
+        path_call(AT_FDCWD, p, -1, kernel, |s, d, up| {
+            s.p().removexattrat(d, up, at(follow), name(n)?)?;
+            Ok(0)
+        })
+    }
 }
 
 /// `removexattr`.
@@ -212,30 +298,18 @@ pub unsafe extern "C" fn fsetxattr(
 /// `p` and `n` are each NULL or a valid C string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn removexattr(p: P, n: P) -> c_int {
-    let kernel = |p: P| {
-        // SAFETY: the caller's arguments, valid per the contract, its path
-        // perhaps replaced by the host path it stands for (alive for the
-        // call).
-        unsafe { real!(removexattr: fn(P, P) -> c_int)(p, n) as ssize_t }
-    };
-    // SAFETY: the caller's path, valid per the contract.
-    unsafe { x_path(p, true, kernel, Err(Errno::ENODATA)) as c_int }
+    // SAFETY: the caller's contract.
+    unsafe { remove_path(p, n, true) }
 }
 
 /// `lremovexattr`.
 ///
 /// # Safety
-/// `p` and `n` are each NULL or a valid C string.
+/// As [`removexattr`].
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn lremovexattr(p: P, n: P) -> c_int {
-    let kernel = |p: P| {
-        // SAFETY: the caller's arguments, valid per the contract, its path
-        // perhaps replaced by the host path it stands for (alive for the
-        // call).
-        unsafe { real!(lremovexattr: fn(P, P) -> c_int)(p, n) as ssize_t }
-    };
-    // SAFETY: the caller's path, valid per the contract.
-    unsafe { x_path(p, false, kernel, Err(Errno::ENODATA)) as c_int }
+    // SAFETY: the caller's contract.
+    unsafe { remove_path(p, n, false) }
 }
 
 /// `fremovexattr`.
@@ -244,10 +318,16 @@ pub unsafe extern "C" fn lremovexattr(p: P, n: P) -> c_int {
 /// `n` is NULL or a valid C string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fremovexattr(fd: c_int, n: P) -> c_int {
-    x_fd(
+    fd_call(
         fd,
-        // SAFETY: the caller's arguments, unchanged, valid per the contract.
-        || unsafe { real!(fremovexattr: fn(c_int, P) -> c_int)(fd, n) as ssize_t },
-        Err(Errno::ENODATA),
-    ) as c_int
+        -1,
+        // SAFETY: the caller's arguments (the path as routed: the caller's, or
+        // the host path it stands for), valid per the contract.
+        || unsafe { real!(fremovexattr: fn(c_int, P) -> c_int)(fd, n) },
+        |s, u| {
+            // SAFETY: the caller's name, valid per the contract.
+            s.p().fremovexattr(u, unsafe { name(n)? })?;
+            Ok(0)
+        },
+    )
 }

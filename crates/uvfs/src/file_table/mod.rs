@@ -13,6 +13,7 @@
 
 pub mod pool;
 
+use crate::cred::Cred;
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
 use crate::locks::{FileLockContext, Owner};
@@ -40,6 +41,11 @@ pub const FMODE_ATOMIC_POS: u32 = 1 << 15;
 pub const FMODE_PATH: u32 = 1 << 14;
 /// The open completed; the release hook runs at the final put.
 pub const FMODE_OPENED: u32 = 1 << 19;
+/// The open created the file (`FMODE_CREATED`; `F_CREATED_QUERY`).
+pub const FMODE_CREATED: u32 = 1 << 20;
+/// The file supports direct I/O (`FMODE_CAN_ODIRECT`: tmpfs sets it on
+/// regular files): `O_DIRECT` is refused on other files.
+pub const FMODE_CAN_ODIRECT: u32 = 1 << 22;
 
 /// What the owner of an open file (its file system, or a test double) is
 /// told about the file's life.
@@ -72,6 +78,11 @@ pub struct File {
     ///
     /// [`Process::open_with`]: crate::Process::open_with
     path: UnsafeCell<Option<DentryRef>>,
+    /// The credentials of the opener (`f_cred`), set while unpublished.
+    cred: UnsafeCell<Option<Arc<Cred>>>,
+    /// The owner that receives the file's signals and the signal
+    /// (`f_owner`: `F_SETOWN`, `F_SETSIG`), packed: see [`FOwner`].
+    fown: AtomicU64,
     /// The deferred release's queue item (the kernel's `f_task_work`).
     work: Callback,
     /// The type-stable pool the object lives in, or `None` for a heap object
@@ -97,6 +108,8 @@ impl File {
             pos_lock: Mutex::new(()),
             ops: UnsafeCell::new(None),
             path: UnsafeCell::new(None),
+            cred: UnsafeCell::new(None),
+            fown: AtomicU64::new(0),
             work: Callback::new(release_work),
             pool,
         }
@@ -116,6 +129,7 @@ impl File {
         // SAFETY: exclusive ownership per the contract above.
         file.mode.with_mut(|m| unsafe { *m = mode });
         file.pos.store(0, Ordering::Relaxed);
+        file.fown.store(0, Ordering::Relaxed);
         // The release store pairs with inc-not-zero's acquire: a stale reader
         // that wins the increment sees the fields written above.
         file.count.store(1, Ordering::Release);
@@ -190,6 +204,27 @@ impl File {
     /// `f_pos` for a lock's `SEEK_CUR`.
     pub(crate) fn pos_unlocked(&self) -> u64 {
         self.pos.load(Ordering::Relaxed)
+    }
+
+    /// The credentials the file was opened with (`f_cred`), if set.
+    pub fn cred(&self) -> Option<&Arc<Cred>> {
+        // SAFETY: as for `ops`: written only while unpublished or being
+        // freed.
+        self.cred.with(|c| unsafe { (*c).as_ref() })
+    }
+
+    /// The signal owner (`f_owner`).
+    pub fn owner(&self) -> FOwner {
+        FOwner::unpack(self.fown.load(Ordering::Relaxed))
+    }
+
+    /// Changes the signal owner with `f` (`F_SETOWN`, `F_SETSIG`).
+    pub fn update_owner(&self, f: impl Fn(FOwner) -> FOwner) {
+        let _ = self
+            .fown
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| {
+                Some(f(FOwner::unpack(w)).pack())
+            });
     }
 
     /// The current reference count (racy by nature; for tests and stats).
@@ -459,6 +494,11 @@ unsafe fn free(f: NonNull<File>) {
         .with_mut(|p| unsafe { (*p).take() });
     drop(path);
     // SAFETY: as above.
+    let cred = unsafe { f.as_ref() }
+        .cred
+        .with_mut(|c| unsafe { (*c).take() });
+    drop(cred);
+    // SAFETY: as above.
     match unsafe { f.as_ref() }.pool {
         // SAFETY: pooled objects go back to the pool they came from.
         Some(pool) => unsafe { pool.free(f) },
@@ -509,6 +549,13 @@ impl UnpublishedFile {
         unsafe { self.0.set_mode(mode) };
     }
 
+    /// Records the opener's credentials (`f_cred`).
+    pub(crate) fn set_cred(&mut self, cred: Arc<Cred>) {
+        // SAFETY: unpublished: `self` is the only handle (see the type).
+        let old = self.0.cred.with_mut(|c| unsafe { (*c).replace(cred) });
+        drop(old);
+    }
+
     /// The file, now to be installed in a table: its fields are fixed.
     pub(crate) fn publish(self) -> FileRef {
         self.0
@@ -548,6 +595,34 @@ pub(crate) fn alloc_heap(flags: i32, mode: u32) -> Result<FileRef, Errno> {
     let f = NonNull::from(Box::leak(b));
     // SAFETY: fresh object, ours alone.
     Ok(unsafe { File::init(f, flags, mode) })
+}
+
+/// Who receives a file's signals (`struct fown_struct`): a thread, a
+/// process or a process group, and the signal (0: `SIGIO`). Stored packed
+/// in one word so `F_SETOWN` and `F_SETSIG` need no lock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FOwner {
+    /// `F_OWNER_TID`, `F_OWNER_PID` or `F_OWNER_PGRP` (the `f_owner_ex`
+    /// type; a file never given an owner reports `F_OWNER_TID`).
+    pub kind: i32,
+    /// The id, positive; 0: no owner.
+    pub pid: i32,
+    /// The signal, `0..=64`.
+    pub sig: i32,
+}
+
+impl FOwner {
+    fn pack(self) -> u64 {
+        u64::from(self.pid as u32) | (u64::from(self.kind as u8) << 32) | ((self.sig as u64) << 40)
+    }
+
+    fn unpack(w: u64) -> FOwner {
+        FOwner {
+            pid: w as u32 as i32,
+            kind: i32::from((w >> 32) as u8),
+            sig: ((w >> 40) & 0xff) as i32,
+        }
+    }
 }
 
 #[cfg(all(test, not(loom)))]

@@ -42,6 +42,18 @@ pub const RENAME_EXCHANGE: u32 = 2;
 pub const FALLOC_FL_KEEP_SIZE: u32 = 1;
 /// `fallocate`: deallocate the range (requires `KEEP_SIZE`).
 pub const FALLOC_FL_PUNCH_HOLE: u32 = 2;
+/// `fallocate`: obsolete, never accepted.
+pub const FALLOC_FL_NO_HIDE_STALE: u32 = 4;
+/// `fallocate`: remove the range, shifting what follows down.
+pub const FALLOC_FL_COLLAPSE_RANGE: u32 = 8;
+/// `fallocate`: zero the range.
+pub const FALLOC_FL_ZERO_RANGE: u32 = 0x10;
+/// `fallocate`: insert a hole, shifting what follows up.
+pub const FALLOC_FL_INSERT_RANGE: u32 = 0x20;
+/// `fallocate`: unshare shared blocks.
+pub const FALLOC_FL_UNSHARE_RANGE: u32 = 0x40;
+/// `fallocate`: write zeroes to the device (Linux 6.17).
+pub const FALLOC_FL_WRITE_ZEROES: u32 = 0x80;
 
 /// A point in time, as `struct timespec`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -316,7 +328,10 @@ pub trait FileSystem: Send + Sync + 'static {
     /// (`EOPNOTSUPP` for other modes).
     fn fallocate(&self, ino: Ino, mode: u32, off: u64, len: u64) -> Result<(), Errno>;
 
-    /// `SEEK_DATA` / `SEEK_HOLE` (`ENXIO` at or past the size).
+    /// `SEEK_DATA` / `SEEK_HOLE` (`ENXIO` at or past the size). A result
+    /// that is negative as an `i64` is returned by lseek(2) as it is,
+    /// without moving the file position (Linux's tmpfs does so for a hole
+    /// reached at the last page below 2^63).
     fn seek_data_hole(&self, ino: Ino, off: u64, whence: Seek) -> Result<u64, Errno>;
 
     /// Lists `dir` from `cookie` (0: the start, `.` and `..` first), calling
@@ -330,6 +345,48 @@ pub trait FileSystem: Send + Sync + 'static {
 
     /// File-system-wide figures.
     fn statfs(&self) -> StatFs;
+
+    /// The value of the extended attribute `name` (full, with its
+    /// namespace prefix): `ENODATA` if it has none, `EOPNOTSUPP` for a
+    /// namespace the file system does not hold (the default: no xattrs),
+    /// `EINVAL` for a bare prefix. The VFS has checked the caller's
+    /// permission (`xattr_permission`).
+    fn getxattr(&self, _ino: Ino, _name: &[u8]) -> Result<Vec<u8>, Errno> {
+        Err(Errno::EOPNOTSUPP)
+    }
+
+    /// Sets (`Some`) or removes (`None`) the extended attribute `name`,
+    /// with `XATTR_CREATE` (`EEXIST` if it exists) and `XATTR_REPLACE`
+    /// (`ENODATA` if it does not; a removal passes it), stamping ctime on
+    /// success; errors as [`getxattr`](Self::getxattr), `ENOSPC`.
+    fn setxattr(
+        &self,
+        _ino: Ino,
+        _name: &[u8],
+        _value: Option<&[u8]>,
+        _flags: i32,
+    ) -> Result<(), Errno> {
+        Err(Errno::EOPNOTSUPP)
+    }
+
+    /// Every extended attribute name the inode has, `trusted.*` included
+    /// (the VFS hides those from callers without `CAP_SYS_ADMIN`); none by
+    /// default.
+    fn listxattr(&self, _ino: Ino) -> Result<Vec<Vec<u8>>, Errno> {
+        Ok(Vec::new())
+    }
+
+    /// The file's seals (`F_GET_SEALS`); `EINVAL` for a file that cannot
+    /// be sealed (the default: only tmpfs's regular files can).
+    fn get_seals(&self, _ino: Ino) -> Result<u32, Errno> {
+        Err(Errno::EINVAL)
+    }
+
+    /// Adds seals (`F_ADD_SEALS`), once the VFS has checked the fd's mode,
+    /// the bits and that `F_SEAL_SEAL` is not set; `EINVAL` by default.
+    fn add_seals(&self, _ino: Ino, _seals: u32) -> Result<(), Errno> {
+        Err(Errno::EINVAL)
+    }
 
     /// The VFS dropped its last in-memory reference to `ino` (the inode
     /// cache evicted it, or its last open file closed). A file system frees

@@ -36,7 +36,7 @@ fn lookup_flags(flags: i32) -> u32 {
 impl Process {
     /// The dentry of an fd: `EBADF` if not open, or if its file has a
     /// `mask` mode bit (`FMODE_PATH` for the calls that use `fdget`).
-    fn fd_dentry(&self, fd: i32, mask: u32) -> Result<DentryRef, Errno> {
+    pub(super) fn fd_dentry(&self, fd: i32, mask: u32) -> Result<DentryRef, Errno> {
         let file = self.files.get_mask(fd, mask).ok_or(Errno::EBADF)?;
         file.dentry().cloned().ok_or(Errno::EBADF)
     }
@@ -112,6 +112,13 @@ impl Process {
             sx.stx_mask |= STATX_BTIME;
         } else {
             sx.stx_btime = Default::default();
+        }
+        // A caller asking for the unique mount id gets it (a 64-bit number
+        // from 2^31 up, never reused) in place of the reusable one
+        // (`vfs_statx_path`).
+        if mask & STATX_MNT_ID_UNIQUE != 0 {
+            sx.stx_mask = (sx.stx_mask & !STATX_MNT_ID) | STATX_MNT_ID_UNIQUE;
+            sx.stx_mnt_id = (1 << 31) + d.sb().id + 1;
         }
         // The attributes Linux can report there: append, immutable and
         // nodump (shmem), automount and dax (generic), mount root.

@@ -17,7 +17,7 @@ use crate::uapi::*;
 /// Where a read or write goes: the file position (locked when shared) or
 /// an explicit offset.
 #[derive(Clone, Copy)]
-enum At {
+pub(super) enum At {
     Pos,
     Off(u64),
 }
@@ -42,6 +42,71 @@ fn rw_verify_area(pos: u64, count: usize) -> Result<(), Errno> {
     Ok(())
 }
 
+/// Linux's `kiocb_set_rw_flags` for tmpfs files (and, for a directory,
+/// `do_loop_readv_writev`, which takes `RWF_HIPRI` alone): `EOPNOTSUPP`
+/// for a flag Linux does not know, and for `RWF_NOWAIT` (tmpfs files are
+/// not `FMODE_NOWAIT`), `RWF_ATOMIC` and `RWF_DONTCACHE` (tmpfs supports
+/// neither); `EINVAL` for `RWF_APPEND` with `RWF_NOAPPEND`. The others
+/// (`RWF_HIPRI`, `RWF_DSYNC`, `RWF_SYNC`, `RWF_NOSIGNAL`) change nothing
+/// on tmpfs. Returns whether a write appends when a flag decides it.
+fn rwf_append(rwf: u32, is_dir: bool, write: bool) -> Result<Option<bool>, Errno> {
+    if rwf == 0 {
+        return Ok(None);
+    }
+    if is_dir {
+        return if rwf & !RWF_HIPRI != 0 {
+            Err(Errno::EOPNOTSUPP)
+        } else {
+            Ok(None)
+        };
+    }
+    if rwf & !RWF_SUPPORTED != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    if rwf & (RWF_APPEND | RWF_NOAPPEND) == RWF_APPEND | RWF_NOAPPEND {
+        return Err(Errno::EINVAL);
+    }
+    if rwf & (RWF_NOWAIT | RWF_ATOMIC | RWF_DONTCACHE) != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    Ok(
+        match (write, rwf & RWF_APPEND != 0, rwf & RWF_NOAPPEND != 0) {
+            (true, true, _) => Some(true),
+            (true, _, true) => Some(false),
+            _ => None,
+        },
+    )
+}
+
+/// The mode checks of Linux's `vfs_fallocate`, made after the offset and
+/// length (`EINVAL`) and before the fd's write mode (`EBADF`): a bit
+/// outside the known operations and `KEEP_SIZE` (`NO_HIDE_STALE`
+/// included) is `EOPNOTSUPP`; so is a combination of two operations, a
+/// hole punch without `KEEP_SIZE`, and a collapse, insert or write-zeroes
+/// with it. Allocation, zeroing and unsharing take `KEEP_SIZE` or not.
+/// What passes here may still be refused by the file system (tmpfs does
+/// only allocation and hole punching: `EOPNOTSUPP`, after the fd, type and
+/// size checks).
+pub fn falloc_mode_ok(mode: u32) -> Result<(), Errno> {
+    use crate::fs::{
+        FALLOC_FL_COLLAPSE_RANGE as COLLAPSE, FALLOC_FL_INSERT_RANGE as INSERT,
+        FALLOC_FL_UNSHARE_RANGE as UNSHARE, FALLOC_FL_WRITE_ZEROES as WZ,
+        FALLOC_FL_ZERO_RANGE as ZERO,
+    };
+    let ops = FALLOC_FL_PUNCH_HOLE | COLLAPSE | ZERO | INSERT | UNSHARE | WZ;
+    if mode & !(ops | FALLOC_FL_KEEP_SIZE) != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let keep = mode & FALLOC_FL_KEEP_SIZE != 0;
+    match mode & ops {
+        0 => Ok(()),
+        x if x == ZERO || x == UNSHARE => Ok(()),
+        FALLOC_FL_PUNCH_HOLE if keep => Ok(()),
+        x if (x == COLLAPSE || x == INSERT || x == WZ) && !keep => Ok(()),
+        _ => Err(Errno::EOPNOTSUPP),
+    }
+}
+
 impl Process {
     /// Runs `f` on the open (non-`O_PATH`) file `fd`: `EBADF` if there is
     /// none.
@@ -62,38 +127,37 @@ impl Process {
 
     /// `read(fd, buf)`.
     pub fn read(&mut self, fd: i32, buf: &mut [u8]) -> Result<usize, Errno> {
-        self.on_file(fd, |p, f| p.do_read(f, &mut [buf], At::Pos))
+        self.on_file(fd, |p, f| p.do_read(f, &mut [buf], At::Pos, 0))
     }
 
     /// `pread(fd, buf, off)`: `EINVAL` for a negative offset.
     pub fn pread(&mut self, fd: i32, buf: &mut [u8], off: i64) -> Result<usize, Errno> {
         // A negative offset is refused before the fd is looked at.
         let off = u64::try_from(off).map_err(|_| Errno::EINVAL)?;
-        self.on_file(fd, |p, f| p.do_read(f, &mut [buf], At::Off(off)))
+        self.on_file(fd, |p, f| p.do_read(f, &mut [buf], At::Off(off), 0))
     }
 
-    /// `readv(fd, bufs)`: `EINVAL` past 1024 buffers.
+    /// `readv(fd, bufs)`: `EINVAL` past 1024 buffers, once the fd and its
+    /// read mode have passed (`vfs_readv` imports the vector after them).
     pub fn readv(&mut self, fd: i32, bufs: &mut [&mut [u8]]) -> Result<usize, Errno> {
-        if bufs.len() > UIO_MAXIOV {
-            return Err(Errno::EINVAL);
-        }
-        if bufs.iter().all(|b| b.is_empty()) {
-            // `vfs_readv`: nothing to read returns 0 after the mode check,
-            // before the file type is looked at.
-            return self.on_file(fd, |_, f| {
-                if f.mode() & FMODE_READ == 0 {
-                    Err(Errno::EBADF)
-                } else {
-                    Ok(0)
-                }
-            });
-        }
-        self.on_file(fd, |p, f| p.do_read(f, bufs, At::Pos))
+        self.on_file(fd, |p, f| {
+            if f.mode() & FMODE_READ == 0 {
+                return Err(Errno::EBADF);
+            }
+            if bufs.len() > UIO_MAXIOV {
+                return Err(Errno::EINVAL);
+            }
+            // Nothing to read returns 0 before the file type is looked at.
+            if bufs.iter().all(|b| b.is_empty()) {
+                return Ok(0);
+            }
+            p.do_read(f, bufs, At::Pos, 0)
+        })
     }
 
     /// `write(fd, buf)`.
     pub fn write(&mut self, fd: i32, buf: &[u8]) -> Result<usize, Errno> {
-        self.on_file(fd, |p, f| p.do_write(f, &[buf], At::Pos))
+        self.on_file(fd, |p, f| p.do_write(f, &[buf], At::Pos, 0))
     }
 
     /// `pwrite(fd, buf, off)`: `EINVAL` for a negative offset; ignores
@@ -101,30 +165,97 @@ impl Process {
     pub fn pwrite(&mut self, fd: i32, buf: &[u8], off: i64) -> Result<usize, Errno> {
         // A negative offset is refused before the fd is looked at.
         let off = u64::try_from(off).map_err(|_| Errno::EINVAL)?;
-        self.on_file(fd, |p, f| p.do_write(f, &[buf], At::Off(off)))
+        self.on_file(fd, |p, f| p.do_write(f, &[buf], At::Off(off), 0))
     }
 
-    /// `writev(fd, bufs)`: `EINVAL` past 1024 buffers.
+    /// `writev(fd, bufs)`: `EINVAL` past 1024 buffers, once the fd and its
+    /// write mode have passed.
     pub fn writev(&mut self, fd: i32, bufs: &[&[u8]]) -> Result<usize, Errno> {
-        if bufs.len() > UIO_MAXIOV {
-            return Err(Errno::EINVAL);
-        }
-        if bufs.iter().all(|b| b.is_empty()) {
-            // `vfs_writev`: nothing to write returns 0 after the mode check.
-            return self.on_file(fd, |_, f| {
-                if f.mode() & FMODE_WRITE == 0 {
-                    Err(Errno::EBADF)
-                } else {
-                    Ok(0)
-                }
-            });
-        }
-        self.on_file(fd, |p, f| p.do_write(f, bufs, At::Pos))
+        self.on_file(fd, |p, f| {
+            if f.mode() & FMODE_WRITE == 0 {
+                return Err(Errno::EBADF);
+            }
+            if bufs.len() > UIO_MAXIOV {
+                return Err(Errno::EINVAL);
+            }
+            if bufs.iter().all(|b| b.is_empty()) {
+                return Ok(0);
+            }
+            p.do_write(f, bufs, At::Pos, 0)
+        })
+    }
+}
+
+impl Process {
+    /// `preadv2(fd, bufs, off, flags)`: at `off`, or at (and moving) the
+    /// file position when `off` is -1; `EINVAL` for another negative
+    /// offset, before the fd. The `RWF_*` flags as [`rwf_append`] says,
+    /// checked only once there is something to transfer (an empty vector
+    /// returns 0 whatever the flags).
+    pub fn preadv2(
+        &mut self,
+        fd: i32,
+        bufs: &mut [&mut [u8]],
+        off: i64,
+        flags: u32,
+    ) -> Result<usize, Errno> {
+        let at = match off {
+            -1 => At::Pos,
+            o => At::Off(u64::try_from(o).map_err(|_| Errno::EINVAL)?),
+        };
+        self.on_file(fd, |p, f| {
+            if f.mode() & FMODE_READ == 0 {
+                return Err(Errno::EBADF);
+            }
+            if bufs.len() > UIO_MAXIOV {
+                return Err(Errno::EINVAL);
+            }
+            if bufs.iter().all(|b| b.is_empty()) {
+                return Ok(0);
+            }
+            p.do_read(f, bufs, at, flags)
+        })
+    }
+
+    /// `pwritev2(fd, bufs, off, flags)`: as [`preadv2`](Self::preadv2);
+    /// `RWF_APPEND` appends (moving the position only when `off` is -1),
+    /// `RWF_NOAPPEND` writes at the offset on an `O_APPEND` file.
+    pub fn pwritev2(
+        &mut self,
+        fd: i32,
+        bufs: &[&[u8]],
+        off: i64,
+        flags: u32,
+    ) -> Result<usize, Errno> {
+        let at = match off {
+            -1 => At::Pos,
+            o => At::Off(u64::try_from(o).map_err(|_| Errno::EINVAL)?),
+        };
+        self.on_file(fd, |p, f| {
+            if f.mode() & FMODE_WRITE == 0 {
+                return Err(Errno::EBADF);
+            }
+            if bufs.len() > UIO_MAXIOV {
+                return Err(Errno::EINVAL);
+            }
+            if bufs.iter().all(|b| b.is_empty()) {
+                return Ok(0);
+            }
+            p.do_write(f, bufs, at, flags)
+        })
     }
 }
 
 impl Task {
-    fn do_read(&self, f: &File, bufs: &mut [&mut [u8]], at: At) -> Result<usize, Errno> {
+    /// A read of `bufs` at `at` with the `RWF_*` flags `rwf` (checked after
+    /// the position, as `kiocb_set_rw_flags` is).
+    pub(super) fn do_read(
+        &self,
+        f: &File,
+        bufs: &mut [&mut [u8]],
+        at: At,
+        rwf: u32,
+    ) -> Result<usize, Errno> {
         if f.mode() & FMODE_READ == 0 {
             return Err(Errno::EBADF);
         }
@@ -136,7 +267,9 @@ impl Task {
             At::Off(o) => o,
         };
         rw_verify_area(off, total)?;
-        if ftype(d) == S_IFDIR {
+        let is_dir = ftype(d) == S_IFDIR;
+        rwf_append(rwf, is_dir, false)?;
+        if is_dir {
             return Err(Errno::EISDIR);
         }
         let mut done = 0;
@@ -161,7 +294,14 @@ impl Task {
         Ok(done)
     }
 
-    fn do_write(&self, f: &File, bufs: &[&[u8]], at: At) -> Result<usize, Errno> {
+    /// A write of `bufs` at `at` with the `RWF_*` flags `rwf`.
+    pub(super) fn do_write(
+        &self,
+        f: &File,
+        bufs: &[&[u8]],
+        at: At,
+        rwf: u32,
+    ) -> Result<usize, Errno> {
         if f.mode() & FMODE_WRITE == 0 {
             return Err(Errno::EBADF);
         }
@@ -177,6 +317,8 @@ impl Task {
             },
             total,
         )?;
+        let append =
+            rwf_append(rwf, ftype(d) == S_IFDIR, true)?.unwrap_or(f.flags() & O_APPEND != 0);
         let fs = &d.sb().fs;
         let ino = d.ino();
         // Appends and privilege removal read the size and mode and then
@@ -184,7 +326,7 @@ impl Task {
         // `generic_file_write_iter`.
         let _g = d.lock_inode();
         let mut off = match at {
-            _ if f.flags() & O_APPEND != 0 => fs.getattr(ino)?.size,
+            _ if append => fs.getattr(ino)?.size,
             At::Pos => pos.get(),
             At::Off(o) => o,
         };
@@ -266,7 +408,15 @@ impl Process {
                         } else {
                             Seek::Hole
                         };
-                        d.sb().fs.seek_data_hole(d.ino(), o, w)? as i64
+                        let at = d.sb().fs.seek_data_hole(d.ino(), o, w)? as i64;
+                        if at < 0 {
+                            // tmpfs's overflow at the last page below
+                            // 2^63 (see `Tmpfs::seek_pages`): Linux hands
+                            // the negative offset back as the result and
+                            // leaves the position alone.
+                            return Ok(at);
+                        }
+                        at
                     }
                     _ => return Err(Errno::EINVAL),
                 }
@@ -368,19 +518,15 @@ impl Task {
 
 impl Process {
     /// `fallocate(fd, mode, off, len)` with mode 0, `KEEP_SIZE`, or
-    /// `PUNCH_HOLE | KEEP_SIZE`.
+    /// `PUNCH_HOLE | KEEP_SIZE`. The mode is judged before the fd's write
+    /// mode ([`falloc_mode_ok`]).
     pub fn fallocate(&mut self, fd: i32, mode: i32, off: i64, len: i64) -> Result<(), Errno> {
         self.on_file(fd, |_, f| {
             if off < 0 || len <= 0 {
                 return Err(Errno::EINVAL);
             }
+            falloc_mode_ok(mode as u32)?;
             let mode = mode as u32;
-            if mode & !0xff != 0 {
-                return Err(Errno::EOPNOTSUPP);
-            }
-            if mode & FALLOC_FL_PUNCH_HOLE != 0 && mode & FALLOC_FL_KEEP_SIZE == 0 {
-                return Err(Errno::EOPNOTSUPP);
-            }
             if f.mode() & FMODE_WRITE == 0 {
                 return Err(Errno::EBADF);
             }

@@ -7,16 +7,17 @@
 //! system call and the cache updates.
 
 use super::{Process, Task};
-use crate::cred::{self, MAY_EXEC, permission};
+use crate::cred::{self, MAY_EXEC, MAY_READ, MAY_WRITE, permission};
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
-use crate::fs::{RENAME_EXCHANGE, RENAME_NOREPLACE, S_IFLNK};
+use crate::fs::{RENAME_EXCHANGE, RENAME_NOREPLACE, S_IFLNK, S_IFMT, S_IFREG, S_ISGID, S_ISUID};
 use crate::namei::{self, DIRECTORY, EMPTY, FOLLOW, LastType, Parent};
 use crate::primitive::sync::{lock, lock_unmodelled};
 use crate::task_work;
 use crate::uapi::*;
 use crate::vfs_ops::inode::{attr_of, mode_is_dir};
 use crate::vfs_ops::rename::RenameSide;
+use std::sync::Arc;
 
 /// `RENAME_WHITEOUT` (needs a character device: refused with `EINVAL` on a
 /// file system without device nodes… as tmpfs in uvfs has none).
@@ -281,8 +282,13 @@ impl Process {
     }
 
     /// `linkat(olddirfd, old, newdirfd, new, flags)` with
-    /// `AT_SYMLINK_FOLLOW` and `AT_EMPTY_PATH` (which needs
-    /// `CAP_DAC_READ_SEARCH`, as in Linux).
+    /// `AT_SYMLINK_FOLLOW` and `AT_EMPTY_PATH`. Since Linux 6.10 a walk
+    /// from `olddirfd` under `AT_EMPTY_PATH` (the path empty or relative)
+    /// is allowed when the fd was opened with the caller's very
+    /// credentials (the same `struct cred`: a process that changed its ids
+    /// since has new ones) or the caller holds `CAP_DAC_READ_SEARCH`;
+    /// otherwise it is `ENOENT`, after the fd's own checks (`EBADF`,
+    /// `ENOTDIR`). Then `fs.protected_hardlinks` ([`may_linkat`]).
     pub fn linkat<P: AsRef<[u8]>, Q: AsRef<[u8]>>(
         &mut self,
         od: i32,
@@ -300,15 +306,55 @@ impl Process {
             lf |= FOLLOW;
         }
         if flags & AT_EMPTY_PATH != 0 {
-            if !self.task.cred.capable(cred::Cap::DacReadSearch) {
-                return Err(Errno::ENOENT);
-            }
             lf |= EMPTY;
         }
-        let src = self.resolve(od, old.as_ref(), lf)?;
+        let old = namei::getname(old.as_ref())?;
+        if old.is_empty() && lf & EMPTY == 0 {
+            return Err(Errno::ENOENT);
+        }
+        let start = self.start(od, old)?;
+        if lf & EMPTY != 0
+            && od != AT_FDCWD
+            && old.first() != Some(&b'/')
+            && !self.task.cred.capable(cred::Cap::DacReadSearch)
+        {
+            let file = self.files.get(od).ok_or(Errno::EBADF)?;
+            if !file.cred().is_some_and(|c| Arc::ptr_eq(c, &self.task.cred)) {
+                return Err(Errno::ENOENT);
+            }
+        }
+        let src = self.task.nd().lookup(&start, old, lf)?;
+        drop(start);
         self.with_new_name(nd, new.as_ref(), false, |dir, name, d| {
+            // `do_linkat`: another mount is EXDEV before `may_linkat`.
+            if src.sb().id != dir.sb().id {
+                return Err(Errno::EXDEV);
+            }
+            self.may_linkat(&src)?;
             self.task.ops().link(&src, dir, d, name)
         })
+    }
+
+    /// Linux's `may_linkat` under `fs.protected_hardlinks`: when it is
+    /// set, a caller that neither owns the source nor holds `CAP_FOWNER`
+    /// may link only a "safe" source: a regular file, not set-user-ID, not
+    /// set-group-ID with group execute, that it may both read and write
+    /// (`EPERM` otherwise). Checked after the new name (`EEXIST`) and
+    /// before the permission on the new directory.
+    fn may_linkat(&self, src: &DentryRef) -> Result<(), Errno> {
+        if self.task.vfs.sysctls().protected_hardlinks == 0 {
+            return Ok(());
+        }
+        let a = attr_of(src)?;
+        let cred = &self.task.cred;
+        if cred::inode_owner_or_capable(cred, &a) {
+            return Ok(());
+        }
+        let safe = a.mode & S_IFMT == S_IFREG
+            && a.mode & S_ISUID == 0
+            && a.mode & (S_ISGID | 0o010) != (S_ISGID | 0o010)
+            && permission(cred, &a, MAY_READ | MAY_WRITE).is_ok();
+        if safe { Ok(()) } else { Err(Errno::EPERM) }
     }
 
     /// `readlink(path, buf)`: the target's bytes that fit; `EINVAL` for an
@@ -384,11 +430,17 @@ impl Task {
 
 impl Process {
     /// `getcwd()`: the absolute path of the current directory; `ENOENT` if
-    /// it was removed.
+    /// it was removed, `ENAMETOOLONG` if the path and its terminating NUL
+    /// do not fit in `PATH_MAX` (4,096) bytes: Linux builds it in one
+    /// page-sized buffer.
     pub fn getcwd(&mut self) -> Result<Vec<u8>, Errno> {
         let _call = task_work::enter();
         let cwd = self.task.cwd();
-        d_path(&self.task.nd(), &cwd, self.task.vfs.root())
+        let path = d_path(&self.task.nd(), &cwd, self.task.vfs.root())?;
+        if path.len() >= PATH_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        Ok(path)
     }
 
     /// The absolute path of the file open at `fd` (`O_PATH` files

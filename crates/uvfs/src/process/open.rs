@@ -6,10 +6,14 @@ use super::{Opening, Process, Task};
 use crate::cred::{self, MAY_READ, MAY_WRITE, permission};
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
+use crate::file_table::{FMODE_CAN_ODIRECT, FMODE_CREATED};
 use crate::fs::{Attr, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, SetAttr, SetTime};
 use crate::namei::{self, DIRECTORY, FOLLOW, LastType, MAXSYMLINKS};
 use crate::primitive::sync::lock;
 use crate::uapi::*;
+
+/// `S_IFIFO` (`fs.protected_fifos`).
+const S_IFIFO: u32 = 0o010000;
 use crate::vfs_ops::VfsOps;
 use crate::vfs_ops::attr::notify_change;
 use std::sync::atomic::Ordering;
@@ -131,6 +135,7 @@ impl Task {
                 if links > MAXSYMLINKS {
                     return Err(Errno::ELOOP);
                 }
+                nd.may_follow_link(&dir, &d)?;
                 let target = d.sb().fs.readlink(d.ino())?;
                 crate::vfs_ops::inode::touch_atime(&self.vfs, &d);
                 if target.is_empty() {
@@ -147,23 +152,37 @@ impl Task {
         }
     }
 
-    /// `may_create_in_sticky` with the kernel's default sysctls
-    /// (`protected_regular = 0`, `protected_fifos = 0`): an `O_CREAT` open
-    /// of an existing non-regular file (here: a symlink not followed)
-    /// owned by neither the caller nor the directory's owner, in a sticky
-    /// world-writable directory, is `EACCES` — before `O_NOFOLLOW`'s
-    /// `ELOOP`, and even for root.
+    /// `may_create_in_sticky`: an `O_CREAT` open of an existing file in a
+    /// sticky directory, owned neither by the caller nor by the
+    /// directory's owner, is `EACCES` when the directory is world-writable,
+    /// or group-writable under level 2 of the sysctl; regular files and
+    /// FIFOs only under `fs.protected_regular` / `fs.protected_fifos`,
+    /// anything else (a symlink not followed) always. It comes before
+    /// `O_NOFOLLOW`'s `ELOOP`, and binds root too.
     fn may_create_in_sticky(&self, dir: &DentryRef, d: &DentryRef) -> Result<(), Errno> {
         let (Some(ds), Some(is)) = (dir.inode_perm(), d.inode_perm()) else {
             return Ok(());
         };
-        if ds.mode & crate::fs::S_ISVTX == 0 || is.mode & S_IFMT == S_IFREG {
+        if ds.mode & crate::fs::S_ISVTX == 0 {
+            return Ok(());
+        }
+        let sys = self.vfs.sysctls();
+        let ftype = is.mode & S_IFMT;
+        let level = match ftype {
+            S_IFREG => Some(sys.protected_regular),
+            S_IFIFO => Some(sys.protected_fifos),
+            _ => None,
+        };
+        if level == Some(0) {
             return Ok(());
         }
         if is.uid == ds.uid || is.uid == self.cred.fsuid {
             return Ok(());
         }
         if ds.mode & 0o002 != 0 {
+            return Err(Errno::EACCES);
+        }
+        if ds.mode & 0o020 != 0 && level.is_some_and(|l| l >= 2) {
             return Err(Errno::EACCES);
         }
         Ok(())
@@ -243,6 +262,13 @@ impl Task {
         if ftype != S_IFREG && ftype != S_IFDIR {
             op.clear_atomic_pos();
         }
+        if created {
+            op.add_mode(FMODE_CREATED);
+        }
+        if ftype == S_IFREG {
+            // `shmem_file_open`.
+            op.add_mode(FMODE_CAN_ODIRECT);
+        }
         op.set_path(d);
         Ok(())
     }
@@ -258,6 +284,9 @@ impl Task {
         op: &mut Opening<'_>,
     ) -> Result<(), Errno> {
         let d = self.ops().tmpfile(&dir, mode, flags & O_EXCL != 0)?;
+        // A regular file; not `FMODE_CREATED` (host: `F_CREATED_QUERY` is 0
+        // on an `O_TMPFILE` fd).
+        op.add_mode(FMODE_CAN_ODIRECT);
         op.set_path(d);
         Ok(())
     }

@@ -78,6 +78,9 @@ pub(super) struct Inode {
     /// the rename mutex.
     pub(super) parent: AtomicU64,
     pub(super) st: UnmodelledRwLock<State>,
+    /// Extended attributes (`simple_xattrs`), taken after `st` when both
+    /// are held.
+    pub(super) xattrs: super::xattr::Xattrs,
 }
 
 /// Read-locks an inode (a poisoned lock is taken as it is).

@@ -167,50 +167,63 @@ impl Tmpfs {
         Ok(())
     }
 
-    /// `lseek` with `SEEK_DATA` / `SEEK_HOLE`.
+    /// `lseek` with `SEEK_DATA` / `SEEK_HOLE`, walked as Linux's
+    /// `mapping_seek_hole_data` walks the page cache: page by page over
+    /// the pages present, a written (or re-allocated) page being data and
+    /// a freshly `fallocate`d one a hole.
+    ///
+    /// Linux computes the end of each page as a signed 64-bit offset; for
+    /// the last page below 2^63 that end wraps to `i64::MIN`, which breaks
+    /// its comparisons: `SEEK_DATA` that reaches data in that page finds
+    /// none (`ENXIO`), and `SEEK_HOLE` that runs into it returns `i64::MIN`
+    /// itself, which lseek(2) hands back as the result. Reproduced here:
+    /// the result is then `i64::MIN as u64`.
     pub(super) fn seek_pages(&self, ino: Ino, off: u64, whence: Seek) -> Result<u64, Errno> {
         let i = self.get(ino)?;
         let st = rd(&i);
         let Kind::Reg(f) = &st.kind else {
             return Err(Errno::EINVAL);
         };
-        if off >= f.size {
+        let seek_data = whence == Seek::Data;
+        // A negative `loff_t` (`shmem_file_llseek`).
+        if off > i64::MAX as u64 {
             return Err(Errno::ENXIO);
         }
-        let idx = off / PAGE_SIZE;
-        match whence {
-            Seek::Data => {
-                let found = f
-                    .pages
-                    .range(idx..)
-                    .find(|(_, p)| matches!(p, Page::Data(_) | Page::Zero));
-                match found {
-                    Some((&k, _)) => {
-                        let pos = off.max(k * PAGE_SIZE);
-                        if pos >= f.size {
-                            Err(Errno::ENXIO)
-                        } else {
-                            Ok(pos)
-                        }
-                    }
-                    None => Err(Errno::ENXIO),
+        let end = f.size as i64;
+        let mut start = off as i64;
+        if end <= start {
+            return Err(Errno::ENXIO);
+        }
+        let max = (end as u64 - 1) / PAGE_SIZE;
+        let mut found = false;
+        for (&idx, page) in f.pages.range(off / PAGE_SIZE..=max) {
+            let pos = (idx * PAGE_SIZE) as i64;
+            if start < pos {
+                if !seek_data {
+                    found = true;
+                    break;
                 }
+                start = pos;
             }
-            Seek::Hole => {
-                let mut next = idx;
-                for (&k, p) in f.pages.range(idx..) {
-                    if k != next || !matches!(p, Page::Data(_) | Page::Zero) {
-                        break;
-                    }
-                    next = k + 1;
-                }
-                let pos = if next == idx {
-                    off
-                } else {
-                    next.saturating_mul(PAGE_SIZE)
-                };
-                Ok(pos.min(f.size))
+            // The page's end, rounded as a u64 and stored back into a
+            // signed offset: `i64::MIN` for the last page.
+            let next = (idx * PAGE_SIZE + PAGE_SIZE) as i64;
+            let uptodate = matches!(page, Page::Data(_) | Page::Zero);
+            start = match (uptodate, seek_data) {
+                (true, true) | (false, false) => start,
+                _ => next,
+            };
+            if start < next {
+                found = true;
+                break;
+            }
+            if start >= end {
+                break;
             }
         }
+        if !found && seek_data {
+            return Err(Errno::ENXIO);
+        }
+        Ok(if start > end { end } else { start } as u64)
     }
 }

@@ -55,7 +55,10 @@
 //!   `evict`.
 //! - Errors for unknown inode numbers: `ESTALE` (the inode was evicted).
 //!
-//! Not modelled: xattrs/ACLs, huge pages, `RENAME_WHITEOUT` (rejected with
+//! - Extended attributes in the `security.`, `trusted.` and `user.`
+//!   namespaces (see `xattr`).
+//!
+//! Not modelled: POSIX ACLs (`system.*`), huge pages, `RENAME_WHITEOUT` (rejected with
 //! `EINVAL` since the trait has no device nodes), quotas, seals.
 //!
 //! # Modules
@@ -72,6 +75,7 @@
 //! - `pages`: regular files' page maps (truncate, punch);
 //! - `io`: read, write, `fallocate`, `SEEK_DATA`/`SEEK_HOLE` through the
 //!   inode;
+//! - `xattr`: extended attributes (`simple_xattrs` and shmem's handlers);
 //! - `fsck`: the consistency check used by tests.
 
 use crate::primitive::sync::{UnmodelledMutex, UnmodelledRwLock};
@@ -91,6 +95,7 @@ mod io;
 mod names;
 mod pages;
 mod rename;
+mod xattr;
 
 use dir::Dir;
 use inode::{Inode, Kind, State, rd};
@@ -258,6 +263,7 @@ impl Tmpfs {
             ino,
             parent: AtomicU64::new(parent),
             st: UnmodelledRwLock::new(st),
+            xattrs: Default::default(),
         });
         self.shard(ino)
             .write()
@@ -428,6 +434,35 @@ impl FileSystem for Tmpfs {
             files,
             ffree,
             namemax: NAME_MAX as u64,
+        }
+    }
+
+    fn getxattr(&self, ino: Ino, name: &[u8]) -> Result<Vec<u8>, Errno> {
+        self.xattr_get(ino, name)
+    }
+
+    fn setxattr(
+        &self,
+        ino: Ino,
+        name: &[u8],
+        value: Option<&[u8]>,
+        flags: i32,
+    ) -> Result<(), Errno> {
+        self.xattr_set(ino, name, value, flags)
+    }
+
+    fn listxattr(&self, ino: Ino) -> Result<Vec<Vec<u8>>, Errno> {
+        self.xattr_list(ino)
+    }
+
+    fn get_seals(&self, ino: Ino) -> Result<u32, Errno> {
+        // shmem gives every inode `F_SEAL_SEAL` at creation; only
+        // `memfd_create(MFD_ALLOW_SEALING)` clears it, and uvfs has no
+        // memfd. A directory is no shmem file: `EINVAL`.
+        let i = self.get(ino)?;
+        match rd(&i).kind {
+            inode::Kind::Reg(_) => Ok(crate::uapi::F_SEAL_SEAL),
+            _ => Err(Errno::EINVAL),
         }
     }
 
