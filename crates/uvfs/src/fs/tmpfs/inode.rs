@@ -2,6 +2,7 @@
 //! helpers for operations on several inodes, attributes (`getattr`,
 //! `setattr`) and eviction (Linux's `shmem_evict_inode`).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
@@ -11,8 +12,12 @@ use super::{DIRENT_SIZE, EMPTY_DIR_SIZE, MAX_FILE_SIZE, PAGE_SIZE, ROOT_INO, Tmp
 use crate::errno::Errno;
 use crate::fs::{Attr, Ino, S_IFMT, SetAttr, SetTime, Timespec};
 use crate::primitive::sync::{
-    UnmodelledRwLock, UnmodelledRwLockReadGuard, UnmodelledRwLockWriteGuard,
+    UnmodelledMutex, UnmodelledRwLock, UnmodelledRwLockReadGuard, UnmodelledRwLockWriteGuard,
 };
+
+/// One inode's extended attributes (`simple_xattrs`), allocated on first
+/// use; `xattr.rs` holds the operations on them.
+pub(super) type Xattrs = UnmodelledMutex<Option<Box<BTreeMap<Box<[u8]>, Box<[u8]>>>>>;
 
 /// What an inode is, with what only that type holds.
 pub(super) enum Kind {
@@ -80,7 +85,7 @@ pub(super) struct Inode {
     pub(super) st: UnmodelledRwLock<State>,
     /// Extended attributes (`simple_xattrs`), taken after `st` when both
     /// are held.
-    pub(super) xattrs: super::xattr::Xattrs,
+    pub(super) xattrs: Xattrs,
 }
 
 /// Read-locks an inode (a poisoned lock is taken as it is).

@@ -19,12 +19,7 @@ use super::Tmpfs;
 use super::inode::wr;
 use crate::errno::Errno;
 use crate::fs::{Ino, Timespec};
-use crate::primitive::sync::UnmodelledMutex;
 use crate::uapi::{XATTR_CREATE, XATTR_REPLACE};
-use std::collections::BTreeMap;
-
-/// One inode's attributes, allocated on first use.
-pub(super) type Xattrs = UnmodelledMutex<Option<Box<BTreeMap<Box<[u8]>, Box<[u8]>>>>>;
 
 /// The namespaces shmem has handlers for.
 const PREFIXES: [&[u8]; 3] = [b"security.", b"trusted.", b"user."];
