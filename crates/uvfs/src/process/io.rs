@@ -189,7 +189,7 @@ impl Process {
 impl Process {
     /// `preadv2(fd, bufs, off, flags)`: at `off`, or at (and moving) the
     /// file position when `off` is -1; `EINVAL` for another negative
-    /// offset, before the fd. The `RWF_*` flags as [`rwf_append`] says,
+    /// offset, before the fd. The `RWF_*` flags as `rwf_append` says,
     /// checked only once there is something to transfer (an empty vector
     /// returns 0 whatever the flags).
     pub fn preadv2(
@@ -519,7 +519,7 @@ impl Task {
 impl Process {
     /// `fallocate(fd, mode, off, len)` with mode 0, `KEEP_SIZE`, or
     /// `PUNCH_HOLE | KEEP_SIZE`. The mode is judged before the fd's write
-    /// mode ([`falloc_mode_ok`]).
+    /// mode (`falloc_mode_ok`).
     pub fn fallocate(&mut self, fd: i32, mode: i32, off: i64, len: i64) -> Result<(), Errno> {
         self.on_file(fd, |_, f| {
             if off < 0 || len <= 0 {

@@ -288,7 +288,7 @@ impl Process {
     /// credentials (the same `struct cred`: a process that changed its ids
     /// since has new ones) or the caller holds `CAP_DAC_READ_SEARCH`;
     /// otherwise it is `ENOENT`, after the fd's own checks (`EBADF`,
-    /// `ENOTDIR`). Then `fs.protected_hardlinks` ([`may_linkat`]).
+    /// `ENOTDIR`). Then `fs.protected_hardlinks` (`may_linkat`).
     pub fn linkat<P: AsRef<[u8]>, Q: AsRef<[u8]>>(
         &mut self,
         od: i32,
