@@ -906,36 +906,72 @@ impl Filesystem for UvfsFuse {
 
     fn setxattr(
         &self,
-        _req: &Request,
-        _ino: INodeNo,
-        _name: &OsStr,
-        _value: &[u8],
-        _flags: i32,
+        req: &Request,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
         _position: u32,
         reply: ReplyEmpty,
     ) {
-        // No extended attributes in the library yet: ENOSYS makes the
-        // kernel answer every later xattr call with EOPNOTSUPP itself.
-        reply.error(FErrno::ENOSYS);
+        // The node's own object (its O_PATH fd, opened without following
+        // a symlink), as the caller: `setxattrat(fd, "", AT_EMPTY_PATH)`.
+        let r = self.with(req, |p| {
+            p.setxattrat(
+                self.node_fd(ino)?,
+                "",
+                AT_EMPTY_PATH,
+                name_bytes(name),
+                value,
+                flags,
+            )
+        });
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(ferr(e)),
+        }
     }
 
-    fn getxattr(
-        &self,
-        _req: &Request,
-        _ino: INodeNo,
-        _name: &OsStr,
-        _size: u32,
-        reply: ReplyXattr,
-    ) {
-        reply.error(FErrno::ENOSYS);
+    fn getxattr(&self, req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        // Size 0 asks for the value's length; a buffer too small is ERANGE,
+        // as the library answers it.
+        let mut buf = vec![0u8; size as usize];
+        let r = self.with(req, |p| {
+            p.getxattrat(
+                self.node_fd(ino)?,
+                "",
+                AT_EMPTY_PATH,
+                name_bytes(name),
+                &mut buf,
+            )
+        });
+        match r {
+            Ok(n) if size == 0 => reply.size(n as u32),
+            Ok(n) => reply.data(&buf[..n]),
+            Err(e) => reply.error(ferr(e)),
+        }
     }
 
-    fn listxattr(&self, _req: &Request, _ino: INodeNo, _size: u32, reply: ReplyXattr) {
-        reply.error(FErrno::ENOSYS);
+    fn listxattr(&self, req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        let mut buf = vec![0u8; size as usize];
+        let r = self.with(req, |p| {
+            p.listxattrat(self.node_fd(ino)?, "", AT_EMPTY_PATH, &mut buf)
+        });
+        match r {
+            Ok(n) if size == 0 => reply.size(n as u32),
+            Ok(n) => reply.data(&buf[..n]),
+            Err(e) => reply.error(ferr(e)),
+        }
     }
 
-    fn removexattr(&self, _req: &Request, _ino: INodeNo, _name: &OsStr, reply: ReplyEmpty) {
-        reply.error(FErrno::ENOSYS);
+    fn removexattr(&self, req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let r = self.with(req, |p| {
+            p.removexattrat(self.node_fd(ino)?, "", AT_EMPTY_PATH, name_bytes(name))
+        });
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(ferr(e)),
+        }
     }
 
     fn access(&self, req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
