@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use uvfs::cred::Cred;
 use uvfs::fs::FileSystem;
-use uvfs::stat::{Stat, parse_dirents64};
+use uvfs::stat::{Dirent64, Stat, parse_dirents64};
 use uvfs::uapi::*;
 use uvfs::{Errno, Process, Vfs};
 
@@ -89,6 +89,30 @@ fn kind_of(mode: u32) -> FileType {
         S_IFBLK => FileType::BlockDevice,
         S_IFSOCK => FileType::Socket,
         _ => FileType::RegularFile,
+    }
+}
+
+/// Lists the directory open as `fd` from the cookie `offset` (readdir and
+/// readdirplus): `add` gets each entry and answers whether the reply is
+/// full, which ends the listing.
+fn each_dirent(
+    p: &mut Process,
+    fd: i32,
+    offset: u64,
+    mut add: impl FnMut(&mut Process, &Dirent64) -> Result<bool, Errno>,
+) -> Result<(), Errno> {
+    p.lseek(fd, offset as i64, SEEK_SET)?;
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let n = p.getdents64(fd, &mut buf)?;
+        if n == 0 {
+            return Ok(());
+        }
+        for e in parse_dirents64(&buf[..n]) {
+            if add(p, &e)? {
+                return Ok(());
+            }
+        }
     }
 }
 
@@ -786,27 +810,14 @@ impl Filesystem for UvfsFuse {
         mut reply: ReplyDirectory,
     ) {
         let r = self.with(req, |p| {
-            let fd = fh.0 as i32;
-            p.lseek(fd, offset as i64, SEEK_SET)?;
-            let mut buf = vec![0u8; 16 * 1024];
-            'outer: loop {
-                let n = p.getdents64(fd, &mut buf)?;
-                if n == 0 {
-                    break;
-                }
-                for e in parse_dirents64(&buf[..n]) {
-                    let full = reply.add(
-                        INodeNo(self.nodeid(e.d_ino)),
-                        e.d_off as u64,
-                        kind_of_dtype(e.d_type),
-                        OsStr::from_bytes(&e.name),
-                    );
-                    if full {
-                        break 'outer;
-                    }
-                }
-            }
-            Ok(())
+            each_dirent(p, fh.0 as i32, offset, |_, e| {
+                Ok(reply.add(
+                    INodeNo(self.nodeid(e.d_ino)),
+                    e.d_off as u64,
+                    kind_of_dtype(e.d_type),
+                    OsStr::from_bytes(&e.name),
+                ))
+            })
         });
         match r {
             Ok(()) => reply.ok(),
@@ -825,49 +836,38 @@ impl Filesystem for UvfsFuse {
         self.counters.readdirplus.fetch_add(1, Ordering::Relaxed);
         let r = self.with(req, |p| {
             let fd = fh.0 as i32;
-            p.lseek(fd, offset as i64, SEEK_SET)?;
-            let mut buf = vec![0u8; 16 * 1024];
-            'outer: loop {
-                let n = p.getdents64(fd, &mut buf)?;
-                if n == 0 {
-                    break;
-                }
-                for e in parse_dirents64(&buf[..n]) {
-                    let dot = e.name == b"." || e.name == b"..";
-                    // The kernel takes no lookup reference for "." and
-                    // "..": they get their attributes only.
-                    let attr = if dot {
-                        let mut a = self.attr_of(&Stat::default());
-                        a.ino = INodeNo(self.nodeid(e.d_ino));
-                        a.kind = kind_of_dtype(e.d_type);
-                        a
-                    } else {
-                        match self.lookup_in(p, fd, &e.name) {
-                            Ok(a) => a,
-                            // Gone since getdents listed it: skip it.
-                            Err(Errno::ENOENT) => continue,
-                            Err(err) => return Err(err),
-                        }
-                    };
-                    let ttl = if dot { Duration::ZERO } else { TTL };
-                    let full = reply.add(
-                        attr.ino,
-                        e.d_off as u64,
-                        OsStr::from_bytes(&e.name),
-                        &ttl,
-                        &attr,
-                        Generation(0),
-                    );
-                    if full {
-                        if !dot {
-                            // Not sent: give back the reference it took.
-                            self.forget_n(attr.ino, 1);
-                        }
-                        break 'outer;
+            each_dirent(p, fd, offset, |p, e| {
+                let dot = e.name == b"." || e.name == b"..";
+                // The kernel takes no lookup reference for "." and
+                // "..": they get their attributes only.
+                let attr = if dot {
+                    let mut a = self.attr_of(&Stat::default());
+                    a.ino = INodeNo(self.nodeid(e.d_ino));
+                    a.kind = kind_of_dtype(e.d_type);
+                    a
+                } else {
+                    match self.lookup_in(p, fd, &e.name) {
+                        Ok(a) => a,
+                        // Gone since getdents listed it: skip it.
+                        Err(Errno::ENOENT) => return Ok(false),
+                        Err(err) => return Err(err),
                     }
+                };
+                let ttl = if dot { Duration::ZERO } else { TTL };
+                let full = reply.add(
+                    attr.ino,
+                    e.d_off as u64,
+                    OsStr::from_bytes(&e.name),
+                    &ttl,
+                    &attr,
+                    Generation(0),
+                );
+                if full && !dot {
+                    // Not sent: give back the reference it took.
+                    self.forget_n(attr.ino, 1);
                 }
-            }
-            Ok(())
+                Ok(full)
+            })
         });
         match r {
             Ok(()) => reply.ok(),
