@@ -951,11 +951,7 @@ pub fn print_text(out: &mut impl Write, r: &FuseReport) -> std::io::Result<()> {
 
 /// Writes `DIR/fuse.json`.
 pub fn write_json(dir: &Path, r: &FuseReport) -> Result<PathBuf, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let p = dir.join("fuse.json");
-    let json = serde_json::to_string_pretty(r).map_err(|e| e.to_string())?;
-    std::fs::write(&p, json + "\n").map_err(|e| format!("{}: {e}", p.display()))?;
-    Ok(p)
+    crate::report::write_json_in(dir, "fuse.json", r)
 }
 
 #[cfg(test)]

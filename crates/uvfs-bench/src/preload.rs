@@ -808,11 +808,7 @@ pub fn print_text(out: &mut impl Write, r: &PreloadReport) -> std::io::Result<()
 
 /// Writes `dir/preload.json` (making `dir`); returns its path.
 pub fn write_json(dir: &Path, r: &PreloadReport) -> Result<PathBuf, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let p = dir.join("preload.json");
-    let text = serde_json::to_string_pretty(r).map_err(|e| e.to_string())?;
-    std::fs::write(&p, text + "\n").map_err(|e| format!("{}: {e}", p.display()))?;
-    Ok(p)
+    crate::report::write_json_in(dir, "preload.json", r)
 }
 
 #[cfg(test)]

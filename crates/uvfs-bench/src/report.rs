@@ -14,7 +14,7 @@ use crate::runner::{self, Backend, RunConfig};
 use crate::workloads::{self, Test};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// One (test, backend, mode, tasks, fastpaths) result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -115,6 +115,20 @@ impl Machine {
             .unwrap_or_else(|_| "unknown".into());
         Machine { cpu, nproc, kernel }
     }
+}
+
+/// Writes `value` as pretty JSON to `dir/name` (making `dir`); returns the
+/// file's path. The lab's sections (`preload.json`, `fuse.json`) use it.
+pub fn write_json_in<T: Serialize + ?Sized>(
+    dir: &Path,
+    name: &str,
+    value: &T,
+) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let p = dir.join(name);
+    let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
+    std::fs::write(&p, text + "\n").map_err(|e| format!("{}: {e}", p.display()))?;
+    Ok(p)
 }
 
 /// Writes `records` as a pretty-printed JSON array.
