@@ -64,10 +64,10 @@
 //!   (no lock requests are negotiated).
 //! - **Writes**: the kernel computes every write's offset (`O_APPEND`
 //!   included) from the size it caches; the server writes at that offset.
-//!   Set-ID bits are cleared on write by the kernel's own setattr and by
-//!   uvfs's write as the caller.
-//! - **xattrs**: answered `ENOSYS` (the library has none yet); the kernel
-//!   then fails every xattr call with `EOPNOTSUPP` without asking.
+//!   Set-ID bits are the server's (`FUSE_HANDLE_KILLPRIV_V2`): uvfs's
+//!   write, truncate and chown, run as the caller, clear them.
+//! - **xattrs** reach the library's `*xattrat(fd, "", AT_EMPTY_PATH)` on
+//!   the node's handle, as the caller.
 //!   **mknod** of a FIFO or socket: `EOPNOTSUPP`; of a device: `EPERM`.
 #![warn(missing_docs)]
 

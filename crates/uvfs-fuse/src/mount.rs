@@ -255,13 +255,14 @@ fn block_signals() -> libc::sigset_t {
 
 /// Unmounts `dir`; if it is busy, detaches it and aborts the FUSE
 /// connection so the workers end (programs still inside get ENOTCONN).
-fn unmount(dir: &Path, dev: u64) {
+/// Whether it aborted.
+fn unmount(dir: &Path, dev: u64) -> bool {
     let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
-        return;
+        return false;
     };
     // SAFETY: `c` is a NUL-terminated path.
     if unsafe { libc::umount2(c.as_ptr(), 0) } == 0 {
-        return;
+        return false;
     }
     // SAFETY: as above.
     unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
@@ -284,6 +285,7 @@ fn unmount(dir: &Path, dev: u64) {
         };
     }
     let _ = std::fs::write(abort, b"1");
+    true
 }
 
 /// Builds the VFS, seeds it, mounts and serves until unmounted or
@@ -364,12 +366,13 @@ fn serve(args: &MountArgs, dir: &Path, notify: Option<std::fs::File>) -> i32 {
         tv_sec: 0,
         tv_nsec: 100_000_000,
     };
+    let mut aborted = false;
     loop {
         // SAFETY: `set` is a valid signal set, `timeout` a valid timespec;
         // the signals in it are blocked in every thread.
         let sig = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &timeout) };
         if sig > 0 {
-            unmount(dir, dev);
+            aborted = unmount(dir, dev);
             break;
         }
         if worker.is_finished() {
@@ -378,6 +381,9 @@ fn serve(args: &MountArgs, dir: &Path, notify: Option<std::fs::File>) -> i32 {
     }
     let status = match worker.join() {
         Ok(Ok(())) => 0,
+        // The abort this server made on a signal (its mount was busy):
+        // the stop that was asked for, not a failure.
+        Ok(Err(e)) if aborted && e.raw_os_error() == Some(libc::ECONNABORTED) => 0,
         Ok(Err(e)) => {
             eprintln!("uvfs mount: session: {e}");
             1

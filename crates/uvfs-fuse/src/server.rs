@@ -149,17 +149,18 @@ fn timespec_of(t: Option<TimeOrNow>) -> Timespec {
                 tv_sec: d.as_secs() as i64,
                 tv_nsec: i64::from(d.subsec_nanos()),
             },
+            // fuser 0.18 turns the kernel's (sec < 0, nsec) into
+            // `UNIX_EPOCH - (|sec| s + nsec ns)` (its `system_time_from_time`
+            // subtracts the nanoseconds instead of adding them), so a time
+            // before the epoch is undone the same way: the distance's whole
+            // seconds, negated, and its nanoseconds as they are. The mapping
+            // is one to one, so the kernel's timespec comes back exactly
+            // (mount_differential's utimensat of [-5, 3] found it).
             Err(e) => {
                 let d = e.duration();
-                let mut sec = -(d.as_secs() as i64);
-                let mut nsec = i64::from(d.subsec_nanos());
-                if nsec > 0 {
-                    sec -= 1;
-                    nsec = 1_000_000_000 - nsec;
-                }
                 Timespec {
-                    tv_sec: sec,
-                    tv_nsec: nsec,
+                    tv_sec: -(d.as_secs() as i64),
+                    tv_nsec: i64::from(d.subsec_nanos()),
                 }
             }
         },
@@ -421,12 +422,19 @@ impl Filesystem for UvfsFuse {
         // server's open checks and truncates as Linux does), readdirplus
         // (a listing fills the kernel's dentry and attribute caches),
         // parallel lookups and readdirs in one directory, symlink targets
-        // in the page cache.
+        // in the page cache, and set-ID removal left to the server
+        // (HANDLE_KILLPRIV_V2): uvfs's chown, truncate and write, run as
+        // the caller, clear S_ISUID/S_ISGID by Linux's own rules. Without
+        // it the kernel turns a chown of a set-ID file into a chown plus a
+        // mode it computed itself, and that mode lost the sticky bit
+        // (chmod 5755 then chown gave 755, where tmpfs gives 1755:
+        // mount_differential found it).
         let want = InitFlags::FUSE_ATOMIC_O_TRUNC
             | InitFlags::FUSE_DO_READDIRPLUS
             | InitFlags::FUSE_READDIRPLUS_AUTO
             | InitFlags::FUSE_PARALLEL_DIROPS
-            | InitFlags::FUSE_CACHE_SYMLINKS;
+            | InitFlags::FUSE_CACHE_SYMLINKS
+            | InitFlags::FUSE_HANDLE_KILLPRIV_V2;
         let _ = config.add_capabilities(want & config.capabilities());
         Ok(())
     }
@@ -476,7 +484,12 @@ impl Filesystem for UvfsFuse {
             if let Some(mode) = mode {
                 p.fchmodat(fd, "", mode & 0o7777, AT_EMPTY_PATH)?;
             }
-            if uid.is_some() || gid.is_some() {
+            // A setattr that sets nothing is chown(-1, -1) (the kernel
+            // sends FATTR_CTIME only with a writeback cache): Linux still
+            // stamps ctime (and applies chown's set-ID rules), which
+            // uvfs's fchownat(-1, -1) does as the caller.
+            let nothing = mode.is_none() && size.is_none() && atime.is_none() && mtime.is_none();
+            if uid.is_some() || gid.is_some() || nothing {
                 p.fchownat(
                     fd,
                     "",
@@ -489,14 +502,9 @@ impl Filesystem for UvfsFuse {
                 let len = i64::try_from(size).map_err(|_| Errno::EINVAL)?;
                 match fh {
                     Some(fh) => p.ftruncate(fh.0 as i32, len)?,
-                    None => {
-                        // truncate(2): the caller needs write permission;
-                        // the reopen checks it.
-                        let wfd = p.reopen(fd, O_WRONLY)?;
-                        let r = p.ftruncate(wfd, len);
-                        let _ = p.close(wfd);
-                        r?;
-                    }
+                    // truncate(2): write permission on the file, times
+                    // stamped only if the size changes.
+                    None => p.truncateat(fd, "", len, AT_EMPTY_PATH)?,
                 }
             }
             if atime.is_some() || mtime.is_some() {

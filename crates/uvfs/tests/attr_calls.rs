@@ -833,3 +833,46 @@ fn timestamps_atime_relatime() {
         p.close(fd).unwrap();
     });
 }
+
+/// `truncateat` (a uvfs extension for servers holding files by `O_PATH`
+/// fds) applies truncate(2)'s rules, not ftruncate's. Host (truncate(2) on
+/// tmpfs): 0 -> 0 of an empty file stamps "-", ftruncate 0 -> 0 "mc",
+/// 0 -> 5 "mc"; no write permission: EACCES; a directory: EISDIR.
+#[test]
+fn truncateat_is_truncate_not_ftruncate() {
+    each(|_, p| {
+        put(p, "/f", b"");
+        let o = p.open("/f", O_PATH, 0).unwrap();
+        let before = p.stat("/f").unwrap();
+        tick();
+        p.truncateat(o, "", 0, AT_EMPTY_PATH).unwrap();
+        assert_eq!(changed(&before, &p.stat("/f").unwrap()), "-");
+        let w = p.open("/f", O_WRONLY, 0).unwrap();
+        p.ftruncate(w, 0).unwrap();
+        assert_eq!(changed(&before, &p.stat("/f").unwrap()), "mc");
+        let before = p.stat("/f").unwrap();
+        tick();
+        p.truncateat(o, "", 5, AT_EMPTY_PATH).unwrap();
+        let after = p.stat("/f").unwrap();
+        assert_eq!(
+            (changed(&before, &after).as_str(), after.st_size),
+            ("mc", 5)
+        );
+        // The same call as truncate(2) by path, and its errors.
+        p.truncateat(AT_FDCWD, "/f", 2, 0).unwrap();
+        assert_eq!(p.stat("/f").unwrap().st_size, 2);
+        assert_eq!(err(p.truncateat(o, "", 1, 0x4000)), Errno::EINVAL);
+        assert_eq!(err(p.truncateat(o, "", -1, AT_EMPTY_PATH)), Errno::EINVAL);
+        assert_eq!(err(p.truncateat(o, "", 1, 0)), Errno::ENOENT);
+        p.mkdir("/d", 0o755).unwrap();
+        let od = p.open("/d", O_PATH, 0).unwrap();
+        assert_eq!(err(p.truncateat(od, "", 0, AT_EMPTY_PATH)), Errno::EISDIR);
+        p.chmod("/f", 0o444).unwrap();
+        p.set_cred(user(1000, 1000));
+        assert_eq!(err(p.truncateat(o, "", 0, AT_EMPTY_PATH)), Errno::EACCES);
+        p.set_cred(Cred::root());
+        for fd in [o, w, od] {
+            p.close(fd).unwrap();
+        }
+    });
+}

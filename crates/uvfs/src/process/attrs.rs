@@ -129,9 +129,29 @@ impl Process {
     /// `truncate(path, len)`: `EINVAL` for a negative length or a
     /// non-regular file, `EISDIR`, `EACCES` without write permission.
     pub fn truncate<P: AsRef<[u8]>>(&mut self, path: P, len: i64) -> Result<(), Errno> {
+        self.truncateat(AT_FDCWD, path, len, 0)
+    }
+
+    /// truncate(2) of `path` relative to `dirfd`, with `AT_SYMLINK_NOFOLLOW`
+    /// and `AT_EMPTY_PATH` as the `*at` calls take them. Linux has no such
+    /// call; it is here for servers that hold a file by an `O_PATH` fd and
+    /// must apply truncate(2)'s rules (permission checked on the file, no
+    /// open needed, mtime and ctime stamped only if the size changes,
+    /// unlike ftruncate): a FUSE setattr of the size without a handle.
+    /// `EINVAL` for other flags.
+    pub fn truncateat<P: AsRef<[u8]>>(
+        &mut self,
+        dirfd: i32,
+        path: P,
+        len: i64,
+        flags: i32,
+    ) -> Result<(), Errno> {
         let _call = task_work::enter();
+        if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+            return Err(Errno::EINVAL);
+        }
         let len = u64::try_from(len).map_err(|_| Errno::EINVAL)?;
-        let d = self.resolve(AT_FDCWD, path.as_ref(), FOLLOW)?;
+        let d = self.resolve(dirfd, path.as_ref(), lookup_flags(flags))?;
         let a = attr_of(&d)?;
         match a.mode & S_IFMT {
             S_IFDIR => return Err(Errno::EISDIR),

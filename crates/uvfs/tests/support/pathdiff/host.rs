@@ -70,6 +70,11 @@ pub fn to_timespecs(t: &Option<[Ts; 2]>) -> Option<[libc::timespec; 2]> {
 /// The host kernel, in this thread's private sandbox.
 pub struct Host {
     pub fds: FdList,
+    /// getdents64 fills the buffer as a local file system's one call does,
+    /// with more calls while entries remain and fit: for a FUSE mount,
+    /// whose one call returns at most one server reply (readdirplus
+    /// entries are several times the size of a dirent64). Off for tmpfs.
+    pub refill_dirents: bool,
 }
 
 impl Host {
@@ -316,17 +321,31 @@ impl Backend for Host {
         .map(|n| n as usize)
     }
     fn getdents64(&mut self, fd: Fd, buf: &mut [u8]) -> R<usize> {
-        Host::sys(
-            libc::SYS_getdents64,
-            [
-                self.fd(fd).into(),
-                buf.as_mut_ptr() as _,
-                buf.len() as _,
-                0,
-                0,
-            ],
-        )
-        .map(|n| n as usize)
+        let call = |buf: &mut [u8]| {
+            Host::sys(
+                libc::SYS_getdents64,
+                [
+                    self.fd(fd).into(),
+                    buf.as_mut_ptr() as _,
+                    buf.len() as _,
+                    0,
+                    0,
+                ],
+            )
+            .map(|n| n as usize)
+        };
+        let mut got = call(buf)?;
+        if self.refill_dirents {
+            // Until the end (0) or an entry that does not fit (EINVAL once
+            // something was returned; the position stays at that entry).
+            while got > 0 && got < buf.len() {
+                match call(&mut buf[got..]) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got += n,
+                }
+            }
+        }
+        Ok(got)
     }
     fn chdir(&mut self, path: &[u8]) -> R<()> {
         let p = c(path);
@@ -469,6 +488,7 @@ pub fn host_run_in_thread(job: HostJob, top: Vec<u8>) -> (Vec<Op>, Log, Sandbox)
     in_sandbox_thread(move |sandbox| {
         let mut host = Host {
             fds: FdList::default(),
+            refill_dirents: false,
         };
         prepare(&mut host, &top);
         let root: &[u8] = match sandbox {

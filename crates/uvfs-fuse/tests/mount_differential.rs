@@ -1,0 +1,362 @@
+//! The path API's differential generator through a real FUSE mount: the
+//! third way of running it. `crates/uvfs/tests/path_differential.rs` runs
+//! each seeded sequence on the host's tmpfs and on the uvfs library; here
+//! the same sequence also runs as real system calls on a `uvfs mount`, and
+//! the mount's results must equal the host tmpfs's, call by call, and in
+//! the final dump of the tree (the comparison rules are that harness's:
+//! `support::pathdiff::compare`).
+//!
+//! # The sandbox
+//!
+//! The mount side runs in a thread of its own that unshares its mount
+//! namespace and fs_struct (as the host side does), makes every mount
+//! private, starts `uvfs mount --size 256m` on a fresh directory of
+//! `/dev/shm` (the server process is forked from that thread, so it mounts
+//! in the thread's private namespace and nothing appears in the host's),
+//! waits until the mount is live, chroots into it and creates the same
+//! `/dev/shm/uvfs-diff-<pid>-<n>` path as the host side. After the run the
+//! server gets SIGTERM (it unmounts, or detaches a busy mount and aborts
+//! the connection) and is waited for; the thread's namespace dies with it.
+//!
+//! # What the mount may do differently, and why
+//!
+//! Only what FUSE itself decides, each recognised narrowly by the op and
+//! both results (`fuse_artefact`, `patch_stats`; docs/fuse.md lists them):
+//! lseek on directories, tmpfs's overflowed SEEK_HOLE offset, O_TMPFILE,
+//! statx without btime/attribute mask, mtime/ctime not asked for, statx
+//! answered from the attribute cache, atime of reads served from the page
+//! cache. An artefact op is taken out of the sequence and both sides run
+//! again, so everything after it is still compared; the counts are
+//! printed. Everything else must match: a mismatch panics with the seed,
+//! every op with both results, and the two results that differ.
+//!
+//! Root only (mounting needs CAP_SYS_ADMIN) and `/dev/fuse`: otherwise the
+//! test prints why and counts as skipped.
+#![cfg(target_os = "linux")]
+
+#[path = "../../uvfs/tests/support/mod.rs"]
+mod support;
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use support::host::Sandbox;
+use support::pathdiff::*;
+
+const SEEDS: u64 = 24;
+
+fn can_mount() -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("not root".into());
+    }
+    if !Path::new("/dev/fuse").exists() {
+        return Err("no /dev/fuse".into());
+    }
+    Ok(())
+}
+
+fn must(what: &str, r: libc::c_int) {
+    assert!(r == 0, "{what}: {}", std::io::Error::last_os_error());
+}
+
+fn cstr(p: &Path) -> std::ffi::CString {
+    std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap()
+}
+
+/// Whether `dir` is a FUSE mount in this thread's namespace.
+fn mounted_here(dir: &Path) -> bool {
+    let info = std::fs::read_to_string("/proc/thread-self/mountinfo").unwrap_or_default();
+    let want = dir.to_string_lossy();
+    info.lines().any(|l| {
+        let f: Vec<&str> = l.split(' ').collect();
+        f.len() > 4 && f[4] == want && l.contains(" - fuse")
+    })
+}
+
+/// The mount side's sandbox: a private namespace with a fresh `uvfs mount`
+/// as its root.
+struct MountSandbox {
+    server: Child,
+    dir: PathBuf,
+}
+
+impl MountSandbox {
+    /// Must run in a thread that does nothing else afterwards.
+    fn enter(dir: PathBuf) -> MountSandbox {
+        // SAFETY: unshare changes only this thread's fs_struct and mount
+        // namespace; the mount call makes every mount of that private
+        // namespace private, so nothing propagates to the host.
+        unsafe {
+            must("unshare", libc::unshare(libc::CLONE_NEWNS | libc::CLONE_FS));
+            must(
+                "make / private",
+                libc::mount(
+                    std::ptr::null(),
+                    c"/".as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_REC | libc::MS_PRIVATE,
+                    std::ptr::null(),
+                ),
+            );
+        }
+        let mut server = Command::new(env!("CARGO_BIN_EXE_uvfs"))
+            .args(["mount", "--size", "256m", "--nr-inodes", "0"])
+            .arg(&dir)
+            .stdin(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start uvfs mount");
+        // Counted, not timed: each look is a few microseconds of reading
+        // mountinfo; the server's own failure (exit) ends the wait too.
+        let mut looks = 0u64;
+        while !mounted_here(&dir) {
+            if let Ok(Some(st)) = server.try_wait() {
+                panic!("uvfs mount exited before the mount was live: {st}");
+            }
+            looks += 1;
+            assert!(looks < 2_000_000, "the mount never appeared");
+            std::thread::yield_now();
+        }
+        let d = cstr(&dir);
+        // SAFETY: `d` is a live NUL-terminated path; chmod gives the
+        // mount's root the host sandbox's `mode=755` (a fresh tmpfs root
+        // is 1777); chroot and chdir change this thread's private
+        // fs_struct only.
+        unsafe {
+            must("chmod 755 the mount's root", libc::chmod(d.as_ptr(), 0o755));
+            must("chroot", libc::chroot(d.as_ptr()));
+            must("chdir /", libc::chdir(c"/".as_ptr()));
+        }
+        MountSandbox { server, dir }
+    }
+
+    /// Stops the server and waits for it: SIGTERM makes it unmount (or
+    /// detach the mount this thread is still inside) and exit 0.
+    fn finish(mut self) {
+        // SAFETY: kill of our own child's pid.
+        unsafe { libc::kill(self.server.id() as i32, libc::SIGTERM) };
+        let st = self.server.wait().expect("wait for uvfs mount");
+        assert!(st.success(), "uvfs mount ended with {st}");
+        let _ = &self.dir;
+    }
+}
+
+/// Replays `ops` as system calls on a fresh `uvfs mount`.
+fn mount_run(ops: Vec<Op>, top: Vec<u8>, n: u64) -> Log {
+    let dir = PathBuf::from(format!(
+        "/dev/shm/uvfs-mountdiff-{}-{n}",
+        std::process::id()
+    ));
+    std::fs::create_dir(&dir).expect("mkdir mount point");
+    let d2 = dir.clone();
+    let log = std::thread::spawn(move || {
+        let sb = MountSandbox::enter(d2);
+        let mut b = Host {
+            fds: FdList::default(),
+            refill_dirents: true,
+        };
+        prepare(&mut b, &top);
+        let log = run(&mut b, &ops, b"/");
+        drop(b);
+        sb.finish();
+        log
+    })
+    .join()
+    .expect("mount thread panicked");
+    std::fs::remove_dir(&dir).expect("rmdir mount point");
+    log
+}
+
+/// A difference the kernel's FUSE layer makes (it answers without asking
+/// the server, or asks with other arguments), so no server can match the
+/// host tmpfs there: why, if `op` with these two results is one.
+fn fuse_artefact(op: &Op, host: &Res, mount: &Res) -> Option<&'static str> {
+    match (op, host, mount) {
+        // tmpfs directories only seek with SEEK_SET/SEEK_CUR (EINVAL for
+        // the rest); FUSE directories use the generic file llseek, which
+        // answers SEEK_END/SEEK_DATA/SEEK_HOLE from the directory's size.
+        // (a negative offset is ENXIO there). On a regular file the
+        // server's lseek answers, which the library's own differential
+        // test holds to tmpfs's; so a host EINVAL the mount does not give
+        // marks a directory fd.
+        (Op::Lseek(_, _, 2..=4), Err(libc::EINVAL), _) => {
+            Some("lseek SEEK_END/DATA/HOLE on a directory (FUSE's generic llseek)")
+        }
+        // tmpfs's overflowed hole offset past i64::MAX (negative), which
+        // FUSE's lseek refuses from a server (EINVAL).
+        (Op::Lseek(_, _, 3 | 4), Ok(Val::Num(n)), Err(libc::EINVAL)) if *n < 0 => Some(HOLE_WHY),
+        // O_TMPFILE reaches a FUSE server as FUSE_TMPFILE, which fuser
+        // 0.18 does not implement: the kernel answers EOPNOTSUPP.
+        (Op::Open(_, fl, _) | Op::Openat(_, _, fl, _), _, Err(libc::EOPNOTSUPP))
+            if fl & libc::O_TMPFILE == libc::O_TMPFILE =>
+        {
+            Some("O_TMPFILE (no FUSE_TMPFILE in fuser)")
+        }
+        // AT_STATX_DONT_SYNC: FUSE answers from its attribute cache
+        // without asking the server (blocks and atime may be stale; tmpfs
+        // always has its own current values).
+        (Op::Statx(_, _, fl, _), _, _) if fl & 0x4000 != 0 => {
+            Some("statx AT_STATX_DONT_SYNC answered from FUSE's attribute cache")
+        }
+        // FUSE refreshes cached attributes before a statx only if the mask
+        // asks for one it invalidated (or the attribute timeout passed): a
+        // statx not asking for every basic field (mask 0, STATX_TYPE, ...)
+        // can be answered with the fields a change elsewhere made stale
+        // (a directory's nlink and size after a mkdir in it).
+        (Op::Statx(_, _, _, asked), Ok(_), Ok(_)) if asked & 0x7ff != 0x7ff => {
+            Some("statx with a partial mask answered from FUSE's attribute cache")
+        }
+        _ => None,
+    }
+}
+
+const STATX_WHY: &str = "statx without btime and tmpfs's attribute mask (no FUSE_STATX in fuser)";
+const MGTIME_WHY: &str =
+    "statx not asked for mtime/ctime: tmpfs (multigrain times) leaves them out, FUSE fills them";
+
+const HOLE_WHY: &str =
+    "SEEK_HOLE past i64::MAX (tmpfs's overflowed offset) refused by FUSE's lseek";
+const ATIME_WHY: &str =
+    "atime not stamped by a read served from the page cache (FUSE inodes are S_NOATIME)";
+
+/// `stx_mask`'s `STATX_BTIME` and `stx_attributes_mask`'s immutable,
+/// append and nodump bits: tmpfs reports them; a FUSE file's statx is
+/// built by the kernel from a getattr reply, which has no birth time and
+/// no attribute mask (FUSE_STATX, which has both, is not in fuser 0.18).
+const STATX_FS_BITS: (u32, u64) = (0x800, 0x70);
+/// `STATX_MTIME | STATX_CTIME`.
+const STATX_CMTIME: u32 = 0xc0;
+
+/// Makes the mount's statx results comparable where FUSE reports what
+/// tmpfs does not or the other way round (never a field both report):
+/// copies [`STATX_FS_BITS`] from the host where the mount lacks exactly
+/// those, and where statx was not asked for mtime/ctime and the host left
+/// them out (tmpfs keeps multigrain timestamps and fills them only when
+/// asked), leaves them out of the mount's result too. Counts each kind.
+///
+/// And for every stat result: where the host's atime is recent (a read
+/// stamped it, relatime) and the mount's is still the old time utimensat
+/// set, the read was served from the kernel's page cache and never reached
+/// the server (FUSE inodes are `S_NOATIME`: only the server stamps atime,
+/// on the reads it sees; `keep_cache` keeps later reads in the cache).
+fn patch_stats(
+    ops: &[Op],
+    host: &Log,
+    m: &mut Log,
+    seen: &mut std::collections::BTreeMap<&'static str, usize>,
+) {
+    for (i, (h, u)) in host.obs.iter().zip(m.obs.iter_mut()).enumerate() {
+        // Linux's tmpfs reports the hole after data in a file's last page
+        // below i64::MAX at an offset that overflowed (negative); FUSE's
+        // lseek checks the server's answer against the maximum file size
+        // and fails EINVAL instead. Only in the final dump's data map.
+        if let (Ok(Val::Bytes(hb)), Err(libc::EINVAL)) = (&h.res, &u.res)
+            && u.what.starts_with("dump data")
+            && hb.starts_with(b"[")
+            && hb.windows(3).any(|w| w == b", -")
+        {
+            u.res = h.res.clone();
+            *seen.entry(HOLE_WHY).or_default() += 1;
+            continue;
+        }
+        let (Ok(Val::Stat(hs)), Ok(Val::Stat(us))) = (&h.res, &mut u.res) else {
+            continue;
+        };
+        if hs.atime.sec >= OLD_TIME && us.atime.sec < OLD_TIME && hs.ino != 0 {
+            us.atime = hs.atime;
+            *seen.entry(ATIME_WHY).or_default() += 1;
+        }
+        let Some(Op::Statx(_, _, _, asked)) = ops.get(i) else {
+            continue;
+        };
+        let (Some((hm, ha, ham)), Some((um, ua, uam))) = (hs.statx, us.statx) else {
+            continue;
+        };
+        let (mut um, mut uam) = (um, uam);
+        let (bm, bam) = STATX_FS_BITS;
+        if ua == ha && uam != ham && uam == ham & !bam {
+            uam = ham;
+            *seen.entry(STATX_WHY).or_default() += 1;
+        }
+        if um & bm == 0 && hm & bm != 0 {
+            um |= bm;
+        }
+        if asked & STATX_CMTIME == 0 && hm & STATX_CMTIME == 0 && um & STATX_CMTIME != 0 {
+            um &= !STATX_CMTIME;
+            us.mtime = hs.mtime;
+            us.ctime = hs.ctime;
+            *seen.entry(MGTIME_WHY).or_default() += 1;
+        }
+        us.statx = Some((um, ua, uam));
+    }
+}
+
+/// The first difference between the host's tmpfs and the mount on `ops`
+/// that is not a FUSE artefact; each artefact met is counted in `seen` and
+/// its op taken out of the sequence (an open becomes a failing placeholder
+/// so later fd indexes keep their meaning), and both sides run again.
+fn first_real_difference(
+    seed: u64,
+    mut ops: Vec<Op>,
+    mut host: Log,
+    top: &[u8],
+    n: u64,
+    seen: &mut std::collections::BTreeMap<&'static str, usize>,
+) -> Option<String> {
+    loop {
+        let mut m = mount_run(ops.clone(), top.to_vec(), n);
+        patch_stats(&ops, &host, &mut m, seen);
+        let (i, report) = compare_at(seed, "mount", &ops, &host, &m)?;
+        let why = match (ops.get(i), host.obs.get(i), m.obs.get(i)) {
+            (Some(op), Some(h), Some(u)) => fuse_artefact(op, &h.res, &u.res),
+            _ => None,
+        };
+        let Some(why) = why else {
+            return Some(report);
+        };
+        *seen.entry(why).or_default() += 1;
+        if opens(&ops[i]) {
+            ops[i] = Op::Open(Vec::new(), 0, 0);
+        } else {
+            ops.remove(i);
+        }
+        let (_, h, _) = host_run_in_thread(HostJob::Replay(ops.clone()), top.to_vec());
+        host = h;
+    }
+}
+
+fn check_seed_on_mount(
+    seed: u64,
+    n: u64,
+    seen: &mut std::collections::BTreeMap<&'static str, usize>,
+) -> Option<String> {
+    let top = top_for_run();
+    let (ops, host, sandbox) =
+        host_run_in_thread(HostJob::Generate(seed, OPS_PER_SEED), top.clone());
+    assert_eq!(sandbox, Sandbox::Chroot, "root runs the host in a chroot");
+    first_real_difference(seed, ops, host, &top, n, seen)
+}
+
+#[test]
+fn path_ops_on_a_mount_match_the_host_kernel() {
+    if let Err(why) = can_mount() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let seeds: Vec<u64> = match env_u64("UVFS_DIFF_SEED") {
+        Some(s) => vec![s],
+        // UVFS_DIFF_SEEDS=<n>: more seeds (a soak), from 1.
+        None => (1..=env_u64("UVFS_DIFF_SEEDS").unwrap_or(SEEDS)).collect(),
+    };
+    let mut seen = std::collections::BTreeMap::new();
+    for (n, &seed) in seeds.iter().enumerate() {
+        if let Some(report) = check_seed_on_mount(seed, n as u64, &mut seen) {
+            panic!("{report}");
+        }
+    }
+    eprintln!(
+        "mount_differential: {} seeds x {OPS_PER_SEED} ops agree, host tmpfs and uvfs mount; FUSE artefacts taken out: {seen:?}",
+        seeds.len()
+    );
+}
