@@ -55,7 +55,7 @@ pub use fdtable::{FdRef, FdTable, ReservedFd};
 pub use file_table::pool;
 pub use file_table::{File, FileOps, FileRef};
 pub use locks::{Flock, LockStats};
-pub use process::{Opening, Process};
+pub use process::{FileType, OpenFile, Opening, Process};
 pub use stat::{Stat, Statx};
 pub use vfs::{FsSysctls, Vfs, VfsBuilder};
 

@@ -14,7 +14,10 @@
 //! readlink, chdir, getcwd), `attrs` (the stat family, chmod, chown,
 //! utimensat, access, umask), `xattr` (extended attributes), `fcntl` (the
 //! fcntl commands beyond the fd table's), `locks` (advisory locks: fcntl's
-//! record and OFD locks, flock) and `splice` (copy_file_range, sendfile).
+//! record and OFD locks, flock) and `splice` (copy_file_range, sendfile);
+//! `std_io` adds what a Rust user expects on top: [`Process::read_file`],
+//! [`Process::write_file`], [`Process::read_dir`] with typed entries, and
+//! [`OpenFile`], an open file that is `std::io::{Read, Write, Seek}`.
 
 mod attrs;
 mod fcntl;
@@ -24,6 +27,8 @@ mod locks;
 mod names;
 mod open;
 mod splice;
+mod std_io;
+pub use std_io::{FileType, OpenFile};
 mod xattr;
 
 use crate::cred::Cred;
@@ -544,6 +549,27 @@ impl Process {
     /// host process or part of one): an id no host process or group has is
     /// `ESRCH`, as Linux finds it. `F_GETOWN` reports the owner set, without
     /// Linux's re-check that it is still alive.
+    ///
+    /// The fd table and fcntl (`dup`, `dup2`, `dup3`, `close`,
+    /// `close_range`, `fcntl`):
+    ///
+    /// ```
+    /// use uvfs::uapi::*;
+    /// use uvfs::{Errno, FastPaths, Process, Vfs};
+    /// # fn main() -> Result<(), Errno> {
+    /// let vfs = Vfs::new(FastPaths::seeds());
+    /// let mut p = Process::new(&vfs)?;
+    /// let fd = p.open("/f", O_RDWR | O_CREAT, 0o644)?;
+    /// let high = p.fcntl(fd, F_DUPFD_CLOEXEC, 10)?;
+    /// assert_eq!(high, 10);
+    /// assert_eq!(p.fcntl(high, F_GETFD, 0)?, FD_CLOEXEC);
+    /// assert_eq!(p.dup2(fd, 3)?, 3);
+    /// p.close(fd)?;
+    /// assert_eq!(p.dup(3)?, 0); // the lowest free fd again
+    /// assert_eq!(p.fcntl(fd + 100, F_GETFD, 0), Err(Errno::EBADF));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn fcntl(&mut self, fd: i32, cmd: i32, arg: u64) -> Result<i32, Errno> {
         let _call = task_work::enter();
         // The table view that comes with the file cannot close or replace

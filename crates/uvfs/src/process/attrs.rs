@@ -42,6 +42,26 @@ impl Process {
     }
 
     /// `stat(path)`.
+    ///
+    /// Attributes (the `stat` family and `statx`, `chmod`, `chown`,
+    /// `utimensat`, `access`, `umask`, `truncate`):
+    ///
+    /// ```
+    /// use uvfs::uapi::*;
+    /// use uvfs::{Errno, FastPaths, Process, Vfs};
+    /// # fn main() -> Result<(), Errno> {
+    /// let vfs = Vfs::new(FastPaths::seeds());
+    /// let mut p = Process::new(&vfs)?;
+    /// let fd = p.creat("/f", 0o4755)?;
+    /// p.fchown(fd, 1000, 1000)?; // chown clears set-user-ID, as on Linux
+    /// let st = p.stat("/f")?;
+    /// assert_eq!((st.st_mode & 0o7777, st.st_uid), (0o755, 1000));
+    /// p.chmod("/f", 0o600)?;
+    /// p.set_cred(uvfs::cred::Cred::user(2000, 2000, vec![]));
+    /// assert_eq!(p.access("/f", R_OK), Err(Errno::EACCES));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn stat<P: AsRef<[u8]>>(&mut self, path: P) -> Result<Stat, Errno> {
         self.fstatat(AT_FDCWD, path, 0)
     }

@@ -131,6 +131,27 @@ impl Process {
     }
 
     /// `pread(fd, buf, off)`: `EINVAL` for a negative offset.
+    ///
+    /// Reading and writing (`read`, `write`, their positional and vector
+    /// forms, `lseek`, `ftruncate`, `fallocate`, `getdents64`):
+    ///
+    /// ```
+    /// use uvfs::uapi::*;
+    /// use uvfs::{Errno, FastPaths, Process, Vfs};
+    /// # fn main() -> Result<(), Errno> {
+    /// let vfs = Vfs::new(FastPaths::seeds());
+    /// let mut p = Process::new(&vfs)?;
+    /// let fd = p.open("/f", O_RDWR | O_CREAT, 0o644)?;
+    /// assert_eq!(p.write(fd, b"hello")?, 5);
+    /// assert_eq!(p.pwrite(fd, b"J", 0)?, 1);
+    /// let mut buf = [0u8; 5];
+    /// assert_eq!(p.pread(fd, &mut buf, 0)?, 5);
+    /// assert_eq!(&buf, b"Jello");
+    /// assert_eq!(p.lseek(fd, 0, SEEK_CUR)?, 5); // pread/pwrite leave it
+    /// assert_eq!(p.pread(fd, &mut buf, -1), Err(Errno::EINVAL));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn pread(&mut self, fd: i32, buf: &mut [u8], off: i64) -> Result<usize, Errno> {
         // A negative offset is refused before the fd is looked at.
         let off = u64::try_from(off).map_err(|_| Errno::EINVAL)?;
@@ -568,6 +589,26 @@ pub struct ReadDir<'p> {
     buf: Vec<u8>,
     batch: std::vec::IntoIter<crate::stat::Dirent64>,
     done: bool,
+    /// Opened by [`Process::read_dir`]: `.` and `..` are skipped and the
+    /// fd is closed on drop.
+    pub(super) owned: bool,
+}
+
+impl std::fmt::Debug for ReadDir<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadDir")
+            .field("fd", &self.fd)
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for ReadDir<'_> {
+    fn drop(&mut self) {
+        if self.owned {
+            let _ = self.p.close(self.fd);
+        }
+    }
 }
 
 impl Iterator for ReadDir<'_> {
@@ -576,6 +617,9 @@ impl Iterator for ReadDir<'_> {
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some(e) = self.batch.next() {
+                if self.owned && (e.name == b"." || e.name == b"..") {
+                    continue;
+                }
                 return Some(Ok(e));
             }
             if self.done {
@@ -608,6 +652,7 @@ impl Process {
             buf: vec![0; 32 * 1024],
             batch: Vec::new().into_iter(),
             done: false,
+            owned: false,
         }
     }
 }

@@ -88,6 +88,29 @@ impl Process {
     /// [`crate::locks`]). A lock set through an fd that another thread
     /// closed meanwhile is removed again and the call fails with `EBADF`,
     /// as on Linux.
+    ///
+    /// Advisory locks (`fcntl` record and OFD locks, `flock`):
+    ///
+    /// ```
+    /// use uvfs::uapi::*;
+    /// use uvfs::{Errno, FastPaths, Process, Vfs};
+    /// # fn main() -> Result<(), Errno> {
+    /// let vfs = Vfs::new(FastPaths::seeds());
+    /// let mut p = Process::new(&vfs)?;
+    /// use uvfs::Flock;
+    /// let fd = p.open("/f", O_RDWR | O_CREAT, 0o644)?;
+    /// let mut whole = Flock { l_type: F_WRLCK as i16, l_whence: 0, l_start: 0, l_len: 0, l_pid: 0 };
+    /// p.fcntl_lock(fd, F_SETLK, &mut whole)?;
+    /// // Another process sees the lock and who holds it.
+    /// let mut q = Process::new(&vfs)?;
+    /// let qfd = q.open("/f", O_RDWR, 0)?;
+    /// let mut probe = Flock { l_type: F_RDLCK as i16, l_whence: 0, l_start: 0, l_len: 1, l_pid: 0 };
+    /// q.fcntl_lock(qfd, F_GETLK, &mut probe)?;
+    /// assert_eq!((probe.l_type, probe.l_pid), (F_WRLCK as i16, p.getpid()));
+    /// assert_eq!(q.fcntl_lock(qfd, F_SETLK, &mut probe), Err(Errno::EAGAIN));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn fcntl_lock(&mut self, fd: i32, cmd: i32, fl: &mut Flock) -> Result<i32, Errno> {
         let _call = task_work::enter();
         let table_owner = self.files.lock_owner();

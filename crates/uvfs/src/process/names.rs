@@ -150,6 +150,27 @@ impl Process {
     }
 
     /// `rename(old, new)`.
+    ///
+    /// Names (`mkdir`, `rmdir`, `unlink`, `rename`, `renameat2`, `link`,
+    /// `symlink`, `readlink`, `chdir`, `getcwd`):
+    ///
+    /// ```
+    /// use uvfs::uapi::*;
+    /// use uvfs::{Errno, FastPaths, Process, Vfs};
+    /// # fn main() -> Result<(), Errno> {
+    /// let vfs = Vfs::new(FastPaths::seeds());
+    /// let mut p = Process::new(&vfs)?;
+    /// p.mkdir("/a", 0o755)?;
+    /// p.mkdir("/a/b", 0o755)?;
+    /// p.symlink("a/b", "/l")?;
+    /// p.rename("/a/b", "/c")?;
+    /// assert_eq!(p.stat("/l"), Err(Errno::ENOENT)); // the link now dangles
+    /// p.chdir("/c")?;
+    /// assert_eq!(p.getcwd()?, b"/c");
+    /// assert_eq!(p.rmdir("/a/.."), Err(Errno::ENOTEMPTY));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn rename<P: AsRef<[u8]>, Q: AsRef<[u8]>>(&mut self, old: P, new: Q) -> Result<(), Errno> {
         self.renameat2(AT_FDCWD, old, AT_FDCWD, new, 0)
     }

@@ -20,6 +20,24 @@ use std::sync::atomic::Ordering;
 
 impl Process {
     /// `open(path, flags, mode)`.
+    ///
+    /// Opening files (`open`, `openat`, `creat`, `O_TMPFILE`, `reopen`):
+    ///
+    /// ```
+    /// use uvfs::uapi::*;
+    /// use uvfs::{Errno, FastPaths, Process, Vfs};
+    /// # fn main() -> Result<(), Errno> {
+    /// let vfs = Vfs::new(FastPaths::seeds());
+    /// let mut p = Process::new(&vfs)?;
+    /// let fd = p.open("/f", O_WRONLY | O_CREAT | O_EXCL, 0o644)?;
+    /// assert_eq!(fd, 0); // the lowest free fd
+    /// assert_eq!(p.open("/f", O_CREAT | O_EXCL, 0o644), Err(Errno::EEXIST));
+    /// let dir = p.open("/", O_PATH | O_DIRECTORY, 0)?;
+    /// let again = p.openat(dir, "f", O_RDONLY, 0)?;
+    /// assert_eq!(p.fstat(again)?.st_ino, p.fstat(fd)?.st_ino);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn open<P: AsRef<[u8]>>(&mut self, path: P, flags: i32, mode: u32) -> Result<i32, Errno> {
         self.openat(AT_FDCWD, path, flags, mode)
     }

@@ -105,6 +105,28 @@ impl Process {
 
     /// `copy_file_range(fd_in, off_in, fd_out, off_out, len, flags)`; see
     /// the module docs for the order of checks.
+    ///
+    /// Copies inside the VFS (`copy_file_range`, `sendfile`):
+    ///
+    /// ```
+    /// use uvfs::uapi::*;
+    /// use uvfs::{Errno, FastPaths, Process, Vfs};
+    /// # fn main() -> Result<(), Errno> {
+    /// let vfs = Vfs::new(FastPaths::seeds());
+    /// let mut p = Process::new(&vfs)?;
+    /// let a = p.open("/a", O_RDWR | O_CREAT, 0o644)?;
+    /// p.write(a, b"0123456789")?;
+    /// let b = p.open("/b", O_WRONLY | O_CREAT, 0o644)?;
+    /// let mut from = 2i64;
+    /// assert_eq!(p.copy_file_range(a, Some(&mut from), b, None, 5, 0)?, 5);
+    /// assert_eq!(from, 7);
+    /// let mut buf = [0u8; 8];
+    /// let r = p.open("/b", O_RDONLY, 0)?;
+    /// assert_eq!(p.read(r, &mut buf)?, 5);
+    /// assert_eq!(&buf[..5], b"23456");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn copy_file_range(
         &mut self,
         fd_in: i32,

@@ -183,6 +183,28 @@ impl Process {
 
     /// `setxattr(path, name, value, flags)` with `XATTR_CREATE`,
     /// `XATTR_REPLACE`.
+    ///
+    /// Extended attributes (`setxattr`, `getxattr`, `listxattr`,
+    /// `removexattr`, their `l`, `f` and `*at` forms):
+    ///
+    /// ```
+    /// use uvfs::uapi::*;
+    /// use uvfs::{Errno, FastPaths, Process, Vfs};
+    /// # fn main() -> Result<(), Errno> {
+    /// let vfs = Vfs::new(FastPaths::seeds());
+    /// let mut p = Process::new(&vfs)?;
+    /// p.creat("/f", 0o644)?;
+    /// p.setxattr("/f", b"user.origin", b"lab", XATTR_CREATE)?;
+    /// let mut v = [0u8; 16];
+    /// let n = p.getxattr("/f", b"user.origin", &mut v)?;
+    /// assert_eq!(&v[..n], b"lab");
+    /// assert_eq!(
+    ///     p.setxattr("/f", b"user.origin", b"x", XATTR_CREATE),
+    ///     Err(Errno::EEXIST)
+    /// );
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn setxattr<P: AsRef<[u8]>>(
         &mut self,
         path: P,
