@@ -35,8 +35,10 @@
 //! - Every request runs with its caller's fsuid and fsgid (sent by the
 //!   kernel) and supplementary groups (read from `/proc/<pid>/status`, see
 //!   [`creds`]) as the worker's credentials (`Process::set_cred`), so uvfs's
-//!   permission rules decide. The mount has `allow_other` and not
-//!   `default_permissions`.
+//!   permission rules decide what reaches it. The mount has `allow_other`
+//!   and `default_permissions`: the kernel also checks permissions itself
+//!   from the attributes it caches, as it does for tmpfs, so walks through
+//!   cached names check search permission too.
 //! - Attributes and names change only through `*at` calls on the handles:
 //!   `fchmodat`, `fchownat`, `utimensat` with `AT_EMPTY_PATH`; truncate
 //!   without a file handle reopens the node for writing (the write
@@ -44,11 +46,6 @@
 //!
 //! # Where the kernel's checks decide instead of uvfs's
 //!
-//! - **Search permission of cached paths.** The kernel walks cached
-//!   dentries itself and, without `default_permissions`, checks no search
-//!   (execute) permission on directories: a name another caller looked up
-//!   stays reachable for the entry timeout by callers who could not search
-//!   its directory. Lookups the server answers are checked as the caller.
 //! - **Opens by handle.** An open reaches the server as "open this inode":
 //!   the file's own permission is checked as the caller, the path's search
 //!   permission is not (as in passthrough_ll).

@@ -253,10 +253,14 @@ fn block_signals() -> libc::sigset_t {
     }
 }
 
-/// Unmounts `dir`; if it is busy, detaches it and aborts the FUSE
-/// connection so the workers end (programs still inside get ENOTCONN).
-/// Whether it aborted.
-fn unmount(dir: &Path, dev: u64) -> bool {
+/// Unmounts `dir`; if it is busy, detaches it instead (it leaves the
+/// namespace at once and lives on while programs still use it). Whether it
+/// had to detach. A detached mount's connection ends when this process
+/// exits and the kernel sees the last `/dev/fuse` fd closed: it aborts the
+/// connection itself, and programs still inside get ENOTCONN. (Writing to
+/// the fuse control file system's `abort` would name the connection by a
+/// device number, global to the machine; an exit names only our own.)
+fn unmount(dir: &Path) -> bool {
     let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
         return false;
     };
@@ -266,25 +270,6 @@ fn unmount(dir: &Path, dev: u64) -> bool {
     }
     // SAFETY: as above.
     unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
-    // The connection stays until its last user leaves; abort it through
-    // the fuse control file system (mounted first if it is not, as
-    // systemd does at boot) so the workers end now.
-    let conns = "/sys/fs/fuse/connections";
-    let abort = format!("{conns}/{}/abort", libc::minor(dev));
-    if !Path::new(&abort).exists() {
-        // SAFETY: NUL-terminated string literals; a failure only leaves the
-        // abort undone.
-        unsafe {
-            libc::mount(
-                c"fusectl".as_ptr(),
-                c"/sys/fs/fuse/connections".as_ptr(),
-                c"fusectl".as_ptr(),
-                0,
-                std::ptr::null(),
-            )
-        };
-    }
-    let _ = std::fs::write(abort, b"1");
     true
 }
 
@@ -323,6 +308,10 @@ fn serve(args: &MountArgs, dir: &Path, notify: Option<std::fs::File>) -> i32 {
     config.mount_options = vec![
         MountOption::FSName("uvfs".into()),
         MountOption::Subtype("uvfs".into()),
+        // The kernel checks permissions itself from the attributes it
+        // caches, as it does for tmpfs (search permission on cached paths
+        // included); the server checks each request as its caller again.
+        MountOption::DefaultPermissions,
     ];
     config.acl = SessionACL::All;
     config.n_threads = Some(args.threads);
@@ -359,38 +348,44 @@ fn serve(args: &MountArgs, dir: &Path, notify: Option<std::fs::File>) -> i32 {
             return 1;
         }
     };
-    // The connection's number, for an abort after a lazy unmount (a stat
-    // of the mount is answered by the workers, now running).
-    let dev = std::fs::metadata(dir).map(|m| m.dev()).unwrap_or(0);
     let timeout = libc::timespec {
         tv_sec: 0,
         tv_nsec: 100_000_000,
     };
-    let mut aborted = false;
+    let mut detached = false;
+    let mut stopping = false;
     loop {
         // SAFETY: `set` is a valid signal set, `timeout` a valid timespec;
         // the signals in it are blocked in every thread.
         let sig = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &timeout) };
         if sig > 0 {
-            aborted = unmount(dir, dev);
+            stopping = true;
+            detached = unmount(dir);
             break;
         }
         if worker.is_finished() {
             break;
         }
     }
-    let status = match worker.join() {
-        Ok(Ok(())) => 0,
-        // The abort this server made on a signal (its mount was busy):
-        // the stop that was asked for, not a failure.
-        Ok(Err(e)) if aborted && e.raw_os_error() == Some(libc::ECONNABORTED) => 0,
-        Ok(Err(e)) => {
-            eprintln!("uvfs mount: session: {e}");
-            1
-        }
-        Err(_) => {
-            eprintln!("uvfs mount: session thread panicked");
-            1
+    // A detached mount's workers stay blocked until the process exits
+    // (see `unmount`): they are not waited for. The stop was asked for.
+    let status = if detached {
+        0
+    } else {
+        match worker.join() {
+            Ok(Ok(())) => 0,
+            // Our own unmount ended the connection: the kernel may report
+            // that to the workers' reads as an abort (seen on 6.18 when the
+            // mount lived in a private mount namespace), not only as ENODEV.
+            Ok(Err(e)) if stopping && e.raw_os_error() == Some(libc::ECONNABORTED) => 0,
+            Ok(Err(e)) => {
+                eprintln!("uvfs mount: session: {e}");
+                1
+            }
+            Err(_) => {
+                eprintln!("uvfs mount: session thread panicked");
+                1
+            }
         }
     };
     if let Some(dst) = &args.dump_to {

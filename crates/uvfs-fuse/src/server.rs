@@ -854,7 +854,17 @@ impl Filesystem for UvfsFuse {
                     a.kind = kind_of_dtype(e.d_type);
                     a
                 } else {
-                    match self.lookup_in(p, fd, &e.name) {
+                    // Listing needs read permission on the directory, not
+                    // search: a caller who may list but not search (mode
+                    // 0444) still gets the entries, so the attributes are
+                    // looked up as root. That grants nothing: the mount has
+                    // default_permissions, so the kernel checks search
+                    // permission itself before it uses the names.
+                    let found = match self.lookup_in(p, fd, &e.name) {
+                        Err(Errno::EACCES) => self.as_root(|r| self.lookup_in(r, fd, &e.name)),
+                        r => r,
+                    };
+                    match found {
                         Ok(a) => a,
                         // Gone since getdents listed it: skip it.
                         Err(Errno::ENOENT) => return Ok(false),

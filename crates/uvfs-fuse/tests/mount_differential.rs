@@ -44,6 +44,7 @@ use support::host::Sandbox;
 use support::pathdiff::*;
 
 const SEEDS: u64 = 24;
+const USER_SEEDS: u64 = 16;
 
 fn can_mount() -> Result<(), String> {
     // SAFETY: geteuid has no preconditions.
@@ -78,7 +79,6 @@ fn mounted_here(dir: &Path) -> bool {
 /// as its root.
 struct MountSandbox {
     server: Child,
-    dir: PathBuf,
 }
 
 impl MountSandbox {
@@ -128,7 +128,7 @@ impl MountSandbox {
             must("chroot", libc::chroot(d.as_ptr()));
             must("chdir /", libc::chdir(c"/".as_ptr()));
         }
-        MountSandbox { server, dir }
+        MountSandbox { server }
     }
 
     /// Stops the server and waits for it: SIGTERM makes it unmount (or
@@ -136,34 +136,49 @@ impl MountSandbox {
     fn finish(mut self) {
         // SAFETY: kill of our own child's pid.
         unsafe { libc::kill(self.server.id() as i32, libc::SIGTERM) };
-        let st = self.server.wait().expect("wait for uvfs mount");
-        assert!(st.success(), "uvfs mount ended with {st}");
-        let _ = &self.dir;
+        // A hang bound, never a pass/fail on speed: a server that has not
+        // exited after 120 s is killed and the test fails.
+        for _ in 0..12_000 {
+            if let Some(st) = self.server.try_wait().expect("wait for uvfs mount") {
+                assert!(st.success(), "uvfs mount ended with {st}");
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+        panic!("uvfs mount did not exit on SIGTERM");
     }
 }
 
 /// Replays `ops` as system calls on a fresh `uvfs mount`.
-fn mount_run(ops: Vec<Op>, top: Vec<u8>, n: u64) -> Log {
+/// Mount points made by this test process (the tests run in parallel).
+static MOUNTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn mount_run(ops: Vec<Op>, top: Vec<u8>, who: Who) -> Log {
+    let n = MOUNTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = PathBuf::from(format!(
         "/dev/shm/uvfs-mountdiff-{}-{n}",
         std::process::id()
     ));
     std::fs::create_dir(&dir).expect("mkdir mount point");
     let d2 = dir.clone();
-    let log = std::thread::spawn(move || {
+    // The sandbox thread may have become the user; the server is stopped
+    // from this thread, which is still root (a user may not signal it).
+    let (log, sb) = std::thread::spawn(move || {
         let sb = MountSandbox::enter(d2);
         let mut b = Host {
             fds: FdList::default(),
             refill_dirents: true,
         };
-        prepare(&mut b, &top);
+        prepare_as(&mut b, &top, who);
         let log = run(&mut b, &ops, b"/");
         drop(b);
-        sb.finish();
-        log
+        (log, sb)
     })
     .join()
     .expect("mount thread panicked");
+    sb.finish();
     std::fs::remove_dir(&dir).expect("rmdir mount point");
     log
 }
@@ -298,14 +313,14 @@ fn patch_stats(
 /// so later fd indexes keep their meaning), and both sides run again.
 fn first_real_difference(
     seed: u64,
+    who: Who,
     mut ops: Vec<Op>,
     mut host: Log,
     top: &[u8],
-    n: u64,
     seen: &mut std::collections::BTreeMap<&'static str, usize>,
 ) -> Option<String> {
     loop {
-        let mut m = mount_run(ops.clone(), top.to_vec(), n);
+        let mut m = mount_run(ops.clone(), top.to_vec(), who);
         patch_stats(&ops, &host, &mut m, seen);
         let (i, report) = compare_at(seed, "mount", &ops, &host, &m)?;
         let why = match (ops.get(i), host.obs.get(i), m.obs.get(i)) {
@@ -321,42 +336,56 @@ fn first_real_difference(
         } else {
             ops.remove(i);
         }
-        let (_, h, _) = host_run_in_thread(HostJob::Replay(ops.clone()), top.to_vec());
+        let (_, h, _) = host_run_in_thread_as(HostJob::Replay(ops.clone()), top.to_vec(), who);
         host = h;
     }
 }
 
 fn check_seed_on_mount(
     seed: u64,
-    n: u64,
+    who: Who,
     seen: &mut std::collections::BTreeMap<&'static str, usize>,
 ) -> Option<String> {
     let top = top_for_run();
     let (ops, host, sandbox) =
-        host_run_in_thread(HostJob::Generate(seed, OPS_PER_SEED), top.clone());
+        host_run_in_thread_as(HostJob::Generate(seed, OPS_PER_SEED), top.clone(), who);
     assert_eq!(sandbox, Sandbox::Chroot, "root runs the host in a chroot");
-    first_real_difference(seed, ops, host, &top, n, seen)
+    first_real_difference(seed, who, ops, host, &top, seen)
 }
 
-#[test]
-fn path_ops_on_a_mount_match_the_host_kernel() {
+fn run_seeds(who: Who, default: u64) {
     if let Err(why) = can_mount() {
         eprintln!("skipped: {why}");
         return;
     }
+    let user = std::env::var_os("UVFS_DIFF_USER").is_some();
     let seeds: Vec<u64> = match env_u64("UVFS_DIFF_SEED") {
-        Some(s) => vec![s],
+        Some(s) if user == (who == Who::User) => vec![s],
+        Some(_) => return,
         // UVFS_DIFF_SEEDS=<n>: more seeds (a soak), from 1.
-        None => (1..=env_u64("UVFS_DIFF_SEEDS").unwrap_or(SEEDS)).collect(),
+        None => (1..=env_u64("UVFS_DIFF_SEEDS").unwrap_or(default)).collect(),
     };
     let mut seen = std::collections::BTreeMap::new();
-    for (n, &seed) in seeds.iter().enumerate() {
-        if let Some(report) = check_seed_on_mount(seed, n as u64, &mut seen) {
+    for &seed in &seeds {
+        if let Some(report) = check_seed_on_mount(seed, who, &mut seen) {
             panic!("{report}");
         }
     }
     eprintln!(
-        "mount_differential: {} seeds x {OPS_PER_SEED} ops agree, host tmpfs and uvfs mount; FUSE artefacts taken out: {seen:?}",
+        "mount_differential ({who:?}): {} seeds x {OPS_PER_SEED} ops agree, host tmpfs and uvfs mount; FUSE artefacts taken out: {seen:?}",
         seeds.len()
     );
+}
+
+#[test]
+fn path_ops_on_a_mount_match_the_host_kernel() {
+    run_seeds(Who::Root, SEEDS);
+}
+
+/// The same as an unprivileged user on both sides (the mount's server
+/// checks every request as its caller). `UVFS_DIFF_USER=1` with
+/// `UVFS_DIFF_SEED=N` replays one seed of this pass.
+#[test]
+fn path_ops_as_a_user_on_a_mount_match_the_host_kernel() {
+    run_seeds(Who::User, USER_SEEDS);
 }

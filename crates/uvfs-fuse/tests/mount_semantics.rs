@@ -13,15 +13,12 @@ use support::*;
 const SCRIPT: &str = include_str!("scripts/semantics.py");
 
 /// The known differences (host line, mount line):
-/// - the kernel walks cached dentries without checking search permission
-///   (the mount has no `default_permissions`; the server checks only the
-///   lookups it answers): a user stats a file root looked up in a 0700
-///   directory;
 /// - uvfs cannot hold FIFOs yet: mknod answers EOPNOTSUPP.
-const KNOWN: [(&str, &str); 2] = [
-    ("user stat in 0700 dir: EACCES", "user stat in 0700 dir: 0"),
-    ("mkfifo: None", "mkfifo: ENOTSUP"),
-];
+///
+/// (A user's stat of a file root looked up in a 0700 directory, which
+/// the kernel's cached walk once allowed, now fails with EACCES on both
+/// sides: the mount has `default_permissions`.)
+const KNOWN: [(&str, &str); 1] = [("mkfifo: None", "mkfifo: ENOTSUP")];
 
 #[test]
 fn syscalls_match_the_host_tmpfs() {

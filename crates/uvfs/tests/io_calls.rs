@@ -619,3 +619,38 @@ fn enospc_fallocate() {
         p.close(fd).unwrap();
     }
 }
+
+/// fallocate drops set-ID bits as a write does (shmem_fallocate's
+/// `file_modified`), for a caller without CAP_FSETID, and only when it
+/// succeeds. Host (6.18 tmpfs, as uid 65534 on its own 07755 file):
+/// allocate, KEEP_SIZE and PUNCH_HOLE -> 01755; EOPNOTSUPP, EINVAL and
+/// ENOSPC leave 07755; root keeps 07755. The user pass of
+/// path_differential found it.
+#[test]
+fn fallocate_drops_set_id_bits_like_a_write() {
+    for (mode, off, len) in [(0, 4096, 4096), (1, 4096, 4096), (3, 4096, 4096)] {
+        let vfs = uvfs::Vfs::new(uvfs::FastPaths::seeds());
+        let mut p = uvfs::Process::new(&vfs).unwrap();
+        let fd = p.open("/f", O_RDWR | O_CREAT, 0o644).unwrap();
+        p.fchown(fd, 1000, 1000).unwrap();
+        p.set_cred(uvfs::cred::Cred::user(1000, 1000, vec![]));
+        p.write(fd, &[1u8; 8192]).unwrap();
+        p.fchmod(fd, 0o7755).unwrap();
+        assert_eq!(
+            p.fallocate(fd, 0x40, 0, 1).unwrap_err(),
+            uvfs::Errno::EOPNOTSUPP
+        );
+        assert_eq!(
+            p.fallocate(fd, mode, 0, 0).unwrap_err(),
+            uvfs::Errno::EINVAL
+        );
+        assert_eq!(p.fstat(fd).unwrap().st_mode & 0o7777, 0o7755);
+        p.fallocate(fd, mode, off, len).unwrap();
+        assert_eq!(p.fstat(fd).unwrap().st_mode & 0o7777, 0o1755, "mode {mode}");
+        // Root (CAP_FSETID) keeps them.
+        p.set_cred(uvfs::cred::Cred::root());
+        p.fchmod(fd, 0o7755).unwrap();
+        p.fallocate(fd, mode, off, len).unwrap();
+        assert_eq!(p.fstat(fd).unwrap().st_mode & 0o7777, 0o7755);
+    }
+}

@@ -298,6 +298,76 @@ fn path_ops_match_the_host_kernel() {
     }
 }
 
+/// Permission outcomes the user pass must reach (root bypasses them).
+const USER_MUST_COVER: &[&str] = &[
+    "open Err(EACCES)",
+    "mkdir Err(EACCES)",
+    "unlink Err(EACCES)",
+    "chmod Err(EPERM)",
+    "chown Err(EPERM)",
+    "chown Ok",
+    "access Err(EACCES)",
+    "utimensat Err(EPERM)",
+];
+
+/// Seeds of the user pass: fewer than root's (the generator is the same;
+/// what differs is the credential every call is checked against).
+const USER_SEEDS: u64 = 40;
+
+/// The same generator run as an unprivileged user (uid 1000, groups 1000
+/// and 65534, no capabilities) who owns the sandbox's top directory, on
+/// both sides: the host thread drops root with raw setgroups/setresgid/
+/// setresuid calls (per-thread credentials), uvfs gets `Cred::user`. Every
+/// permission rule the root pass cannot see (EACCES on search, read and
+/// write; EPERM on chmod/chown/utimensat of others' files; the sticky bit;
+/// set-ID clearing on chmod and write without CAP_FSETID) is compared.
+/// `UVFS_DIFF_SEED=<n>` with `UVFS_DIFF_USER=1` replays one seed.
+#[test]
+fn path_ops_as_a_user_match_the_host_kernel() {
+    if unsafe_geteuid() != 0 {
+        eprintln!("skipped: the user pass needs root to set up the sandbox");
+        return;
+    }
+    let verbose = std::env::var_os("UVFS_DIFF_VERBOSE").is_some();
+    let seeds: Vec<u64> = match (
+        env_u64("UVFS_DIFF_SEED"),
+        std::env::var_os("UVFS_DIFF_USER"),
+    ) {
+        (Some(seed), Some(_)) => vec![seed],
+        (Some(_), None) => return,
+        _ => (1..=USER_SEEDS).collect(),
+    };
+    let mut cov = Coverage::new();
+    for &seed in &seeds {
+        if let Some(report) = check_seed_as(seed, OPS_PER_SEED, Who::User, verbose, &mut cov) {
+            panic!("{report}");
+        }
+    }
+    eprintln!(
+        "path_differential (user {USER_UID}): {} seeds x {OPS_PER_SEED} ops agree; permission results: {:?}",
+        seeds.len(),
+        cov.iter()
+            .filter(|(k, _)| k.contains("EACCES") || k.contains("EPERM"))
+            .collect::<std::collections::BTreeMap<_, _>>()
+    );
+    if seeds.len() > 1 {
+        let missing: Vec<&str> = USER_MUST_COVER
+            .iter()
+            .copied()
+            .filter(|k| !cov.contains_key(*k))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "weak user sequences: never reached {missing:?}"
+        );
+    }
+}
+
+fn unsafe_geteuid() -> u32 {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() }
+}
+
 /// The harness itself: two host runs of one sequence (each in a fresh
 /// sandbox) must compare equal, or a compared relation is not deterministic.
 #[test]

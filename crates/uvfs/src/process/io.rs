@@ -542,7 +542,7 @@ impl Process {
     /// `PUNCH_HOLE | KEEP_SIZE`. The mode is judged before the fd's write
     /// mode (`falloc_mode_ok`).
     pub fn fallocate(&mut self, fd: i32, mode: i32, off: i64, len: i64) -> Result<(), Errno> {
-        self.on_file(fd, |_, f| {
+        self.on_file(fd, |p, f| {
             if off < 0 || len <= 0 {
                 return Err(Errno::EINVAL);
             }
@@ -565,6 +565,21 @@ impl Process {
             }
             let _g = d.lock_inode();
             d.sb().fs.fallocate(d.ino(), mode, off as u64, len as u64)?;
+            // shmem_fallocate's `file_modified`: set-ID bits go as on a
+            // write by a caller without CAP_FSETID. Host (6.18, as a user):
+            // allocate, KEEP_SIZE and punch hole all drop them; a call
+            // refused for space (ENOSPC), size (EFBIG) or mode (EOPNOTSUPP)
+            // leaves them, so it follows the file system's success.
+            let perm = d.inode_perm().ok_or(Errno::EBADF)?.attr();
+            if let Some(m) = cred::remove_privs_on_write(&p.cred, &perm) {
+                p.setattr(
+                    d,
+                    &SetAttr {
+                        mode: Some(m & 0o7777),
+                        ..SetAttr::default()
+                    },
+                )?;
+            }
             crate::vfs_ops::inode::mark_changed(d);
             Ok(())
         })

@@ -53,9 +53,30 @@ pub fn check_bytes(data: &[u8], nops: usize) -> Option<String> {
     )
 }
 
+/// [`check_seed_counting`] with the sequence run as `who` on both sides.
+pub fn check_seed_as(
+    seed: u64,
+    nops: usize,
+    who: Who,
+    verbose: bool,
+    cov: &mut Coverage,
+) -> Option<String> {
+    check_job_as(HostJob::Generate(seed, nops), seed, who, verbose, cov)
+}
+
 fn check_job(job: HostJob, seed: u64, verbose: bool, cov: &mut Coverage) -> Option<String> {
+    check_job_as(job, seed, Who::Root, verbose, cov)
+}
+
+fn check_job_as(
+    job: HostJob,
+    seed: u64,
+    who: Who,
+    verbose: bool,
+    cov: &mut Coverage,
+) -> Option<String> {
     let top = top_for_run();
-    let (ops, host, sandbox) = host_run_in_thread(job, top.clone());
+    let (ops, host, sandbox) = host_run_in_thread_as(job, top.clone(), who);
     count(cov, &ops, &host);
     if verbose {
         eprintln!("seed {seed}: host sandbox {sandbox:?}");
@@ -67,8 +88,12 @@ fn check_job(job: HostJob, seed: u64, verbose: bool, cov: &mut Coverage) -> Opti
         }
     }
     for fast in [uvfs::FastPaths::seeds(), uvfs::FastPaths::stock()] {
-        let u = uvfs_side::run_uvfs(fast, &ops, &top, &host.dump_root);
-        if let Some(report) = compare(seed, &fast.to_string(), &ops, &host, &u) {
+        let u = uvfs_side::run_uvfs_as(fast, &ops, &top, &host.dump_root, who);
+        let side = match who {
+            Who::Root => fast.to_string(),
+            Who::User => format!("{fast}, as user {USER_UID}"),
+        };
+        if let Some(report) = compare(seed, &side, &ops, &host, &u) {
             return Some(report);
         }
     }

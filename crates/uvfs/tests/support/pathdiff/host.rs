@@ -110,6 +110,26 @@ impl Backend for Host {
     fn fds(&mut self) -> &mut FdList {
         &mut self.fds
     }
+    fn become_user(&mut self) {
+        let groups: [libc::gid_t; 2] = USER_GROUPS;
+        // Raw system calls, never glibc's wrappers: the kernel keeps
+        // credentials per thread, and glibc would change every thread of
+        // the test process. setresuid away from uid 0 drops every
+        // capability (no SECBIT_KEEP_CAPS).
+        // SAFETY: integer arguments and a live array of two gids.
+        let r = unsafe {
+            [
+                libc::syscall(libc::SYS_setgroups, 2, groups.as_ptr()),
+                libc::syscall(libc::SYS_setresgid, USER_GID, USER_GID, USER_GID),
+                libc::syscall(libc::SYS_setresuid, USER_UID, USER_UID, USER_UID),
+            ]
+        };
+        assert!(
+            r.iter().all(|&x| x == 0),
+            "become user {USER_UID}: {}",
+            std::io::Error::last_os_error()
+        );
+    }
     fn eloop_retries(&self) -> usize {
         HOST_ELOOP_RETRIES
     }
@@ -474,6 +494,18 @@ pub fn prepare(b: &mut dyn Backend, top: &[u8]) {
     }
 }
 
+/// [`prepare`], then for [`Who::User`] the top directory is given to the
+/// user and the backend becomes the user.
+pub fn prepare_as(b: &mut dyn Backend, top: &[u8], who: Who) {
+    prepare(b, top);
+    if who == Who::User {
+        if let Err(e) = b.chown(top, USER_UID, USER_GID) {
+            panic!("chown {}: {}", sp(top), errno_name(e));
+        }
+        b.become_user();
+    }
+}
+
 /// What a host run does: generate from a seed, or replay given ops.
 pub enum HostJob {
     Generate(u64, usize),
@@ -485,12 +517,17 @@ pub enum HostJob {
 /// Runs the host side in a thread of its own (see the module doc of
 /// `path_differential.rs`).
 pub fn host_run_in_thread(job: HostJob, top: Vec<u8>) -> (Vec<Op>, Log, Sandbox) {
+    host_run_in_thread_as(job, top, Who::Root)
+}
+
+/// [`host_run_in_thread`] as `who`.
+pub fn host_run_in_thread_as(job: HostJob, top: Vec<u8>, who: Who) -> (Vec<Op>, Log, Sandbox) {
     in_sandbox_thread(move |sandbox| {
         let mut host = Host {
             fds: FdList::default(),
             refill_dirents: false,
         };
-        prepare(&mut host, &top);
+        prepare_as(&mut host, &top, who);
         let root: &[u8] = match sandbox {
             Sandbox::Chroot => b"/",
             Sandbox::Plain => &top,

@@ -258,8 +258,28 @@ impl FdList {
 // The backend interface: one method per call of the path API.
 // ---------------------------------------------------------------------------
 
+/// Who runs a sequence: root, or an unprivileged user (`USER`) who owns
+/// the top directory (root made it and chowned it) and may reach the
+/// root-owned directories above it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Who {
+    Root,
+    User,
+}
+
+/// The user of [`Who::User`]: uid, gid and supplementary groups (65534 is
+/// among the generator's chown targets, so a chown to a group the user is
+/// in succeeds, others fail with EPERM).
+pub const USER_UID: u32 = 1000;
+pub const USER_GID: u32 = 1000;
+pub const USER_GROUPS: [u32; 2] = [1000, 65534];
+
 pub trait Backend {
     fn fds(&mut self) -> &mut FdList;
+    /// From here on, act as [`USER_UID`]/[`USER_GID`] with
+    /// [`USER_GROUPS`], with no capabilities (for good: the side's thread
+    /// or process is not used as root again).
+    fn become_user(&mut self);
     /// How often to retry a call that failed with ELOOP. A path walk that
     /// fails with ELOOP has changed nothing, and Linux's ELOOP is timing
     /// dependent: `total_link_count` lives in the `nameidata`, which the

@@ -13,8 +13,11 @@ pub struct Uvfs {
 impl Uvfs {
     pub fn new(fast: FastPaths) -> Uvfs {
         // The same limits as the host's tmpfs (see the module doc).
+        // The host's fs.protected_* sysctls, which its side applies (the
+        // user pass meets protected_hardlinks; machines differ).
         let vfs = Vfs::builder()
             .fastpaths(fast)
+            .sysctls(uvfs::FsSysctls::host())
             .root_options(TmpfsOptions {
                 size_bytes: Some(HOST_TMPFS_SIZE),
                 nr_inodes: None,
@@ -77,6 +80,13 @@ fn ts(t: Option<[Ts; 2]>) -> Option<[uvfs::uapi::Timespec; 2]> {
 impl Backend for Uvfs {
     fn fds(&mut self) -> &mut FdList {
         &mut self.fds
+    }
+    fn become_user(&mut self) {
+        self.p.set_cred(uvfs::cred::Cred::user(
+            USER_UID,
+            USER_GID,
+            USER_GROUPS.to_vec(),
+        ));
     }
     fn open(&mut self, path: &[u8], flags: i32, mode: u32) -> R<i32> {
         e(self.p.open(path, flags, mode))
@@ -286,7 +296,12 @@ impl Backend for Uvfs {
 }
 
 pub fn run_uvfs(fast: FastPaths, ops: &[Op], top: &[u8], root: &[u8]) -> Log {
+    run_uvfs_as(fast, ops, top, root, Who::Root)
+}
+
+/// [`run_uvfs`] as `who`.
+pub fn run_uvfs_as(fast: FastPaths, ops: &[Op], top: &[u8], root: &[u8], who: Who) -> Log {
     let mut u = Uvfs::new(fast);
-    prepare(&mut u, top);
+    prepare_as(&mut u, top, who);
     run(&mut u, ops, root)
 }
