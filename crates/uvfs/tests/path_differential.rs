@@ -321,7 +321,8 @@ const USER_SEEDS: u64 = 40;
 /// permission rule the root pass cannot see (EACCES on search, read and
 /// write; EPERM on chmod/chown/utimensat of others' files; the sticky bit;
 /// set-ID clearing on chmod and write without CAP_FSETID) is compared.
-/// `UVFS_DIFF_SEED=<n>` with `UVFS_DIFF_USER=1` replays one seed.
+/// `UVFS_DIFF_SEED=<n>` with `UVFS_DIFF_USER=1` replays one seed;
+/// `UVFS_DIFF_USER_SEEDS=<n>` runs seeds 1..=n.
 #[test]
 fn path_ops_as_a_user_match_the_host_kernel() {
     if unsafe_geteuid() != 0 {
@@ -335,7 +336,8 @@ fn path_ops_as_a_user_match_the_host_kernel() {
     ) {
         (Some(seed), Some(_)) => vec![seed],
         (Some(_), None) => return,
-        _ => (1..=USER_SEEDS).collect(),
+        // UVFS_DIFF_USER_SEEDS=<n>: seeds 1..=n (a soak).
+        _ => (1..=env_u64("UVFS_DIFF_USER_SEEDS").unwrap_or(USER_SEEDS)).collect(),
     };
     let mut cov = Coverage::new();
     for &seed in &seeds {
