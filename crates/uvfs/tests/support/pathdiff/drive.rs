@@ -117,7 +117,16 @@ pub fn first_mismatch(ops: &[Op], top: &[u8]) -> Option<(usize, String, String)>
 /// the chunk size down to single ops. Opens are replaced by an open that
 /// fails (`open("", 0)`) so later fd indexes keep their meaning.
 pub fn minimize(ops: &[Op], top: &[u8]) -> Vec<Op> {
-    let Some((i, want, _)) = first_mismatch(ops, top) else {
+    minimize_with(ops, |o| first_mismatch(o, top))
+}
+
+/// [`minimize`] with another judge of the first mismatch (another pair of
+/// sides: the mount's test, a user's pass).
+pub fn minimize_with(
+    ops: &[Op],
+    first_mismatch: impl Fn(&[Op]) -> Option<(usize, String, String)>,
+) -> Vec<Op> {
+    let Some((i, want, _)) = first_mismatch(ops) else {
         return ops.to_vec();
     };
     // Results with times differ on every run: match on the op and errno
@@ -140,7 +149,7 @@ pub fn minimize(ops: &[Op], top: &[u8]) -> Vec<Op> {
     let flat = |v: &[Option<Op>]| -> Vec<Op> { v.iter().flatten().cloned().collect() };
     let still = |v: &[Option<Op>]| {
         let f = flat(v);
-        matches!(first_mismatch(&f, top),
+        matches!(first_mismatch(&f),
             Some((j, r, _)) if (if dump { j >= f.len() } else { j + 1 == f.len() }) && shape(&r) == want)
     };
     let mut chunk = cur.len().div_ceil(2);
