@@ -6,10 +6,12 @@
 //! `system`, `popen` or `exec`, before the call, the process
 //!
 //! 1. opens `/dev/fuse`, leaves the host's mount namespace for a private
-//!    copy of it (`unshare(CLONE_NEWNS)`, every mount made a slave: the
-//!    host's later mounts still show, ours never leak out), and mounts a
-//!    FUSE file system on the prefix itself (the directory is made on the
-//!    host if it is missing: a mount point must exist);
+//!    copy of it (`unshare(CLONE_NEWNS)`, every mount made private: ours
+//!    never leak out, and no mount made later on the host, a FUSE mount
+//!    at the same prefix say, comes in), and mounts a FUSE file system
+//!    (source `uvfs-tree`) on the prefix itself (the directory is made on
+//!    the host if it is missing: a mount point must exist; it is left
+//!    there, empty);
 //! 2. forks a **server** (twice, so the program never sees it as a child):
 //!    the copy of the process at that moment, which owns the uvfs as it
 //!    was, goes back to the host's namespace (so the tree's namespace dies
@@ -26,11 +28,15 @@
 //!    mount.
 //!
 //! Children inherit the namespace, and with it the mount: a program loaded
-//! with the shim finds the prefix to be a FUSE mount (`statfs`) and starts
-//! as a client; no environment variable is needed, so `env -i` cannot
+//! with the shim finds the prefix to be a FUSE mount (`statfs`) whose
+//! source is `uvfs-tree` (`/proc/self/mountinfo`) and starts as a client;
+//! no environment variable is needed, so `env -i` cannot
 //! lose it. When the tree's last process exits, the namespace goes, the
 //! kernel drops the mount and the connection, and the server exits. A
 //! killed server leaves the mount answering `ENOTCONN`.
+//!
+//! `UVFS_TREE=0` turns this off: every process keeps its own uvfs (a
+//! child a copy, an exec'd program an empty one), as before trees.
 //!
 //! When the tree cannot get a server (not root, no `/dev/fuse`, a process
 //! with several threads, which cannot change its mount namespace), the
@@ -58,12 +64,23 @@ fn say(msg: &str) {
     let _ = rustix::io::write(rustix::stdio::stderr(), line.as_bytes());
 }
 
-/// At load: a process whose prefix is a FUSE mount (its parent's tree
-/// mounted it in this namespace) is a client from the start. A mount
-/// whose server is gone answers `ENOTCONN`: the process is a client all
-/// the same (every call then fails loudly with `ENOTCONN`, instead of
-/// silently using a private, empty uvfs).
+/// The mount's source, which tells a tree's mount from any other FUSE
+/// mount at the prefix (`uvfs mount`'s is `uvfs`).
+const SOURCE: &str = "uvfs-tree";
+
+/// At load: a process whose prefix is its tree's mount (its parent's tree
+/// mounted it in this namespace) is a client from the start. `statfs`
+/// first (one call; a FUSE mount, or `ENOTCONN` for one whose server is
+/// gone), then `/proc/self/mountinfo` says whether the mount at the prefix
+/// is a tree's (another FUSE mount there, say `uvfs mount`'s in the
+/// host's namespace, is not). A tree whose server is gone makes the
+/// process a client all the same: every call fails with `ENOTCONN`, said
+/// once here, instead of silently using a private, empty uvfs.
 pub(crate) fn at_load() {
+    if std::env::var_os("UVFS_TREE").is_some_and(|v| v == "0") {
+        // Asked for: each process keeps its own uvfs, silently.
+        GAVE_UP.store(true, Ordering::Release);
+    }
     let Some(pre) = prefix_raw() else { return };
     let Ok(c) = CString::new(pre) else { return };
     // SAFETY: an all-zero `statfs` is a valid value to be overwritten.
@@ -71,17 +88,39 @@ pub(crate) fn at_load() {
     // SAFETY: a NUL-terminated path and a writable struct; a raw syscall,
     // so the shim's own `statfs` is not involved.
     let r = unsafe { libc::syscall(libc::SYS_statfs, c.as_ptr(), &mut st) };
-    if r == 0 {
-        if st.f_type as i64 == FUSE_SUPER_MAGIC {
-            set_client();
-        }
-    } else if std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOTCONN) {
-        set_client();
+    let gone = r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOTCONN);
+    let fuse = r == 0 && st.f_type as i64 == FUSE_SUPER_MAGIC;
+    if !(fuse || gone) || !tree_mount_at(pre) {
+        return;
+    }
+    set_client();
+    if gone {
         say(&format!(
             "{}: the process tree's uvfs server is gone (ENOTCONN): every call under the prefix fails",
             String::from_utf8_lossy(pre)
         ));
     }
+}
+
+/// Whether the topmost mount at `dir` in this namespace is a tree's.
+fn tree_mount_at(dir: &[u8]) -> bool {
+    let _busy = Busy::enter();
+    let Ok(info) = std::fs::read("/proc/self/mountinfo") else {
+        return false;
+    };
+    let mut ours = false;
+    for line in info.split(|&b| b == b'\n') {
+        // `id parent major:minor root mountpoint options… - fstype source …`
+        let f: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
+        if f.get(4).copied() != Some(dir) {
+            continue;
+        }
+        let Some(dash) = f.iter().position(|&x| x == b"-") else {
+            continue;
+        };
+        ours = f.get(dash + 2).copied() == Some(SOURCE.as_bytes());
+    }
+    ours
 }
 
 /// Called by every hook that makes a child or execs (`what` names it),
@@ -95,7 +134,9 @@ pub(crate) fn before_child(what: &str) {
         return;
     }
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _l = LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _l = LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if is_client() || GAVE_UP.load(Ordering::Acquire) {
         return;
     }
@@ -130,20 +171,21 @@ fn start_server() -> Result<(), String> {
     }
     let (vfs, fs) = built().ok_or("uvfs was not built")?;
 
-    // The mount point must exist: made on the host if missing.
-    match rustix::fs::mkdir(cpre.as_c_str(), rustix::fs::Mode::from_raw_mode(0o755)) {
-        Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-        Err(e) => return Err(format!("mkdir of the mount point: {e}")),
+    // `unshare(CLONE_NEWNS)` in a process with threads moves the calling
+    // thread alone (with a copy of its cwd and root): the others would go
+    // on in the host's namespace, where the prefix is a plain directory.
+    if threads() != 1 {
+        return Err(
+            "the process has several threads, and only a whole process can change its mount namespace"
+                .into(),
+        );
     }
-    // SAFETY: no pointers; fails with EINVAL in a process with threads.
+    // SAFETY: no pointers.
     if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
-        let e = std::io::Error::last_os_error();
-        return Err(if e.raw_os_error() == Some(libc::EINVAL) {
-            "the process has several threads, and a mount namespace belongs to the whole process"
-                .into()
-        } else {
-            format!("unshare(CLONE_NEWNS): {e}")
-        });
+        return Err(format!(
+            "unshare(CLONE_NEWNS): {}",
+            std::io::Error::last_os_error()
+        ));
     }
     let back = |e: String| -> String {
         // SAFETY: an fd of the host's namespace, opened above.
@@ -158,15 +200,21 @@ fn start_server() -> Result<(), String> {
             std::ptr::null::<libc::c_char>(),
             c"/".as_ptr(),
             std::ptr::null::<libc::c_char>(),
-            libc::MS_REC | libc::MS_SLAVE,
+            libc::MS_REC | libc::MS_PRIVATE,
             std::ptr::null::<libc::c_void>(),
         )
     } != 0
     {
         return Err(back(format!(
-            "making the mounts slaves: {}",
+            "making the mounts private: {}",
             std::io::Error::last_os_error()
         )));
+    }
+    // The mount point must exist: made on the host if missing (the
+    // namespace is private, the file system under it is the host's).
+    match rustix::fs::mkdir(cpre.as_c_str(), rustix::fs::Mode::from_raw_mode(0o755)) {
+        Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+        Err(e) => return Err(back(format!("mkdir of the mount point: {e}"))),
     }
     // SAFETY: plain id getters.
     let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
@@ -179,7 +227,7 @@ fn start_server() -> Result<(), String> {
     if unsafe {
         libc::syscall(
             libc::SYS_mount,
-            c"uvfs".as_ptr(),
+            c"uvfs-tree".as_ptr(),
             cpre.as_ptr(),
             c"fuse.uvfs".as_ptr(),
             libc::MS_NOSUID | libc::MS_NODEV,
@@ -203,11 +251,29 @@ fn start_server() -> Result<(), String> {
     Ok(())
 }
 
+/// How many threads the process has (`/proc/self/stat`'s 20th field; 0
+/// if it cannot be read).
+fn threads() -> usize {
+    let _busy = Busy::enter();
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0;
+    };
+    stat.rsplit_once(") ")
+        .and_then(|(_, rest)| rest.split(' ').nth(17))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
 /// Opens `/dev/fuse` and this process's mount namespace.
 fn open_setup() -> Result<Setup, String> {
     use rustix::fs::{CWD, Mode, OFlags, openat};
-    let fuse = openat(CWD, c"/dev/fuse", OFlags::RDWR | OFlags::CLOEXEC, Mode::empty())
-        .map_err(|e| format!("/dev/fuse: {e}"))?;
+    let fuse = openat(
+        CWD,
+        c"/dev/fuse",
+        OFlags::RDWR | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| format!("/dev/fuse: {e}"))?;
     let host_ns = openat(
         CWD,
         c"/proc/self/ns/mnt",
@@ -281,7 +347,10 @@ fn fork_server(
     } else if msg.is_empty() {
         Err("the server exited before the mount was live".into())
     } else {
-        Err(format!("server: {}", String::from_utf8_lossy(&msg).trim_end()))
+        Err(format!(
+            "server: {}",
+            String::from_utf8_lossy(&msg).trim_end()
+        ))
     }
 }
 
@@ -327,10 +396,16 @@ fn serve(
             libc::syscall(libc::SYS_close_range, 0u32, (lo - 1) as u32, 0u32);
         }
         if hi > lo + 1 {
-            libc::syscall(libc::SYS_close_range, (lo + 1) as u32, (hi - 1) as u32, 0u32);
+            libc::syscall(
+                libc::SYS_close_range,
+                (lo + 1) as u32,
+                (hi - 1) as u32,
+                0u32,
+            );
         }
         libc::syscall(libc::SYS_close_range, (hi + 1) as u32, u32::MAX, 0u32);
     }
+    crate::state::forget_all_fds();
     // SAFETY: the two fds were just released from their owners above.
     let (fuse, mut w) = unsafe {
         (
@@ -339,11 +414,23 @@ fn serve(
         )
     };
     // stdin, stdout and stderr on /dev/null (if free: the kept fds may sit
-    // there).
+    // there); stderr on `UVFS_TREE_LOG` if set (the server's own errors).
+    let log = std::env::var_os("UVFS_TREE_LOG");
     for fd in 0..3 {
         if fd != fuse.as_raw_fd() && fd != w.as_raw_fd() {
+            let path = match (&log, fd) {
+                (Some(l), 2) => CString::new(std::os::unix::ffi::OsStrExt::as_bytes(l.as_os_str()))
+                    .unwrap_or_else(|_| c"/dev/null".to_owned()),
+                _ => c"/dev/null".to_owned(),
+            };
             // SAFETY: a NUL-terminated path; the number is free.
-            let n = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
+            let n = unsafe {
+                libc::open(
+                    path.as_ptr(),
+                    libc::O_RDWR | libc::O_CREAT | libc::O_APPEND,
+                    0o600,
+                )
+            };
             if n >= 0 && n != fd {
                 // SAFETY: our own fds.
                 unsafe {
@@ -381,6 +468,9 @@ fn serve(
     let _ = w.write_all(b"ok\n");
     drop(w);
     let r = session.run();
+    if let Err(e) = &r {
+        eprintln!("uvfs-preload: tree server: {e}");
+    }
     // SAFETY: as above.
     unsafe { libc::_exit(i32::from(r.is_err())) }
 }

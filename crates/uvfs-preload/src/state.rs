@@ -81,9 +81,9 @@ use std::cell::UnsafeCell;
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-use uvfs::uapi::AT_FDCWD;
 use uvfs::fs::FileSystem;
 use uvfs::fs::tmpfs::{Tmpfs, TmpfsOptions};
+use uvfs::uapi::AT_FDCWD;
 use uvfs::{Errno, FastPaths, Process, Vfs};
 
 // ---------------------------------------------------------------------------
@@ -615,6 +615,17 @@ impl State {
             *locked(&KCWD) = Some(c.into_bytes());
         }
     }
+}
+
+/// Forgets every fd number (mapped or cached) without closing anything:
+/// for a tree's server, a copy of the program whose fds it closed, so that
+/// no number it opens later is taken for one of the program's uvfs fds.
+pub(crate) fn forget_all_fds() {
+    for k in 0..FDMAP.hi.load(Ordering::Relaxed) {
+        FDMAP.set(k, 0);
+    }
+    locked(&POOL).clear();
+    CACHED.store(0, Ordering::Release);
 }
 
 /// Closes every placeholder of the (locked) cache.

@@ -136,12 +136,7 @@ fn next(d: &mut UDir) -> *mut libc::dirent64 {
             // tree's mount (see `namespace`): the kernel's records.
             // SAFETY: the stream's own buffer, writable for its length.
             unsafe {
-                libc::syscall(
-                    libc::SYS_getdents64,
-                    fd,
-                    d.buf.as_mut_ptr(),
-                    d.buf.len(),
-                ) as isize
+                libc::syscall(libc::SYS_getdents64, fd, d.buf.as_mut_ptr(), d.buf.len()) as isize
             }
         };
         if n <= 0 {
