@@ -484,13 +484,40 @@ fn reopen_all(pre: &[u8]) {
     let kept = with_state(|s| {
         s.flush();
         let mut kept = 0;
-        for (k, u) in s.mapped() {
-            match reopen(s.p(), pre, u, k) {
-                Ok(()) => {
-                    s.unmap(k);
-                    let _ = s.p().close(u);
+        let fds = s.mapped();
+        // Which fds share one open file (a `dup`): they get one kernel
+        // open file too. Pairs are probed only among a few fds.
+        let mut leader: Vec<usize> = (0..fds.len()).collect();
+        if fds.len() <= MAX_SHARING_PROBES {
+            for i in 0..fds.len() {
+                for j in 0..i {
+                    if leader[j] == j && shared(s.p(), fds[j].1, fds[i].1) {
+                        leader[i] = j;
+                        break;
+                    }
                 }
-                Err(_) => kept += 1,
+            }
+        }
+        let mut done = vec![false; fds.len()];
+        for (i, &(k, u)) in fds.iter().enumerate() {
+            let l = leader[i];
+            let r = if l == i {
+                reopen(s.p(), pre, u, k)
+            } else if done[l] {
+                dup_onto(s.p(), fds[l].0, u, k)
+            } else {
+                Err(())
+            };
+            if r.is_ok() {
+                done[i] = true;
+            } else {
+                kept += 1;
+            }
+        }
+        for (i, &(k, u)) in fds.iter().enumerate() {
+            if done[i] {
+                s.unmap(k);
+                let _ = s.p().close(u);
             }
         }
         if s.cwd_in_uvfs() {
@@ -512,6 +539,43 @@ fn reopen_all(pre: &[u8]) {
             "{kept} open uvfs file(s) without a name (unlinked) stay private to this process: the tree's other processes cannot reach them"
         ));
     }
+}
+
+/// Above this many open uvfs fds, sharing is not probed (each fd gets an
+/// open file of its own).
+const MAX_SHARING_PROBES: usize = 64;
+
+/// Whether uvfs fds `a` and `b` share one open file: moving `a`'s offset
+/// moves `b`'s. `a`'s offset is put back.
+fn shared(p: &mut uvfs::Process, a: i32, b: i32) -> bool {
+    let (Ok(oa), Ok(ob)) = (p.lseek(a, 0, libc::SEEK_CUR), p.lseek(b, 0, libc::SEEK_CUR)) else {
+        return false;
+    };
+    if oa != ob {
+        return false;
+    }
+    let probe = oa + 4099;
+    if p.lseek(a, probe, libc::SEEK_SET).is_err() {
+        return false;
+    }
+    let moved = p.lseek(b, 0, libc::SEEK_CUR).ok() == Some(probe);
+    let _ = p.lseek(a, oa, libc::SEEK_SET);
+    moved
+}
+
+/// Makes number `k` (uvfs fd `u`) a duplicate of the already reopened
+/// number `of`, with `u`'s close-on-exec flag.
+fn dup_onto(p: &mut uvfs::Process, of: i32, u: i32, k: i32) -> Result<(), ()> {
+    let fdfl = p.fcntl(u, libc::F_GETFD, 0).map_err(|_| ())?;
+    let cloexec = if fdfl & libc::FD_CLOEXEC != 0 {
+        libc::O_CLOEXEC
+    } else {
+        0
+    };
+    // SAFETY: `of` is the reopened file, `k` the placeholder the program
+    // knows as its duplicate, replaced in one step.
+    let r = unsafe { libc::syscall(libc::SYS_dup3, of, k, cloexec) };
+    if r < 0 { Err(()) } else { Ok(()) }
 }
 
 /// Opens uvfs fd `u`'s file through the mount onto number `k`.

@@ -227,8 +227,10 @@ cat $D/in | sort | uniq -c | tee $D/out | wc -l && cat $D/out && (echo sub > $D/
     }
 }
 
-/// A C program: the parent opens a file and writes, forks; the child
-/// writes through the inherited fd (shared offset) and makes a new file;
+/// A C program: the parent opens a file, writes, dups the fd and forks
+/// (its uvfs fds are reopened through the mount then: the dup must still
+/// share the offset); the child writes through the inherited duplicate
+/// and makes a new file;
 /// the parent waits, writes again, and reads everything back.
 #[test]
 fn a_forked_child_writes_and_the_parent_reads_after_wait() {
@@ -251,9 +253,10 @@ int main(int argc, char **argv) {
     int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) { perror("open"); return 1; }
     write(fd, "p1", 2);
+    int fd2 = dup(fd);
     pid_t pid = fork();
     if (pid == 0) {
-        write(fd, "c1", 2);
+        write(fd2, "c1", 2);
         int g = open(q, O_WRONLY | O_CREAT, 0600);
         write(g, "from child\n", 11);
         close(g);
@@ -335,8 +338,11 @@ fn a_killed_server_gives_enotconn() {
     unsafe { libc::kill(server[0], libc::SIGKILL) };
     // SIGKILL is delivered asynchronously: wait until the server is dead
     // (a zombie or gone), so its /dev/fuse fd is closed.
+    // (Its environment goes before its fds do: its state in /proc tells.)
     for _ in 0..600 {
-        if !tagged(&t).iter().any(|(pid, _)| *pid == server[0]) {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", server[0])).unwrap_or_default();
+        let state = stat.rsplit_once(") ").and_then(|(_, r)| r.chars().next());
+        if matches!(state, None | Some('Z' | 'X')) {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
