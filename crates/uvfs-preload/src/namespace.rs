@@ -49,6 +49,7 @@ use crate::path::{is_client, prefix_raw, set_client};
 use crate::state::{built, with_state};
 use rustix::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::ffi::CString;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// `FUSE_SUPER_MAGIC`, `statfs`'s `f_type` of a FUSE mount.
@@ -108,11 +109,23 @@ fn tree_mount_at(dir: &[u8]) -> bool {
     let Ok(info) = std::fs::read("/proc/self/mountinfo") else {
         return false;
     };
+    // The kernel lists the mount point resolved (symlinks followed) and
+    // with space, tab, newline and backslash escaped in octal.
+    let real = std::fs::canonicalize(std::ffi::OsStr::from_bytes(dir))
+        .map(|p| p.into_os_string().into_vec())
+        .unwrap_or_else(|_| dir.to_vec());
+    let mut want = Vec::with_capacity(real.len());
+    for &b in &real {
+        match b {
+            b' ' | b'\t' | b'\n' | b'\\' => want.extend_from_slice(format!("\\{b:03o}").as_bytes()),
+            _ => want.push(b),
+        }
+    }
     let mut ours = false;
     for line in info.split(|&b| b == b'\n') {
         // `id parent major:minor root mountpoint options… - fstype source …`
         let f: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
-        if f.get(4).copied() != Some(dir) {
+        if f.get(4).copied() != Some(want.as_slice()) {
             continue;
         }
         let Some(dash) = f.iter().position(|&x| x == b"-") else {
