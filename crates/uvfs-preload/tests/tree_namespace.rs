@@ -420,3 +420,72 @@ int main(int argc, char **argv) {
     );
     assert!(err.contains("several threads"), "{err}");
 }
+
+/// A process that makes no child keeps uvfs in its own memory: no mount
+/// namespace of its own, no mount, no server (the fast path).
+#[test]
+fn a_process_without_children_stays_in_process() {
+    if !have("cc") || !can_mount() {
+        return;
+    }
+    let sc = Scratch::new("tree-alone");
+    let src = r#"
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    char f[4096], ns[64] = "", line[4096];
+    snprintf(f, sizeof f, "%s/f", argv[1]);
+    int fd = open(f, O_WRONLY | O_CREAT, 0644);
+    printf("open %s\n", fd >= 0 ? "ok" : "failed");
+    close(fd);
+    ssize_t n = readlink("/proc/self/ns/mnt", ns, sizeof ns - 1);
+    ns[n < 0 ? 0 : n] = 0;
+    printf("same namespace %d\n", strcmp(ns, argv[2]) == 0);
+    FILE *mi = fopen("/proc/self/mountinfo", "r");
+    int mounted = 0;
+    while (mi && fgets(line, sizeof line, mi)) {
+        if (strstr(line, "uvfs-tree")) mounted = 1;
+    }
+    printf("tree mount %d\n", mounted);
+    return 0;
+}
+"#;
+    std::fs::write(sc.join("prog.c"), src).unwrap();
+    let bin = sc.join("prog");
+    let st = Command::new("cc")
+        .args(["-O2", "-w", "-o"])
+        .arg(&bin)
+        .arg(sc.join("prog.c"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let ns = std::fs::read_link("/proc/self/ns/mnt").unwrap();
+    let uv = sc.join("uvfs");
+    let uv = uv.to_str().unwrap();
+    let t = tag("alone");
+    let o = Command::new(&bin)
+        .arg(uv)
+        .arg(&ns)
+        .env("LD_PRELOAD", shim())
+        .env("UVFS_PREFIX", uv)
+        .env("UVFS_TREE_TEST_TAG", &t)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "open ok\nsame namespace 1\ntree mount 0\n",
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // No mount point was made on the host either.
+    assert!(!std::path::Path::new(uv).exists());
+    no_leftovers(&t, uv);
+}
