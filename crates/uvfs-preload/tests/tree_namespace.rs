@@ -489,3 +489,98 @@ int main(int argc, char **argv) {
     assert!(!std::path::Path::new(uv).exists());
     no_leftovers(&t, uv);
 }
+
+/// What the process holds when its first child starts the tree's server
+/// moves to the mount: a cwd inside uvfs, an open `DIR` stream, an open
+/// file (offset kept); an unlinked file still open cannot be reopened by
+/// name and stays private to the process (it still reads its data), said
+/// once on stderr. Compared with the same run on a host directory.
+#[test]
+fn the_first_childs_parent_keeps_its_cwd_stream_and_files() {
+    if !have("cc") || !can_mount() {
+        return;
+    }
+    let sc = Scratch::new("tree-carry");
+    let src = r#"
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    char sub[4096], cwd[4096], buf[64];
+    snprintf(sub, sizeof sub, "%s/sub", argv[1]);
+    mkdir(argv[1], 0755);
+    mkdir(sub, 0755);
+    if (chdir(sub) != 0) { perror("chdir"); return 1; }
+    int fd = open("rel", O_RDWR | O_CREAT, 0644);
+    write(fd, "abcdef", 6);
+    lseek(fd, 2, SEEK_SET);
+    int gone = open("gone", O_RDWR | O_CREAT, 0644);
+    write(gone, "zz", 2);
+    unlink("gone");
+    for (int i = 0; i < 3; i++) { char n[8]; snprintf(n, sizeof n, "e%d", i); close(open(n, O_CREAT | O_WRONLY, 0644)); }
+    DIR *d = opendir(".");
+    int seen = 0;
+    readdir(d);
+    fflush(stdout);
+    int st = system("pwd; cat rel; echo; ls");
+    printf("system %d\n", st);
+    while (readdir(d)) seen++;
+    printf("stream saw %d more\n", seen);
+    closedir(d);
+    printf("cwd %s\n", getcwd(cwd, sizeof cwd) ? cwd : "?");
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    buf[n < 0 ? 0 : n] = 0;
+    printf("offset kept: %s\n", buf);
+    lseek(gone, 0, SEEK_SET);
+    n = read(gone, buf, sizeof buf - 1);
+    buf[n < 0 ? 0 : n] = 0;
+    printf("unlinked: %s\n", buf);
+    return 0;
+}
+"#;
+    std::fs::write(sc.join("prog.c"), src).unwrap();
+    let bin = sc.join("prog");
+    let st = Command::new("cc")
+        .args(["-O2", "-w", "-o"])
+        .arg(&bin)
+        .arg(sc.join("prog.c"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let host = sc.join("host");
+    std::fs::create_dir(&host).unwrap();
+    let (hd, ud) = (sc.join("host/x"), sc.join("uvfs"));
+    let (hd, ud) = (hd.to_str().unwrap(), ud.to_str().unwrap());
+    let t = tag("carry");
+    let h = Command::new(&bin)
+        .arg(hd)
+        .env("LC_ALL", "C")
+        .output()
+        .unwrap();
+    let u = Command::new(&bin)
+        .arg(format!("{ud}/x"))
+        .env("LC_ALL", "C")
+        .env("LD_PRELOAD", shim())
+        .env("UVFS_PREFIX", ud)
+        .env("UVFS_TREE_TEST_TAG", &t)
+        .output()
+        .unwrap();
+    no_leftovers(&t, ud);
+    let ho = String::from_utf8_lossy(&h.stdout).replace(hd, "$D");
+    let uo = String::from_utf8_lossy(&u.stdout).replace(&format!("{ud}/x"), "$D");
+    let ue = String::from_utf8_lossy(&u.stderr);
+    assert_eq!(ho, uo, "shim's stderr:\n{ue}");
+    assert_eq!(
+        uo,
+        "$D/sub\nabcdef\ne0\ne1\ne2\nrel\nsystem 0\nstream saw 5 more\ncwd $D/sub\noffset kept: cdef\nunlinked: zz\n"
+    );
+    assert_eq!(
+        ue.matches("stay private to this process").count(),
+        1,
+        "{ue}"
+    );
+}
