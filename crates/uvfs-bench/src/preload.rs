@@ -256,6 +256,105 @@ pub struct PreloadReport {
     /// The modes as lab records (`test` = `preload-openclose`, `samples` =
     /// pairs/s per round), for `uvfs-bench compare`.
     pub records: Vec<Record>,
+    /// A shell script that forks and execs (`tar -x`, then `find` and
+    /// `du`), on the host's tmpfs and under the shim, where the first fork
+    /// starts the tree's FUSE server; `None` where the tree cannot get a
+    /// server (not root, no `/dev/fuse`).
+    #[serde(default)]
+    pub tree: Option<TreeCost>,
+}
+
+/// What a process tree under the shim costs against the host: one run of
+/// [`TREE_SCRIPT`] each way per round.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TreeCost {
+    /// The script, `$T` the archive, `$D` the directory.
+    pub script: String,
+    /// Files and directories in the archive.
+    pub entries: usize,
+    /// Milliseconds per run on the host's tmpfs.
+    pub host_ms: Figure,
+    /// Milliseconds per run under the shim (server start included).
+    pub shim_ms: Figure,
+    /// Median of the rounds' shim / host ratios.
+    pub ratio: f64,
+}
+
+/// The tree measurement's script: extract, list, sum sizes, all in one
+/// shell (each command a child: a fork and an exec).
+pub const TREE_SCRIPT: &str = "mkdir -p $D && tar -xf $T -C $D && find $D | wc -l && du -s $D";
+
+/// Runs [`TREE_SCRIPT`] `rounds` times on a host directory under `parent`
+/// and under the shim `so`; `None` (with a reason) where the shim cannot
+/// give the tree a server.
+pub fn measure_tree(so: &Path, parent: &Path, rounds: usize) -> Result<TreeCost, String> {
+    // SAFETY: a plain id getter.
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/dev/fuse").exists() {
+        return Err("the tree needs root and /dev/fuse".into());
+    }
+    let work = TempDir::create(parent)?;
+    let src = work.path().join("src");
+    let mut entries = 1;
+    for d in 0..5 {
+        let dir = src.join(format!("d{d}"));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        entries += 1;
+        for f in 0..40 {
+            std::fs::write(dir.join(format!("f{f}")), vec![b'x'; 512 * f + d])
+                .map_err(|e| e.to_string())?;
+            entries += 1;
+        }
+    }
+    let tarball = work.path().join("t.tar");
+    let st = Command::new("tar")
+        .arg("-cf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(&src)
+        .arg(".")
+        .status()
+        .map_err(|e| format!("tar: {e}"))?;
+    if !st.success() {
+        return Err("tar -c failed".into());
+    }
+    let prefix = format!("/uvfs-bench-tree.{}", std::process::id());
+    let run = |dir: &str, shim: bool| -> Result<f64, String> {
+        let mut c = Command::new("bash");
+        c.arg("-c")
+            .arg(TREE_SCRIPT)
+            .env("T", &tarball)
+            .env("D", dir)
+            .stdout(Stdio::null());
+        if shim {
+            c.env("LD_PRELOAD", so).env("UVFS_PREFIX", &prefix);
+        }
+        let t = Instant::now();
+        let st = c.status().map_err(|e| format!("bash: {e}"))?;
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        if !st.success() {
+            return Err(format!("the tree script failed ({st}) on {dir}"));
+        }
+        Ok(ms)
+    };
+    let (mut host, mut shim, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..rounds {
+        let hd = work.path().join(format!("h{i}"));
+        let h = run(hd.to_str().ok_or("a non-UTF-8 path")?, false)?;
+        let u = run(&format!("{prefix}/x"), true)?;
+        host.push(h);
+        shim.push(u);
+        ratios.push(u / h);
+    }
+    // The mount point the shim made on the host (empty: the mount was in
+    // the tree's namespace, gone with it).
+    let _ = std::fs::remove_dir(&prefix);
+    Ok(TreeCost {
+        script: TREE_SCRIPT.into(),
+        entries,
+        host_ms: Figure::of(host),
+        shim_ms: Figure::of(shim),
+        ratio: median(&ratios),
+    })
 }
 
 /// The shim: `so` if given, else built with cargo into the target
@@ -646,6 +745,13 @@ pub fn measure(cfg: &PreloadConfig) -> Result<PreloadReport, String> {
         .zip(&MODES)
         .map(|(m, def)| record(m, def, &machine))
         .collect();
+    let tree = match measure_tree(&so, &cfg.host_parent, cfg.repeats) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            eprintln!("preload: the process-tree measurement is skipped: {e}");
+            None
+        }
+    };
     let host_dir = host.path().display().to_string();
     drop(host);
     drop(build);
@@ -663,6 +769,7 @@ pub fn measure(cfg: &PreloadConfig) -> Result<PreloadReport, String> {
         modes,
         interposition,
         records,
+        tree,
     })
 }
 
@@ -801,6 +908,23 @@ pub fn print_text(out: &mut impl Write, r: &PreloadReport) -> std::io::Result<()
             out,
             "{:<w$} {:>8.1} {:>8.1} {:>8.1}",
             m.label, m.close_bad_ns.median, m.fstat_ns.median, m.stat_ns.median
+        )?;
+    }
+    if let Some(t) = &r.tree {
+        writeln!(
+            out,
+            "\na process tree ({} archive entries): bash -c '{}', ms per run (median, min..max)",
+            t.entries, t.script
+        )?;
+        writeln!(
+            out,
+            "host tmpfs                    {:>8.1}  {:.1}..{:.1}",
+            t.host_ms.median, t.host_ms.min, t.host_ms.max
+        )?;
+        writeln!(
+            out,
+            "shim (tree served over FUSE)  {:>8.1}  {:.1}..{:.1}  {:.2}x the host",
+            t.shim_ms.median, t.shim_ms.min, t.shim_ms.max, t.ratio
         )?;
     }
     Ok(())

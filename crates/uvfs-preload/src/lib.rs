@@ -26,6 +26,9 @@
 //! - `state`: each thread's handle on the uvfs process, the fd map and
 //!   placeholders, routing of relative paths; `fork_gate`: what keeps a
 //!   `fork` from copying the process while a thread is inside uvfs;
+//! - `namespace`: one uvfs for the whole process tree: at the first
+//!   child or exec, a server forked to serve the VFS through a FUSE mount
+//!   on the prefix in a private mount namespace, the process a client;
 //! - `path`: the prefix and lexical routing of absolute paths;
 //! - `guard` (the re-entry guard and the frame of a uvfs call),
 //!   `conv` (errno, C strings, buffers, C structs), `interpose`
@@ -48,6 +51,7 @@ mod fork_gate;
 mod guard;
 mod hooks;
 mod interpose;
+mod namespace;
 mod path;
 mod refuse;
 mod seed;
@@ -69,6 +73,7 @@ extern "C" fn init() {
         built: seed::seed,
         mapped: hooks::stdio::adopt_std,
     });
+    namespace::at_load();
     seed::register_dump();
 }
 

@@ -11,6 +11,30 @@ use uvfs::uapi::AT_FDCWD;
 /// `UVFS_PREFIX` is not an absolute path other than `/` (the shim then
 /// passes everything through).
 pub(crate) fn prefix() -> Option<&'static [u8]> {
+    if CLIENT.load(std::sync::atomic::Ordering::Relaxed) {
+        return None;
+    }
+    prefix_raw()
+}
+
+/// The process is a client of its tree's server (see `namespace`): the
+/// prefix is a FUSE mount of this mount namespace, every path goes to the
+/// kernel unchanged and [`prefix`] answers `None`.
+static CLIENT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes this process a client (for good: its children and the programs it
+/// execs are too).
+pub(crate) fn set_client() {
+    CLIENT.store(true, std::sync::atomic::Ordering::Release);
+}
+
+/// Whether this process is a client of its tree's server.
+pub(crate) fn is_client() -> bool {
+    CLIENT.load(std::sync::atomic::Ordering::Acquire)
+}
+
+/// The prefix as configured, client or not.
+pub(crate) fn prefix_raw() -> Option<&'static [u8]> {
     static PREFIX: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
     PREFIX
         .get_or_init(|| {

@@ -97,6 +97,16 @@ extern "C" fn at_exit() {
     if busy() {
         return;
     }
+    if crate::path::is_client() {
+        // The tree's uvfs is the mount at the prefix: copied with the
+        // kernel's calls.
+        if let Some(pre) = crate::path::prefix_raw() {
+            let _busy = Busy::enter();
+            let _ = std::fs::create_dir_all(&dir);
+            copy_mounted(Path::new(std::ffi::OsStr::from_bytes(pre)), Path::new(&dir));
+        }
+        return;
+    }
     let _ = std::panic::catch_unwind(|| {
         with_state(|s| {
             let _busy = Busy::enter();
@@ -164,10 +174,38 @@ fn copy_out(p: &mut Process, at: &[u8], host: &Path) {
     }
 }
 
+/// Copies the mounted tree `from` into host directory `to` (files,
+/// directories, symlinks, permission bits), as `copy_out` does from uvfs.
+fn copy_mounted(from: &Path, to: &Path) {
+    let Ok(rd) = std::fs::read_dir(from) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        let Ok(md) = std::fs::symlink_metadata(&src) else {
+            continue;
+        };
+        if md.is_dir() {
+            let _ = std::fs::create_dir(&dst);
+            copy_mounted(&src, &dst);
+        } else if md.file_type().is_symlink() {
+            if let Ok(t) = std::fs::read_link(&src) {
+                let _ = std::os::unix::fs::symlink(t, &dst);
+            }
+            continue;
+        } else {
+            let _ = std::fs::copy(&src, &dst);
+        }
+        let _ = std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(md.mode() & 0o7777));
+    }
+}
+
 /// At load (the library constructor): when `UVFS_DUMP` is set, remember
 /// which process owns the dump and register the exit handler.
 pub(crate) fn register_dump() {
-    if std::env::var_os("UVFS_DUMP").is_some() {
+    // A process that starts as a client of its tree is not the one that
+    // loaded the shim for the tree: the tree's first process dumps.
+    if std::env::var_os("UVFS_DUMP").is_some() && !crate::path::is_client() {
         // SAFETY: getpid has no preconditions; atexit takes a plain function
         // of this library, which is never unloaded.
         unsafe {

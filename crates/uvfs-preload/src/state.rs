@@ -72,13 +72,17 @@
 use crate::conv::errno_of;
 use crate::fork_gate;
 use crate::guard::{Busy, busy};
-use crate::path::{Route, escape, has_dotdot, normalize, prefix, route_abs, strip_prefix};
+use crate::path::{
+    Route, escape, has_dotdot, normalize, prefix, prefix_raw, route_abs, strip_prefix,
+};
 use rustix::fd::{BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::borrow::Cow;
 use std::cell::UnsafeCell;
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use uvfs::fs::FileSystem;
+use uvfs::fs::tmpfs::{Tmpfs, TmpfsOptions};
 use uvfs::uapi::AT_FDCWD;
 use uvfs::{Errno, FastPaths, Process, Vfs};
 
@@ -298,7 +302,7 @@ fn callbacks() -> Option<&'static Callbacks> {
 /// and the callbacks (all `Once`s, which must not be mid-flight in a
 /// `fork`).
 pub(crate) fn at_load(cb: Callbacks) {
-    let _ = prefix();
+    let _ = prefix_raw();
     register_atfork();
     let _ = CALLBACKS.set(cb);
 }
@@ -580,6 +584,16 @@ impl State {
         }
     }
 
+    /// Every number mapped to a uvfs fd, with its uvfs fd.
+    pub(crate) fn mapped(&self) -> Vec<(i32, i32)> {
+        (0..FDMAP.hi.load(Ordering::Relaxed))
+            .filter_map(|k| match FDMAP.get(k) {
+                Fd::Uvfs(u) => Some((k, u)),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Forgets `k` without touching the kernel fd (the caller replaces or
     /// closes it).
     pub(crate) fn unmap(&mut self, k: i32) {
@@ -603,6 +617,17 @@ impl State {
     }
 }
 
+/// Forgets every fd number (mapped or cached) without closing anything:
+/// for a tree's server, a copy of the program whose fds it closed, so that
+/// no number it opens later is taken for one of the program's uvfs fds.
+pub(crate) fn forget_all_fds() {
+    for k in 0..FDMAP.hi.load(Ordering::Relaxed) {
+        FDMAP.set(k, 0);
+    }
+    locked(&POOL).clear();
+    CACHED.store(0, Ordering::Release);
+}
+
 /// Closes every placeholder of the (locked) cache.
 fn flush_pool(pool: &mut Vec<i32>) {
     let Some(&lowest) = pool.last() else {
@@ -617,6 +642,15 @@ fn flush_pool(pool: &mut Vec<i32>) {
     hole_lower(lowest);
 }
 
+/// The VFS the uvfs process runs on and its root file system, once built
+/// (what a tree's server serves: see `namespace`).
+static BUILT: OnceLock<(Arc<Vfs>, Arc<dyn FileSystem>)> = OnceLock::new();
+
+/// The VFS and its root file system, if built.
+pub(crate) fn built() -> Option<(Arc<Vfs>, Arc<dyn FileSystem>)> {
+    BUILT.get().cloned()
+}
+
 /// A fresh VFS (tmpfs root, every seed fast path) and one process on it,
 /// with the program's credentials and umask; the root (the prefix
 /// directory) owned by the program's user, mode 0777 less the umask.
@@ -624,7 +658,11 @@ fn new_process() -> Process {
     // Seeding reads the host with std::fs, whose libc calls must pass
     // straight through the shim.
     let _busy = Busy::enter();
-    let vfs: Arc<Vfs> = Vfs::new(FastPaths::seeds());
+    let fs: Arc<dyn FileSystem> = Tmpfs::new(TmpfsOptions::default());
+    let vfs: Arc<Vfs> = Vfs::builder()
+        .fastpaths(FastPaths::seeds())
+        .build_with_root(fs.clone());
+    let _ = BUILT.set((vfs.clone(), fs));
     let mut p = Process::new(&vfs).expect("a fresh fd table");
     // The kernel's RLIMIT_NOFILE bounds the placeholders; uvfs's own table
     // must never be the tighter limit.

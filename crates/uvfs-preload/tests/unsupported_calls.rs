@@ -303,7 +303,9 @@ fn unserved_calls_fail_loudly_and_never_reach_the_host() {
     let o = run(
         &[&bin, decoy.to_str().unwrap()],
         true,
-        &[("UVFS_PREFIX", decoy.to_str().unwrap())],
+        // UVFS_TREE=0: the refusals of a process that keeps its own uvfs
+        // (in a tree, exec and mmap go through the tree's mount).
+        &[("UVFS_PREFIX", decoy.to_str().unwrap()), ("UVFS_TREE", "0")],
     );
     assert!(
         o.status.success(),
@@ -349,7 +351,11 @@ int main(int argc, char **argv) {
     let Some(bin) = compile_c(&dir, src) else {
         return;
     };
-    let o = run(&[&bin, "/uvfs"], true, &[("UVFS_PREFIX", "/uvfs")]);
+    let o = run(
+        &[&bin, "/uvfs"],
+        true,
+        &[("UVFS_PREFIX", "/uvfs"), ("UVFS_TREE", "0")],
+    );
     assert!(o.status.success(), "{}", err(&o));
     assert_eq!(
         err(&o),

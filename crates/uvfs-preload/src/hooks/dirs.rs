@@ -124,12 +124,21 @@ pub unsafe extern "C" fn fdopendir(fd: c_int) -> *mut libc::DIR {
 fn next(d: &mut UDir) -> *mut libc::dirent64 {
     let fd = d.fd;
     if d.pos >= d.len {
-        let n = run(-1isize, || {
-            with_state(|s| {
-                let u = s.ufd(fd)?;
-                Ok(s.p().getdents64(u, &mut d.buf)? as isize)
+        let n = if is_uvfs(fd) {
+            run(-1isize, || {
+                with_state(|s| {
+                    let u = s.ufd(fd)?;
+                    Ok(s.p().getdents64(u, &mut d.buf)? as isize)
+                })
             })
-        });
+        } else {
+            // A stream opened on uvfs whose fd was reopened through the
+            // tree's mount (see `namespace`): the kernel's records.
+            // SAFETY: the stream's own buffer, writable for its length.
+            unsafe {
+                libc::syscall(libc::SYS_getdents64, fd, d.buf.as_mut_ptr(), d.buf.len()) as isize
+            }
+        };
         if n <= 0 {
             return std::ptr::null_mut();
         }
@@ -276,6 +285,13 @@ pub unsafe extern "C" fn closedir(dir: *mut libc::DIR) -> c_int {
     // SAFETY: made by `new_dir` with Box::into_raw; the magic is cleared so
     // a use after close is not taken for a live stream.
     drop(unsafe { Box::from_raw(dir.cast::<UDir>()) });
+    if !is_uvfs(fd) {
+        // Reopened through the tree's mount: the kernel's fd.
+        // SAFETY: the stream owned the fd.
+        let r = unsafe { real!(close: fn(c_int) -> c_int)(fd) };
+        hole_lower(fd);
+        return r;
+    }
     run(-1, || with_state(|s| uvfs_close(s, fd)))
 }
 
@@ -296,12 +312,17 @@ pub unsafe extern "C" fn dirfd(dir: *mut libc::DIR) -> c_int {
 
 fn seek(d: &mut UDir, to: i64) {
     let fd = d.fd;
-    let _ = run(-1, || {
-        with_state(|s| {
-            let u = s.ufd(fd)?;
-            s.p().lseek(u, to, libc::SEEK_SET)
-        })
-    });
+    if is_uvfs(fd) {
+        let _ = run(-1, || {
+            with_state(|s| {
+                let u = s.ufd(fd)?;
+                s.p().lseek(u, to, libc::SEEK_SET)
+            })
+        });
+    } else {
+        // SAFETY: the stream's fd (reopened through the tree's mount).
+        unsafe { libc::syscall(libc::SYS_lseek, fd, to, libc::SEEK_SET) };
+    }
     d.pos = 0;
     d.len = 0;
     d.filepos = to;

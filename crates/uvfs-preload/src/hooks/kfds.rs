@@ -46,7 +46,19 @@ maker! {
     memfd_create(name: *const c_char, flags: c_uint) -> c_int;
     shm_open(name: *const c_char, flags: c_int, mode: libc::mode_t) -> c_int;
     posix_openpt(flags: c_int) -> c_int;
-    popen(cmd: *const c_char, mode: *const c_char) -> *mut FILE;
+}
+
+/// `popen`: the tree's server first (it makes a child), then the cache
+/// flushed (it makes a kernel fd).
+///
+/// # Safety
+/// The C contract of `popen`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn popen(cmd: *const c_char, mode: *const c_char) -> *mut FILE {
+    crate::namespace::before_child("popen");
+    before_kernel_fd();
+    // SAFETY: the caller's arguments, unchanged, valid per the contract.
+    unsafe { real!(popen: fn(*const c_char, *const c_char) -> *mut FILE)(cmd, mode) }
 }
 
 unsafe extern "C" {

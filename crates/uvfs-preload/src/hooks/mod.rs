@@ -19,6 +19,7 @@ mod copy;
 mod cwd;
 mod dirs;
 mod fcntl;
+mod fork;
 mod io;
 mod kfds;
 mod names;

@@ -112,6 +112,7 @@ unsafe fn uvfs_program(file: P) -> bool {
 /// The C contract of `execve`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn execve(path: P, argv: Argv, envp: Argv) -> c_int {
+    crate::namespace::before_child("execve");
     // SAFETY: the caller's path, valid per the contract.
     if unsafe { is_uvfs_path(path) } {
         return fail(refuse!("execve", "of a uvfs file", EACCES));
@@ -131,6 +132,7 @@ pub unsafe extern "C" fn execve(path: P, argv: Argv, envp: Argv) -> c_int {
 /// The C contract of `execv`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn execv(path: P, argv: Argv) -> c_int {
+    crate::namespace::before_child("execv");
     // SAFETY: the caller's path, valid per the contract.
     if unsafe { is_uvfs_path(path) } {
         return fail(refuse!("execv", "of a uvfs file", EACCES));
@@ -145,6 +147,7 @@ pub unsafe extern "C" fn execv(path: P, argv: Argv) -> c_int {
 /// The C contract of `execvp`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn execvp(file: P, argv: Argv) -> c_int {
+    crate::namespace::before_child("execvp");
     // SAFETY: the caller's name, valid per the contract.
     if unsafe { uvfs_program(file) } {
         return fail(refuse!("execvp", "of a uvfs file", EACCES));
@@ -159,6 +162,7 @@ pub unsafe extern "C" fn execvp(file: P, argv: Argv) -> c_int {
 /// The C contract of `execvpe`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn execvpe(file: P, argv: Argv, envp: Argv) -> c_int {
+    crate::namespace::before_child("execvpe");
     // SAFETY: the caller's name, valid per the contract.
     if unsafe { uvfs_program(file) } {
         return fail(refuse!("execvpe", "of a uvfs file", EACCES));
@@ -179,6 +183,7 @@ pub unsafe extern "C" fn execveat(
     envp: Argv,
     flags: c_int,
 ) -> c_int {
+    crate::namespace::before_child("execveat");
     let kernel = |d: c_int, p: P| {
         // SAFETY: the caller's arguments, the path perhaps the host path it
         // stands for (alive for the call).
@@ -200,6 +205,7 @@ pub unsafe extern "C" fn execveat(
 /// The C contract of `fexecve`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fexecve(fd: c_int, argv: Argv, envp: Argv) -> c_int {
+    crate::namespace::before_child("fexecve");
     fd_call(
         fd,
         -1,
@@ -223,6 +229,7 @@ pub unsafe extern "C" fn posix_spawn(
     argv: Argv,
     envp: Argv,
 ) -> c_int {
+    crate::namespace::before_child("posix_spawn");
     // SAFETY: the caller's path, valid per the contract.
     if unsafe { is_uvfs_path(path) } {
         return refuse!("posix_spawn", "of a uvfs file", EACCES).raw();
@@ -251,6 +258,7 @@ pub unsafe extern "C" fn posix_spawnp(
     argv: Argv,
     envp: Argv,
 ) -> c_int {
+    crate::namespace::before_child("posix_spawnp");
     // SAFETY: the caller's name, valid per the contract.
     if unsafe { uvfs_program(file) } {
         return refuse!("posix_spawnp", "of a uvfs file", EACCES).raw();

@@ -1,0 +1,586 @@
+//! One uvfs for the whole process tree (`src/namespace.rs`): shell
+//! scripts whose children and exec'd programs write and read under the
+//! prefix, each run twice, on a host tmpfs directory and under the shim
+//! with the prefix at a path absent on the host, and compared (same
+//! stdout with the directory masked, same exit status). After every run
+//! under the shim: no mount at the prefix in this process's namespace and
+//! no process of the run left alive (its server included), found by a tag
+//! in the environment.
+//!
+//! These need root and `/dev/fuse` (a FUSE mount in a private mount
+//! namespace); without them each case is skipped with a message.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+mod support;
+use support::cprog::{Scratch, have};
+use support::shim;
+
+/// Whether the tree can get a server here.
+fn can_mount() -> bool {
+    // SAFETY: a plain id getter.
+    let root = unsafe { libc::geteuid() } == 0;
+    let fuse = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/fuse")
+        .is_ok();
+    if !(root && fuse) {
+        eprintln!("SKIP: needs root and /dev/fuse (a FUSE mount in a private mount namespace)");
+    }
+    root && fuse
+}
+
+/// A unique tag for one run's processes.
+fn tag(name: &str) -> String {
+    format!("{}-{name}", std::process::id())
+}
+
+/// `bash -c script` with `D` set to `dir`, under the shim (prefix `dir`,
+/// processes tagged `tag`) or not.
+fn bash(sc: &Scratch, script: &str, dir: &str, shim_tag: Option<&str>) -> Output {
+    let mut c = Command::new("bash");
+    c.arg("-c")
+        .arg(script)
+        .current_dir(sc.path())
+        .env("D", dir)
+        .env("LC_ALL", "C")
+        .env("TZ", "UTC")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", sc.path());
+    if let Some(t) = shim_tag {
+        c.env("LD_PRELOAD", shim())
+            .env("UVFS_PREFIX", dir)
+            .env("UVFS_TREE_TEST_TAG", t);
+    }
+    c.output().unwrap()
+}
+
+/// Live (not zombie) processes whose environment holds `UVFS_TREE_TEST_TAG=tag`.
+fn tagged(tag: &str) -> Vec<(i32, String)> {
+    let want = format!("UVFS_TREE_TEST_TAG={tag}");
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        if !env.split(|&b| b == 0).any(|v| v == want.as_bytes()) {
+            continue;
+        }
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let state = stat
+            .rsplit_once(") ")
+            .and_then(|(_, r)| r.chars().next())
+            .unwrap_or('?');
+        if state != 'Z' && state != 'X' {
+            found.push((pid, stat));
+        }
+    }
+    found
+}
+
+/// No mount at `dir` here, and (after the server has seen the tree end:
+/// polled, up to a generous bound) no live process of the run.
+fn no_leftovers(tag: &str, dir: &str) {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(
+        !info.lines().any(|l| l.split(' ').nth(4) == Some(dir)),
+        "a mount at {dir} is left in the test's namespace:\n{info}"
+    );
+    let mut left = tagged(tag);
+    for _ in 0..600 {
+        if left.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        left = tagged(tag);
+    }
+    assert!(left.is_empty(), "processes of the run left alive: {left:?}");
+}
+
+/// Runs `script` on a host directory and under the shim; compares stdout
+/// (the directory masked as `$D`) and exit status; checks for leftovers.
+/// `setup` prepares the scratch directory (inputs outside both trees).
+fn same(name: &str, script: &str) -> Option<String> {
+    if !can_mount() {
+        return None;
+    }
+    let sc = Scratch::new(&format!("tree-{name}"));
+    let host = sc.join("host");
+    std::fs::create_dir(&host).unwrap();
+    let uv = sc.join("uvfs");
+    let (host, uv) = (host.to_str().unwrap(), uv.to_str().unwrap());
+    let t = tag(name);
+    let h = bash(&sc, script, host, None);
+    let u = bash(&sc, script, uv, Some(&t));
+    no_leftovers(&t, uv);
+    let mask = |o: &Output, d: &str| String::from_utf8_lossy(&o.stdout).replace(d, "$D");
+    let (ho, uo) = (mask(&h, host), mask(&u, uv));
+    assert_eq!(
+        ho,
+        uo,
+        "stdout differs (host, then shim); shim's stderr:\n{}",
+        String::from_utf8_lossy(&u.stderr)
+    );
+    assert_eq!(
+        h.status.code(),
+        u.status.code(),
+        "exit status differs; host stderr:\n{}\nshim stderr:\n{}",
+        String::from_utf8_lossy(&h.stderr),
+        String::from_utf8_lossy(&u.stderr)
+    );
+    assert!(
+        h.status.success(),
+        "the host run failed:\n{}",
+        String::from_utf8_lossy(&h.stderr)
+    );
+    let e = String::from_utf8_lossy(&u.stderr).into_owned();
+    assert!(!e.contains("uvfs-preload"), "the shim complained:\n{e}");
+    Some(uo)
+}
+
+#[test]
+fn a_child_makes_a_file_that_an_execd_program_reads() {
+    let out = same(
+        "oneliner",
+        "mkdir -p $D/a && echo hi > $D/a/f && cat $D/a/f",
+    );
+    if let Some(o) = out {
+        assert_eq!(o, "hi\n");
+    }
+}
+
+#[test]
+fn find_and_du_see_what_tar_extracted_in_the_same_shell() {
+    if !have("tar") {
+        return;
+    }
+    // The archive: 3 directories of 20 files of 0 to 19 KiB, outside
+    // both trees.
+    let src = Scratch::new("tree-tar-src");
+    for d in 0..3 {
+        let dir = src.join(&format!("t/d{d}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..20 {
+            std::fs::write(dir.join(format!("f{f}")), vec![b'x'; f * 1024 + d]).unwrap();
+        }
+    }
+    let tarball = src.join("t.tar");
+    let st = Command::new("tar")
+        .arg("-cf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(src.path())
+        .arg("t")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let script = format!(
+        "mkdir -p $D && cd $D && tar -xf {} && find . | wc -l && du -s . && du -s --apparent-size -b t && ls t/d1 | wc -l",
+        tarball.display()
+    );
+    if let Some(o) = same("tar", &script) {
+        assert!(o.starts_with("65\n"), "{o}");
+    }
+}
+
+#[test]
+fn make_compiles_links_and_runs_a_c_project() {
+    if !have("make") || !have("cc") {
+        return;
+    }
+    let script = r#"mkdir -p $D/c && cd $D/c &&
+printf 'int add(int a, int b);\nint main(void) { return add(2, 3) == 5 ? 0 : 1; }\n' > main.c &&
+printf 'int add(int a, int b) { return a + b; }\n' > add.c &&
+printf 'prog: main.o add.o\n\tcc -o prog main.o add.o\n%%.o: %%.c\n\tcc -c $< -o $@\n' > Makefile &&
+make && ./prog && echo ran && make && ls"#;
+    if let Some(o) = same("make", script) {
+        assert!(o.contains("ran\nmake: 'prog' is up to date."), "{o}");
+    }
+}
+
+#[test]
+fn git_init_add_commit_log_status() {
+    if !have("git") {
+        return;
+    }
+    let script = r#"mkdir -p $D/g && cd $D/g && git init -q -b main &&
+git config user.email t@example.com && git config user.name t &&
+echo one > a && mkdir sub && echo two > sub/b && git add a sub &&
+git commit -q -m first && echo three >> a && git commit -q -am second &&
+git log --format=%s && echo new > c && git status --short && git ls-files"#;
+    if let Some(o) = same("git", script) {
+        assert!(o.starts_with("second\nfirst\n?? c\na\nsub/b\n"), "{o}");
+    }
+}
+
+#[test]
+fn a_pipeline_between_children() {
+    let script = r#"mkdir -p $D && printf 'b\na\nc\na\n' > $D/in &&
+cat $D/in | sort | uniq -c | tee $D/out | wc -l && cat $D/out && (echo sub > $D/sub) && cat $D/sub"#;
+    if let Some(o) = same("pipe", script) {
+        assert!(o.ends_with("sub\n"), "{o}");
+    }
+}
+
+/// A C program: the parent opens a file, writes, dups the fd and forks
+/// (its uvfs fds are reopened through the mount then: the dup must still
+/// share the offset); the child writes through the inherited duplicate
+/// and makes a new file;
+/// the parent waits, writes again, and reads everything back.
+#[test]
+fn a_forked_child_writes_and_the_parent_reads_after_wait() {
+    if !have("cc") || !can_mount() {
+        return;
+    }
+    let bin_dir = Scratch::new("tree-fork-bin");
+    let src = r#"
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    char p[4096], q[4096], buf[256];
+    snprintf(p, sizeof p, "%s/f", argv[1]);
+    snprintf(q, sizeof q, "%s/child", argv[1]);
+    mkdir(argv[1], 0755);
+    int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) { perror("open"); return 1; }
+    write(fd, "p1", 2);
+    int fd2 = dup(fd);
+    pid_t pid = fork();
+    if (pid == 0) {
+        write(fd2, "c1", 2);
+        int g = open(q, O_WRONLY | O_CREAT, 0600);
+        write(g, "from child\n", 11);
+        close(g);
+        _exit(0);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    write(fd, "p2", 2);
+    lseek(fd, 0, SEEK_SET);
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    buf[n < 0 ? 0 : n] = 0;
+    printf("f: %s (offset shared: %s)\n", buf, strcmp(buf, "p1c1p2") == 0 ? "yes" : "no");
+    int g = open(q, O_RDONLY);
+    if (g < 0) { perror("open child's file"); return 1; }
+    n = read(g, buf, sizeof buf - 1);
+    buf[n < 0 ? 0 : n] = 0;
+    printf("child: %s", buf);
+    return 0;
+}
+"#;
+    std::fs::write(bin_dir.join("prog.c"), src).unwrap();
+    let bin = bin_dir.join("prog");
+    let st = Command::new("cc")
+        .args(["-O2", "-w", "-o"])
+        .arg(&bin)
+        .arg(bin_dir.join("prog.c"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let script = format!("{} $D/x", bin.display());
+    let o = same("fork", &script).unwrap();
+    assert_eq!(o, "f: p1c1p2 (offset shared: yes)\nchild: from child\n");
+}
+
+/// `kill -9` of the server: the tree's next call under the prefix fails
+/// with `ENOTCONN`, said by the program; nothing is left behind.
+#[test]
+fn a_killed_server_gives_enotconn() {
+    if !can_mount() {
+        return;
+    }
+    let sc = Scratch::new("tree-kill");
+    let uv = sc.join("uvfs");
+    let uv = uv.to_str().unwrap();
+    let t = tag("kill");
+    // The first command forks (the server starts); then bash waits for a
+    // line on stdin before reading the file.
+    let mut child = Command::new("bash")
+        .arg("-c")
+        .arg("/bin/true && echo x > $D/f && echo wrote && read line && cat $D/f; echo rc=$?")
+        .env("D", uv)
+        .env("LC_ALL", "C")
+        .env("LD_PRELOAD", shim())
+        .env("UVFS_PREFIX", uv)
+        .env("UVFS_TREE_TEST_TAG", &t)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 6];
+    std::io::Read::read_exact(&mut stdout, &mut first).unwrap();
+    assert_eq!(&first, b"wrote\n");
+    // The server: the tagged process that leads its own session.
+    let server: Vec<i32> = tagged(&t)
+        .into_iter()
+        .filter(|(pid, stat)| {
+            let f: Vec<&str> = stat
+                .rsplit_once(") ")
+                .map(|(_, r)| r.split(' ').collect())
+                .unwrap_or_default();
+            f.get(3) == Some(&pid.to_string().as_str())
+        })
+        .map(|(pid, _)| pid)
+        .collect();
+    assert_eq!(server.len(), 1, "one server: {:?}", tagged(&t));
+    // SAFETY: a pid found above; SIGKILL.
+    unsafe { libc::kill(server[0], libc::SIGKILL) };
+    // SIGKILL is delivered asynchronously: wait until the server is dead
+    // (a zombie or gone), so its /dev/fuse fd is closed.
+    // (Its environment goes before its fds do: its state in /proc tells.)
+    for _ in 0..600 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", server[0])).unwrap_or_default();
+        let state = stat.rsplit_once(") ").and_then(|(_, r)| r.chars().next());
+        if matches!(state, None | Some('Z' | 'X')) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    let mut out = String::from_utf8_lossy(&first).into_owned();
+    std::io::Read::read_to_string(&mut stdout, &mut out).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("Transport endpoint is not connected")
+            && err.contains("server is gone (ENOTCONN)"),
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+    assert!(out.ends_with("rc=1\n"), "{out}");
+    no_leftovers(&t, uv);
+}
+
+/// A process with a second thread cannot change its mount namespace: its
+/// first child says once on stderr that the tree does not share uvfs, and
+/// the child's writes stay its own (today's behaviour, loudly).
+#[test]
+fn a_threaded_parent_says_its_children_get_a_copy() {
+    if !have("cc") || !can_mount() {
+        return;
+    }
+    let sc = Scratch::new("tree-threads");
+    let src = r#"
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static void *idle(void *a) { pause(); return a; }
+int main(int argc, char **argv) {
+    pthread_t t;
+    pthread_create(&t, 0, idle, 0);
+    mkdir(argv[1], 0755);
+    pid_t pid = fork();
+    if (pid == 0) { _exit(mkdir(argv[2], 0755) == 0 ? 0 : 1); }
+    int st;
+    waitpid(pid, &st, 0);
+    struct stat sb;
+    printf("child ok %d, parent sees it %d\n", WEXITSTATUS(st) == 0, stat(argv[2], &sb) == 0);
+    return 0;
+}
+"#;
+    std::fs::write(sc.join("prog.c"), src).unwrap();
+    let bin = sc.join("prog");
+    let st = Command::new("cc")
+        .args(["-O2", "-w", "-pthread", "-o"])
+        .arg(&bin)
+        .arg(sc.join("prog.c"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let uv = sc.join("uvfs");
+    let uv = uv.to_str().unwrap();
+    let o = Command::new(&bin)
+        .arg(format!("{uv}/a"))
+        .arg(format!("{uv}/a/b"))
+        .env("LD_PRELOAD", shim())
+        .env("UVFS_PREFIX", uv)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "child ok 1, parent sees it 0\n"
+    );
+    assert_eq!(
+        err.matches("the process tree cannot share uvfs").count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("several threads"), "{err}");
+}
+
+/// A process that makes no child keeps uvfs in its own memory: no mount
+/// namespace of its own, no mount, no server (the fast path).
+#[test]
+fn a_process_without_children_stays_in_process() {
+    if !have("cc") || !can_mount() {
+        return;
+    }
+    let sc = Scratch::new("tree-alone");
+    let src = r#"
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    char f[4096], ns[64] = "", line[4096];
+    snprintf(f, sizeof f, "%s/f", argv[1]);
+    int fd = open(f, O_WRONLY | O_CREAT, 0644);
+    printf("open %s\n", fd >= 0 ? "ok" : "failed");
+    close(fd);
+    ssize_t n = readlink("/proc/self/ns/mnt", ns, sizeof ns - 1);
+    ns[n < 0 ? 0 : n] = 0;
+    printf("same namespace %d\n", strcmp(ns, argv[2]) == 0);
+    FILE *mi = fopen("/proc/self/mountinfo", "r");
+    int mounted = 0;
+    while (mi && fgets(line, sizeof line, mi)) {
+        if (strstr(line, "uvfs-tree")) mounted = 1;
+    }
+    printf("tree mount %d\n", mounted);
+    return 0;
+}
+"#;
+    std::fs::write(sc.join("prog.c"), src).unwrap();
+    let bin = sc.join("prog");
+    let st = Command::new("cc")
+        .args(["-O2", "-w", "-o"])
+        .arg(&bin)
+        .arg(sc.join("prog.c"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let ns = std::fs::read_link("/proc/self/ns/mnt").unwrap();
+    let uv = sc.join("uvfs");
+    let uv = uv.to_str().unwrap();
+    let t = tag("alone");
+    let o = Command::new(&bin)
+        .arg(uv)
+        .arg(&ns)
+        .env("LD_PRELOAD", shim())
+        .env("UVFS_PREFIX", uv)
+        .env("UVFS_TREE_TEST_TAG", &t)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "open ok\nsame namespace 1\ntree mount 0\n",
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // No mount point was made on the host either.
+    assert!(!std::path::Path::new(uv).exists());
+    no_leftovers(&t, uv);
+}
+
+/// What the process holds when its first child starts the tree's server
+/// moves to the mount: a cwd inside uvfs, an open `DIR` stream, an open
+/// file (offset kept); an unlinked file still open cannot be reopened by
+/// name and stays private to the process (it still reads its data), said
+/// once on stderr. Compared with the same run on a host directory.
+#[test]
+fn the_first_childs_parent_keeps_its_cwd_stream_and_files() {
+    if !have("cc") || !can_mount() {
+        return;
+    }
+    let sc = Scratch::new("tree-carry");
+    let src = r#"
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    char sub[4096], cwd[4096], buf[64];
+    snprintf(sub, sizeof sub, "%s/sub", argv[1]);
+    mkdir(argv[1], 0755);
+    mkdir(sub, 0755);
+    if (chdir(sub) != 0) { perror("chdir"); return 1; }
+    int fd = open("rel", O_RDWR | O_CREAT, 0644);
+    write(fd, "abcdef", 6);
+    lseek(fd, 2, SEEK_SET);
+    int gone = open("gone", O_RDWR | O_CREAT, 0644);
+    write(gone, "zz", 2);
+    unlink("gone");
+    for (int i = 0; i < 3; i++) { char n[8]; snprintf(n, sizeof n, "e%d", i); close(open(n, O_CREAT | O_WRONLY, 0644)); }
+    DIR *d = opendir(".");
+    int seen = 0;
+    readdir(d);
+    fflush(stdout);
+    int st = system("pwd; cat rel; echo; ls");
+    printf("system %d\n", st);
+    while (readdir(d)) seen++;
+    printf("stream saw %d more\n", seen);
+    closedir(d);
+    printf("cwd %s\n", getcwd(cwd, sizeof cwd) ? cwd : "?");
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    buf[n < 0 ? 0 : n] = 0;
+    printf("offset kept: %s\n", buf);
+    lseek(gone, 0, SEEK_SET);
+    n = read(gone, buf, sizeof buf - 1);
+    buf[n < 0 ? 0 : n] = 0;
+    printf("unlinked: %s\n", buf);
+    return 0;
+}
+"#;
+    std::fs::write(sc.join("prog.c"), src).unwrap();
+    let bin = sc.join("prog");
+    let st = Command::new("cc")
+        .args(["-O2", "-w", "-o"])
+        .arg(&bin)
+        .arg(sc.join("prog.c"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let host = sc.join("host");
+    std::fs::create_dir(&host).unwrap();
+    let (hd, ud) = (sc.join("host/x"), sc.join("uvfs"));
+    let (hd, ud) = (hd.to_str().unwrap(), ud.to_str().unwrap());
+    let t = tag("carry");
+    let h = Command::new(&bin)
+        .arg(hd)
+        .env("LC_ALL", "C")
+        .output()
+        .unwrap();
+    let u = Command::new(&bin)
+        .arg(format!("{ud}/x"))
+        .env("LC_ALL", "C")
+        .env("LD_PRELOAD", shim())
+        .env("UVFS_PREFIX", ud)
+        .env("UVFS_TREE_TEST_TAG", &t)
+        .output()
+        .unwrap();
+    no_leftovers(&t, ud);
+    let ho = String::from_utf8_lossy(&h.stdout).replace(hd, "$D");
+    let uo = String::from_utf8_lossy(&u.stdout).replace(&format!("{ud}/x"), "$D");
+    let ue = String::from_utf8_lossy(&u.stderr);
+    assert_eq!(ho, uo, "shim's stderr:\n{ue}");
+    assert_eq!(
+        uo,
+        "$D/sub\nabcdef\ne0\ne1\ne2\nrel\nsystem 0\nstream saw 5 more\ncwd $D/sub\noffset kept: cdef\nunlinked: zz\n"
+    );
+    assert_eq!(
+        ue.matches("stay private to this process").count(),
+        1,
+        "{ue}"
+    );
+}
