@@ -232,7 +232,7 @@ fn start_server() -> Result<(), String> {
     // SAFETY: plain id getters.
     let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
     let data = CString::new(format!(
-        "fd={},rootmode=40000,user_id={uid},group_id={gid},allow_other",
+        "fd={},rootmode=40000,user_id={uid},group_id={gid},allow_other,default_permissions",
         setup.fuse.as_raw_fd()
     ))
     .map_err(|_| "mount options")?;
