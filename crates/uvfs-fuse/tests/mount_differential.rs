@@ -84,22 +84,11 @@ struct MountSandbox {
 impl MountSandbox {
     /// Must run in a thread that does nothing else afterwards.
     fn enter(dir: PathBuf) -> MountSandbox {
-        // SAFETY: unshare changes only this thread's fs_struct and mount
-        // namespace; the mount call makes every mount of that private
-        // namespace private, so nothing propagates to the host.
-        unsafe {
-            must("unshare", libc::unshare(libc::CLONE_NEWNS | libc::CLONE_FS));
-            must(
-                "make / private",
-                libc::mount(
-                    std::ptr::null(),
-                    c"/".as_ptr(),
-                    std::ptr::null(),
-                    libc::MS_REC | libc::MS_PRIVATE,
-                    std::ptr::null(),
-                ),
-            );
-        }
+        assert!(
+            support::host::enter_private_namespace(),
+            "unshare(CLONE_NEWNS): {}",
+            std::io::Error::last_os_error()
+        );
         let mut server = Command::new(env!("CARGO_BIN_EXE_uvfs"))
             .args(["mount", "--size", "256m", "--nr-inodes", "0"])
             .arg(&dir)

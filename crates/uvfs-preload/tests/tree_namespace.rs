@@ -14,7 +14,7 @@ use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
 mod support;
-use support::cprog::{Scratch, have};
+use support::cprog::{Scratch, compile_c, have};
 use support::shim;
 
 /// Whether the tree can get a server here.
@@ -277,15 +277,7 @@ int main(int argc, char **argv) {
     return 0;
 }
 "#;
-    std::fs::write(bin_dir.join("prog.c"), src).unwrap();
-    let bin = bin_dir.join("prog");
-    let st = Command::new("cc")
-        .args(["-O2", "-w", "-o"])
-        .arg(&bin)
-        .arg(bin_dir.join("prog.c"))
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let bin = std::path::PathBuf::from(compile_c(&bin_dir, src).expect("cc is there"));
     let script = format!("{} $D/x", bin.display());
     let o = same("fork", &script).unwrap();
     assert_eq!(o, "f: p1c1p2 (offset shared: yes)\nchild: from child\n");
@@ -390,15 +382,7 @@ int main(int argc, char **argv) {
     return 0;
 }
 "#;
-    std::fs::write(sc.join("prog.c"), src).unwrap();
-    let bin = sc.join("prog");
-    let st = Command::new("cc")
-        .args(["-O2", "-w", "-pthread", "-o"])
-        .arg(&bin)
-        .arg(sc.join("prog.c"))
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let bin = std::path::PathBuf::from(compile_c(&sc, src).expect("cc is there"));
     let uv = sc.join("uvfs");
     let uv = uv.to_str().unwrap();
     let o = Command::new(&bin)
@@ -453,15 +437,7 @@ int main(int argc, char **argv) {
     return 0;
 }
 "#;
-    std::fs::write(sc.join("prog.c"), src).unwrap();
-    let bin = sc.join("prog");
-    let st = Command::new("cc")
-        .args(["-O2", "-w", "-o"])
-        .arg(&bin)
-        .arg(sc.join("prog.c"))
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let bin = std::path::PathBuf::from(compile_c(&sc, src).expect("cc is there"));
     let ns = std::fs::read_link("/proc/self/ns/mnt").unwrap();
     let uv = sc.join("uvfs");
     let uv = uv.to_str().unwrap();
@@ -542,15 +518,7 @@ int main(int argc, char **argv) {
     return 0;
 }
 "#;
-    std::fs::write(sc.join("prog.c"), src).unwrap();
-    let bin = sc.join("prog");
-    let st = Command::new("cc")
-        .args(["-O2", "-w", "-o"])
-        .arg(&bin)
-        .arg(sc.join("prog.c"))
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let bin = std::path::PathBuf::from(compile_c(&sc, src).expect("cc is there"));
     let host = sc.join("host");
     std::fs::create_dir(&host).unwrap();
     let (hd, ud) = (sc.join("host/x"), sc.join("uvfs"));

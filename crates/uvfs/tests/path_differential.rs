@@ -271,15 +271,7 @@ fn path_ops_match_the_host_kernel() {
         cov.len(),
         start.elapsed()
     );
-    let missing: Vec<&str> = MUST_COVER
-        .iter()
-        .copied()
-        .filter(|k| !cov.contains_key(*k))
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "weak sequences: never reached {missing:?}"
-    );
+    assert_covered(MUST_COVER, &cov, "weak sequences");
     if let Some(secs) = env_u64("UVFS_DIFF_LONG") {
         let end = Instant::now() + Duration::from_secs(secs);
         let base = std::time::SystemTime::now()
@@ -353,16 +345,18 @@ fn path_ops_as_a_user_match_the_host_kernel() {
             .collect::<std::collections::BTreeMap<_, _>>()
     );
     if seeds.len() > 1 {
-        let missing: Vec<&str> = USER_MUST_COVER
-            .iter()
-            .copied()
-            .filter(|k| !cov.contains_key(*k))
-            .collect();
-        assert!(
-            missing.is_empty(),
-            "weak user sequences: never reached {missing:?}"
-        );
+        assert_covered(USER_MUST_COVER, &cov, "weak user sequences");
     }
+}
+
+/// Fails unless every (call, result) pair of `must` occurred.
+fn assert_covered(must: &[&str], cov: &Coverage, what: &str) {
+    let missing: Vec<&str> = must
+        .iter()
+        .copied()
+        .filter(|k| !cov.contains_key(*k))
+        .collect();
+    assert!(missing.is_empty(), "{what}: never reached {missing:?}");
 }
 
 fn unsafe_geteuid() -> u32 {

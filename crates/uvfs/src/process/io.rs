@@ -357,16 +357,7 @@ impl Task {
         if off >= d.sb().limits.max_file_size {
             return Err(Errno::EFBIG);
         }
-        let perm = d.inode_perm().ok_or(Errno::EBADF)?.attr();
-        if let Some(m) = cred::remove_privs_on_write(&self.cred, &perm) {
-            self.setattr(
-                d,
-                &SetAttr {
-                    mode: Some(m & 0o7777),
-                    ..SetAttr::default()
-                },
-            )?;
-        }
+        self.remove_privs(d)?;
         let mut done = 0;
         for b in bufs {
             if b.is_empty() {
@@ -517,7 +508,22 @@ impl Process {
 }
 
 impl Task {
-    /// Sets the size of a regular file, dropping set-ID bits as a write does.
+    /// Drops the set-ID bits a write by this task's credentials drops
+    /// (`file_remove_privs`), with the inode lock held by the caller.
+    fn remove_privs(&self, d: &DentryRef) -> Result<(), Errno> {
+        let perm = d.inode_perm().ok_or(Errno::EBADF)?.attr();
+        if let Some(m) = cred::remove_privs_on_write(&self.cred, &perm) {
+            self.setattr(
+                d,
+                &SetAttr {
+                    mode: Some(m & 0o7777),
+                    ..SetAttr::default()
+                },
+            )?;
+        }
+        Ok(())
+    }
+
     /// Sets the size of a regular file, dropping set-ID bits as a write
     /// does. `stamp`: set mtime and ctime even if the size does not change
     /// (ftruncate and `O_TRUNC` pass `ATTR_MTIME | ATTR_CTIME`; truncate(2)
@@ -570,16 +576,7 @@ impl Process {
             // allocate, KEEP_SIZE and punch hole all drop them; a call
             // refused for space (ENOSPC), size (EFBIG) or mode (EOPNOTSUPP)
             // leaves them, so it follows the file system's success.
-            let perm = d.inode_perm().ok_or(Errno::EBADF)?.attr();
-            if let Some(m) = cred::remove_privs_on_write(&p.cred, &perm) {
-                p.setattr(
-                    d,
-                    &SetAttr {
-                        mode: Some(m & 0o7777),
-                        ..SetAttr::default()
-                    },
-                )?;
-            }
+            p.remove_privs(d)?;
             crate::vfs_ops::inode::mark_changed(d);
             Ok(())
         })

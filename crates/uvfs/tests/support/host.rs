@@ -61,6 +61,29 @@ fn must(what: &str, r: libc::c_int) {
     );
 }
 
+/// `unshare(CLONE_NEWNS | CLONE_FS)` for this thread, then every mount of
+/// the new namespace made private, so nothing mounted later propagates
+/// back to the host; false (nothing changed) without `CAP_SYS_ADMIN`.
+/// Must run in a thread that does nothing else afterwards.
+pub fn enter_private_namespace() -> bool {
+    // SAFETY: unshare only changes this thread's own fs_struct and
+    // namespaces.
+    if unsafe { libc::unshare(libc::CLONE_NEWNS | libc::CLONE_FS) } != 0 {
+        return false;
+    }
+    // SAFETY: a NUL-terminated literal; the namespace is this thread's own.
+    must("make / private", unsafe {
+        libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        )
+    });
+    true
+}
+
 /// Sets up this thread's sandbox; returns the kind. Must run in a thread
 /// that does nothing else afterwards (its fs_struct and namespace change).
 ///
@@ -69,23 +92,10 @@ fn must(what: &str, r: libc::c_int) {
 /// chroot into it and chdir `/`. Without: `unshare(CLONE_FS)` only (cwd,
 /// root and umask private to the thread).
 pub fn enter_sandbox() -> Sandbox {
-    // SAFETY: unshare only changes this thread's own fs_struct and
-    // namespaces.
-    if unsafe { libc::unshare(libc::CLONE_NEWNS | libc::CLONE_FS) } == 0 {
-        // SAFETY: string literals are NUL-terminated; the mounts happen in
-        // the private namespace just created (made private first, so
-        // nothing propagates back to the host).
+    if enter_private_namespace() {
+        // SAFETY: string literals are NUL-terminated; the mount happens in
+        // the private namespace just created.
         unsafe {
-            must(
-                "make / private",
-                libc::mount(
-                    std::ptr::null(),
-                    c"/".as_ptr(),
-                    std::ptr::null(),
-                    libc::MS_REC | libc::MS_PRIVATE,
-                    std::ptr::null(),
-                ),
-            );
             must(
                 "mount tmpfs",
                 libc::mount(
