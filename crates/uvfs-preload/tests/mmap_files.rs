@@ -289,3 +289,159 @@ fn c_mmap_matches_the_host() {
         assert_eq!(err(&shim), "", "the shim said something");
     }
 }
+
+/// Runs `cmd` once in `/uvfs` under the shim, seeded from `from` and
+/// dumped to `to` (each git command is its own process, hence its own
+/// uvfs: the tree goes from one to the next through the host), or on the
+/// host in `host` when `from` is `None`.
+fn git(work: &Path, step: Option<(&Path, &Path)>, args: &[&str]) -> std::process::Output {
+    let mut c = std::process::Command::new("git");
+    c.env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", work)
+        .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+        .env("LC_ALL", "C")
+        .args([
+            "-c",
+            "user.name=uvfs",
+            "-c",
+            "user.email=uvfs@example.com",
+            "-c",
+            "gc.auto=0",
+            "-c",
+            "maintenance.auto=false",
+            "-c",
+            "init.defaultBranch=main",
+            "-c",
+            "core.fsmonitor=false",
+        ]);
+    match step {
+        Some((from, to)) => {
+            c.env("LD_PRELOAD", support::shim())
+                .env("UVFS_PREFIX", "/uvfs")
+                .env("UVFS_SEED", from)
+                .env("UVFS_DUMP", to)
+                .args(["-C", "/uvfs"]);
+        }
+        None => {
+            c.arg("-C").arg(work.join("host"));
+        }
+    }
+    c.args(args).output().unwrap()
+}
+
+/// git under the shim, one process per command (a command that spawns
+/// others is issue 14's item 4): `hash-object` (which maps the file it
+/// hashes), `init`, `add`, `commit`, `log`, `status`, `ls-files`,
+/// `cat-file` (which read the index and pack files through mmap), each
+/// with the output of the same command on a host directory, and the same
+/// commit id.
+#[test]
+fn git_one_process_per_command() {
+    if !have("git") {
+        return;
+    }
+    let dir = Scratch::new("mmap-git");
+    let w = dir.path();
+    let host = w.join("host");
+    std::fs::create_dir(&host).unwrap();
+    let s0 = w.join("s0");
+    std::fs::create_dir(&s0).unwrap();
+    let big: String = (0..20000).map(|i| format!("line {i}\n")).collect();
+    for d in [&host, &s0] {
+        std::fs::write(d.join("a.txt"), "hello\n").unwrap();
+        std::fs::write(d.join("big.txt"), &big).unwrap();
+    }
+    let steps: &[&[&str]] = &[
+        &["hash-object", "big.txt"],
+        &["init", "-q"],
+        &["add", "a.txt", "big.txt"],
+        &["commit", "-qm", "first"],
+        &["log", "--format=%H %s"],
+        &["status", "--porcelain"],
+        &["ls-files", "-s"],
+        &["cat-file", "-p", "HEAD:a.txt"],
+        &["rev-parse", "HEAD"],
+    ];
+    let mut from = s0;
+    for (i, args) in steps.iter().enumerate() {
+        let h = git(w, None, args);
+        assert!(h.status.success(), "host git {args:?}: {}", err(&h));
+        let to = w.join(format!("s{}", i + 1));
+        let u = git(w, Some((&from, &to)), args);
+        assert!(u.status.success(), "git {args:?} under the shim: {}", err(&u));
+        assert_eq!(out(&u), out(&h), "git {args:?}: stderr {}", err(&u));
+        from = to;
+    }
+    // The repository the shim's runs left is one the host's git accepts.
+    let fsck = run(&["git", "-C", from.to_str().unwrap(), "fsck", "--strict"], false, &[]);
+    assert!(fsck.status.success(), "git fsck: {}{}", out(&fsck), err(&fsck));
+}
+
+/// sqlite3 in WAL mode under the prefix (its `-shm` index is a shared
+/// mapping): create, fill, index, delete, checkpoint and query, with the
+/// output of the same run on the host; the host's sqlite then reads the
+/// database the shim's run left.
+#[test]
+fn sqlite_wal() {
+    if !have("sqlite3") {
+        return;
+    }
+    let dir = Scratch::new("mmap-sqlite");
+    let sql = "\
+PRAGMA journal_mode=WAL;
+CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);
+WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<3000)
+  INSERT INTO t(v) SELECT printf('row %d', x) FROM c;
+CREATE INDEX tv ON t(v);
+DELETE FROM t WHERE id % 3 = 0;
+SELECT count(*), sum(id) FROM t;
+PRAGMA wal_checkpoint;
+BEGIN; UPDATE t SET v = v || '!' WHERE id % 5 = 0; COMMIT;
+SELECT v FROM t WHERE v LIKE 'row 299%' ORDER BY id;
+PRAGMA integrity_check;
+";
+    let script = dir.join("q.sql");
+    std::fs::write(&script, sql).unwrap();
+    let sh = |db: &str| format!("sqlite3 {db} < {}", script.display());
+    let host_db = dir.join("host.db");
+    let host = run(&["sh", "-c", &sh(host_db.to_str().unwrap())], false, &[]);
+    assert!(host.status.success(), "host sqlite3: {}", err(&host));
+    assert!(out(&host).starts_with("wal\n"), "{}", out(&host));
+    let seed = dir.join("seed");
+    let dump = dir.join("dump");
+    std::fs::create_dir(&seed).unwrap();
+    let u = run(
+        &["sh", "-c", &sh("/uvfs/db")],
+        true,
+        &[
+            ("UVFS_PREFIX", "/uvfs"),
+            ("UVFS_SEED", seed.to_str().unwrap()),
+            ("UVFS_DUMP", dump.to_str().unwrap()),
+        ],
+    );
+    // `sh` runs sqlite3 (an exec: the shim is loaded again in it, with its
+    // own uvfs, seeded and dumped by that process).
+    assert!(u.status.success(), "sqlite3 under the shim: {}", err(&u));
+    assert_eq!(out(&u), out(&host), "stderr: {}", err(&u));
+    let check = run(
+        &[
+            "sqlite3",
+            dump.join("db").to_str().unwrap(),
+            "PRAGMA integrity_check; PRAGMA journal_mode; SELECT count(*), sum(length(v)) FROM t;",
+        ],
+        false,
+        &[],
+    );
+    let again = run(
+        &[
+            "sqlite3",
+            host_db.to_str().unwrap(),
+            "PRAGMA integrity_check; PRAGMA journal_mode; SELECT count(*), sum(length(v)) FROM t;",
+        ],
+        false,
+        &[],
+    );
+    assert!(check.status.success(), "{}", err(&check));
+    assert_eq!(out(&check), out(&again));
+}
