@@ -277,27 +277,30 @@ impl MemFile {
             self.settle(fs);
             return r.map(|()| data.len());
         }
-        // At the limit: page by page, each new page charged before the
-        // next is written; the page that does not fit is given back.
+        // At the limit: page by page. Each page is allocated first
+        // (`fallocate` with `KEEP_SIZE`, which leaves a written page as it
+        // is and the size alone); a page that was new is charged, or
+        // punched out again when it does not fit, and the write stops
+        // there.
         self.settle(fs);
+        let keep = libc::c_long::from(FALLOC_FL_KEEP_SIZE as i32);
+        let punch = libc::c_long::from((FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE) as i32);
         let mut done = 0usize;
         while done < data.len() {
             let pos = off + done as u64;
+            let page = pos - pos % PAGE_SIZE;
             let chunk = (PAGE_SIZE - pos % PAGE_SIZE).min((data.len() - done) as u64) as usize;
-            let (size0, pages0) = self.size_pages();
-            self.pwrite_all(&data[done..done + chunk], pos)?;
+            let (_, pages0) = self.size_pages();
+            self.fallocate(keep, page, PAGE_SIZE)?;
             let (_, pages1) = self.size_pages();
-            if pages1 > pages0 && !fs.reserve_pages(pages1 - pages0) {
-                // A fresh page: nothing else of it was written.
-                let punch = libc::c_long::from((FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE) as i32);
-                self.fallocate(punch, pos - pos % PAGE_SIZE, PAGE_SIZE)?;
-                if pos + chunk as u64 > size0 {
-                    self.ftruncate(size0.max(pos))?;
+            if pages1 > pages0 {
+                if !fs.reserve_pages(pages1 - pages0) {
+                    self.fallocate(punch, page, PAGE_SIZE)?;
+                    break;
                 }
-                break;
+                self.charged.fetch_add(pages1 - pages0, Ordering::Relaxed);
             }
-            self.charged
-                .fetch_add(pages1.saturating_sub(pages0), Ordering::Relaxed);
+            self.pwrite_all(&data[done..done + chunk], pos)?;
             done += chunk;
         }
         self.settle(fs);
