@@ -193,6 +193,21 @@ int main(int argc, char **argv) {
     munmap(m, 40960);
     close(fd);
 
+    /* Closing every other fd number (as a daemon or a child before its
+       work does) leaves the mapped file's data alone. */
+    fd = open(at("z"), O_CREAT | O_RDWR | O_TRUNC, 0644);
+    write(fd, "zz", 2);
+    m = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    for (int i = fd + 1; i < 70000; i++) close(i);
+    close_range(fd + 1, ~0U, 0);
+    m[0] = 'Z';
+    memset(buf, 0, sizeof buf);
+    pread(fd, buf, 2, 0);
+    pwrite(fd, "Y", 1, 1);
+    printf("after closing every other fd: read '%s' map '%.2s'\n", buf, m);
+    munmap(m, 4096);
+    close(fd);
+
     /* Errors, in Linux's order. */
     int rw = open(at("e"), O_CREAT | O_RDWR | O_TRUNC, 0644);
     write(rw, "eeee", 4);
@@ -369,13 +384,26 @@ fn git_one_process_per_command() {
         assert!(h.status.success(), "host git {args:?}: {}", err(&h));
         let to = w.join(format!("s{}", i + 1));
         let u = git(w, Some((&from, &to)), args);
-        assert!(u.status.success(), "git {args:?} under the shim: {}", err(&u));
+        assert!(
+            u.status.success(),
+            "git {args:?} under the shim: {}",
+            err(&u)
+        );
         assert_eq!(out(&u), out(&h), "git {args:?}: stderr {}", err(&u));
         from = to;
     }
     // The repository the shim's runs left is one the host's git accepts.
-    let fsck = run(&["git", "-C", from.to_str().unwrap(), "fsck", "--strict"], false, &[]);
-    assert!(fsck.status.success(), "git fsck: {}{}", out(&fsck), err(&fsck));
+    let fsck = run(
+        &["git", "-C", from.to_str().unwrap(), "fsck", "--strict"],
+        false,
+        &[],
+    );
+    assert!(
+        fsck.status.success(),
+        "git fsck: {}{}",
+        out(&fsck),
+        err(&fsck)
+    );
 }
 
 /// sqlite3 in WAL mode under the prefix (its `-shm` index is a shared

@@ -352,7 +352,6 @@ int main(int argc, char **argv) {
     assert!(o.status.success(), "{}", err(&o));
     assert_eq!(
         err(&o),
-        "uvfs-preload: inotify_add_watch on a uvfs file is not supported (EOPNOTSUPP)\n"
-            .repeat(2)
+        "uvfs-preload: inotify_add_watch on a uvfs file is not supported (EOPNOTSUPP)\n".repeat(2)
     );
 }

@@ -34,8 +34,8 @@ use crate::interpose::{forward, real};
 use crate::path::Route;
 use crate::refuse::refuse;
 use crate::state::{FDMAP, Fd, with_state};
-use std::os::fd::AsRawFd;
 use libc::{c_char, c_int, c_uint, c_ulong, c_void, off_t, pid_t, size_t, sockaddr, socklen_t};
+use std::os::fd::AsRawFd;
 use uvfs::uapi::AT_FDCWD;
 
 type P = *const c_char;
@@ -99,7 +99,11 @@ pub unsafe extern "C" fn mmap(
                 // at the fd.
                 // SAFETY: sysconf takes no pointers.
                 let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as off_t;
-                set_errno(if off % page != 0 { libc::EINVAL } else { libc::EBADF });
+                set_errno(if off % page != 0 {
+                    libc::EINVAL
+                } else {
+                    libc::EBADF
+                });
                 return libc::MAP_FAILED;
             }
             Fd::Uvfs(_) => {
@@ -109,7 +113,8 @@ pub unsafe extern "C" fn mmap(
                         s.p().mmap_file(u, |k| {
                             // SAFETY: the caller's arguments under its
                             // contract, on a kernel fd alive for the call.
-                            let p = unsafe { real_mmap(addr, len, prot, flags, k.as_raw_fd(), off) };
+                            let p =
+                                unsafe { real_mmap(addr, len, prot, flags, k.as_raw_fd(), off) };
                             if p == libc::MAP_FAILED {
                                 Err(uvfs::Errno::last_os_error())
                             } else {
@@ -162,7 +167,9 @@ unsafe fn mmap_dir(
     // alive for the call (even with MAP_FIXED nothing is replaced: the
     // kernel checks the file before it touches the address space).
     let p = unsafe { real_mmap(addr, len, prot, flags, dir.as_raw_fd(), off) };
-    let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENODEV);
+    let e = std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::ENODEV);
     drop(dir);
     if p != libc::MAP_FAILED {
         // SAFETY: the mapping just made, of `len` bytes.

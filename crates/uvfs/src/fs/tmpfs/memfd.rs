@@ -29,6 +29,58 @@ use super::{PAGE_SIZE, Tmpfs};
 use crate::errno::Errno;
 use crate::fs::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, Seek};
 
+/// The kernel fds the memfds of this process sit at (sorted), and the
+/// lowest of them (`i32::MAX` when none): an `LD_PRELOAD` shim asks
+/// [`holds_kernel_fd`] before it lets a program close or replace a
+/// kernel fd. Process-wide kernel state, not part of any file system's
+/// concurrency, hence std's lock.
+static KERNEL_FDS: std::sync::Mutex<Vec<RawFd>> = std::sync::Mutex::new(Vec::new());
+static LOWEST: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(i32::MAX);
+
+fn kernel_fds() -> std::sync::MutexGuard<'static, Vec<RawFd>> {
+    KERNEL_FDS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn register(fd: RawFd) {
+    let mut v = kernel_fds();
+    if let Err(i) = v.binary_search(&fd) {
+        v.insert(i, fd);
+    }
+    LOWEST.store(v[0], Ordering::Relaxed);
+}
+
+fn unregister(fd: RawFd) {
+    let mut v = kernel_fds();
+    if let Ok(i) = v.binary_search(&fd) {
+        v.remove(i);
+    }
+    LOWEST.store(v.first().copied().unwrap_or(i32::MAX), Ordering::Relaxed);
+}
+
+/// Whether kernel fd `fd` is one the library holds for a file's data (the
+/// memfd of a file that was mapped, see [`FileSystem::mmap_file`](
+/// crate::fs::FileSystem::mmap_file)). Such fds are close-on-exec and at
+/// high numbers; a program never opened them, and closing or replacing one
+/// would lose the file's data, so an interposer refuses to (`EBADF`, as for
+/// an fd the program does not have). One atomic load when no file was
+/// mapped or `fd` is below them all.
+pub fn holds_kernel_fd(fd: i32) -> bool {
+    fd >= LOWEST.load(Ordering::Relaxed) && kernel_fds().binary_search(&fd).is_ok()
+}
+
+/// The kernel fds in `[first, last]` that [`holds_kernel_fd`] answers
+/// true for, in ascending order.
+pub fn kernel_fds_in(first: i32, last: i32) -> Vec<i32> {
+    if last < LOWEST.load(Ordering::Relaxed) {
+        return Vec::new();
+    }
+    kernel_fds()
+        .iter()
+        .copied()
+        .filter(|&f| (first..=last).contains(&f))
+        .collect()
+}
+
 /// A regular file whose data lives in a memfd.
 pub(super) struct MemFile {
     /// Always `Some` until dropped.
@@ -87,14 +139,7 @@ fn move_high(fd: OwnedFd) -> OwnedFd {
     }
     let min = (lim.rlim_cur / 4 * 3).min(4096) as libc::c_long;
     // SAFETY: fcntl on an fd this function owns; no pointers.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_fcntl,
-            fd.as_raw_fd(),
-            libc::F_DUPFD_CLOEXEC,
-            min,
-        )
-    };
+    let r = unsafe { libc::syscall(libc::SYS_fcntl, fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, min) };
     match check(r) {
         Ok(n) => {
             close_raw(fd);
@@ -112,17 +157,14 @@ impl MemFile {
     /// stay charged as they were.
     pub(super) fn promote(f: &PageFile) -> Result<MemFile, Errno> {
         // SAFETY: a static C string; no other pointers.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_memfd_create,
-                c"uvfs".as_ptr(),
-                libc::MFD_CLOEXEC,
-            )
-        };
+        let r =
+            unsafe { libc::syscall(libc::SYS_memfd_create, c"uvfs".as_ptr(), libc::MFD_CLOEXEC) };
         // SAFETY: memfd_create returned a new fd, owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(check(r)? as RawFd) };
+        let fd = move_high(fd);
+        register(fd.as_raw_fd());
         let m = MemFile {
-            fd: Some(move_high(fd)),
+            fd: Some(fd),
             charged: AtomicU64::new(f.pages.len() as u64),
         };
         // The size first: a truncation to the size (even the same one)
@@ -211,7 +253,10 @@ impl MemFile {
             // Only a closed fd fails; report what is charged.
             return (0, self.charged.load(Ordering::Relaxed));
         }
-        (st.st_size as u64, (st.st_blocks as u64).div_ceil(PAGE_SIZE / 512))
+        (
+            st.st_size as u64,
+            (st.st_blocks as u64).div_ceil(PAGE_SIZE / 512),
+        )
     }
 
     /// Brings the pages charged level with the pages the memfd holds;
@@ -426,6 +471,7 @@ impl MemFile {
 impl Drop for MemFile {
     fn drop(&mut self) {
         if let Some(fd) = self.fd.take() {
+            unregister(fd.as_raw_fd());
             close_raw(fd);
         }
     }

@@ -106,6 +106,8 @@ use dir::Dir;
 use inode::{Inode, Kind, State, rd};
 use pages::RegFile;
 
+pub use memfd::{holds_kernel_fd, kernel_fds_in};
+
 /// Page size: the unit of allocation and of `size_bytes`.
 pub const PAGE_SIZE: u64 = 4096;
 /// `MAX_LFS_FILESIZE` on 64-bit Linux: the largest file size.

@@ -23,9 +23,23 @@ fn look(fs: &Tmpfs, f: Ino, upto: usize) -> String {
     let n = fs.read(f, 0, &mut buf).unwrap();
     buf.truncate(n);
     let mut s = format!("size {} blocks {} read {n} sum {}", a.size, a.blocks, {
-        buf.iter().enumerate().map(|(i, &b)| (i as u64 + 1) * u64::from(b)).sum::<u64>()
+        buf.iter()
+            .enumerate()
+            .map(|(i, &b)| (i as u64 + 1) * u64::from(b))
+            .sum::<u64>()
     });
-    for off in [0, 1, 4095, 4096, 8192, 20000, 40000, 65535, 1 << 20, i64::MAX as u64] {
+    for off in [
+        0,
+        1,
+        4095,
+        4096,
+        8192,
+        20000,
+        40000,
+        65535,
+        1 << 20,
+        i64::MAX as u64,
+    ] {
         s += &format!(
             " [{off} {:?} {:?}]",
             fs.seek_data_hole(f, off, Seek::Data),
@@ -76,7 +90,11 @@ fn same_as_page_map(limit: Option<u64>, promote_at: usize, ops: &[Op]) {
             assert_eq!(look(&pb, b, 1 << 17), before, "promotion changed the file");
         }
         assert_eq!(apply(&pb, b, op), apply(&pa, a, op), "step {i}: {op:?}");
-        assert_eq!(look(&pb, b, 1 << 17), look(&pa, a, 1 << 17), "after step {i}: {op:?}");
+        assert_eq!(
+            look(&pb, b, 1 << 17),
+            look(&pa, a, 1 << 17),
+            "after step {i}: {op:?}"
+        );
         ok(&pa);
         ok(&pb);
     }
@@ -218,11 +236,14 @@ fn mmap_file_modes_and_types() {
         assert_eq!((fl & libc::O_ACCMODE, fd_fl), (want, libc::FD_CLOEXEC));
     }
     let d = dir(&fs, R, "d");
-    assert_eq!(fs.mmap_file(d, crate::uapi::O_RDONLY).err(), Some(Errno::ENODEV));
-    let l = fs
-        .symlink(R, b"l", b"f", nf(0o777))
-        .unwrap()
-        .ino;
-    assert_eq!(fs.mmap_file(l, crate::uapi::O_RDONLY).err(), Some(Errno::ENODEV));
+    assert_eq!(
+        fs.mmap_file(d, crate::uapi::O_RDONLY).err(),
+        Some(Errno::ENODEV)
+    );
+    let l = fs.symlink(R, b"l", b"f", nf(0o777)).unwrap().ino;
+    assert_eq!(
+        fs.mmap_file(l, crate::uapi::O_RDONLY).err(),
+        Some(Errno::ENODEV)
+    );
     ok(&fs);
 }
