@@ -21,6 +21,7 @@ mod dirs;
 mod fcntl;
 mod io;
 mod kfds;
+mod mmap;
 mod names;
 mod open;
 mod stat;

@@ -22,63 +22,107 @@
 //! hands out to the program.
 
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use super::pages::{Page, PageFile};
 use super::{PAGE_SIZE, Tmpfs};
 use crate::errno::Errno;
 use crate::fs::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, Seek};
 
-/// The kernel fds the memfds of this process sit at (sorted), and the
-/// lowest of them (`i32::MAX` when none): an `LD_PRELOAD` shim asks
-/// [`holds_kernel_fd`] before it lets a program close or replace a
-/// kernel fd. Process-wide kernel state, not part of any file system's
-/// concurrency, hence std's lock.
-static KERNEL_FDS: std::sync::Mutex<Vec<RawFd>> = std::sync::Mutex::new(Vec::new());
-static LOWEST: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(i32::MAX);
+/// Kernel fds below this are kept in a bitmap (lock-free to ask about:
+/// an `LD_PRELOAD` shim asks on every close of a high fd, from any thread,
+/// a `fork` possibly in between); the rare ones above it in a locked list.
+const BITMAP_FDS: i32 = 1 << 16;
 
-fn kernel_fds() -> std::sync::MutexGuard<'static, Vec<RawFd>> {
-    KERNEL_FDS.lock().unwrap_or_else(|e| e.into_inner())
+/// The kernel fds this process's memfds sit at, one bit each.
+static FD_BITS: [AtomicU64; BITMAP_FDS as usize / 64] =
+    [const { AtomicU64::new(0) }; BITMAP_FDS as usize / 64];
+/// Those at `BITMAP_FDS` or above, sorted, and how many there are.
+/// Process-wide kernel state, not part of a file system's concurrency,
+/// hence std's lock.
+static FD_LIST: std::sync::Mutex<Vec<RawFd>> = std::sync::Mutex::new(Vec::new());
+static FD_LIST_LEN: AtomicUsize = AtomicUsize::new(0);
+
+fn fd_list() -> std::sync::MutexGuard<'static, Vec<RawFd>> {
+    FD_LIST.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn fd_bit(fd: RawFd) -> (&'static AtomicU64, u64) {
+    (&FD_BITS[fd as usize / 64], 1 << (fd % 64))
 }
 
 fn register(fd: RawFd) {
-    let mut v = kernel_fds();
+    if (0..BITMAP_FDS).contains(&fd) {
+        let (w, b) = fd_bit(fd);
+        w.fetch_or(b, Ordering::Release);
+        return;
+    }
+    let mut v = fd_list();
     if let Err(i) = v.binary_search(&fd) {
         v.insert(i, fd);
     }
-    LOWEST.store(v[0], Ordering::Relaxed);
+    FD_LIST_LEN.store(v.len(), Ordering::Release);
 }
 
 fn unregister(fd: RawFd) {
-    let mut v = kernel_fds();
+    if (0..BITMAP_FDS).contains(&fd) {
+        let (w, b) = fd_bit(fd);
+        w.fetch_and(!b, Ordering::Release);
+        return;
+    }
+    let mut v = fd_list();
     if let Ok(i) = v.binary_search(&fd) {
         v.remove(i);
     }
-    LOWEST.store(v.first().copied().unwrap_or(i32::MAX), Ordering::Relaxed);
+    FD_LIST_LEN.store(v.len(), Ordering::Release);
 }
 
 /// Whether kernel fd `fd` is one the library holds for a file's data (the
 /// memfd of a file that was mapped, see [`FileSystem::mmap_file`](
 /// crate::fs::FileSystem::mmap_file)). Such fds are close-on-exec and at
-/// high numbers; a program never opened them, and closing or replacing one
-/// would lose the file's data, so an interposer refuses to (`EBADF`, as for
-/// an fd the program does not have). One atomic load when no file was
-/// mapped or `fd` is below them all.
+/// high numbers; the program never opened them, and closing or replacing
+/// one would lose the file's data, so an interposer refuses to (`EBADF`,
+/// as for an fd the program does not have). One atomic load below 65536.
 pub fn holds_kernel_fd(fd: i32) -> bool {
-    fd >= LOWEST.load(Ordering::Relaxed) && kernel_fds().binary_search(&fd).is_ok()
+    if fd < 0 {
+        return false;
+    }
+    if fd < BITMAP_FDS {
+        let (w, b) = fd_bit(fd);
+        return w.load(Ordering::Acquire) & b != 0;
+    }
+    FD_LIST_LEN.load(Ordering::Acquire) != 0 && fd_list().binary_search(&fd).is_ok()
 }
 
 /// The kernel fds in `[first, last]` that [`holds_kernel_fd`] answers
 /// true for, in ascending order.
 pub fn kernel_fds_in(first: i32, last: i32) -> Vec<i32> {
-    if last < LOWEST.load(Ordering::Relaxed) {
-        return Vec::new();
+    let mut out = Vec::new();
+    let (first, last) = (first.max(0), last);
+    if first > last {
+        return out;
     }
-    kernel_fds()
-        .iter()
-        .copied()
-        .filter(|&f| (first..=last).contains(&f))
-        .collect()
+    let top = last.min(BITMAP_FDS - 1);
+    if first <= top {
+        for wi in first as usize / 64..=top as usize / 64 {
+            let mut bits = FD_BITS[wi].load(Ordering::Acquire);
+            while bits != 0 {
+                let fd = (wi * 64) as i32 + bits.trailing_zeros() as i32;
+                bits &= bits - 1;
+                if (first..=top).contains(&fd) {
+                    out.push(fd);
+                }
+            }
+        }
+    }
+    if last >= BITMAP_FDS && FD_LIST_LEN.load(Ordering::Acquire) != 0 {
+        out.extend(
+            fd_list()
+                .iter()
+                .copied()
+                .filter(|&f| (first..=last).contains(&f)),
+        );
+    }
+    out
 }
 
 /// A regular file whose data lives in a memfd.
@@ -152,10 +196,9 @@ fn move_high(fd: OwnedFd) -> OwnedFd {
 }
 
 impl MemFile {
-    /// A memfd holding `f`'s bytes, its allocated-but-unwritten pages and
-    /// its re-allocated zero pages as the page map has them; the pages
-    /// stay charged as they were.
-    pub(super) fn promote(f: &PageFile) -> Result<MemFile, Errno> {
+    /// An empty memfd, to be filled by the caller, counted as holding
+    /// `charged` pages (the pages it is to take over).
+    pub(super) fn new(charged: u64) -> Result<MemFile, Errno> {
         // SAFETY: a static C string; no other pointers.
         let r =
             unsafe { libc::syscall(libc::SYS_memfd_create, c"uvfs".as_ptr(), libc::MFD_CLOEXEC) };
@@ -163,33 +206,18 @@ impl MemFile {
         let fd = unsafe { OwnedFd::from_raw_fd(check(r)? as RawFd) };
         let fd = move_high(fd);
         register(fd.as_raw_fd());
-        let m = MemFile {
+        Ok(MemFile {
             fd: Some(fd),
-            charged: AtomicU64::new(f.pages.len() as u64),
-        };
-        // The size first: a truncation to the size (even the same one)
-        // would free the pages allocated past it.
-        m.ftruncate(f.size)?;
+            charged: AtomicU64::new(charged),
+        })
+    }
+
+    /// Allocates the page at `pos` without writing it (`fallocate` with
+    /// `KEEP_SIZE`): unwritten, a hole for `SEEK_DATA`; a second call on
+    /// the same page makes it zeroed data, as on Linux.
+    pub(super) fn preallocate(&self, pos: u64) -> Result<(), Errno> {
         let keep = libc::c_long::from(FALLOC_FL_KEEP_SIZE as i32);
-        for (&idx, page) in &f.pages {
-            let pos = idx * PAGE_SIZE;
-            match page {
-                Page::Data(p) => {
-                    // A written page lies below the size (a write extends
-                    // it); writing its part below the size allocates it.
-                    let n = f.size.saturating_sub(pos).min(PAGE_SIZE) as usize;
-                    m.pwrite_all(&p[..n], pos)?;
-                }
-                Page::Falloc => m.fallocate(keep, pos, PAGE_SIZE)?,
-                // A second fallocate of an allocated page makes it zeroed
-                // data, as the first made the page map's `Zero`.
-                Page::Zero => {
-                    m.fallocate(keep, pos, PAGE_SIZE)?;
-                    m.fallocate(keep, pos, PAGE_SIZE)?;
-                }
-            }
-        }
-        Ok(m)
+        self.fallocate(keep, pos, PAGE_SIZE)
     }
 
     fn raw_fd(&self) -> RawFd {
@@ -200,7 +228,7 @@ impl MemFile {
         libc::c_long::from(self.raw_fd())
     }
 
-    fn pwrite_all(&self, mut data: &[u8], mut off: u64) -> Result<(), Errno> {
+    pub(super) fn pwrite_all(&self, mut data: &[u8], mut off: u64) -> Result<(), Errno> {
         while !data.is_empty() {
             let n = self.pwrite(data, off)?;
             data = &data[n..];
@@ -237,7 +265,7 @@ impl MemFile {
         .map(drop)
     }
 
-    fn ftruncate(&self, size: u64) -> Result<(), Errno> {
+    pub(super) fn ftruncate(&self, size: u64) -> Result<(), Errno> {
         // SAFETY: no pointers.
         retry(|| unsafe { libc::syscall(libc::SYS_ftruncate, self.raw(), size as libc::c_long) })
             .map(drop)

@@ -83,12 +83,41 @@ impl RegFile {
     /// (the page map's memory is freed then).
     pub(super) fn memfd(&mut self) -> Result<&MemFile, Errno> {
         if let RegFile::Pages(f) = self {
-            *self = RegFile::Memfd(Box::new(MemFile::promote(f)?));
+            *self = RegFile::Memfd(Box::new(f.to_memfd()?));
         }
         match self {
             RegFile::Memfd(m) => Ok(m),
             RegFile::Pages(_) => Err(Errno::ENODEV),
         }
+    }
+}
+
+impl PageFile {
+    /// A memfd holding these bytes, allocated-but-unwritten pages and
+    /// re-allocated zero pages as the page map has them; the pages stay
+    /// charged as they were.
+    fn to_memfd(&self) -> Result<MemFile, Errno> {
+        let m = MemFile::new(self.pages.len() as u64)?;
+        // The size first: a truncation to the size (even the same one)
+        // would free the pages allocated past it.
+        m.ftruncate(self.size)?;
+        for (&idx, page) in &self.pages {
+            let pos = idx * PAGE_SIZE;
+            match page {
+                Page::Data(p) => {
+                    // A written page lies below the size (a write extends
+                    // it); writing its part below the size allocates it.
+                    let n = self.size.saturating_sub(pos).min(PAGE_SIZE) as usize;
+                    m.pwrite_all(&p[..n], pos)?;
+                }
+                Page::Falloc => m.preallocate(pos)?,
+                Page::Zero => {
+                    m.preallocate(pos)?;
+                    m.preallocate(pos)?;
+                }
+            }
+        }
+        Ok(m)
     }
 }
 
