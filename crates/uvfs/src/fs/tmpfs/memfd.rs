@@ -103,8 +103,14 @@ pub fn kernel_fds_in(first: i32, last: i32) -> Vec<i32> {
     }
     let top = last.min(BITMAP_FDS - 1);
     if first <= top {
-        for wi in first as usize / 64..=top as usize / 64 {
-            let mut bits = FD_BITS[wi].load(Ordering::Acquire);
+        let words = first as usize / 64..=top as usize / 64;
+        for (wi, word) in FD_BITS
+            .iter()
+            .enumerate()
+            .take(*words.end() + 1)
+            .skip(*words.start())
+        {
+            let mut bits = word.load(Ordering::Acquire);
             while bits != 0 {
                 let fd = (wi * 64) as i32 + bits.trailing_zeros() as i32;
                 bits &= bits - 1;
