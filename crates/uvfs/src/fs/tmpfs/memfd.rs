@@ -10,7 +10,8 @@
 //!
 //! Space accounting: the file holds `charged` pages of the tmpfs's
 //! counter, brought level with the memfd's blocks after each operation
-//! ([`MemFile::settle`]). A write or `fallocate` through uvfs that may pass
+//! ([`MemFile::settle`]; a write to a file system without a size limit
+//! leaves that to the next `stat`). A write or `fallocate` through uvfs that may pass
 //! the size limit goes page by page and stops at it (a short write,
 //! `ENOSPC`), as Linux's tmpfs; a page a program faults in through a
 //! shared mapping is counted at the file's next operation and is not
@@ -349,6 +350,11 @@ impl MemFile {
     pub(super) fn write(&self, fs: &Tmpfs, off: u64, data: &[u8]) -> Result<usize, Errno> {
         let first = off / PAGE_SIZE;
         let span = (off + data.len() as u64).div_ceil(PAGE_SIZE) - first;
+        if fs.max_pages.is_none() {
+            // No limit: nothing to check, and the pages are counted at the
+            // next `stat` (or eviction), which saves an `fstat` per write.
+            return self.pwrite_all(data, off).map(|()| data.len());
+        }
         if fs.reserve_pages(span) {
             // Room for every page the write could add: one call.
             let r = self.pwrite_all(data, off);
