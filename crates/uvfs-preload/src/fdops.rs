@@ -53,6 +53,12 @@ pub(crate) unsafe fn close(fd: c_int) -> c_int {
         fd,
         -1,
         || {
+            // The memfd holding a mapped uvfs file's data is no fd of the
+            // program's.
+            if uvfs::fs::tmpfs::holds_kernel_fd(fd) {
+                crate::conv::set_errno(libc::EBADF);
+                return -1;
+            }
             // SAFETY: an fd number the caller may close, per the contract.
             let r = unsafe { real!(close: fn(c_int) -> c_int)(fd) };
             hole_lower(fd);

@@ -1,6 +1,7 @@
 //! Calls the shim cannot serve for a uvfs path or fd fail loudly: a clear
 //! errno and, once per process per call, one line on stderr naming the
-//! call (`uvfs-preload: mmap on a uvfs file is not supported (ENODEV)`),
+//! call (`uvfs-preload: chroot into a uvfs directory is not supported
+//! (EOPNOTSUPP)`),
 //! so that a program that goes on without the call (or dies of it) leaves
 //! a trace of why. The path or fd never reaches the kernel.
 
@@ -30,7 +31,7 @@ pub(crate) fn say(said: &Said, call: &str, what: &str, e: Errno) -> Errno {
     e
 }
 
-/// `refuse!("mmap", "of a uvfs file", ENODEV)`: [`say`] with a mark of
+/// `refuse!("chroot", "into a uvfs directory", EOPNOTSUPP)`: [`say`] with a mark of
 /// the call site's own, an `Errno`.
 macro_rules! refuse {
     ($call:expr, $what:expr, $e:ident) => {{

@@ -27,8 +27,8 @@
 //! through raw syscalls (rustix). The kernel therefore never hands that
 //! number out for anything else, and [`FdMap`] maps the number to the uvfs
 //! fd behind it. A call the shim does not interpose that reaches the kernel
-//! with such a number meets `/dev/null`, never another file: `mmap` fails
-//! with `ENODEV`, `exec` drops the fd (close-on-exec), `sendfile` and
+//! with such a number meets `/dev/null`, never another file (`mmap` is
+//! interposed and maps the file's data), `exec` drops the fd (close-on-exec), `sendfile` and
 //! `copy_file_range` are interposed and copy through uvfs, `poll` reports
 //! `/dev/null` as readable.
 //!

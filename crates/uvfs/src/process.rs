@@ -24,6 +24,7 @@ mod fcntl;
 mod io;
 pub use io::ReadDir;
 mod locks;
+mod mmap;
 mod names;
 mod open;
 mod splice;

@@ -22,6 +22,7 @@ mod fcntl;
 mod fork;
 mod io;
 mod kfds;
+mod mmap;
 mod names;
 mod open;
 mod stat;

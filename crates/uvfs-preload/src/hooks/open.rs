@@ -130,12 +130,47 @@ pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) 
             return r;
         }
     }
-    // SAFETY: no pointers; the caller's own fds, per the contract.
-    let r = unsafe { real!(close_range: fn(c_uint, c_uint, c_int) -> c_int)(first, last, flags) };
+    let r = kernel_close_range(first, last, flags);
     if r == 0 && flags & libc::CLOSE_RANGE_CLOEXEC as c_int == 0 {
         hole_lower(i32::try_from(first).unwrap_or(i32::MAX));
     }
     r
+}
+
+/// The kernel's `close_range` over `[first, last]` less the memfds that
+/// hold mapped uvfs files' data (no fds of the program's): one call per
+/// stretch between them.
+fn kernel_close_range(first: c_uint, last: c_uint, flags: c_int) -> c_int {
+    // SAFETY: no pointers; the caller's own fds, per the contract.
+    let call = |a: c_uint, b: c_uint| unsafe {
+        real!(close_range: fn(c_uint, c_uint, c_int) -> c_int)(a, b, flags)
+    };
+    let lo = i32::try_from(first).unwrap_or(i32::MAX);
+    let hi = i32::try_from(last).unwrap_or(i32::MAX);
+    let held = if first <= last {
+        uvfs::fs::tmpfs::kernel_fds_in(lo, hi)
+    } else {
+        Vec::new()
+    };
+    if held.is_empty() {
+        return call(first, last);
+    }
+    let mut from = first;
+    for h in held {
+        let h = h as c_uint;
+        if h > from {
+            let r = call(from, h - 1);
+            if r != 0 {
+                return r;
+            }
+        }
+        from = h + 1;
+    }
+    if from <= last && from != 0 {
+        call(from, last)
+    } else {
+        0
+    }
 }
 
 /// `closefrom`: `close_range(low, ~0, 0)`, as glibc's is, or glibc's own
@@ -187,6 +222,12 @@ pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
 /// dup2/dup3 with `new` already known to differ from `old`; `kernel` is the
 /// next definition's call.
 fn do_dup3(old: c_int, new: c_int, cloexec: bool, kernel: impl FnOnce() -> c_int) -> c_int {
+    // The memfd holding a mapped uvfs file's data is not a number the
+    // program may take: as one out of range.
+    if !busy() && uvfs::fs::tmpfs::holds_kernel_fd(new) {
+        set_errno(libc::EBADF);
+        return -1;
+    }
     match (FDMAP.get(old), FDMAP.get(new)) {
         (Fd::Stale, _) => {
             set_errno(libc::EBADF);

@@ -4,8 +4,6 @@
 //! nothing (or, worse, a host file of the same name) and the fd would be
 //! the placeholder's `/dev/null`:
 //!
-//! - `mmap`/`mmap64` of a uvfs file: `ENODEV` (Linux's answer for a file
-//!   that cannot be mapped);
 //! - `execve`, `execv`, `execvp`/`execvpe` (a name with a `/`), `execveat`,
 //!   `fexecve`, `posix_spawn`, `posix_spawnp` (a name with a `/`) of a uvfs
 //!   file: `EACCES`, as for a file on a `noexec` mount (the kernel loads a
@@ -35,8 +33,7 @@ use crate::dispatch::{fd_call, is_uvfs, is_uvfs_path, path_call, route, with_ker
 use crate::interpose::{forward, real};
 use crate::path::Route;
 use crate::refuse::refuse;
-use crate::state::{FDMAP, Fd};
-use libc::{c_char, c_int, c_uint, c_ulong, c_void, off_t, pid_t, size_t, sockaddr, socklen_t};
+use libc::{c_char, c_int, c_uint, c_ulong, c_void, pid_t, sockaddr, socklen_t};
 use uvfs::uapi::AT_FDCWD;
 
 type P = *const c_char;
@@ -46,50 +43,6 @@ type Argv = *const *const c_char;
 fn fail(e: uvfs::Errno) -> c_int {
     set_errno(e.raw());
     -1
-}
-
-// ---------------------------------------------------------------------------
-// mmap.
-
-/// `mmap`: a uvfs file cannot be mapped (`ENODEV`), a closed one is
-/// `EBADF`; anything else is the kernel's.
-///
-/// # Safety
-/// The C contract of `mmap`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mmap(
-    addr: *mut c_void,
-    len: size_t,
-    prot: c_int,
-    flags: c_int,
-    fd: c_int,
-    off: off_t,
-) -> *mut c_void {
-    if flags & libc::MAP_ANONYMOUS == 0 && !crate::guard::busy() {
-        match FDMAP.get(fd) {
-            Fd::Kernel => {}
-            Fd::Stale => {
-                set_errno(libc::EBADF);
-                return libc::MAP_FAILED;
-            }
-            Fd::Uvfs(_) => {
-                let e = refuse!("mmap", "of a uvfs file", ENODEV);
-                set_errno(e.raw());
-                return libc::MAP_FAILED;
-            }
-        }
-    }
-    // SAFETY: the caller's arguments, unchanged, under its contract.
-    unsafe {
-        real!(mmap: fn(*mut c_void, size_t, c_int, c_int, c_int, off_t) -> *mut c_void)(
-            addr, len, prot, flags, fd, off,
-        )
-    }
-}
-
-forward! {
-    mmap64(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, off: off_t)
-        -> *mut c_void = mmap(addr, len, prot, flags, fd, off);
 }
 
 // ---------------------------------------------------------------------------

@@ -388,6 +388,17 @@ pub trait FileSystem: Send + Sync + 'static {
         Err(Errno::EINVAL)
     }
 
+    /// A kernel file holding regular file `ino`'s data, opened anew with
+    /// access mode `accmode` (`O_RDONLY`, `O_WRONLY` or `O_RDWR`, as the
+    /// open file being mapped) and close-on-exec, for a program to
+    /// `mmap(2)`: the kernel then checks the mapping against that mode as
+    /// it would the file's. Writes through a shared mapping are the file's
+    /// data at once. `ENODEV` by default (a file system the kernel cannot
+    /// map).
+    fn mmap_file(&self, _ino: Ino, _accmode: i32) -> Result<std::os::fd::OwnedFd, Errno> {
+        Err(Errno::ENODEV)
+    }
+
     /// The VFS dropped its last in-memory reference to `ino` (the inode
     /// cache evicted it, or its last open file closed). A file system frees
     /// an inode whose link count is zero here; others stay stored. The VFS

@@ -110,7 +110,7 @@ pub fn falloc_mode_ok(mode: u32) -> Result<(), Errno> {
 impl Process {
     /// Runs `f` on the open (non-`O_PATH`) file `fd`: `EBADF` if there is
     /// none.
-    fn on_file<R>(
+    pub(super) fn on_file<R>(
         &mut self,
         fd: i32,
         f: impl FnOnce(&Task, &File) -> Result<R, Errno>,

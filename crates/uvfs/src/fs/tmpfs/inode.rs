@@ -63,7 +63,7 @@ impl State {
     /// Pages this inode holds against the space limit.
     pub(super) fn pages_held(&self) -> u64 {
         match &self.kind {
-            Kind::Reg(f) => f.pages.len() as u64,
+            Kind::Reg(f) => f.pages_held(),
             Kind::Symlink { has_page, .. } => u64::from(*has_page),
             Kind::Dir(_) => 0,
         }
@@ -113,9 +113,9 @@ pub(super) fn find<'a>(g: &'a mut Guards<'_>, ino: Ino) -> Option<&'a mut State>
 
 impl Tmpfs {
     /// The attributes of inode `ino` in state `st`.
-    pub(super) fn attr(ino: Ino, st: &State) -> Attr {
+    pub(super) fn attr(&self, ino: Ino, st: &State) -> Attr {
         let (size, blocks) = match &st.kind {
-            Kind::Reg(f) => (f.size, f.pages.len() as u64 * (PAGE_SIZE / 512)),
+            Kind::Reg(f) => f.size_blocks(self),
             Kind::Dir(d) => (EMPTY_DIR_SIZE + DIRENT_SIZE * d.len(), 0),
             Kind::Symlink { target, has_page } => (
                 target.len() as u64,
@@ -214,7 +214,7 @@ impl Tmpfs {
         }
         if let Some(size) = set.size
             && let Kind::Reg(f) = &mut st.kind
-            && self.set_size(f, size)
+            && self.set_size(f, size)?
         {
             if set.mtime.is_none() {
                 st.mtime = now;
@@ -224,7 +224,7 @@ impl Tmpfs {
         if any && !set.no_ctime {
             st.ctime = now;
         }
-        Ok(Self::attr(ino, &st))
+        Ok(self.attr(ino, &st))
     }
 
     /// Frees inode `ino` once it has no name left (the VFS calls this when
@@ -246,7 +246,7 @@ impl Tmpfs {
         }
         self.release_pages(st.pages_held());
         match &mut st.kind {
-            Kind::Reg(f) => f.pages.clear(),
+            Kind::Reg(f) => f.clear(),
             Kind::Symlink { has_page, .. } => *has_page = false,
             Kind::Dir(_) => {}
         }

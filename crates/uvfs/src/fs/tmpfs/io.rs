@@ -1,10 +1,12 @@
 //! File data through the inode: read, write, fallocate, `SEEK_DATA` and
 //! `SEEK_HOLE` on a regular file's pages (`shmem_file_read_iter`,
 //! `shmem_file_write_iter`, `shmem_fallocate`, `shmem_file_llseek`), under
-//! the inode's lock.
+//! the inode's lock. A file whose data moved to a memfd
+//! ([`memfd`](super::memfd)) is served by the kernel after the same
+//! argument checks.
 
 use super::inode::{Kind, rd, wr};
-use super::pages::{FALLOC_KNOWN, FALLOC_MAX_NEW_PAGES, Page, zero_page};
+use super::pages::{FALLOC_KNOWN, FALLOC_MAX_NEW_PAGES, Page, RegFile, zero_page};
 use super::{MAX_FILE_SIZE, PAGE_SIZE, Tmpfs};
 use crate::errno::Errno;
 use crate::fs::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, Ino, Seek, Timespec};
@@ -15,7 +17,8 @@ impl Tmpfs {
         let i = self.get(ino)?;
         let st = rd(&i);
         let f = match &st.kind {
-            Kind::Reg(f) => f,
+            Kind::Reg(RegFile::Pages(f)) => f,
+            Kind::Reg(RegFile::Memfd(m)) => return m.read(off, buf),
             Kind::Dir(_) => return Err(Errno::EISDIR),
             Kind::Symlink { .. } => return Err(Errno::EINVAL),
         };
@@ -60,8 +63,10 @@ impl Tmpfs {
         // file_update_time runs before the copy: even ENOSPC stamps
         // (checked on the host with a full size=8k mount).
         st.stamp_mc(Timespec::now());
-        let Kind::Reg(f) = &mut st.kind else {
-            return Err(Errno::EINVAL);
+        let f = match &mut st.kind {
+            Kind::Reg(RegFile::Pages(f)) => f,
+            Kind::Reg(RegFile::Memfd(m)) => return m.write(self, off, &data[..len]),
+            _ => return Err(Errno::EINVAL),
         };
         let mut done = 0usize;
         while done < len {
@@ -125,7 +130,26 @@ impl Tmpfs {
         if mode & !(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE) != 0 {
             return Err(Errno::EOPNOTSUPP);
         }
-        let Kind::Reg(f) = &mut st.kind else {
+        if let Kind::Reg(RegFile::Memfd(m)) = &st.kind {
+            if punch {
+                m.punch(self, off, end)?;
+            } else {
+                let span = end.div_ceil(PAGE_SIZE) - off / PAGE_SIZE;
+                if self.max_pages.is_some_and(|m| span > m) {
+                    return Err(Errno::ENOSPC);
+                }
+                // The page map counts the missing pages first; the memfd
+                // cannot tell them apart from allocated ones without
+                // allocating, so the whole span is the bound here.
+                if span > FALLOC_MAX_NEW_PAGES {
+                    return Err(Errno::ENOMEM);
+                }
+                m.allocate(self, keep, off, end)?;
+            }
+            st.stamp_mc(Timespec::now());
+            return Ok(());
+        }
+        let Kind::Reg(RegFile::Pages(f)) = &mut st.kind else {
             return Err(Errno::EINVAL);
         };
         if punch {
@@ -181,8 +205,10 @@ impl Tmpfs {
     pub(super) fn seek_pages(&self, ino: Ino, off: u64, whence: Seek) -> Result<u64, Errno> {
         let i = self.get(ino)?;
         let st = rd(&i);
-        let Kind::Reg(f) = &st.kind else {
-            return Err(Errno::EINVAL);
+        let f = match &st.kind {
+            Kind::Reg(RegFile::Pages(f)) => f,
+            Kind::Reg(RegFile::Memfd(m)) => return m.seek(off, whence),
+            _ => return Err(Errno::EINVAL),
         };
         let seek_data = whence == Seek::Data;
         // A negative `loff_t` (`shmem_file_llseek`).

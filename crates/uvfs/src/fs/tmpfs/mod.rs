@@ -12,6 +12,8 @@
 //!   a page is either written data or an `fallocate`d, not yet written page
 //!   (Linux's `!uptodate` folio: reads as zeros, counts as allocated, is a
 //!   hole for `SEEK_DATA`).
+//!   A file that was mapped (`mmap_file`) holds its data in a kernel
+//!   memfd instead (`memfd`), which the program maps directly.
 //! - Symlinks: the target; targets of 128 bytes or more take a page (Linux
 //!   stores shorter ones inline: `SHORT_SYMLINK_LEN`).
 //!
@@ -73,6 +75,8 @@
 //!   unlink, rmdir;
 //! - `rename`: rename and its flags, the directory-loop check;
 //! - `pages`: regular files' page maps (truncate, punch);
+//! - `memfd`: a regular file's data moved to a kernel memfd on its first
+//!   `mmap_file`, and the operations on it;
 //! - `io`: read, write, `fallocate`, `SEEK_DATA`/`SEEK_HOLE` through the
 //!   inode;
 //! - `xattr`: extended attributes (`simple_xattrs` and shmem's handlers);
@@ -92,6 +96,7 @@ mod dir;
 mod fsck;
 mod inode;
 mod io;
+mod memfd;
 mod names;
 mod pages;
 mod rename;
@@ -100,6 +105,8 @@ mod xattr;
 use dir::Dir;
 use inode::{Inode, Kind, State, rd};
 use pages::RegFile;
+
+pub use memfd::{holds_kernel_fd, kernel_fds_in};
 
 /// Page size: the unit of allocation and of `size_bytes`.
 pub const PAGE_SIZE: u64 = 4096;
@@ -305,6 +312,14 @@ impl Tmpfs {
         Self::reserve(&self.used_pages, self.max_pages, n)
     }
 
+    /// Counts `n` more pages whatever the limit (pages a program already
+    /// allocated through a mapping of a memfd-backed file).
+    fn charge_pages(&self, n: u64) {
+        if n > 0 {
+            self.used_pages.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
     /// Gives `n` pages back.
     fn release_pages(&self, n: u64) {
         if n > 0 {
@@ -335,7 +350,7 @@ impl FileSystem for Tmpfs {
     fn getattr(&self, ino: Ino) -> Result<Attr, Errno> {
         let i = self.get(ino)?;
         let st = rd(&i);
-        Ok(Self::attr(ino, &st))
+        Ok(self.attr(ino, &st))
     }
 
     fn setattr(&self, ino: Ino, set: &SetAttr) -> Result<Attr, Errno> {
@@ -463,6 +478,15 @@ impl FileSystem for Tmpfs {
         match rd(&i).kind {
             inode::Kind::Reg(_) => Ok(crate::uapi::F_SEAL_SEAL),
             _ => Err(Errno::EINVAL),
+        }
+    }
+
+    fn mmap_file(&self, ino: Ino, accmode: i32) -> Result<std::os::fd::OwnedFd, Errno> {
+        let i = self.get(ino)?;
+        let mut st = inode::wr(&i);
+        match &mut st.kind {
+            Kind::Reg(f) => f.memfd()?.reopen(accmode),
+            _ => Err(Errno::ENODEV),
         }
     }
 

@@ -83,7 +83,7 @@ impl Tmpfs {
             linkable: false,
             kind,
         };
-        let attr = Self::attr(ino, &st);
+        let attr = self.attr(ino, &st);
         self.insert_inode(ino, dir, st);
         ds.dir_mut()?.insert(name, ino, ftype, offset);
         if is_dir {
@@ -154,7 +154,7 @@ impl Tmpfs {
             linkable: true,
             kind: Kind::Reg(RegFile::default()),
         };
-        let attr = Self::attr(ino, &st);
+        let attr = self.attr(ino, &st);
         self.insert_inode(ino, dir, st);
         Ok(attr)
     }
@@ -217,7 +217,7 @@ impl Tmpfs {
         is.nlink += 1;
         is.linkable = false;
         is.ctime = now;
-        Ok(Self::attr(ino, is))
+        Ok(self.attr(ino, is))
     }
 
     /// unlink(2): removes a non-directory's name; the inode stays until
@@ -275,7 +275,7 @@ impl Tmpfs {
             if let Ok(c) = self.get(child) {
                 let st = rd(&c);
                 if st.nlink > 0 {
-                    return Ok(Self::attr(child, &st));
+                    return Ok(self.attr(child, &st));
                 }
             }
         }

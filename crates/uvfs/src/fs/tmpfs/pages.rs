@@ -1,11 +1,14 @@
 //! Regular files' pages (Linux's `mm/shmem.c` page cache side): the page
 //! map, truncation and hole punching on it. Every page held counts against
 //! the space limit and as 8 blocks. Reading and writing them through the
-//! inode is [`io`](super::io)'s.
+//! inode is [`io`](super::io)'s. A file once mapped keeps its data in a
+//! kernel memfd instead ([`memfd`](super::memfd)): [`RegFile`] is either.
 
 use std::collections::BTreeMap;
 
+use super::memfd::MemFile;
 use super::{PAGE_SIZE, Tmpfs};
+use crate::errno::Errno;
 
 /// `fallocate` modes Linux's `vfs_fallocate` knows (`FALLOC_FL_SUPPORTED_MASK`
 /// in 6.18: keep size, punch hole, no-hide-stale, collapse, zero, insert,
@@ -33,17 +36,99 @@ pub(super) fn zero_page() -> Box<[u8; PAGE_SIZE as usize]> {
     Box::new([0u8; PAGE_SIZE as usize])
 }
 
-/// A regular file's contents.
+/// A regular file's contents held by uvfs: its size and page map.
 #[derive(Default)]
-pub(super) struct RegFile {
+pub(super) struct PageFile {
     pub(super) size: u64,
     pub(super) pages: BTreeMap<u64, Page>,
+}
+
+/// A regular file's contents: uvfs's page map, or (once the file was
+/// mapped) a kernel memfd ([`memfd`](super::memfd)).
+pub(super) enum RegFile {
+    Pages(PageFile),
+    Memfd(Box<MemFile>),
+}
+
+impl Default for RegFile {
+    fn default() -> Self {
+        RegFile::Pages(PageFile::default())
+    }
+}
+
+impl RegFile {
+    /// Pages held against the space limit.
+    pub(super) fn pages_held(&self) -> u64 {
+        match self {
+            RegFile::Pages(f) => f.pages.len() as u64,
+            RegFile::Memfd(m) => m.pages_held(),
+        }
+    }
+
+    /// Size and 512-byte blocks (8 per page held).
+    pub(super) fn size_blocks(&self, fs: &Tmpfs) -> (u64, u64) {
+        match self {
+            RegFile::Pages(f) => (f.size, f.pages.len() as u64 * (PAGE_SIZE / 512)),
+            RegFile::Memfd(m) => m.size_blocks(fs),
+        }
+    }
+
+    /// Drops the contents (the inode is freed; the caller gives back
+    /// [`pages_held`](Self::pages_held)).
+    pub(super) fn clear(&mut self) {
+        *self = RegFile::default();
+    }
+
+    /// The memfd holding the data, made from the page map on first use
+    /// (the page map's memory is freed then).
+    pub(super) fn memfd(&mut self) -> Result<&MemFile, Errno> {
+        if let RegFile::Pages(f) = self {
+            *self = RegFile::Memfd(Box::new(f.to_memfd()?));
+        }
+        match self {
+            RegFile::Memfd(m) => Ok(m),
+            RegFile::Pages(_) => Err(Errno::ENODEV),
+        }
+    }
+}
+
+impl PageFile {
+    /// A memfd holding these bytes, allocated-but-unwritten pages and
+    /// re-allocated zero pages as the page map has them; the pages stay
+    /// charged as they were.
+    fn to_memfd(&self) -> Result<MemFile, Errno> {
+        let m = MemFile::new(self.pages.len() as u64)?;
+        // The size first: a truncation to the size (even the same one)
+        // would free the pages allocated past it.
+        m.ftruncate(self.size)?;
+        for (&idx, page) in &self.pages {
+            let pos = idx * PAGE_SIZE;
+            match page {
+                Page::Data(p) => {
+                    // A written page lies below the size (a write extends
+                    // it); writing its part below the size allocates it.
+                    let n = self.size.saturating_sub(pos).min(PAGE_SIZE) as usize;
+                    m.pwrite_all(&p[..n], pos)?;
+                }
+                Page::Falloc => m.preallocate(pos)?,
+                Page::Zero => {
+                    m.preallocate(pos)?;
+                    m.preallocate(pos)?;
+                }
+            }
+        }
+        Ok(m)
+    }
 }
 
 impl Tmpfs {
     /// Sets a regular file's size, freeing pages past it; whether the
     /// change stamps mtime and ctime.
-    pub(super) fn set_size(&self, f: &mut RegFile, size: u64) -> bool {
+    pub(super) fn set_size(&self, f: &mut RegFile, size: u64) -> Result<bool, Errno> {
+        let f = match f {
+            RegFile::Pages(f) => f,
+            RegFile::Memfd(m) => return m.set_size(self, size),
+        };
         // Linux frees pages past the new size even when it equals
         // the old one (preallocated KEEP_SIZE pages).
         // `shmem_setattr` stamps mtime and ctime when the size
@@ -57,12 +142,12 @@ impl Tmpfs {
             self.truncate_pages(f, size);
         }
         let old = std::mem::replace(&mut f.size, size);
-        old != size || truncates
+        Ok(old != size || truncates)
     }
 
     /// Frees pages from `from` (a byte offset) to the end, zeroing the tail
     /// of a partial page (`shmem_truncate_range(from, -1)`).
-    fn truncate_pages(&self, f: &mut RegFile, from: u64) {
+    fn truncate_pages(&self, f: &mut PageFile, from: u64) {
         let first_whole = from.div_ceil(PAGE_SIZE);
         let gone = f.pages.split_off(&first_whole);
         self.release_pages(gone.len() as u64);
@@ -74,7 +159,7 @@ impl Tmpfs {
     }
 
     /// Punches `[off, end)`: whole pages freed, partial ones zeroed.
-    pub(super) fn punch(&self, f: &mut RegFile, off: u64, end: u64) {
+    pub(super) fn punch(&self, f: &mut PageFile, off: u64, end: u64) {
         let first_whole = off.div_ceil(PAGE_SIZE);
         let end_whole = end / PAGE_SIZE;
         if first_whole < end_whole {

@@ -92,5 +92,6 @@ fn ok(fs: &Tmpfs) {
 
 mod concurrency;
 mod data;
+mod memfd;
 mod names;
 mod rename;
