@@ -9,7 +9,7 @@
 //!    copy of it (`unshare(CLONE_NEWNS)`, every mount made private: ours
 //!    never leak out, and no mount made later on the host, a FUSE mount
 //!    at the same prefix say, comes in), and mounts a FUSE file system
-//!    (source `uvfs-tree`) on the prefix itself (the directory is made on
+//!    (source `uvfs-tree:<pid of the tree's first process>`) on the prefix itself (the directory is made on
 //!    the host if it is missing: a mount point must exist; it is left
 //!    there, empty);
 //! 2. forks a **server** (twice, so the program never sees it as a child):
@@ -29,7 +29,7 @@
 //!
 //! Children inherit the namespace, and with it the mount: a program loaded
 //! with the shim finds the prefix to be a FUSE mount (`statfs`) whose
-//! source is `uvfs-tree` (`/proc/self/mountinfo`) and starts as a client;
+//! source is `uvfs-tree:<pid>` (`/proc/self/mountinfo`) and starts as a client;
 //! no environment variable is needed, so `env -i` cannot
 //! lose it. When the tree's last process exits, the namespace goes, the
 //! kernel drops the mount and the connection, and the server exits. A
@@ -91,10 +91,19 @@ pub(crate) fn at_load() {
     let r = unsafe { libc::syscall(libc::SYS_statfs, c.as_ptr(), &mut st) };
     let gone = r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOTCONN);
     let fuse = r == 0 && st.f_type as i64 == FUSE_SUPER_MAGIC;
-    if !(fuse || gone) || !tree_mount_at(pre) {
+    if !(fuse || gone) {
         return;
     }
+    let Some(first) = tree_mount_at(pre) else {
+        return;
+    };
     set_client();
+    // SAFETY: getpid has no preconditions.
+    if first == unsafe { libc::getpid() } {
+        // The tree's first process, after an exec of its own (`sh -c cmd`
+        // execs cmd): it still owns the tree's `UVFS_DUMP`.
+        TREE_FIRST.store(true, Ordering::Release);
+    }
     if gone {
         say(&format!(
             "{}: the process tree's uvfs server is gone (ENOTCONN): every call under the prefix fails",
@@ -103,11 +112,22 @@ pub(crate) fn at_load() {
     }
 }
 
-/// Whether the topmost mount at `dir` in this namespace is a tree's.
-fn tree_mount_at(dir: &[u8]) -> bool {
+/// Whether this process is its tree's first one, running another program
+/// since (it made the mount, then exec'd): see [`is_tree_first`].
+static TREE_FIRST: AtomicBool = AtomicBool::new(false);
+
+/// Whether this client is the tree's first process after an exec: the
+/// one that owns the tree's `UVFS_DUMP`.
+pub(crate) fn is_tree_first() -> bool {
+    TREE_FIRST.load(Ordering::Acquire)
+}
+
+/// Whether the topmost mount at `dir` in this namespace is a tree's: the
+/// pid of the tree's first process (its source is `uvfs-tree:<pid>`).
+fn tree_mount_at(dir: &[u8]) -> Option<i32> {
     let _busy = Busy::enter();
     let Ok(info) = std::fs::read("/proc/self/mountinfo") else {
-        return false;
+        return None;
     };
     // The kernel lists the mount point resolved (symlinks followed) and
     // with space, tab, newline and backslash escaped in octal.
@@ -121,7 +141,7 @@ fn tree_mount_at(dir: &[u8]) -> bool {
             _ => want.push(b),
         }
     }
-    let mut ours = false;
+    let mut ours = None;
     for line in info.split(|&b| b == b'\n') {
         // `id parent major:minor root mountpoint options… - fstype source …`
         let f: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
@@ -131,7 +151,11 @@ fn tree_mount_at(dir: &[u8]) -> bool {
         let Some(dash) = f.iter().position(|&x| x == b"-") else {
             continue;
         };
-        ours = f.get(dash + 2).copied() == Some(SOURCE.as_bytes());
+        ours = f
+            .get(dash + 2)
+            .and_then(|src| src.strip_prefix(SOURCE.as_bytes()))
+            .and_then(|rest| rest.strip_prefix(b":"))
+            .and_then(|pid| std::str::from_utf8(pid).ok()?.parse().ok());
     }
     ours
 }
@@ -236,11 +260,16 @@ fn start_server() -> Result<(), String> {
         setup.fuse.as_raw_fd()
     ))
     .map_err(|_| "mount options")?;
+    // The source names the tree's first process: after an exec of its own
+    // it finds itself there and keeps the dump (see `at_load`).
+    // SAFETY: getpid has no preconditions.
+    let source = CString::new(format!("{SOURCE}:{}", unsafe { libc::getpid() }))
+        .map_err(|_| "mount source")?;
     // SAFETY: NUL-terminated strings; the fd in the options is open.
     if unsafe {
         libc::syscall(
             libc::SYS_mount,
-            c"uvfs-tree".as_ptr(),
+            source.as_ptr(),
             cpre.as_ptr(),
             c"fuse.uvfs".as_ptr(),
             libc::MS_NOSUID | libc::MS_NODEV,
@@ -396,28 +425,31 @@ fn serve(
     // SAFETY: an fd of the host's namespace; one thread.
     let ns_ok = unsafe { libc::setns(setup.host_ns.as_raw_fd(), libc::CLONE_NEWNS) } == 0;
     let _ = rustix::process::chdir(c"/");
-    // Every fd but the two kept: the program's pipes must see EOF when the
-    // program is done with them, not when the server is.
+    // Every fd but the kept ones: the program's pipes must see EOF when the
+    // program is done with them, not when the server is. Kept: the FUSE
+    // device, the pipe to the parent, and the kernel memfds holding the
+    // data of files mapped before the fork (the served tmpfs reads and
+    // writes them; closing them would leave it using numbers the session
+    // then reuses for its own fds).
     let fuse = setup.fuse.into_raw_fd();
     let wfd = w.into_raw_fd();
     drop(setup.host_ns);
-    let (lo, hi) = (fuse.min(wfd), fuse.max(wfd));
-    // SAFETY: closing fd ranges of this process, which owns them all; the
-    // two kept fds lie outside the ranges.
-    unsafe {
-        if lo > 0 {
-            libc::syscall(libc::SYS_close_range, 0u32, (lo - 1) as u32, 0u32);
+    let mut keep = uvfs::fs::tmpfs::kernel_fds_in(0, i32::MAX);
+    keep.extend([fuse, wfd]);
+    keep.sort_unstable();
+    keep.dedup();
+    let mut from = 0u32;
+    for &k in &keep {
+        let k = k as u32;
+        if k > from {
+            // SAFETY: closing an fd range of this process, which owns
+            // every fd in it; no kept fd lies inside it.
+            unsafe { libc::syscall(libc::SYS_close_range, from, k - 1, 0u32) };
         }
-        if hi > lo + 1 {
-            libc::syscall(
-                libc::SYS_close_range,
-                (lo + 1) as u32,
-                (hi - 1) as u32,
-                0u32,
-            );
-        }
-        libc::syscall(libc::SYS_close_range, (hi + 1) as u32, u32::MAX, 0u32);
+        from = k + 1;
     }
+    // SAFETY: as above, past the last kept fd.
+    unsafe { libc::syscall(libc::SYS_close_range, from, u32::MAX, 0u32) };
     crate::state::forget_all_fds();
     // SAFETY: the two fds were just released from their owners above.
     let (fuse, mut w) = unsafe {

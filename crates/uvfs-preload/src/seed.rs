@@ -204,8 +204,11 @@ fn copy_mounted(from: &Path, to: &Path) {
 /// which process owns the dump and register the exit handler.
 pub(crate) fn register_dump() {
     // A process that starts as a client of its tree is not the one that
-    // loaded the shim for the tree: the tree's first process dumps.
-    if std::env::var_os("UVFS_DUMP").is_some() && !crate::path::is_client() {
+    // loaded the shim for the tree: the tree's first process dumps (after
+    // an exec of its own too, as `sh -c cmd` does).
+    if std::env::var_os("UVFS_DUMP").is_some()
+        && (!crate::path::is_client() || crate::namespace::is_tree_first())
+    {
         // SAFETY: getpid has no preconditions; atexit takes a plain function
         // of this library, which is never unloaded.
         unsafe {

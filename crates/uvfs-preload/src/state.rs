@@ -75,7 +75,7 @@ use crate::guard::{Busy, busy};
 use crate::path::{
     Route, escape, has_dotdot, normalize, prefix, prefix_raw, route_abs, strip_prefix,
 };
-use rustix::fd::{BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
+use rustix::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::borrow::Cow;
 use std::cell::UnsafeCell;
 use std::sync::atomic::AtomicBool;
@@ -533,6 +533,14 @@ impl State {
             rustix::fs::Mode::empty(),
         )
         .map_err(errno_of)?;
+        if tmp.as_raw_fd() == k {
+            // `k` was free and the lowest: the fresh placeholder is already
+            // there (dup3 of an fd onto itself would fail with EINVAL, and
+            // the number would be lost). dash's `echo hi > /uvfs/x` after
+            // closing fd 1 found it.
+            let _ = tmp.into_raw_fd();
+            return Ok(());
+        }
         // SAFETY: `k` is a number the caller wants replaced; the OwnedFd is
         // never dropped (ManuallyDrop), so the shim does not close it.
         let mut target = std::mem::ManuallyDrop::new(unsafe { OwnedFd::from_raw_fd(k) });

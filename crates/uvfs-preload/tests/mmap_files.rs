@@ -297,7 +297,15 @@ fn c_mmap_matches_the_host() {
         let shim = run(
             &[&bin, "/uvfs"],
             true,
-            &[("UVFS_PREFIX", "/uvfs"), ("UVFS_FD_CACHE", cache)],
+            // UVFS_TREE=0: the program forks, and this test is about the
+            // in-process mmap (a tree maps through its mount instead; a
+            // mapping made before the first child is docs/preload.md's
+            // known gap).
+            &[
+                ("UVFS_PREFIX", "/uvfs"),
+                ("UVFS_FD_CACHE", cache),
+                ("UVFS_TREE", "0"),
+            ],
         );
         assert!(shim.status.success(), "shim run: {}", err(&shim));
         assert_eq!(out(&shim), host_out, "stderr:\n{}", err(&shim));
@@ -446,6 +454,10 @@ PRAGMA integrity_check;
             ("UVFS_PREFIX", "/uvfs"),
             ("UVFS_SEED", seed.to_str().unwrap()),
             ("UVFS_DUMP", dump.to_str().unwrap()),
+            // The in-process mmap, in the exec'd sqlite3 with its own uvfs:
+            // in a tree, dash (which ends with _exit, never running exit
+            // handlers) would owe the dump.
+            ("UVFS_TREE", "0"),
         ],
     );
     // `sh` runs sqlite3 (an exec: the shim is loaded again in it, with its

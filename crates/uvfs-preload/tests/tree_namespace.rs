@@ -431,7 +431,7 @@ int main(int argc, char **argv) {
     FILE *mi = fopen("/proc/self/mountinfo", "r");
     int mounted = 0;
     while (mi && fgets(line, sizeof line, mi)) {
-        if (strstr(line, "uvfs-tree")) mounted = 1;
+        if (strstr(line, "uvfs-tree:")) mounted = 1;
     }
     printf("tree mount %d\n", mounted);
     return 0;
@@ -551,4 +551,29 @@ int main(int argc, char **argv) {
         1,
         "{ue}"
     );
+}
+
+/// dash as the tree's first process, before any child: a builtin's
+/// redirection closes fd 1 and opens the uvfs file on it (the lowest free
+/// number), which the shim's placeholder must take without a `dup3` onto
+/// itself (that failed with EINVAL and lost the fd: "echo: I/O error").
+#[test]
+fn dash_redirects_a_builtin_to_a_uvfs_file() {
+    if !have("sh") {
+        return;
+    }
+    let sc = Scratch::new("tree-dash");
+    let uv = sc.join("uvfs");
+    let uv = uv.to_str().unwrap();
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "echo hi > {uv}/x; echo rc=$?; read l < {uv}/x; echo got=$l"
+        ))
+        .env("LD_PRELOAD", shim())
+        .env("UVFS_PREFIX", uv)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&o.stderr), "");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "rc=0\ngot=hi\n");
 }
