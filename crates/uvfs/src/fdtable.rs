@@ -561,7 +561,13 @@ impl FdTable {
 
     /// The body of `alloc_fd` on the writer state `g`, held exclusively.
     #[inline(always)]
-    fn alloc_fd_in(&self, g: &mut Bitmaps, start: u32, end: u64, cloexec: bool) -> Result<u32, Errno> {
+    fn alloc_fd_in(
+        &self,
+        g: &mut Bitmaps,
+        start: u32,
+        end: u64,
+        cloexec: bool,
+    ) -> Result<u32, Errno> {
         let start = start as usize;
         let mut fd = start.max(g.next_fd);
         if fd < g.max_fds {

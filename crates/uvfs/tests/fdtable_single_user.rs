@@ -63,11 +63,17 @@ impl World {
     fn claim(&self, fd: i32) {
         let fd = fd as usize;
         assert!(fd < CLAIMS, "fd {fd} beyond every holder's share");
-        assert!(!self.claimed[fd].swap(true, SeqCst), "fd {fd} handed out twice");
+        assert!(
+            !self.claimed[fd].swap(true, SeqCst),
+            "fd {fd} handed out twice"
+        );
     }
 
     fn unclaim(&self, fd: i32) {
-        assert!(self.claimed[fd as usize].swap(false, SeqCst), "fd {fd} not claimed");
+        assert!(
+            self.claimed[fd as usize].swap(false, SeqCst),
+            "fd {fd} not claimed"
+        );
     }
 
     fn open(&self, p: &mut Process, anchor: bool) -> i32 {
@@ -197,8 +203,16 @@ fn run(fast: FastPaths, seed: u64) {
     }
     w.close(&mut p, 0);
     drop(p);
-    assert_eq!(w.flushed.load(SeqCst), w.closes.load(SeqCst), "a flush per close");
-    assert_eq!(w.released.load(SeqCst), w.opened.load(SeqCst), "a release per file");
+    assert_eq!(
+        w.flushed.load(SeqCst),
+        w.closes.load(SeqCst),
+        "a flush per close"
+    );
+    assert_eq!(
+        w.released.load(SeqCst),
+        w.opened.load(SeqCst),
+        "a release per file"
+    );
 }
 
 #[test]

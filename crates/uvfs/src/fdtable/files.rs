@@ -140,7 +140,10 @@ impl Files {
     /// Panics if `r` came from another table.
     #[inline]
     pub(crate) fn bind(&self, r: Reservation) -> ReservedFd<'_> {
-        assert_eq!(r.table, self.table.id, "a reservation bound to another fd table");
+        assert_eq!(
+            r.table, self.table.id,
+            "a reservation bound to another fd table"
+        );
         ReservedFd {
             table: &self.table,
             fd: r.fd,
