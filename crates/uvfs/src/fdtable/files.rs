@@ -261,3 +261,37 @@ impl NoClose<'_> {
         self.table.dup_from(file, from, cloexec, rlimit)
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reservation_binds_only_to_its_table() {
+        let fast = FastPaths::seeds();
+        let mut a = Files::new(&fast).unwrap();
+        let b = Files::new(&fast).unwrap();
+        let r = a.reserve_fd(false, 1024).unwrap();
+        assert_eq!(r.fd, 0);
+        let bound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(b.bind(r))));
+        assert!(bound.is_err(), "bound to another table");
+        // The number stays reserved in `a` (leaked by the refused bind).
+        assert!(a.is_reserved(0));
+        assert!(b.open_fds().is_empty());
+    }
+
+    #[test]
+    fn the_unlocked_path_follows_the_user_count() {
+        for single in [true, false] {
+            let fast = FastPaths::seeds().with("fd_single_user", single);
+            let mut a = Files::new(&fast).unwrap();
+            assert_eq!(a.single(), single);
+            let b = a.attach();
+            assert!(!a.single(), "two users");
+            drop(b);
+            assert_eq!(a.single(), single);
+            let mut c = a.copy(None).unwrap();
+            assert_eq!(c.single(), single, "a fork's copy keeps the switch");
+        }
+    }
+}
