@@ -180,7 +180,7 @@ pub struct RunArgs {
     /// comma-separated list of presets and SWITCH=on|off applied left to
     /// right, e.g. `stock,close_sync=on`. Switches: close_sync,
     /// badopen_immediate, typesafe_files, fget_masked, alloc_fd_fast,
-    /// icache_lockless. Ignored on the host.
+    /// icache_lockless, fd_single_user. Ignored on the host.
     #[arg(long, default_value = "seeds", value_parser = parse_fastpaths)]
     pub fastpaths: FastPaths,
     /// The directory the work directory `uvfs-bench.XXXXXX` is made in

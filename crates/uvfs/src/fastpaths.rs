@@ -50,12 +50,17 @@ pub struct FastPaths {
     /// is taken only to insert (searching again under it); off, the first
     /// search takes the lock too, so a miss takes it twice.
     pub icache_lockless: bool,
+    /// Beyond the seeds (uvfs's own, issue 19): an fd table with a single
+    /// user (a process with one thread) is written without its lock and
+    /// without atomic read-modify-writes (alloc_fd, close, dup); off, every
+    /// writer takes the lock, as Linux always takes `files->file_lock`.
+    pub fd_single_user: bool,
 }
 
 /// Name, description and accessor of every switch, in a stable order.
 type Switch = (&'static str, &'static str, fn(&mut FastPaths) -> &mut bool);
 
-const SWITCHES: [Switch; 6] = [
+const SWITCHES: [Switch; 7] = [
     (
         "close_sync",
         "seed 000: close(2) releases the file synchronously",
@@ -86,7 +91,16 @@ const SWITCHES: [Switch; 6] = [
         "seed 002: inode cache searched without the hash lock",
         |f| &mut f.icache_lockless,
     ),
+    (
+        "fd_single_user",
+        "uvfs: an fd table with one user is written without its lock",
+        |f| &mut f.fd_single_user,
+    ),
 ];
+
+/// The seed switches (the first entries of `SWITCHES`): the ones
+/// [`FastPaths::all_combinations`] combines exhaustively.
+const SEED_SWITCHES: usize = 6;
 
 impl FastPaths {
     /// All fast paths off: the kernel before the seed patches.
@@ -98,6 +112,7 @@ impl FastPaths {
             fget_masked: false,
             alloc_fd_fast: false,
             icache_lockless: false,
+            fd_single_user: false,
         }
     }
 
@@ -110,6 +125,7 @@ impl FastPaths {
             fget_masked: true,
             alloc_fd_fast: true,
             icache_lockless: true,
+            fd_single_user: true,
         }
     }
 
@@ -144,16 +160,30 @@ impl FastPaths {
         self
     }
 
-    /// Every combination of the switches (2^n values), for tests that check
-    /// the switches never change observable results.
+    /// Every combination of the seed switches (2^6 values, the later
+    /// switches off), then the two presets with each later switch flipped
+    /// (`seeds` with it off is among the 64; `seeds` itself, and `stock`
+    /// with it on), for tests that check the switches never change
+    /// observable results. Each switch beyond the seeds adds two values,
+    /// not a doubling.
     pub fn all_combinations() -> impl Iterator<Item = FastPaths> {
-        (0u32..1 << SWITCHES.len()).map(|bits| {
+        let seeds = (0u32..1 << SEED_SWITCHES).map(|bits| {
             let mut f = FastPaths::stock();
-            for (i, s) in SWITCHES.iter().enumerate() {
+            for (i, s) in SWITCHES[..SEED_SWITCHES].iter().enumerate() {
                 *(s.2)(&mut f) = bits & (1 << i) != 0;
             }
             f
-        })
+        });
+        let later = SWITCHES[SEED_SWITCHES..].iter().flat_map(|s| {
+            let mut on_stock = FastPaths::stock();
+            *(s.2)(&mut on_stock) = true;
+            let mut on_seeds = FastPaths::seeds();
+            for t in &SWITCHES[SEED_SWITCHES..] {
+                *(t.2)(&mut on_seeds) = std::ptr::eq(s, t);
+            }
+            [on_seeds, on_stock]
+        });
+        seeds.chain(later)
     }
 
     /// Parses `seeds`, `stock`, or a comma-separated list whose items are a
@@ -224,7 +254,13 @@ mod tests {
     #[test]
     fn display_round_trips_every_combination() {
         let all: Vec<_> = FastPaths::all_combinations().collect();
-        assert_eq!(all.len(), 64);
+        assert_eq!(all.len(), 66);
+        assert!(all.contains(&FastPaths::seeds()));
+        assert!(all.contains(&FastPaths::stock()));
+        assert!(all.contains(&FastPaths::seeds().with("fd_single_user", false)));
+        assert!(all.contains(&FastPaths::stock().with("fd_single_user", true)));
+        let distinct: std::collections::HashSet<_> = all.iter().collect();
+        assert_eq!(distinct.len(), all.len());
         for f in all {
             assert_eq!(FastPaths::parse(&f.to_string()).unwrap(), f, "{f}");
         }

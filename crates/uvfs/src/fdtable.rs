@@ -3,7 +3,11 @@
 //!
 //! Writers (allocation, install bookkeeping, close, dup2, growth) serialize
 //! on one lock per table, as in Linux; lookups take no lock and write nothing
-//! shared but the file's reference count. Like Linux's `files->file_lock`
+//! shared but the file's reference count. Unlike Linux, a table with a
+//! single user (one thread) is written without the lock when
+//! `FastPaths::fd_single_user` is on: reserve, close and dup through the
+//! thread's handle, which proves that no other thread can reach the table
+//! (see [`Files`] for the argument and the hand-overs). Like Linux's `files->file_lock`
 //! the lock spins (then parks: `primitive::spin::SpinMutex`); its critical
 //! sections are a few dozen instructions, and a sleeping mutex turned
 //! contention between threads into futex system calls. The bitmaps of the
@@ -352,6 +356,9 @@ pub struct FdTable {
     masked: bool,
     alloc_fast: bool,
     typesafe: bool,
+    /// `fd_single_user`: a handle that is the only user writes without the
+    /// lock (see [`Files`]).
+    single: bool,
     chunks: [AtomicPtr<Slot>; NR_CHUNKS],
     inner: CachePadded<SpinMutex<Bitmaps>>,
 }
@@ -436,6 +443,7 @@ impl FdTable {
             masked: fast.fget_masked,
             alloc_fast: fast.alloc_fd_fast,
             typesafe: fast.typesafe_files,
+            single: fast.fd_single_user,
             chunks: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
             inner: CachePadded::new(SpinMutex::new(Bitmaps::empty())),
         };
@@ -530,8 +538,37 @@ impl FdTable {
     /// Reserves the lowest free fd in `start..end` (`alloc_fd`); `end` is the
     /// caller's RLIMIT_NOFILE. `EMFILE` when there is none.
     pub fn alloc_fd(&self, start: u32, end: u64, cloexec: bool) -> Result<ReservedFd<'_>, Errno> {
+        let fd = self.alloc_fd_in(&mut self.lock(), start, end, cloexec)?;
+        Ok(ReservedFd { table: self, fd })
+    }
+
+    /// [`alloc_fd`](Self::alloc_fd) by the table's only user, without the
+    /// lock; returns the reserved number.
+    ///
+    /// # Safety
+    /// No other thread accesses the table while this runs, and every
+    /// earlier write of another thread happens before this call (see
+    /// [`SpinMutex::with_unlocked`]): the caller is the table's only user,
+    /// as [`Files`] establishes.
+    #[inline]
+    unsafe fn alloc_fd_single(&self, start: u32, end: u64, cloexec: bool) -> Result<u32, Errno> {
+        // SAFETY: forwarded from the caller's contract.
+        unsafe {
+            self.inner
+                .with_unlocked(|g| self.alloc_fd_in(g, start, end, cloexec))
+        }
+    }
+
+    /// The body of `alloc_fd` on the writer state `g`, held exclusively.
+    #[inline(always)]
+    fn alloc_fd_in(
+        &self,
+        g: &mut Bitmaps,
+        start: u32,
+        end: u64,
+        cloexec: bool,
+    ) -> Result<u32, Errno> {
         let start = start as usize;
-        let mut g = self.lock();
         let mut fd = start.max(g.next_fd);
         if fd < g.max_fds {
             fd = g.find_next_fd(fd, self.alloc_fast);
@@ -539,16 +576,13 @@ impl FdTable {
         if fd as u64 >= end {
             return Err(Errno::EMFILE);
         }
-        self.expand_locked(&mut g, fd)?;
+        self.expand_locked(g, fd)?;
         if start <= g.next_fd {
             g.next_fd = fd + 1;
         }
         g.set_open(fd);
         g.set_cloexec(fd, cloexec);
-        Ok(ReservedFd {
-            table: self,
-            fd: fd as u32,
-        })
+        Ok(fd as u32)
     }
 
     /// The lowest free fd below `rlimit` (`get_unused_fd_flags`).
@@ -694,6 +728,35 @@ impl FdTable {
         let mut g = self.lock();
         self.pick_locked(&mut g, fd as u32 as usize)
             .ok_or(Errno::EBADF)
+    }
+
+    /// [`close`](Self::close) by the table's only user, without the lock
+    /// and without a read-modify-write of the slot.
+    ///
+    /// # Safety
+    /// As for [`alloc_fd_single`](Self::alloc_fd_single): no other thread
+    /// accesses the table, lookups included, while this runs.
+    #[inline]
+    unsafe fn close_single(&self, fd: i32) -> Result<FileRef, Errno> {
+        let fd = fd as u32 as usize;
+        // SAFETY: forwarded from the caller's contract.
+        let f = unsafe {
+            self.inner.with_unlocked(|g| {
+                if fd >= g.max_fds {
+                    return None;
+                }
+                // No other thread loads the slot: a load and a store do
+                // what the shared path's swap does.
+                let slot = self.slot(fd);
+                let f = NonNull::new(slot.load(Ordering::Relaxed))?;
+                slot.store(ptr::null_mut(), Ordering::Relaxed);
+                g.put_unused(fd, self.alloc_fast);
+                Some(f)
+            })
+        }
+        .ok_or(Errno::EBADF)?;
+        // SAFETY: the slot's reference moves to the caller.
+        Ok(unsafe { FileRef::from_raw(f) })
     }
 
     fn pick_locked(&self, g: &mut Bitmaps, fd: usize) -> Option<FileRef> {
@@ -900,6 +963,7 @@ impl FdTable {
             fget_masked: self.masked,
             alloc_fd_fast: self.alloc_fast,
             typesafe_files: self.typesafe,
+            fd_single_user: self.single,
             ..FastPaths::stock()
         };
         let new = FdTable::new(&fast)?;

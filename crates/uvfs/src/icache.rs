@@ -716,6 +716,7 @@ impl Inode {
 
     /// The inode's lock context, if a lock was ever requested on it
     /// (`locks_inode_context`).
+    #[inline]
     pub(crate) fn lock_context(&self) -> Option<&FileLockContext> {
         let p = self.flctx.load(Ordering::Acquire);
         // SAFETY: a published context lives as long as the node.

@@ -172,6 +172,21 @@ struct Task {
     shared: Arc<Shared>,
     fs: Arc<FsStruct>,
     cred: Arc<Cred>,
+    /// `cred`'s identity, never reused (see [`cred_id`]): what a file
+    /// records as its opener's credentials (`f_cred`), compared where Linux
+    /// compares `f_cred` with `current_cred()`. Copied with `cred`, new
+    /// with every new `cred`.
+    cred_id: u64,
+}
+
+/// A fresh credential identity: unique for the life of the library, so a
+/// file's `f_cred` can never match credentials made after its opener's were
+/// dropped (an `Arc`'s address could be reused). Zero is never returned (a
+/// file with no opener's credentials records zero).
+fn cred_id() -> u64 {
+    // Only uniqueness matters: a plain std counter, not a model point.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// A file being opened, handed to the opener of [`Process::open_with`].
@@ -273,6 +288,7 @@ impl Process {
                 shared: Shared::new(DEFAULT_NOFILE_SOFT, DEFAULT_NOFILE_HARD, true),
                 fs: FsStruct::new(vfs.root().clone(), 0o022),
                 cred: Arc::new(Cred::root()),
+                cred_id: cred_id(),
             },
         })
     }
@@ -286,6 +302,7 @@ impl Process {
     /// and forks inherit them).
     pub fn set_cred(&mut self, cred: Cred) {
         self.task.cred = Arc::new(cred);
+        self.task.cred_id = cred_id();
     }
 
     /// `mount(2)` of `fs` on the directory `path` (resolved from this
@@ -375,6 +392,7 @@ impl Process {
                 vfs: t.vfs.clone(),
                 fs: FsStruct::new(t.cwd(), t.fs.umask.load(Ordering::Relaxed)),
                 cred: t.cred.clone(),
+                cred_id: t.cred_id,
                 shared: Shared::new(
                     s.nofile_cur.load(Ordering::Relaxed),
                     s.nofile_max.load(Ordering::Relaxed),
@@ -462,20 +480,20 @@ impl Process {
     /// and the path opens: `open` gets the process (for the walk) and the
     /// file being opened.
     fn open_inner(
-        &self,
+        &mut self,
         flags: i32,
         open: impl FnOnce(&Process, &mut Opening<'_>) -> Result<(), Errno>,
     ) -> Result<i32, Errno> {
         let _call = task_work::enter();
         check_open_flags(flags)?;
-        let reserved = self
-            .files
-            .get_unused_fd(flags & O_CLOEXEC != 0, self.task.nofile())?;
+        let nofile = self.task.nofile();
+        let reserved = self.files.reserve_fd(flags & O_CLOEXEC != 0, nofile)?;
+        let reserved = self.files.bind(reserved);
         let (f_flags, fmode) = open_flags_to_file(flags);
         let vfs = &self.task.vfs;
         let pool = vfs.fastpaths().typesafe_files;
         let mut file = alloc_empty_file(pool.then(|| vfs.file_pool()), f_flags, fmode)?;
-        file.set_cred(self.task.cred.clone());
+        file.set_cred_id(self.task.cred_id);
         match open(self, &mut Opening { file: &mut file }) {
             Ok(()) => {
                 let mode = file.mode() | FMODE_OPENED;

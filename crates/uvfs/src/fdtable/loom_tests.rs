@@ -1,8 +1,8 @@
 //! Loom models of the fd-table / file-lifetime races: lockless lookup against
 //! close and the immediate reuse of the type-stable file object, concurrent
 //! allocation, lookup against table growth, the last put against a lookup's
-//! inc-not-zero, fdget-light against the counted path, and the deferred
-//! release queue.
+//! inc-not-zero, fdget-light against the counted path, the deferred
+//! release queue, and the single-user table's hand-over to shared and back.
 //!
 //! Run with:
 //!
@@ -624,4 +624,61 @@ fn fdget_light_vs_close_and_exit() {
 #[test]
 fn fdget_light_vs_close_and_exit_deferred_close() {
     fdget_light_vs_close(seeds_deferred_close());
+}
+
+// ---------------------------------------------------------------------------
+// 6. The single-user table (`fd_single_user`): hand-over to shared and back.
+// ---------------------------------------------------------------------------
+
+/// A, the table's only user, opens F (id 0) at fd 0 without the lock, then
+/// makes thread B (one user to two). Concurrently: B looks fd 0 up
+/// (counted: F, H or nothing), opens G (id 1) and closes it, and exits (two users to one);
+/// A closes fd 0 and opens and closes H (id 2), each call locked or not by
+/// the count it reads. After the join A opens K (id 3) unlocked: the lowest
+/// free fd, 0. The unlocked writes are tracked cell accesses, so loom fails
+/// the model if any is not ordered with B's locked ones (or with its
+/// relaxed slot accesses); every file is released exactly once, never while
+/// a lookup holds it, and the bitmaps stay consistent.
+fn single_user_hand_over(fast: FastPaths) {
+    assert!(fast.fd_single_user);
+    check(&builder(3), move || {
+        let log = Arc::new(Log::default());
+        let vfs = Vfs::new(fast);
+        let mut pa = Process::new(&vfs).unwrap();
+        assert_eq!(open(&mut pa, &log, 0), 0);
+        let mut pb = pa.new_thread();
+        let blog = log.clone();
+        let b = thread::spawn(move || {
+            // F, or H once A has closed F and opened H at fd 0 again.
+            if let Some(f) = pb.fd_table().get(0) {
+                let id = check_and_drop(f);
+                assert!(id == 0 || id == 2, "fd 0 held file {id}");
+            }
+            let fd = open(&mut pb, &blog, 1);
+            pb.close(fd).unwrap();
+            drop(pb);
+        });
+
+        pa.close(0).unwrap();
+        let fd = open(&mut pa, &log, 2);
+        pa.close(fd).unwrap();
+
+        b.join().unwrap();
+        assert_eq!(pa.fd_table().users(), 1);
+        assert_eq!(open(&mut pa, &log, 3), 0);
+        pa.close(0).unwrap();
+        pa.fd_table().check_invariants().unwrap();
+        assert!(pa.fd_table().open_fds().is_empty());
+        log.assert_all_released(4);
+    });
+}
+
+#[test]
+fn single_user_hand_over_sync_close() {
+    single_user_hand_over(seeds());
+}
+
+#[test]
+fn single_user_hand_over_deferred_close() {
+    single_user_hand_over(seeds_deferred_close());
 }

@@ -13,7 +13,6 @@
 
 pub mod pool;
 
-use crate::cred::Cred;
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
 use crate::locks::{FileLockContext, Owner};
@@ -78,8 +77,12 @@ pub struct File {
     ///
     /// [`Process::open_with`]: crate::Process::open_with
     path: UnsafeCell<Option<DentryRef>>,
-    /// The credentials of the opener (`f_cred`), set while unpublished.
-    cred: UnsafeCell<Option<Arc<Cred>>>,
+    /// The identity of the opener's credentials (`f_cred`), zero for none;
+    /// set while unpublished. An id, not a counted reference to the
+    /// credentials: the one use, linkat's `AT_EMPTY_PATH` check, compares
+    /// identities, and a count would cost two atomic read-modify-writes per
+    /// open.
+    cred_id: UnsafeCell<u64>,
     /// The owner that receives the file's signals and the signal
     /// (`f_owner`: `F_SETOWN`, `F_SETSIG`), packed: see [`FOwner`].
     fown: AtomicU64,
@@ -108,7 +111,7 @@ impl File {
             pos_lock: Mutex::new(()),
             ops: UnsafeCell::new(None),
             path: UnsafeCell::new(None),
-            cred: UnsafeCell::new(None),
+            cred_id: UnsafeCell::new(0),
             fown: AtomicU64::new(0),
             work: Callback::new(release_work),
             pool,
@@ -180,6 +183,7 @@ impl File {
 
     /// The lock context of the file's inode, if one was ever made (`None`
     /// also for a file opened with no dentry).
+    #[inline]
     pub(crate) fn lock_context(&self) -> Option<&FileLockContext> {
         self.dentry()?.inode()?.lock_context()
     }
@@ -192,6 +196,7 @@ impl File {
     /// Removes the byte-range locks of the fd table `owner` on this file's
     /// inode: what every close of an fd does (`filp_flush`'s
     /// `locks_remove_posix`). Nothing for an `O_PATH` file.
+    #[inline]
     pub(crate) fn remove_posix_locks(&self, owner: u64) {
         if self.mode() & FMODE_PATH == 0
             && let Some(ctx) = self.lock_context()
@@ -206,11 +211,14 @@ impl File {
         self.pos.load(Ordering::Relaxed)
     }
 
-    /// The credentials the file was opened with (`f_cred`), if set.
-    pub fn cred(&self) -> Option<&Arc<Cred>> {
+    /// The identity of the credentials the file was opened with
+    /// (`f_cred`), if set: equal to the opener's thread's identity while it
+    /// keeps those credentials (see `Process::set_cred`).
+    pub fn cred_id(&self) -> Option<u64> {
         // SAFETY: as for `ops`: written only while unpublished or being
         // freed.
-        self.cred.with(|c| unsafe { (*c).as_ref() })
+        let id = self.cred_id.with(|c| unsafe { *c });
+        (id != 0).then_some(id)
     }
 
     /// The signal owner (`f_owner`).
@@ -494,10 +502,9 @@ unsafe fn free(f: NonNull<File>) {
         .with_mut(|p| unsafe { (*p).take() });
     drop(path);
     // SAFETY: as above.
-    let cred = unsafe { f.as_ref() }
-        .cred
-        .with_mut(|c| unsafe { (*c).take() });
-    drop(cred);
+    unsafe { f.as_ref() }
+        .cred_id
+        .with_mut(|c| unsafe { *c = 0 });
     // SAFETY: as above.
     match unsafe { f.as_ref() }.pool {
         // SAFETY: pooled objects go back to the pool they came from.
@@ -549,11 +556,10 @@ impl UnpublishedFile {
         unsafe { self.0.set_mode(mode) };
     }
 
-    /// Records the opener's credentials (`f_cred`).
-    pub(crate) fn set_cred(&mut self, cred: Arc<Cred>) {
+    /// Records the identity of the opener's credentials (`f_cred`).
+    pub(crate) fn set_cred_id(&mut self, id: u64) {
         // SAFETY: unpublished: `self` is the only handle (see the type).
-        let old = self.0.cred.with_mut(|c| unsafe { (*c).replace(cred) });
-        drop(old);
+        self.0.cred_id.with_mut(|c| unsafe { *c = id });
     }
 
     /// The file, now to be installed in a table: its fields are fixed.

@@ -108,6 +108,22 @@ impl<T> SpinMutex<T> {
         SpinGuard::new(self)
     }
 
+    /// Runs `f` on the data without taking the lock: for an owner that
+    /// knows no other thread can reach the mutex (the fd table of a process
+    /// with one thread). Under loom the access is tracked like a guard's, so
+    /// a model fails if it is not ordered with every locked access.
+    ///
+    /// # Safety
+    /// While `f` runs no other thread accesses the data, locked or not, and
+    /// every earlier access by another thread happens before this call (its
+    /// unlock was followed by a release this thread acquired). The calling
+    /// thread does not hold the lock.
+    #[inline(always)]
+    pub(crate) unsafe fn with_unlocked<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        // SAFETY: per the contract this is the only access to the data.
+        self.data.with_mut(|p| f(unsafe { &mut *p }))
+    }
+
     #[cold]
     #[inline(never)]
     fn lock_contended(&self) {

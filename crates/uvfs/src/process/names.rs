@@ -17,7 +17,6 @@ use crate::task_work;
 use crate::uapi::*;
 use crate::vfs_ops::inode::{attr_of, mode_is_dir};
 use crate::vfs_ops::rename::RenameSide;
-use std::sync::Arc;
 
 /// `RENAME_WHITEOUT` (needs a character device: refused with `EINVAL` on a
 /// file system without device nodes… as tmpfs in uvfs has none).
@@ -340,7 +339,7 @@ impl Process {
             && !self.task.cred.capable(cred::Cap::DacReadSearch)
         {
             let file = self.files.get(od).ok_or(Errno::EBADF)?;
-            if !file.cred().is_some_and(|c| Arc::ptr_eq(c, &self.task.cred)) {
+            if file.cred_id() != Some(self.task.cred_id) {
                 return Err(Errno::ENOENT);
             }
         }
