@@ -3,7 +3,7 @@
 
 use crate::compare::{self, Rule};
 use crate::report::{self, Machine};
-use crate::reproduce::{FuseSection, PreloadSection};
+use crate::reproduce::{FuseSection, PeersSection, PreloadSection};
 use crate::reproduction::Profile;
 use crate::runner::{self, Backend, Mode, RunConfig};
 use crate::workloads::{self, Params, TESTS, Test};
@@ -59,11 +59,13 @@ pub enum Command {
     /// every test, the lab issue's targets and (on more than one CPU)
     /// scaling over tasks; last, as `uvfs-bench preload`, the C
     /// open/close loop under the LD_PRELOAD shim against the host's tmpfs
-    /// (default and --full; see --no-preload and --preload). Writes
+    /// (default and --full; see --no-preload and --preload), the FUSE
+    /// section and, as `uvfs-bench peers`, uvfs against the kernel and the
+    /// in-memory crates (see --no-peers and --peers). Writes
     /// index.html with SVG charts, reproduce.json and records.json (for
-    /// `compare`), and preload.json, into --out. Exit status 1 if a run
-    /// failed (the preload section never fails reproduce: it is reported
-    /// as skipped).
+    /// `compare`), and preload.json, fuse.json, peers.json, into --out.
+    /// Exit status 1 if a run failed (the preload section never fails
+    /// reproduce: it is reported as skipped).
     Reproduce(ReproduceArgs),
     /// Run a mixed workload on one uvfs VFS for a long time, printing
     /// resident memory every interval (memory must flatten: no leak).
@@ -308,6 +310,15 @@ pub struct ReproduceArgs {
     /// Run the FUSE section in the --quick profile too.
     #[arg(long)]
     pub fuse: bool,
+    /// Skip the peers section (`uvfs-bench peers`: uvfs against the
+    /// kernel and, in a build with the `peers` feature, the in-memory
+    /// file-system crates), which otherwise runs in the default and --full
+    /// profiles.
+    #[arg(long, conflicts_with = "peers")]
+    pub no_peers: bool,
+    /// Run the peers section in the --quick profile too.
+    #[arg(long)]
+    pub peers: bool,
 }
 
 /// `peers`' options.
@@ -786,7 +797,18 @@ pub fn main(cli: Cli) -> ExitCode {
                 (_, false, Profile::Quick) => FuseSection::QuickOff,
                 _ => FuseSection::Run,
             };
-            match crate::reproduce::reproduce(profile, &args.out, section, fuse_section) {
+            let peers_section = match (args.no_peers, args.peers, profile) {
+                (true, _, _) => PeersSection::Off,
+                (_, false, Profile::Quick) => PeersSection::QuickOff,
+                _ => PeersSection::Run,
+            };
+            match crate::reproduce::reproduce(
+                profile,
+                &args.out,
+                section,
+                fuse_section,
+                peers_section,
+            ) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("uvfs-bench reproduce: {e}");
