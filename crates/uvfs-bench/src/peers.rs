@@ -477,9 +477,10 @@ impl Drop for Kernel {
     }
 }
 
-fn e<E: std::fmt::Display>(what: &str, path: &str) -> impl FnOnce(E) -> String {
-    let w = format!("{what} {path}");
-    move |e| format!("{w}: {e}")
+/// An error's message: `what path: error` (formatted only on an error, so
+/// that no cell pays for it).
+fn e<'a, E: std::fmt::Display>(what: &'a str, path: &'a str) -> impl FnOnce(E) -> String + 'a {
+    move |e| format!("{what} {path}: {e}")
 }
 
 impl Peer for Kernel {

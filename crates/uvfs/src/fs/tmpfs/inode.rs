@@ -19,10 +19,12 @@ use crate::primitive::sync::{
 /// use; `xattr.rs` holds the operations on them.
 pub(super) type Xattrs = UnmodelledMutex<Option<Box<BTreeMap<Box<[u8]>, Box<[u8]>>>>>;
 
-/// What an inode is, with what only that type holds.
+/// What an inode is, with what only that type holds. A directory's index
+/// is boxed: it is the largest variant, and every regular file (most
+/// inodes) would otherwise carry its size (88 bytes against 32).
 pub(super) enum Kind {
     Reg(RegFile),
-    Dir(Dir),
+    Dir(Box<Dir>),
     Symlink { target: Box<[u8]>, has_page: bool },
 }
 

@@ -240,7 +240,7 @@ impl Tmpfs {
             ctime: now,
             btime: now,
             linkable: false,
-            kind: Kind::Dir(Dir::new()),
+            kind: Kind::Dir(Box::new(Dir::new())),
         };
         fs.insert_inode(ROOT_INO, ROOT_INO, root);
         fs
@@ -347,7 +347,7 @@ impl FileSystem for Tmpfs {
     }
 
     fn mkdir(&self, dir: Ino, name: &[u8], new: NewInode) -> Result<Attr, Errno> {
-        self.make_node(dir, name, new, Kind::Dir(Dir::new()))
+        self.make_node(dir, name, new, Kind::Dir(Box::new(Dir::new())))
     }
 
     fn symlink(&self, dir: Ino, name: &[u8], target: &[u8], new: NewInode) -> Result<Attr, Errno> {
