@@ -82,7 +82,9 @@ impl Profile {
                 peers_rounds: 3,
                 peers_seconds: 0.1,
                 peers_files: 10_000,
-                peers_memory_files: 100_000,
+                // virtual-fs searches a directory linearly: 100,000 files
+                // take it about a minute.
+                peers_memory_files: 20_000,
             },
             Profile::Full => Budget {
                 rounds: 30,
