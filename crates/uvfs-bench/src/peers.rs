@@ -937,13 +937,17 @@ fn teardown(p: &mut dyn Peer) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs `op` in batches until `seconds` passed; operations per second.
-/// `op` returns how many operations it made.
-fn timed(seconds: f64, mut op: impl FnMut() -> Result<u64, String>) -> Result<f64, String> {
+/// Runs `op` in batches of `batch` until `seconds` passed; operations per
+/// second. `op` returns how many operations it made.
+fn timed(
+    seconds: f64,
+    batch: usize,
+    mut op: impl FnMut() -> Result<u64, String>,
+) -> Result<f64, String> {
     let t0 = Instant::now();
     let mut n = 0u64;
     loop {
-        for _ in 0..32 {
+        for _ in 0..batch {
             n += op()?;
         }
         let el = t0.elapsed().as_secs_f64();
@@ -970,16 +974,16 @@ fn big_name(i: usize) -> String {
 fn round(p: &mut dyn Peer, cfg: &PeersConfig) -> Result<Vec<f64>, String> {
     let s = cfg.seconds;
     let mut out = Vec::with_capacity(ROWS.len());
-    out.push(timed(s, || p.open_close(FILE).map(|()| 1))?);
-    out.push(timed(s, || p.open_missing(MISSING).map(|()| 1))?);
-    out.push(timed(s, || p.stat(FILE).map(|_| 1))?);
-    out.push(timed(s, || {
+    out.push(timed(s, 32, || p.open_close(FILE).map(|()| 1))?);
+    out.push(timed(s, 32, || p.open_missing(MISSING).map(|()| 1))?);
+    out.push(timed(s, 32, || p.stat(FILE).map(|_| 1))?);
+    out.push(timed(s, 32, || {
         p.create(SCRATCH)?;
         p.unlink(SCRATCH).map(|()| 1)
     })?);
     p.io_open(FILE)?;
     let mut buf = vec![0u8; IO];
-    let r = timed(s, || {
+    let r = timed(s, 32, || {
         if p.pread(&mut buf)? != IO {
             return Err("pread: short read".into());
         }
@@ -987,7 +991,7 @@ fn round(p: &mut dyn Peer, cfg: &PeersConfig) -> Result<Vec<f64>, String> {
     });
     let w = r.and_then(|r| {
         let data = vec![9u8; IO];
-        timed(s, || {
+        timed(s, 32, || {
             if p.pwrite(&data)? != IO {
                 return Err("pwrite: short write".into());
             }
@@ -1001,7 +1005,8 @@ fn round(p: &mut dyn Peer, cfg: &PeersConfig) -> Result<Vec<f64>, String> {
     out.push(w);
     let names: Vec<String> = (0..cfg.files).map(big_name).collect();
     out.push(pass(cfg.files, |i| p.create(&names[i]))?);
-    out.push(timed(s, || {
+    // One listing per clock check: a listing is already --files entries.
+    out.push(timed(s, 1, || {
         let n = p.list(BIG)?;
         if n != cfg.files {
             return Err(format!("{BIG}: {n} entries listed, {} made", cfg.files));
@@ -1319,4 +1324,52 @@ pub fn print_text(out: &mut impl Write, r: &PeersReport) -> std::io::Result<()> 
 /// Writes `peers.json` into `dir`.
 pub fn write_json(dir: &Path, r: &PeersReport) -> Result<PathBuf, String> {
     crate::report::write_json_in(dir, "peers.json", r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spread_is_median_min_max_in_round_order() {
+        let s = Spread::of(vec![3.0, 1.0, 2.0]);
+        assert_eq!((s.median, s.min, s.max), (2.0, 1.0, 3.0));
+        assert_eq!(s.rounds, vec![3.0, 1.0, 2.0]);
+        assert!((s.spread_pct() - 100.0).abs() < 1e-9);
+        let s = Spread::of(vec![4.0, 1.0, 2.0, 3.0]);
+        assert_eq!(s.median, 2.5);
+        assert_eq!(Spread::of(vec![0.0]).spread_pct(), 0.0);
+    }
+
+    #[test]
+    fn systems_parse_by_key_and_refuse_unknown_names() {
+        assert_eq!(System::from_key("uvfs"), Ok(System::Uvfs));
+        assert_eq!(System::from_key("kernel"), Ok(System::Kernel));
+        assert!(System::from_key("ext4").is_err());
+        assert_eq!(
+            System::from_key("virtual-fs").is_ok(),
+            cfg!(feature = "peers")
+        );
+    }
+
+    #[test]
+    fn every_row_runs_on_uvfs_and_leaves_it_empty() {
+        let cfg = PeersConfig {
+            systems: vec![System::Uvfs],
+            rounds: 1,
+            seconds: 1e-4,
+            files: 30,
+            memory_files: 0,
+            host_parent: "/dev/shm".into(),
+            exe: None,
+            progress: false,
+        };
+        let mut p = make(System::Uvfs, &cfg.host_parent).unwrap();
+        setup(&mut *p).unwrap();
+        let row = round(&mut *p, &cfg).unwrap();
+        assert_eq!(row.len(), ROWS.len());
+        assert!(row.iter().all(|&v| v > 0.0), "{row:?}");
+        teardown(&mut *p).unwrap();
+        assert_eq!(p.list("/").unwrap(), 0);
+    }
 }
