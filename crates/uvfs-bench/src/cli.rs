@@ -112,8 +112,9 @@ pub enum Command {
     /// crate's MemoryFS, wasmer's virtual-fs mem_fs; only in a build with
     /// the `peers` feature).
     ///
-    /// Rows: open + close, open of a missing file, stat, create + write 0
-    /// + close + unlink, pread and pwrite of 4 KiB (a 4-component path),
+    /// Rows: open + close, open of a missing file, stat, create + write
+    /// 0 bytes + close + unlink, pread and pwrite of 4 KiB (a 4-component
+    /// path),
     /// then --files empty files in one directory: create, list (entries/s),
     /// stat each, unlink each. Every row runs on every system in each of
     /// --rounds rounds (the systems' order rotating), each cell for

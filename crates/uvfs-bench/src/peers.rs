@@ -1310,12 +1310,8 @@ pub fn print_text(out: &mut impl Write, r: &PeersReport) -> std::io::Result<()> 
         }
     }
     writeln!(out, "\nwhat each peer cannot do:")?;
-    writeln!(
-        out,
-        "  {:<56} | {:<20} | {:<20} | {:<40} | {}",
-        "", "kernel", "uvfs", "vfs MemoryFS", "virtual-fs"
-    )?;
-    for (what, k, u, v, w) in CANNOT {
+    let head = ("", "kernel", "uvfs", "vfs MemoryFS", "virtual-fs");
+    for (what, k, u, v, w) in std::iter::once(&head).chain(CANNOT) {
         writeln!(out, "  {what:<56} | {k:<20} | {u:<20} | {v:<40} | {w}")?;
     }
     Ok(())
