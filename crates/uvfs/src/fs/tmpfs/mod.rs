@@ -98,7 +98,7 @@ mod rename;
 mod xattr;
 
 use dir::Dir;
-use inode::{Inode, Kind, State, rd};
+use inode::{Inode, Kind, State, Times, rd};
 use pages::RegFile;
 
 /// Page size: the unit of allocation and of `size_bytes`.
@@ -235,10 +235,7 @@ impl Tmpfs {
             uid: opts.uid,
             gid: opts.gid,
             nlink: 2,
-            atime: now,
-            mtime: now,
-            ctime: now,
-            btime: now,
+            times: Times::all(now),
             linkable: false,
             kind: Kind::Dir(Box::new(Dir::new())),
         };
