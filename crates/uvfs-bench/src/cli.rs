@@ -3,7 +3,7 @@
 
 use crate::compare::{self, Rule};
 use crate::report::{self, Machine};
-use crate::reproduce::{FuseSection, PreloadSection};
+use crate::reproduce::{FuseSection, PeersSection, PreloadSection};
 use crate::reproduction::Profile;
 use crate::runner::{self, Backend, Mode, RunConfig};
 use crate::workloads::{self, Params, TESTS, Test};
@@ -59,11 +59,13 @@ pub enum Command {
     /// every test, the lab issue's targets and (on more than one CPU)
     /// scaling over tasks; last, as `uvfs-bench preload`, the C
     /// open/close loop under the LD_PRELOAD shim against the host's tmpfs
-    /// (default and --full; see --no-preload and --preload). Writes
+    /// (default and --full; see --no-preload and --preload), the FUSE
+    /// section and, as `uvfs-bench peers`, uvfs against the kernel and the
+    /// in-memory crates (see --no-peers and --peers). Writes
     /// index.html with SVG charts, reproduce.json and records.json (for
-    /// `compare`), and preload.json, into --out. Exit status 1 if a run
-    /// failed (the preload section never fails reproduce: it is reported
-    /// as skipped).
+    /// `compare`), and preload.json, fuse.json, peers.json, into --out.
+    /// Exit status 1 if a run failed (the preload section never fails
+    /// reproduce: it is reported as skipped).
     Reproduce(ReproduceArgs),
     /// Run a mixed workload on one uvfs VFS for a long time, printing
     /// resident memory every interval (memory must flatten: no leak).
@@ -105,6 +107,36 @@ pub enum Command {
     /// issue's goals. Needs root and /dev/fuse. Everything is unmounted
     /// at the end, on errors and on SIGINT/SIGTERM (exit status 130).
     Fuse(FuseArgs),
+    /// Issue 16's lab section: uvfs against the kernel's tmpfs (std::fs
+    /// under --dir) and the in-memory file-system crates (the `vfs`
+    /// crate's MemoryFS, wasmer's virtual-fs mem_fs; only in a build with
+    /// the `peers` feature).
+    ///
+    /// Rows: open + close, open of a missing file, stat, create + write
+    /// 0 bytes + close + unlink, pread and pwrite of 4 KiB (a 4-component
+    /// path),
+    /// then --files empty files in one directory: create, list (entries/s),
+    /// stat each, unlink each. Every row runs on every system in each of
+    /// --rounds rounds (the systems' order rotating), each cell for
+    /// --seconds; prints the median ops/s, the spread and the per-round
+    /// ratio uvfs / peer (median and range). Then memory per empty file,
+    /// each system in a fresh process (allocator bytes and resident set;
+    /// kernel: slab growth), and a table of what each peer cannot do.
+    /// --out DIR writes DIR/peers.json. Exit status 2 on bad input (before
+    /// any work), 1 if a system failed.
+    Peers(PeersArgs),
+    /// One system's memory per empty file, in this process (peers runs
+    /// it in a fresh process per system); one JSON line.
+    #[command(hide = true)]
+    PeersMemory {
+        /// kernel, uvfs, vfs-memoryfs or virtual-fs.
+        system: String,
+        /// Empty files to make.
+        files: usize,
+        /// The kernel's work directory's parent.
+        #[arg(long, default_value = "/dev/shm")]
+        dir: PathBuf,
+    },
     /// Mount the floor (a trivial FUSE server that stores no data) at DIR
     /// and serve it in the foreground until `umount DIR` or SIGINT/SIGTERM.
     FuseFloor(FuseFloorArgs),
@@ -279,6 +311,73 @@ pub struct ReproduceArgs {
     /// Run the FUSE section in the --quick profile too.
     #[arg(long)]
     pub fuse: bool,
+    /// Skip the peers section (`uvfs-bench peers`: uvfs against the
+    /// kernel and, in a build with the `peers` feature, the in-memory
+    /// file-system crates), which otherwise runs in the default and --full
+    /// profiles.
+    #[arg(long, conflicts_with = "peers")]
+    pub no_peers: bool,
+    /// Run the peers section in the --quick profile too.
+    #[arg(long)]
+    pub peers: bool,
+}
+
+/// `peers`' options.
+#[derive(Debug, Args)]
+pub struct PeersArgs {
+    /// The systems, comma-separated, uvfs among them: kernel, uvfs,
+    /// vfs-memoryfs, virtual-fs (default: every one this build has).
+    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    pub systems: Option<Vec<String>>,
+    /// Rounds (each runs every row on every system).
+    #[arg(long, default_value_t = 5, allow_negative_numbers = true)]
+    pub rounds: usize,
+    /// Seconds per cell (one row on one system in one round).
+    #[arg(long, default_value_t = 0.25, value_parser = finite_positive,
+          allow_negative_numbers = true)]
+    pub seconds: f64,
+    /// Empty files of the one-directory rows.
+    #[arg(long, default_value_t = 10_000, allow_negative_numbers = true)]
+    pub files: usize,
+    /// Empty files of the memory measurement (0: skip it).
+    #[arg(long, default_value_t = 100_000, allow_negative_numbers = true)]
+    pub memory_files: usize,
+    /// The directory the kernel's work directory is made in (a tmpfs).
+    #[arg(long, default_value = "/dev/shm")]
+    pub dir: PathBuf,
+    /// Also write DIR/peers.json (DIR made if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+impl PeersArgs {
+    /// The run's configuration, checked (bad input: exit 2 before any
+    /// work).
+    pub fn config(&self) -> Result<crate::peers::PeersConfig, String> {
+        use crate::peers::{PeersConfig, System};
+        let systems = match &self.systems {
+            None => System::available(),
+            Some(v) => v
+                .iter()
+                .map(|s| System::from_key(s))
+                .collect::<Result<Vec<_>, _>>()?,
+        };
+        let cfg = PeersConfig {
+            systems,
+            rounds: self.rounds,
+            seconds: self.seconds,
+            files: self.files,
+            memory_files: self.memory_files,
+            host_parent: self.dir.clone(),
+            exe: None,
+            progress: true,
+        };
+        cfg.check()?;
+        if let Some(dir) = &self.out {
+            check_output_dir("--out", dir)?;
+        }
+        Ok(cfg)
+    }
 }
 
 /// `soak`'s options.
@@ -699,7 +798,18 @@ pub fn main(cli: Cli) -> ExitCode {
                 (_, false, Profile::Quick) => FuseSection::QuickOff,
                 _ => FuseSection::Run,
             };
-            match crate::reproduce::reproduce(profile, &args.out, section, fuse_section) {
+            let peers_section = match (args.no_peers, args.peers, profile) {
+                (true, _, _) => PeersSection::Off,
+                (_, false, Profile::Quick) => PeersSection::QuickOff,
+                _ => PeersSection::Run,
+            };
+            match crate::reproduce::reproduce(
+                profile,
+                &args.out,
+                section,
+                fuse_section,
+                peers_section,
+            ) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("uvfs-bench reproduce: {e}");
@@ -733,6 +843,27 @@ pub fn main(cli: Cli) -> ExitCode {
             }
         },
         Command::Fuse(a) => fuse(&a),
+        Command::Peers(a) => peers(&a),
+        Command::PeersMemory { system, files, dir } => {
+            match crate::peers::System::from_key(&system)
+                .and_then(|s| crate::peers::memory_here(s, files, &dir))
+            {
+                Ok(m) => match serde_json::to_string(&m) {
+                    Ok(line) => {
+                        println!("{line}");
+                        ExitCode::SUCCESS
+                    }
+                    Err(e) => {
+                        eprintln!("uvfs-bench peers-memory: {e}");
+                        ExitCode::FAILURE
+                    }
+                },
+                Err(e) => {
+                    eprintln!("uvfs-bench peers-memory: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         Command::FuseFloor(a) => fuse_floor(&a),
         Command::Loop { test, secs } => match crate::reproduce::profile_loop(&test, secs) {
             Ok(()) => ExitCode::SUCCESS,
@@ -887,6 +1018,38 @@ fn preload(a: &PreloadArgs) -> Result<(), String> {
         println!("\nwrote {}", p.display());
     }
     Ok(())
+}
+
+fn peers(a: &PeersArgs) -> ExitCode {
+    let cfg = match a.config() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("uvfs-bench peers: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let r = match crate::peers::measure(&cfg) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("uvfs-bench peers: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!();
+    if let Err(e) = crate::peers::print_text(&mut std::io::stdout(), &r) {
+        eprintln!("uvfs-bench peers: {e}");
+        return ExitCode::FAILURE;
+    }
+    if let Some(dir) = &a.out {
+        match crate::peers::write_json(dir, &r) {
+            Ok(p) => println!("\nwrote {}", p.display()),
+            Err(e) => {
+                eprintln!("uvfs-bench peers: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 fn fuse(a: &FuseArgs) -> ExitCode {

@@ -666,6 +666,7 @@ pub fn page(r: &Reproduction, charts: &[(String, String)]) -> String {
     h.push_str("</table>\n");
     preload_section(&mut h, r);
     fuse_section(&mut h, r);
+    peers_section(&mut h, r);
     h.push_str(
         "<p>Raw figures: <a href=\"reproduce.json\">reproduce.json</a>; \
          every run as a <code>run --json</code> record: <a href=\"records.json\">records.json</a> \
@@ -737,6 +738,107 @@ fn preload_section(h: &mut String, r: &Reproduction) {
             c.cost_ns,
             c.min_ns,
             c.max_ns
+        );
+    }
+    h.push_str("</table>\n");
+}
+
+/// The peers section: per row each system's ops/s and uvfs / peer, the
+/// memory per empty file, what each peer cannot do; or why it did not
+/// run.
+fn peers_section(h: &mut String, r: &Reproduction) {
+    h.push_str("<h2>uvfs against the kernel and the in-memory crates (issue 16)</h2>\n");
+    let Some(p) = &r.peers else {
+        let _ = writeln!(
+            h,
+            "<p>{}</p>",
+            esc(r.peers_note.as_deref().unwrap_or("not run"))
+        );
+        return;
+    };
+    let _ = writeln!(
+        h,
+        "<p>{} rounds of {} s per cell, the systems interleaved (their order rotating) in each; \
+         median ops/s over the rounds, spread = (max − min) / median; uvfs / x is the ratio of \
+         each round's figures, median [min .. max]. Single-file rows on <code>{}</code> below each \
+         system's root (the kernel's root is a work directory under /dev/shm, reached through \
+         <code>std::fs</code>). {}. Also in <a href=\"peers.json\">peers.json</a>.</p>",
+        p.rounds,
+        p.seconds,
+        esc(&p.path),
+        esc(&p.peers_note)
+    );
+    h.push_str(&load_line(r, "peers"));
+    let label = |k: &str| {
+        crate::peers::System::from_key(k).map_or_else(|_| k.to_string(), |s| s.label().into())
+    };
+    h.push_str("<table><tr><th>op</th>");
+    for k in &p.systems {
+        let _ = write!(h, "<th>{}</th><th>spread</th>", esc(&label(k)));
+    }
+    for k in p.systems.iter().filter(|k| *k != "uvfs") {
+        let _ = write!(h, "<th>uvfs / {}</th>", esc(&label(k)));
+    }
+    h.push_str("</tr>\n");
+    for row in &p.rows {
+        let _ = write!(h, "<tr><td>{}</td>", esc(&row.label));
+        for c in &row.cells {
+            let _ = write!(
+                h,
+                "<td class=\"n\">{}</td><td class=\"n\">{:.0}%</td>",
+                group(c.ops_per_sec.median),
+                c.ops_per_sec.spread_pct()
+            );
+        }
+        for c in &row.cells {
+            if let Some(x) = &c.uvfs_ratio {
+                let class = if x.median >= 1.0 { "met" } else { "missed" };
+                let _ = write!(
+                    h,
+                    "<td class=\"n {class}\">{:.2}× [{:.2} .. {:.2}]</td>",
+                    x.median, x.min, x.max
+                );
+            }
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n");
+    if !p.memory.is_empty() {
+        h.push_str(
+            "<p>Memory per empty file, each system in a fresh process: the allocator's bytes in use \
+             (glibc <code>mallinfo2</code>) and the resident set before and after making the files; \
+             the kernel: growth of the <code>shmem_inode_cache</code> and <code>dentry</code> slabs \
+             (other processes add noise).</p>\n<table><tr><th>system</th><th>files</th>\
+             <th>heap B/file</th><th>resident B/file</th><th>kernel slabs B/file</th><th></th></tr>\n",
+        );
+        for m in &p.memory {
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+                 <td class=\"n\">{}</td><td>{}</td></tr>",
+                esc(&label(&m.system)),
+                group(m.files as f64),
+                opt(m.heap_bytes_per_file, 0),
+                opt(m.rss_bytes_per_file, 0),
+                opt(m.slab_bytes_per_file, 0),
+                esc(m.note.as_deref().unwrap_or(""))
+            );
+        }
+        h.push_str("</table>\n");
+    }
+    h.push_str(
+        "<p>What each does and does not do (read from the crates' sources):</p>\n<table><tr><th></th>\
+         <th>kernel</th><th>uvfs</th><th>vfs MemoryFS</th><th>virtual-fs mem_fs</th></tr>\n",
+    );
+    for (what, k, u, v, w) in crate::peers::CANNOT {
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(what),
+            esc(k),
+            esc(u),
+            esc(v),
+            esc(w)
         );
     }
     h.push_str("</table>\n");

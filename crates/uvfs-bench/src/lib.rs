@@ -14,7 +14,9 @@
 //! report and SVG charts), [`soak`] (a long mixed workload watching
 //! resident memory), [`preload`] (issue 5's benchmark of the shim),
 //! [`floor`] (a trivial FUSE server: the cost of the crossing) and
-//! [`fuse`] (issue 13's section: host tmpfs, the floor and the uvfs mount).
+//! [`fuse`] (issue 13's section: host tmpfs, the floor and the uvfs mount)
+//! and [`peers`] (issue 16's: uvfs against the kernel and the in-memory
+//! file-system crates).
 //!
 //! Imports run one way: `cli` on top; `reproduce` below it; `html` below
 //! `reproduce`; `reproduction`, `report`, `runner` and the rest below
@@ -26,6 +28,7 @@ pub mod compare;
 pub mod floor;
 pub mod fuse;
 pub mod html;
+pub mod peers;
 pub mod preload;
 pub mod report;
 pub mod reproduce;

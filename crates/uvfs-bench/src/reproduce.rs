@@ -26,6 +26,7 @@
 use crate::floor::FloorOptions;
 use crate::fuse::{self, FuseConfig, FuseReport, UvfsSource};
 use crate::html;
+use crate::peers::{self, PeersConfig};
 use crate::preload::{self, PreloadConfig, PreloadReport};
 use crate::report::{self, Machine, Record, mean_sd};
 use crate::reproduction::{
@@ -265,6 +266,17 @@ pub enum FuseSection {
     QuickOff,
 }
 
+/// Whether and why (not) `reproduce` runs its peers section.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PeersSection {
+    /// Run it.
+    Run,
+    /// `--no-peers`.
+    Off,
+    /// `--quick` without `--peers`.
+    QuickOff,
+}
+
 /// Runs the reproduction and writes the report; `Err` when something
 /// failed (the report is still written, with the failures in it). The
 /// preload and FUSE sections never make it fail: their failures are
@@ -274,6 +286,7 @@ pub fn reproduce(
     out: &Path,
     section: PreloadSection,
     fuse_section: FuseSection,
+    peers_section: PeersSection,
 ) -> Result<(), String> {
     let budget = profile.budget();
     let machine = Machine::current();
@@ -406,6 +419,41 @@ pub fn reproduce(
     if fuse.is_some() {
         load.push(SectionLoad::new("fuse", before));
     }
+    let before = LoadAvg::now();
+    let (peers, peers_note) = match peers_section {
+        PeersSection::Off => (None, Some("not run (--no-peers)".to_string())),
+        PeersSection::QuickOff => (
+            None,
+            Some("not run in the quick profile (--peers runs it)".to_string()),
+        ),
+        PeersSection::Run => {
+            println!(
+                "peers: uvfs, the kernel and the in-memory crates ({} rounds of {} s per cell)",
+                budget.peers_rounds, budget.peers_seconds
+            );
+            let cfg = PeersConfig {
+                systems: peers::System::available(),
+                rounds: budget.peers_rounds,
+                seconds: budget.peers_seconds,
+                files: budget.peers_files,
+                memory_files: budget.peers_memory_files,
+                host_parent: host_dir.clone(),
+                exe: None,
+                progress: true,
+            };
+            match peers::measure(&cfg) {
+                Ok(p) => (Some(p), None),
+                Err(e) => {
+                    println!("peers: failed: {e}");
+                    lab.failures.push(format!("peers: {e}"));
+                    (None, Some(format!("failed: {e}")))
+                }
+            }
+        }
+    };
+    if peers.is_some() {
+        load.push(SectionLoad::new("peers", before));
+    }
     let mut targets = targets(&versus, &scaling, preload.as_ref());
     if let Some(f) = &fuse {
         targets.extend(f.goals.iter().map(|g| Target {
@@ -444,6 +492,8 @@ pub fn reproduce(
         preload_note,
         fuse,
         fuse_note,
+        peers,
+        peers_note,
         load,
         records,
     };
@@ -983,6 +1033,16 @@ fn print_text(r: &Reproduction) {
         (None, Some(note)) => println!("{note}"),
         (None, None) => println!("not run"),
     }
+    println!("\nuvfs against the kernel and the in-memory crates (uvfs-bench peers)");
+    match (&r.peers, &r.peers_note) {
+        (Some(p), _) => {
+            if let Err(e) = peers::print_text(&mut std::io::stdout(), p) {
+                eprintln!("reproduce: printing the peers section: {e}");
+            }
+        }
+        (None, Some(note)) => println!("{note}"),
+        (None, None) => println!("not run"),
+    }
 }
 
 /// Writes reproduce.json, records.json, index.html and the charts.
@@ -1003,6 +1063,9 @@ fn write_out(out: &Path, r: &Reproduction) -> Result<(), String> {
     }
     if let Some(f) = &r.fuse {
         fuse::write_json(out, f)?;
+    }
+    if let Some(p) = &r.peers {
+        peers::write_json(out, p)?;
     }
     let p = out.join("index.html");
     std::fs::write(&p, html::page(r, &charts)).map_err(|e| ctx(&p, e))

@@ -5,6 +5,7 @@
 //! serialized as `reproduce.json`.
 
 use crate::fuse::FuseReport;
+use crate::peers::PeersReport;
 use crate::preload::PreloadReport;
 use crate::report::Machine;
 use serde::Serialize;
@@ -41,6 +42,14 @@ pub struct Budget {
     pub fuse_rounds: usize,
     /// Measured seconds per run in the FUSE section.
     pub fuse_seconds: f64,
+    /// Rounds of the peers section.
+    pub peers_rounds: usize,
+    /// Seconds per cell in the peers section.
+    pub peers_seconds: f64,
+    /// Files of the peers section's one-directory rows.
+    pub peers_files: usize,
+    /// Files of its memory measurement.
+    pub peers_memory_files: usize,
 }
 
 impl Profile {
@@ -56,6 +65,10 @@ impl Profile {
                 preload_seconds: 0.04,
                 fuse_rounds: 2,
                 fuse_seconds: 0.1,
+                peers_rounds: 1,
+                peers_seconds: 0.02,
+                peers_files: 1000,
+                peers_memory_files: 10_000,
             },
             Profile::Default => Budget {
                 rounds: 10,
@@ -66,6 +79,12 @@ impl Profile {
                 preload_seconds: 0.3,
                 fuse_rounds: 3,
                 fuse_seconds: 0.5,
+                peers_rounds: 3,
+                peers_seconds: 0.1,
+                peers_files: 10_000,
+                // virtual-fs searches a directory linearly: 100,000 files
+                // take it about a minute.
+                peers_memory_files: 20_000,
             },
             Profile::Full => Budget {
                 rounds: 30,
@@ -76,6 +95,10 @@ impl Profile {
                 preload_seconds: 0.6,
                 fuse_rounds: 5,
                 fuse_seconds: 1.0,
+                peers_rounds: 11,
+                peers_seconds: 0.25,
+                peers_files: 10_000,
+                peers_memory_files: 100_000,
             },
         }
     }
@@ -280,6 +303,10 @@ pub struct Reproduction {
     pub fuse: Option<FuseReport>,
     /// Why the FUSE section is missing, if it is.
     pub fuse_note: Option<String>,
+    /// uvfs against the kernel and the in-memory crates, if it ran.
+    pub peers: Option<PeersReport>,
+    /// Why the peers section is missing, if it is.
+    pub peers_note: Option<String>,
     /// The load average before and after each section.
     pub load: Vec<SectionLoad>,
     /// Every run's record, as records.json holds them (so that `compare`

@@ -729,3 +729,109 @@ fn preload_reports_a_missing_shim() {
     let (code, _, err) = run(&["preload", "--iterations", "0"]);
     assert_eq!(code, Some(2), "{err}");
 }
+
+/// `peers` with `args`: (exit code, stdout, stderr).
+fn peers(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = bench().arg("peers").args(args).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn peers_refuses_bad_input_before_any_work() {
+    let missing = tmpdir("peers-bad").join("missing/deeper");
+    let cases: &[(&[&str], &str)] = &[
+        (&["--rounds", "0"], "--rounds"),
+        (&["--seconds", "0"], "seconds"),
+        (&["--seconds", "nan"], "seconds"),
+        (&["--seconds", "-1"], "seconds"),
+        (&["--files", "0"], "--files"),
+        (&["--files", "1000001"], "--files"),
+        (&["--memory-files", "1000001"], "--memory-files"),
+        (&["--systems", "ext4"], "unknown system"),
+        (&["--systems", "kernel"], "uvfs"),
+        (&["--systems", "uvfs,uvfs"], "twice"),
+        (&["--dir", missing.to_str().unwrap()], "--dir"),
+        (&["--rounds", "-3"], "rounds"),
+    ];
+    for (args, want) in cases {
+        let (code, stdout, stderr) = peers(args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+        assert!(!stderr.contains("round 1"), "{args:?} did work: {stderr}");
+        assert!(stdout.is_empty(), "{args:?}: {stdout}");
+    }
+    if !cfg!(feature = "peers") {
+        let (code, _, stderr) = peers(&["--systems", "uvfs,virtual-fs"]);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(stderr.contains("`peers` feature"), "{stderr}");
+    }
+    // --out under a regular file cannot be made.
+    let d = tmpdir("peers-out");
+    let file = write(&d, "plain", "x");
+    let (code, _, stderr) = peers(&["--out", file.join("sub").to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{stderr}");
+    for (args, want) in [
+        (&["peers-memory", "ext4", "10"][..], "unknown system"),
+        (&["peers-memory", "uvfs", "0"][..], "FILES"),
+    ] {
+        let out = bench().args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn peers_measures_every_row_and_memory_and_writes_json() {
+    let d = tmpdir("peers-run");
+    let (code, stdout, stderr) = peers(&[
+        "--systems",
+        "uvfs,kernel",
+        "--rounds",
+        "2",
+        "--seconds",
+        "0.001",
+        "--files",
+        "40",
+        "--memory-files",
+        "200",
+        "--out",
+        d.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("what each peer cannot do"), "{stdout}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("peers.json")).unwrap()).unwrap();
+    let rows = json["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 10);
+    for row in rows {
+        let cells = row["cells"].as_array().unwrap();
+        assert_eq!(cells.len(), 2, "{row}");
+        for c in cells {
+            let ops = &c["ops_per_sec"];
+            assert_eq!(ops["rounds"].as_array().unwrap().len(), 2, "{row}");
+            assert!(ops["median"].as_f64().unwrap() > 0.0, "{row}");
+            // The ratio is uvfs / this system, absent on uvfs itself.
+            assert_eq!(c["system"] == "uvfs", c["uvfs_ratio"].is_null(), "{row}");
+        }
+    }
+    let mem = json["memory"].as_array().unwrap();
+    let uvfs = mem.iter().find(|m| m["system"] == "uvfs").unwrap();
+    assert_eq!(uvfs["files"], 200);
+    assert!(
+        uvfs["heap_bytes_per_file"].as_f64().unwrap() > 0.0,
+        "{uvfs}"
+    );
+    // The kernel's work directory is gone.
+    let left: Vec<_> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join("peers/a/b/file").exists())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

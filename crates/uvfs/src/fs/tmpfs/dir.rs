@@ -3,6 +3,7 @@
 //! directories in `fs/libfs.c`), name lookup, and readdir.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::{DIR_OFFSET_EOD, NAME_MAX};
 use crate::errno::Errno;
@@ -15,10 +16,12 @@ pub(super) const DIR_OFFSET_MIN: u64 = 3;
 /// Readdir snapshots this many entries per lock hold.
 pub(super) const READDIR_BATCH: usize = 128;
 
-/// A directory entry as stored.
+/// A directory entry as stored. Its name is one allocation shared with the
+/// by-name index's key (a short name: one 32-byte heap chunk instead of
+/// two).
 #[derive(Clone)]
 pub(super) struct Slot {
-    pub(super) name: Box<[u8]>,
+    pub(super) name: Arc<[u8]>,
     pub(super) ino: Ino,
     pub(super) ftype: u32,
     pub(super) offset: u64,
@@ -28,7 +31,7 @@ pub(super) struct Slot {
 /// larger = nearer the head) and by offset (cookie).
 #[derive(Default)]
 pub(super) struct Dir {
-    pub(super) names: BTreeMap<Box<[u8]>, u64>,
+    pub(super) names: BTreeMap<Arc<[u8]>, u64>,
     pub(super) order: BTreeMap<u64, Slot>,
     pub(super) offsets: BTreeMap<u64, u64>,
     next_offset: u64,
@@ -82,8 +85,8 @@ impl Dir {
     pub(super) fn insert(&mut self, name: &[u8], ino: Ino, ftype: u32, offset: u64) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let name: Box<[u8]> = name.into();
-        self.names.insert(name.clone(), seq);
+        let name: Arc<[u8]> = name.into();
+        self.names.insert(Arc::clone(&name), seq);
         self.offsets.insert(offset, seq);
         self.order.insert(
             seq,

@@ -19,10 +19,12 @@ use crate::primitive::sync::{
 /// use; `xattr.rs` holds the operations on them.
 pub(super) type Xattrs = UnmodelledMutex<Option<Box<BTreeMap<Box<[u8]>, Box<[u8]>>>>>;
 
-/// What an inode is, with what only that type holds.
+/// What an inode is, with what only that type holds. A directory's index
+/// is boxed: it is the largest variant, and every regular file (most
+/// inodes) would otherwise carry its size (88 bytes against 32).
 pub(super) enum Kind {
     Reg(RegFile),
-    Dir(Dir),
+    Dir(Box<Dir>),
     Symlink { target: Box<[u8]>, has_page: bool },
 }
 
@@ -32,16 +34,78 @@ pub(super) struct State {
     pub(super) uid: u32,
     pub(super) gid: u32,
     pub(super) nlink: u32,
-    pub(super) atime: Timespec,
-    pub(super) mtime: Timespec,
-    pub(super) ctime: Timespec,
-    pub(super) btime: Timespec,
+    /// atime, mtime, ctime, btime (read and set through the methods).
+    pub(super) times: Times,
     /// An `O_TMPFILE` inode never linked yet (`I_LINKABLE`).
     pub(super) linkable: bool,
     pub(super) kind: Kind,
 }
 
+/// An inode's four timestamps, packed: the seconds together and the
+/// nanoseconds together take 48 bytes where four `Timespec`s (each padded
+/// to 16) take 64.
+#[derive(Clone, Copy)]
+pub(super) struct Times {
+    sec: [i64; 4],
+    nsec: [u32; 4],
+}
+
+const ATIME: usize = 0;
+const MTIME: usize = 1;
+const CTIME: usize = 2;
+const BTIME: usize = 3;
+
+impl Times {
+    /// All four at `t` (a new inode).
+    pub(super) fn all(t: Timespec) -> Times {
+        Times {
+            sec: [t.sec; 4],
+            nsec: [t.nsec; 4],
+        }
+    }
+
+    fn get(&self, i: usize) -> Timespec {
+        Timespec {
+            sec: self.sec[i],
+            nsec: self.nsec[i],
+        }
+    }
+
+    fn set(&mut self, i: usize, t: Timespec) {
+        self.sec[i] = t.sec;
+        self.nsec[i] = t.nsec;
+    }
+}
+
 impl State {
+    pub(super) fn atime(&self) -> Timespec {
+        self.times.get(ATIME)
+    }
+
+    pub(super) fn mtime(&self) -> Timespec {
+        self.times.get(MTIME)
+    }
+
+    pub(super) fn ctime(&self) -> Timespec {
+        self.times.get(CTIME)
+    }
+
+    pub(super) fn btime(&self) -> Timespec {
+        self.times.get(BTIME)
+    }
+
+    pub(super) fn set_atime(&mut self, t: Timespec) {
+        self.times.set(ATIME, t);
+    }
+
+    pub(super) fn set_mtime(&mut self, t: Timespec) {
+        self.times.set(MTIME, t);
+    }
+
+    pub(super) fn set_ctime(&mut self, t: Timespec) {
+        self.times.set(CTIME, t);
+    }
+
     pub(super) fn is_dir(&self) -> bool {
         matches!(self.kind, Kind::Dir(_))
     }
@@ -71,8 +135,8 @@ impl State {
 
     /// Stamps mtime and ctime.
     pub(super) fn stamp_mc(&mut self, now: Timespec) {
-        self.mtime = now;
-        self.ctime = now;
+        self.set_mtime(now);
+        self.set_ctime(now);
     }
 }
 
@@ -131,10 +195,10 @@ impl Tmpfs {
             size,
             blocks,
             blksize: PAGE_SIZE as u32,
-            atime: st.atime,
-            mtime: st.mtime,
-            ctime: st.ctime,
-            btime: st.btime,
+            atime: st.atime(),
+            mtime: st.mtime(),
+            ctime: st.ctime(),
+            btime: st.btime(),
         }
     }
 
@@ -207,22 +271,22 @@ impl Tmpfs {
             SetTime::At(t) => t,
         };
         if let Some(t) = set.atime {
-            st.atime = at(t);
+            st.set_atime(at(t));
         }
         if let Some(t) = set.mtime {
-            st.mtime = at(t);
+            st.set_mtime(at(t));
         }
         if let Some(size) = set.size
             && let Kind::Reg(f) = &mut st.kind
             && self.set_size(f, size)?
         {
             if set.mtime.is_none() {
-                st.mtime = now;
+                st.set_mtime(now);
             }
             any = true;
         }
         if any && !set.no_ctime {
-            st.ctime = now;
+            st.set_ctime(now);
         }
         Ok(self.attr(ino, &st))
     }

@@ -103,7 +103,7 @@ mod rename;
 mod xattr;
 
 use dir::Dir;
-use inode::{Inode, Kind, State, rd};
+use inode::{Inode, Kind, State, Times, rd};
 use pages::RegFile;
 
 pub use memfd::{holds_kernel_fd, kernel_fds_in};
@@ -242,12 +242,9 @@ impl Tmpfs {
             uid: opts.uid,
             gid: opts.gid,
             nlink: 2,
-            atime: now,
-            mtime: now,
-            ctime: now,
-            btime: now,
+            times: Times::all(now),
             linkable: false,
-            kind: Kind::Dir(Dir::new()),
+            kind: Kind::Dir(Box::new(Dir::new())),
         };
         fs.insert_inode(ROOT_INO, ROOT_INO, root);
         fs
@@ -362,7 +359,7 @@ impl FileSystem for Tmpfs {
     }
 
     fn mkdir(&self, dir: Ino, name: &[u8], new: NewInode) -> Result<Attr, Errno> {
-        self.make_node(dir, name, new, Kind::Dir(Dir::new()))
+        self.make_node(dir, name, new, Kind::Dir(Box::new(Dir::new())))
     }
 
     fn symlink(&self, dir: Ino, name: &[u8], target: &[u8], new: NewInode) -> Result<Attr, Errno> {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::dir::{DIR_OFFSET_FIRST, READDIR_BATCH, check_name};
-use super::inode::{Inode, Kind, State, lock_all, rd, wr};
+use super::inode::{Inode, Kind, State, Times, lock_all, rd, wr};
 use super::pages::RegFile;
 use super::{DIR_OFFSET_EOD, SHORT_SYMLINK_LEN, SYMLINK_MAX, Tmpfs};
 use crate::errno::Errno;
@@ -76,10 +76,7 @@ impl Tmpfs {
             uid: new.uid,
             gid,
             nlink: if is_dir { 2 } else { 1 },
-            atime: now,
-            mtime: now,
-            ctime: now,
-            btime: now,
+            times: Times::all(now),
             linkable: false,
             kind,
         };
@@ -147,10 +144,7 @@ impl Tmpfs {
             uid: new.uid,
             gid,
             nlink: 0,
-            atime: now,
-            mtime: now,
-            ctime: now,
-            btime: now,
+            times: Times::all(now),
             linkable: true,
             kind: Kind::Reg(RegFile::default()),
         };
@@ -216,7 +210,7 @@ impl Tmpfs {
         ds.stamp_mc(now);
         is.nlink += 1;
         is.linkable = false;
-        is.ctime = now;
+        is.set_ctime(now);
         Ok(self.attr(ino, is))
     }
 
@@ -234,7 +228,7 @@ impl Tmpfs {
             cs.nlink = cs.nlink.saturating_sub(1);
             let now = Timespec::now();
             ds.stamp_mc(now);
-            cs.ctime = now;
+            cs.set_ctime(now);
             Ok(())
         })
     }
@@ -250,7 +244,7 @@ impl Tmpfs {
             ds.nlink = ds.nlink.saturating_sub(1);
             let now = Timespec::now();
             ds.stamp_mc(now);
-            cs.ctime = now;
+            cs.set_ctime(now);
             Ok(())
         })
     }

@@ -174,7 +174,7 @@ impl Rename<'_> {
         } else {
             self.replace(&mut r, now)?;
         }
-        r.src.ctime = now;
+        r.src.set_ctime(now);
         r.od.stamp_mc(now);
         r.ndir().stamp_mc(now);
         Ok(())
@@ -316,7 +316,7 @@ impl Rename<'_> {
             }
         }
         if let Some(t) = r.tgt.as_deref_mut() {
-            t.ctime = now;
+            t.set_ctime(now);
         }
         Ok(())
     }
@@ -346,7 +346,7 @@ impl Rename<'_> {
                     }
                     t.nlink = t.nlink.saturating_sub(1);
                 }
-                t.ctime = now;
+                t.set_ctime(now);
                 slot.map_or(DIR_OFFSET_MIN, |s| s.offset)
             }
             (None, None) => return Err(Errno::ESTALE),

@@ -77,7 +77,7 @@ impl Tmpfs {
                 }
             }
         }
-        st.ctime = Timespec::now();
+        st.set_ctime(Timespec::now());
         Ok(())
     }
 
