@@ -50,12 +50,19 @@ pub struct FastPaths {
     /// is taken only to insert (searching again under it); off, the first
     /// search takes the lock too, so a miss takes it twice.
     pub icache_lockless: bool,
+    /// Issue 16: a lookup whose whole path was resolved before, from the
+    /// same starting point with the same credentials, is answered from a
+    /// full-path cache in a constant number of hash operations, trusted
+    /// while nothing in the namespace changed since; off, every lookup
+    /// walks component by component (the lockless walk, then the locked
+    /// one).
+    pub path_cache: bool,
 }
 
 /// Name, description and accessor of every switch, in a stable order.
 type Switch = (&'static str, &'static str, fn(&mut FastPaths) -> &mut bool);
 
-const SWITCHES: [Switch; 6] = [
+const SWITCHES: [Switch; 7] = [
     (
         "close_sync",
         "seed 000: close(2) releases the file synchronously",
@@ -86,7 +93,14 @@ const SWITCHES: [Switch; 6] = [
         "seed 002: inode cache searched without the hash lock",
         |f| &mut f.icache_lockless,
     ),
+    ("path_cache", "issue 16: full-path lookup cache", |f| {
+        &mut f.path_cache
+    }),
 ];
+
+/// The seed switches: the first six of [`SWITCHES`]. [`FastPaths::
+/// all_combinations`] enumerates these; the later switches follow them.
+const SEED_SWITCHES: usize = 6;
 
 impl FastPaths {
     /// All fast paths off: the kernel before the seed patches.
@@ -98,6 +112,7 @@ impl FastPaths {
             fget_masked: false,
             alloc_fd_fast: false,
             icache_lockless: false,
+            path_cache: false,
         }
     }
 
@@ -110,6 +125,7 @@ impl FastPaths {
             fget_masked: true,
             alloc_fd_fast: true,
             icache_lockless: true,
+            path_cache: true,
         }
     }
 
@@ -144,13 +160,29 @@ impl FastPaths {
         self
     }
 
-    /// Every combination of the switches (2^n values), for tests that check
-    /// the switches never change observable results.
+    /// Every combination of the seed switches (64 values), for tests that
+    /// check the switches never change observable results. The switches
+    /// added after the seeds (`path_cache`) do not double the count: each
+    /// is on in half of the combinations (by the parity of the seed
+    /// switches that are on), so each side runs with every seed switch on
+    /// and off; `stock()` and `seeds()` are among them.
     pub fn all_combinations() -> impl Iterator<Item = FastPaths> {
-        (0u32..1 << SWITCHES.len()).map(|bits| {
+        (0u32..1 << SEED_SWITCHES).map(|bits| {
             let mut f = FastPaths::stock();
-            for (i, s) in SWITCHES.iter().enumerate() {
+            for (i, s) in SWITCHES.iter().enumerate().take(SEED_SWITCHES) {
                 *(s.2)(&mut f) = bits & (1 << i) != 0;
+            }
+            // Parity: 0 for stock (no bit), 0 for seeds (six bits), so
+            // both presets appear as themselves; flip it for the others
+            // with an even count so that half the values have it on.
+            let ones = bits.count_ones();
+            let on = match ones {
+                0 => false,
+                n if n == SEED_SWITCHES as u32 => true,
+                n => n % 2 == 1,
+            };
+            for s in SWITCHES.iter().skip(SEED_SWITCHES) {
+                *(s.2)(&mut f) = on;
             }
             f
         })
@@ -227,6 +259,26 @@ mod tests {
         assert_eq!(all.len(), 64);
         for f in all {
             assert_eq!(FastPaths::parse(&f.to_string()).unwrap(), f, "{f}");
+        }
+    }
+
+    #[test]
+    fn combinations_cover_both_sides_of_later_switches() {
+        let all: Vec<_> = FastPaths::all_combinations().collect();
+        assert!(all.contains(&FastPaths::stock()));
+        assert!(all.contains(&FastPaths::seeds()));
+        let on = all.iter().filter(|f| f.path_cache).count();
+        assert!(on > 16 && on < 48, "{on}");
+        for (name, _) in FastPaths::switches().take(SEED_SWITCHES) {
+            for side in [false, true] {
+                for pc in [false, true] {
+                    assert!(
+                        all.iter()
+                            .any(|f| f.get(name) == Some(side) && f.path_cache == pc),
+                        "{name}={side} path_cache={pc}"
+                    );
+                }
+            }
         }
     }
 

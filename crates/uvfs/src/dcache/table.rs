@@ -23,7 +23,23 @@ impl DentryCache {
             nr: AtomicUsize::new(0),
             limit,
             shutdown: AtomicBool::new(false),
+            ns_gen: crossbeam_utils::CachePadded::new(AtomicU64::new(0)),
         }
+    }
+
+    /// The namespace generation (see the field): read before a walk whose
+    /// result is remembered, and again to trust a remembered one. SeqCst,
+    /// so that a reader pinned before its load that still sees an old
+    /// generation was pinned before any dentry death counted after it.
+    #[inline]
+    pub(crate) fn ns_gen(&self) -> u64 {
+        self.ns_gen.load(Ordering::SeqCst)
+    }
+
+    /// Counts a namespace change, after it is visible (or a death, before
+    /// the memory is retired).
+    pub(crate) fn ns_changed(&self) {
+        self.ns_gen.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Dentries alive.
@@ -244,6 +260,7 @@ impl DentryCache {
         dr.flags.fetch_and(!HASHED, Ordering::Release);
         dr.count.fetch_and(!C_HASHED, Ordering::Release);
         dr.write_end();
+        self.ns_changed();
     }
 
     /// `d_drop`: unhashes a dentry the caller holds, so lookups miss it
@@ -293,6 +310,10 @@ impl DentryCache {
         d.hash.store(hash, Ordering::Relaxed);
         d.write_end();
         self.hash_in(d.0, hash);
+        // The move is complete and visible: a walk that reads the new
+        // generation sees the new name (the unhash above counted too, but
+        // before the dentry reached its new place).
+        self.ns_changed();
         if let Some(n) = NonNull::new(old_name) {
             // SAFETY: the old name is unreachable now; pinned readers may
             // still hold it, so it goes after a grace period.
