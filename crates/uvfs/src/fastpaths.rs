@@ -1,14 +1,16 @@
 //! The A/B switches: one [`FastPaths`] value, fixed when a [`Vfs`](crate::Vfs)
 //! is built, chooses for each seed's fast path between the seed's code and
-//! the code Linux ran before it. Both sides of every switch are real code
-//! paths doing real work; nothing imitates a cost.
+//! the code Linux ran before it; uvfs's own fast paths (`path_cache`) follow
+//! the seeds', with the per-component walk Linux runs as their stock side.
+//! Both sides of every switch are real code paths doing real work; nothing
+//! imitates a cost.
 
 use crate::errno::Errno;
 use std::fmt;
 
 /// Which fast paths a VFS instance runs. Every field `true` is [`seeds()`]
-/// (the kernel after the seed patches), every field `false` is [`stock()`]
-/// (before them).
+/// (the kernel after the seed patches, plus uvfs's own fast paths), every
+/// field `false` is [`stock()`] (before them).
 ///
 /// ```
 /// use uvfs::FastPaths;
@@ -116,7 +118,8 @@ impl FastPaths {
         }
     }
 
-    /// All fast paths on: the kernel after the seed patches.
+    /// All fast paths on: the kernel after the seed patches, and uvfs's
+    /// own (`path_cache`).
     pub const fn seeds() -> Self {
         FastPaths {
             close_sync: true,

@@ -6,13 +6,17 @@
 //! four credentials from their own cwds, each lookup made twice in a row so
 //! the second can be answered from the cache. The same sequence runs with
 //! the cache on and off, under both presets (seeds and stock for the other
-//! switches); every result must be the same. The walk with the cache off
+//! switches), and with a dentry cache small enough that evictions keep
+//! ending directories' completeness (the switch's other half: a miss in a
+//! directory made by mkdir skips the file system); every result must be the
+//! same. The walk with the cache off
 //! is the one the host differential tests (`path_differential` and the
 //! others) hold to the kernel, so it is the oracle here.
 //!
-//! A second test races lookups against a renamer on several threads and
-//! checks, by counting renames, that no lookup begun after a rename
-//! returned sees the old name.
+//! Two more race lookups of a file 12 components deep against a renamer (a
+//! plain rename, and `RENAME_EXCHANGE`) on several threads and check, by
+//! counting renames, that no lookup begun after a rename returned sees the
+//! old target.
 
 mod support;
 use std::sync::Arc;
@@ -81,8 +85,13 @@ struct World {
 }
 
 impl World {
-    fn new(fast: FastPaths) -> World {
-        let vfs = Vfs::builder().fastpaths(fast).build();
+    /// `dcache_limit`: unused dentries kept (small: evictions, which end a
+    /// directory's completeness, happen all along).
+    fn new(fast: FastPaths, dcache_limit: usize) -> World {
+        let vfs = Vfs::builder()
+            .fastpaths(fast)
+            .dcache_limit(dcache_limit)
+            .build();
         let mut root = Process::new(&vfs).unwrap();
         for d in ["/a", "/a/b", "/a/b/c", "/b", "/b/c", "/c"] {
             root.mkdir(d, 0o755).unwrap();
@@ -242,10 +251,15 @@ impl World {
 
 #[test]
 fn cache_on_and_off_agree_under_both_presets() {
-    for preset in [FastPaths::seeds(), FastPaths::stock()] {
-        for seed in [1u64, 0x16, 0xcafe, 4242] {
-            let off = World::new(preset.with("path_cache", false)).run(seed);
-            let on = World::new(preset.with("path_cache", true)).run(seed);
+    let runs = [
+        (FastPaths::seeds(), 1 << 20, [1u64, 0x16, 0xcafe]),
+        (FastPaths::stock(), 1 << 20, [1, 0x16, 4242]),
+        (FastPaths::seeds(), 12, [7, 0xbeef, 99]),
+    ];
+    for (preset, limit, seeds) in runs {
+        for seed in seeds {
+            let off = World::new(preset.with("path_cache", false), limit).run(seed);
+            let on = World::new(preset.with("path_cache", true), limit).run(seed);
             // The sequence must exercise what it claims to.
             for what in ["Ok(())", "EACCES", "ENOENT", "ENOTDIR", "ino "] {
                 assert!(
@@ -254,7 +268,10 @@ fn cache_on_and_off_agree_under_both_presets() {
                 );
             }
             for (x, y) in off.iter().zip(&on) {
-                assert_eq!(x, y, "{preset} seed {seed}: cache off (left) vs on (right)");
+                assert_eq!(
+                    x, y,
+                    "{preset} dcache limit {limit} seed {seed}: cache off (left) vs on (right)"
+                );
             }
             assert_eq!(off.len(), on.len());
         }
