@@ -422,12 +422,17 @@ impl<'a> Nd<'a> {
         }
         // A complete directory (every positive entry cached, see
         // `Dentry::is_complete`) need not ask the file system about a
-        // well-formed name the cache lacks.
-        if dir.is_complete()
-            && !name.is_empty()
+        // well-formed name the cache lacks, unless the name's dentry is
+        // dying (the search above skipped it, and its killer may not have
+        // cleared the mark yet): that is checked first, under the bucket
+        // lock, so the mark read after it reflects any eviction that has
+        // unhashed the name.
+        if !name.is_empty()
             && name != b"."
             && name != b".."
             && !name.contains(&b'/')
+            && !dc.has_dying(dir, name)
+            && dir.is_complete()
         {
             return Ok(dc.d_alloc(dir, name));
         }

@@ -156,6 +156,33 @@ impl DentryCache {
         None
     }
 
+    /// Whether `parent`'s child `name` is hashed but dying (`DEAD` set by
+    /// a final put or the shrinker, not unhashed yet): a search misses it,
+    /// though the name may still exist. Searched under the bucket lock, so
+    /// a `false` comes after the unhash of any such dentry, and so after
+    /// whatever its killer did before unhashing (see
+    /// [`Dentry::is_complete`]).
+    pub(crate) fn has_dying(&self, parent: &DentryRef, name: &[u8]) -> bool {
+        let hash = name_hash(parent.0.as_ptr(), name);
+        let b = self.bucket(hash);
+        let _g = self.bucket_lock(b);
+        let mut p = self.buckets[b].load(Ordering::Acquire);
+        while let Some(d) = NonNull::new(p) {
+            // SAFETY: hashed dentries are alive while the bucket lock is held.
+            let dr = unsafe { d.as_ref() };
+            if dr.hash.load(Ordering::Relaxed) == hash
+                && dr.parent.load(Ordering::Relaxed) == parent.0.as_ptr()
+                // SAFETY: as in `lookup_locked`.
+                && unsafe { &*dr.name.load(Ordering::Acquire) }.with(|n| name_eq(n, name))
+                && dr.count.load(Ordering::Acquire) & DEAD != 0
+            {
+                return true;
+            }
+            p = dr.next.load(Ordering::Acquire);
+        }
+        false
+    }
+
     /// A fresh, unhashed, unlisted child of `parent` named `name` holding a
     /// reference on `parent`, counted in the cache; and its hash.
     pub(super) fn new_child(&self, parent: &DentryRef, name: &[u8]) -> (NonNull<Dentry>, u64) {
