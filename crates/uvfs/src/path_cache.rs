@@ -22,8 +22,8 @@
 //! and touch no atime. So an entry's answer depends only on the hashed
 //! dentries along the path, their names, parents and permission snapshots,
 //! and the mounts on them. Every change to those is counted in the dentry
-//! cache's namespace generation ([`DentryCache::ns_gen`](crate::dcache::
-//! DentryCache)), after the change is visible: an unhash (unlink, rmdir, a
+//! cache's namespace generation (`DentryCache::ns_gen`), after the change
+//! is visible: an unhash (unlink, rmdir, a
 //! rename's victim, a pruned child, an evicted dentry), a move (rename),
 //! a chmod or chown that changes a permission snapshot, a mount; and every
 //! dentry death before its memory is retired. The filler reads the
