@@ -187,6 +187,15 @@ const ROWS: &[Row] = &[
         evidence: "blogbench reads +8% to +15%",
         published: Some((8.0, 15.0)),
     },
+    Row {
+        seed: "016",
+        test: Test::Stat12,
+        metric: Metric::Ops,
+        switch: "path_cache",
+        what: "full-path lookup cache (issue 16)",
+        evidence: "target: 12 components <= 1.2x 1",
+        published: None,
+    },
     // Not a kernel seed: uvfs's own fast path (issue 19), numbered after
     // its issue so the rows stay sorted; no published figure.
     Row {
@@ -224,6 +233,9 @@ const VERSUS: &[Test] = &[
     Test::Unlink1,
     Test::Unlink2,
     Test::Openneg,
+    Test::Stat1,
+    Test::Stat12,
+    Test::Open12,
     Test::Getfl,
     Test::Dup100,
     Test::Fstree,

@@ -25,6 +25,8 @@
 //! | unlink2 | own directory `W/willitscale.N.d` | create `willitscale` in it, close, unlink |
 //! | openneg | nothing | open `W/nonexistent` read-only, expect `ENOENT` |
 //! | stat1 | own file `W/willitscale.N` | `stat` it |
+//! | stat12 | own file 12 components below `W`: `W/willitscale.N.d/d1/…/d10/willitscale` | `stat` it (against stat1: what 11 more components cost) |
+//! | open12 | the same file as stat12 | open it `O_RDWR`, close (against open1) |
 //! | seqread | own 64 MiB file `W/willitscale.N`, kept open | read 1 MiB; at end of file, seek to 0 (that read is not counted) |
 //! | seqwrite | own empty file `W/willitscale.N`, kept open | write 1 MiB; after 64 MiB, seek to 0 |
 //! | rmdir1 | own name `W/willitscale.N.d` | mkdir it, stat `missing` in it (`ENOENT`: a negative entry), rmdir it |
@@ -125,6 +127,9 @@ pub const SEQ_FILESIZE: usize = 64 * SEQ_REQUEST;
 /// 68th: with the first fds at 3 or so, past the first 64-bit word).
 const DUP100_COPIES: usize = 100;
 const DUP100_HOLE: usize = 67;
+/// stat12/open12: directories between the task's own directory and its
+/// file (own directory + 10 + the file = 12 components below `W`).
+const DEEP_DIRS: usize = 10;
 
 /// A test by name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -165,6 +170,10 @@ pub enum Test {
     Fstree,
     /// stat(2) of its own file.
     Stat1,
+    /// stat(2) of its own file 12 components below the work directory.
+    Stat12,
+    /// open/close of its own file 12 components below the work directory.
+    Open12,
     /// Sequential 1 MiB reads through its own 64 MiB file.
     Seqread,
     /// Sequential 1 MiB writes through its own 64 MiB file.
@@ -254,6 +263,17 @@ pub const TESTS: &[Entry] = &[
         name: "stat1",
         test: Some(Test::Stat1),
         description: "stat(2) of its own file: a path walk and the attributes",
+    },
+    Entry {
+        name: "stat12",
+        test: Some(Test::Stat12),
+        description: "stat(2) of its own file 12 components below W (stat1's is 1): path walk \
+            cost by depth (issue 16: the path cache)",
+    },
+    Entry {
+        name: "open12",
+        test: Some(Test::Open12),
+        description: "open/close of its own file 12 components below W (open1's is 1)",
     },
     Entry {
         name: "seqread",
@@ -604,6 +624,19 @@ pub fn setup<S: Sys>(test: Test, sys: &mut S, env: &Env<'_>, n: usize) -> Result
             }
         }
         Test::Open3 => st.path = shared_file(workdir),
+        Test::Stat12 | Test::Open12 => {
+            let dir = own_dir(workdir, n);
+            let mut at = dir.to_str().expect("UTF-8 path").to_owned();
+            sys.mkdir(&dir, 0o700)?;
+            for i in 1..=DEEP_DIRS {
+                at = format!("{at}/d{i}");
+                sys.mkdir(&cpath(at.as_str()), 0o700)?;
+            }
+            st.path = cpath(format!("{at}/willitscale"));
+            let fd = create_file(sys, &st.path, 0)?;
+            sys.close(fd)?;
+            st.dir = Some(dir);
+        }
         Test::Openneg => st.path = cpath(format!("{workdir}/nonexistent")),
         Test::Rmdir1 => {
             let dir = own_dir(workdir, n);
@@ -671,6 +704,9 @@ pub fn teardown<S: Sys>(sys: &mut S, st: TaskState) -> Result<(), Errno> {
     }
     if st.unlink_path {
         sys.unlink(&st.path)?;
+    }
+    if let (Test::Stat12 | Test::Open12, Some(dir)) = (st.test, &st.dir) {
+        return crate::backend::remove_tree(sys, dir);
     }
     if let Some(dir) = &st.dir {
         // unlink2 may have been stopped by an error between its create and
@@ -747,7 +783,7 @@ pub fn run<S: Sys>(sys: &mut S, st: &mut TaskState, c: &Counters<'_>) -> Result<
     let path = st.path.as_c_str();
     let buf = &mut st.buf[..];
     match st.test {
-        Test::Open1 | Test::Open2 | Test::Open3 => iterate(count, stop, || {
+        Test::Open1 | Test::Open2 | Test::Open3 | Test::Open12 => iterate(count, stop, || {
             let fd = sys.open(path, uapi::O_RDWR, 0)?;
             sys.close(fd)
         }),
@@ -764,7 +800,7 @@ pub fn run<S: Sys>(sys: &mut S, st: &mut TaskState, c: &Counters<'_>) -> Result<
             }
             Ok(())
         }),
-        Test::Stat1 => iterate(count, stop, || sys.stat(path).map(drop)),
+        Test::Stat1 | Test::Stat12 => iterate(count, stop, || sys.stat(path).map(drop)),
         // A short read or write ends the test (EIO): every counted
         // operation moved exactly SEQ_REQUEST bytes, so bandwidth is
         // ops/s x 1 MiB.

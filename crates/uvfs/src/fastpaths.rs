@@ -1,14 +1,16 @@
 //! The A/B switches: one [`FastPaths`] value, fixed when a [`Vfs`](crate::Vfs)
 //! is built, chooses for each seed's fast path between the seed's code and
-//! the code Linux ran before it. Both sides of every switch are real code
-//! paths doing real work; nothing imitates a cost.
+//! the code Linux ran before it; uvfs's own fast paths (`path_cache`) follow
+//! the seeds', with the per-component walk Linux runs as their stock side.
+//! Both sides of every switch are real code paths doing real work; nothing
+//! imitates a cost.
 
 use crate::errno::Errno;
 use std::fmt;
 
 /// Which fast paths a VFS instance runs. Every field `true` is [`seeds()`]
-/// (the kernel after the seed patches), every field `false` is [`stock()`]
-/// (before them).
+/// (the kernel after the seed patches, plus uvfs's own fast paths), every
+/// field `false` is [`stock()`] (before them).
 ///
 /// ```
 /// use uvfs::FastPaths;
@@ -55,12 +57,19 @@ pub struct FastPaths {
     /// without atomic read-modify-writes (alloc_fd, close, dup); off, every
     /// writer takes the lock, as Linux always takes `files->file_lock`.
     pub fd_single_user: bool,
+    /// Issue 16: a lookup whose whole path was resolved before, from the
+    /// same starting point with the same credentials, is answered from a
+    /// full-path cache in a constant number of hash operations, trusted
+    /// while nothing in the namespace changed since; off, every lookup
+    /// walks component by component (the lockless walk, then the locked
+    /// one).
+    pub path_cache: bool,
 }
 
 /// Name, description and accessor of every switch, in a stable order.
 type Switch = (&'static str, &'static str, fn(&mut FastPaths) -> &mut bool);
 
-const SWITCHES: [Switch; 7] = [
+const SWITCHES: [Switch; 8] = [
     (
         "close_sync",
         "seed 000: close(2) releases the file synchronously",
@@ -96,9 +105,12 @@ const SWITCHES: [Switch; 7] = [
         "uvfs: an fd table with one user is written without its lock",
         |f| &mut f.fd_single_user,
     ),
+    ("path_cache", "issue 16: full-path lookup cache", |f| {
+        &mut f.path_cache
+    }),
 ];
 
-/// The seed switches (the first entries of `SWITCHES`): the ones
+/// The seed switches (the first six of [`SWITCHES`]): the ones
 /// [`FastPaths::all_combinations`] combines exhaustively.
 const SEED_SWITCHES: usize = 6;
 
@@ -113,10 +125,12 @@ impl FastPaths {
             alloc_fd_fast: false,
             icache_lockless: false,
             fd_single_user: false,
+            path_cache: false,
         }
     }
 
-    /// All fast paths on: the kernel after the seed patches.
+    /// All fast paths on: the kernel after the seed patches, and uvfs's
+    /// own (`path_cache`).
     pub const fn seeds() -> Self {
         FastPaths {
             close_sync: true,
@@ -126,6 +140,7 @@ impl FastPaths {
             alloc_fd_fast: true,
             icache_lockless: true,
             fd_single_user: true,
+            path_cache: true,
         }
     }
 
@@ -160,30 +175,40 @@ impl FastPaths {
         self
     }
 
-    /// Every combination of the seed switches (2^6 values, the later
-    /// switches off), then the two presets with each later switch flipped
-    /// (`seeds` with it off is among the 64; `seeds` itself, and `stock`
-    /// with it on), for tests that check the switches never change
-    /// observable results. Each switch beyond the seeds adds two values,
-    /// not a doubling.
+    /// Every combination of the seed switches (2^6 values), with the
+    /// switches beyond the seeds (`fd_single_user`, `path_cache`) on in
+    /// half of them (by the parity of the seed switches that are on;
+    /// `stock()` and `seeds()` are among them as themselves); then, for
+    /// each switch beyond the seeds, `seeds()` with it alone off and
+    /// `stock()` with it alone on. For tests that check the switches never
+    /// change observable results: each later switch adds two values, not a
+    /// doubling.
     pub fn all_combinations() -> impl Iterator<Item = FastPaths> {
         let seeds = (0u32..1 << SEED_SWITCHES).map(|bits| {
             let mut f = FastPaths::stock();
-            for (i, s) in SWITCHES[..SEED_SWITCHES].iter().enumerate() {
+            for (i, s) in SWITCHES.iter().enumerate().take(SEED_SWITCHES) {
                 *(s.2)(&mut f) = bits & (1 << i) != 0;
+            }
+            // Parity: 0 for stock (no bit), 0 for seeds (six bits), so
+            // both presets appear as themselves; flip it for the others
+            // with an even count so that half the values have it on.
+            let ones = bits.count_ones();
+            let on = match ones {
+                0 => false,
+                n if n == SEED_SWITCHES as u32 => true,
+                n => n % 2 == 1,
+            };
+            for s in SWITCHES.iter().skip(SEED_SWITCHES) {
+                *(s.2)(&mut f) = on;
             }
             f
         });
-        let later = SWITCHES[SEED_SWITCHES..].iter().flat_map(|s| {
-            let mut on_stock = FastPaths::stock();
-            *(s.2)(&mut on_stock) = true;
-            let mut on_seeds = FastPaths::seeds();
-            for t in &SWITCHES[SEED_SWITCHES..] {
-                // By name: SWITCHES is a `const`, so each use may be its own
-                // copy, and addresses of its items need not match.
-                *(t.2)(&mut on_seeds) = s.0 == t.0;
-            }
-            [on_seeds, on_stock]
+        let later = SWITCHES.iter().skip(SEED_SWITCHES).flat_map(|s| {
+            let mut off_in_seeds = FastPaths::seeds();
+            *(s.2)(&mut off_in_seeds) = false;
+            let mut on_in_stock = FastPaths::stock();
+            *(s.2)(&mut on_in_stock) = true;
+            [off_in_seeds, on_in_stock]
         });
         seeds.chain(later)
     }
@@ -256,7 +281,7 @@ mod tests {
     #[test]
     fn display_round_trips_every_combination() {
         let all: Vec<_> = FastPaths::all_combinations().collect();
-        assert_eq!(all.len(), 66);
+        assert_eq!(all.len(), 68);
         assert!(all.contains(&FastPaths::seeds()));
         assert!(all.contains(&FastPaths::stock()));
         assert!(all.contains(&FastPaths::seeds().with("fd_single_user", false)));
@@ -265,6 +290,26 @@ mod tests {
         assert_eq!(distinct.len(), all.len());
         for f in all {
             assert_eq!(FastPaths::parse(&f.to_string()).unwrap(), f, "{f}");
+        }
+    }
+
+    #[test]
+    fn combinations_cover_both_sides_of_later_switches() {
+        let all: Vec<_> = FastPaths::all_combinations().collect();
+        assert!(all.contains(&FastPaths::stock()));
+        assert!(all.contains(&FastPaths::seeds()));
+        let on = all.iter().filter(|f| f.path_cache).count();
+        assert!(on > 16 && on < 48, "{on}");
+        for (name, _) in FastPaths::switches().take(SEED_SWITCHES) {
+            for side in [false, true] {
+                for pc in [false, true] {
+                    assert!(
+                        all.iter()
+                            .any(|f| f.get(name) == Some(side) && f.path_cache == pc),
+                        "{name}={side} path_cache={pc}"
+                    );
+                }
+            }
         }
     }
 

@@ -24,6 +24,7 @@ use crate::cred::{Cred, MAY_EXEC, permission};
 use crate::dcache::{Dentry, DentryRef};
 use crate::errno::Errno;
 use crate::fs::S_ISVTX;
+use crate::path_cache::{Key, Outcome, PathCache};
 use crate::primitive::sync::lock;
 use crate::reclaim;
 use crate::vfs::Vfs;
@@ -134,6 +135,15 @@ struct Walk {
     links: u32,
 }
 
+/// How a lockless walk ended: its answer, and the dentry it read the
+/// answer from with that dentry's sequence count (what the path cache
+/// remembers).
+struct RcuEnd {
+    result: Result<DentryRef, Errno>,
+    dentry: NonNull<Dentry>,
+    seq: u32,
+}
+
 impl<'a> Nd<'a> {
     pub(crate) fn new(vfs: &'a Vfs, cred: &'a Cred, root: &'a DentryRef) -> Nd<'a> {
         Nd { vfs, cred, root }
@@ -154,8 +164,12 @@ impl<'a> Nd<'a> {
                 Err(Errno::ENOENT)
             };
         }
-        if let Some(r) = self.lookup_rcu(start, path, flags) {
-            return r;
+        if let Some(pc) = self.vfs.path_cache() {
+            if let Some(r) = self.lookup_cached(pc, start, path, flags) {
+                return r;
+            }
+        } else if let Some(r) = self.lookup_rcu(start, path, flags) {
+            return r.result;
         }
         let mut w = Walk {
             cur: start.clone(),
@@ -406,6 +420,22 @@ impl<'a> Nd<'a> {
         if name.len() > dir.sb().limits.name_max {
             return Err(Errno::ENAMETOOLONG);
         }
+        // A complete directory (every positive entry cached, see
+        // `Dentry::is_complete`) need not ask the file system about a
+        // well-formed name the cache lacks, unless the name's dentry is
+        // dying (the search above skipped it, and its killer may not have
+        // cleared the mark yet): that is checked first, under the bucket
+        // lock, so the mark read after it reflects any eviction that has
+        // unhashed the name.
+        if !name.is_empty()
+            && name != b"."
+            && name != b".."
+            && !name.contains(&b'/')
+            && !dc.has_dying(dir, name)
+            && dir.is_complete()
+        {
+            return Ok(dc.d_alloc(dir, name));
+        }
         match dir.sb().fs.lookup(dir.ino(), name) {
             Ok(attr) => {
                 let inode = iget(self.vfs, dir.sb(), &attr)?;
@@ -416,13 +446,46 @@ impl<'a> Nd<'a> {
         }
     }
 
-    /// The lockless walk; `None` to fall back to the locked walk.
-    fn lookup_rcu(
+    /// `lookup` through the full-path cache: a valid entry answers; else
+    /// the lockless walk answers and its answer is remembered. `None` to
+    /// fall back to the locked walk (see [`path_cache`](crate::path_cache)
+    /// for why an entry stays true).
+    #[inline]
+    fn lookup_cached(
         &self,
+        pc: &PathCache,
         start: &DentryRef,
         path: &[u8],
         flags: u32,
     ) -> Option<Result<DentryRef, Errno>> {
+        let base = if path.first() == Some(&b'/') {
+            self.root.as_ptr()
+        } else {
+            start.as_ptr()
+        };
+        let Some(key) = Key::new(base, path, flags & (FOLLOW | DIRECTORY), self.cred) else {
+            return self.lookup_rcu(start, path, flags).map(|e| e.result);
+        };
+        let dc = &self.vfs.caches().dcache;
+        if let Some(r) = pc.find(dc, &key) {
+            return Some(r);
+        }
+        // Read before the walk: a change the walk may have missed moves the
+        // generation past what the entry records.
+        let generation = dc.ns_gen();
+        let end = self.lookup_rcu(start, path, flags)?;
+        let outcome = match end.result {
+            Ok(_) => Outcome::Found,
+            Err(Errno::ENOENT) => Outcome::NoEnt,
+            Err(Errno::ENOTDIR) => Outcome::NotDir,
+            Err(_) => return Some(end.result),
+        };
+        pc.put(&key, generation, end.dentry, end.seq, outcome);
+        Some(end.result)
+    }
+
+    /// The lockless walk; `None` to fall back to the locked walk.
+    fn lookup_rcu(&self, start: &DentryRef, path: &[u8], flags: u32) -> Option<RcuEnd> {
         let _pin = reclaim::pin();
         let dc = &self.vfs.caches().dcache;
         let mut rest = path;
@@ -435,9 +498,15 @@ impl<'a> Nd<'a> {
         let mut seq = unsafe { cur.as_ref() }.read_seq()?;
         // SAFETY: as above.
         let mut snap = unsafe { cur.as_ref() }.snap()?;
+        // The answer, with the dentry it was read from and its count.
+        let ended = |cur: NonNull<Dentry>, seq: u32, result| RcuEnd {
+            result,
+            dentry: cur,
+            seq,
+        };
         if rest.is_empty() {
             // "/" alone.
-            return DentryRef::legitimize(cur, seq).map(Ok);
+            return DentryRef::legitimize(cur, seq).map(|r| ended(cur, seq, Ok(r)));
         }
         if !snap.is_dir() {
             return None;
@@ -474,7 +543,9 @@ impl<'a> Nd<'a> {
                     }
                     match d.snap() {
                         None => {
-                            return d.seq_valid(seq).then_some(Err(Errno::ENOENT));
+                            return d
+                                .seq_valid(seq)
+                                .then(|| ended(cur, seq, Err(Errno::ENOENT)));
                         }
                         Some(s) => {
                             if s.is_symlink() && (!last || trailing || flags & FOLLOW != 0) {
@@ -490,15 +561,15 @@ impl<'a> Nd<'a> {
                     // SAFETY: pinned.
                     return unsafe { cur.as_ref() }
                         .seq_valid(seq)
-                        .then_some(Err(Errno::ENOTDIR));
+                        .then(|| ended(cur, seq, Err(Errno::ENOTDIR)));
                 }
-                return DentryRef::legitimize(cur, seq).map(Ok);
+                return DentryRef::legitimize(cur, seq).map(|r| ended(cur, seq, Ok(r)));
             }
             if !snap.is_dir() {
                 // SAFETY: pinned.
                 return unsafe { cur.as_ref() }
                     .seq_valid(seq)
-                    .then_some(Err(Errno::ENOTDIR));
+                    .then(|| ended(cur, seq, Err(Errno::ENOTDIR)));
             }
             rest = after;
         }

@@ -14,6 +14,7 @@ use crate::fs::FileSystem;
 use crate::fs::tmpfs::{Tmpfs, TmpfsOptions};
 use crate::icache::InodeCache;
 use crate::mount::Mounts;
+use crate::path_cache::PathCache;
 use crate::super_block::SuperBlocks;
 use std::sync::Arc;
 
@@ -151,6 +152,8 @@ pub struct Vfs {
     sbs: Arc<SuperBlocks>,
     root: DentryRef,
     mounts: Mounts,
+    /// The full-path cache, when `path_cache` is on.
+    path_cache: Option<PathCache>,
 }
 
 impl std::fmt::Debug for Vfs {
@@ -212,6 +215,7 @@ impl Vfs {
             sbs,
             root,
             mounts: Mounts::default(),
+            path_cache: b.fast.path_cache.then(PathCache::new),
         })
     }
 
@@ -237,6 +241,12 @@ impl Vfs {
 
     pub(crate) fn caches(&self) -> &Caches {
         &self.caches
+    }
+
+    /// The full-path cache, if this instance runs one.
+    #[inline]
+    pub(crate) fn path_cache(&self) -> Option<&PathCache> {
+        self.path_cache.as_ref()
     }
 
     /// Dentries alive in the dentry cache.

@@ -94,6 +94,15 @@ pub(super) unsafe fn kill(d: NonNull<Dentry>) {
         let caches = dr.sb.caches.clone();
         let cache = &caches.dcache;
         if dr.flags.load(Ordering::Acquire) & HASHED != 0 {
+            // Evicted while its name exists: the parent is no longer
+            // complete, from before the name leaves the hash (a lookup
+            // that misses it then sees the flag cleared).
+            if !dr.inode.load(Ordering::Acquire).is_null()
+                && let Some(p) = NonNull::new(dr.parent.load(Ordering::Acquire))
+            {
+                // SAFETY: we hold the reference on the parent.
+                unsafe { p.as_ref() }.clear_complete();
+            }
             cache.unhash(d);
         }
         // Listed or not is decided by `C_LRU` in the count, not by the
@@ -146,6 +155,10 @@ pub(super) unsafe fn kill(d: NonNull<Dentry>) {
         // `rename_over_victim_vs_step_new_name`: a SIGSEGV when the victim's
         // last reference was dropped under the walker).
         let name = dr.name.load(Ordering::Acquire);
+        // A path cache entry may name this dentry: the generation moves
+        // before the memory is retired, so a reader that still sees the
+        // old generation was pinned before the retirement.
+        cache.ns_changed();
         // SAFETY: the dentry is unreachable for new walkers (unhashed, no
         // references); pinned walkers may still read it, so both are freed
         // after a grace period.

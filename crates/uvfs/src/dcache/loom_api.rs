@@ -111,6 +111,11 @@ impl World {
         &self.caches.dcache
     }
 
+    /// The dentry cache (for the path cache's models).
+    pub fn dcache(&self) -> &DentryCache {
+        &self.caches.dcache
+    }
+
     /// The root directory.
     pub fn root(&self) -> &DentryRef {
         self.root

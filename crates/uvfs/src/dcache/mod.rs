@@ -196,6 +196,13 @@ const REFERENCED: u32 = 4;
 const NOLINK: u32 = 8;
 /// A removed directory (rmdir'ed or renamed over): `S_DEAD`.
 const DEADDIR: u32 = 16;
+/// A directory every positive entry of which is in the cache (Tsai et
+/// al.'s directory completeness): a name the cache lacks is not in the
+/// file system either. Set on a directory made by `mkdir` (empty) before
+/// it is instantiated; cleared for good when a cached positive child is
+/// evicted while its name still exists (`kill` of a hashed positive
+/// dentry), before the child leaves the hash.
+const COMPLETE: u32 = 32;
 
 /// The most bucket locks (each on its own cache lines).
 const MAX_LOCKS: usize = 4096;
@@ -488,11 +495,20 @@ impl Dentry {
     /// Updates the lockless copy of the permission attributes after a chmod
     /// or chown.
     pub(crate) fn set_perm(&self, mode: u32, uid: u32, gid: u32) {
+        // Most calls (a write's size and times) leave these alone: no
+        // write section, no namespace change for the path cache.
+        if self.mode.load(Ordering::Relaxed) == mode
+            && self.uid.load(Ordering::Relaxed) == uid
+            && self.gid.load(Ordering::Relaxed) == gid
+        {
+            return;
+        }
         self.write_begin();
         self.mode.store(mode, Ordering::Relaxed);
         self.uid.store(uid, Ordering::Relaxed);
         self.gid.store(gid, Ordering::Relaxed);
         self.write_end();
+        self.sb.caches.dcache.ns_changed();
     }
 
     /// Marks an unnamed (`O_TMPFILE | O_EXCL`) file as never linkable.
@@ -503,6 +519,29 @@ impl Dentry {
     /// Marks a directory removed (`S_DEAD`): lookups in it fail.
     pub(crate) fn set_dead_dir(&self) {
         self.flags.fetch_or(DEADDIR, Ordering::Relaxed);
+    }
+
+    /// Marks a directory about to be made by `mkdir` complete (see
+    /// [`COMPLETE`]); the caller holds the parent's `dir_lock`, so no
+    /// child can be made in it yet.
+    pub(crate) fn set_complete(&self) {
+        self.flags.fetch_or(COMPLETE, Ordering::Relaxed);
+    }
+
+    /// Forgets that this directory is complete.
+    pub(crate) fn clear_complete(&self) {
+        if self.flags.load(Ordering::Relaxed) & COMPLETE != 0 {
+            self.flags.fetch_and(!COMPLETE, Ordering::SeqCst);
+        }
+    }
+
+    /// Whether every positive entry of this directory is cached: a miss
+    /// in the cache is a miss in the file system. The caller holds the
+    /// directory's `dir_lock` (no entry is being made) and has just missed
+    /// in the cache under the bucket lock (an eviction that unhashed the
+    /// name cleared the flag before).
+    pub(crate) fn is_complete(&self) -> bool {
+        self.flags.load(Ordering::Acquire) & COMPLETE != 0
     }
 
     /// Whether this directory was removed.
@@ -677,6 +716,13 @@ pub struct DentryCache {
     limit: usize,
     /// Set when the VFS is dropped: final puts kill instead of caching.
     shutdown: AtomicBool,
+    /// The namespace generation: bumped (after the change is visible) by
+    /// every change that can alter what a lockless walk resolves — an
+    /// unhash, a move, a change of a directory's permission snapshot, a
+    /// mount — and by every dentry's death (before its memory is retired).
+    /// The [path cache](crate::path_cache) trusts an entry only while the
+    /// generation it recorded is current.
+    ns_gen: crossbeam_utils::CachePadded<AtomicU64>,
 }
 
 // SAFETY: `lru` is only touched under `lru_lock`; the rest is atomics and
@@ -720,11 +766,12 @@ pub(crate) fn set_mounted(mountpoint: &DentryRef, root: Option<&DentryRef>) {
         Ordering::Release,
     );
     mountpoint.write_end();
+    mountpoint.sb.caches.dcache.ns_changed();
 }
 
 /// The dentry cache's operations as the loom models drive them.
 #[cfg(all(test, loom))]
-mod loom_api;
+pub(crate) mod loom_api;
 /// Loom models of the cache's lockless protocols.
 #[cfg(all(test, loom))]
 mod loom_tests;

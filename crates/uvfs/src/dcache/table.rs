@@ -23,7 +23,23 @@ impl DentryCache {
             nr: AtomicUsize::new(0),
             limit,
             shutdown: AtomicBool::new(false),
+            ns_gen: crossbeam_utils::CachePadded::new(AtomicU64::new(0)),
         }
+    }
+
+    /// The namespace generation (see the field): read before a walk whose
+    /// result is remembered, and again to trust a remembered one. SeqCst,
+    /// so that a reader pinned before its load that still sees an old
+    /// generation was pinned before any dentry death counted after it.
+    #[inline]
+    pub(crate) fn ns_gen(&self) -> u64 {
+        self.ns_gen.load(Ordering::SeqCst)
+    }
+
+    /// Counts a namespace change, after it is visible (or a death, before
+    /// the memory is retired).
+    pub(crate) fn ns_changed(&self) {
+        self.ns_gen.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Dentries alive.
@@ -140,6 +156,33 @@ impl DentryCache {
         None
     }
 
+    /// Whether `parent`'s child `name` is hashed but dying (`DEAD` set by
+    /// a final put or the shrinker, not unhashed yet): a search misses it,
+    /// though the name may still exist. Searched under the bucket lock, so
+    /// a `false` comes after the unhash of any such dentry, and so after
+    /// whatever its killer did before unhashing (see
+    /// [`Dentry::is_complete`]).
+    pub(crate) fn has_dying(&self, parent: &DentryRef, name: &[u8]) -> bool {
+        let hash = name_hash(parent.0.as_ptr(), name);
+        let b = self.bucket(hash);
+        let _g = self.bucket_lock(b);
+        let mut p = self.buckets[b].load(Ordering::Acquire);
+        while let Some(d) = NonNull::new(p) {
+            // SAFETY: hashed dentries are alive while the bucket lock is held.
+            let dr = unsafe { d.as_ref() };
+            if dr.hash.load(Ordering::Relaxed) == hash
+                && dr.parent.load(Ordering::Relaxed) == parent.0.as_ptr()
+                // SAFETY: as in `lookup_locked`.
+                && unsafe { &*dr.name.load(Ordering::Acquire) }.with(|n| name_eq(n, name))
+                && dr.count.load(Ordering::Acquire) & DEAD != 0
+            {
+                return true;
+            }
+            p = dr.next.load(Ordering::Acquire);
+        }
+        false
+    }
+
     /// A fresh, unhashed, unlisted child of `parent` named `name` holding a
     /// reference on `parent`, counted in the cache; and its hash.
     pub(super) fn new_child(&self, parent: &DentryRef, name: &[u8]) -> (NonNull<Dentry>, u64) {
@@ -244,6 +287,7 @@ impl DentryCache {
         dr.flags.fetch_and(!HASHED, Ordering::Release);
         dr.count.fetch_and(!C_HASHED, Ordering::Release);
         dr.write_end();
+        self.ns_changed();
     }
 
     /// `d_drop`: unhashes a dentry the caller holds, so lookups miss it
@@ -293,6 +337,10 @@ impl DentryCache {
         d.hash.store(hash, Ordering::Relaxed);
         d.write_end();
         self.hash_in(d.0, hash);
+        // The move is complete and visible: a walk that reads the new
+        // generation sees the new name (the unhash above counted too, but
+        // before the dentry reached its new place).
+        self.ns_changed();
         if let Some(n) = NonNull::new(old_name) {
             // SAFETY: the old name is unreachable now; pinned readers may
             // still hold it, so it goes after a grace period.

@@ -67,9 +67,20 @@ impl VfsOps<'_> {
         name: &[u8],
         mode: u32,
     ) -> Result<(), Errno> {
-        self.make_node(dir, d, S_IFDIR | (mode & 0o1777), |new| {
+        // Empty, and every entry it will get is made through the cache:
+        // complete from the start (with the path cache's switch, whose
+        // negative-lookup shortcut this is).
+        let complete = self.vfs.path_cache().is_some();
+        if complete {
+            d.set_complete();
+        }
+        let r = self.make_node(dir, d, S_IFDIR | (mode & 0o1777), |new| {
             dir.sb().fs.mkdir(dir.ino(), name, new)
-        })
+        });
+        if r.is_err() && complete {
+            d.clear_complete();
+        }
+        r
     }
 
     /// `vfs_symlink`.

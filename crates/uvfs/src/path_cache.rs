@@ -1,0 +1,354 @@
+//! The full-path cache (issue 16, after Tsai et al., "How to Get More Value
+//! From Your File System Directory Cache", SOSP 2015): a lookup the
+//! lockless walk resolved is remembered under a signature of everything
+//! its answer depended on, so the next identical lookup costs one hash of
+//! the path and one table probe, whatever the path's depth. Linux has no
+//! such cache; its per-component walk (`namei`) is the stock side of the
+//! `path_cache` switch.
+//!
+//! # What an entry says, and why it stays true
+//!
+//! The key is (the starting point: the root for an absolute path, else the
+//! start directory; the path's bytes; the flags that change the answer,
+//! `FOLLOW` and `DIRECTORY`; the credentials permission checks read:
+//! fsuid, fsgid, supplementary groups). So the memoized search-permission
+//! checks are per credential, as in the paper. The value is the dentry the
+//! walk ended on, its sequence count then, and the outcome: that dentry
+//! (positive), `ENOENT` (it is negative) or `ENOTDIR` (it is not a
+//! directory where one was needed).
+//!
+//! Only the lockless walk fills the cache: its walks cross no symlink to
+//! follow, no `..`, no mountpoint, no directory the caller may not search,
+//! and touch no atime. So an entry's answer depends only on the hashed
+//! dentries along the path, their names, parents and permission snapshots,
+//! and the mounts on them. Every change to those is counted in the dentry
+//! cache's namespace generation (`DentryCache::ns_gen`), after the change
+//! is visible: an unhash (unlink, rmdir, a
+//! rename's victim, a pruned child, an evicted dentry), a move (rename),
+//! a chmod or chown that changes a permission snapshot, a mount; and every
+//! dentry death before its memory is retired. The filler reads the
+//! generation *before* its walk and stores it with the answer; a reader
+//! trusts an entry only if the generation is still the same, then checks
+//! the final dentry's sequence count (which a create in place of a
+//! negative entry changes: creations do not move the generation) and, for
+//! a positive answer, takes its reference as the lockless walk does
+//! (`legitimize`). A change that completed before a lookup began has moved
+//! the generation past every entry filled before it, so a lookup never
+//! returns what a finished rename, unlink, chmod or mount replaced.
+//!
+//! Memory: the reader holds an epoch pin from before its generation load
+//! to the reference; a dentry's death moves the generation before its
+//! memory is retired, so a reader that still sees the entry's generation
+//! was pinned before the retirement and the dentry's memory is valid.
+//!
+//! # The table
+//!
+//! A fixed array of slots (direct-mapped by the key's hash), each a
+//! sequence lock over atomic words: a filler that finds the slot being
+//! written skips its fill; a reader that sees a writer, or a key that
+//! differs, misses and walks. Paths longer than [`MAX_PATH`] bytes and
+//! credentials with more than [`MAX_GROUPS`] supplementary groups are not
+//! cached (they walk). A fill overwrites whatever the slot held.
+
+use crate::cred::Cred;
+use crate::dcache::{Dentry, DentryCache, DentryRef};
+use crate::errno::Errno;
+use crate::primitive::sync::atomic::{AtomicU64, Ordering, fence};
+use crate::reclaim;
+use std::ptr::NonNull;
+
+/// The longest path cached, in bytes.
+pub(crate) const MAX_PATH: usize = 128;
+/// The most supplementary groups of a cached lookup's credentials.
+pub(crate) const MAX_GROUPS: usize = 4;
+
+const PATH_WORDS: usize = MAX_PATH / 8;
+const GROUP_WORDS: usize = MAX_GROUPS / 2;
+/// Base, (length, flags, group count), (fsuid, fsgid), groups, path.
+const KEY_WORDS: usize = 3 + GROUP_WORDS + PATH_WORDS;
+
+/// Slots in the table (a power of two).
+const SLOTS: usize = if cfg!(any(loom, shuttle)) { 4 } else { 1024 };
+
+/// How a cached lookup ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// On the dentry (a reference to it is the answer).
+    Found = 0,
+    /// `ENOENT`: the dentry is negative.
+    NoEnt = 1,
+    /// `ENOTDIR`: the dentry is not a directory where one was needed.
+    NotDir = 2,
+}
+
+impl Outcome {
+    fn from_bits(b: u64) -> Option<Outcome> {
+        match b {
+            0 => Some(Outcome::Found),
+            1 => Some(Outcome::NoEnt),
+            2 => Some(Outcome::NotDir),
+            _ => None,
+        }
+    }
+}
+
+/// A lookup's signature: the words compared, and their hash.
+pub(crate) struct Key {
+    words: [u64; KEY_WORDS],
+    n: usize,
+    hash: u64,
+}
+
+impl Key {
+    /// The key of a lookup of `path` from `base` (the root for an absolute
+    /// path, else the start) with `flags` (only the bits in `flag_mask`
+    /// count) by `cred`; `None` if it is not cacheable (too long a path,
+    /// too many groups).
+    #[inline]
+    pub(crate) fn new(base: NonNull<Dentry>, path: &[u8], flags: u32, cred: &Cred) -> Option<Key> {
+        let ng = cred.groups.len();
+        if path.len() > MAX_PATH || ng > MAX_GROUPS {
+            return None;
+        }
+        let mut words = [0u64; KEY_WORDS];
+        words[0] = base.as_ptr() as usize as u64;
+        words[1] = path.len() as u64 | u64::from(flags) << 16 | (ng as u64) << 48;
+        words[2] = u64::from(cred.fsuid) | u64::from(cred.fsgid) << 32;
+        for (i, g) in cred.groups.iter().enumerate() {
+            words[3 + i / 2] |= u64::from(*g) << (32 * (i % 2));
+        }
+        let at = 3 + ng.div_ceil(2);
+        let mut n = at;
+        let mut chunks = path.chunks_exact(8);
+        for c in &mut chunks {
+            if let Some(w) = c.first_chunk::<8>() {
+                words[n] = u64::from_le_bytes(*w);
+            }
+            n += 1;
+        }
+        let rem = chunks.remainder();
+        if !rem.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rem.len()].copy_from_slice(rem);
+            words[n] = u64::from_le_bytes(w);
+            n += 1;
+        }
+        // Words equal up to `n` mean equal keys: word 1 holds the path's
+        // length and the group count, which fix `n`.
+        let mut hash = 0u64;
+        for w in &words[..n] {
+            hash = (hash.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
+        }
+        hash ^= hash >> 29;
+        Some(Key { words, n, hash })
+    }
+}
+
+/// What a slot held for a key.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Hit {
+    /// The namespace generation the filler read before its walk.
+    pub(crate) generation: u64,
+    /// The dentry the walk ended on.
+    pub(crate) dentry: NonNull<Dentry>,
+    /// Its sequence count then.
+    pub(crate) seq: u32,
+    pub(crate) outcome: Outcome,
+}
+
+/// One entry: a sequence lock (odd while written) over atomic words.
+#[repr(align(64))]
+struct Slot {
+    seq: AtomicU64,
+    generation: AtomicU64,
+    dentry: AtomicU64,
+    /// The dentry's sequence count (low half) and the outcome (high half).
+    seq_outcome: AtomicU64,
+    key: [AtomicU64; KEY_WORDS],
+}
+
+impl Slot {
+    fn new() -> Slot {
+        Slot {
+            seq: AtomicU64::new(0),
+            generation: AtomicU64::new(0),
+            dentry: AtomicU64::new(0),
+            seq_outcome: AtomicU64::new(0),
+            key: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+}
+
+/// The cache: one per [`Vfs`](crate::Vfs) built with `path_cache` on.
+pub(crate) struct PathCache {
+    slots: Box<[Slot]>,
+}
+
+impl std::fmt::Debug for PathCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PathCache")
+            .field("slots", &self.slots.len())
+            .finish()
+    }
+}
+
+impl PathCache {
+    pub(crate) fn new() -> PathCache {
+        PathCache {
+            slots: (0..SLOTS).map(|_| Slot::new()).collect(),
+        }
+    }
+
+    #[inline]
+    fn slot(&self, key: &Key) -> &Slot {
+        &self.slots[key.hash as usize & (SLOTS - 1)]
+    }
+
+    /// What the slot of `key` holds for it, read consistently; `None` for
+    /// another key, an empty slot, or a slot being written. The caller
+    /// still checks the generation and the dentry (see the module doc).
+    #[inline]
+    pub(crate) fn get(&self, key: &Key) -> Option<Hit> {
+        let s = self.slot(key);
+        let q = s.seq.load(Ordering::Acquire);
+        if q & 1 != 0 {
+            return None;
+        }
+        for (a, w) in s.key.iter().zip(&key.words[..key.n]) {
+            if a.load(Ordering::Relaxed) != *w {
+                return None;
+            }
+        }
+        let generation = s.generation.load(Ordering::Relaxed);
+        let dentry = s.dentry.load(Ordering::Relaxed);
+        let so = s.seq_outcome.load(Ordering::Relaxed);
+        fence(Ordering::Acquire);
+        if s.seq.load(Ordering::Relaxed) != q {
+            return None;
+        }
+        Some(Hit {
+            generation,
+            dentry: NonNull::new(dentry as usize as *mut Dentry)?,
+            seq: so as u32,
+            outcome: Outcome::from_bits(so >> 32)?,
+        })
+    }
+
+    /// The remembered answer to `key`, if it is still true (see the module
+    /// doc): the generation unchanged since the fill, the final dentry's
+    /// count unchanged, and for a positive answer a reference taken on it.
+    #[inline]
+    pub(crate) fn find(&self, dc: &DentryCache, key: &Key) -> Option<Result<DentryRef, Errno>> {
+        // Pinned before the generation is read: a dentry whose death comes
+        // after that read is retired after this pin.
+        let _pin = reclaim::pin();
+        let h = self.get(key)?;
+        if h.generation != dc.ns_gen() {
+            return None;
+        }
+        // SAFETY: pinned before a generation load that found no death
+        // since the entry was filled, when the dentry was alive.
+        let d = unsafe { h.dentry.as_ref() };
+        match h.outcome {
+            Outcome::Found => DentryRef::legitimize(h.dentry, h.seq).map(Ok),
+            Outcome::NoEnt => d.seq_valid(h.seq).then_some(Err(Errno::ENOENT)),
+            Outcome::NotDir => d.seq_valid(h.seq).then_some(Err(Errno::ENOTDIR)),
+        }
+    }
+
+    /// Remembers that the lookup `key`, walked after reading generation
+    /// `generation`, ended on `dentry` (at sequence count `seq`) with `outcome`.
+    /// Skipped if another fill of the slot is in progress.
+    pub(crate) fn put(
+        &self,
+        key: &Key,
+        generation: u64,
+        dentry: NonNull<Dentry>,
+        seq: u32,
+        outcome: Outcome,
+    ) {
+        let s = self.slot(key);
+        let q = s.seq.load(Ordering::Relaxed);
+        if q & 1 != 0
+            || s.seq
+                .compare_exchange(q, q + 1, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            return;
+        }
+        // The odd count is visible before any word changes.
+        fence(Ordering::Release);
+        s.generation.store(generation, Ordering::Relaxed);
+        s.dentry
+            .store(dentry.as_ptr() as usize as u64, Ordering::Relaxed);
+        s.seq_outcome
+            .store(u64::from(seq) | (outcome as u64) << 32, Ordering::Relaxed);
+        for (a, w) in s.key.iter().zip(&key.words[..key.n]) {
+            a.store(*w, Ordering::Relaxed);
+        }
+        s.seq.store(q + 2, Ordering::Release);
+    }
+}
+
+/// Loom models of the validation protocol.
+#[cfg(all(test, loom))]
+mod loom_tests;
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn base(n: usize) -> NonNull<Dentry> {
+        NonNull::new((n * 64) as *mut Dentry).unwrap()
+    }
+
+    #[test]
+    fn keys_differ_in_every_part() {
+        let c = Cred::user(1000, 1000, vec![5, 6]);
+        let k = |b, p: &[u8], f, c: &Cred| Key::new(base(b), p, f, c).unwrap();
+        let a = k(1, b"a/b/c", 1, &c);
+        let diff = [
+            k(2, b"a/b/c", 1, &c),
+            k(1, b"a/b/d", 1, &c),
+            k(1, b"a/b/c/", 1, &c),
+            k(1, b"a/b/c", 3, &c),
+            k(1, b"a/b/c", 1, &Cred::user(1001, 1000, vec![5, 6])),
+            k(1, b"a/b/c", 1, &Cred::user(1000, 1001, vec![5, 6])),
+            k(1, b"a/b/c", 1, &Cred::user(1000, 1000, vec![5])),
+            k(1, b"a/b/c", 1, &Cred::user(1000, 1000, vec![5, 7])),
+            k(1, b"a/b/c\0\0\0", 1, &c),
+        ];
+        for d in &diff {
+            assert!(
+                d.n != a.n || d.words[..d.n] != a.words[..a.n],
+                "{:?}",
+                &d.words[..d.n]
+            );
+        }
+        assert!(Key::new(base(1), &[b'a'; MAX_PATH + 1], 0, &c).is_none());
+        assert!(Key::new(base(1), &[b'a'; MAX_PATH], 0, &c).is_some());
+        assert!(Key::new(base(1), b"x", 0, &Cred::user(1, 1, vec![1, 2, 3, 4, 5])).is_none());
+    }
+
+    #[test]
+    fn put_then_get_and_overwrite() {
+        let pc = PathCache::new();
+        let c = Cred::root();
+        let k1 = Key::new(base(1), b"x/y", 0, &c).unwrap();
+        assert!(pc.get(&k1).is_none());
+        pc.put(&k1, 7, base(9), 4, Outcome::NoEnt);
+        let h = pc.get(&k1).unwrap();
+        assert_eq!(
+            (h.generation, h.dentry, h.seq, h.outcome),
+            (7, base(9), 4, Outcome::NoEnt)
+        );
+        // A key landing in the same slot replaces it; the old one misses.
+        let k2 = (0..)
+            .map(|i| Key::new(base(2), format!("p{i}").as_bytes(), 0, &c).unwrap())
+            .find(|k| k.hash as usize & (SLOTS - 1) == k1.hash as usize & (SLOTS - 1))
+            .unwrap();
+        pc.put(&k2, 8, base(10), 6, Outcome::Found);
+        assert!(pc.get(&k1).is_none());
+        assert_eq!(pc.get(&k2).unwrap().outcome, Outcome::Found);
+    }
+}

@@ -1,0 +1,160 @@
+//! Loom models of the path cache's validation protocol: a fill (the
+//! generation read, a walk of `q/f` step by step, the entry stored) racing
+//! a change the entry's answer depends on — a rename of the directory `q`
+//! (which leaves the final dentry's own count alone: only the generation
+//! says the answer is stale), a chmod of `q`, an unlink of `f`, and a
+//! create in place of a negative entry. In each, the thread that made the
+//! change then asks the cache, while the fill may still be running, and
+//! once more after it: after the change returned, the cache must never
+//! give the old answer.
+//!
+//! Run with:
+//!
+//! ```text
+//! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+//!     cargo test --release -p uvfs --lib path_cache::
+//! ```
+use super::{Key, Outcome, PathCache};
+use crate::cred::Cred;
+use crate::dcache::loom_api::{DentryRef, Step, World, addr};
+use crate::errno::Errno;
+use crate::fs::{S_IFDIR, S_IFREG};
+use crate::primitive::model::{Seen, builder, check};
+use loom::thread;
+use std::sync::Arc;
+
+/// What the filler's walk of `q/f` found, stored as `Nd::lookup_cached`
+/// stores it: the outcome stored (if any), and the mode of `q` the walk
+/// went through (read from its snapshot and validated by its count, as
+/// `lookup_rcu` validates the permission snapshot it checked).
+fn fill(w: &World, pc: &PathCache) -> (Option<Outcome>, u32) {
+    let key = key(w);
+    let generation = w.dcache().ns_gen();
+    let Step::Positive {
+        dentry: q,
+        seq: q_seq,
+        ..
+    } = w.step(w.root(), b"q")
+    else {
+        return (None, 0);
+    };
+    let mode = q.snap().map_or(0, |s| s.mode);
+    let step = w.step(&q, b"f");
+    if !q.seq_valid(q_seq) {
+        return (None, mode);
+    }
+    let stored = match step {
+        Step::Positive { dentry, seq, .. } => {
+            pc.put(&key, generation, dentry.as_ptr(), seq, Outcome::Found);
+            Outcome::Found
+        }
+        Step::Negative { dentry, seq } => {
+            let p = std::ptr::NonNull::new(std::ptr::with_exposed_provenance_mut(dentry))
+                .expect("a dentry's address");
+            pc.put(&key, generation, p, seq, Outcome::NoEnt);
+            Outcome::NoEnt
+        }
+        Step::Fallback => return (None, mode),
+    };
+    (Some(stored), mode)
+}
+
+/// The key of root's lookup of `q/f` (the filler's and the checker's).
+fn key(w: &World) -> Key {
+    Key::new(w.root().as_ptr(), b"q/f", 0, &Cred::root()).expect("a short path")
+}
+
+/// What the cache answers for `q/f` now.
+fn ask(w: &World, pc: &PathCache) -> Option<Result<DentryRef, Errno>> {
+    pc.find(w.dcache(), &key(w))
+}
+
+/// The change the models race with the fill.
+#[derive(Clone, Copy, Debug)]
+enum Change {
+    /// `q` renamed to `r` (f stays in it, its own count unchanged).
+    RenameDir,
+    /// `q` chmod 0: f is no longer reachable by a non-root searcher, and
+    /// the generation must say so even for root's entry.
+    ChmodDir,
+    /// `f` unlinked (`d_drop`) and its last reference dropped.
+    Unlink,
+    /// `f` negative at first; created (instantiated) by the change.
+    Create,
+}
+
+fn fill_vs_change(change: Change, seen: &'static Seen<3>) {
+    check(&builder(3), move || {
+        let w = Arc::new(World::new(8));
+        let pc = Arc::new(PathCache::new());
+        let r = w.root();
+        let q = w.create(r, b"q", 2, true);
+        let f = match change {
+            Change::Create => w.alloc(&q, b"f"),
+            _ => w.create(&q, b"f", 10, false),
+        };
+        let f_addr = addr(&f);
+        let (w2, pc2) = (w.clone(), pc.clone());
+        let filler = thread::spawn(move || fill(&w2, &pc2));
+        match change {
+            Change::RenameDir => w.d_move(&q, w.root(), b"r"),
+            Change::ChmodDir => q.set_perm(S_IFDIR, 0, 0),
+            Change::Unlink => w.d_drop(&f),
+            Change::Create => w.instantiate(&f, w.inode(10, S_IFREG | 0o644)),
+        }
+        drop(f);
+        // The change returned: ask while the fill may still run, and after.
+        let during = ask(&w, &pc);
+        let (filled, mode) = filler.join().unwrap();
+        let after = ask(&w, &pc);
+        for (when, a) in [("during", &during), ("after", &after)] {
+            let stale = match (change, a) {
+                (_, None) => false,
+                // Created: ENOENT is the old answer; f itself is right.
+                (Change::Create, Some(Err(Errno::ENOENT))) => true,
+                (Change::Create, Some(Ok(d))) => addr(d) != f_addr,
+                // chmod: root may still find f, but only through a walk
+                // that saw the new mode.
+                (Change::ChmodDir, Some(Ok(d))) => addr(d) != f_addr || mode != S_IFDIR,
+                // Renamed away or unlinked: no `q/f` any more.
+                (_, Some(Ok(_))) => true,
+                (_, Some(Err(_))) => true,
+            };
+            assert!(!stale, "{change:?}: stale answer {when} the fill: {a:?}");
+        }
+        seen.hit(match filled {
+            None => 0,
+            Some(Outcome::Found) => 1,
+            Some(_) => 2,
+        });
+        drop((during, after, q));
+    });
+}
+
+#[test]
+fn fill_vs_rename_dir() {
+    static SEEN: Seen<3> = Seen::new();
+    fill_vs_change(Change::RenameDir, &SEEN);
+    SEEN.report(["no fill", "filled f", "filled ENOENT"], &[1]);
+}
+
+#[test]
+fn fill_vs_chmod_dir() {
+    static SEEN: Seen<3> = Seen::new();
+    fill_vs_change(Change::ChmodDir, &SEEN);
+    SEEN.report(["no fill", "filled f", "filled ENOENT"], &[1]);
+}
+
+#[test]
+fn fill_vs_unlink() {
+    static SEEN: Seen<3> = Seen::new();
+    fill_vs_change(Change::Unlink, &SEEN);
+    SEEN.report(["no fill", "filled f", "filled ENOENT"], &[0, 1]);
+}
+
+#[test]
+fn fill_vs_create() {
+    static SEEN: Seen<3> = Seen::new();
+    fill_vs_change(Change::Create, &SEEN);
+    SEEN.report(["no fill", "filled f", "filled ENOENT"], &[1, 2]);
+}
