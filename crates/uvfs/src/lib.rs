@@ -39,6 +39,7 @@ pub mod locks;
 mod mount;
 pub mod namei;
 pub mod nospec;
+mod pipe;
 mod primitive;
 pub mod process;
 mod reclaim;

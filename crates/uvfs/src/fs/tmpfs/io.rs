@@ -17,7 +17,7 @@ impl Tmpfs {
         let f = match &st.kind {
             Kind::Reg(f) => f,
             Kind::Dir(_) => return Err(Errno::EISDIR),
-            Kind::Symlink { .. } => return Err(Errno::EINVAL),
+            Kind::Symlink { .. } | Kind::Special { .. } => return Err(Errno::EINVAL),
         };
         if off >= f.size {
             return Ok(0);
@@ -46,7 +46,7 @@ impl Tmpfs {
         match st.kind {
             Kind::Reg(_) => {}
             Kind::Dir(_) => return Err(Errno::EISDIR),
-            Kind::Symlink { .. } => return Err(Errno::EINVAL),
+            Kind::Symlink { .. } | Kind::Special { .. } => return Err(Errno::EINVAL),
         }
         // generic_write_checks: an empty write succeeds before any limit
         // and stamps nothing; then EFBIG at the limit, clipped below it.
@@ -116,7 +116,7 @@ impl Tmpfs {
         match st.kind {
             Kind::Reg(_) => {}
             Kind::Dir(_) => return Err(Errno::EISDIR),
-            Kind::Symlink { .. } => return Err(Errno::ENODEV),
+            Kind::Symlink { .. } | Kind::Special { .. } => return Err(Errno::ENODEV),
         }
         let end = off
             .checked_add(len)
