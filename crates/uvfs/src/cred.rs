@@ -79,9 +79,6 @@ pub enum Cap {
     /// `CAP_MKNOD`: make device nodes (one of the file-system
     /// capabilities, `CAP_FS_MASK`: it follows the fsuid).
     Mknod,
-    /// `CAP_SYS_RESOURCE`: exceed resource limits (pipe sizes). Not a
-    /// file-system capability: it follows the effective uid.
-    SysResource,
 }
 
 /// A task's credentials: real, effective and file-system ids, and the
@@ -141,7 +138,7 @@ impl Cred {
             | Cap::Mknod => self.fsuid == 0,
             // Not a file-system capability: it follows the effective uid
             // (dropped when the euid leaves 0).
-            Cap::Lease | Cap::SysResource => self.euid == 0,
+            Cap::Lease => self.euid == 0,
         }
     }
 

@@ -234,21 +234,19 @@ impl FifoFile {
 
     /// `F_SETPIPE_SZ` (`pipe_set_size`): `size` rounded up to a power of
     /// two pages (a page at least; `EINVAL` past 2^31); growing past
-    /// `fs.pipe-max-size` (1 MiB) needs `CAP_SYS_RESOURCE` (`EPERM`);
+    /// `fs.pipe-max-size` (1 MiB) needs `CAP_SYS_RESOURCE` (`cap`, the
+    /// process's: see `Process::set_cap_sys_resource`) (`EPERM`);
     /// `EBUSY` if the data held needs more buffers. Returns the new size.
     /// (Linux also charges pipe pages to the user's
     /// `fs.pipe-user-pages-*` limits; the library does not count them.)
-    pub(crate) fn set_size(&self, size: u32, cred: &crate::cred::Cred) -> Result<usize, Errno> {
+    pub(crate) fn set_size(&self, size: u32, cap: bool) -> Result<usize, Errno> {
         if size > 1 << 31 {
             return Err(Errno::EINVAL);
         }
         let size = (size as usize).max(PAGE).next_power_of_two();
         let bufs = size / PAGE;
         let mut st = lock(&self.pipe.st);
-        if bufs > st.max_usage
-            && size > PIPE_MAX_SIZE
-            && !cred.capable(crate::cred::Cap::SysResource)
-        {
+        if bufs > st.max_usage && size > PIPE_MAX_SIZE && !cap {
             return Err(Errno::EPERM);
         }
         if st.bufs.len() > bufs {
@@ -306,7 +304,12 @@ impl FifoFile {
     /// `pipe_write` of `bufs`: `EPIPE` with no reader; blocking until all
     /// is written unless `nonblock`; `packet` (`O_DIRECT`) keeps each
     /// write in buffers of its own.
-    pub(crate) fn write(&self, bufs: &[&[u8]], nonblock: bool, packet: bool) -> Result<usize, Errno> {
+    pub(crate) fn write(
+        &self,
+        bufs: &[&[u8]],
+        nonblock: bool,
+        packet: bool,
+    ) -> Result<usize, Errno> {
         let total: usize = bufs.iter().map(|b| b.len()).sum();
         if total == 0 {
             return Ok(0);
@@ -355,7 +358,11 @@ impl FifoFile {
                 continue;
             }
             if nonblock {
-                return if ret == 0 { Err(Errno::EAGAIN) } else { Ok(ret) };
+                return if ret == 0 {
+                    Err(Errno::EAGAIN)
+                } else {
+                    Ok(ret)
+                };
             }
             st = wait(&self.pipe.wr_wait, st);
         }

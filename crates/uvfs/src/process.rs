@@ -596,7 +596,8 @@ impl Process {
                 if cmd == F_GETPIPE_SZ {
                     Ok(fifo.size() as i32)
                 } else {
-                    Ok(fifo.set_size(arg as u32, &self.task.cred)? as i32)
+                    let cap = self.task.shared.cap_sys_resource.load(Ordering::Relaxed);
+                    Ok(fifo.set_size(arg as u32, cap)? as i32)
                 }
             }
             F_DUPFD_QUERY => {

@@ -2,9 +2,7 @@
 //! statx` and `struct linux_dirent64`, with the field names and layout of
 //! x86-64 Linux, built from a file system's [`Attr`].
 
-use crate::fs::{
-    Attr, S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK,
-};
+use crate::fs::{Attr, S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK};
 use crate::uapi::{DT_BLK, DT_CHR, DT_DIR, DT_FIFO, DT_LNK, DT_REG, DT_SOCK, DT_UNKNOWN};
 
 /// `struct stat` (x86-64 field names and types).

@@ -127,7 +127,12 @@ impl Process {
     /// `mkfifoat(dirfd, path, mode)`: `mknodat(dirfd, path, mode |
     /// S_IFIFO, 0)`, as glibc makes it (type bits in `mode` make an
     /// unknown type: `EINVAL`).
-    pub fn mkfifoat<P: AsRef<[u8]>>(&mut self, dirfd: i32, path: P, mode: u32) -> Result<(), Errno> {
+    pub fn mkfifoat<P: AsRef<[u8]>>(
+        &mut self,
+        dirfd: i32,
+        path: P,
+        mode: u32,
+    ) -> Result<(), Errno> {
         self.mknodat(dirfd, path, crate::fs::S_IFIFO | mode, 0)
     }
 

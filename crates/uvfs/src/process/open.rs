@@ -8,8 +8,7 @@ use crate::dcache::DentryRef;
 use crate::errno::Errno;
 use crate::file_table::{FMODE_CAN_ODIRECT, FMODE_CREATED, FMODE_READ, FMODE_WRITE};
 use crate::fs::{
-    Attr, S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK, SetAttr,
-    SetTime,
+    Attr, S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK, SetAttr, SetTime,
 };
 use crate::namei::{self, DIRECTORY, FOLLOW, LastType, MAXSYMLINKS};
 use crate::primitive::sync::lock;

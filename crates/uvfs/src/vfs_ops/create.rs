@@ -76,8 +76,7 @@ impl VfsOps<'_> {
         let dattr = attr_of(dir)?;
         self.may_create(dir, &dattr)?;
         let whiteout = ftype == S_IFCHR && rdev == 0;
-        if (ftype == S_IFCHR || ftype == S_IFBLK) && !whiteout && !self.cred.capable(Cap::Mknod)
-        {
+        if (ftype == S_IFCHR || ftype == S_IFBLK) && !whiteout && !self.cred.capable(Cap::Mknod) {
             return Err(Errno::EPERM);
         }
         let new = self.new_inode(&dattr, ftype | (mode & 0o7777));

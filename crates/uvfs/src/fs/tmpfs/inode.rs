@@ -23,10 +23,15 @@ pub(super) type Xattrs = UnmodelledMutex<Option<Box<BTreeMap<Box<[u8]>, Box<[u8]
 pub(super) enum Kind {
     Reg(RegFile),
     Dir(Dir),
-    Symlink { target: Box<[u8]>, has_page: bool },
+    Symlink {
+        target: Box<[u8]>,
+        has_page: bool,
+    },
     /// A FIFO, socket or device node (`init_special_inode`): no data, the
     /// type in the mode, and the device it names (0 for FIFOs and sockets).
-    Special { rdev: u64 },
+    Special {
+        rdev: u64,
+    },
 }
 
 /// An inode's attributes and contents, behind its lock.
