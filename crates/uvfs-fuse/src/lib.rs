@@ -68,7 +68,8 @@
 //!   uvfs's write as the caller.
 //! - **xattrs**: answered `ENOSYS` (the library has none yet); the kernel
 //!   then fails every xattr call with `EOPNOTSUPP` without asking.
-//!   **mknod** of a FIFO or socket: `EOPNOTSUPP`; of a device: `EPERM`.
+//! - **FIFOs**: the server makes the node (mknod); their reads and
+//!   writes are the kernel's own pipe, never sent to the server.
 #![warn(missing_docs)]
 
 pub mod creds;

@@ -17,11 +17,7 @@ const SCRIPT: &str = include_str!("scripts/semantics.py");
 ///   (the mount has no `default_permissions`; the server checks only the
 ///   lookups it answers): a user stats a file root looked up in a 0700
 ///   directory;
-/// - uvfs cannot hold FIFOs yet: mknod answers EOPNOTSUPP.
-const KNOWN: [(&str, &str); 2] = [
-    ("user stat in 0700 dir: EACCES", "user stat in 0700 dir: 0"),
-    ("mkfifo: None", "mkfifo: ENOTSUP"),
-];
+const KNOWN: [(&str, &str); 1] = [("user stat in 0700 dir: EACCES", "user stat in 0700 dir: 0")];
 
 #[test]
 fn syscalls_match_the_host_tmpfs() {
