@@ -127,6 +127,16 @@ impl Process {
         f(&self.task, &file)
     }
 
+    /// Whether a read or write on `fd` may sleep until another thread
+    /// acts: true for a FIFO (false for a bad fd). For a caller that must
+    /// not hold its own locks across such a call (the LD_PRELOAD shim runs
+    /// it on a thread handle of its own, outside its fork gate).
+    pub fn may_block(&mut self, fd: i32) -> bool {
+        self.files
+            .fdget(fd, crate::file_table::FMODE_PATH)
+            .is_some_and(|f| FifoFile::of(&f).is_some())
+    }
+
     /// `read(fd, buf)`.
     pub fn read(&mut self, fd: i32, buf: &mut [u8]) -> Result<usize, Errno> {
         self.on_file(fd, |p, f| p.do_read(f, &mut [buf], At::Pos, 0))
