@@ -23,10 +23,13 @@
 //! - [`stat`]: `struct stat`, `statx`, `linux_dirent64`;
 //! - [`process`]: the syscall-level API;
 //! - [`fastpaths`]: the A/B switches;
-//! - [`errno`], [`uapi`]: Linux's numbers.
+//! - [`errno`], [`uapi`]: Linux's numbers;
+//! - [`convenience`]: whole-file reads and writes, a typed directory
+//!   iterator, open files as `std::io` streams, for Rust callers.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+pub mod convenience;
 pub mod cred;
 pub mod dcache;
 pub mod errno;

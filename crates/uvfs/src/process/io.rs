@@ -664,6 +664,13 @@ impl Iterator for ReadDir<'_> {
     }
 }
 
+impl<'p> ReadDir<'p> {
+    /// The process the iterator reads with, given back.
+    pub fn into_process(self) -> &'p mut Process {
+        self.p
+    }
+}
+
 impl Process {
     /// The entries of the directory open at `fd`, from its current position
     /// on, as an iterator (each `getdents64` call fills a 32 KiB buffer, as

@@ -120,6 +120,31 @@ impl Process {
     }
 
     /// `mkfifo(path, mode)`: `mknod(path, S_IFIFO | mode, 0)`.
+    ///
+    /// A FIFO carries bytes between the threads and processes of one
+    /// VFS as a pipe does: a read-only open waits for a writer (with
+    /// `O_NONBLOCK` it does not), a write-only open waits for a reader
+    /// (with `O_NONBLOCK` and no reader it is `ENXIO`), a read-write open
+    /// never waits.
+    ///
+    /// ```
+    /// use uvfs::uapi::{O_NONBLOCK, O_RDONLY, O_WRONLY};
+    /// use uvfs::{Errno, FastPaths, Process, Vfs};
+    ///
+    /// let vfs = Vfs::new(FastPaths::seeds());
+    /// let mut p = Process::new(&vfs)?;
+    /// p.mkfifo("/fifo", 0o644)?;
+    /// assert_eq!(p.open("/fifo", O_WRONLY | O_NONBLOCK, 0), Err(Errno::ENXIO));
+    /// let r = p.open("/fifo", O_RDONLY | O_NONBLOCK, 0)?;
+    /// let w = p.open("/fifo", O_WRONLY | O_NONBLOCK, 0)?;
+    /// p.write(w, b"ping")?;
+    /// let mut buf = [0u8; 16];
+    /// assert_eq!(p.read(r, &mut buf)?, 4);
+    /// assert_eq!(p.read(r, &mut buf), Err(Errno::EAGAIN));
+    /// p.close(w)?;
+    /// assert_eq!(p.read(r, &mut buf)?, 0); // no writer left: end of file
+    /// # Ok::<(), Errno>(())
+    /// ```
     pub fn mkfifo<P: AsRef<[u8]>>(&mut self, path: P, mode: u32) -> Result<(), Errno> {
         self.mkfifoat(AT_FDCWD, path, mode)
     }
