@@ -132,7 +132,7 @@ impl InodePipe {
     }
 
     /// Whether a pipe hangs here (none once every file is gone).
-    #[cfg(test)]
+    #[cfg(all(test, not(shuttle)))]
     pub(crate) fn is_empty(&self) -> bool {
         lock(&self.0).pipe.is_none()
     }
@@ -457,3 +457,59 @@ impl<'a, 'b> Source<'a, 'b> {
 /// Loom models of the open rendezvous and the reader/writer wake-ups.
 #[cfg(all(test, loom))]
 mod loom_tests;
+
+/// The ring's arithmetic and the slot's lifetime, single-threaded.
+#[cfg(all(test, not(loom), not(shuttle)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ring_merges_and_frees() {
+        let slot = InodePipe::default();
+        let f = fifo_open(&slot, true, true, true).unwrap();
+        // 70,000 bytes into an empty pipe: 16 whole pages, no merge.
+        assert_eq!(f.write(&[&[1u8; 70_000][..]], true, false), Ok(65_536));
+        assert_eq!(f.write(&[b"x"], true, false), Err(Errno::EAGAIN));
+        let mut b = [0u8; 100];
+        assert_eq!(f.read(&mut [&mut b[..]], true), Ok(100));
+        // The first page has room only at its front: still full.
+        assert_eq!(f.write(&[b"x"], true, false), Err(Errno::EAGAIN));
+        let mut b = [0u8; 4000];
+        assert_eq!(f.read(&mut [&mut b[..]], true), Ok(4000));
+        // A slot is free; a 1-byte write takes it, then merges follow.
+        assert_eq!(f.write(&[b"a"], true, false), Ok(1));
+        assert_eq!(f.write(&[b"bc"], true, false), Ok(2));
+        // Readv across buffers of the ring.
+        let (mut x, mut y) = (vec![0u8; 61_000], vec![0u8; 1000]);
+        let n = f.read(&mut [&mut x[..], &mut y[..]], true).unwrap();
+        assert_eq!(n, 65_536 - 4100 + 3);
+        assert_eq!(&y[n - 61_000 - 3..n - 61_000], b"abc");
+        assert_eq!(f.read(&mut [&mut x[..]], true), Err(Errno::EAGAIN));
+        f.release(&slot);
+        assert!(slot.is_empty());
+    }
+
+    #[test]
+    fn failed_opens_leave_nothing() {
+        let slot = InodePipe::default();
+        assert_eq!(
+            fifo_open(&slot, false, true, true).err(),
+            Some(Errno::ENXIO)
+        );
+        assert_eq!(
+            fifo_open(&slot, false, false, true).err(),
+            Some(Errno::EINVAL)
+        );
+        assert!(slot.is_empty());
+        // A packet write is read whole or not at all past the buffer.
+        let f = fifo_open(&slot, true, true, true).unwrap();
+        assert_eq!(f.write(&[b"abcdef"], true, true), Ok(6));
+        assert_eq!(f.write(&[b"gh"], true, true), Ok(2));
+        let mut b = [0u8; 4];
+        assert_eq!(f.read(&mut [&mut b[..]], true), Ok(4));
+        assert_eq!(f.read(&mut [&mut b[..]], true), Ok(2));
+        assert_eq!(&b[..2], b"gh");
+        f.release(&slot);
+        assert!(slot.is_empty());
+    }
+}

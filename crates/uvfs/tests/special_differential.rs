@@ -293,8 +293,9 @@ impl Side for Host {
     }
     fn stat(&mut self, path: &str) -> Result<i64, i32> {
         let p = cpath(&self.dir, path);
-        // SAFETY: a valid C string and a writable stat.
+        // SAFETY: all-zero bytes are a valid `struct stat`.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid C string and a writable stat.
         ret(unsafe { libc::stat(p.as_ptr(), &mut st) }.into())?;
         Ok(stat_key(
             st.st_mode,
