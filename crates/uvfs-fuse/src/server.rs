@@ -387,7 +387,15 @@ impl UvfsFuse {
     /// execve's open (`__FMODE_EXEC`) is checked for execute permission,
     /// as Linux checks it, and then opened for reading as root.
     fn open_node(&self, p: &mut Process, fd: i32, flags: i32) -> Result<i32, Errno> {
-        let sflags = Self::server_flags(flags);
+        let mut sflags = Self::server_flags(flags);
+        // The kernel keeps a FIFO's I/O to itself and never asks the server
+        // to open one; a request that does (a raw client) must not park a
+        // worker in the open's rendezvous: opened non-blocking, it gets
+        // the non-blocking answers (and the server reads and writes only
+        // at offsets: `ESPIPE`).
+        if p.fstat(fd).is_ok_and(|st| st.st_mode & S_IFMT == S_IFIFO) {
+            sflags |= O_NONBLOCK;
+        }
         if flags & FMODE_EXEC_FLAG != 0 && p.cred().fsuid != 0 {
             p.faccessat(fd, "", X_OK, AT_EMPTY_PATH | AT_EACCESS)?;
             let cred = p.cred().clone();
@@ -490,8 +498,9 @@ impl Filesystem for UvfsFuse {
                     Some(fh) => p.ftruncate(fh.0 as i32, len)?,
                     None => {
                         // truncate(2): the caller needs write permission;
-                        // the reopen checks it.
-                        let wfd = p.reopen(fd, O_WRONLY)?;
+                        // the reopen checks it (non-blocking: a FIFO's
+                        // open must not wait for a reader).
+                        let wfd = p.reopen(fd, O_WRONLY | O_NONBLOCK)?;
                         let r = p.ftruncate(wfd, len);
                         let _ = p.close(wfd);
                         r?;
