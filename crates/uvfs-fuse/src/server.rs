@@ -996,10 +996,12 @@ impl Filesystem for UvfsFuse {
     ) {
         let r = self.with(req, |p| {
             let dfd = self.node_fd(parent)?;
+            // Non-blocking: a FIFO already at the name must not park a
+            // worker in its open's rendezvous (tmpfs files ignore it).
             let fd = p.openat(
                 dfd,
                 name_bytes(name),
-                Self::server_flags(flags) | O_CREAT,
+                Self::server_flags(flags) | O_CREAT | O_NONBLOCK,
                 mode & 0o7777,
             )?;
             let attr = p.reopen(fd, O_PATH).and_then(|pfd| self.remember(p, pfd));
