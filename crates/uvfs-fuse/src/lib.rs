@@ -65,7 +65,8 @@
 //!   write, truncate and chown, run as the caller, clear them.
 //! - **xattrs** reach the library's `*xattrat(fd, "", AT_EMPTY_PATH)` on
 //!   the node's handle, as the caller.
-//!   **mknod** of a FIFO or socket: `EOPNOTSUPP`; of a device: `EPERM`.
+//! - **FIFOs**: the server makes the node (mknod); their reads and
+//!   writes are the kernel's own pipe, never sent to the server.
 #![warn(missing_docs)]
 
 pub mod creds;

@@ -127,7 +127,6 @@ const S_IFIFO: u32 = 0o010000;
 const S_IFCHR: u32 = 0o020000;
 const S_IFBLK: u32 = 0o060000;
 const S_IFSOCK: u32 = 0o140000;
-const S_IFREG: u32 = 0o100000;
 
 fn name_bytes(name: &OsStr) -> &[u8] {
     name.as_bytes()
@@ -389,7 +388,15 @@ impl UvfsFuse {
     /// execve's open (`__FMODE_EXEC`) is checked for execute permission,
     /// as Linux checks it, and then opened for reading as root.
     fn open_node(&self, p: &mut Process, fd: i32, flags: i32) -> Result<i32, Errno> {
-        let sflags = Self::server_flags(flags);
+        let mut sflags = Self::server_flags(flags);
+        // The kernel keeps a FIFO's I/O to itself and never asks the server
+        // to open one; a request that does (a raw client) must not park a
+        // worker in the open's rendezvous: opened non-blocking, it gets
+        // the non-blocking answers (and the server reads and writes only
+        // at offsets: `ESPIPE`).
+        if p.fstat(fd).is_ok_and(|st| st.st_mode & S_IFMT == S_IFIFO) {
+            sflags |= O_NONBLOCK;
+        }
         if flags & FMODE_EXEC_FLAG != 0 && p.cred().fsuid != 0 {
             p.faccessat(fd, "", X_OK, AT_EMPTY_PATH | AT_EACCESS)?;
             let cred = p.cred().clone();
@@ -540,28 +547,20 @@ impl Filesystem for UvfsFuse {
         name: &OsStr,
         mode: u32,
         _umask: u32,
-        _rdev: u32,
+        rdev: u32,
         reply: ReplyEntry,
     ) {
-        let r = match mode & S_IFMT {
-            // mknod(S_IFREG) creates an empty regular file.
-            S_IFREG | 0 => self.with(req, |p| {
-                let dfd = self.node_fd(parent)?;
-                let fd = p.openat(
-                    dfd,
-                    name_bytes(name),
-                    O_CREAT | O_EXCL | O_WRONLY,
-                    mode & 0o7777,
-                )?;
-                let pfd = p.reopen(fd, O_PATH);
-                let _ = p.close(fd);
-                self.remember(p, pfd?)
-            }),
-            // The library cannot hold FIFOs and sockets yet.
-            S_IFIFO | S_IFSOCK => Err(Errno::EOPNOTSUPP),
-            // Nor device nodes.
-            _ => Err(Errno::EPERM),
-        };
+        // Every type the library's mknod takes: a regular file (type 0
+        // too), a FIFO, a socket, a device node (the kernel has checked
+        // `CAP_MKNOD`, uvfs checks it again as the caller). A FIFO's I/O
+        // on the mount is the kernel's own pipe: the server only makes
+        // the node. The kernel passes `rdev` in its 32-bit encoding,
+        // which is glibc's `dev_t` for it.
+        let r = self.with(req, |p| {
+            let dfd = self.node_fd(parent)?;
+            p.mknodat(dfd, name_bytes(name), mode, u64::from(rdev))?;
+            self.lookup_in(p, dfd, name_bytes(name))
+        });
         match r {
             Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
             Err(e) => reply.error(ferr(e)),
@@ -1014,10 +1013,12 @@ impl Filesystem for UvfsFuse {
     ) {
         let r = self.with(req, |p| {
             let dfd = self.node_fd(parent)?;
+            // Non-blocking: a FIFO already at the name must not park a
+            // worker in its open's rendezvous (tmpfs files ignore it).
             let fd = p.openat(
                 dfd,
                 name_bytes(name),
-                Self::server_flags(flags) | O_CREAT,
+                Self::server_flags(flags) | O_CREAT | O_NONBLOCK,
                 mode & 0o7777,
             )?;
             let attr = p.reopen(fd, O_PATH).and_then(|pfd| self.remember(p, pfd));

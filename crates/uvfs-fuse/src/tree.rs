@@ -3,8 +3,10 @@
 //! it is unmounted). Regular files (contents), directories, symlinks and
 //! hard links go across with their mode, owner and group, and access and
 //! modification times (a directory's times are set after its children
-//! are written). Other file types (FIFOs, sockets, devices) are skipped
-//! with a warning on stderr: uvfs cannot hold them yet.
+//! are written). FIFOs, sockets and device nodes go across as nodes
+//! (mknod, with their device numbers); making a device node on the host
+//! needs `CAP_MKNOD`, and one that cannot be made is skipped with a
+//! warning on stderr.
 
 use std::collections::HashMap;
 use std::ffi::{CString, OsStr};
@@ -26,7 +28,7 @@ const S_IFREG: u32 = 0o100000;
 pub struct Copied {
     /// Entries written (the root included).
     pub entries: u64,
-    /// Entries skipped (types uvfs cannot hold).
+    /// Entries skipped (device nodes the host would not let us make).
     pub skipped: u64,
 }
 
@@ -114,12 +116,9 @@ fn seed_dir(
             }
             p.close(fd).map_err(|e| uerr("close", &up, e))?;
         } else {
-            eprintln!(
-                "uvfs mount: --seed-from: skipping {} (uvfs holds no FIFOs, sockets or devices yet)",
-                hp.display()
-            );
-            c.skipped += 1;
-            continue;
+            // A FIFO, socket or device node.
+            p.mknod(&up, (m.mode() & S_IFMT) | 0o600, m.rdev())
+                .map_err(|e| uerr("mknod", &up, e))?;
         }
         set_uvfs_meta(p, &up, &m)?;
         c.entries += 1;
@@ -226,9 +225,19 @@ fn dump_dir(
                 }
                 p.close(fd).map_err(|e| uerr("close", &up, e))?;
             }
-            _ => {
-                c.skipped += 1;
-                continue;
+            ftype => {
+                let _ = std::fs::remove_file(&hp);
+                let cp = cpath(&hp)?;
+                // SAFETY: `cp` is a NUL-terminated path.
+                if unsafe { libc::mknod(cp.as_ptr(), ftype | 0o600, s.st_rdev) } != 0 {
+                    eprintln!(
+                        "uvfs mount: --dump-to: skipping {}: mknod: {}",
+                        hp.display(),
+                        std::io::Error::last_os_error()
+                    );
+                    c.skipped += 1;
+                    continue;
+                }
             }
         }
         set_host_meta(&hp, &s)?;

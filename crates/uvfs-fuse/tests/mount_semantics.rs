@@ -13,12 +13,10 @@ use support::*;
 const SCRIPT: &str = include_str!("scripts/semantics.py");
 
 /// The known differences (host line, mount line):
-/// - uvfs cannot hold FIFOs yet: mknod answers EOPNOTSUPP.
-///
-/// (A user's stat of a file root looked up in a 0700 directory, which
-/// the kernel's cached walk once allowed, now fails with EACCES on both
-/// sides: the mount has `default_permissions`.)
-const KNOWN: [(&str, &str); 1] = [("mkfifo: None", "mkfifo: ENOTSUP")];
+/// - none left: the kernel's cached walk once let a user stat a file root
+///   looked up in a 0700 directory (the mount now has
+///   `default_permissions`), and uvfs once could not hold FIFOs.
+const KNOWN: [(&str, &str); 0] = [];
 
 #[test]
 fn syscalls_match_the_host_tmpfs() {

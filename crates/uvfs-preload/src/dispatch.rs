@@ -199,6 +199,47 @@ pub(crate) fn fd_call<T>(
     }
 }
 
+/// As [`fd_call`], for a read or write: on an fd that may sleep until
+/// another thread acts (a uvfs FIFO, [`Process::may_block`]) `uvfs` runs
+/// on a thread handle of its own outside the state and the fork gate, as
+/// [`fd_call_sleeping`] does, so that the other threads' calls (the write
+/// that wakes a reader) and a fork go on meanwhile; on any other fd it
+/// runs as [`fd_call`] does, without the extra handle.
+pub(crate) fn fd_call_io<T>(
+    fd: c_int,
+    fail: T,
+    kernel: impl FnOnce() -> T,
+    uvfs: impl FnOnce(&mut Process, i32) -> Result<T, Errno>,
+) -> T {
+    match FDMAP.get(fd) {
+        Fd::Kernel => kernel(),
+        Fd::Uvfs(_) if busy() => kernel(),
+        Fd::Stale => {
+            set_errno(libc::EBADF);
+            fail
+        }
+        Fd::Uvfs(_) => run(fail, || {
+            let mut uvfs = Some(uvfs);
+            let mut call = |p: &mut Process, u: i32| match uvfs.take() {
+                Some(f) => f(p, u),
+                None => Err(Errno::EIO),
+            };
+            let sleeper = with_state(|s| {
+                let u = s.ufd(fd)?;
+                if s.p().may_block(u) {
+                    Ok::<_, Errno>(Err((s.p().new_thread(), u)))
+                } else {
+                    call(s.p(), u).map(Ok)
+                }
+            })?;
+            match sleeper {
+                Ok(v) => Ok(v),
+                Err((mut thread, u)) => call(&mut thread, u),
+            }
+        }),
+    }
+}
+
 /// As [`fd_call`], for a call that may sleep (a lock wait): a thread
 /// handle on the uvfs process is taken under the lock, and `uvfs` runs on
 /// it after the lock is released, so the other threads' calls (the unlock

@@ -7,7 +7,7 @@
 //! copy whose fd becomes a kernel one again goes to the kernel.
 
 use crate::conv::{buf_mut, buf_ref};
-use crate::dispatch::fd_call;
+use crate::dispatch::{fd_call, fd_call_io};
 use crate::interpose::real;
 use crate::state::{State, hole_lower};
 use libc::{c_int, c_void, mode_t, off_t, size_t, ssize_t};
@@ -33,6 +33,19 @@ pub(crate) fn uvfs_open(
             Err(e)
         }
     }
+}
+
+/// A write's result, with the signal Linux sends with `EPIPE`: the
+/// library only returns the error; the shim raises `SIGPIPE` in the
+/// calling thread, as the kernel would (ignored or caught, the call then
+/// fails with `EPIPE`).
+pub(crate) fn sigpipe<T>(r: Result<T, Errno>) -> Result<T, Errno> {
+    if r.as_ref().err() == Some(&Errno::EPIPE) {
+        // SAFETY: raises a signal in this thread; the program's
+        // disposition decides what happens, as with the kernel's.
+        unsafe { libc::raise(libc::SIGPIPE) };
+    }
+    r
 }
 
 /// Closes uvfs fd `k` (the caller holds the state).
@@ -73,13 +86,13 @@ pub(crate) unsafe fn close(fd: c_int) -> c_int {
 /// # Safety
 /// `buf` points to `n` writable bytes (or `n` is 0).
 pub(crate) unsafe fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
-    fd_call(
+    fd_call_io(
         fd,
         -1,
         // SAFETY: the caller's buffer of `n` writable bytes.
         || unsafe { real!(read: fn(c_int, *mut c_void, size_t) -> ssize_t)(fd, buf, n) },
         // SAFETY: as above.
-        |s, u| Ok(s.p().read(u, unsafe { buf_mut(buf, n) }?)? as ssize_t),
+        |p, u| Ok(p.read(u, unsafe { buf_mut(buf, n) }?)? as ssize_t),
     )
 }
 
@@ -88,13 +101,13 @@ pub(crate) unsafe fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
 /// # Safety
 /// `buf` points to `n` readable bytes (or `n` is 0).
 pub(crate) unsafe fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
-    fd_call(
+    fd_call_io(
         fd,
         -1,
         // SAFETY: the caller's buffer of `n` readable bytes.
         || unsafe { real!(write: fn(c_int, *const c_void, size_t) -> ssize_t)(fd, buf, n) },
         // SAFETY: as above.
-        |s, u| Ok(s.p().write(u, unsafe { buf_ref(buf, n) }?)? as ssize_t),
+        |p, u| sigpipe(p.write(u, unsafe { buf_ref(buf, n) }?)).map(|n| n as ssize_t),
     )
 }
 

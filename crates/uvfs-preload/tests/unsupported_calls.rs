@@ -99,8 +99,6 @@ int main(int argc, char **argv) {
     R("bind", bind(s, (struct sockaddr *)&un, sizeof un));
     R("connect", connect(s, (struct sockaddr *)&un, sizeof un));
     close(s);
-    R("mknod", mknod(at("fifo"), S_IFIFO | 0644, 0));
-    R("mkfifo", mkfifo(at("fifo2"), 0644));
     R("nftw", nftw(P, walk, 4, 0));
     R("ftw", ftw(P, walk1, 4));
     char *roots[] = {P, 0};
@@ -193,8 +191,6 @@ name_to_handle_at: -1 errno 95
 inotify_add_watch: -1 errno 95
 bind: -1 errno 95
 connect: -1 errno 95
-mknod: -1 errno 1
-mkfifo: -1 errno 1
 nftw: -1 errno 95
 ftw: -1 errno 95
 fts_open: NULL errno 95
@@ -248,8 +244,6 @@ const REFUSED: &[&str] = &[
     "inotify_add_watch on a uvfs file is not supported (EOPNOTSUPP)",
     "bind of a socket under the prefix is not supported (EOPNOTSUPP)",
     "connect to a socket under the prefix is not supported (EOPNOTSUPP)",
-    "mknod under the prefix (uvfs has no special files) is not supported (EPERM)",
-    "mkfifo under the prefix (uvfs has no special files) is not supported (EPERM)",
     "nftw of a uvfs directory is not supported (EOPNOTSUPP)",
     "ftw of a uvfs directory is not supported (EOPNOTSUPP)",
     "fts_open of a uvfs directory is not supported (EOPNOTSUPP)",

@@ -76,6 +76,9 @@ pub enum Cap {
     SysAdmin,
     /// `CAP_LEASE`: take leases on files the caller does not own.
     Lease,
+    /// `CAP_MKNOD`: make device nodes (one of the file-system
+    /// capabilities, `CAP_FS_MASK`: it follows the fsuid).
+    Mknod,
 }
 
 /// A task's credentials: real, effective and file-system ids, and the
@@ -131,7 +134,8 @@ impl Cred {
             | Cap::Fowner
             | Cap::Fsetid
             | Cap::Chown
-            | Cap::SysAdmin => self.fsuid == 0,
+            | Cap::SysAdmin
+            | Cap::Mknod => self.fsuid == 0,
             // Not a file-system capability: it follows the effective uid
             // (dropped when the euid leaves 0).
             Cap::Lease => self.euid == 0,

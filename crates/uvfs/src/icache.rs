@@ -87,6 +87,8 @@ pub struct Inode {
     /// open, so the next inode in this node inherits an empty one) and
     /// freed with the cache.
     flctx: AtomicPtr<FileLockContext>,
+    /// A FIFO's pipe while it is open (`i_pipe`): see [`crate::pipe`].
+    pub(crate) pipe: crate::pipe::InodePipe,
 }
 
 impl Drop for Inode {
@@ -124,6 +126,7 @@ impl Inode {
             atime_sec: AtomicU64::new(0),
             io_lock: Mutex::new(()),
             flctx: AtomicPtr::new(ptr::null_mut()),
+            pipe: crate::pipe::InodePipe::default(),
         }
     }
 }

@@ -23,7 +23,10 @@
 //! - [`stat`]: `struct stat`, `statx`, `linux_dirent64`;
 //! - [`process`]: the syscall-level API;
 //! - [`fastpaths`]: the A/B switches;
-//! - [`errno`], [`uapi`]: Linux's numbers.
+//! - [`errno`], [`uapi`]: Linux's numbers;
+//! - on [`Process`]: `read_file`, `write_file`, `read_dir` (typed
+//!   entries) and `open_file` ([`OpenFile`], a `std::io` stream), for Rust
+//!   callers.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
@@ -40,6 +43,7 @@ mod mount;
 pub mod namei;
 pub mod nospec;
 mod path_cache;
+mod pipe;
 mod primitive;
 pub mod process;
 mod reclaim;

@@ -636,7 +636,15 @@ impl Process {
             F_GET_SEALS => fcntl::get_seals(&file),
             F_ADD_SEALS => fcntl::add_seals(&file, arg as u32),
             // Only pipes have a size (`get_pipe_info`).
-            F_GETPIPE_SZ | F_SETPIPE_SZ => Err(Errno::EBADF),
+            F_GETPIPE_SZ | F_SETPIPE_SZ => {
+                let fifo = crate::pipe::FifoFile::of(&file).ok_or(Errno::EBADF)?;
+                if cmd == F_GETPIPE_SZ {
+                    Ok(fifo.size() as i32)
+                } else {
+                    let cap = self.task.shared.cap_sys_resource.load(Ordering::Relaxed);
+                    Ok(fifo.set_size(arg as u32, cap)? as i32)
+                }
+            }
             F_DUPFD_QUERY => {
                 // Whether the fd in `arg` (read as an int) refers to the same
                 // open file; EBADF if it is not open.

@@ -2,8 +2,8 @@
 //! statx` and `struct linux_dirent64`, with the field names and layout of
 //! x86-64 Linux, built from a file system's [`Attr`].
 
-use crate::fs::{Attr, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
-use crate::uapi::{DT_DIR, DT_LNK, DT_REG, DT_UNKNOWN};
+use crate::fs::{Attr, S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK};
+use crate::uapi::{DT_BLK, DT_CHR, DT_DIR, DT_FIFO, DT_LNK, DT_REG, DT_SOCK, DT_UNKNOWN};
 
 /// `struct stat` (x86-64 field names and types).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -27,6 +27,24 @@ pub struct Stat {
     pub st_ctime_nsec: i64,
 }
 
+/// A device number from its major and minor numbers, as glibc's
+/// `makedev` encodes them in a 64-bit `dev_t` (what `st_rdev` holds and
+/// `mknod` takes).
+pub const fn makedev(major: u32, minor: u32) -> u64 {
+    let (ma, mi) = (major as u64, minor as u64);
+    ((ma & 0xffff_f000) << 32) | ((ma & 0xfff) << 8) | ((mi & 0xffff_ff00) << 12) | (mi & 0xff)
+}
+
+/// The major number of a `dev_t` (glibc's `major`).
+pub const fn major(dev: u64) -> u32 {
+    (((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0xfff)) as u32
+}
+
+/// The minor number of a `dev_t` (glibc's `minor`).
+pub const fn minor(dev: u64) -> u32 {
+    (((dev >> 12) & 0xffff_ff00) | (dev & 0xff)) as u32
+}
+
 impl Stat {
     /// The `stat` of an inode with attributes `a` on device `dev`.
     pub fn from_attr(a: &Attr, dev: u64) -> Stat {
@@ -37,7 +55,7 @@ impl Stat {
             st_mode: a.mode,
             st_uid: a.uid,
             st_gid: a.gid,
-            st_rdev: 0,
+            st_rdev: a.rdev,
             st_size: a.size as i64,
             st_blksize: i64::from(a.blksize),
             st_blocks: a.blocks as i64,
@@ -119,8 +137,8 @@ impl Statx {
             stx_btime: ts(a.btime),
             stx_ctime: ts(a.ctime),
             stx_mtime: ts(a.mtime),
-            stx_rdev_major: 0,
-            stx_rdev_minor: 0,
+            stx_rdev_major: major(a.rdev),
+            stx_rdev_minor: minor(a.rdev),
             stx_dev_major: (dev >> 8) as u32,
             stx_dev_minor: (dev & 0xff) as u32,
             stx_mnt_id: mnt_id,
@@ -134,6 +152,10 @@ pub fn d_type(file_type: u32) -> u8 {
         S_IFDIR => DT_DIR,
         S_IFREG => DT_REG,
         S_IFLNK => DT_LNK,
+        S_IFIFO => DT_FIFO,
+        S_IFCHR => DT_CHR,
+        S_IFBLK => DT_BLK,
+        S_IFSOCK => DT_SOCK,
         _ => DT_UNKNOWN,
     }
 }

@@ -167,10 +167,22 @@ pub const STATX_RESERVED: u32 = 0x8000_0000;
 /// `statx` attribute: the file is the root of a mount.
 pub const STATX_ATTR_MOUNT_ROOT: u64 = 0x2000;
 
+/// A write of at most this many bytes to a pipe or FIFO is never split
+/// or interleaved with another (`PIPE_BUF`).
+pub const PIPE_BUF: usize = 4096;
+
 /// `d_type` values of `getdents64` records.
 pub const DT_UNKNOWN: u8 = 0;
 /// Directory.
 pub const DT_DIR: u8 = 4;
+/// `d_type` of a FIFO.
+pub const DT_FIFO: u8 = 1;
+/// `d_type` of a character device.
+pub const DT_CHR: u8 = 2;
+/// `d_type` of a block device.
+pub const DT_BLK: u8 = 6;
+/// `d_type` of a socket.
+pub const DT_SOCK: u8 = 12;
 /// Regular file.
 pub const DT_REG: u8 = 8;
 /// Symbolic link.

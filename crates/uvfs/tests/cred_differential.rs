@@ -437,6 +437,7 @@ fn attr_of(st: &libc::stat) -> Attr {
         mtime: ts(st.st_mtime, st.st_mtime_nsec),
         ctime: ts(st.st_ctime, st.st_ctime_nsec),
         btime: Timespec::default(),
+        rdev: 0,
     }
 }
 

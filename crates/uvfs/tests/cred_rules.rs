@@ -27,6 +27,7 @@ fn attr(mode: u32, uid: u32, gid: u32) -> Attr {
         mtime: t,
         ctime: t,
         btime: t,
+        rdev: 0,
     }
 }
 

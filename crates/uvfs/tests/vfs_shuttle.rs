@@ -631,6 +631,61 @@ fn locks_setlkw_vs_close(fast: FastPaths) {
     quiescent(&vfs);
 }
 
+/// A FIFO between two processes and a thread: a reader opens blocking
+/// (waiting for a writer) and reads to end of file; a writer process
+/// opens blocking (waiting for a reader) and writes 5,000 bytes in two
+/// writes into a pipe shrunk to one page, so it also waits for room; a
+/// third thread forks the reader's process and drops the child, racing
+/// both (the child's copies of the fds are released). The reader gets
+/// every byte in order, then 0; the pipe is gone afterwards. (A third
+/// opener would race legitimately: a writer that leaves at once ends the
+/// reader's stream, a reader that leaves at once gives the writer
+/// `EPIPE`; the loom models cover those.)
+fn fifo_rendezvous(fast: FastPaths) {
+    let vfs = vfs(fast);
+    let mut r = Process::new(&vfs).unwrap();
+    r.mkfifo("/f", 0o666).unwrap();
+    let mut w = Process::new(&vfs).unwrap();
+    let mut x = r.new_thread();
+    let tr = thread::spawn(move || {
+        let fd = r.open("/f", O_RDONLY, 0).unwrap();
+        let mut got = Vec::new();
+        let mut b = [0u8; 1500];
+        loop {
+            match r.read(fd, &mut b).unwrap() {
+                0 => break,
+                n => got.extend_from_slice(&b[..n]),
+            }
+        }
+        r.close(fd).unwrap();
+        (got, r)
+    });
+    let tw = thread::spawn(move || {
+        let fd = w.open("/f", O_WRONLY, 0).unwrap();
+        assert_eq!(w.fcntl(fd, F_SETPIPE_SZ, 4096), Ok(4096));
+        let data: Vec<u8> = (0..5000u32).map(|i| (i % 253) as u8).collect();
+        assert_eq!(w.write(fd, &data[..3000]), Ok(3000));
+        assert_eq!(w.write(fd, &data[3000..]), Ok(2000));
+        w.close(fd).unwrap();
+        w
+    });
+    let tx = thread::spawn(move || {
+        drop(x.fork().unwrap());
+        x
+    });
+    let (got, mut r) = tr.join().unwrap();
+    let want: Vec<u8> = (0..5000u32).map(|i| (i % 253) as u8).collect();
+    let w = tw.join().unwrap();
+    assert_eq!(got, want);
+    let x = tx.join().unwrap();
+    drop((w, x));
+    let fd = r.open("/f", O_RDWR | O_NONBLOCK, 0).unwrap();
+    assert_eq!(r.read(fd, &mut [0u8; 1]), Err(Errno::EAGAIN));
+    r.close(fd).unwrap();
+    drop(r);
+    quiescent(&vfs);
+}
+
 /// One test per scenario and preset (the seeds' fast paths and the stock
 /// ones are different code).
 macro_rules! tests {
@@ -660,4 +715,5 @@ tests! {
     procs_rmdir_vs_create_and_lookups: procs_rmdir_vs_create_and_lookups;
     procs_rename_over_dir_vs_mkdir: procs_rename_over_dir_vs_mkdir;
     locks_setlkw_vs_close: locks_setlkw_vs_close;
+    fifo_rendezvous: fifo_rendezvous;
 }

@@ -197,6 +197,30 @@ show("long name", lambda: os.open("x" * 256, os.O_CREAT | os.O_RDONLY, 0o644))
 show("O_DIRECTORY on file", lambda: os.open("d/f", os.O_RDONLY | os.O_DIRECTORY))
 show("write dir", lambda: os.open("d", os.O_WRONLY))
 show("mkfifo", lambda: os.mkfifo("fifo"))
+show("mkfifo again", lambda: os.mkfifo("fifo"))
+show("fifo stat", lambda: mode("fifo"))
+
+
+def fifo_io():
+    fd = os.open("fifo", os.O_RDWR | os.O_NONBLOCK)
+    try:
+        return os.write(fd, b"abc"), os.read(fd, 10), os.lseek(fd, 0, 0)
+    finally:
+        os.close(fd)
+
+
+show("fifo io", fifo_io)
+show("fifo write-only, no reader", lambda: os.open("fifo", os.O_WRONLY | os.O_NONBLOCK))
+show("mknod socket", lambda: os.mknod("sock", stat.S_IFSOCK | 0o644))
+show("socket stat", lambda: mode("sock"))
+show("mknod chr", lambda: os.mknod("chr", stat.S_IFCHR | 0o640, os.makedev(42, 7)))
+show("chr rdev", lambda: (oct(os.lstat("chr").st_mode), os.major(os.lstat("chr").st_rdev), os.minor(os.lstat("chr").st_rdev)))
+show("mknod dir", lambda: os.mknod("ndir", stat.S_IFDIR | 0o755))
+show("mknod regular", lambda: os.mknod("nreg", 0o640))
+show("regular stat", lambda: mode("nreg"))
+for n in ("sock", "chr", "nreg"):
+    if os.path.lexists(n):
+        os.unlink(n)
 show("access", lambda: os.access("d/f", os.R_OK | os.W_OK))
 
 # permissions as another user

@@ -7,7 +7,7 @@
 //! are [`fdops`]'s, which the stdio streams and the copy loop share.
 
 use crate::conv::{buf_mut, buf_ref, iovs};
-use crate::dispatch::{fd_call, is_uvfs, path_call};
+use crate::dispatch::{fd_call, fd_call_io, is_uvfs, path_call};
 use crate::fdops;
 use crate::guard::{busy, run_rc};
 use crate::interpose::{forward, real};
@@ -91,12 +91,12 @@ forward! {
 /// `iov` points to `cnt` iovecs, each a writable buffer.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
-    fd_call(
+    fd_call_io(
         fd,
         -1,
         // SAFETY: the caller's iovecs, unchanged, valid per the contract.
         || unsafe { real!(readv: fn(c_int, *const iovec, c_int) -> ssize_t)(fd, iov, cnt) },
-        |s, u| {
+        |p, u| {
             // SAFETY: the caller's iovecs, each a writable buffer.
             let v = unsafe { iovs(iov, cnt) }?;
             let mut bufs = Vec::with_capacity(v.len());
@@ -104,7 +104,7 @@ pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, cnt: c_int) -> ssiz
                 // SAFETY: as above.
                 bufs.push(unsafe { buf_mut(x.iov_base, x.iov_len) }?);
             }
-            Ok(s.p().readv(u, &mut bufs)? as ssize_t)
+            Ok(p.readv(u, &mut bufs)? as ssize_t)
         },
     )
 }
@@ -115,12 +115,12 @@ pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, cnt: c_int) -> ssiz
 /// `iov` points to `cnt` iovecs, each a readable buffer.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
-    fd_call(
+    fd_call_io(
         fd,
         -1,
         // SAFETY: the caller's iovecs, unchanged, valid per the contract.
         || unsafe { real!(writev: fn(c_int, *const iovec, c_int) -> ssize_t)(fd, iov, cnt) },
-        |s, u| {
+        |p, u| {
             // SAFETY: the caller's iovecs.
             let v = unsafe { iovs(iov, cnt) }?;
             let mut bufs = Vec::with_capacity(v.len());
@@ -128,7 +128,7 @@ pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, cnt: c_int) -> ssi
                 // SAFETY: as above.
                 bufs.push(unsafe { buf_ref(x.iov_base, x.iov_len) }?);
             }
-            Ok(s.p().writev(u, &bufs)? as ssize_t)
+            crate::fdops::sigpipe(p.writev(u, &bufs)).map(|n| n as ssize_t)
         },
     )
 }

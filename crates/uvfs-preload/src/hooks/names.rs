@@ -1,12 +1,10 @@
 //! Names: `access` and friends, `mkdir`, `unlink`/`rmdir`, `rename`,
-//! `link`, `symlink`, `readlink`, and `mkfifo`/`mknod` (`EPERM` under the
-//! prefix: uvfs's tmpfs has no special files). A two-path call with one
-//! path in uvfs and one in the kernel is `EXDEV`.
+//! `link`, `symlink`, `readlink`, and `mkfifo`/`mknod`. A two-path call
+//! with one path in uvfs and one in the kernel is `EXDEV`.
 
 use crate::conv::{buf_mut, cbytes};
 use crate::dispatch::{at_call, path_call, path2_call};
 use crate::interpose::{forward, real};
-use crate::refuse::refuse;
 use libc::{c_char, c_int, c_uint, mode_t, size_t, ssize_t};
 use uvfs::Errno;
 use uvfs::uapi::AT_FDCWD;
@@ -193,120 +191,15 @@ forward! {
         readlinkat(d, path, buf, n);
 }
 
-/// mknod/mkfifo under the prefix: uvfs's tmpfs has no special files:
-/// `EPERM`, said once on stderr (`refused` makes the error).
-/// `real_fn(dirfd, path)` makes the kernel's call with the caller's other
-/// arguments.
-///
-/// # Safety
-/// `path` is NULL or a valid C string.
-unsafe fn no_special(
-    path: *const c_char,
-    dirfd: c_int,
-    real_fn: impl FnOnce(c_int, *const c_char) -> c_int,
-    refused: impl FnOnce() -> Errno,
-) -> c_int {
-    // SAFETY: the caller's path, valid per the contract.
-    unsafe { path_call(dirfd, path, -1, real_fn, |_, _, _| Err(refused())) }
-}
+// Special files: FIFOs, sockets and device nodes are uvfs's (a FIFO under
+// the prefix is a uvfs pipe, shared by the threads of this process).
+at_call! { mknodat(mode: mode_t, dev: libc::dev_t); }
+at_call! { mkfifoat(mode: mode_t); }
 
-/// `mkfifo`.
-///
-/// # Safety
-/// `path` is NULL or a valid C string.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mkfifo(path: *const c_char, mode: mode_t) -> c_int {
-    let real_fn = |_: c_int, p: *const c_char| {
-        // SAFETY: the caller's mode, and its path or the host path it
-        // stands for (a C string alive for the call).
-        unsafe { real!(mkfifo: fn(*const c_char, mode_t) -> c_int)(p, mode) }
-    };
-    // SAFETY: the caller's path, valid per the contract.
-    unsafe {
-        no_special(path, AT_FDCWD, real_fn, || {
-            refuse!(
-                "mkfifo",
-                "under the prefix (uvfs has no special files)",
-                EPERM
-            )
-        })
-    }
-}
-
-/// `mkfifoat`.
-///
-/// # Safety
-/// `path` is NULL or a valid C string.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mkfifoat(d: c_int, path: *const c_char, mode: mode_t) -> c_int {
-    let real_fn = |d: c_int, p: *const c_char| {
-        // SAFETY: the caller's mode, and its dirfd and path or the host
-        // path they stand for (a C string alive for the call).
-        unsafe { real!(mkfifoat: fn(c_int, *const c_char, mode_t) -> c_int)(d, p, mode) }
-    };
-    // SAFETY: the caller's path, valid per the contract.
-    unsafe {
-        no_special(path, d, real_fn, || {
-            refuse!(
-                "mkfifoat",
-                "under the prefix (uvfs has no special files)",
-                EPERM
-            )
-        })
-    }
-}
-
-/// `mknodat`.
-///
-/// # Safety
-/// `path` is NULL or a valid C string.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mknodat(
-    d: c_int,
-    path: *const c_char,
-    mode: mode_t,
-    dev: libc::dev_t,
-) -> c_int {
-    let real_fn = |d: c_int, p: *const c_char| {
-        // SAFETY: the caller's mode and device, and its dirfd and path or
-        // the host path they stand for (a C string alive for the call).
-        unsafe {
-            real!(mknodat: fn(c_int, *const c_char, mode_t, libc::dev_t) -> c_int)(d, p, mode, dev)
-        }
-    };
-    // SAFETY: the caller's path, valid per the contract.
-    unsafe {
-        no_special(path, d, real_fn, || {
-            refuse!(
-                "mknodat",
-                "under the prefix (uvfs has no special files)",
-                EPERM
-            )
-        })
-    }
-}
-
-/// `mknod`.
-///
-/// # Safety
-/// `path` is NULL or a valid C string.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mknod(path: *const c_char, mode: mode_t, dev: libc::dev_t) -> c_int {
-    let real_fn = |_: c_int, p: *const c_char| {
-        // SAFETY: the caller's mode and device, and its path or the host
-        // path it stands for (a C string alive for the call).
-        unsafe { real!(mknod: fn(*const c_char, mode_t, libc::dev_t) -> c_int)(p, mode, dev) }
-    };
-    // SAFETY: the caller's path, valid per the contract.
-    unsafe {
-        no_special(path, AT_FDCWD, real_fn, || {
-            refuse!(
-                "mknod",
-                "under the prefix (uvfs has no special files)",
-                EPERM
-            )
-        })
-    }
+forward! {
+    mknod(path: *const c_char, mode: mode_t, dev: libc::dev_t) -> c_int =
+        mknodat(AT_FDCWD, path, mode, dev);
+    mkfifo(path: *const c_char, mode: mode_t) -> c_int = mkfifoat(AT_FDCWD, path, mode);
 }
 
 // The pre-2.33 `__xmknod` ABI (version 0 on x86-64), still called by older

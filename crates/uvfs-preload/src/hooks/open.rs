@@ -44,11 +44,82 @@ unsafe fn do_openat(
         }
     };
     // SAFETY: the caller's path, valid per the contract.
-    unsafe {
-        path_call(dirfd, path, -1, kernel, |s, d, p| {
-            uvfs_open(s, d, p, flags, mode)
-        })
+    let step = unsafe {
+        path_call(
+            dirfd,
+            path,
+            Step::Done(-1),
+            |d, p| Step::Done(kernel(d, p)),
+            |s, d, p| {
+                if fifo_open_may_block(s.p(), d, p, flags) {
+                    let k = s.placeholder()?;
+                    Ok(Step::Sleep {
+                        k,
+                        thread: s.p().new_thread(),
+                        d,
+                        path: p.to_vec(),
+                    })
+                } else {
+                    uvfs_open(s, d, p, flags, mode).map(Step::Done)
+                }
+            },
+        )
+    };
+    match step {
+        Step::Done(r) => r,
+        // A FIFO's open waits for the other end: on a thread handle of its
+        // own, outside the state and the fork gate (the other end's open,
+        // by another thread, must get through), with the fd number
+        // reserved meanwhile.
+        Step::Sleep {
+            k,
+            mut thread,
+            d,
+            path,
+        } => run(-1, || {
+            let r = thread.openat(d, &path, flags, mode);
+            with_state(|s| match r {
+                Ok(u) => {
+                    s.map(k, u);
+                    Ok(k)
+                }
+                Err(e) => {
+                    s.release(k);
+                    Err(e)
+                }
+            })
+        }),
     }
+}
+
+/// Where a uvfs open got to: done (an fd or -1), or a FIFO open that may
+/// wait for the other end, to finish outside the state.
+enum Step {
+    Done(c_int),
+    Sleep {
+        k: c_int,
+        thread: uvfs::Process,
+        d: i32,
+        path: Vec<u8>,
+    },
+}
+
+/// Whether opening `p` with `flags` may wait: a blocking read-only or
+/// write-only open of a FIFO.
+fn fifo_open_may_block(p: &mut uvfs::Process, d: i32, path: &[u8], flags: c_int) -> bool {
+    let acc = flags & libc::O_ACCMODE;
+    if flags & (libc::O_PATH | libc::O_NONBLOCK) != 0
+        || (acc != libc::O_RDONLY && acc != libc::O_WRONLY)
+    {
+        return false;
+    }
+    let at = if flags & libc::O_NOFOLLOW != 0 {
+        libc::AT_SYMLINK_NOFOLLOW
+    } else {
+        0
+    };
+    p.fstatat(d, path, at)
+        .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFIFO)
 }
 
 forward! {

@@ -81,6 +81,7 @@ fn attr(ino: Ino, mode: u32) -> Attr {
         mtime: Timespec::default(),
         ctime: Timespec::default(),
         btime: Timespec::default(),
+        rdev: 0,
     }
 }
 

@@ -347,6 +347,7 @@ impl Snap {
             mtime: Default::default(),
             ctime: Default::default(),
             btime: Default::default(),
+            rdev: 0,
         }
     }
 }

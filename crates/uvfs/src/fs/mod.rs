@@ -27,6 +27,14 @@ pub const S_IFREG: u32 = 0o100000;
 pub const S_IFDIR: u32 = 0o040000;
 /// Symbolic link.
 pub const S_IFLNK: u32 = 0o120000;
+/// FIFO (named pipe).
+pub const S_IFIFO: u32 = 0o010000;
+/// Character device.
+pub const S_IFCHR: u32 = 0o020000;
+/// Block device.
+pub const S_IFBLK: u32 = 0o060000;
+/// Socket.
+pub const S_IFSOCK: u32 = 0o140000;
 /// Set-user-ID bit.
 pub const S_ISUID: u32 = 0o4000;
 /// Set-group-ID bit.
@@ -124,6 +132,9 @@ pub struct Attr {
     pub ctime: Timespec,
     /// Creation.
     pub btime: Timespec,
+    /// The device a character or block device node stands for (`st_rdev`,
+    /// as glibc's `makedev` encodes it); 0 for every other type.
+    pub rdev: u64,
 }
 
 impl Attr {
@@ -276,6 +287,15 @@ pub trait FileSystem: Send + Sync + 'static {
     /// Creates a regular file `name` in `dir` (`EEXIST`, `ENOSPC`).
     /// Stamps the new inode's times and the directory's mtime and ctime.
     fn create(&self, dir: Ino, name: &[u8], new: NewInode) -> Result<Attr, Errno>;
+
+    /// Creates a special file `name` in `dir` (`mknod`): a FIFO, a socket,
+    /// or a character or block device node for `rdev` (0 for the others).
+    /// The VFS has checked the type and `CAP_MKNOD`. A file system that
+    /// cannot hold special files refuses with `EPERM` (the default; Linux's
+    /// answer when a directory has no `mknod` operation).
+    fn mknod(&self, _dir: Ino, _name: &[u8], _new: NewInode, _rdev: u64) -> Result<Attr, Errno> {
+        Err(Errno::EPERM)
+    }
 
     /// Creates a directory (link counts: 2 for it, +1 for `dir`).
     fn mkdir(&self, dir: Ino, name: &[u8], new: NewInode) -> Result<Attr, Errno>;

@@ -188,6 +188,7 @@ fn attr(ino: Ino, nlink: u32, serial: u32) -> Attr {
         mtime: Timespec::default(),
         ctime: Timespec::default(),
         btime: Timespec::default(),
+        rdev: 0,
     }
 }
 

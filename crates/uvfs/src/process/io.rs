@@ -8,8 +8,10 @@ use crate::dcache::DentryRef;
 use crate::errno::Errno;
 use crate::file_table::{FMODE_READ, FMODE_WRITE, File};
 use crate::fs::{
-    FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, S_IFDIR, S_IFMT, S_IFREG, Seek, SetAttr, SetTime,
+    FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, S_IFDIR, S_IFIFO, S_IFMT, S_IFREG, Seek, SetAttr,
+    SetTime,
 };
+use crate::pipe::FifoFile;
 use crate::stat::{d_type, dirent64_reclen, put_dirent64};
 use crate::task_work;
 use crate::uapi::*;
@@ -125,6 +127,16 @@ impl Process {
         f(&self.task, &file)
     }
 
+    /// Whether a read or write on `fd` may sleep until another thread
+    /// acts: true for a FIFO (false for a bad fd). For a caller that must
+    /// not hold its own locks across such a call (the LD_PRELOAD shim runs
+    /// it on a thread handle of its own, outside its fork gate).
+    pub fn may_block(&mut self, fd: i32) -> bool {
+        self.files
+            .fdget(fd, crate::file_table::FMODE_PATH)
+            .is_some_and(|f| FifoFile::of(&f).is_some())
+    }
+
     /// `read(fd, buf)`.
     pub fn read(&mut self, fd: i32, buf: &mut [u8]) -> Result<usize, Errno> {
         self.on_file(fd, |p, f| p.do_read(f, &mut [buf], At::Pos, 0))
@@ -225,6 +237,9 @@ impl Process {
             o => At::Off(u64::try_from(o).map_err(|_| Errno::EINVAL)?),
         };
         self.on_file(fd, |p, f| {
+            if matches!(at, At::Off(_)) && FifoFile::of(f).is_some() {
+                return Err(Errno::ESPIPE);
+            }
             if f.mode() & FMODE_READ == 0 {
                 return Err(Errno::EBADF);
             }
@@ -253,6 +268,9 @@ impl Process {
             o => At::Off(u64::try_from(o).map_err(|_| Errno::EINVAL)?),
         };
         self.on_file(fd, |p, f| {
+            if matches!(at, At::Off(_)) && FifoFile::of(f).is_some() {
+                return Err(Errno::ESPIPE);
+            }
             if f.mode() & FMODE_WRITE == 0 {
                 return Err(Errno::EBADF);
             }
@@ -277,10 +295,25 @@ impl Task {
         at: At,
         rwf: u32,
     ) -> Result<usize, Errno> {
+        let fifo = FifoFile::of(f);
+        if fifo.is_some() && matches!(at, At::Off(_)) {
+            // A stream has no `FMODE_PREAD`, checked before the mode.
+            return Err(Errno::ESPIPE);
+        }
         if f.mode() & FMODE_READ == 0 {
             return Err(Errno::EBADF);
         }
         let d = dentry(f)?;
+        if let Some(fifo) = fifo {
+            rw_verify_area(0, bufs.iter().map(|b| b.len()).sum())?;
+            rwf_append(rwf & !RWF_NOWAIT, false, false)?;
+            let nonblock = f.flags() & O_NONBLOCK != 0 || rwf & RWF_NOWAIT != 0;
+            let n = fifo.read(bufs, nonblock)?;
+            if n > 0 {
+                self.touch_atime(d, f.flags());
+            }
+            return Ok(n);
+        }
         let total: usize = bufs.iter().map(|b| b.len()).sum();
         let mut pos = f.lock_pos();
         let mut off = match at {
@@ -323,10 +356,29 @@ impl Task {
         at: At,
         rwf: u32,
     ) -> Result<usize, Errno> {
+        let fifo = FifoFile::of(f);
+        if fifo.is_some() && matches!(at, At::Off(_)) {
+            return Err(Errno::ESPIPE);
+        }
         if f.mode() & FMODE_WRITE == 0 {
             return Err(Errno::EBADF);
         }
         let d = dentry(f)?;
+        if let Some(fifo) = fifo {
+            rw_verify_area(0, bufs.iter().map(|b| b.len()).sum())?;
+            rwf_append(rwf & !RWF_NOWAIT, false, true)?;
+            let nonblock = f.flags() & O_NONBLOCK != 0 || rwf & RWF_NOWAIT != 0;
+            let n = fifo.write(bufs, nonblock, f.flags() & O_DIRECT != 0)?;
+            if n > 0 {
+                // `file_update_time`.
+                let set = SetAttr {
+                    mtime: Some(SetTime::Now),
+                    ..SetAttr::default()
+                };
+                let _ = self.setattr(d, &set);
+            }
+            return Ok(n);
+        }
         let total: usize = bufs.iter().map(|b| b.len()).sum();
         let mut pos = f.lock_pos();
         // The position checked is the file's (or the given offset) even
@@ -391,6 +443,15 @@ impl Process {
     /// and `SEEK_CUR` move the readdir cookie.
     pub fn lseek(&mut self, fd: i32, off: i64, whence: i32) -> Result<i64, Errno> {
         self.on_file(fd, |_, f| {
+            if FifoFile::of(f).is_some() {
+                // No `FMODE_LSEEK`; a whence past `SEEK_HOLE` is refused
+                // before the file is asked.
+                return Err(if (0..=SEEK_HOLE).contains(&whence) {
+                    Errno::ESPIPE
+                } else {
+                    Errno::EINVAL
+                });
+            }
             let d = dentry(f)?;
             let mut pos = f.lock_pos();
             let cur = pos.get() as i64;
@@ -559,6 +620,7 @@ impl Process {
             }
             let d = dentry(f)?;
             match ftype(d) {
+                S_IFIFO => return Err(Errno::ESPIPE),
                 S_IFDIR => return Err(Errno::EISDIR),
                 S_IFREG => {}
                 _ => return Err(Errno::ENODEV),
@@ -582,9 +644,15 @@ impl Process {
         })
     }
 
-    /// `fsync(fd)`: nothing to write back on tmpfs.
+    /// `fsync(fd)`: nothing to write back on tmpfs; `EINVAL` on a FIFO
+    /// (pipes have no fsync operation).
     pub fn fsync(&mut self, fd: i32) -> Result<(), Errno> {
-        self.on_file(fd, |_, _| Ok(()))
+        self.on_file(fd, |_, f| {
+            if FifoFile::of(f).is_some() {
+                return Err(Errno::EINVAL);
+            }
+            Ok(())
+        })
     }
 
     /// `fdatasync(fd)`.

@@ -74,6 +74,92 @@ impl Process {
         })
     }
 
+    /// `mknod(path, mode, dev)`: see [`mknodat`](Self::mknodat).
+    pub fn mknod<P: AsRef<[u8]>>(&mut self, path: P, mode: u32, dev: u64) -> Result<(), Errno> {
+        self.mknodat(AT_FDCWD, path, mode, dev)
+    }
+
+    /// `mknodat(dirfd, path, mode, dev)`: makes a regular file (type 0 or
+    /// `S_IFREG`), a FIFO, a socket, or a character or block device node
+    /// for `dev` (a `dev_t` as [`makedev`](crate::stat::makedev) builds
+    /// it), with the permission bits of `mode` less the umask. In Linux's
+    /// order: `EINVAL` for a `dev` that does not fit the kernel's 32-bit
+    /// encoding (glibc's check); the type (`EPERM` for a directory,
+    /// `EINVAL` for an unknown one); then the path (`EEXIST` even for a
+    /// dangling symlink, `ENOENT` for a trailing slash); the directory's
+    /// permission; then `CAP_MKNOD` for a device (`EPERM`), except a
+    /// character device 0/0 (a whiteout), which anyone may make.
+    pub fn mknodat<P: AsRef<[u8]>>(
+        &mut self,
+        dirfd: i32,
+        path: P,
+        mode: u32,
+        dev: u64,
+    ) -> Result<(), Errno> {
+        use crate::fs::{S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFMT, S_IFREG, S_IFSOCK};
+        let _call = task_work::enter();
+        if dev > u64::from(u32::MAX) {
+            return Err(Errno::EINVAL);
+        }
+        // `may_mknod`.
+        let ftype = mode & S_IFMT;
+        match ftype {
+            0 | S_IFREG | S_IFCHR | S_IFBLK | S_IFIFO | S_IFSOCK => {}
+            S_IFDIR => return Err(Errno::EPERM),
+            _ => return Err(Errno::EINVAL),
+        }
+        self.with_new_name(dirfd, path.as_ref(), false, |dir, name, d| {
+            let ops = self.task.ops();
+            match ftype {
+                0 | S_IFREG => ops.create(dir, d, name, mode & 0o7777),
+                S_IFCHR | S_IFBLK => ops.mknod(dir, d, name, mode, dev),
+                _ => ops.mknod(dir, d, name, mode, 0),
+            }
+        })
+    }
+
+    /// `mkfifo(path, mode)`: `mknod(path, S_IFIFO | mode, 0)`.
+    ///
+    /// A FIFO carries bytes between the threads and processes of one
+    /// VFS as a pipe does: a read-only open waits for a writer (with
+    /// `O_NONBLOCK` it does not), a write-only open waits for a reader
+    /// (with `O_NONBLOCK` and no reader it is `ENXIO`), a read-write open
+    /// never waits.
+    ///
+    /// ```
+    /// use uvfs::uapi::{O_NONBLOCK, O_RDONLY, O_WRONLY};
+    /// use uvfs::{Errno, FastPaths, Process, Vfs};
+    ///
+    /// let vfs = Vfs::new(FastPaths::seeds());
+    /// let mut p = Process::new(&vfs)?;
+    /// p.mkfifo("/fifo", 0o644)?;
+    /// assert_eq!(p.open("/fifo", O_WRONLY | O_NONBLOCK, 0), Err(Errno::ENXIO));
+    /// let r = p.open("/fifo", O_RDONLY | O_NONBLOCK, 0)?;
+    /// let w = p.open("/fifo", O_WRONLY | O_NONBLOCK, 0)?;
+    /// p.write(w, b"ping")?;
+    /// let mut buf = [0u8; 16];
+    /// assert_eq!(p.read(r, &mut buf)?, 4);
+    /// assert_eq!(p.read(r, &mut buf), Err(Errno::EAGAIN));
+    /// p.close(w)?;
+    /// assert_eq!(p.read(r, &mut buf)?, 0); // no writer left: end of file
+    /// # Ok::<(), Errno>(())
+    /// ```
+    pub fn mkfifo<P: AsRef<[u8]>>(&mut self, path: P, mode: u32) -> Result<(), Errno> {
+        self.mkfifoat(AT_FDCWD, path, mode)
+    }
+
+    /// `mkfifoat(dirfd, path, mode)`: `mknodat(dirfd, path, mode |
+    /// S_IFIFO, 0)`, as glibc makes it (type bits in `mode` make an
+    /// unknown type: `EINVAL`).
+    pub fn mkfifoat<P: AsRef<[u8]>>(
+        &mut self,
+        dirfd: i32,
+        path: P,
+        mode: u32,
+    ) -> Result<(), Errno> {
+        self.mknodat(dirfd, path, crate::fs::S_IFIFO | mode, 0)
+    }
+
     /// `symlink(target, linkpath)`.
     pub fn symlink<T: AsRef<[u8]>, P: AsRef<[u8]>>(
         &mut self,

@@ -6,14 +6,14 @@ use super::{Opening, Process, Task};
 use crate::cred::{self, MAY_READ, MAY_WRITE, permission};
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
-use crate::file_table::{FMODE_CAN_ODIRECT, FMODE_CREATED};
-use crate::fs::{Attr, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, SetAttr, SetTime};
+use crate::file_table::{FMODE_CAN_ODIRECT, FMODE_CREATED, FMODE_READ, FMODE_WRITE};
+use crate::fs::{
+    Attr, S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK, SetAttr, SetTime,
+};
 use crate::namei::{self, DIRECTORY, FOLLOW, LastType, MAXSYMLINKS};
 use crate::primitive::sync::lock;
 use crate::uapi::*;
 
-/// `S_IFIFO` (`fs.protected_fifos`).
-const S_IFIFO: u32 = 0o010000;
 use crate::vfs_ops::VfsOps;
 use crate::vfs_ops::attr::notify_change;
 use std::sync::atomic::Ordering;
@@ -272,8 +272,29 @@ impl Task {
             let _io = d.lock_inode();
             self.setattr(&d, &set)?;
         }
-        // `do_dentry_open`: O_DIRECT needs FMODE_CAN_ODIRECT, which tmpfs
-        // gives regular files only.
+        // `do_dentry_open`: the file type's own open first (a FIFO's
+        // rendezvous; `ENXIO` for a device with no driver and for a socket
+        // node), then O_DIRECT needs FMODE_CAN_ODIRECT, which tmpfs gives
+        // regular files only.
+        match ftype {
+            S_IFIFO => {
+                let inode = d.inode().ok_or(Errno::ENOENT)?;
+                let fmode = op.file().mode();
+                let fifo = crate::pipe::fifo_open(
+                    &inode.pipe,
+                    fmode & FMODE_READ != 0,
+                    fmode & FMODE_WRITE != 0,
+                    flags & O_NONBLOCK != 0,
+                )?;
+                if flags & O_DIRECT != 0 {
+                    fifo.release(&inode.pipe);
+                    return Err(Errno::EINVAL);
+                }
+                op.set_ops(std::sync::Arc::new(fifo));
+            }
+            S_IFCHR | S_IFBLK | S_IFSOCK => return Err(Errno::ENXIO),
+            _ => {}
+        }
         if flags & O_DIRECT != 0 && ftype == S_IFDIR {
             return Err(Errno::EINVAL);
         }

@@ -6,10 +6,10 @@
 
 use super::VfsOps;
 use super::inode::{attr_of, iget, mark_changed, mode_is_dir};
-use crate::cred::{self, MAY_EXEC, MAY_WRITE, permission};
+use crate::cred::{self, Cap, MAY_EXEC, MAY_WRITE, permission};
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
-use crate::fs::{Attr, NewInode, S_IFDIR, S_IFLNK, S_IFREG};
+use crate::fs::{Attr, NewInode, S_IFBLK, S_IFCHR, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
 use crate::primitive::sync::lock;
 
 impl VfsOps<'_> {
@@ -57,6 +57,34 @@ impl VfsOps<'_> {
         self.make_node(dir, d, S_IFREG | (mode & 0o7777), |new| {
             dir.sb().fs.create(dir.ino(), name, new)
         })
+    }
+
+    /// `vfs_mknod`: a FIFO, socket or device node (`mode` carries the
+    /// type; `rdev` is the device, 0 for FIFOs and sockets). After
+    /// `may_create`, a character or block device needs `CAP_MKNOD`
+    /// (`EPERM`), except the whiteout, a character device 0/0; a file
+    /// system without special files refuses with `EPERM` too.
+    pub(crate) fn mknod(
+        &self,
+        dir: &DentryRef,
+        d: &DentryRef,
+        name: &[u8],
+        mode: u32,
+        rdev: u64,
+    ) -> Result<(), Errno> {
+        let ftype = mode & S_IFMT;
+        let dattr = attr_of(dir)?;
+        self.may_create(dir, &dattr)?;
+        let whiteout = ftype == S_IFCHR && rdev == 0;
+        if (ftype == S_IFCHR || ftype == S_IFBLK) && !whiteout && !self.cred.capable(Cap::Mknod) {
+            return Err(Errno::EPERM);
+        }
+        let new = self.new_inode(&dattr, ftype | (mode & 0o7777));
+        let attr = dir.sb().fs.mknod(dir.ino(), name, new, rdev)?;
+        let inode = iget(self.vfs, dir.sb(), &attr)?;
+        self.vfs.caches().dcache.instantiate(d, inode, &attr);
+        mark_changed(dir);
+        Ok(())
     }
 
     /// `vfs_mkdir`.

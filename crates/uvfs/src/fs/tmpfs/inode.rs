@@ -25,7 +25,15 @@ pub(super) type Xattrs = UnmodelledMutex<Option<Box<BTreeMap<Box<[u8]>, Box<[u8]
 pub(super) enum Kind {
     Reg(RegFile),
     Dir(Box<Dir>),
-    Symlink { target: Box<[u8]>, has_page: bool },
+    Symlink {
+        target: Box<[u8]>,
+        has_page: bool,
+    },
+    /// A FIFO, socket or device node (`init_special_inode`): no data, the
+    /// type in the mode, and the device it names (0 for FIFOs and sockets).
+    Special {
+        rdev: u64,
+    },
 }
 
 /// An inode's attributes and contents, behind its lock.
@@ -129,7 +137,7 @@ impl State {
         match &self.kind {
             Kind::Reg(f) => f.pages_held(),
             Kind::Symlink { has_page, .. } => u64::from(*has_page),
-            Kind::Dir(_) => 0,
+            Kind::Dir(_) | Kind::Special { .. } => 0,
         }
     }
 
@@ -185,6 +193,11 @@ impl Tmpfs {
                 target.len() as u64,
                 if *has_page { PAGE_SIZE / 512 } else { 0 },
             ),
+            Kind::Special { .. } => (0, 0),
+        };
+        let rdev = match &st.kind {
+            Kind::Special { rdev } => *rdev,
+            _ => 0,
         };
         Attr {
             ino,
@@ -199,6 +212,7 @@ impl Tmpfs {
             mtime: st.mtime(),
             ctime: st.ctime(),
             btime: st.btime(),
+            rdev,
         }
     }
 
@@ -245,7 +259,7 @@ impl Tmpfs {
             match st.kind {
                 Kind::Reg(_) => {}
                 Kind::Dir(_) => return Err(Errno::EISDIR),
-                Kind::Symlink { .. } => return Err(Errno::EINVAL),
+                Kind::Symlink { .. } | Kind::Special { .. } => return Err(Errno::EINVAL),
             }
             if size > MAX_FILE_SIZE {
                 return Err(Errno::EFBIG);
@@ -312,7 +326,7 @@ impl Tmpfs {
         match &mut st.kind {
             Kind::Reg(f) => f.clear(),
             Kind::Symlink { has_page, .. } => *has_page = false,
-            Kind::Dir(_) => {}
+            Kind::Dir(_) | Kind::Special { .. } => {}
         }
         self.release_inode();
     }

@@ -20,7 +20,7 @@ impl Tmpfs {
             Kind::Reg(RegFile::Pages(f)) => f,
             Kind::Reg(RegFile::Memfd(m)) => return m.read(off, buf),
             Kind::Dir(_) => return Err(Errno::EISDIR),
-            Kind::Symlink { .. } => return Err(Errno::EINVAL),
+            Kind::Symlink { .. } | Kind::Special { .. } => return Err(Errno::EINVAL),
         };
         if off >= f.size {
             return Ok(0);
@@ -49,7 +49,7 @@ impl Tmpfs {
         match st.kind {
             Kind::Reg(_) => {}
             Kind::Dir(_) => return Err(Errno::EISDIR),
-            Kind::Symlink { .. } => return Err(Errno::EINVAL),
+            Kind::Symlink { .. } | Kind::Special { .. } => return Err(Errno::EINVAL),
         }
         // generic_write_checks: an empty write succeeds before any limit
         // and stamps nothing; then EFBIG at the limit, clipped below it.
@@ -121,7 +121,7 @@ impl Tmpfs {
         match st.kind {
             Kind::Reg(_) => {}
             Kind::Dir(_) => return Err(Errno::EISDIR),
-            Kind::Symlink { .. } => return Err(Errno::ENODEV),
+            Kind::Symlink { .. } | Kind::Special { .. } => return Err(Errno::ENODEV),
         }
         let end = off
             .checked_add(len)

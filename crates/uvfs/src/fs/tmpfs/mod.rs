@@ -358,6 +358,21 @@ impl FileSystem for Tmpfs {
         self.make_node(dir, name, new, Kind::Reg(RegFile::default()))
     }
 
+    fn mknod(&self, dir: Ino, name: &[u8], new: NewInode, rdev: u64) -> Result<Attr, Errno> {
+        // `shmem_mknod`: every type but directories and symlinks, which
+        // have their own calls.
+        match new.mode & crate::fs::S_IFMT {
+            crate::fs::S_IFREG => self.create(dir, name, new),
+            crate::fs::S_IFIFO | crate::fs::S_IFSOCK => {
+                self.make_node(dir, name, new, Kind::Special { rdev: 0 })
+            }
+            crate::fs::S_IFCHR | crate::fs::S_IFBLK => {
+                self.make_node(dir, name, new, Kind::Special { rdev })
+            }
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
     fn mkdir(&self, dir: Ino, name: &[u8], new: NewInode) -> Result<Attr, Errno> {
         self.make_node(dir, name, new, Kind::Dir(Box::new(Dir::new())))
     }

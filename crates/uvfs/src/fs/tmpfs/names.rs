@@ -57,6 +57,7 @@ impl Tmpfs {
             Kind::Reg(_) => S_IFREG,
             Kind::Dir(_) => S_IFDIR,
             Kind::Symlink { .. } => S_IFLNK,
+            Kind::Special { .. } => new.mode & S_IFMT,
         };
         let mut mode = ftype | (new.mode & 0o7777);
         if ftype == S_IFLNK {

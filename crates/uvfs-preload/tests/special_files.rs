@@ -1,0 +1,134 @@
+//! FIFOs and other special files under the prefix: one C program, run on
+//! a host directory without the shim and on the prefix under it, must
+//! print the same. It makes a FIFO, a socket node and (as root) a device
+//! node, opens each, moves 200 KiB through the FIFO between two threads
+//! (a reader that blocks in open and in read, a writer that blocks in
+//! open and in write), forks while the reader is blocked (the fork must
+//! not wait for it), and writes with no reader left: `EPIPE` with
+//! `SIGPIPE` raised, as the kernel does.
+
+mod support;
+use support::cprog::{Scratch, compile_c, err, out, run};
+
+const C_FIFO: &str = r##"
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char P[4096];
+static char *at(const char *rel) {
+    static char b[8][4096];
+    static int i;
+    char *r = b[i++ % 8];
+    snprintf(r, 4096, "%s/%s", P, rel);
+    return r;
+}
+#define R(tag, expr) do { errno = 0; long r_ = (long)(expr); printf("%s: %ld errno %d\n", tag, r_ < 0 ? -1L : r_, r_ < 0 ? errno : 0); fflush(stdout); } while (0)
+
+static volatile sig_atomic_t pipes;
+static void on_pipe(int s) { (void)s; pipes++; }
+
+static long got;
+static unsigned long sum;
+static void *reader(void *a) {
+    (void)a;
+    int fd = open(at("fifo"), O_RDONLY);
+    char b[10000];
+    long n;
+    while ((n = read(fd, b, sizeof b)) > 0) {
+        for (long i = 0; i < n; i++) sum = sum * 31 + (unsigned char)b[i];
+        got += n;
+    }
+    close(fd);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    snprintf(P, sizeof P, "%s", argv[1]);
+    umask(022);
+    signal(SIGPIPE, on_pipe);
+    R("mkfifo", mkfifo(at("fifo"), 0666));
+    R("mkfifo again", mkfifo(at("fifo"), 0666));
+    struct stat st;
+    R("stat", stat(at("fifo"), &st));
+    printf("mode %o size %ld\n", st.st_mode, (long)st.st_size);
+    R("mknod sock", mknod(at("sock"), S_IFSOCK | 0600, 0));
+    R("open sock", open(at("sock"), O_RDONLY));
+    R("mknod dir", mknod(at("dir"), S_IFDIR | 0755, 0));
+    if (geteuid() == 0) {
+        R("mknod chr", mknod(at("chr"), S_IFCHR | 0600, makedev(42, 7)));
+        R("stat chr", stat(at("chr"), &st));
+        printf("chr %u:%u\n", major(st.st_rdev), minor(st.st_rdev));
+        R("open chr", open(at("chr"), O_RDWR));
+    }
+    R("open w nonblock, no reader", open(at("fifo"), O_WRONLY | O_NONBLOCK));
+
+    pthread_t t;
+    pthread_create(&t, 0, reader, 0);
+    /* The reader is blocked in open or read: a fork goes on. */
+    pid_t pid = fork();
+    if (pid == 0) _exit(7);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    printf("child exit %d\n", WEXITSTATUS(status));
+    static char data[200000];
+    for (int i = 0; i < (int)sizeof data; i++) data[i] = i % 251;
+    int w = open(at("fifo"), O_WRONLY);
+    R("write 200000", write(w, data, sizeof data));
+    R("lseek", lseek(w, 0, SEEK_SET));
+    R("F_GETPIPE_SZ", fcntl(w, F_GETPIPE_SZ));
+    close(w);
+    pthread_join(t, 0);
+    printf("reader got %ld sum %lu\n", got, sum);
+
+    int r = open(at("fifo"), O_RDONLY | O_NONBLOCK);
+    w = open(at("fifo"), O_WRONLY | O_NONBLOCK);
+    R("write", write(w, "abc", 3));
+    char b[8];
+    R("read", read(r, b, sizeof b));
+    R("read empty", read(r, b, sizeof b));
+    close(r);
+    R("write, no reader", write(w, "x", 1));
+    printf("SIGPIPE %d\n", (int)pipes);
+    close(w);
+    R("unlink", unlink(at("fifo")));
+    return 0;
+}
+"##;
+
+#[test]
+fn fifo_program_matches_the_host() {
+    let dir = Scratch::new("special");
+    let Some(bin) = compile_c(&dir, C_FIFO) else {
+        return;
+    };
+    let host = dir.join("host");
+    std::fs::create_dir(&host).unwrap();
+    let want = run(&[&bin, host.to_str().unwrap()], false, &[]);
+    assert!(
+        want.status.success(),
+        "host: {:?} {}",
+        want.status,
+        err(&want)
+    );
+    assert!(out(&want).contains("reader got 200000"), "{}", out(&want));
+    assert!(out(&want).contains("SIGPIPE 1"), "{}", out(&want));
+    let prefix = dir.join("uvfs");
+    let got = run(
+        &[&bin, prefix.to_str().unwrap()],
+        true,
+        &[("UVFS_PREFIX", prefix.to_str().unwrap())],
+    );
+    assert!(got.status.success(), "shim: {:?} {}", got.status, err(&got));
+    assert_eq!(out(&got), out(&want), "stderr:\n{}", err(&got));
+    // Nothing reached the host under the prefix.
+    assert!(!prefix.join("fifo").exists() && !prefix.join("sock").exists());
+}

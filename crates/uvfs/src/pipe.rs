@@ -1,0 +1,515 @@
+//! FIFOs (named pipes): Linux's `fs/pipe.c` as a FIFO uses it —
+//! `fifo_open`'s rendezvous, `pipe_read`, `pipe_write`, `pipe_release` —
+//! over a ring of page-sized buffers.
+//!
+//! **Where a pipe lives.** A FIFO inode in the inode cache has a slot
+//! ([`InodePipe`], Linux's `i_pipe` with the `files` count it keeps under
+//! `i_lock`). The first open makes the pipe and hangs it there; every open,
+//! blocked or not, counts in `files`; the release of the last one takes it
+//! down, data and all, as Linux frees the `pipe_inode_info`. An opener
+//! holds the FIFO's dentry and so its inode, so the slot cannot change
+//! inodes under it.
+//!
+//! **The open rendezvous.** A read-only open counts a reader and, unless
+//! `O_NONBLOCK`, waits until some writer has opened since it arrived (the
+//! writers' open counter moved: a writer that opened and closed again
+//! still wakes it, as in Linux); a write-only open is `ENXIO` with
+//! `O_NONBLOCK` and no reader, else counts a writer and waits likewise for
+//! a reader; a read-write open counts both and never waits. Any other
+//! access mode is `EINVAL`.
+//!
+//! **Data.** At most 16 buffers of a page each (64 KiB, `F_GETPIPE_SZ`).
+//! A write first tops up the last buffer with the length modulo a page
+//! when that fits whole, then fills fresh buffers a page at a time: a
+//! write of at most `PIPE_BUF` (4,096) bytes is never split or
+//! interleaved. A blocking write waits for room until everything is
+//! written; a non-blocking one writes what fits (`EAGAIN` if nothing
+//! does). A read takes what is there, up to its length, and waits only
+//! when the pipe is empty and a writer remains; with no writer an empty
+//! pipe reads 0 (end of file); non-blocking, `EAGAIN`. A write with no
+//! reader is `EPIPE`.
+//!
+//! **Signals.** The library has none: a blocked open, read or write waits
+//! until the other side acts (opens, reads, writes, or its last file is
+//! released); nothing interrupts it. Where Linux sends `SIGPIPE` with
+//! `EPIPE`, the library only returns `EPIPE`; the LD_PRELOAD shim raises
+//! the signal in the calling thread, as the kernel would.
+
+use crate::errno::Errno;
+use crate::primitive::sync::{Condvar, Mutex, lock, wait};
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// The size of one buffer of the ring (a page).
+const PAGE: usize = 4096;
+/// Buffers in a new pipe (`PIPE_DEF_BUFFERS`): 64 KiB.
+const DEF_BUFFERS: usize = 16;
+/// The largest size an unprivileged `F_SETPIPE_SZ` may ask for
+/// (`fs.pipe-max-size`'s default).
+const PIPE_MAX_SIZE: usize = 1 << 20;
+
+/// One buffer of the ring (`struct pipe_buffer`): a page, of which
+/// `off..off + len` holds unread data.
+struct Buf {
+    page: Box<[u8]>,
+    off: usize,
+    len: usize,
+    /// Written in packet mode (`O_DIRECT`): never merged into, and a read
+    /// takes the whole buffer (`PIPE_BUF_FLAG_PACKET`).
+    packet: bool,
+}
+
+/// A pipe's state, behind its mutex (`pipe->mutex`).
+struct State {
+    bufs: VecDeque<Buf>,
+    /// How many buffers the ring may hold (`max_usage`).
+    max_usage: usize,
+    readers: u32,
+    writers: u32,
+    /// Opens for reading (writing) so far: what a blocked opener watches.
+    r_counter: u64,
+    w_counter: u64,
+}
+
+/// A pipe: its data and who has it open.
+pub(crate) struct Pipe {
+    st: Mutex<State>,
+    /// Readers waiting for data or for the last writer to go, and read-only
+    /// openers waiting for a writer.
+    rd_wait: Condvar,
+    /// Writers waiting for room or for the last reader to go, and
+    /// write-only openers waiting for a reader.
+    wr_wait: Condvar,
+}
+
+/// What an inode holds for its pipe (`i_pipe`, and the pipe's `files`
+/// count, which Linux keeps under the inode's lock).
+#[derive(Default)]
+pub(crate) struct InodePipe(Mutex<Slot>);
+
+#[derive(Default)]
+struct Slot {
+    pipe: Option<Arc<Pipe>>,
+    files: u64,
+}
+
+impl std::fmt::Debug for InodePipe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("InodePipe")
+    }
+}
+
+impl InodePipe {
+    /// The pipe, made now if no open holds one; counts one more file.
+    fn get(&self) -> Arc<Pipe> {
+        let mut s = lock(&self.0);
+        s.files += 1;
+        s.pipe
+            .get_or_insert_with(|| {
+                Arc::new(Pipe {
+                    st: Mutex::new(State {
+                        bufs: VecDeque::new(),
+                        max_usage: DEF_BUFFERS,
+                        readers: 0,
+                        writers: 0,
+                        r_counter: 0,
+                        w_counter: 0,
+                    }),
+                    rd_wait: Condvar::new(),
+                    wr_wait: Condvar::new(),
+                })
+            })
+            .clone()
+    }
+
+    /// One file less (`put_pipe_info`): the last takes the pipe down.
+    fn put(&self) {
+        let mut s = lock(&self.0);
+        s.files -= 1;
+        if s.files == 0 {
+            s.pipe = None;
+        }
+    }
+
+    /// Whether a pipe hangs here (none once every file is gone).
+    #[cfg(all(test, not(shuttle)))]
+    pub(crate) fn is_empty(&self) -> bool {
+        lock(&self.0).pipe.is_none()
+    }
+}
+
+/// One open of a FIFO: its pipe, and which ends it counts as.
+pub(crate) struct FifoFile {
+    pipe: Arc<Pipe>,
+    reader: bool,
+    writer: bool,
+}
+
+/// `fifo_open`: opens `slot`'s pipe for reading, writing or both (as the
+/// file's `FMODE_READ`/`FMODE_WRITE` say), waiting for the other side as
+/// the module docs say. A failed open leaves the counts as they were.
+pub(crate) fn fifo_open(
+    slot: &InodePipe,
+    reader: bool,
+    writer: bool,
+    nonblock: bool,
+) -> Result<FifoFile, Errno> {
+    let pipe = slot.get();
+    let mut st = lock(&pipe.st);
+    match (reader, writer) {
+        (true, false) => {
+            st.r_counter += 1;
+            st.readers += 1;
+            pipe.wr_wait.notify_all();
+            if st.writers == 0 && !nonblock {
+                let seen = st.w_counter;
+                while st.w_counter == seen {
+                    st = wait(&pipe.rd_wait, st);
+                }
+            }
+        }
+        (false, true) => {
+            if nonblock && st.readers == 0 {
+                drop(st);
+                drop(pipe);
+                slot.put();
+                return Err(Errno::ENXIO);
+            }
+            st.w_counter += 1;
+            st.writers += 1;
+            pipe.rd_wait.notify_all();
+            if st.readers == 0 {
+                let seen = st.r_counter;
+                while st.r_counter == seen {
+                    st = wait(&pipe.wr_wait, st);
+                }
+            }
+        }
+        (true, true) => {
+            st.r_counter += 1;
+            st.w_counter += 1;
+            st.readers += 1;
+            st.writers += 1;
+            pipe.rd_wait.notify_all();
+            pipe.wr_wait.notify_all();
+        }
+        (false, false) => {
+            drop(st);
+            drop(pipe);
+            slot.put();
+            return Err(Errno::EINVAL);
+        }
+    }
+    drop(st);
+    Ok(FifoFile {
+        pipe,
+        reader,
+        writer,
+    })
+}
+
+impl FifoFile {
+    /// `pipe_release`: this open's ends go, waking whoever waits on them;
+    /// then the file's count on `slot`.
+    pub(crate) fn release(&self, slot: &InodePipe) {
+        let mut st = lock(&self.pipe.st);
+        if self.reader {
+            st.readers -= 1;
+        }
+        if self.writer {
+            st.writers -= 1;
+        }
+        if st.readers == 0 || st.writers == 0 {
+            self.pipe.rd_wait.notify_all();
+            self.pipe.wr_wait.notify_all();
+        }
+        drop(st);
+        slot.put();
+    }
+
+    /// The pipe's size in bytes (`F_GETPIPE_SZ`).
+    pub(crate) fn size(&self) -> usize {
+        lock(&self.pipe.st).max_usage * PAGE
+    }
+
+    /// `F_SETPIPE_SZ` (`pipe_set_size`): `size` rounded up to a power of
+    /// two pages (a page at least; `EINVAL` past 2^31); growing past
+    /// `fs.pipe-max-size` (1 MiB) needs `CAP_SYS_RESOURCE` (`cap`, the
+    /// process's: see `Process::set_cap_sys_resource`) (`EPERM`);
+    /// `EBUSY` if the data held needs more buffers. Returns the new size.
+    /// (Linux also charges pipe pages to the user's
+    /// `fs.pipe-user-pages-*` limits; the library does not count them.)
+    pub(crate) fn set_size(&self, size: u32, cap: bool) -> Result<usize, Errno> {
+        if size > 1 << 31 {
+            return Err(Errno::EINVAL);
+        }
+        let size = (size as usize).max(PAGE).next_power_of_two();
+        let bufs = size / PAGE;
+        let mut st = lock(&self.pipe.st);
+        if bufs > st.max_usage && size > PIPE_MAX_SIZE && !cap {
+            return Err(Errno::EPERM);
+        }
+        if st.bufs.len() > bufs {
+            return Err(Errno::EBUSY);
+        }
+        st.max_usage = bufs;
+        self.pipe.wr_wait.notify_all();
+        Ok(bufs * PAGE)
+    }
+
+    /// `pipe_read` into `bufs` (a vector, as readv): what is there, up to
+    /// their length; waits on an empty pipe with a writer unless
+    /// `nonblock`.
+    pub(crate) fn read(&self, bufs: &mut [&mut [u8]], nonblock: bool) -> Result<usize, Errno> {
+        let total: usize = bufs.iter().map(|b| b.len()).sum();
+        if total == 0 {
+            return Ok(0);
+        }
+        let mut out = Cursor::new(bufs);
+        let mut st = lock(&self.pipe.st);
+        loop {
+            let mut ret = 0;
+            let mut freed = false;
+            while let Some(b) = st.bufs.front_mut() {
+                let n = out.put(&b.page[b.off..b.off + b.len]);
+                ret += n;
+                b.off += n;
+                b.len -= n;
+                let packet = b.packet;
+                if packet {
+                    // The rest of a packet is dropped.
+                    b.len = 0;
+                }
+                if b.len == 0 {
+                    st.bufs.pop_front();
+                    freed = true;
+                }
+                if out.full() || packet {
+                    break;
+                }
+            }
+            if freed {
+                self.pipe.wr_wait.notify_all();
+            }
+            if ret > 0 || st.writers == 0 {
+                return Ok(ret);
+            }
+            if nonblock {
+                return Err(Errno::EAGAIN);
+            }
+            st = wait(&self.pipe.rd_wait, st);
+        }
+    }
+
+    /// `pipe_write` of `bufs`: `EPIPE` with no reader; blocking until all
+    /// is written unless `nonblock`; `packet` (`O_DIRECT`) keeps each
+    /// write in buffers of its own.
+    pub(crate) fn write(
+        &self,
+        bufs: &[&[u8]],
+        nonblock: bool,
+        packet: bool,
+    ) -> Result<usize, Errno> {
+        let total: usize = bufs.iter().map(|b| b.len()).sum();
+        if total == 0 {
+            return Ok(0);
+        }
+        let mut src = Source::new(bufs);
+        let mut st = lock(&self.pipe.st);
+        if st.readers == 0 {
+            return Err(Errno::EPIPE);
+        }
+        let mut ret = 0;
+        // Top up the last buffer with the part that is not a whole page,
+        // when it fits whole.
+        let chars = total % PAGE;
+        if chars != 0
+            && let Some(b) = st.bufs.back_mut()
+            && !b.packet
+            && b.off + b.len + chars <= PAGE
+        {
+            let at = b.off + b.len;
+            src.take(&mut b.page[at..at + chars]);
+            b.len += chars;
+            ret = chars;
+            self.pipe.rd_wait.notify_all();
+            if ret == total {
+                return Ok(ret);
+            }
+        }
+        loop {
+            if st.readers == 0 {
+                return if ret == 0 { Err(Errno::EPIPE) } else { Ok(ret) };
+            }
+            if st.bufs.len() < st.max_usage {
+                let mut page = vec![0u8; PAGE].into_boxed_slice();
+                let n = src.take(&mut page);
+                st.bufs.push_back(Buf {
+                    page,
+                    off: 0,
+                    len: n,
+                    packet,
+                });
+                ret += n;
+                self.pipe.rd_wait.notify_all();
+                if ret == total {
+                    return Ok(ret);
+                }
+                continue;
+            }
+            if nonblock {
+                return if ret == 0 {
+                    Err(Errno::EAGAIN)
+                } else {
+                    Ok(ret)
+                };
+            }
+            st = wait(&self.pipe.wr_wait, st);
+        }
+    }
+}
+
+impl crate::file_table::FileOps for FifoFile {
+    fn release(&self, file: &crate::file_table::File) {
+        if let Some(inode) = file.dentry().and_then(|d| d.inode()) {
+            FifoFile::release(self, &inode.pipe);
+        }
+    }
+}
+
+impl FifoFile {
+    /// The FIFO open behind `file`, if it is one.
+    pub(crate) fn of(file: &crate::file_table::File) -> Option<&FifoFile> {
+        let ops: &dyn std::any::Any = &**file.ops()?;
+        ops.downcast_ref::<FifoFile>()
+    }
+}
+
+/// A read's destination: a vector of buffers filled in order.
+struct Cursor<'a, 'b> {
+    bufs: &'a mut [&'b mut [u8]],
+    i: usize,
+    at: usize,
+}
+
+impl<'a, 'b> Cursor<'a, 'b> {
+    fn new(bufs: &'a mut [&'b mut [u8]]) -> Self {
+        Cursor { bufs, i: 0, at: 0 }
+    }
+
+    /// Copies as much of `data` as fits; returns how much.
+    fn put(&mut self, mut data: &[u8]) -> usize {
+        let mut n = 0;
+        while !data.is_empty() && self.i < self.bufs.len() {
+            let dst = &mut self.bufs[self.i][self.at..];
+            let k = dst.len().min(data.len());
+            dst[..k].copy_from_slice(&data[..k]);
+            n += k;
+            data = &data[k..];
+            self.at += k;
+            if self.at == self.bufs[self.i].len() {
+                self.i += 1;
+                self.at = 0;
+            }
+        }
+        n
+    }
+
+    fn full(&mut self) -> bool {
+        while self.i < self.bufs.len() && self.at == self.bufs[self.i].len() {
+            self.i += 1;
+            self.at = 0;
+        }
+        self.i == self.bufs.len()
+    }
+}
+
+/// A write's source: a vector of buffers taken in order.
+struct Source<'a, 'b> {
+    bufs: &'a [&'b [u8]],
+    i: usize,
+    at: usize,
+}
+
+impl<'a, 'b> Source<'a, 'b> {
+    fn new(bufs: &'a [&'b [u8]]) -> Self {
+        Source { bufs, i: 0, at: 0 }
+    }
+
+    /// Fills `dst` from the source, as far as it goes; returns how much.
+    fn take(&mut self, dst: &mut [u8]) -> usize {
+        let mut n = 0;
+        while n < dst.len() && self.i < self.bufs.len() {
+            let src = &self.bufs[self.i][self.at..];
+            let k = src.len().min(dst.len() - n);
+            dst[n..n + k].copy_from_slice(&src[..k]);
+            n += k;
+            self.at += k;
+            if self.at == self.bufs[self.i].len() {
+                self.i += 1;
+                self.at = 0;
+            }
+        }
+        n
+    }
+}
+
+/// Loom models of the open rendezvous and the reader/writer wake-ups.
+#[cfg(all(test, loom))]
+mod loom_tests;
+
+/// The ring's arithmetic and the slot's lifetime, single-threaded.
+#[cfg(all(test, not(loom), not(shuttle)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ring_merges_and_frees() {
+        let slot = InodePipe::default();
+        let f = fifo_open(&slot, true, true, true).unwrap();
+        // 70,000 bytes into an empty pipe: 16 whole pages, no merge.
+        assert_eq!(f.write(&[&[1u8; 70_000][..]], true, false), Ok(65_536));
+        assert_eq!(f.write(&[b"x"], true, false), Err(Errno::EAGAIN));
+        let mut b = [0u8; 100];
+        assert_eq!(f.read(&mut [&mut b[..]], true), Ok(100));
+        // The first page has room only at its front: still full.
+        assert_eq!(f.write(&[b"x"], true, false), Err(Errno::EAGAIN));
+        let mut b = [0u8; 4000];
+        assert_eq!(f.read(&mut [&mut b[..]], true), Ok(4000));
+        // A slot is free; a 1-byte write takes it, then merges follow.
+        assert_eq!(f.write(&[b"a"], true, false), Ok(1));
+        assert_eq!(f.write(&[b"bc"], true, false), Ok(2));
+        // Readv across buffers of the ring.
+        let (mut x, mut y) = (vec![0u8; 61_000], vec![0u8; 1000]);
+        let n = f.read(&mut [&mut x[..], &mut y[..]], true).unwrap();
+        assert_eq!(n, 65_536 - 4100 + 3);
+        assert_eq!(&y[n - 61_000 - 3..n - 61_000], b"abc");
+        assert_eq!(f.read(&mut [&mut x[..]], true), Err(Errno::EAGAIN));
+        f.release(&slot);
+        assert!(slot.is_empty());
+    }
+
+    #[test]
+    fn failed_opens_leave_nothing() {
+        let slot = InodePipe::default();
+        assert_eq!(
+            fifo_open(&slot, false, true, true).err(),
+            Some(Errno::ENXIO)
+        );
+        assert_eq!(
+            fifo_open(&slot, false, false, true).err(),
+            Some(Errno::EINVAL)
+        );
+        assert!(slot.is_empty());
+        // A packet write is read whole or not at all past the buffer.
+        let f = fifo_open(&slot, true, true, true).unwrap();
+        assert_eq!(f.write(&[b"abcdef"], true, true), Ok(6));
+        assert_eq!(f.write(&[b"gh"], true, true), Ok(2));
+        let mut b = [0u8; 4];
+        assert_eq!(f.read(&mut [&mut b[..]], true), Ok(4));
+        assert_eq!(f.read(&mut [&mut b[..]], true), Ok(2));
+        assert_eq!(&b[..2], b"gh");
+        f.release(&slot);
+        assert!(slot.is_empty());
+    }
+}

@@ -1,0 +1,131 @@
+//! Loom models of a FIFO's open rendezvous and its reader/writer
+//! wake-ups: a blocked opener is woken by the other side's open (even one
+//! that closes again at once), a reader blocked on an empty pipe by data
+//! or by the last writer's release, a writer blocked on a full pipe by a
+//! read or by the last reader's release. No lost wake-up (loom reports a
+//! deadlock if every thread sleeps), and every model ends with the slot
+//! empty: the pipe goes with its last file.
+
+use super::*;
+use crate::primitive::model::{builder, check};
+use loom::sync::Arc;
+use loom::thread;
+
+/// A blocking read-only open and a blocking write-only open meet,
+/// whichever comes first.
+#[test]
+fn blocking_opens_meet() {
+    check(&builder(3), || {
+        let slot = Arc::new(InodePipe::default());
+        let s2 = slot.clone();
+        let t = thread::spawn(move || {
+            let r = fifo_open(&s2, true, false, false).unwrap();
+            r.release(&s2);
+        });
+        let w = fifo_open(&slot, false, true, false).unwrap();
+        w.release(&slot);
+        t.join().unwrap();
+        assert!(slot.is_empty());
+    });
+}
+
+/// A writer that opens and closes at once still wakes a blocked reader
+/// (the open counter moved), which then reads end of file.
+#[test]
+fn writer_that_comes_and_goes_wakes_the_reader() {
+    check(&builder(3), || {
+        let slot = Arc::new(InodePipe::default());
+        let s2 = slot.clone();
+        let t = thread::spawn(move || {
+            let r = fifo_open(&s2, true, false, false).unwrap();
+            let mut b = [0u8; 4];
+            let n = r.read(&mut [&mut b[..]], false).unwrap();
+            r.release(&s2);
+            n
+        });
+        // Whichever opens first waits for the other; the reader then
+        // reads end of file once the writer is gone.
+        let w = fifo_open(&slot, false, true, false).unwrap();
+        w.release(&slot);
+        let n = t.join().unwrap();
+        assert!(n == 0);
+        assert!(slot.is_empty());
+    });
+}
+
+/// A reader blocked on an empty pipe is woken by data.
+#[test]
+fn reader_woken_by_data() {
+    check(&builder(3), || {
+        let slot = Arc::new(InodePipe::default());
+        let rw = fifo_open(&slot, true, true, false).unwrap();
+        let rw = Arc::new(rw);
+        let rw2 = rw.clone();
+        let t = thread::spawn(move || {
+            let mut b = [0u8; 4];
+            rw2.read(&mut [&mut b[..]], false).unwrap()
+        });
+        assert_eq!(rw.write(&[b"ab"], false, false), Ok(2));
+        assert_eq!(t.join().unwrap(), 2);
+        rw.release(&slot);
+        assert!(slot.is_empty());
+    });
+}
+
+/// A writer blocked on a full pipe is woken by a read, then finishes.
+#[test]
+fn writer_woken_by_room() {
+    check(&builder(2), || {
+        let slot = Arc::new(InodePipe::default());
+        let rw = Arc::new(fifo_open(&slot, true, true, false).unwrap());
+        rw.set_size(4096, false).unwrap();
+        assert_eq!(rw.write(&[&[1u8; 4096][..]], false, false), Ok(4096));
+        let rw2 = rw.clone();
+        let t = thread::spawn(move || rw2.write(&[b"x"], false, false));
+        let mut b = vec![0u8; 4096];
+        assert_eq!(rw.read(&mut [&mut b[..]], false), Ok(4096));
+        assert_eq!(t.join().unwrap(), Ok(1));
+        rw.release(&slot);
+        assert!(slot.is_empty());
+    });
+}
+
+/// A writer blocked on a full pipe gets EPIPE when the last reader goes.
+#[test]
+fn writer_woken_by_last_reader_leaving() {
+    check(&builder(2), || {
+        let slot = Arc::new(InodePipe::default());
+        let r = fifo_open(&slot, true, false, true).unwrap();
+        let w = Arc::new(fifo_open(&slot, false, true, true).unwrap());
+        w.set_size(4096, false).unwrap();
+        assert_eq!(w.write(&[&[1u8; 4096][..]], false, false), Ok(4096));
+        let (w2, s2) = (w.clone(), slot.clone());
+        let t = thread::spawn(move || w2.write(&[b"x"], false, false));
+        r.release(&slot);
+        assert_eq!(t.join().unwrap(), Err(Errno::EPIPE));
+        w.release(&s2);
+        assert!(slot.is_empty());
+    });
+}
+
+/// A reader blocked on an empty pipe reads end of file when the last
+/// writer goes.
+#[test]
+fn reader_woken_by_last_writer_leaving() {
+    check(&builder(3), || {
+        let slot = Arc::new(InodePipe::default());
+        let w = fifo_open(&slot, true, true, false).unwrap();
+        let r = Arc::new(fifo_open(&slot, true, false, true).unwrap());
+        let r2 = r.clone();
+        // The read-write open counts as a reader and a writer: its
+        // release leaves no writer.
+        let t = thread::spawn(move || {
+            let mut b = [0u8; 4];
+            r2.read(&mut [&mut b[..]], false)
+        });
+        w.release(&slot);
+        assert_eq!(t.join().unwrap(), Ok(0));
+        r.release(&slot);
+        assert!(slot.is_empty());
+    });
+}
