@@ -7,7 +7,7 @@
 //! single user (one thread) is written without the lock when
 //! `FastPaths::fd_single_user` is on: reserve, close and dup through the
 //! thread's handle, which proves that no other thread can reach the table
-//! (see [`Files`] for the argument and the hand-overs). Like Linux's `files->file_lock`
+//! (see `Files`, in `fdtable/files.rs`, for the argument and the hand-overs). Like Linux's `files->file_lock`
 //! the lock spins (then parks: `primitive::spin::SpinMutex`); its critical
 //! sections are a few dozen instructions, and a sleeping mutex turned
 //! contention between threads into futex system calls. The bitmaps of the
