@@ -240,8 +240,15 @@ impl Wire {
             .u32(0)
             .0;
         m.extend_from_slice(body);
-        // SAFETY: `m` is a valid buffer of `m.len()` bytes.
-        let n = unsafe { libc::send(self.sock.as_raw_fd(), m.as_ptr().cast(), m.len(), 0) };
+        // A signal (libFuzzer's SIGALRM for its timeouts, which has no
+        // SA_RESTART) interrupts the call: try again.
+        let n = loop {
+            // SAFETY: `m` is a valid buffer of `m.len()` bytes.
+            let n = unsafe { libc::send(self.sock.as_raw_fd(), m.as_ptr().cast(), m.len(), 0) };
+            if n >= 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                break n;
+            }
+        };
         assert_eq!(n, m.len() as isize, "send: {}", io::Error::last_os_error());
     }
 
@@ -249,8 +256,15 @@ impl Wire {
     /// server closed its end.
     fn reply(&mut self, opcode: u32) -> Option<(i32, Vec<u8>)> {
         let mut buf = vec![0u8; 256 << 10];
-        // SAFETY: `buf` is a valid buffer of `buf.len()` bytes.
-        let n = unsafe { libc::recv(self.sock.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+        // Interrupted by a signal (as `send`): try again.
+        let n = loop {
+            // SAFETY: `buf` is a valid buffer of `buf.len()` bytes.
+            let n =
+                unsafe { libc::recv(self.sock.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+            if n >= 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                break n;
+            }
+        };
         assert!(n >= 0, "recv: {}", io::Error::last_os_error());
         let n = n as usize;
         if n == 0 {
