@@ -28,6 +28,7 @@ pub mod compare;
 pub mod floor;
 pub mod fuse;
 pub mod html;
+pub mod loadavg;
 pub mod peers;
 pub mod preload;
 pub mod report;

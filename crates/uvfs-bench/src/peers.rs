@@ -23,8 +23,8 @@
 //! The peers do less than Linux: [`CANNOT`] is the table of what each
 //! cannot do, printed with the figures.
 
+use crate::loadavg::LoadAvg;
 use crate::report::Machine;
-use crate::reproduction::LoadAvg;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -203,21 +203,7 @@ pub struct ScalePoint {
     pub stddev: f64,
 }
 
-/// The load average (1, 5 and 15 minutes), from `/proc/loadavg`.
-#[derive(Clone, Copy, Debug, Serialize)]
-pub struct LoadAvg(pub [f64; 3]);
-
-impl LoadAvg {
-    /// Now (zeros where `/proc/loadavg` cannot be read).
-    pub fn now() -> LoadAvg {
-        let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-        let mut v = [0.0; 3];
-        for (x, w) in v.iter_mut().zip(text.split_whitespace()) {
-            *x = w.parse().unwrap_or(0.0);
-        }
-        LoadAvg(v)
-    }
-}
+pub use crate::loadavg::LoadAvg;
 
 /// The machine's load around one section of the report: a "within
 /// noise" on a loaded machine is not a null result on a quiet one.

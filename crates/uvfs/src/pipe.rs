@@ -369,21 +369,10 @@ impl FifoFile {
     }
 }
 
-impl crate::file_table::FileOps for FifoFile {
-    fn release(&self, file: &crate::file_table::File) {
-        if let Some(inode) = file.dentry().and_then(|d| d.inode()) {
-            FifoFile::release(self, &inode.pipe);
-        }
-    }
-}
-
-impl FifoFile {
-    /// The FIFO open behind `file`, if it is one.
-    pub(crate) fn of(file: &crate::file_table::File) -> Option<&FifoFile> {
-        let ops: &dyn std::any::Any = &**file.ops()?;
-        ops.downcast_ref::<FifoFile>()
-    }
-}
+// A FIFO open as a file's operations (its release, and finding it behind
+// a file) lives with the files, in `file_table/fifo.rs`: this module knows
+// nothing of files, so the inode cache can hold a pipe slot without a
+// circle of imports.
 
 /// A read's destination: a vector of buffers filled in order.
 struct Cursor<'a, 'b> {

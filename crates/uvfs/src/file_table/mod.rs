@@ -11,6 +11,7 @@
 //! - the final put runs the release: the owner's `release` hook when the file
 //!   was opened, then the object goes back to its allocator.
 
+mod fifo;
 pub mod pool;
 
 use crate::dcache::DentryRef;
