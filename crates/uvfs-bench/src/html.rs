@@ -310,14 +310,19 @@ fn scaling_chart(r: &Reproduction, test: &str) -> Result<String, String> {
         let y_desc = "total ops/s (millions)";
         if log {
             let mut c = cb
-                .build_cartesian_2d(x_range.clone(), (lo / 1.5..hi * 1.5).log_scale())
+                .build_cartesian_2d(
+                    x_range.clone(),
+                    (lo / 1.5..hi * 1.5)
+                        .log_scale()
+                        .with_key_points(log_keys(lo / 1.5, hi * 1.5)),
+                )
                 .map_err(err)?;
             c.configure_mesh()
                 .x_desc("tasks")
                 .y_desc(y_desc)
                 .x_labels(max_tasks)
                 .x_label_formatter(&|x| format!("{x:.0}"))
-                .y_labels(10)
+                .max_light_lines(0)
                 .y_label_formatter(&|y| scale_label(*y, ""))
                 .draw()
                 .map_err(err)?;
@@ -445,6 +450,35 @@ pub fn group_f(x: f64, prec: usize) -> String {
         out.insert(0, '-');
     }
     out
+}
+
+/// The ticks of a log axis from `lo` to `hi`: 1, 2 and 5 times each power
+/// of ten in the range, so that labels never crowd the top of a decade
+/// (plotters' own ticks on a log axis put 6, 7, 8, 9 and 10 a few pixels
+/// apart); a range of less than about a decade gets 3, 4, 6 and 8 too.
+fn log_keys(lo: f64, hi: f64) -> Vec<f64> {
+    let mut keys = Vec::new();
+    if !(lo > 0.0 && hi > lo && hi.is_finite()) {
+        return keys;
+    }
+    // A range narrower than a decade or so gets every whole mantissa.
+    for mantissas in [&[1.0, 2.0, 5.0][..], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0]] {
+        keys.clear();
+        let mut decade = 10f64.powi(lo.log10().floor() as i32);
+        while decade <= hi {
+            for m in mantissas {
+                let k = m * decade;
+                if k >= lo && k <= hi {
+                    keys.push(k);
+                }
+            }
+            decade *= 10.0;
+        }
+        if keys.len() >= 3 {
+            break;
+        }
+    }
+    keys
 }
 
 /// A log axis's label: as many decimals as a value below 1 needs (two
@@ -941,7 +975,7 @@ fn fuse_section(h: &mut String, r: &Reproduction) {
 
 #[cfg(test)]
 mod tests {
-    use super::{esc, group_f};
+    use super::{esc, group_f, log_keys};
 
     #[test]
     fn groups_digits() {
@@ -960,5 +994,14 @@ mod tests {
             esc("<a href=\"x\">&</a>"),
             "&lt;a href=&quot;x&quot;&gt;&amp;&lt;/a&gt;"
         );
+    }
+
+    #[test]
+    fn log_axis_ticks_are_one_two_five() {
+        assert_eq!(log_keys(0.4, 25.0), [0.5, 1.0, 2.0, 5.0, 10.0, 20.0]);
+        assert_eq!(log_keys(3.0, 9.0), [3.0, 4.0, 5.0, 6.0, 8.0]);
+        assert_eq!(log_keys(1.0, 1.0), Vec::<f64>::new());
+        assert_eq!(log_keys(0.0, 10.0), Vec::<f64>::new());
+        assert_eq!(log_keys(f64::NAN, 10.0), Vec::<f64>::new());
     }
 }

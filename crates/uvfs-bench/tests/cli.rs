@@ -9,10 +9,39 @@ fn bench() -> Command {
     Command::new(env!("CARGO_BIN_EXE_uvfs-bench"))
 }
 
-fn tmpdir(name: &str) -> PathBuf {
+/// A scratch directory, removed when the test ends, passed or failed (the
+/// tests that stop early used to leave theirs in /tmp).
+struct TmpDir(PathBuf);
+
+impl std::ops::Deref for TmpDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TmpDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for TmpDir {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for TmpDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tmpdir(name: &str) -> TmpDir {
     let d = std::env::temp_dir().join(format!("uvfs-bench-cli-{name}.{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
-    d
+    TmpDir(d)
 }
 
 fn record(test: &str, samples: &[f64]) -> String {
