@@ -577,3 +577,89 @@ fn dash_redirects_a_builtin_to_a_uvfs_file() {
     assert_eq!(String::from_utf8_lossy(&o.stderr), "");
     assert_eq!(String::from_utf8_lossy(&o.stdout), "rc=0\ngot=hi\n");
 }
+
+/// `execl`, `execle` and `execlp` made by the tree's first process (a C
+/// program run directly, not from a shell that would have exec'd or
+/// forked first): glibc's own versions call its internal `execve`, which
+/// the shim would not see, and the new program would start on an empty
+/// uvfs. The list goes past the argument registers (onto the stack), and
+/// `execle`'s environment arrives. Compared with the same runs on a host
+/// directory.
+#[test]
+fn the_list_forms_of_exec_carry_the_tree() {
+    if !have("cc") || !can_mount() {
+        return;
+    }
+    let bin_dir = Scratch::new("tree-execl-bin");
+    let src = r#"
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+extern char **environ;
+int main(int argc, char **argv) {
+    char f[4096];
+    snprintf(f, sizeof f, "%s/f", argv[1]);
+    mkdir(argv[1], 0755);
+    int fd = open(f, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) { perror("open"); return 1; }
+    write(fd, "made before exec\n", 17);
+    close(fd);
+    if (strcmp(argv[2], "l") == 0)
+        execl("/bin/cat", "cat", f, f, f, f, f, f, f, (char *)0);
+    else if (strcmp(argv[2], "lp") == 0)
+        execlp("cat", "cat", f, (char *)0);
+    else {
+        int n = 0;
+        while (environ[n]) n++;
+        char **env = calloc(n + 2, sizeof *env);
+        memcpy(env, environ, n * sizeof *env);
+        env[n] = "X=from envp";
+        execle("/bin/sh", "sh", "-c", "cat \"$1\"; echo \"$X\"", "sh", f, (char *)0, env);
+    }
+    perror("exec");
+    return 1;
+}
+"#;
+    let bin = compile_c(&bin_dir, src).expect("cc is there");
+    for form in ["l", "lp", "le"] {
+        let sc = Scratch::new(&format!("tree-execl-{form}"));
+        let host = sc.join("host");
+        let uv = sc.join("uvfs");
+        let (host, uv) = (host.to_str().unwrap(), uv.to_str().unwrap());
+        let t = tag(&format!("execl-{form}"));
+        let h = Command::new(&bin).args([host, form]).output().unwrap();
+        let u = Command::new(&bin)
+            .args([uv, form])
+            .env("LD_PRELOAD", shim())
+            .env("UVFS_PREFIX", uv)
+            .env("UVFS_TREE_TEST_TAG", &t)
+            .output()
+            .unwrap();
+        no_leftovers(&t, uv);
+        let (ho, uo) = (
+            String::from_utf8_lossy(&h.stdout),
+            String::from_utf8_lossy(&u.stdout),
+        );
+        let want = match form {
+            "l" => "made before exec\n".repeat(7),
+            "lp" => "made before exec\n".into(),
+            _ => "made before exec\nfrom envp\n".into(),
+        };
+        assert_eq!(ho, want, "{form}: the host run");
+        assert_eq!(
+            uo,
+            want,
+            "{form}: under the shim; stderr:\n{}",
+            String::from_utf8_lossy(&u.stderr)
+        );
+        assert!(u.status.success(), "{form}: {:?}", u.status);
+        assert!(
+            !String::from_utf8_lossy(&u.stderr).contains("uvfs-preload"),
+            "{form}: the shim complained:\n{}",
+            String::from_utf8_lossy(&u.stderr)
+        );
+    }
+}

@@ -76,6 +76,9 @@ int main(int argc, char **argv) {
     R("execv", execv(at("prog"), av));
     R("execvp", execvp(at("prog"), av));
     R("execvpe", execvpe(at("prog"), av, environ));
+    R("execl", execl(at("prog"), "prog", "a", "b", "c", "d", "e", "f", "g", "h", (char *)0));
+    R("execle", execle(at("prog"), "prog", (char *)0, environ));
+    R("execlp", execlp(at("prog"), "prog", (char *)0));
     R("execveat path", execveat(AT_FDCWD, at("prog"), av, environ, 0));
     int xf = open(at("prog"), O_RDONLY);
     R("execveat fd", execveat(xf, "", av, environ, AT_EMPTY_PATH));
@@ -178,6 +181,9 @@ execve: -1 errno 13
 execv: -1 errno 13
 execvp: -1 errno 13
 execvpe: -1 errno 13
+execl: -1 errno 13
+execle: -1 errno 13
+execlp: -1 errno 13
 execveat path: -1 errno 13
 execveat fd: -1 errno 13
 fexecve: -1 errno 13
@@ -233,6 +239,9 @@ const REFUSED: &[&str] = &[
     "execv of a uvfs file is not supported (EACCES)",
     "execvp of a uvfs file is not supported (EACCES)",
     "execvpe of a uvfs file is not supported (EACCES)",
+    "execl of a uvfs file is not supported (EACCES)",
+    "execle of a uvfs file is not supported (EACCES)",
+    "execlp of a uvfs file is not supported (EACCES)",
     "execveat of a uvfs file is not supported (EACCES)",
     "fexecve of a uvfs file is not supported (EACCES)",
     "posix_spawn of a uvfs file is not supported (EACCES)",

@@ -18,6 +18,7 @@ mod attrs;
 mod copy;
 mod cwd;
 mod dirs;
+mod exec;
 mod fcntl;
 mod fork;
 mod io;

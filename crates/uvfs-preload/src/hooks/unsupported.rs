@@ -4,10 +4,8 @@
 //! nothing (or, worse, a host file of the same name) and the fd would be
 //! the placeholder's `/dev/null`:
 //!
-//! - `execve`, `execv`, `execvp`/`execvpe` (a name with a `/`), `execveat`,
-//!   `fexecve`, `posix_spawn`, `posix_spawnp` (a name with a `/`) of a uvfs
-//!   file: `EACCES`, as for a file on a `noexec` mount (the kernel loads a
-//!   program from its own files only);
+//! - the `exec` family and `posix_spawn` of a uvfs file: `EACCES`, in
+//!   [`exec`](super::exec);
 //! - `chroot` into, `mount` on, `umount`/`umount2` of a uvfs directory:
 //!   `EOPNOTSUPP`;
 //! - `name_to_handle_at` of a uvfs path, `open_by_handle_at` on a uvfs
@@ -28,200 +26,20 @@
 //! as the host path it stands for; any other path or fd goes to the next
 //! definition unchanged.
 
-use crate::conv::{cbytes, set_errno};
+use crate::conv::set_errno;
 use crate::dispatch::{fd_call, is_uvfs, is_uvfs_path, path_call, route, with_kernel_path};
 use crate::interpose::{forward, real};
 use crate::path::Route;
 use crate::refuse::refuse;
-use libc::{c_char, c_int, c_uint, c_ulong, c_void, pid_t, sockaddr, socklen_t};
+use libc::{c_char, c_int, c_uint, c_ulong, c_void, sockaddr, socklen_t};
 use uvfs::uapi::AT_FDCWD;
 
 type P = *const c_char;
-type Argv = *const *const c_char;
 
 /// Fails a call returning -1 with `e` in errno.
 fn fail(e: uvfs::Errno) -> c_int {
     set_errno(e.raw());
     -1
-}
-
-// ---------------------------------------------------------------------------
-// exec and spawn.
-
-/// Whether the program name `file` of an `execvp`-style call names a uvfs
-/// file (only a name with a `/` is a path; others are searched in `PATH`,
-/// by glibc, on the host).
-///
-/// # Safety
-/// `file` is NULL or a valid C string.
-unsafe fn uvfs_program(file: P) -> bool {
-    // SAFETY: per the contract.
-    !file.is_null() && unsafe { cbytes(file) }.contains(&b'/') && unsafe { is_uvfs_path(file) }
-}
-
-/// `execve`.
-///
-/// # Safety
-/// The C contract of `execve`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn execve(path: P, argv: Argv, envp: Argv) -> c_int {
-    crate::namespace::before_child("execve");
-    // SAFETY: the caller's path, valid per the contract.
-    if unsafe { is_uvfs_path(path) } {
-        return fail(refuse!("execve", "of a uvfs file", EACCES));
-    }
-    // SAFETY: the caller's arguments, the path perhaps the host path it
-    // stands for (alive for the call).
-    unsafe {
-        with_kernel_path(path, |p| {
-            real!(execve: fn(P, Argv, Argv) -> c_int)(p, argv, envp)
-        })
-    }
-}
-
-/// `execv`.
-///
-/// # Safety
-/// The C contract of `execv`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn execv(path: P, argv: Argv) -> c_int {
-    crate::namespace::before_child("execv");
-    // SAFETY: the caller's path, valid per the contract.
-    if unsafe { is_uvfs_path(path) } {
-        return fail(refuse!("execv", "of a uvfs file", EACCES));
-    }
-    // SAFETY: as in `execve`.
-    unsafe { with_kernel_path(path, |p| real!(execv: fn(P, Argv) -> c_int)(p, argv)) }
-}
-
-/// `execvp`.
-///
-/// # Safety
-/// The C contract of `execvp`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn execvp(file: P, argv: Argv) -> c_int {
-    crate::namespace::before_child("execvp");
-    // SAFETY: the caller's name, valid per the contract.
-    if unsafe { uvfs_program(file) } {
-        return fail(refuse!("execvp", "of a uvfs file", EACCES));
-    }
-    // SAFETY: the caller's arguments, unchanged.
-    unsafe { real!(execvp: fn(P, Argv) -> c_int)(file, argv) }
-}
-
-/// `execvpe`.
-///
-/// # Safety
-/// The C contract of `execvpe`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn execvpe(file: P, argv: Argv, envp: Argv) -> c_int {
-    crate::namespace::before_child("execvpe");
-    // SAFETY: the caller's name, valid per the contract.
-    if unsafe { uvfs_program(file) } {
-        return fail(refuse!("execvpe", "of a uvfs file", EACCES));
-    }
-    // SAFETY: the caller's arguments, unchanged.
-    unsafe { real!(execvpe: fn(P, Argv, Argv) -> c_int)(file, argv, envp) }
-}
-
-/// `execveat`: a uvfs path (or, with `AT_EMPTY_PATH`, fd) refused.
-///
-/// # Safety
-/// The C contract of `execveat`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn execveat(
-    dirfd: c_int,
-    path: P,
-    argv: Argv,
-    envp: Argv,
-    flags: c_int,
-) -> c_int {
-    crate::namespace::before_child("execveat");
-    let kernel = |d: c_int, p: P| {
-        // SAFETY: the caller's arguments, the path perhaps the host path it
-        // stands for (alive for the call).
-        unsafe {
-            real!(execveat: fn(c_int, P, Argv, Argv, c_int) -> c_int)(d, p, argv, envp, flags)
-        }
-    };
-    // SAFETY: the caller's path, valid per the contract.
-    unsafe {
-        path_call(dirfd, path, -1, kernel, |_, _, _| {
-            Err(refuse!("execveat", "of a uvfs file", EACCES))
-        })
-    }
-}
-
-/// `fexecve`.
-///
-/// # Safety
-/// The C contract of `fexecve`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn fexecve(fd: c_int, argv: Argv, envp: Argv) -> c_int {
-    crate::namespace::before_child("fexecve");
-    fd_call(
-        fd,
-        -1,
-        // SAFETY: the caller's arguments, unchanged.
-        || unsafe { real!(fexecve: fn(c_int, Argv, Argv) -> c_int)(fd, argv, envp) },
-        |_, _| Err(refuse!("fexecve", "of a uvfs file", EACCES)),
-    )
-}
-
-/// `posix_spawn`: a uvfs program refused with `EACCES` (returned, as
-/// `posix_spawn` returns its error).
-///
-/// # Safety
-/// The C contract of `posix_spawn`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn posix_spawn(
-    pid: *mut pid_t,
-    path: P,
-    actions: *const c_void,
-    attr: *const c_void,
-    argv: Argv,
-    envp: Argv,
-) -> c_int {
-    crate::namespace::before_child("posix_spawn");
-    // SAFETY: the caller's path, valid per the contract.
-    if unsafe { is_uvfs_path(path) } {
-        return refuse!("posix_spawn", "of a uvfs file", EACCES).raw();
-    }
-    // SAFETY: the caller's arguments, the path perhaps the host path it
-    // stands for (alive for the call).
-    unsafe {
-        with_kernel_path(path, |p| {
-            real!(posix_spawn: fn(*mut pid_t, P, *const c_void, *const c_void, Argv, Argv) -> c_int)(
-                pid, p, actions, attr, argv, envp,
-            )
-        })
-    }
-}
-
-/// `posix_spawnp`.
-///
-/// # Safety
-/// The C contract of `posix_spawnp`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn posix_spawnp(
-    pid: *mut pid_t,
-    file: P,
-    actions: *const c_void,
-    attr: *const c_void,
-    argv: Argv,
-    envp: Argv,
-) -> c_int {
-    crate::namespace::before_child("posix_spawnp");
-    // SAFETY: the caller's name, valid per the contract.
-    if unsafe { uvfs_program(file) } {
-        return refuse!("posix_spawnp", "of a uvfs file", EACCES).raw();
-    }
-    // SAFETY: the caller's arguments, unchanged.
-    unsafe {
-        real!(posix_spawnp: fn(*mut pid_t, P, *const c_void, *const c_void, Argv, Argv) -> c_int)(
-            pid, file, actions, attr, argv, envp,
-        )
-    }
 }
 
 // ---------------------------------------------------------------------------
