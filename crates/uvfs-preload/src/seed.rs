@@ -91,6 +91,25 @@ extern "C" fn at_exit() {
     // shim, and glibc flushes only after the atexit handlers.
     // SAFETY: fflush(NULL) flushes every stream.
     unsafe { libc::fflush(std::ptr::null_mut()) };
+    dump();
+}
+
+/// `_exit` and `_Exit` of the process that owns `UVFS_DUMP` (shells such
+/// as dash leave with `_exit`, which runs no atexit handler): the dump is
+/// made then, once, without flushing stdio (which `_exit` does not do).
+pub(crate) fn at_underscore_exit() {
+    // SAFETY: getpid has no preconditions.
+    if OWNER_PID.load(std::sync::atomic::Ordering::Relaxed) == unsafe { libc::getpid() } {
+        dump();
+    }
+}
+
+/// Copies the uvfs tree to `UVFS_DUMP`, once per process.
+fn dump() {
+    static DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if DONE.swap(true, std::sync::atomic::Ordering::AcqRel) {
+        return;
+    }
     let Some(dir) = std::env::var_os("UVFS_DUMP") else {
         return;
     };

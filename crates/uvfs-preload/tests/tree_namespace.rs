@@ -663,3 +663,54 @@ int main(int argc, char **argv) {
         );
     }
 }
+
+/// `UVFS_DUMP` from a shell that leaves with `_exit` (dash runs no atexit
+/// handler): alone (the process's own uvfs is dumped) and after a child
+/// (the tree's mount is). The dump must be there when the shell's exit
+/// status is.
+#[test]
+fn a_shell_that_leaves_with_underscore_exit_still_dumps() {
+    if !have("dash") {
+        return;
+    }
+    let cases: &[(&str, &str, bool)] = &[
+        ("alone", "echo alone > $D/f", false),
+        (
+            "tree",
+            "mkdir $D/d && /bin/echo from-child > $D/d/c && echo parent > $D/f",
+            true,
+        ),
+    ];
+    for &(name, script, tree) in cases {
+        if tree && !can_mount() {
+            continue;
+        }
+        let sc = Scratch::new(&format!("tree-dash-{name}"));
+        let uv = sc.join("uvfs");
+        let dump = sc.join("dump");
+        let t = tag(&format!("dash-{name}"));
+        let o = Command::new("dash")
+            .arg("-c")
+            .arg(script)
+            .env("D", &uv)
+            .env("LD_PRELOAD", shim())
+            .env("UVFS_PREFIX", &uv)
+            .env("UVFS_DUMP", &dump)
+            .env("UVFS_TREE_TEST_TAG", &t)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{name}: {:?}\n{stderr}", o.status);
+        // Read before waiting for leftovers: the dump must be complete
+        // when the shell's status is known.
+        let f = std::fs::read_to_string(dump.join("f"));
+        let c = std::fs::read_to_string(dump.join("d/c"));
+        no_leftovers(&t, uv.to_str().unwrap());
+        if tree {
+            assert_eq!(f.as_deref().ok(), Some("parent\n"), "{name}\n{stderr}");
+            assert_eq!(c.as_deref().ok(), Some("from-child\n"), "{name}\n{stderr}");
+        } else {
+            assert_eq!(f.as_deref().ok(), Some("alone\n"), "{name}\n{stderr}");
+        }
+    }
+}

@@ -2,7 +2,9 @@
 //! `posix_spawn`, `popen` and the `exec` family, are interposed for other
 //! reasons and make the same call first). Before the first of them the
 //! process gets a server for its tree (`namespace`), so the child and the
-//! parent share one uvfs.
+//! parent share one uvfs. And the calls that end a process without its
+//! exit handlers, `_exit` and `_Exit`: the process that owns `UVFS_DUMP`
+//! dumps first.
 
 use crate::interpose::real;
 use crate::namespace::before_child;
@@ -44,4 +46,27 @@ pub unsafe extern "C" fn system(cmd: *const c_char) -> c_int {
     }
     // SAFETY: the caller's argument, unchanged.
     unsafe { real!(system: fn(*const c_char) -> c_int)(cmd) }
+}
+
+/// `_exit`: the `UVFS_DUMP` owner's dump (as its atexit handler would
+/// have made it), then the next definition.
+///
+/// # Safety
+/// The C contract of `_exit`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn _exit(status: c_int) -> ! {
+    crate::seed::at_underscore_exit();
+    // SAFETY: the caller's status; the next definition, which never returns.
+    unsafe { real!(_exit: fn(c_int) -> !)(status) }
+}
+
+/// `_Exit`: as `_exit`.
+///
+/// # Safety
+/// The C contract of `_Exit`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn _Exit(status: c_int) -> ! {
+    crate::seed::at_underscore_exit();
+    // SAFETY: as in `_exit`.
+    unsafe { real!(_Exit: fn(c_int) -> !)(status) }
 }
