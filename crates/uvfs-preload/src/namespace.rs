@@ -86,9 +86,13 @@ pub(crate) fn at_load() {
     let Ok(c) = CString::new(pre) else { return };
     // SAFETY: an all-zero `statfs` is a valid value to be overwritten.
     let mut st: libc::statfs64 = unsafe { std::mem::zeroed() };
-    // SAFETY: a NUL-terminated path and a writable struct; a raw syscall,
-    // so the shim's own `statfs` is not involved.
-    let r = unsafe { libc::syscall(libc::SYS_statfs, c.as_ptr(), &mut st) };
+    let r = {
+        // Inside the guard: the shim's own `syscall` passes it on.
+        let _busy = Busy::enter();
+        // SAFETY: a NUL-terminated path and a writable struct; a raw
+        // syscall, so the shim's own `statfs` is not involved.
+        unsafe { libc::syscall(libc::SYS_statfs, c.as_ptr(), &mut st) }
+    };
     let gone = r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOTCONN);
     let fuse = r == 0 && st.f_type as i64 == FUSE_SUPER_MAGIC;
     if !(fuse || gone) {

@@ -29,6 +29,7 @@ mod open;
 mod stat;
 mod statfs;
 pub(crate) mod stdio;
+mod syscall;
 mod temp;
 mod unsupported;
 mod xattr;
