@@ -3,8 +3,8 @@
 //! directory and under the shim with the prefix at a path absent on the
 //! host; every result, errno and byte it prints must be the same, and
 //! nothing may appear on the host at the prefix's path. Then `openat2`
-//! with a `RESOLVE_*` rule (ENOSYS, said once) and `SYS_fork` in a process
-//! tree (the child's file is the parent's).
+//! with a `RESOLVE_*` rule (ENOSYS, said once), and `SYS_fork` and
+//! glibc's `clone` in a process tree (the child's file is the parent's).
 
 use std::process::Command;
 
@@ -15,6 +15,8 @@ const PROG: &str = r##"
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +39,12 @@ static char *at(const char *name) {
 
 struct open_how_ { uint64_t flags, mode, resolve; };
 
+static int clone_child(void *arg) {
+    long fd = syscall(SYS_openat, AT_FDCWD, at("child"), O_CREAT | O_WRONLY, 0644);
+    write((int)fd, "from the child\n", 15);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     snprintf(D, sizeof D, "%s", argv[1]);
     char buf[4096];
@@ -50,9 +58,14 @@ int main(int argc, char **argv) {
         R("openat2 resolve again", syscall(SYS_openat2, AT_FDCWD, at("f"), &how, sizeof how));
         return 0;
     }
-    if (argc > 2 && strcmp(argv[2], "fork") == 0) {
+    if (argc > 2 && (strcmp(argv[2], "fork") == 0 || strcmp(argv[2], "clone") == 0)) {
         syscall(SYS_mkdir, D, 0755);
-        long pid = syscall(SYS_fork);
+        long pid;
+        if (strcmp(argv[2], "clone") == 0) {
+            static char stack[1 << 16];
+            pid = clone(clone_child, stack + sizeof stack, SIGCHLD, 0);
+        } else
+            pid = syscall(SYS_fork);
         if (pid == 0) {
             long fd = syscall(SYS_openat, AT_FDCWD, at("child"), O_CREAT | O_WRONLY, 0644);
             syscall(SYS_write, fd, "from the child\n", 15);
@@ -217,7 +230,7 @@ fn openat2_with_a_resolve_rule_is_enosys_said_once() {
 }
 
 #[test]
-fn a_raw_fork_child_writes_into_the_parents_uvfs() {
+fn a_raw_fork_or_clone_child_writes_into_the_parents_uvfs() {
     // SAFETY: a plain id getter.
     let root = unsafe { libc::geteuid() } == 0;
     if !have("cc") || !root || std::fs::metadata("/dev/fuse").is_err() {
@@ -226,19 +239,23 @@ fn a_raw_fork_child_writes_into_the_parents_uvfs() {
     }
     let sc = Scratch::new("raw-fork");
     let bin = compile_c(&sc, PROG).expect("cc is there");
-    let uv = sc.join("uvfs");
-    let uv = uv.to_str().unwrap();
-    let u = Command::new(&bin)
-        .args([uv, "fork"])
-        .env("LD_PRELOAD", support::shim())
-        .env("UVFS_PREFIX", uv)
-        .output()
-        .unwrap();
-    assert!(u.status.success(), "{:?}\n{}", u.status, err(&u));
-    assert_eq!(
-        out(&u),
-        "parent read 15: from the child\n",
-        "stderr:\n{}",
-        err(&u)
-    );
+    // `SYS_fork` through `syscall`, and glibc's `clone` wrapper without
+    // `CLONE_VM`.
+    for how in ["fork", "clone"] {
+        let uv = sc.join(&format!("uvfs-{how}"));
+        let uv = uv.to_str().unwrap();
+        let u = Command::new(&bin)
+            .args([uv, how])
+            .env("LD_PRELOAD", support::shim())
+            .env("UVFS_PREFIX", uv)
+            .output()
+            .unwrap();
+        assert!(u.status.success(), "{how}: {:?}\n{}", u.status, err(&u));
+        assert_eq!(
+            out(&u),
+            "parent read 15: from the child\n",
+            "{how}: stderr:\n{}",
+            err(&u)
+        );
+    }
 }

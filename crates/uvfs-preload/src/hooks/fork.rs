@@ -1,4 +1,4 @@
-//! The calls that make a child: `fork`, `vfork` and `system` (the others,
+//! The calls that make a child: `fork`, `vfork`, `clone` and `system` (the others,
 //! `posix_spawn`, `popen` and the `exec` family, are interposed for other
 //! reasons and make the same call first). Before the first of them the
 //! process gets a server for its tree (`namespace`), so the child and the
@@ -69,4 +69,40 @@ pub unsafe extern "C" fn _Exit(status: c_int) -> ! {
     crate::seed::at_underscore_exit();
     // SAFETY: as in `_exit`.
     unsafe { real!(_Exit: fn(c_int) -> !)(status) }
+}
+
+/// `clone` (glibc's wrapper: `clone(fn, stack, flags, arg, …)`): one
+/// without `CLONE_VM` makes a process, so the tree gets its server first.
+/// The three optional arguments (`parent_tid`, `tls`, `child_tid`) are
+/// taken as fixed ones and passed on unchanged: in the x86-64 and aarch64
+/// conventions they travel where fixed ones do, and the callee reads them
+/// only when `flags` says they exist.
+///
+/// # Safety
+/// The C contract of `clone`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn clone(
+    f: Option<unsafe extern "C" fn(*mut libc::c_void) -> c_int>,
+    stack: *mut libc::c_void,
+    flags: c_int,
+    arg: *mut libc::c_void,
+    parent_tid: *mut pid_t,
+    tls: *mut libc::c_void,
+    child_tid: *mut pid_t,
+) -> c_int {
+    if flags & libc::CLONE_VM == 0 {
+        before_child("clone");
+    }
+    // SAFETY: the caller's arguments, unchanged, to the next definition.
+    unsafe {
+        real!(clone: fn(
+            Option<unsafe extern "C" fn(*mut libc::c_void) -> c_int>,
+            *mut libc::c_void,
+            c_int,
+            *mut libc::c_void,
+            *mut pid_t,
+            *mut libc::c_void,
+            *mut pid_t,
+        ) -> c_int)(f, stack, flags, arg, parent_tid, tls, child_tid)
+    }
 }
