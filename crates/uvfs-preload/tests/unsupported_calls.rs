@@ -102,6 +102,26 @@ int main(int argc, char **argv) {
     R("bind", bind(s, (struct sockaddr *)&un, sizeof un));
     R("connect", connect(s, (struct sockaddr *)&un, sizeof un));
     close(s);
+    int sp[2];
+    socketpair(AF_UNIX, SOCK_STREAM, 0, sp);
+    int ufd = open(at("f"), O_RDONLY);
+    union { struct cmsghdr h; char b[CMSG_SPACE(2 * sizeof(int))]; } cmb;
+    char one = 'x';
+    struct iovec iov = { &one, 1 };
+    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cmb.b, .msg_controllen = sizeof cmb.b };
+    struct cmsghdr *ch = CMSG_FIRSTHDR(&mh);
+    ch->cmsg_level = SOL_SOCKET;
+    ch->cmsg_type = SCM_RIGHTS;
+    ch->cmsg_len = CMSG_LEN(2 * sizeof(int));
+    int pass[2] = {0, ufd};
+    memcpy(CMSG_DATA(ch), pass, sizeof pass);
+    R("sendmsg of a uvfs fd", sendmsg(sp[0], &mh, 0));
+    pass[1] = 1;
+    memcpy(CMSG_DATA(ch), pass, sizeof pass);
+    R("sendmsg of kernel fds", sendmsg(sp[0], &mh, 0));
+    close(ufd);
+    close(sp[0]);
+    close(sp[1]);
     R("nftw", nftw(P, walk, 4, 0));
     R("ftw", ftw(P, walk1, 4));
     char *roots[] = {P, 0};
@@ -197,6 +217,8 @@ name_to_handle_at: -1 errno 95
 inotify_add_watch: -1 errno 95
 bind: -1 errno 95
 connect: -1 errno 95
+sendmsg of a uvfs fd: -1 errno 95
+sendmsg of kernel fds: ok errno 0
 nftw: -1 errno 95
 ftw: -1 errno 95
 fts_open: NULL errno 95
@@ -253,6 +275,7 @@ const REFUSED: &[&str] = &[
     "inotify_add_watch on a uvfs file is not supported (EOPNOTSUPP)",
     "bind of a socket under the prefix is not supported (EOPNOTSUPP)",
     "connect to a socket under the prefix is not supported (EOPNOTSUPP)",
+    "sendmsg of a uvfs fd (SCM_RIGHTS) is not supported (EOPNOTSUPP)",
     "nftw of a uvfs directory is not supported (EOPNOTSUPP)",
     "ftw of a uvfs directory is not supported (EOPNOTSUPP)",
     "fts_open of a uvfs directory is not supported (EOPNOTSUPP)",

@@ -12,6 +12,8 @@
 //!   fd: `EOPNOTSUPP` (Linux's answer for a file system without handles);
 //! - `inotify_add_watch` and `fanotify_mark` of a uvfs path or fd:
 //!   `EOPNOTSUPP` (no event source; `tail -f` then polls);
+//! - `sendmsg`/`sendmmsg` passing a uvfs fd (`SCM_RIGHTS`): `EOPNOTSUPP`
+//!   (the receiver would get the placeholder);
 //! - `bind`/`connect` of an `AF_UNIX` socket to a path under the prefix:
 //!   `EOPNOTSUPP` (a socket file cannot live in uvfs);
 //! - glibc's tree walkers and `glob` on a uvfs path (`ftw`, `nftw`,
@@ -313,6 +315,75 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_
                 std::mem::size_of::<libc::sockaddr_un>() as socklen_t,
             )
         },
+    }
+}
+
+/// Whether the message `msg` passes (`SCM_RIGHTS`) a uvfs fd, which
+/// would arrive as the placeholder `/dev/null` (a process that is its
+/// tree's client holds kernel fds only, so never there).
+///
+/// # Safety
+/// `msg` is NULL or the caller's valid `msghdr`.
+unsafe fn passes_uvfs_fd(msg: *const libc::msghdr) -> bool {
+    if msg.is_null() || crate::guard::busy() {
+        return false;
+    }
+    // SAFETY: a valid msghdr per the contract; the CMSG macros stay inside
+    // its control buffer.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                let data = libc::CMSG_DATA(c).cast::<c_int>();
+                let n = ((*c).cmsg_len as usize).saturating_sub(libc::CMSG_LEN(0) as usize)
+                    / std::mem::size_of::<c_int>();
+                if (0..n).any(|i| is_uvfs(data.add(i).read_unaligned())) {
+                    return true;
+                }
+            }
+            c = libc::CMSG_NXTHDR(msg, c);
+        }
+    }
+    false
+}
+
+/// `sendmsg`: a uvfs fd passed with `SCM_RIGHTS` refused (the receiver
+/// would get the placeholder `/dev/null`).
+///
+/// # Safety
+/// The C contract of `sendmsg`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sendmsg(fd: c_int, msg: *const libc::msghdr, flags: c_int) -> isize {
+    // SAFETY: the caller's message, per the contract.
+    if unsafe { passes_uvfs_fd(msg) } {
+        return fail(refuse!("sendmsg", "of a uvfs fd (SCM_RIGHTS)", EOPNOTSUPP)) as isize;
+    }
+    // SAFETY: the caller's arguments, unchanged.
+    unsafe { real!(sendmsg: fn(c_int, *const libc::msghdr, c_int) -> isize)(fd, msg, flags) }
+}
+
+/// `sendmmsg`: as `sendmsg`, for any of the messages.
+///
+/// # Safety
+/// The C contract of `sendmmsg`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sendmmsg(
+    fd: c_int,
+    msgs: *mut libc::mmsghdr,
+    n: c_uint,
+    flags: c_int,
+) -> c_int {
+    if !msgs.is_null() {
+        for i in 0..n as usize {
+            // SAFETY: the caller's `n` messages, per the contract.
+            if unsafe { passes_uvfs_fd(&raw const (*msgs.add(i)).msg_hdr) } {
+                return fail(refuse!("sendmmsg", "of a uvfs fd (SCM_RIGHTS)", EOPNOTSUPP));
+            }
+        }
+    }
+    // SAFETY: the caller's arguments, unchanged.
+    unsafe {
+        real!(sendmmsg: fn(c_int, *mut libc::mmsghdr, c_uint, c_int) -> c_int)(fd, msgs, n, flags)
     }
 }
 
