@@ -77,6 +77,9 @@ pub struct FdTable {
     /// `fd_single_user`: a handle that is the only user writes without the
     /// lock (see [`Files`]).
     single: bool,
+    /// `fd_slot_spread`: the rotation of a slot's offset in its chunk
+    /// ([`SPREAD_SHIFT`](chunks::SPREAD_SHIFT) on, 0 off; see `slot`).
+    spread: u32,
     chunks: [AtomicPtr<Slot>; NR_CHUNKS],
     inner: CachePadded<SpinMutex<Bitmaps>>,
 }
@@ -94,6 +97,11 @@ impl FdTable {
             alloc_fast: fast.alloc_fd_fast,
             typesafe: fast.typesafe_files,
             single: fast.fd_single_user,
+            spread: if fast.fd_slot_spread {
+                chunks::SPREAD_SHIFT
+            } else {
+                0
+            },
             chunks: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
             inner: CachePadded::new(SpinMutex::new(Bitmaps::empty())),
         };
@@ -159,6 +167,7 @@ impl FdTable {
             alloc_fd_fast: self.alloc_fast,
             typesafe_files: self.typesafe,
             fd_single_user: self.single,
+            fd_slot_spread: self.spread != 0,
             ..FastPaths::stock()
         };
         let new = FdTable::new(&fast)?;

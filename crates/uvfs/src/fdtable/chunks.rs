@@ -26,6 +26,21 @@ pub(super) fn chunk_of(fd: usize) -> (usize, usize) {
     (k, fd - base)
 }
 
+/// `fd_slot_spread`'s rotation: the low three bits of an offset choose
+/// one of eight cache lines (eight 8-byte slots to a 64-byte line).
+pub(super) const SPREAD_SHIFT: u32 = 3;
+
+/// Where offset `off` of a chunk of `1 << m` slots lives, for a rotation
+/// `s` (0 or [`SPREAD_SHIFT`]): `off` rotated right by `s` within `m` bits,
+/// so the low bits pick a stretch of `1 << (m - s)` slots (a cache line or
+/// more) and offsets that differ only in them (consecutive fds) are never
+/// on the same line; with `s` = 0, `off` itself. A permutation of
+/// `0..1 << m`; branch-free.
+#[inline(always)]
+pub(super) fn spread_pos(off: usize, m: u32, s: u32) -> usize {
+    ((off >> s) | (off << (m - s))) & ((1 << m) - 1)
+}
+
 /// Slots in chunk `k`.
 pub(super) const fn chunk_len(k: usize) -> usize {
     if k == 0 {
@@ -87,6 +102,9 @@ impl FdTable {
     #[inline(always)]
     pub(super) fn slot(&self, fd: usize) -> &Slot {
         let (k, off) = chunk_of(fd);
+        // log2 of chunk k's length: 6 for chunks 0 and 1, then k + 5.
+        let m = (k as u32 + BASE_SHIFT - 1).max(BASE_SHIFT);
+        let off = spread_pos(off, m, self.spread);
         let chunk = self.chunks[k & (NR_CHUNKS - 1)].load(Ordering::Acquire);
         // Under loom a publication-order bug must fail the model, not crash it.
         #[cfg(loom)]
@@ -98,7 +116,8 @@ impl FdTable {
         // SAFETY: every caller passes an fd below a `max_fds` it loaded with
         // acquire (or read under the lock); chunks are published before
         // `max_fds` covers them and live as long as the table, and `off` is
-        // within chunk `k` by construction of `chunk_of`.
+        // within chunk `k` by construction of `chunk_of` and `spread_pos`
+        // (a permutation of the chunk's offsets).
         unsafe { &*chunk.add(off) }
     }
 
@@ -151,6 +170,30 @@ impl FdTable {
 mod tests {
     use super::*;
     use crate::fastpaths::FastPaths;
+
+    #[test]
+    fn spread_is_a_permutation_that_separates_neighbours() {
+        for k in 0..8 {
+            let len = chunk_len(k);
+            let m = len.trailing_zeros();
+            assert_eq!(m, (k as u32 + BASE_SHIFT - 1).max(BASE_SHIFT));
+            let mut seen = vec![false; len];
+            for off in 0..len {
+                assert_eq!(spread_pos(off, m, 0), off, "chunk {k}, identity off");
+                let p = spread_pos(off, m, SPREAD_SHIFT);
+                assert!(p < len && !seen[p], "chunk {k}: {off} -> {p}");
+                seen[p] = true;
+                // Eight slots of 8 bytes to a 64-byte line: the next eight
+                // offsets are each on another line than this one.
+                for d in 1..8 {
+                    if off + d < len {
+                        let q = spread_pos(off + d, m, SPREAD_SHIFT);
+                        assert_ne!(p / 8, q / 8, "chunk {k}: {off} and {}", off + d);
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn chunk_math() {
