@@ -52,6 +52,16 @@ struct Row {
     /// (a low and a high end; equal for one figure), when the seed
     /// published one for this row's test.
     published: Option<(f64, f64)>,
+    /// Mode and task count when not the test's usual [`shape`]: a fast
+    /// path for threads sharing a table is measured with two of them.
+    shape: Option<(Mode, usize)>,
+}
+
+impl Row {
+    /// How this row's test runs.
+    fn shape(&self) -> (Mode, usize) {
+        self.shape.unwrap_or_else(|| shape(self.test))
+    }
 }
 
 /// What a seed row measures.
@@ -132,6 +142,7 @@ const ROWS: &[Row] = &[
         what: "close(2) releases synchronously",
         evidence: "open1 +7% to +14.5%",
         published: Some((7.0, 14.5)),
+        shape: None,
     },
     Row {
         seed: "001",
@@ -141,6 +152,7 @@ const ROWS: &[Row] = &[
         what: "type-stable file objects",
         evidence: "open1 +16%",
         published: Some((16.0, 16.0)),
+        shape: None,
     },
     Row {
         seed: "001",
@@ -150,6 +162,7 @@ const ROWS: &[Row] = &[
         what: "failed open frees at once",
         evidence: "openneg +29%",
         published: Some((29.0, 29.0)),
+        shape: None,
     },
     Row {
         seed: "002",
@@ -159,6 +172,7 @@ const ROWS: &[Row] = &[
         what: "inode hash searched without its lock",
         evidence: "fstree -53% time",
         published: Some((112.8, 112.8)),
+        shape: None,
     },
     Row {
         seed: "003",
@@ -168,6 +182,7 @@ const ROWS: &[Row] = &[
         what: "masked branch-free fd lookup",
         evidence: "-2.9% regression fixed",
         published: Some((3.0, 3.0)),
+        shape: None,
     },
     Row {
         seed: "004",
@@ -177,6 +192,7 @@ const ROWS: &[Row] = &[
         what: "alloc_fd: next_fd's word first",
         evidence: "blogbench reads +8% to +15%",
         published: None,
+        shape: None,
     },
     Row {
         seed: "004",
@@ -186,6 +202,7 @@ const ROWS: &[Row] = &[
         what: "alloc_fd: next_fd's word first",
         evidence: "blogbench reads +8% to +15%",
         published: Some((8.0, 15.0)),
+        shape: None,
     },
     Row {
         seed: "016",
@@ -195,6 +212,7 @@ const ROWS: &[Row] = &[
         what: "full-path lookup cache (issue 16)",
         evidence: "target: 12 components <= 1.2x 1",
         published: None,
+        shape: None,
     },
     // Not a kernel seed: uvfs's own fast path (issue 19), numbered after
     // its issue so the rows stay sorted; no published figure.
@@ -206,6 +224,7 @@ const ROWS: &[Row] = &[
         what: "fd table with one user: no lock",
         evidence: "uvfs only (issue 19)",
         published: None,
+        shape: None,
     },
     Row {
         seed: "019",
@@ -215,6 +234,27 @@ const ROWS: &[Row] = &[
         what: "fd table with one user: no lock",
         evidence: "uvfs only (issue 19)",
         published: None,
+        shape: None,
+    },
+    Row {
+        seed: "019",
+        test: Test::Open1,
+        metric: Metric::Ops,
+        switch: "fd_slot_spread",
+        what: "2 threads: fds' slots on own lines",
+        evidence: "uvfs only (issue 19), 2 threads",
+        published: None,
+        shape: Some((Mode::Threads, 2)),
+    },
+    Row {
+        seed: "019",
+        test: Test::Dup1,
+        metric: Metric::Ops,
+        switch: "fd_slot_spread",
+        what: "2 threads: fds' slots on own lines",
+        evidence: "uvfs only (issue 19), 2 threads",
+        published: None,
+        shape: Some((Mode::Threads, 2)),
     },
 ];
 
@@ -355,7 +395,7 @@ pub fn reproduce(
     let seeds: Vec<SeedResult> = ROWS
         .iter()
         .map(|row| {
-            let (mode, tasks) = shape(row.test);
+            let (mode, tasks) = row.shape();
             let host = lab
                 .records
                 .iter()
@@ -772,7 +812,7 @@ impl Lab<'_> {
     fn seed(&mut self, row: &Row, host: Option<f64>) -> SeedResult {
         let on = FastPaths::seeds();
         let off = on.with(row.switch, false);
-        let (mode, tasks) = shape(row.test);
+        let (mode, tasks) = row.shape();
         let (mut a, mut b) = (Vec::new(), Vec::new());
         let mut error = None;
         let secs = self.budget.sample;

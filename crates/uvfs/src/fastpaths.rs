@@ -64,12 +64,19 @@ pub struct FastPaths {
     /// walks component by component (the lockless walk, then the locked
     /// one).
     pub path_cache: bool,
+    /// Beyond the seeds (uvfs's own, issue 19): consecutive fds' slots lie
+    /// on different cache lines (fd `n`'s slot is on line `n % 8` of its
+    /// chunk's first eight), so threads sharing a table, each busy with its
+    /// own low fd, do not write the same line of slots at every install and
+    /// close; off, slots are in fd order, eight to a line, as Linux's
+    /// `fdt->fd` array.
+    pub fd_slot_spread: bool,
 }
 
 /// Name, description and accessor of every switch, in a stable order.
 type Switch = (&'static str, &'static str, fn(&mut FastPaths) -> &mut bool);
 
-const SWITCHES: [Switch; 8] = [
+const SWITCHES: [Switch; 9] = [
     (
         "close_sync",
         "seed 000: close(2) releases the file synchronously",
@@ -108,6 +115,11 @@ const SWITCHES: [Switch; 8] = [
     ("path_cache", "issue 16: full-path lookup cache", |f| {
         &mut f.path_cache
     }),
+    (
+        "fd_slot_spread",
+        "uvfs: consecutive fds' slots on different cache lines",
+        |f| &mut f.fd_slot_spread,
+    ),
 ];
 
 /// The seed switches (the first six of [`SWITCHES`]): the ones
@@ -126,6 +138,7 @@ impl FastPaths {
             icache_lockless: false,
             fd_single_user: false,
             path_cache: false,
+            fd_slot_spread: false,
         }
     }
 
@@ -141,6 +154,7 @@ impl FastPaths {
             icache_lockless: true,
             fd_single_user: true,
             path_cache: true,
+            fd_slot_spread: true,
         }
     }
 
@@ -176,7 +190,8 @@ impl FastPaths {
     }
 
     /// Every combination of the seed switches (2^6 values), with the
-    /// switches beyond the seeds (`fd_single_user`, `path_cache`) on in
+    /// switches beyond the seeds (`fd_single_user`, `path_cache`,
+    /// `fd_slot_spread`) on in
     /// half of them (by the parity of the seed switches that are on;
     /// `stock()` and `seeds()` are among them as themselves); then, for
     /// each switch beyond the seeds, `seeds()` with it alone off and
@@ -281,7 +296,7 @@ mod tests {
     #[test]
     fn display_round_trips_every_combination() {
         let all: Vec<_> = FastPaths::all_combinations().collect();
-        assert_eq!(all.len(), 68);
+        assert_eq!(all.len(), 70);
         assert!(all.contains(&FastPaths::seeds()));
         assert!(all.contains(&FastPaths::stock()));
         assert!(all.contains(&FastPaths::seeds().with("fd_single_user", false)));

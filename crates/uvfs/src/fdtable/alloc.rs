@@ -1,0 +1,116 @@
+//! Allocation of fd numbers and installation of files (`alloc_fd`,
+//! `get_unused_fd_flags`, `fd_install`, `put_unused_fd` of `fs/file.c`).
+
+use super::FdTable;
+use super::bitmap::Bitmaps;
+use crate::errno::Errno;
+use crate::file_table::FileRef;
+use crate::primitive::sync::atomic::Ordering;
+
+/// A reserved fd (`get_unused_fd_flags` done, `fd_install` not yet): the
+/// number is taken, lookups see no file. Install a file with
+/// [`install`](Self::install); dropping the reservation frees the number
+/// (`put_unused_fd`).
+#[must_use = "a reserved fd is released when dropped"]
+pub struct ReservedFd<'t> {
+    pub(super) table: &'t FdTable,
+    pub(super) fd: u32,
+}
+
+impl ReservedFd<'_> {
+    /// The reserved number.
+    pub fn fd(&self) -> u32 {
+        self.fd
+    }
+
+    /// Publishes `file` at the reserved fd (`fd_install`) and returns the fd.
+    /// `EINVAL` if the file was allocated under another file-memory mode
+    /// than the table's (it belongs to another [`Vfs`](crate::Vfs)); the file
+    /// is then put and the reservation released.
+    pub fn install(self, file: FileRef) -> Result<u32, Errno> {
+        if file.is_typesafe() != self.table.typesafe {
+            return Err(Errno::EINVAL);
+        }
+        let fd = self.fd;
+        let table = self.table;
+        std::mem::forget(self);
+        // The reservation keeps fd below max_fds (tables never shrink), and
+        // chunks never move, so this store cannot race a resize.
+        let slot = table.slot(fd as usize);
+        debug_assert!(
+            slot.load(Ordering::Relaxed).is_null(),
+            "fd_install over an installed file"
+        );
+        slot.store(file.into_raw().as_ptr(), Ordering::Release);
+        Ok(fd)
+    }
+}
+
+impl Drop for ReservedFd<'_> {
+    fn drop(&mut self) {
+        let mut g = self.table.lock();
+        g.put_unused(self.fd as usize, self.table.alloc_fast);
+    }
+}
+
+impl FdTable {
+    /// Reserves the lowest free fd in `start..end` (`alloc_fd`); `end` is the
+    /// caller's RLIMIT_NOFILE. `EMFILE` when there is none.
+    pub fn alloc_fd(&self, start: u32, end: u64, cloexec: bool) -> Result<ReservedFd<'_>, Errno> {
+        let fd = self.alloc_fd_in(&mut self.lock(), start, end, cloexec)?;
+        Ok(ReservedFd { table: self, fd })
+    }
+
+    /// [`alloc_fd`](Self::alloc_fd) by the table's only user, without the
+    /// lock; returns the reserved number.
+    ///
+    /// # Safety
+    /// No other thread accesses the table while this runs, and every
+    /// earlier write of another thread happens before this call (see
+    /// [`SpinMutex::with_unlocked`]): the caller is the table's only user,
+    /// as [`Files`] establishes.
+    #[inline]
+    pub(super) unsafe fn alloc_fd_single(
+        &self,
+        start: u32,
+        end: u64,
+        cloexec: bool,
+    ) -> Result<u32, Errno> {
+        // SAFETY: forwarded from the caller's contract.
+        unsafe {
+            self.inner
+                .with_unlocked(|g| self.alloc_fd_in(g, start, end, cloexec))
+        }
+    }
+
+    /// The body of `alloc_fd` on the writer state `g`, held exclusively.
+    #[inline(always)]
+    pub(super) fn alloc_fd_in(
+        &self,
+        g: &mut Bitmaps,
+        start: u32,
+        end: u64,
+        cloexec: bool,
+    ) -> Result<u32, Errno> {
+        let start = start as usize;
+        let mut fd = start.max(g.next_fd);
+        if fd < g.max_fds {
+            fd = g.find_next_fd(fd, self.alloc_fast);
+        }
+        if fd as u64 >= end {
+            return Err(Errno::EMFILE);
+        }
+        self.expand_locked(g, fd)?;
+        if start <= g.next_fd {
+            g.next_fd = fd + 1;
+        }
+        g.set_open(fd);
+        g.set_cloexec(fd, cloexec);
+        Ok(fd as u32)
+    }
+
+    /// The lowest free fd below `rlimit` (`get_unused_fd_flags`).
+    pub fn get_unused_fd(&self, cloexec: bool, rlimit: u64) -> Result<ReservedFd<'_>, Errno> {
+        self.alloc_fd(0, rlimit, cloexec)
+    }
+}
