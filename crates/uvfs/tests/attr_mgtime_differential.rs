@@ -80,10 +80,8 @@ impl Sys for Host {
     fn pwrite(&mut self, name: &str) {
         self.with_fd(name, |fd| {
             // SAFETY: a valid buffer of 4 bytes, our fd.
-            assert_eq!(
-                unsafe { libc::pwrite(fd, b"data".as_ptr().cast(), 4, 0) },
-                4
-            );
+            let n = unsafe { libc::pwrite(fd, b"data".as_ptr().cast(), 4, 0) };
+            assert_eq!(n, 4);
         });
     }
 
