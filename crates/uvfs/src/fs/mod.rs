@@ -14,6 +14,7 @@
 
 use crate::errno::Errno;
 
+pub mod timekeeping;
 pub mod tmpfs;
 
 /// An inode number, unique within one file system.

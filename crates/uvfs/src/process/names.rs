@@ -15,7 +15,7 @@ use crate::namei::{self, DIRECTORY, EMPTY, FOLLOW, LastType, Parent};
 use crate::primitive::sync::{lock, lock_unmodelled};
 use crate::task_work;
 use crate::uapi::*;
-use crate::vfs_ops::inode::{attr_of, mode_is_dir};
+use crate::vfs_ops::inode::{attr_of, mode_is_dir, perm_of};
 use crate::vfs_ops::rename::RenameSide;
 
 /// `RENAME_WHITEOUT` (needs a character device: refused with `EINVAL` on a
@@ -223,7 +223,7 @@ impl Process {
         if d.is_negative() {
             return Err(Errno::ENOENT);
         }
-        let victim = attr_of(&d)?;
+        let victim = perm_of(&d)?;
         if !rmdir && p.trailing {
             return Err(if mode_is_dir(victim.mode) {
                 Errno::EISDIR

@@ -5,7 +5,7 @@
 //! dentry.
 
 use super::VfsOps;
-use super::inode::{attr_of, iget, mark_changed, mode_is_dir};
+use super::inode::{attr_of, iget, mark_changed, mode_is_dir, perm_of};
 use crate::cred::{self, Cap, MAY_EXEC, MAY_WRITE, permission};
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
@@ -37,7 +37,7 @@ impl VfsOps<'_> {
         mode: u32,
         make: impl FnOnce(NewInode) -> Result<Attr, Errno>,
     ) -> Result<(), Errno> {
-        let dattr = attr_of(dir)?;
+        let dattr = perm_of(dir)?;
         self.may_create(dir, &dattr)?;
         let attr = make(self.new_inode(&dattr, mode))?;
         let inode = iget(self.vfs, dir.sb(), &attr)?;
@@ -73,7 +73,7 @@ impl VfsOps<'_> {
         rdev: u64,
     ) -> Result<(), Errno> {
         let ftype = mode & S_IFMT;
-        let dattr = attr_of(dir)?;
+        let dattr = perm_of(dir)?;
         self.may_create(dir, &dattr)?;
         let whiteout = ftype == S_IFCHR && rdev == 0;
         if (ftype == S_IFCHR || ftype == S_IFBLK) && !whiteout && !self.cred.capable(Cap::Mknod) {
@@ -136,7 +136,7 @@ impl VfsOps<'_> {
         if src.sb().id != dir.sb().id {
             return Err(Errno::EXDEV);
         }
-        self.may_create(dir, &attr_of(dir)?)?;
+        self.may_create(dir, &perm_of(dir)?)?;
         let sattr = attr_of(src)?;
         if mode_is_dir(sattr.mode) {
             return Err(Errno::EPERM);
@@ -161,7 +161,7 @@ impl VfsOps<'_> {
         mode: u32,
         exclusive: bool,
     ) -> Result<DentryRef, Errno> {
-        let dattr = attr_of(dir)?;
+        let dattr = perm_of(dir)?;
         permission(self.cred, &dattr, MAY_WRITE | MAY_EXEC)?;
         let new = self.new_inode(&dattr, S_IFREG | (mode & 0o7777));
         let attr = dir.sb().fs.tmpfile(dir.ino(), new)?;

@@ -106,6 +106,16 @@ pub(crate) fn attr_of(d: &DentryRef) -> Result<Attr, Errno> {
     d.sb().fs.getattr(d.ino())
 }
 
+/// The permission attributes (type, mode bits, owner, group, inode number)
+/// of a dentry's inode, from the in-core inode without asking the file
+/// system: what Linux's permission checks read (`inode->i_mode`, `i_uid`,
+/// `i_gid`). Every change of these goes through the VFS, which stores the
+/// file system's answer in the inode ([`cache_attr`]), so they are current.
+/// The other fields of the `Attr` are not filled (see `Snap::attr`).
+pub(crate) fn perm_of(d: &DentryRef) -> Result<Attr, Errno> {
+    d.inode_perm().map(|s| s.attr()).ok_or(Errno::ENOENT)
+}
+
 /// Whether `mode` is a directory's.
 pub(crate) fn mode_is_dir(mode: u32) -> bool {
     mode & S_IFMT == S_IFDIR

@@ -3,7 +3,7 @@
 //! dentry).
 
 use super::VfsOps;
-use super::inode::{attr_of, mark_changed, mode_is_dir, refresh};
+use super::inode::{mark_changed, mode_is_dir, perm_of, refresh};
 use crate::cred;
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
@@ -17,8 +17,8 @@ impl VfsOps<'_> {
         victim: &DentryRef,
         isdir: bool,
     ) -> Result<(), Errno> {
-        let dattr = attr_of(dir)?;
-        let vattr = attr_of(victim)?;
+        let dattr = perm_of(dir)?;
+        let vattr = perm_of(victim)?;
         cred::may_delete(self.cred, &dattr, &vattr)?;
         if isdir {
             if !mode_is_dir(vattr.mode) {

@@ -45,7 +45,7 @@ impl VfsOps<'_> {
         match new.attr {
             Some(_) if exchange => self.may_delete(new.dir, new.dentry, ndir_is)?,
             Some(_) => self.may_delete(new.dir, new.dentry, odir_is)?,
-            None => self.may_create(new.dir, &super::inode::attr_of(new.dir)?)?,
+            None => self.may_create(new.dir, &super::inode::perm_of(new.dir)?)?,
         }
         if !DentryRef::ptr_eq(old.dir, new.dir) {
             // Moving a directory rewrites its `..`: write permission on it.

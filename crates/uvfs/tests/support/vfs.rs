@@ -122,8 +122,14 @@ pub fn changed(before: &uvfs::Stat, after: &uvfs::Stat) -> String {
     if s.is_empty() { "-".into() } else { s }
 }
 
-/// Sleeps long enough for the wall clock to move past the last stamp
-/// (a few ms: only so that a change is visible, never a timing assertion).
+/// Waits until the coarse clock (what tmpfs stamps with, as Linux's
+/// multigrain timestamps do) has moved past every stamp made so far, so
+/// that a change is visible; a wait on the clock, never a timing
+/// assertion.
 pub fn tick() {
-    std::thread::sleep(std::time::Duration::from_millis(3));
+    use uvfs::fs::timekeeping::{coarse_mg, fine_mg};
+    let t = fine_mg();
+    while coarse_mg() <= t {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
 }

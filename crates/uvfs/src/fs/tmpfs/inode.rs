@@ -4,12 +4,13 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::dir::{Dir, check_name};
 use super::pages::RegFile;
 use super::{DIRENT_SIZE, EMPTY_DIR_SIZE, MAX_FILE_SIZE, PAGE_SIZE, ROOT_INO, Tmpfs};
 use crate::errno::Errno;
+use crate::fs::timekeeping::{coarse_mg, fine_mg};
 use crate::fs::{Attr, Ino, S_IFMT, SetAttr, SetTime, Timespec};
 use crate::primitive::sync::{
     UnmodelledMutex, UnmodelledRwLock, UnmodelledRwLockReadGuard, UnmodelledRwLockWriteGuard,
@@ -46,6 +47,10 @@ pub(super) struct State {
     pub(super) times: Times,
     /// An `O_TMPFILE` inode never linked yet (`I_LINKABLE`).
     pub(super) linkable: bool,
+    /// The ctime was reported (`getattr`, under the read lock) since it was
+    /// last set (Linux's `I_CTIME_QUERIED`): the next change must show,
+    /// so it may need the fine clock ([`State::set_ctime_current`]).
+    pub(super) ctime_queried: AtomicBool,
     pub(super) kind: Kind,
 }
 
@@ -110,8 +115,68 @@ impl State {
         self.times.set(MTIME, t);
     }
 
+    /// Sets the ctime (`inode_set_ctime_to_ts`): a new value nobody has
+    /// seen, so the queried mark goes.
     pub(super) fn set_ctime(&mut self, t: Timespec) {
         self.times.set(CTIME, t);
+        *self.ctime_queried.get_mut() = false;
+    }
+
+    /// Marks the ctime as reported (`getattr` does, for `stat`); the read
+    /// lock suffices.
+    pub(super) fn mark_ctime_queried(&self) {
+        if !self.ctime_queried.load(Ordering::Relaxed) {
+            self.ctime_queried.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Linux's `current_time` on a multigrain file system: the coarse
+    /// clock (never below the floor), or the fine clock when the ctime was
+    /// queried and the coarse time would not differ from it. What a change
+    /// that may not stamp ctime (setattr without ctime, atime updates)
+    /// uses.
+    pub(super) fn current_time(&self) -> Timespec {
+        let now = coarse_mg();
+        if self.ctime_queried.load(Ordering::Relaxed) && now <= self.ctime() {
+            fine_mg()
+        } else {
+            now
+        }
+    }
+
+    /// Linux's `inode_set_ctime_current` (multigrain): stamps ctime with the
+    /// coarse clock, or the fine one when the ctime was queried and the
+    /// coarse time is not after it (so the change shows to whoever saw the
+    /// old value); returns the stamp.
+    pub(super) fn set_ctime_current(&mut self) -> Timespec {
+        let mut now = coarse_mg();
+        if *self.ctime_queried.get_mut() && now <= self.ctime() {
+            now = fine_mg();
+        }
+        self.set_ctime(now);
+        now
+    }
+
+    /// A directory entry added or removed, or a rename through this
+    /// directory: mtime and ctime to one fresh stamp
+    /// (`inode_set_mtime_to_ts(dir, inode_set_ctime_current(dir))`).
+    pub(super) fn stamp_mc_current(&mut self) -> Timespec {
+        let now = self.set_ctime_current();
+        self.set_mtime(now);
+        now
+    }
+
+    /// `file_modified` / `file_update_time` on a multigrain file system
+    /// (write, fallocate): nothing when the current time equals both mtime
+    /// and ctime (`inode_needs_update_time`: a change in the same tick as
+    /// the last, nobody having looked since), otherwise ctime stamped as
+    /// [`State::set_ctime_current`] does and mtime set to it.
+    pub(super) fn file_update_time(&mut self) {
+        let now = self.current_time();
+        if now == self.mtime() && now == self.ctime() {
+            return;
+        }
+        self.stamp_mc_current();
     }
 
     pub(super) fn is_dir(&self) -> bool {
@@ -141,7 +206,7 @@ impl State {
         }
     }
 
-    /// Stamps mtime and ctime.
+    /// Stamps mtime and ctime with `now` (computed on another inode).
     pub(super) fn stamp_mc(&mut self, now: Timespec) {
         self.set_mtime(now);
         self.set_ctime(now);
@@ -265,7 +330,10 @@ impl Tmpfs {
                 return Err(Errno::EFBIG);
             }
         }
-        let now = Timespec::now();
+        // `notify_change` then `setattr_copy_mgtime`: a "now" atime or
+        // mtime takes the new ctime's stamp when ctime is set, else
+        // `current_time`; the stamp is made last, once it is known whether
+        // anything changed (a same-size truncate(2) stamps nothing).
         let mut any = set.mode.is_some()
             || set.uid.is_some()
             || set.gid.is_some()
@@ -280,27 +348,38 @@ impl Tmpfs {
         if let Some(g) = set.gid {
             st.gid = g;
         }
-        let at = |t: SetTime| match t {
-            SetTime::Now => now,
-            SetTime::At(t) => t,
-        };
-        if let Some(t) = set.atime {
-            st.set_atime(at(t));
+        let (mut atime_now, mut mtime_now) = (false, false);
+        match set.atime {
+            Some(SetTime::At(t)) => st.set_atime(t),
+            Some(SetTime::Now) => atime_now = true,
+            None => {}
         }
-        if let Some(t) = set.mtime {
-            st.set_mtime(at(t));
+        match set.mtime {
+            Some(SetTime::At(t)) => st.set_mtime(t),
+            Some(SetTime::Now) => mtime_now = true,
+            None => {}
         }
         if let Some(size) = set.size
             && let Kind::Reg(f) = &mut st.kind
             && self.set_size(f, size)?
         {
             if set.mtime.is_none() {
-                st.set_mtime(now);
+                mtime_now = true;
             }
             any = true;
         }
-        if any && !set.no_ctime {
-            st.set_ctime(now);
+        let now = if any && !set.no_ctime {
+            st.set_ctime_current()
+        } else if atime_now || mtime_now {
+            st.current_time()
+        } else {
+            Timespec::default()
+        };
+        if atime_now {
+            st.set_atime(now);
+        }
+        if mtime_now {
+            st.set_mtime(now);
         }
         Ok(self.attr(ino, &st))
     }

@@ -9,7 +9,7 @@ use super::inode::{Kind, rd, wr};
 use super::pages::{FALLOC_KNOWN, FALLOC_MAX_NEW_PAGES, Page, RegFile, zero_page};
 use super::{MAX_FILE_SIZE, PAGE_SIZE, Tmpfs};
 use crate::errno::Errno;
-use crate::fs::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, Ino, Seek, Timespec};
+use crate::fs::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, Ino, Seek};
 
 impl Tmpfs {
     /// read(2) of a regular file: holes and unwritten pages read as zeros.
@@ -62,7 +62,7 @@ impl Tmpfs {
         let len = (data.len() as u64).min(MAX_FILE_SIZE - off) as usize;
         // file_update_time runs before the copy: even ENOSPC stamps
         // (checked on the host with a full size=8k mount).
-        st.stamp_mc(Timespec::now());
+        st.file_update_time();
         let f = match &mut st.kind {
             Kind::Reg(RegFile::Pages(f)) => f,
             Kind::Reg(RegFile::Memfd(m)) => return m.write(self, off, &data[..len]),
@@ -146,7 +146,7 @@ impl Tmpfs {
                 }
                 m.allocate(self, keep, off, end)?;
             }
-            st.stamp_mc(Timespec::now());
+            st.file_update_time();
             return Ok(());
         }
         let Kind::Reg(RegFile::Pages(f)) = &mut st.kind else {
@@ -187,7 +187,7 @@ impl Tmpfs {
                 f.size = end;
             }
         }
-        st.stamp_mc(Timespec::now());
+        st.file_update_time();
         Ok(())
     }
 

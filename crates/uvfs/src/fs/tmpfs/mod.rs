@@ -87,9 +87,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{
-    Attr, DirEntry, FileSystem, FsLimits, Ino, NewInode, S_IFDIR, Seek, SetAttr, StatFs, Timespec,
-};
+use super::{Attr, DirEntry, FileSystem, FsLimits, Ino, NewInode, S_IFDIR, Seek, SetAttr, StatFs};
 use crate::errno::Errno;
 
 mod dir;
@@ -236,7 +234,7 @@ impl Tmpfs {
             rename_lock: UnmodelledMutex::new(()),
             dir_offset_max: DIR_OFFSET_EOD - 1,
         };
-        let now = Timespec::now();
+        let now = super::timekeeping::coarse_mg();
         let root = State {
             mode: S_IFDIR | (opts.mode & 0o7777),
             uid: opts.uid,
@@ -244,6 +242,7 @@ impl Tmpfs {
             nlink: 2,
             times: Times::all(now),
             linkable: false,
+            ctime_queried: std::sync::atomic::AtomicBool::new(false),
             kind: Kind::Dir(Box::new(Dir::new())),
         };
         fs.insert_inode(ROOT_INO, ROOT_INO, root);
@@ -347,6 +346,9 @@ impl FileSystem for Tmpfs {
     fn getattr(&self, ino: Ino) -> Result<Attr, Errno> {
         let i = self.get(ino)?;
         let st = rd(&i);
+        // `fill_mg_cmtime`: the times are reported, so the next change
+        // must show in them.
+        st.mark_ctime_queried();
         Ok(self.attr(ino, &st))
     }
 

@@ -5,16 +5,15 @@
 //! of a directory (`simple_lookup`, `offset_readdir`).
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::dir::{DIR_OFFSET_FIRST, READDIR_BATCH, check_name};
 use super::inode::{Inode, Kind, State, Times, lock_all, rd, wr};
 use super::pages::RegFile;
 use super::{DIR_OFFSET_EOD, SHORT_SYMLINK_LEN, SYMLINK_MAX, Tmpfs};
 use crate::errno::Errno;
-use crate::fs::{
-    Attr, DirEntry, Ino, NewInode, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, S_ISGID, Timespec,
-};
+use crate::fs::timekeeping::coarse_mg;
+use crate::fs::{Attr, DirEntry, Ino, NewInode, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, S_ISGID};
 
 impl Tmpfs {
     /// The common part of create, mkdir and symlink: a new inode named
@@ -71,14 +70,17 @@ impl Tmpfs {
             }
         }
         let ino = self.next_ino.fetch_add(1, Ordering::Relaxed);
-        let now = Timespec::now();
+        // `simple_inode_init_ts`: a new inode nobody has queried, so the
+        // coarse clock; the directory's stamp is its own
+        // (`inode_set_ctime_current(dir)`), as in `shmem_mknod`.
         let st = State {
             mode,
             uid: new.uid,
             gid,
             nlink: if is_dir { 2 } else { 1 },
-            times: Times::all(now),
+            times: Times::all(coarse_mg()),
             linkable: false,
+            ctime_queried: AtomicBool::new(false),
             kind,
         };
         let attr = self.attr(ino, &st);
@@ -87,7 +89,7 @@ impl Tmpfs {
         if is_dir {
             ds.nlink += 1;
         }
-        ds.stamp_mc(now);
+        ds.stamp_mc_current();
         Ok(attr)
     }
 
@@ -139,14 +141,14 @@ impl Tmpfs {
         };
         drop(ds);
         let ino = self.next_ino.fetch_add(1, Ordering::Relaxed);
-        let now = Timespec::now();
         let st = State {
             mode: S_IFREG | (new.mode & 0o7777),
             uid: new.uid,
             gid,
             nlink: 0,
-            times: Times::all(now),
+            times: Times::all(coarse_mg()),
             linkable: true,
+            ctime_queried: AtomicBool::new(false),
             kind: Kind::Reg(RegFile::default()),
         };
         let attr = self.attr(ino, &st);
@@ -207,11 +209,11 @@ impl Tmpfs {
         };
         let ftype = is.mode & S_IFMT;
         ds.dir_mut()?.insert(name, ino, ftype, offset);
-        let now = Timespec::now();
-        ds.stamp_mc(now);
+        // shmem_link: the inode's fresh ctime, copied to the directory.
         is.nlink += 1;
         is.linkable = false;
-        is.set_ctime(now);
+        let now = is.set_ctime_current();
+        ds.stamp_mc(now);
         Ok(self.attr(ino, is))
     }
 
@@ -227,9 +229,10 @@ impl Tmpfs {
                 self.release_inode();
             }
             cs.nlink = cs.nlink.saturating_sub(1);
-            let now = Timespec::now();
+            // shmem_unlink: the victim's fresh ctime, copied to the
+            // directory's ctime and mtime.
+            let now = cs.set_ctime_current();
             ds.stamp_mc(now);
-            cs.set_ctime(now);
             Ok(())
         })
     }
@@ -243,9 +246,8 @@ impl Tmpfs {
             ds.dir_mut()?.remove(name);
             cs.nlink = 0;
             ds.nlink = ds.nlink.saturating_sub(1);
-            let now = Timespec::now();
+            let now = cs.set_ctime_current();
             ds.stamp_mc(now);
-            cs.set_ctime(now);
             Ok(())
         })
     }

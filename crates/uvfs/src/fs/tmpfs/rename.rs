@@ -14,7 +14,7 @@ use super::dir::{DIR_OFFSET_MIN, check_name};
 use super::inode::{Guards, Inode, Kind, State, find, lock_all};
 use super::{ROOT_INO, Tmpfs};
 use crate::errno::Errno;
-use crate::fs::{Ino, RENAME_EXCHANGE, RENAME_NOREPLACE, S_IFMT, Timespec};
+use crate::fs::{Ino, RENAME_EXCHANGE, RENAME_NOREPLACE, S_IFMT};
 
 impl Tmpfs {
     /// rename(2) / renameat2: `oname` in `odir` becomes `nname` in `ndir`.
@@ -168,15 +168,18 @@ impl Rename<'_> {
         self.check_types()?;
         let mut r = self.roles(g)?;
         self.check_locked(&mut r)?;
-        let now = Timespec::now();
         if self.exchange() {
-            self.swap(&mut r, now)?;
+            self.swap(&mut r)?;
         } else {
-            self.replace(&mut r, now)?;
+            self.replace(&mut r)?;
         }
-        r.src.set_ctime(now);
-        r.od.stamp_mc(now);
-        r.ndir().stamp_mc(now);
+        // simple_rename_timestamp: each directory and the moved inode get
+        // their own fresh ctime (a directory's mtime with it), once each.
+        r.src.set_ctime_current();
+        r.od.stamp_mc_current();
+        if let Some(n) = r.nd.as_deref_mut() {
+            n.stamp_mc_current();
+        }
         Ok(())
     }
 
@@ -284,7 +287,7 @@ impl Rename<'_> {
     }
 
     /// `RENAME_EXCHANGE`: each name now names the other inode.
-    fn swap(&self, r: &mut Roles<'_>, now: Timespec) -> Result<(), Errno> {
+    fn swap(&self, r: &mut Roles<'_>) -> Result<(), Errno> {
         let Some(tgt_ft) = r.tgt.as_deref().map(|t| t.mode & S_IFMT) else {
             return Err(Errno::ESTALE);
         };
@@ -316,14 +319,14 @@ impl Rename<'_> {
             }
         }
         if let Some(t) = r.tgt.as_deref_mut() {
-            t.set_ctime(now);
+            t.set_ctime_current();
         }
         Ok(())
     }
 
     /// A plain rename: `nname` names the source, in place of what it named
     /// (whose offset it takes) or with a new offset.
-    fn replace(&self, r: &mut Roles<'_>, now: Timespec) -> Result<(), Errno> {
+    fn replace(&self, r: &mut Roles<'_>) -> Result<(), Errno> {
         let src_ft = r.src.mode & S_IFMT;
         // Allocate the new name's offset first: the only step that can
         // fail, so a failure changes nothing.
@@ -346,7 +349,7 @@ impl Rename<'_> {
                     }
                     t.nlink = t.nlink.saturating_sub(1);
                 }
-                t.set_ctime(now);
+                t.set_ctime_current();
                 slot.map_or(DIR_OFFSET_MIN, |s| s.offset)
             }
             (None, None) => return Err(Errno::ESTALE),

@@ -18,7 +18,7 @@
 use super::Tmpfs;
 use super::inode::wr;
 use crate::errno::Errno;
-use crate::fs::{Ino, Timespec};
+use crate::fs::Ino;
 use crate::uapi::{XATTR_CREATE, XATTR_REPLACE};
 
 /// The namespaces shmem has handlers for.
@@ -77,7 +77,7 @@ impl Tmpfs {
                 }
             }
         }
-        st.set_ctime(Timespec::now());
+        st.set_ctime_current();
         Ok(())
     }
 

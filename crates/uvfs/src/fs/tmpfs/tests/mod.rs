@@ -4,7 +4,7 @@
 use super::*;
 use crate::fs::{
     FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FileSystem, Ino, NewInode, RENAME_EXCHANGE,
-    RENAME_NOREPLACE, S_IFLNK, S_IFREG, S_ISGID, SetAttr, SetTime,
+    RENAME_NOREPLACE, S_IFLNK, S_IFREG, S_ISGID, SetAttr, SetTime, Timespec,
 };
 use std::time::Duration;
 
@@ -66,8 +66,15 @@ fn pairs(v: &[(&str, u64)]) -> Vec<(String, u64)> {
     v.iter().map(|(n, o)| (n.to_string(), *o)).collect()
 }
 
+/// Waits until a new stamp is later than every stamp made so far: tmpfs
+/// stamps with the coarse clock (multigrain), so a short sleep may stay
+/// within one tick. Waits on the clock; no test outcome depends on how long.
 fn tick() {
-    std::thread::sleep(Duration::from_millis(2));
+    use crate::fs::timekeeping::{coarse_mg, fine_mg};
+    let t = fine_mg();
+    while coarse_mg() <= t {
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 fn old() -> Timespec {
