@@ -1200,38 +1200,3 @@ fn statx_fields_and_masks() {
         }
     }
 }
-
-/// Known difference: `renameat2(RENAME_WHITEOUT)` is `EINVAL`. tmpfs
-/// leaves a whiteout (a character device 0/0) at the old name, which
-/// needs device inodes: they come with the special files (mknod), built
-/// apart; until then uvfs refuses the flag as a file system without
-/// whiteouts does.
-#[test]
-#[ignore = "known difference: RENAME_WHITEOUT is EINVAL until device inodes exist (docs/semantics.md)"]
-fn known_difference_rename_whiteout() {
-    if !is_root() {
-        return;
-    }
-    let t = TempDir::new("whiteout");
-    std::fs::write(t.path().join("a"), b"").unwrap();
-    let (a, b) = (
-        c(&format!("{}/a", t.as_str())),
-        c(&format!("{}/b", t.as_str())),
-    );
-    // SAFETY: valid C strings.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_renameat2,
-            libc::AT_FDCWD,
-            a.as_ptr(),
-            libc::AT_FDCWD,
-            b.as_ptr(),
-            4u32,
-        )
-    };
-    let want = host(r).map(|_| 0);
-    let mut p = proc_for(uvfs::FastPaths::seeds());
-    support::vfs::put(&mut p, "/a", b"");
-    let got = ours(p.renameat2(AT_FDCWD, "/a", AT_FDCWD, "/b", 4).map(|_| 0));
-    assert_eq!(want, got);
-}
