@@ -14,7 +14,8 @@
 //! readlink, chdir, getcwd), `attrs` (the stat family, chmod, chown,
 //! utimensat, access, umask), `xattr` (extended attributes), `fcntl` (the
 //! fcntl commands beyond the fd table's), `locks` (advisory locks: fcntl's
-//! record and OFD locks, flock) and `splice` (copy_file_range, sendfile);
+//! record and OFD locks, flock), `splice` (copy_file_range, sendfile) and
+//! `select` (poll, ioctl `FIONREAD`);
 //! `std_io` adds what a Rust user expects on top: [`Process::read_file`],
 //! [`Process::write_file`], [`Process::read_dir`] with typed entries, and
 //! [`OpenFile`], an open file that is `std::io::{Read, Write, Seek}`.
@@ -27,6 +28,7 @@ mod locks;
 mod mmap;
 mod names;
 mod open;
+mod select;
 mod splice;
 mod std_io;
 pub use std_io::{FileType, OpenFile};
