@@ -25,7 +25,9 @@
 //! `POLLIN | POLLRDNORM | POLLRDBAND | POLLHUP | POLLERR`, writable
 //! `POLLOUT | POLLWRNORM | POLLWRBAND | POLLERR`, exceptional `POLLPRI`, as
 //! Linux maps them; an fd of the sets that is not open is `EBADF` before
-//! any wait; an `O_PATH` fd is never ready. `select` writes the time left
+//! any wait (the kernel's check: only fds below the size of its fd table
+//! count); an `O_PATH` fd (`POLLNVAL` to poll) is ready in every set, as
+//! Linux 6.18 reports it. `select` writes the time left
 //! back into its `timeval`, as Linux does.
 
 use crate::conv::{errno, set_errno};
@@ -387,9 +389,11 @@ pub unsafe extern "C" fn __ppoll_chk(
     unsafe { ppoll(fds, n, tmo, sigmask) }
 }
 
-const READ_SET: i16 = POLLIN | POLLRDNORM | POLLRDBAND | POLLHUP | POLLERR;
-const WRITE_SET: i16 = POLLOUT | POLLWRNORM | POLLWRBAND | POLLERR;
-const EX_SET: i16 = POLLPRI;
+// Linux 6.18 counts a file without a poll of its own answer (`POLLNVAL`:
+// an `O_PATH` fd) as ready in every set.
+const READ_SET: i16 = POLLIN | POLLRDNORM | POLLRDBAND | POLLHUP | POLLERR | POLLNVAL;
+const WRITE_SET: i16 = POLLOUT | POLLWRNORM | POLLWRBAND | POLLERR | POLLNVAL;
+const EX_SET: i16 = POLLPRI | POLLNVAL;
 
 /// The bit of `fd` in an `fd_set` given as a word array.
 ///
@@ -434,28 +438,64 @@ unsafe fn select_entries(nfds: usize, sets: [*mut u64; 3]) -> Option<Vec<pollfd>
     any.then_some(out)
 }
 
-/// `EBADF` for an fd of the sets that is not open; an `O_PATH` fd (open,
-/// never ready) is left out of the poll.
-fn select_check(fds: &mut [pollfd]) -> Result<(), Errno> {
-    for e in fds.iter_mut() {
-        let fl = if is_uvfs(e.fd) {
-            with_state(|s| {
-                let u = s.ufd(e.fd)?;
-                s.p().fcntl(u, libc::F_GETFL, 0)
-            })?
-        } else {
-            // SAFETY: a plain fcntl query of a number.
-            let r = unsafe { libc::syscall(libc::SYS_fcntl, e.fd, libc::F_GETFL) };
-            if r < 0 {
-                return Err(Errno::EBADF);
-            }
-            r as i32
-        };
-        if fl & O_PATH != 0 {
-            e.fd = -1;
+/// The fd checks of `select`, before any wait, as Linux makes them: the
+/// kernel's own select with no wait over copies of the sets (`EBADF` for
+/// an fd below the size of the kernel's fd table that is not open; the
+/// placeholders are open there), then `EBADF` for a uvfs fd the program
+/// closed (a cached placeholder). A kernel fd past the kernel's table is
+/// not looked at: it is left out of the poll (`skip`), its bits as they
+/// were.
+///
+/// # Safety
+/// Each set is NULL or holds `nfds` bits.
+unsafe fn select_check(
+    nfds: c_int,
+    sets: [*mut u64; 3],
+    fds: &mut [pollfd],
+) -> Result<Vec<bool>, Errno> {
+    let words = (nfds as usize).div_ceil(64);
+    let mut copies: [Vec<u64>; 3] = Default::default();
+    for (c, s) in copies.iter_mut().zip(sets) {
+        if !s.is_null() {
+            // SAFETY: `words` words of the caller's set, per the contract.
+            *c = unsafe { std::slice::from_raw_parts(s, words) }.to_vec();
         }
     }
-    Ok(())
+    let ptr = |c: &mut Vec<u64>| {
+        if c.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            c.as_mut_ptr().cast::<libc::fd_set>()
+        }
+    };
+    let [r, w, x] = &mut copies;
+    let (r, w, x) = (ptr(r), ptr(w), ptr(x));
+    let mut tv = timeval {
+        tv_sec: 0,
+        tv_usec: 0,
+    };
+    // SAFETY: copies of `nfds` bits each (or NULL), a zero timeout.
+    let rc = unsafe {
+        real!(select: fn(c_int, *mut libc::fd_set, *mut libc::fd_set, *mut libc::fd_set, *mut timeval) -> c_int)(
+            nfds, r, w, x, &mut tv,
+        )
+    };
+    if rc < 0 {
+        return Err(Errno::from_raw(errno()));
+    }
+    let mut skip = vec![false; fds.len()];
+    for (e, sk) in fds.iter_mut().zip(skip.iter_mut()) {
+        if is_uvfs(e.fd) {
+            with_state(|s| s.ufd(e.fd))?;
+        } else {
+            // SAFETY: a plain fcntl query of a number.
+            if unsafe { libc::syscall(libc::SYS_fcntl, e.fd, libc::F_GETFD) } < 0 {
+                e.fd = -1;
+                *sk = true;
+            }
+        }
+    }
+    Ok(skip)
 }
 
 /// The shared part of `select` and `pselect`: the count of set bits.
@@ -464,16 +504,18 @@ fn select_check(fds: &mut [pollfd]) -> Result<(), Errno> {
 /// Each set is NULL or holds `nfds` bits (every fd of `fds` is below
 /// `nfds`); `sigmask` is NULL or valid.
 unsafe fn mixed_select(
+    nfds: c_int,
     mut fds: Vec<pollfd>,
     sets: [*mut u64; 3],
     limit: Option<Duration>,
     sigmask: *const sigset_t,
 ) -> Result<c_int, Errno> {
     let numbers: Vec<usize> = fds.iter().map(|e| e.fd as usize).collect();
-    select_check(&mut fds)?;
+    // SAFETY: the caller's sets, per the contract.
+    let skip = unsafe { select_check(nfds, sets, &mut fds)? };
     mixed_poll(&mut fds, limit, sigmask)?;
     let mut n = 0;
-    for (e, &fd) in fds.iter().zip(&numbers) {
+    for ((e, &fd), _) in fds.iter().zip(&numbers).zip(&skip).filter(|(_, s)| !**s) {
         for (s, mask) in sets.into_iter().zip([READ_SET, WRITE_SET, EX_SET]) {
             if s.is_null() {
                 continue;
@@ -534,7 +576,7 @@ pub unsafe extern "C" fn select(
     let start = Instant::now();
     // SAFETY: the caller's sets per the contract.
     let r = run(-1, || unsafe {
-        mixed_select(fds, sets, limit, std::ptr::null())
+        mixed_select(nfds, fds, sets, limit, std::ptr::null())
     });
     // SAFETY: NULL or valid per the contract.
     if let (Some(l), Some(t)) = (limit, unsafe { tv.as_mut() }) {
@@ -585,5 +627,7 @@ pub unsafe extern "C" fn pselect(
         Some(t) => Some(Duration::new(t.tv_sec as u64, t.tv_nsec as u32)),
     };
     // SAFETY: the caller's sets and mask per the contract.
-    run(-1, || unsafe { mixed_select(fds, sets, limit, sigmask) })
+    run(-1, || unsafe {
+        mixed_select(nfds, fds, sets, limit, sigmask)
+    })
 }
