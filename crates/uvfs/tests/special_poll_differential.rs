@@ -175,65 +175,66 @@ fn run_host(dir: &str, ops: &[Op]) -> Vec<Out> {
     let ok = |r: i64| if r < 0 { Err(errno()) } else { Ok(vec![r]) };
     let mut out = Vec::new();
     for op in ops {
-        // SAFETY (each call): valid C strings, buffers of the length given,
-        // fds of this test.
-        let r = match op {
-            Op::Mkfifo(n) => ok(unsafe { libc::mkfifo(p(n).as_ptr(), 0o644) }.into()),
-            Op::Touch(n) => {
-                let fd =
-                    unsafe { libc::open(p(n).as_ptr(), libc::O_CREAT | libc::O_WRONLY, 0o644) };
-                if fd >= 0 {
-                    unsafe { libc::close(fd) };
+        // SAFETY: every call in this match gets valid C strings, buffers
+        // of the length it is given, and fds of this test.
+        let r = unsafe {
+            match op {
+                Op::Mkfifo(n) => ok(libc::mkfifo(p(n).as_ptr(), 0o644).into()),
+                Op::Touch(n) => {
+                    let fd = libc::open(p(n).as_ptr(), libc::O_CREAT | libc::O_WRONLY, 0o644);
+                    if fd >= 0 {
+                        libc::close(fd);
+                    }
+                    ok(fd.min(0).into())
                 }
-                ok(fd.min(0).into())
-            }
-            Op::Mkdir(n) => ok(unsafe { libc::mkdir(p(n).as_ptr(), 0o755) }.into()),
-            Op::Open(n, fl) => {
-                let fd = unsafe { libc::open(p(n).as_ptr(), *fl | libc::O_CLOEXEC) };
-                slots.push(fd);
-                ok(fd.min(0).into())
-            }
-            Op::Close(i) => ok(unsafe { libc::close(slots[*i]) }.into()),
-            Op::Write(i, n) => {
-                let b = vec![b'w'; *n];
-                ok(unsafe { libc::write(slots[*i], b.as_ptr().cast(), *n) } as i64)
-            }
-            Op::Read(i, n) => {
-                let mut b = vec![0u8; *n];
-                ok(unsafe { libc::read(slots[*i], b.as_mut_ptr().cast(), *n) } as i64)
-            }
-            Op::Lseek(i, off) => ok(unsafe { libc::lseek(slots[*i], *off, libc::SEEK_SET) }),
-            Op::Poll(v) => {
-                let mut fds: Vec<libc::pollfd> = v
-                    .iter()
-                    .map(|&(f, events)| libc::pollfd {
-                        fd: num(&slots, f),
-                        events,
-                        revents: 0,
-                    })
-                    .collect();
-                let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
-                if n < 0 {
-                    Err(errno())
-                } else {
-                    let e: Vec<PollFd> = fds
+                Op::Mkdir(n) => ok(libc::mkdir(p(n).as_ptr(), 0o755).into()),
+                Op::Open(n, fl) => {
+                    let fd = libc::open(p(n).as_ptr(), *fl | libc::O_CLOEXEC);
+                    slots.push(fd);
+                    ok(fd.min(0).into())
+                }
+                Op::Close(i) => ok(libc::close(slots[*i]).into()),
+                Op::Write(i, n) => {
+                    let b = vec![b'w'; *n];
+                    ok(libc::write(slots[*i], b.as_ptr().cast(), *n) as i64)
+                }
+                Op::Read(i, n) => {
+                    let mut b = vec![0u8; *n];
+                    ok(libc::read(slots[*i], b.as_mut_ptr().cast(), *n) as i64)
+                }
+                Op::Lseek(i, off) => ok(libc::lseek(slots[*i], *off, libc::SEEK_SET)),
+                Op::Poll(v) => {
+                    let mut fds: Vec<libc::pollfd> = v
                         .iter()
-                        .map(|x| PollFd {
-                            fd: x.fd,
-                            events: x.events,
-                            revents: x.revents,
+                        .map(|&(f, events)| libc::pollfd {
+                            fd: num(&slots, f),
+                            events,
+                            revents: 0,
                         })
                         .collect();
-                    Ok(poll_out(n as usize, &e))
+                    let n = libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0);
+                    if n < 0 {
+                        Err(errno())
+                    } else {
+                        let e: Vec<PollFd> = fds
+                            .iter()
+                            .map(|x| PollFd {
+                                fd: x.fd,
+                                events: x.events,
+                                revents: x.revents,
+                            })
+                            .collect();
+                        Ok(poll_out(n as usize, &e))
+                    }
                 }
-            }
-            Op::Fionread(f) => {
-                let mut n: libc::c_int = 0;
-                let r = unsafe { libc::ioctl(num(&slots, *f), libc::FIONREAD, &mut n) };
-                if r < 0 {
-                    Err(errno())
-                } else {
-                    Ok(vec![n.into()])
+                Op::Fionread(f) => {
+                    let mut n: libc::c_int = 0;
+                    let r = libc::ioctl(num(&slots, *f), libc::FIONREAD, &mut n);
+                    if r < 0 {
+                        Err(errno())
+                    } else {
+                        Ok(vec![n.into()])
+                    }
                 }
             }
         };
@@ -272,7 +273,7 @@ fn run_uvfs(p: &mut Process, ops: &[Op]) -> Vec<Out> {
             Op::Close(i) => ok(p.close(slots[*i]).map(|()| 0)),
             Op::Write(i, n) => ok(p.write(slots[*i], &vec![b'w'; *n]).map(|n| n as i64)),
             Op::Read(i, n) => ok(p.read(slots[*i], &mut vec![0u8; *n]).map(|n| n as i64)),
-            Op::Lseek(i, off) => ok(p.lseek(slots[*i], *off, SEEK_SET).map(|o| o as i64)),
+            Op::Lseek(i, off) => ok(p.lseek(slots[*i], *off, SEEK_SET)),
             Op::Poll(v) => {
                 let mut fds: Vec<PollFd> = v
                     .iter()

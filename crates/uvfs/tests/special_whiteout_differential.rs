@@ -158,7 +158,6 @@ fn run_host(dir: &str, ops: &[Op]) -> Vec<Out> {
     let p = |n: &str| c(&format!("{dir}/{n}"));
     ops.iter()
         .map(|op| -> Out {
-            // SAFETY (every call below): valid C strings, plain integers.
             let ok = |r: i64| {
                 if r < 0 {
                     Err(errno())
@@ -166,62 +165,63 @@ fn run_host(dir: &str, ops: &[Op]) -> Vec<Out> {
                     Ok(r.to_string())
                 }
             };
-            match *op {
-                Op::Touch(n) => {
-                    let fd =
-                        unsafe { libc::open(p(n).as_ptr(), libc::O_CREAT | libc::O_WRONLY, 0o644) };
-                    if fd >= 0 {
-                        unsafe { libc::close(fd) };
+            // SAFETY: every call in this match gets valid C strings and
+            // plain integers.
+            unsafe {
+                match *op {
+                    Op::Touch(n) => {
+                        let fd = libc::open(p(n).as_ptr(), libc::O_CREAT | libc::O_WRONLY, 0o644);
+                        if fd >= 0 {
+                            libc::close(fd);
+                        }
+                        ok(fd.min(0).into())
                     }
-                    ok(fd.min(0).into())
-                }
-                Op::Mkdir(n, m) => ok(unsafe { libc::mkdir(p(n).as_ptr(), m) }.into()),
-                Op::Link(a, b) => ok(unsafe { libc::link(p(a).as_ptr(), p(b).as_ptr()) }.into()),
-                Op::Rename(a, b, f) => ok(unsafe {
-                    libc::syscall(
+                    Op::Mkdir(n, m) => ok(libc::mkdir(p(n).as_ptr(), m).into()),
+                    Op::Link(a, b) => ok(libc::link(p(a).as_ptr(), p(b).as_ptr()).into()),
+                    Op::Rename(a, b, f) => ok(libc::syscall(
                         libc::SYS_renameat2,
                         libc::AT_FDCWD,
                         p(a).as_ptr(),
                         libc::AT_FDCWD,
                         p(b).as_ptr(),
                         f,
-                    )
-                }),
-                Op::Lstat(n, own) => std::fs::symlink_metadata(format!("{dir}/{n}"))
-                    .map(|m| {
-                        describe(
-                            m.mode(),
-                            m.rdev(),
-                            m.nlink(),
-                            m.size() as i64,
-                            own.then(|| (m.uid(), m.gid())),
-                        )
-                    })
-                    .map_err(|e| e.raw_os_error().unwrap()),
-                Op::List(n) => {
-                    let mut out = Vec::new();
-                    for e in std::fs::read_dir(format!("{dir}/{n}")).unwrap() {
-                        let e = e.unwrap();
-                        let t = e.file_type().unwrap();
-                        let kind = if t.is_dir() {
-                            "dir"
-                        } else if t.is_char_device() {
-                            "chr"
-                        } else {
-                            "reg"
-                        };
-                        out.push(format!("{}:{kind}", e.file_name().to_str().unwrap()));
+                    )),
+                    Op::Lstat(n, own) => std::fs::symlink_metadata(format!("{dir}/{n}"))
+                        .map(|m| {
+                            describe(
+                                m.mode(),
+                                m.rdev(),
+                                m.nlink(),
+                                m.size() as i64,
+                                own.then(|| (m.uid(), m.gid())),
+                            )
+                        })
+                        .map_err(|e| e.raw_os_error().unwrap()),
+                    Op::List(n) => {
+                        let mut out = Vec::new();
+                        for e in std::fs::read_dir(format!("{dir}/{n}")).unwrap() {
+                            let e = e.unwrap();
+                            let t = e.file_type().unwrap();
+                            let kind = if t.is_dir() {
+                                "dir"
+                            } else if t.is_char_device() {
+                                "chr"
+                            } else {
+                                "reg"
+                            };
+                            out.push(format!("{}:{kind}", e.file_name().to_str().unwrap()));
+                        }
+                        Ok(out.join(" "))
                     }
-                    Ok(out.join(" "))
-                }
-                Op::Open(n) => {
-                    let fd = unsafe { libc::open(p(n).as_ptr(), libc::O_RDONLY) };
-                    if fd >= 0 {
-                        unsafe { libc::close(fd) };
+                    Op::Open(n) => {
+                        let fd = libc::open(p(n).as_ptr(), libc::O_RDONLY);
+                        if fd >= 0 {
+                            libc::close(fd);
+                        }
+                        ok(fd.min(0).into())
                     }
-                    ok(fd.min(0).into())
+                    Op::Unlink(n) => ok(libc::unlink(p(n).as_ptr()).into()),
                 }
-                Op::Unlink(n) => ok(unsafe { libc::unlink(p(n).as_ptr()) }.into()),
             }
         })
         .collect()

@@ -485,7 +485,11 @@ fn linkat_empty_path_for_the_opener_and_protected_hardlinks() {
     });
     // SAFETY: our fd.
     unsafe { libc::close(root_fd) };
-    assert_eq!(want.last(), Some(&(libc::ENOENT * 256)), "host: a fork child's credentials");
+    assert_eq!(
+        want.last(),
+        Some(&(libc::ENOENT * 256)),
+        "host: a fork child's credentials"
+    );
     if sys.protected_hardlinks != 0 {
         assert_eq!(want[3], libc::EPERM, "host: protected_hardlinks on 'ro'");
     }

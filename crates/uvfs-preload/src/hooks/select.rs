@@ -122,13 +122,10 @@ impl Sleep {
     }
 }
 
-/// A time limit: none, or a deadline (a limit of 0 is a deadline now).
+/// The deadline of a time limit (a limit of 0 is a deadline now); none
+/// for no limit, or one too far to represent.
 fn deadline_after(d: Option<Duration>) -> Option<Instant> {
-    d.map(|d| {
-        Instant::now()
-            .checked_add(d)
-            .unwrap_or_else(|| Instant::now() + Duration::from_secs(1 << 40))
-    })
+    d.and_then(|d| Instant::now().checked_add(d))
 }
 
 /// The kernel's timespec for what is left until `deadline` (NULL: none).
@@ -303,9 +300,8 @@ pub unsafe extern "C" fn poll(fds: *mut pollfd, n: nfds_t, timeout: c_int) -> c_
     }
     let limit = u64::try_from(timeout).ok().map(Duration::from_millis);
     // SAFETY: `n` writable entries per the contract.
-    run(-1, || {
-        mixed_poll(unsafe { entries(fds, n) }, limit, std::ptr::null())
-    })
+    let set = unsafe { entries(fds, n) };
+    run(-1, || mixed_poll(set, limit, std::ptr::null()))
 }
 
 /// `ppoll`: as [`poll`] with a `timespec` limit (`EINVAL` if invalid) and
@@ -336,9 +332,8 @@ pub unsafe extern "C" fn ppoll(
         Some(t) => Some(Duration::new(t.tv_sec as u64, t.tv_nsec as u32)),
     };
     // SAFETY: `n` writable entries per the contract.
-    run(-1, || {
-        mixed_poll(unsafe { entries(fds, n) }, limit, sigmask)
-    })
+    let set = unsafe { entries(fds, n) };
+    run(-1, || mixed_poll(set, limit, sigmask))
 }
 
 /// `__poll_chk`: `poll` after fortify's check that the array holds `n`
