@@ -5,7 +5,8 @@
 //! (a reader that blocks in open and in read, a writer that blocks in
 //! open and in write), forks while the reader is blocked (the fork must
 //! not wait for it), and writes with no reader left: `EPIPE` with
-//! `SIGPIPE` raised, as the kernel does.
+//! `SIGPIPE` raised, as the kernel does; and leaves a whiteout with
+//! `renameat2(RENAME_WHITEOUT)`.
 
 mod support;
 use support::cprog::{Scratch, compile_c, err, out, run};
@@ -70,6 +71,13 @@ int main(int argc, char **argv) {
         R("open chr", open(at("chr"), O_RDWR));
     }
     R("open w nonblock, no reader", open(at("fifo"), O_WRONLY | O_NONBLOCK));
+    /* renameat2(RENAME_WHITEOUT): a character device 0/0 takes the old name. */
+    close(open(at("wo"), O_CREAT | O_WRONLY, 0644));
+    R("rename whiteout", renameat2(AT_FDCWD, at("wo"), AT_FDCWD, at("wo2"), RENAME_WHITEOUT));
+    R("stat whiteout", lstat(at("wo"), &st));
+    printf("whiteout mode %o rdev %lu\n", st.st_mode, (unsigned long)st.st_rdev);
+    R("whiteout exchange", renameat2(AT_FDCWD, at("wo2"), AT_FDCWD, at("wo"), RENAME_WHITEOUT | RENAME_EXCHANGE));
+    R("open whiteout", open(at("wo"), O_RDONLY));
 
     pthread_t t;
     pthread_create(&t, 0, reader, 0);

@@ -47,6 +47,7 @@ mod pipe;
 mod primitive;
 pub mod process;
 mod reclaim;
+pub mod select;
 pub mod stat;
 mod super_block;
 pub mod task_work;
@@ -61,6 +62,7 @@ pub use file_table::pool;
 pub use file_table::{File, FileOps, FileRef};
 pub use locks::{Flock, LockStats};
 pub use process::{FileType, OpenFile, Opening, Process};
+pub use select::{PollFd, Waiter};
 pub use stat::{Stat, Statx};
 pub use vfs::{FsSysctls, Vfs, VfsBuilder};
 

@@ -37,6 +37,8 @@
 
 use crate::errno::Errno;
 use crate::primitive::sync::{Condvar, Mutex, lock, wait};
+use crate::select::{PollQueue, Waiter};
+use crate::uapi::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -69,6 +71,8 @@ struct State {
     /// Opens for reading (writing) so far: what a blocked opener watches.
     r_counter: u64,
     w_counter: u64,
+    /// Pollers watching the pipe (on Linux they sit on both wait queues).
+    pollers: PollQueue,
 }
 
 /// A pipe: its data and who has it open.
@@ -80,6 +84,22 @@ pub(crate) struct Pipe {
     /// Writers waiting for room or for the last reader to go, and
     /// write-only openers waiting for a reader.
     wr_wait: Condvar,
+}
+
+impl Pipe {
+    /// Wakes the blocked readers and read-only openers (`rd`), the
+    /// blocked writers and write-only openers (`wr`), each of which
+    /// rechecks its condition, and every poller (on Linux they sit on both
+    /// wait queues). The caller holds the pipe's lock (`st`).
+    fn wake(&self, st: &mut State, rd: bool, wr: bool) {
+        if rd {
+            self.rd_wait.notify_all();
+        }
+        if wr {
+            self.wr_wait.notify_all();
+        }
+        st.pollers.wake_all();
+    }
 }
 
 /// What an inode holds for its pipe (`i_pipe`, and the pipe's `files`
@@ -114,6 +134,7 @@ impl InodePipe {
                         writers: 0,
                         r_counter: 0,
                         w_counter: 0,
+                        pollers: PollQueue::default(),
                     }),
                     rd_wait: Condvar::new(),
                     wr_wait: Condvar::new(),
@@ -143,6 +164,10 @@ pub(crate) struct FifoFile {
     pipe: Arc<Pipe>,
     reader: bool,
     writer: bool,
+    /// A non-blocking read-only open with no writer remembers the writers'
+    /// open counter (Linux's `f_pipe`): `POLLHUP` stays off until a writer
+    /// has opened since.
+    hup_after: Option<u64>,
 }
 
 /// `fifo_open`: opens `slot`'s pipe for reading, writing or both (as the
@@ -156,11 +181,15 @@ pub(crate) fn fifo_open(
 ) -> Result<FifoFile, Errno> {
     let pipe = slot.get();
     let mut st = lock(&pipe.st);
+    let mut hup_after = None;
     match (reader, writer) {
         (true, false) => {
             st.r_counter += 1;
             st.readers += 1;
-            pipe.wr_wait.notify_all();
+            pipe.wake(&mut st, false, true);
+            if st.writers == 0 && nonblock {
+                hup_after = Some(st.w_counter);
+            }
             if st.writers == 0 && !nonblock {
                 let seen = st.w_counter;
                 while st.w_counter == seen {
@@ -177,7 +206,7 @@ pub(crate) fn fifo_open(
             }
             st.w_counter += 1;
             st.writers += 1;
-            pipe.rd_wait.notify_all();
+            pipe.wake(&mut st, true, false);
             if st.readers == 0 {
                 let seen = st.r_counter;
                 while st.r_counter == seen {
@@ -190,8 +219,7 @@ pub(crate) fn fifo_open(
             st.w_counter += 1;
             st.readers += 1;
             st.writers += 1;
-            pipe.rd_wait.notify_all();
-            pipe.wr_wait.notify_all();
+            pipe.wake(&mut st, true, true);
         }
         (false, false) => {
             drop(st);
@@ -205,6 +233,7 @@ pub(crate) fn fifo_open(
         pipe,
         reader,
         writer,
+        hup_after,
     })
 }
 
@@ -220,11 +249,47 @@ impl FifoFile {
             st.writers -= 1;
         }
         if st.readers == 0 || st.writers == 0 {
-            self.pipe.rd_wait.notify_all();
-            self.pipe.wr_wait.notify_all();
+            self.pipe.wake(&mut st, true, true);
         }
         drop(st);
         slot.put();
+    }
+
+    /// `pipe_poll`: the `POLL*` events of this open's ends. A read end is
+    /// readable (`POLLIN | POLLRDNORM`) while the pipe holds data and hung
+    /// up (`POLLHUP`) once no writer is left (not before a writer came, for
+    /// a non-blocking open that found none); a write end is writable
+    /// (`POLLOUT | POLLWRNORM`) while a buffer of the ring is free, and in
+    /// error (`POLLERR`) with no reader. With `waiter`, registers it first,
+    /// under the same lock, so any later change wakes it.
+    pub(crate) fn poll(&self, waiter: Option<&Arc<Waiter>>) -> i16 {
+        let mut st = lock(&self.pipe.st);
+        if let Some(w) = waiter {
+            st.pollers.add(w);
+        }
+        let mut mask = 0;
+        if self.reader {
+            if !st.bufs.is_empty() {
+                mask |= POLLIN | POLLRDNORM;
+            }
+            if st.writers == 0 && self.hup_after != Some(st.w_counter) {
+                mask |= POLLHUP;
+            }
+        }
+        if self.writer {
+            if st.bufs.len() < st.max_usage {
+                mask |= POLLOUT | POLLWRNORM;
+            }
+            if st.readers == 0 {
+                mask |= POLLERR;
+            }
+        }
+        mask
+    }
+
+    /// The bytes the pipe holds (`FIONREAD`).
+    pub(crate) fn nread(&self) -> usize {
+        lock(&self.pipe.st).bufs.iter().map(|b| b.len).sum()
     }
 
     /// The pipe's size in bytes (`F_GETPIPE_SZ`).
@@ -253,7 +318,7 @@ impl FifoFile {
             return Err(Errno::EBUSY);
         }
         st.max_usage = bufs;
-        self.pipe.wr_wait.notify_all();
+        self.pipe.wake(&mut st, false, true);
         Ok(bufs * PAGE)
     }
 
@@ -289,7 +354,7 @@ impl FifoFile {
                 }
             }
             if freed {
-                self.pipe.wr_wait.notify_all();
+                self.pipe.wake(&mut st, false, true);
             }
             if ret > 0 || st.writers == 0 {
                 return Ok(ret);
@@ -332,7 +397,7 @@ impl FifoFile {
             src.take(&mut b.page[at..at + chars]);
             b.len += chars;
             ret = chars;
-            self.pipe.rd_wait.notify_all();
+            self.pipe.wake(&mut st, true, false);
             if ret == total {
                 return Ok(ret);
             }
@@ -351,7 +416,7 @@ impl FifoFile {
                     packet,
                 });
                 ret += n;
-                self.pipe.rd_wait.notify_all();
+                self.pipe.wake(&mut st, true, false);
                 if ret == total {
                     return Ok(ret);
                 }

@@ -14,7 +14,8 @@
 //! readlink, chdir, getcwd), `attrs` (the stat family, chmod, chown,
 //! utimensat, access, umask), `xattr` (extended attributes), `fcntl` (the
 //! fcntl commands beyond the fd table's), `locks` (advisory locks: fcntl's
-//! record and OFD locks, flock) and `splice` (copy_file_range, sendfile);
+//! record and OFD locks, flock), `splice` (copy_file_range, sendfile) and
+//! `select` (poll, ioctl `FIONREAD`);
 //! `std_io` adds what a Rust user expects on top: [`Process::read_file`],
 //! [`Process::write_file`], [`Process::read_dir`] with typed entries, and
 //! [`OpenFile`], an open file that is `std::io::{Read, Write, Seek}`.
@@ -27,6 +28,7 @@ mod locks;
 mod mmap;
 mod names;
 mod open;
+mod select;
 mod splice;
 mod std_io;
 pub use std_io::{FileType, OpenFile};
@@ -380,7 +382,8 @@ impl Process {
 
     /// `fork()`: a new process with a copy of the fd table (same files, one
     /// more reference each; fds reserved by an open in progress are free in
-    /// the copy) and of the limits.
+    /// the copy), of the limits, and new credentials equal to this
+    /// thread's (Linux's `copy_creds`: only threads share the object).
     pub fn fork(&mut self) -> Result<Process, Errno> {
         let _call = task_work::enter();
         let files = self.files.copy(None)?;
@@ -391,8 +394,12 @@ impl Process {
             task: Task {
                 vfs: t.vfs.clone(),
                 fs: FsStruct::new(t.cwd(), t.fs.umask.load(Ordering::Relaxed)),
+                // Linux's copy_creds: a new process gets credentials of
+                // its own (equal, but not the same object), unlike a
+                // thread; a file the parent opened is not "opened with
+                // the child's credentials" (linkat's AT_EMPTY_PATH rule).
                 cred: t.cred.clone(),
-                cred_id: t.cred_id,
+                cred_id: cred_id(),
                 shared: Shared::new(
                     s.nofile_cur.load(Ordering::Relaxed),
                     s.nofile_max.load(Ordering::Relaxed),

@@ -306,3 +306,26 @@ pub const RWF_NOSIGNAL: u32 = 0x100;
 pub const RWF_SUPPORTED: u32 = 0x1ff;
 /// The most one read or write transfers (`MAX_RW_COUNT`).
 pub const MAX_RW_COUNT: usize = 0x7fff_f000;
+
+/// poll(2): there is data to read.
+pub const POLLIN: i16 = 0x001;
+/// poll(2): an exceptional condition (urgent data).
+pub const POLLPRI: i16 = 0x002;
+/// poll(2): writing will not block.
+pub const POLLOUT: i16 = 0x004;
+/// poll(2): an error (a pipe's write end with no reader left).
+pub const POLLERR: i16 = 0x008;
+/// poll(2): hang up (a pipe's read end with no writer left).
+pub const POLLHUP: i16 = 0x010;
+/// poll(2): the fd is not open (or is an `O_PATH` fd).
+pub const POLLNVAL: i16 = 0x020;
+/// poll(2): normal data to read.
+pub const POLLRDNORM: i16 = 0x040;
+/// poll(2): priority band data to read.
+pub const POLLRDBAND: i16 = 0x080;
+/// poll(2): normal data may be written.
+pub const POLLWRNORM: i16 = 0x100;
+/// poll(2): priority band data may be written.
+pub const POLLWRBAND: i16 = 0x200;
+/// ioctl(2): the bytes ready to read (an `int *` argument).
+pub const FIONREAD: u64 = 0x541b;

@@ -6,8 +6,9 @@
 //! interleaved, each writer's in order, none lost or duplicated. Then
 //! opens that race closes: whatever the interleaving, every open gets its
 //! partner or its `ENXIO`, and the pipe goes with the last file (a new
-//! open finds it empty). Pass or fail is decided by counts, never by
-//! time.
+//! open finds it empty). Then pollers sleeping in `poll` on a shared
+//! read end while writers fill the pipe: every byte read once, the hang
+//! up seen by each. Pass or fail is decided by counts, never by time.
 
 mod support;
 
@@ -178,5 +179,81 @@ fn opens_racing_closes_always_pair_up() {
         assert_eq!(p.read(fd, &mut b), Err(Errno::EAGAIN));
         p.close(fd).unwrap();
         assert_eq!(p.open("/f", O_WRONLY | O_NONBLOCK, 0), Err(Errno::ENXIO));
+    }
+}
+
+/// Pollers that sleep in `poll` instead of a blocking read: two threads
+/// share a non-blocking read end and each loops poll (no time limit),
+/// then a non-blocking read (`EAGAIN` when the other took the data), while
+/// writers fill the pipe; a poller whose wake-up were lost would sleep
+/// forever. Every byte is read exactly once, and once the writers are
+/// gone both pollers see `POLLHUP` and stop. Counts only.
+#[test]
+fn pollers_see_every_byte_and_the_hang_up() {
+    use uvfs::PollFd;
+    const BYTES: usize = 200_000;
+    for fast in fasts() {
+        let vfs = Vfs::new(fast);
+        let mut p = Process::new(&vfs).unwrap();
+        p.mkfifo("/f", 0o644).unwrap();
+        let rfd = p.open("/f", O_RDONLY | O_NONBLOCK, 0).unwrap();
+        let wfd = p.open("/f", O_WRONLY, 0).unwrap();
+        let total = Arc::new(AtomicUsize::new(0));
+        let pollers: Vec<_> = (0..2)
+            .map(|_| {
+                let mut t = p.new_thread();
+                let total = total.clone();
+                std::thread::spawn(move || {
+                    let mut buf = vec![0u8; 3000];
+                    loop {
+                        let mut e = [PollFd {
+                            fd: rfd,
+                            events: POLLIN,
+                            revents: 0,
+                        }];
+                        assert_eq!(t.poll(&mut e, -1), Ok(1));
+                        match t.read(rfd, &mut buf) {
+                            Ok(0) => break,
+                            Ok(n) => {
+                                total.fetch_add(n, Ordering::Relaxed);
+                            }
+                            Err(Errno::EAGAIN) => {}
+                            Err(e) => panic!("{fast}: read: {e}"),
+                        }
+                    }
+                    // End of file: the writers are gone, for good.
+                    let mut e = [PollFd {
+                        fd: rfd,
+                        events: POLLIN,
+                        revents: 0,
+                    }];
+                    assert_eq!(t.poll(&mut e, 0), Ok(1));
+                    usize::from(e[0].revents == POLLHUP)
+                })
+            })
+            .collect();
+        let writers: Vec<_> = (0..2)
+            .map(|w| {
+                let mut t = p.new_thread();
+                std::thread::spawn(move || {
+                    let mut left = BYTES / 2;
+                    while left > 0 {
+                        let n = left.min(1 + (left * 7 + w) % 5000);
+                        assert_eq!(t.write(wfd, &vec![b'x'; n]), Ok(n));
+                        left -= n;
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        p.close(wfd).unwrap();
+        let hups: usize = pollers.into_iter().map(|t| t.join().unwrap()).sum();
+        assert_eq!(hups, 2, "{fast}");
+        assert_eq!(total.load(Ordering::Relaxed), BYTES, "{fast}");
+        p.close(rfd).unwrap();
+        drop(p);
+        vfs.check_consistency().unwrap();
     }
 }

@@ -450,8 +450,46 @@ fn linkat_empty_path_for_the_opener_and_protected_hardlinks() {
         // SAFETY: as above.
         want.push(unsafe { as_user(|| errno_of(libc::link(from.as_ptr(), to.as_ptr()))) });
     }
+    // Last. fork gives the child new credentials (Linux's copy_creds for
+    // a process, not a thread): the child may not link, through
+    // AT_EMPTY_PATH, a file its parent opened; the parent still may.
+    // Encoded as the child's errno * 256 + the parent's.
+    let own3 = c(&format!("{d}/own3"));
+    let (from_child, from_parent) = (c(&format!("{d}/fromchild")), c(&format!("{d}/fromparent")));
+    // SAFETY: system calls only, on prepared strings; the grandchild
+    // `_exit`s.
+    want.push(unsafe {
+        as_user(|| {
+            let fd = libc::open(own3.as_ptr(), libc::O_CREAT | libc::O_RDWR, 0o600);
+            let pid = libc::fork();
+            if pid == 0 {
+                libc::_exit(errno_of(libc::linkat(
+                    fd,
+                    c"".as_ptr(),
+                    libc::AT_FDCWD,
+                    from_child.as_ptr(),
+                    libc::AT_EMPTY_PATH,
+                )));
+            }
+            let mut status = 0;
+            libc::waitpid(pid, &mut status, 0);
+            let parent = errno_of(libc::linkat(
+                fd,
+                c"".as_ptr(),
+                libc::AT_FDCWD,
+                from_parent.as_ptr(),
+                libc::AT_EMPTY_PATH,
+            ));
+            libc::WEXITSTATUS(status) * 256 + parent
+        })
+    });
     // SAFETY: our fd.
     unsafe { libc::close(root_fd) };
+    assert_eq!(
+        want.last(),
+        Some(&(libc::ENOENT * 256)),
+        "host: a fork child's credentials"
+    );
     if sys.protected_hardlinks != 0 {
         assert_eq!(want[3], libc::EPERM, "host: protected_hardlinks on 'ro'");
     }
@@ -484,13 +522,17 @@ fn linkat_empty_path_for_the_opener_and_protected_hardlinks() {
         for (n, _) in files {
             got.push(code(p.link(format!("/w/{n}"), format!("/w/{n}.ln"))));
         }
-        assert_eq!(want, got, "{fast} (sysctls {sys:?})");
-        // A forked child shares the parent's credentials, so it may link
-        // what the parent opened, as on Linux (fork shares the cred).
-        let fd = p.open("/w", O_TMPFILE | O_RDWR, 0o600).unwrap();
+        let fd = p.open("/w/own3", O_CREAT | O_RDWR, 0o600).unwrap();
         let mut child = p.fork().unwrap();
+        let from_child = code(child.linkat(fd, "", AT_FDCWD, "/w/fromchild", AT_EMPTY_PATH));
+        let from_parent = code(p.linkat(fd, "", AT_FDCWD, "/w/fromparent", AT_EMPTY_PATH));
+        got.push(from_child * 256 + from_parent);
+        assert_eq!(want, got, "{fast} (sysctls {sys:?})");
+        // A thread shares its process's credentials (clone with
+        // CLONE_THREAD keeps the cred), so it may.
+        let mut thread = p.new_thread();
         assert_eq!(
-            child.linkat(fd, "", AT_FDCWD, "/w/fromparent", AT_EMPTY_PATH),
+            thread.linkat(fd, "", AT_FDCWD, "/w/fromthread", AT_EMPTY_PATH),
             Ok(())
         );
     }
@@ -1199,39 +1241,4 @@ fn statx_fields_and_masks() {
             }
         }
     }
-}
-
-/// Known difference: `renameat2(RENAME_WHITEOUT)` is `EINVAL`. tmpfs
-/// leaves a whiteout (a character device 0/0) at the old name, which
-/// needs device inodes: they come with the special files (mknod), built
-/// apart; until then uvfs refuses the flag as a file system without
-/// whiteouts does.
-#[test]
-#[ignore = "known difference: RENAME_WHITEOUT is EINVAL until device inodes exist (docs/semantics.md)"]
-fn known_difference_rename_whiteout() {
-    if !is_root() {
-        return;
-    }
-    let t = TempDir::new("whiteout");
-    std::fs::write(t.path().join("a"), b"").unwrap();
-    let (a, b) = (
-        c(&format!("{}/a", t.as_str())),
-        c(&format!("{}/b", t.as_str())),
-    );
-    // SAFETY: valid C strings.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_renameat2,
-            libc::AT_FDCWD,
-            a.as_ptr(),
-            libc::AT_FDCWD,
-            b.as_ptr(),
-            4u32,
-        )
-    };
-    let want = host(r).map(|_| 0);
-    let mut p = proc_for(uvfs::FastPaths::seeds());
-    support::vfs::put(&mut p, "/a", b"");
-    let got = ours(p.renameat2(AT_FDCWD, "/a", AT_FDCWD, "/b", 4).map(|_| 0));
-    assert_eq!(want, got);
 }

@@ -257,12 +257,10 @@ pub unsafe extern "C" fn ioctl(fd: c_int, req: c_ulong, arg: *mut c_void) -> c_i
             libc::FIOCLEX => s.p().fcntl(u, libc::F_SETFD, libc::FD_CLOEXEC as u64),
             libc::FIONCLEX => s.p().fcntl(u, libc::F_SETFD, 0),
             libc::FIONREAD => {
-                let st = s.p().fstat(u)?;
-                let pos = s.p().lseek(u, 0, libc::SEEK_CUR)?;
+                let n = s.p().ioctl_fionread(u)?;
                 if arg.is_null() {
                     return Err(Errno::EFAULT);
                 }
-                let n = (st.st_size - pos).clamp(0, c_int::MAX as i64) as c_int;
                 // SAFETY: FIONREAD's argument is an `int *`.
                 unsafe { arg.cast::<c_int>().write_unaligned(n) };
                 Ok(0)

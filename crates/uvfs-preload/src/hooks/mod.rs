@@ -26,6 +26,7 @@ mod kfds;
 mod mmap;
 mod names;
 mod open;
+mod select;
 mod stat;
 mod statfs;
 pub(crate) mod stdio;

@@ -47,6 +47,8 @@ pub const S_ISVTX: u32 = 0o1000;
 pub const RENAME_NOREPLACE: u32 = 1;
 /// `renameat2`: swap source and target atomically.
 pub const RENAME_EXCHANGE: u32 = 2;
+/// renameat2: leave a whiteout (a character device 0/0) at the old name.
+pub const RENAME_WHITEOUT: u32 = 4;
 /// `fallocate`: do not change the file size.
 pub const FALLOC_FL_KEEP_SIZE: u32 = 1;
 /// `fallocate`: deallocate the range (requires `KEEP_SIZE`).
@@ -331,6 +333,24 @@ pub trait FileSystem: Send + Sync + 'static {
         nname: &[u8],
         flags: u32,
     ) -> Result<(), Errno>;
+
+    /// `rename` with `RENAME_WHITEOUT` in `flags` (and maybe
+    /// `RENAME_NOREPLACE`): the same rename, and in the same step a
+    /// whiteout `whiteout` (a character device 0/0) takes the old name in
+    /// `odir`. Returns the whiteout's attributes. A file system without
+    /// whiteouts refuses with `EINVAL` (the default; Linux's answer from a
+    /// file system whose rename does not know the flag).
+    fn rename_whiteout(
+        &self,
+        _odir: Ino,
+        _oname: &[u8],
+        _ndir: Ino,
+        _nname: &[u8],
+        _flags: u32,
+        _whiteout: NewInode,
+    ) -> Result<Attr, Errno> {
+        Err(Errno::EINVAL)
+    }
 
     /// A symlink's target.
     fn readlink(&self, ino: Ino) -> Result<Vec<u8>, Errno>;

@@ -4,7 +4,9 @@
 //! or by the last writer's release, a writer blocked on a full pipe by a
 //! read or by the last reader's release. No lost wake-up (loom reports a
 //! deadlock if every thread sleeps), and every model ends with the slot
-//! empty: the pipe goes with its last file.
+//! empty: the pipe goes with its last file. Pollers too: a poller that
+//! registers, finds nothing and sleeps is woken by data, by room, or by
+//! the last writer's release, whichever way the threads interleave.
 
 use super::*;
 use crate::primitive::model::{builder, check};
@@ -125,6 +127,71 @@ fn reader_woken_by_last_writer_leaving() {
         });
         w.release(&slot);
         assert_eq!(t.join().unwrap(), Ok(0));
+        r.release(&slot);
+        assert!(slot.is_empty());
+    });
+}
+
+/// Polls `f` for `want` as `Process::poll` does with no time limit:
+/// register and scan, sleep until woken, scan again.
+fn poll_until(f: &FifoFile, want: i16) -> i16 {
+    let w = crate::select::Waiter::new();
+    loop {
+        let m = f.poll(Some(&w)) & want;
+        if m != 0 {
+            return m;
+        }
+        w.wait_until(None);
+    }
+}
+
+/// A poller on an empty read end is woken by a write.
+#[test]
+fn poller_woken_by_data() {
+    use crate::uapi::POLLIN;
+    check(&builder(3), || {
+        let slot = Arc::new(InodePipe::default());
+        let rw = Arc::new(fifo_open(&slot, true, true, false).unwrap());
+        let rw2 = rw.clone();
+        let t = thread::spawn(move || poll_until(&rw2, POLLIN));
+        assert_eq!(rw.write(&[b"a"], false, false), Ok(1));
+        assert_eq!(t.join().unwrap(), POLLIN);
+        rw.release(&slot);
+        assert!(slot.is_empty());
+    });
+}
+
+/// A poller on a full write end is woken when a read frees a buffer.
+#[test]
+fn poller_woken_by_room() {
+    use crate::uapi::POLLOUT;
+    check(&builder(2), || {
+        let slot = Arc::new(InodePipe::default());
+        let rw = Arc::new(fifo_open(&slot, true, true, false).unwrap());
+        rw.set_size(4096, false).unwrap();
+        assert_eq!(rw.write(&[&[1u8; 4096][..]], false, false), Ok(4096));
+        let rw2 = rw.clone();
+        let t = thread::spawn(move || poll_until(&rw2, POLLOUT));
+        let mut b = vec![0u8; 4096];
+        assert_eq!(rw.read(&mut [&mut b[..]], false), Ok(4096));
+        assert_eq!(t.join().unwrap(), POLLOUT);
+        rw.release(&slot);
+        assert!(slot.is_empty());
+    });
+}
+
+/// A poller on a read end hangs up when the last writer goes.
+#[test]
+fn poller_woken_by_last_writer_leaving() {
+    use crate::uapi::{POLLHUP, POLLIN};
+    check(&builder(3), || {
+        let slot = Arc::new(InodePipe::default());
+        let w = fifo_open(&slot, true, true, false).unwrap();
+        let r = Arc::new(fifo_open(&slot, true, false, true).unwrap());
+        let r2 = r.clone();
+        let t = thread::spawn(move || poll_until(&r2, POLLIN | POLLHUP));
+        w.release(&slot);
+        assert_eq!(t.join().unwrap(), POLLHUP);
         r.release(&slot);
         assert!(slot.is_empty());
     });

@@ -84,6 +84,23 @@ pub(crate) fn wait<'a, T>(cv: &Condvar, g: MutexGuard<'a, T>) -> MutexGuard<'a, 
     }
 }
 
+/// Waits on `cv` for at most `dur`, ignoring poisoning like [`lock`];
+/// the guard and whether the time ran out. (loom never times out: its
+/// models wait without a limit.)
+pub(crate) fn wait_timeout<'a, T>(
+    cv: &Condvar,
+    g: MutexGuard<'a, T>,
+    dur: std::time::Duration,
+) -> (MutexGuard<'a, T>, bool) {
+    match cv.wait_timeout(g, dur) {
+        Ok((g, t)) => (g, t.timed_out()),
+        Err(poisoned) => {
+            let (g, t) = poisoned.into_inner();
+            (g, t.timed_out())
+        }
+    }
+}
+
 /// Locks an [`UnmodelledMutex`], ignoring poisoning like [`lock`].
 pub(crate) fn lock_unmodelled<T>(m: &UnmodelledMutex<T>) -> UnmodelledMutexGuard<'_, T> {
     match m.lock() {

@@ -15,7 +15,7 @@ use crate::primitive::sync::lock;
 impl VfsOps<'_> {
     /// The owner of a new inode, with `mode` as `vfs_prepare_mode` makes it
     /// (umask, set-group-ID inheritance; a symlink's mode is kept).
-    fn new_inode(&self, dattr: &Attr, mode: u32) -> NewInode {
+    pub(super) fn new_inode(&self, dattr: &Attr, mode: u32) -> NewInode {
         let mode = if mode & crate::fs::S_IFMT == S_IFLNK {
             mode
         } else {

@@ -2,14 +2,17 @@
 //! directories, taken the superblock's rename lock), looked both names up
 //! under the locks and made the checks on the names themselves (trailing
 //! slashes, renaming a directory into itself); this checks permission,
-//! calls the file system, and moves the dentries.
+//! calls the file system, and moves the dentries. With `RENAME_WHITEOUT`
+//! the file system leaves a whiteout (a character device 0/0 owned by the
+//! caller, which needs no `CAP_MKNOD`) at the old name, and a new dentry
+//! names it there.
 
 use super::VfsOps;
-use super::inode::{mark_changed, refresh};
+use super::inode::{attr_of, iget, mark_changed, refresh};
 use crate::cred::{MAY_WRITE, permission};
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
-use crate::fs::{Attr, RENAME_EXCHANGE};
+use crate::fs::{Attr, RENAME_EXCHANGE, RENAME_WHITEOUT, S_IFCHR};
 
 /// One side of a rename: the directory, the name in it, its dentry under
 /// the lock (negative for a free target) and the inode's attributes.
@@ -27,8 +30,8 @@ impl RenameSide<'_> {
 }
 
 impl VfsOps<'_> {
-    /// `vfs_rename` of `old` (positive) to `new`, with `RENAME_NOREPLACE`
-    /// and `RENAME_EXCHANGE` in `flags`.
+    /// `vfs_rename` of `old` (positive) to `new`, with `RENAME_NOREPLACE`,
+    /// `RENAME_EXCHANGE` and `RENAME_WHITEOUT` in `flags`.
     pub(crate) fn rename(
         &self,
         old: &RenameSide<'_>,
@@ -59,10 +62,15 @@ impl VfsOps<'_> {
         if !old.dentry.mounted_ptr().is_null() || !new.dentry.mounted_ptr().is_null() {
             return Err(Errno::EBUSY);
         }
-        old.dir
-            .sb()
-            .fs
-            .rename(old.dir.ino(), old.name, new.dir.ino(), new.name, flags)?;
+        let fs = &old.dir.sb().fs;
+        let whiteout = if flags & RENAME_WHITEOUT != 0 {
+            let wo = self.new_inode(&attr_of(old.dir)?, S_IFCHR);
+            let (od, nd) = (old.dir.ino(), new.dir.ino());
+            Some(fs.rename_whiteout(od, old.name, nd, new.name, flags, wo)?)
+        } else {
+            fs.rename(old.dir.ino(), old.name, new.dir.ino(), new.name, flags)?;
+            None
+        };
         for d in [old.dir, new.dir, old.dentry, new.dentry] {
             mark_changed(d);
         }
@@ -85,6 +93,13 @@ impl VfsOps<'_> {
                 dc.prune_dead_dir(new.dentry);
             }
             dc.d_move(old.dentry, new.dir, new.name);
+            if let Some(attr) = whiteout {
+                // The old name is free in the cache now (its dentry moved):
+                // a new one names the whiteout, as mknod's would.
+                let d = dc.d_alloc(old.dir, old.name);
+                let inode = iget(self.vfs, old.dir.sb(), &attr)?;
+                dc.instantiate(&d, inode, &attr);
+            }
         }
         Ok(())
     }

@@ -81,6 +81,23 @@ impl Dir {
         Err(Errno::ENOSPC)
     }
 
+    /// [`alloc_offset`](Self::alloc_offset) with `taken` counted as used
+    /// too: a second offset allocated before the first is inserted (a
+    /// rename's whiteout and the new name, in one directory).
+    pub(super) fn alloc_offset_besides(
+        &mut self,
+        max: u64,
+        taken: Option<u64>,
+    ) -> Result<u64, Errno> {
+        let Some(t) = taken.filter(|t| !self.offsets.contains_key(t)) else {
+            return self.alloc_offset(max);
+        };
+        self.offsets.insert(t, u64::MAX);
+        let r = self.alloc_offset(max);
+        self.offsets.remove(&t);
+        r
+    }
+
     /// Inserts at the head of the listing with the given offset.
     pub(super) fn insert(&mut self, name: &[u8], ino: Ino, ftype: u32, offset: u64) {
         let seq = self.next_seq;

@@ -60,8 +60,7 @@
 //! - Extended attributes in the `security.`, `trusted.` and `user.`
 //!   namespaces (see `xattr`).
 //!
-//! Not modelled: POSIX ACLs (`system.*`), huge pages, `RENAME_WHITEOUT` (rejected with
-//! `EINVAL` since the trait has no device nodes), quotas, seals.
+//! Not modelled: POSIX ACLs (`system.*`), huge pages, quotas, seals.
 //!
 //! # Modules
 //!
@@ -407,7 +406,21 @@ impl FileSystem for Tmpfs {
         nname: &[u8],
         flags: u32,
     ) -> Result<(), Errno> {
-        self.rename_names(odir, oname, ndir, nname, flags)
+        self.rename_names(odir, oname, ndir, nname, flags, None)
+            .map(|_| ())
+    }
+
+    fn rename_whiteout(
+        &self,
+        odir: Ino,
+        oname: &[u8],
+        ndir: Ino,
+        nname: &[u8],
+        flags: u32,
+        whiteout: NewInode,
+    ) -> Result<Attr, Errno> {
+        self.rename_names(odir, oname, ndir, nname, flags, Some(whiteout))?
+            .ok_or(Errno::EINVAL)
     }
 
     fn readlink(&self, ino: Ino) -> Result<Vec<u8>, Errno> {

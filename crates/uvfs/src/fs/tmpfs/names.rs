@@ -13,7 +13,46 @@ use super::pages::RegFile;
 use super::{DIR_OFFSET_EOD, SHORT_SYMLINK_LEN, SYMLINK_MAX, Tmpfs};
 use crate::errno::Errno;
 use crate::fs::timekeeping::coarse_mg;
-use crate::fs::{Attr, DirEntry, Ino, NewInode, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, S_ISGID};
+use crate::fs::{
+    Attr, DirEntry, Ino, NewInode, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, S_ISGID, Timespec,
+};
+
+/// The state of a new inode of `kind` named in the directory whose state
+/// is `ds`, with its file type: the owner of `new`, the group of a
+/// set-group-ID directory (which a new directory inherits as its own
+/// set-group-ID bit), one link (two for a directory), every time `now`
+/// (`shmem_get_inode`'s `inode_init_owner`).
+pub(super) fn new_state(ds: &State, new: NewInode, kind: Kind, now: Timespec) -> (u32, State) {
+    let is_dir = matches!(kind, Kind::Dir(_));
+    let ftype = match &kind {
+        Kind::Reg(_) => S_IFREG,
+        Kind::Dir(_) => S_IFDIR,
+        Kind::Symlink { .. } => S_IFLNK,
+        Kind::Special { .. } => new.mode & S_IFMT,
+    };
+    let mut mode = ftype | (new.mode & 0o7777);
+    if ftype == S_IFLNK {
+        mode = S_IFLNK | 0o777;
+    }
+    let mut gid = new.gid;
+    if ds.mode & S_ISGID != 0 {
+        gid = ds.gid;
+        if is_dir {
+            mode |= S_ISGID;
+        }
+    }
+    let st = State {
+        mode,
+        uid: new.uid,
+        gid,
+        nlink: if is_dir { 2 } else { 1 },
+        times: Times::all(now),
+        linkable: false,
+        ctime_queried: AtomicBool::new(false),
+        kind,
+    };
+    (ftype, st)
+}
 
 impl Tmpfs {
     /// The common part of create, mkdir and symlink: a new inode named
@@ -52,37 +91,11 @@ impl Tmpfs {
                 return Err(e);
             }
         };
-        let ftype = match &kind {
-            Kind::Reg(_) => S_IFREG,
-            Kind::Dir(_) => S_IFDIR,
-            Kind::Symlink { .. } => S_IFLNK,
-            Kind::Special { .. } => new.mode & S_IFMT,
-        };
-        let mut mode = ftype | (new.mode & 0o7777);
-        if ftype == S_IFLNK {
-            mode = S_IFLNK | 0o777;
-        }
-        let mut gid = new.gid;
-        if ds.mode & S_ISGID != 0 {
-            gid = ds.gid;
-            if is_dir {
-                mode |= S_ISGID;
-            }
-        }
         let ino = self.next_ino.fetch_add(1, Ordering::Relaxed);
         // `simple_inode_init_ts`: a new inode nobody has queried, so the
         // coarse clock; the directory's stamp is its own
         // (`inode_set_ctime_current(dir)`), as in `shmem_mknod`.
-        let st = State {
-            mode,
-            uid: new.uid,
-            gid,
-            nlink: if is_dir { 2 } else { 1 },
-            times: Times::all(coarse_mg()),
-            linkable: false,
-            ctime_queried: AtomicBool::new(false),
-            kind,
-        };
+        let (ftype, st) = new_state(&ds, new, kind, coarse_mg());
         let attr = self.attr(ino, &st);
         self.insert_inode(ino, dir, st);
         ds.dir_mut()?.insert(name, ino, ftype, offset);

@@ -1,6 +1,15 @@
-//! rename(2) and renameat2's `RENAME_NOREPLACE` / `RENAME_EXCHANGE`
-//! (Linux's `shmem_rename2` and `simple_offset_rename*`), with the check
-//! that a directory is not moved into its own subtree.
+//! rename(2) and renameat2's `RENAME_NOREPLACE` / `RENAME_EXCHANGE` /
+//! `RENAME_WHITEOUT` (Linux's `shmem_rename2`, `shmem_whiteout` and
+//! `simple_offset_rename*`), with the check that a directory is not moved
+//! into its own subtree.
+//!
+//! A whiteout is made as `shmem_whiteout` makes it: once every check has
+//! passed (after the target's `ENOTEMPTY`), a character device 0/0 with
+//! the caller's ownership takes the old name, with an offset (cookie)
+//! allocated before the new name's, and one place behind the moved entry
+//! in the listing (Linux allocates its dentry, then moves the source to
+//! the head of its new parent's children). It costs an inode
+//! (`ENOSPC`); a failure changes nothing.
 //!
 //! [`Tmpfs::rename_names`] locks every inode involved (in inode order, the
 //! two directories, the source and any target) and re-checks the names;
@@ -12,12 +21,18 @@ use std::sync::atomic::Ordering;
 
 use super::dir::{DIR_OFFSET_MIN, check_name};
 use super::inode::{Guards, Inode, Kind, State, find, lock_all};
+use super::names::new_state;
 use super::{ROOT_INO, Tmpfs};
 use crate::errno::Errno;
-use crate::fs::{Ino, RENAME_EXCHANGE, RENAME_NOREPLACE, S_IFMT};
+use crate::fs::{
+    Attr, Ino, NewInode, RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_WHITEOUT, S_IFCHR, S_IFMT,
+};
+use crate::fs::timekeeping::coarse_mg;
 
 impl Tmpfs {
-    /// rename(2) / renameat2: `oname` in `odir` becomes `nname` in `ndir`.
+    /// rename(2) / renameat2: `oname` in `odir` becomes `nname` in `ndir`;
+    /// with `RENAME_WHITEOUT` in `flags` (and only then) `whiteout` is the
+    /// whiteout left at `oname`, whose attributes are returned.
     pub(super) fn rename_names(
         &self,
         odir: Ino,
@@ -25,9 +40,12 @@ impl Tmpfs {
         ndir: Ino,
         nname: &[u8],
         flags: u32,
-    ) -> Result<(), Errno> {
-        if flags & !(RENAME_NOREPLACE | RENAME_EXCHANGE) != 0
-            || flags & (RENAME_NOREPLACE | RENAME_EXCHANGE) == (RENAME_NOREPLACE | RENAME_EXCHANGE)
+        whiteout: Option<NewInode>,
+    ) -> Result<Option<Attr>, Errno> {
+        let known = RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT;
+        if flags & !known != 0
+            || flags & RENAME_EXCHANGE != 0 && flags & (RENAME_NOREPLACE | RENAME_WHITEOUT) != 0
+            || (flags & RENAME_WHITEOUT != 0) != whiteout.is_some()
         {
             return Err(Errno::EINVAL);
         }
@@ -72,6 +90,7 @@ impl Tmpfs {
                 ndir,
                 nname,
                 flags,
+                whiteout,
                 src,
                 src_arc: arc(src),
                 tgt,
@@ -115,6 +134,8 @@ struct Rename<'a> {
     ndir: Ino,
     nname: &'a [u8],
     flags: u32,
+    /// The whiteout to leave at `oname` (`RENAME_WHITEOUT`).
+    whiteout: Option<NewInode>,
     /// The inode `oname` names.
     src: Ino,
     src_arc: Option<Arc<Inode>>,
@@ -158,21 +179,23 @@ impl Rename<'_> {
 
     /// The checks and changes of the rename, with every inode involved
     /// locked in `g`. Every check precedes the first change.
-    fn apply(&self, g: &mut Guards<'_>) -> Result<(), Errno> {
+    fn apply(&self, g: &mut Guards<'_>) -> Result<Option<Attr>, Errno> {
         self.check_flags()?;
         self.check_loops()?;
         if self.tgt == Some(self.src) {
-            // vfs_rename: same inode (hard links, or the same name): no-op.
-            return Ok(());
+            // vfs_rename: same inode (hard links, or the same name): no-op,
+            // and no whiteout.
+            return Ok(None);
         }
         self.check_types()?;
         let mut r = self.roles(g)?;
         self.check_locked(&mut r)?;
-        if self.exchange() {
+        let whiteout = if self.exchange() {
             self.swap(&mut r)?;
+            None
         } else {
-            self.replace(&mut r)?;
-        }
+            self.replace(&mut r)?
+        };
         // simple_rename_timestamp: each directory and the moved inode get
         // their own fresh ctime (a directory's mtime with it), once each.
         r.src.set_ctime_current();
@@ -180,7 +203,7 @@ impl Rename<'_> {
         if let Some(n) = r.nd.as_deref_mut() {
             n.stamp_mc_current();
         }
-        Ok(())
+        Ok(whiteout)
     }
 
     /// `RENAME_EXCHANGE` needs a target, `RENAME_NOREPLACE` none.
@@ -325,17 +348,62 @@ impl Rename<'_> {
     }
 
     /// A plain rename: `nname` names the source, in place of what it named
-    /// (whose offset it takes) or with a new offset.
-    fn replace(&self, r: &mut Roles<'_>) -> Result<(), Errno> {
+    /// (whose offset it takes) or with a new offset; with a whiteout, a
+    /// new character device 0/0 takes `oname`, whose attributes are
+    /// returned.
+    fn replace(&self, r: &mut Roles<'_>) -> Result<Option<Attr>, Errno> {
         let src_ft = r.src.mode & S_IFMT;
-        // Allocate the new name's offset first: the only step that can
-        // fail, so a failure changes nothing.
+        let max = self.fs.dir_offset_max;
+        // The steps that can fail first (the whiteout's inode and offset,
+        // then the new name's offset), so a failure changes nothing.
+        let wo_offset = match self.whiteout {
+            Some(_) => {
+                self.fs.reserve_inode()?;
+                match r.od.dir_mut()?.alloc_offset(max) {
+                    Ok(o) => Some(o),
+                    Err(e) => {
+                        self.fs.release_inode();
+                        return Err(e);
+                    }
+                }
+            }
+            None => None,
+        };
         let offset = if r.tgt.is_some() {
             None
         } else {
-            Some(r.ndir().dir_mut()?.alloc_offset(self.fs.dir_offset_max)?)
+            let taken = wo_offset.filter(|_| !self.cross());
+            match r.ndir().dir_mut()?.alloc_offset_besides(max, taken) {
+                Ok(o) => Some(o),
+                Err(e) => {
+                    if wo_offset.is_some() {
+                        self.fs.release_inode();
+                    }
+                    return Err(e);
+                }
+            }
         };
         r.od.dir_mut()?.remove(self.oname);
+        let whiteout = match (self.whiteout, wo_offset) {
+            (Some(new), Some(wo)) => {
+                let kind = Kind::Special { rdev: 0 };
+                let (_, st) = new_state(
+                    r.od,
+                    NewInode {
+                        mode: S_IFCHR | (new.mode & 0o7777),
+                        ..new
+                    },
+                    kind,
+                    coarse_mg(),
+                );
+                let ino = self.fs.next_ino.fetch_add(1, Ordering::Relaxed);
+                let attr = self.fs.attr(ino, &st);
+                self.fs.insert_inode(ino, self.odir, st);
+                r.od.dir_mut()?.insert(self.oname, ino, S_IFCHR, wo);
+                Some(attr)
+            }
+            _ => None,
+        };
         let offset = match (offset, r.tgt.take()) {
             (Some(o), _) => o,
             (None, Some(t)) => {
@@ -368,6 +436,6 @@ impl Rename<'_> {
         {
             a.parent.store(self.ndir, Ordering::Release);
         }
-        Ok(())
+        Ok(whiteout)
     }
 }

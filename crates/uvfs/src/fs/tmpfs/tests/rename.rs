@@ -27,7 +27,7 @@ fn rename_errors_host() {
     let before = snapshot(&fs);
     let cases: Vec<(Ino, &str, Ino, &str, u32, Errno)> = vec![
         (R, "F", R, "E", 3, Errno::EINVAL),                  // both flags
-        (R, "F", R, "E", 4, Errno::EINVAL),                  // whiteout: unsupported
+        (R, "F", R, "E", 4, Errno::EINVAL),                  // whiteout: rename_whiteout's
         (R, "nope", R, "x", 0, Errno::ENOENT),               // missing source
         (R, "F", R, "nope", RENAME_EXCHANGE, Errno::ENOENT), // exchange, no target
         (R, "F", R, "E", RENAME_NOREPLACE, Errno::EEXIST),
