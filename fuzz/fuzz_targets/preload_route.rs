@@ -120,7 +120,7 @@ enum Tail {
 
 fn tail(path: &[u8]) -> Tail {
     let slash = path.last() == Some(&b'/');
-    match path.split(|&c| c == b'/').filter(|c| !c.is_empty()).last() {
+    match path.split(|&c| c == b'/').rfind(|c| !c.is_empty()) {
         None => Tail::None,
         Some(b".") | Some(b"..") => Tail::Dots,
         Some(_) => Tail::Name(slash),
@@ -481,7 +481,7 @@ fn path(u: &mut Unstructured, pre: &str) -> AResult<Vec<u8>> {
             }
         }
         if u.ratio(1, 6)? {
-            p.extend_from_slice(pre[1..].as_bytes());
+            p.extend_from_slice(&pre.as_bytes()[1..]);
         } else {
             p.extend_from_slice(u.choose(NAMES)?.as_bytes());
         }
