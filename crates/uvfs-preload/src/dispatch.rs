@@ -1,4 +1,5 @@
-//! Where a call goes. A path call routes its path ([`route`]: under the
+//! Where a call goes. A path call routes its path ([`route`], which asks
+//! [`crate::route`] with what it knows of the directory: under the
 //! prefix, uvfs; else the kernel) and an fd call looks its fd up in the
 //! fd map (lock-free); the kernel's side runs the next definition with no
 //! lock taken (a relative path takes the lock briefly to read the cwd), the
@@ -6,10 +7,10 @@
 
 use crate::conv::{cbytes, set_errno};
 use crate::guard::{busy, run};
-use crate::path::{Route, has_dotdot, may_enter_prefix, prefix, route_abs};
+use crate::path::{Route, prefix};
+use crate::route::{Dir, route_abs};
 use crate::state::{FDMAP, Fd, State, with_state};
 use libc::{c_char, c_int};
-use std::borrow::Cow;
 use std::ffi::CString;
 use uvfs::uapi::AT_FDCWD;
 use uvfs::{Errno, Process};
@@ -28,59 +29,29 @@ pub(crate) fn route(dirfd: c_int, path: &[u8]) -> Option<Route<'_>> {
 /// themselves): the re-entry guard is not consulted. Must not be called
 /// from inside [`with_state`].
 pub(crate) fn route_unguarded(dirfd: c_int, path: &[u8]) -> Option<Route<'_>> {
-    if prefix().is_none() {
+    let Some(pre) = prefix() else {
         return Some(Route::Kernel);
+    };
+    if path.first() == Some(&b'/') {
+        // An absolute path needs no state (no cwd): no lock.
+        return Some(route_abs(pre, path));
     }
-    if path.first() != Some(&b'/') && dirfd != AT_FDCWD {
+    if dirfd != AT_FDCWD {
+        // A kernel directory's path is read from `/proc/self/fd` (one
+        // syscall) only for a path that may enter the prefix; one the
+        // kernel cannot name (removed, or `/proc` not mounted) keeps the
+        // kernel's route.
         return match FDMAP.get(dirfd) {
-            Fd::Kernel => Some(route_from_kernel_dir(dirfd, path)),
+            Fd::Kernel => Some(crate::route::route(
+                Some(pre),
+                Dir::KernelFd(|| kernel_fd_path(dirfd)),
+                path,
+            )),
             Fd::Stale => None,
-            Fd::Uvfs(_) => Some(with_state(|s| s.route(dirfd, path))),
+            Fd::Uvfs(u) => Some(with_state(|s| s.route_uvfs_fd(u, path))),
         };
     }
-    if path.first() == Some(&b'/') {
-        let pre = prefix().unwrap_or(b"/");
-        // Fast exit: an absolute path whose first component differs from
-        // the prefix's and that has no `..` cannot lie under it.
-        let first_differs = path.len() > 1
-            && pre.len() > 1
-            && path[1] != b'/'
-            && path[1] != b'.'
-            && path[1] != pre[1]
-            && !has_dotdot(path);
-        if first_differs {
-            return Some(Route::Kernel);
-        }
-        // An absolute path needs no state (no cwd): no lock.
-        return Some(route_abs(path));
-    }
-    Some(with_state(|s| s.route(dirfd, path)))
-}
-
-/// A relative path from a kernel directory fd: the kernel's, unless it
-/// enters the prefix (`openat(fd of "/", "uvfs/x")`, or a `..` that climbs
-/// to a directory above the prefix and back down into it). Only a path
-/// whose first component is one of the prefix's, or that has a `..`, can;
-/// for those the directory's path is read from `/proc/self/fd` (one
-/// syscall) and the whole path routed as an absolute one. A directory the
-/// kernel cannot name (removed, or `/proc` not mounted) keeps the kernel's
-/// route.
-fn route_from_kernel_dir(dirfd: c_int, path: &[u8]) -> Route<'static> {
-    if !may_enter_prefix(path) {
-        return Route::Kernel;
-    }
-    let Some(mut abs) = kernel_fd_path(dirfd) else {
-        return Route::Kernel;
-    };
-    if abs.last() != Some(&b'/') {
-        abs.push(b'/');
-    }
-    abs.extend_from_slice(path);
-    match route_abs(&abs) {
-        Route::Uvfs(d, u) => Route::Uvfs(d, Cow::Owned(u.into_owned())),
-        Route::KernelAbs(k) => Route::KernelAbs(k),
-        Route::Kernel => Route::Kernel,
-    }
+    Some(with_state(|s| s.route_cwd(path)))
 }
 
 /// The absolute path of kernel fd `fd` (`/proc/self/fd/N`), if it names a

@@ -29,7 +29,9 @@
 //! - `namespace`: one uvfs for the whole process tree: at the first
 //!   child or exec, a server forked to serve the VFS through a FUSE mount
 //!   on the prefix in a private mount namespace, the process a client;
-//! - `path`: the prefix and lexical routing of absolute paths;
+//! - `path`: the prefix; `route`: where a path goes, a pure function of
+//!   the prefix, the directory and the path (fuzzed on its own);
+//!   `fdmap`: the lock-free map from kernel fd numbers to uvfs fds;
 //! - `guard` (the re-entry guard and the frame of a uvfs call),
 //!   `conv` (errno, C strings, buffers, C structs), `interpose`
 //!   (`real!`, `forward!`, `at_call!`) and `refuse` (the loud failure of
@@ -46,6 +48,7 @@
 
 mod conv;
 mod dispatch;
+mod fdmap;
 mod fdops;
 mod fork_gate;
 mod guard;
@@ -54,6 +57,7 @@ mod interpose;
 mod namespace;
 mod path;
 mod refuse;
+mod route;
 mod seed;
 mod state;
 mod tempname;

@@ -70,103 +70,26 @@
 //!   a real close: the numbering is then exact whatever the program does.
 
 use crate::conv::errno_of;
+pub(crate) use crate::fdmap::{Fd, FdMap};
 use crate::fork_gate;
 use crate::guard::{Busy, busy};
-use crate::path::{
-    Route, escape, has_dotdot, normalize, prefix, prefix_raw, route_abs, strip_prefix,
-};
+use crate::path::{Route, prefix, prefix_raw};
+use crate::route::{Dir, route};
 use rustix::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
-use std::borrow::Cow;
 use std::cell::UnsafeCell;
 use std::sync::atomic::AtomicBool;
-use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use uvfs::fs::FileSystem;
 use uvfs::fs::tmpfs::{Tmpfs, TmpfsOptions};
 use uvfs::uapi::AT_FDCWD;
 use uvfs::{Errno, FastPaths, Process, Vfs};
 
-// ---------------------------------------------------------------------------
-// The fd map: kernel fd number -> uvfs fd + 1 (0: not ours, -1: a cached
-// placeholder, closed as far as the program knows).
+/// The process's fd map (see [`FdMap`]).
+pub(crate) static FDMAP: FdMap = FdMap::new();
 
-const CHUNK: usize = 1024;
-const NCHUNKS: usize = 1024; // 1 Mi fds: Linux's default fs.nr_open
-
-/// Kernel fd number → uvfs fd. Lock-free to read (every interposed fd call
-/// on a kernel fd pays one lookup); written by the thread that owns the
-/// number at that moment (it made the placeholder, or holds the cache's
-/// lock), chunks published with a compare-exchange.
-pub(crate) struct FdMap {
-    chunks: [AtomicPtr<[AtomicI32; CHUNK]>; NCHUNKS],
-    /// One past the highest number ever mapped (for close_range).
-    pub(crate) hi: AtomicI32,
-}
-
-/// What an fd number is to the shim.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Fd {
-    /// The kernel's (or nothing): pass through.
-    Kernel,
-    /// A cached placeholder the program closed: `EBADF`.
-    Stale,
-    /// A uvfs fd.
-    Uvfs(i32),
-}
-
-pub(crate) static FDMAP: FdMap = FdMap {
-    chunks: [const { AtomicPtr::new(std::ptr::null_mut()) }; NCHUNKS],
-    hi: AtomicI32::new(0),
-};
-
-impl FdMap {
-    fn slot(&self, k: i32) -> Option<&AtomicI32> {
-        let k = usize::try_from(k).ok()?;
-        let c = self.chunks.get(k / CHUNK)?.load(Ordering::Acquire);
-        // SAFETY: a published chunk is never freed (it lives as long as the
-        // process) and was fully initialized before its Release store.
-        unsafe { c.as_ref() }.map(|c| &c[k % CHUNK])
-    }
-
-    /// What `k` is (lock-free).
-    #[inline]
-    pub(crate) fn get(&self, k: i32) -> Fd {
-        match self.slot(k).map(|s| s.load(Ordering::Acquire)) {
-            None | Some(0) => Fd::Kernel,
-            Some(-1) => Fd::Stale,
-            Some(v) => Fd::Uvfs(v - 1),
-        }
-    }
-
-    /// Sets `k`'s entry: 0 none, -1 stale, else
-    /// uvfs fd + 1.
-    fn set(&self, k: i32, v: i32) {
-        let Ok(ku) = usize::try_from(k) else { return };
-        let Some(cp) = self.chunks.get(ku / CHUNK) else {
-            return;
-        };
-        if cp.load(Ordering::Acquire).is_null() {
-            if v == 0 {
-                return;
-            }
-            let b = Box::into_raw(Box::new([const { AtomicI32::new(0) }; CHUNK]));
-            if cp
-                .compare_exchange(std::ptr::null_mut(), b, Ordering::AcqRel, Ordering::Acquire)
-                .is_err()
-            {
-                // Another thread published this chunk first.
-                // SAFETY: `b` was never published; this is its only owner.
-                drop(unsafe { Box::from_raw(b) });
-            }
-        }
-        if let Some(s) = self.slot(k) {
-            s.store(v, Ordering::Release);
-        }
-        if v != 0 {
-            self.hi.fetch_max(k + 1, Ordering::Relaxed);
-        }
-    }
-}
+// The routing module carries Linux's AT_FDCWD without depending on uvfs.
+const _: () = assert!(crate::route::AT_FDCWD == AT_FDCWD);
 
 // ---------------------------------------------------------------------------
 // The placeholder cache's bookkeeping (see "Numbering" above).
@@ -406,73 +329,21 @@ impl State {
             .clone()
     }
 
-    /// Routes `path` relative to `dirfd` (the dirfd's kind already known
-    /// not to be stale).
-    pub(crate) fn route<'a>(&mut self, dirfd: i32, path: &'a [u8]) -> Route<'a> {
-        if path.first() == Some(&b'/') {
-            return route_abs(path);
-        }
-        if dirfd != AT_FDCWD {
-            return match FDMAP.get(dirfd) {
-                Fd::Uvfs(u) => self.route_from_uvfs_dir(u, path),
-                _ => Route::Kernel,
-            };
-        }
+    /// Routes `path` relative to the cwd ([`route`]: the uvfs cwd's path
+    /// from uvfs, the kernel's from [`kcwd`](Self::kcwd)).
+    pub(crate) fn route_cwd<'a>(&mut self, path: &'a [u8]) -> Route<'a> {
         if self.cwd_in_uvfs() {
-            if !has_dotdot(path) {
-                return Route::Uvfs(AT_FDCWD, Cow::Borrowed(path));
-            }
-            let mut abs = prefix().unwrap_or(b"").to_vec();
-            match self.p().getcwd() {
-                Ok(c) if c != b"/" => abs.extend_from_slice(&c),
-                Ok(_) => {}
-                Err(_) => return Route::Uvfs(AT_FDCWD, Cow::Borrowed(path)),
-            }
-            abs.push(b'/');
-            abs.extend_from_slice(path);
-            return match normalize(&abs).as_deref().and_then(strip_prefix) {
-                Some(u) => Route::Uvfs(AT_FDCWD, Cow::Owned(u)),
-                None => Route::KernelAbs(escape(&abs).unwrap_or(abs)),
-            };
-        }
-        // The kernel's cwd: a relative path enters uvfs only if the cwd plus
-        // the path lies under the prefix.
-        let mut abs = self.kcwd();
-        abs.push(b'/');
-        abs.extend_from_slice(path);
-        match normalize(&abs).as_deref().and_then(strip_prefix) {
-            Some(u) => Route::Uvfs(AT_FDCWD, Cow::Owned(u)),
-            None if has_dotdot(path) => match escape(&abs) {
-                Some(k) => Route::KernelAbs(k),
-                None => Route::Kernel,
-            },
-            None => Route::Kernel,
+            let p = self.p();
+            route(prefix(), Dir::Uvfs(AT_FDCWD, || p.getcwd().ok()), path)
+        } else {
+            route(prefix(), Dir::KernelCwd(|| Some(self.kcwd())), path)
         }
     }
 
-    /// A relative path from uvfs directory fd `u`: uvfs's, unless its `..`s
-    /// climb above the prefix (from the uvfs directory's path, lexically,
-    /// as for absolute paths): then the kernel's, from the prefix's parent.
-    fn route_from_uvfs_dir<'a>(&mut self, u: i32, path: &'a [u8]) -> Route<'a> {
-        if !has_dotdot(path) {
-            return Route::Uvfs(u, Cow::Borrowed(path));
-        }
-        let Ok(dir) = self.p().fd_path(u) else {
-            return Route::Uvfs(u, Cow::Borrowed(path));
-        };
-        let mut abs = prefix().unwrap_or(b"").to_vec();
-        if dir != b"/" {
-            abs.extend_from_slice(&dir);
-        }
-        abs.push(b'/');
-        abs.extend_from_slice(path);
-        if normalize(&abs).as_deref().and_then(strip_prefix).is_some() {
-            return Route::Uvfs(u, Cow::Borrowed(path));
-        }
-        match escape(&abs) {
-            Some(k) => Route::KernelAbs(k),
-            None => Route::Uvfs(u, Cow::Borrowed(path)),
-        }
+    /// Routes `path` relative to uvfs directory fd `u`.
+    pub(crate) fn route_uvfs_fd<'a>(&mut self, u: i32, path: &'a [u8]) -> Route<'a> {
+        let p = self.p();
+        route(prefix(), Dir::Uvfs(u, || p.fd_path(u).ok()), path)
     }
 
     /// The uvfs fd behind kernel fd `k`.

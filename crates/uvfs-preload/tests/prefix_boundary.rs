@@ -272,6 +272,63 @@ fn rename_across_the_boundary_is_exdev() {
     assert!(!dir.join("out").exists());
 }
 
+/// Findings of the routing fuzz target (`fuzz/fuzz_targets/preload_route.rs`),
+/// pinned: a final `..` that climbs out of the prefix is not the parent
+/// itself (`rmdir` and `rename` of `H/uvfs/..` used to act on `H`); a path
+/// that climbs out, back in and out again reaches the host without the
+/// kernel walking the prefix (it used to get `H/uvfs/a/../../sib`, absent
+/// on the host); `../uvfs/x` from a uvfs directory at the prefix's root
+/// reaches uvfs's `/x` (uvfs alone stopped the `..` at its root and looked
+/// for `/uvfs/x`).
+#[test]
+fn routing_findings_of_the_fuzz_target() {
+    if !have("python3") {
+        return;
+    }
+    let dir = Scratch::new("boundary-fuzzed");
+    let h = dir.join("h");
+    std::fs::create_dir(&h).unwrap();
+    let prefix = h.join("uvfs");
+    let py = "import os, sys, errno\n\
+              h, d = sys.argv[1], sys.argv[2]\n\
+              p = h + '/uvfs'\n\
+              def tryit(tag, f):\n\
+              \x20   try:\n\
+              \x20       r = f()\n\
+              \x20       print(tag, 'ok', r if isinstance(r, str) else '')\n\
+              \x20   except OSError as e:\n\
+              \x20       print(tag, errno.errorcode[e.errno])\n\
+              tryit('rmdir P/..', lambda: os.rmdir(p + '/..'))\n\
+              tryit('rmdir P/../', lambda: os.rmdir(p + '/../'))\n\
+              tryit('rename P/..', lambda: os.rename(p + '/..', d + '/moved'))\n\
+              open(p + '/../sib', 'w').write('sibling')\n\
+              tryit('read P/../P/a/../../sib', lambda: open(p + '/../uvfs/a/../../sib').read())\n\
+              open(p + '/x', 'w').write('in P')\n\
+              fd = os.open(p, os.O_RDONLY)\n\
+              tryit('read ../uvfs/x from P', lambda: os.read(os.open('../uvfs/x', os.O_RDONLY, dir_fd=fd), 9).decode())\n";
+    let exe = out(&run(
+        &["python3", "-c", "import sys; print(sys.executable)"],
+        false,
+        &[],
+    ));
+    let o = run(
+        &[exe.trim(), "-c", py, h.to_str().unwrap(), dir.as_str()],
+        true,
+        &[("UVFS_PREFIX", prefix.to_str().unwrap())],
+    );
+    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(
+        out(&o),
+        "rmdir P/.. EINVAL\n\
+         rmdir P/../ EINVAL\n\
+         rename P/.. EBUSY\n\
+         read P/../P/a/../../sib ok sibling\n\
+         read ../uvfs/x from P ok in P\n"
+    );
+    assert!(h.is_dir() && !dir.join("moved").exists());
+    assert_eq!(entries(&h), ["sib"]);
+}
+
 /// `ls -la` of the prefix lists `..` (the prefix's parent on the host,
 /// stat'ed through `P/..`) and exits 0, as `ls -la` of a host directory.
 #[test]
