@@ -48,6 +48,28 @@ pub(crate) mod atomic {
     };
 }
 
+/// `n` atomic pointers, all null, for a hash table's buckets. With std's
+/// atomics the memory comes zeroed from the allocator (`calloc`, fresh
+/// pages for a large table), so a bucket's page becomes resident only when
+/// a bucket on it is first written: a table sized for a million entries
+/// costs a program that uses ten a few pages, not megabytes. Loom's and
+/// shuttle's atomics are built one by one.
+pub(crate) fn null_ptrs<T>(n: usize) -> Box<[atomic::AtomicPtr<T>]> {
+    #[cfg(not(any(loom, shuttle)))]
+    {
+        let zeroed = Box::<[atomic::AtomicPtr<T>]>::new_zeroed_slice(n);
+        // SAFETY: an all-zero `AtomicPtr` is a valid null pointer (std's
+        // atomics have the layout of the raw pointer they hold).
+        unsafe { zeroed.assume_init() }
+    }
+    #[cfg(any(loom, shuttle))]
+    {
+        (0..n)
+            .map(|_| atomic::AtomicPtr::new(std::ptr::null_mut()))
+            .collect()
+    }
+}
+
 /// Where the unmodelled locks come from: std's, except under shuttle.
 #[cfg(any(loom, not(shuttle)))]
 use std::sync as unmodelled;
