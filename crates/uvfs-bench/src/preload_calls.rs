@@ -380,6 +380,9 @@ fn calibrated(s: &CallSample, secs: f64) -> CallCounts {
     }
 }
 
+/// Picks one figure of a [`CallSample`].
+type Pick = fn(&CallSample) -> f64;
+
 /// Runs the per-call rounds: `rounds` of host, shim, library, each loop
 /// lasting about `seconds` (or `iterations` each).
 pub fn measure_calls(
@@ -439,8 +442,8 @@ pub fn measure_calls(
         libr.push(lib(counts[2])?);
     }
     let load_after = LoadAvg::now().0;
-    let col = |v: &[CallSample], f: fn(&CallSample) -> f64| Figure::of(v.iter().map(f).collect());
-    let loops: [(&str, fn(&CallSample) -> f64, Option<f64>); 5] = [
+    let col = |v: &[CallSample], f: Pick| Figure::of(v.iter().map(f).collect());
+    let loops: [(&str, Pick, Option<f64>); 5] = [
         ("dup1", |s| s.dup_ns, Some(LOOP_TARGET)),
         ("lseek1", |s| s.lseek_ns, Some(LOOP_TARGET)),
         ("read1 (4 KiB)", |s| s.read_ns, None),
@@ -500,8 +503,8 @@ pub fn print_calls(out: &mut impl Write, r: &CallsReport) -> std::io::Result<()>
     )?;
     writeln!(
         out,
-        "{:<18} {:>9} {:>9} {:>9} {:>9} {:>10}  {}",
-        "loop (ns/iter)", "host", "shim", "library", "shim/host", "shim-lib", "target"
+        "{:<18} {:>9} {:>9} {:>9} {:>9} {:>10}  target",
+        "loop (ns/iter)", "host", "shim", "library", "shim/host", "shim-lib"
     )?;
     for row in &r.rows {
         let line = format!(

@@ -198,12 +198,9 @@ impl PathCache {
         // Zeroed memory from the allocator (fresh pages): a slot's page
         // becomes resident when a slot on it is first filled.
         #[cfg(not(any(loom, shuttle)))]
-        let slots = {
-            let zeroed = Box::<[Slot]>::new_zeroed_slice(SLOTS);
-            // SAFETY: a `Slot` is std atomics only, for which all-zero is
-            // the valid value `Slot::new` also builds.
-            unsafe { zeroed.assume_init() }
-        };
+        // SAFETY: a `Slot` is std atomics only, for which all-zero is the
+        // valid value `Slot::new` also builds.
+        let slots = unsafe { crate::primitive::sync::zeroed_slice::<Slot>(SLOTS) };
         #[cfg(any(loom, shuttle))]
         let slots = (0..SLOTS).map(|_| Slot::new()).collect();
         PathCache { slots }
