@@ -12,7 +12,9 @@
 //! the host, targets, scaling), [`reproduction`] (what it measured: the
 //! data its tables, JSON and charts are made from), [`html`] (its HTML
 //! report and SVG charts), [`soak`] (a long mixed workload watching
-//! resident memory), [`preload`] (issue 5's benchmark of the shim),
+//! resident memory), [`preload`] (issue 5's benchmark of the shim, with
+//! [`preload_calls`], issue 14's per-call costs and first call; both
+//! report [`figure`]s),
 //! [`floor`] (a trivial FUSE server: the cost of the crossing) and
 //! [`fuse`] (issue 13's section: host tmpfs, the floor and the uvfs mount)
 //! and [`peers`] (issue 16's: uvfs against the kernel and the in-memory
@@ -25,12 +27,14 @@
 pub mod backend;
 pub mod cli;
 pub mod compare;
+pub mod figure;
 pub mod floor;
 pub mod fuse;
 pub mod html;
 pub mod loadavg;
 pub mod peers;
 pub mod preload;
+pub mod preload_calls;
 pub mod report;
 pub mod reproduce;
 pub mod reproduction;

@@ -24,6 +24,8 @@
 //! [`Record`]s that `compare` can read).
 
 use crate::backend::HostDir;
+pub use crate::figure::{Figure, median};
+use crate::preload_calls::{CallsReport, measure_calls, print_calls};
 use crate::report::{Machine, Record, mean_sd};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -107,56 +109,6 @@ pub struct PreloadConfig {
     pub host_parent: PathBuf,
     /// Print a line per round on stderr.
     pub progress: bool,
-}
-
-/// A figure over the rounds: ns per call (or per pair).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Figure {
-    /// The median of `samples`.
-    pub median: f64,
-    /// The smallest sample.
-    pub min: f64,
-    /// The largest sample.
-    pub max: f64,
-    /// One per round.
-    pub samples: Vec<f64>,
-}
-
-impl Figure {
-    /// The figure of `samples` (all zero when empty).
-    pub fn of(samples: Vec<f64>) -> Figure {
-        Figure {
-            median: median(&samples),
-            min: if samples.is_empty() {
-                0.0
-            } else {
-                samples.iter().copied().fold(f64::INFINITY, f64::min)
-            },
-            max: samples.iter().copied().fold(0.0, f64::max),
-            samples,
-        }
-    }
-
-    /// `(max - min) / median`, in %.
-    pub fn spread_pct(&self) -> f64 {
-        if self.median > 0.0 {
-            (self.max - self.min) / self.median * 100.0
-        } else {
-            0.0
-        }
-    }
-}
-
-/// The median (the mean of the two middle values for an even count; 0 for
-/// none).
-pub fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    match s.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => s[n / 2],
-        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
-    }
 }
 
 /// The loops' counts in one run.
@@ -262,6 +214,12 @@ pub struct PreloadReport {
     /// server (not root, no `/dev/fuse`).
     #[serde(default)]
     pub tree: Option<TreeCost>,
+    /// dup1, lseek1, read1, stat and a 4-thread open1 on the host, under
+    /// the shim and through the library, and the first uvfs call's time
+    /// and memory (see [`crate::preload_calls`]); `None` where they could
+    /// not run (the reason is printed).
+    #[serde(default)]
+    pub calls: Option<CallsReport>,
 }
 
 /// What a process tree under the shim costs against the host: one run of
@@ -752,6 +710,21 @@ pub fn measure(cfg: &PreloadConfig) -> Result<PreloadReport, String> {
             None
         }
     };
+    let calls = match measure_calls(
+        &so,
+        PREFIX,
+        host.path(),
+        build.path(),
+        cfg.repeats,
+        cfg.seconds,
+        cfg.iterations,
+    ) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            eprintln!("preload: the per-call measurement is skipped: {e}");
+            None
+        }
+    };
     let host_dir = host.path().display().to_string();
     drop(host);
     drop(build);
@@ -770,6 +743,7 @@ pub fn measure(cfg: &PreloadConfig) -> Result<PreloadReport, String> {
         interposition,
         records,
         tree,
+        calls,
     })
 }
 
@@ -909,6 +883,9 @@ pub fn print_text(out: &mut impl Write, r: &PreloadReport) -> std::io::Result<()
             "{:<w$} {:>8.1} {:>8.1} {:>8.1}",
             m.label, m.close_bad_ns.median, m.fstat_ns.median, m.stat_ns.median
         )?;
+    }
+    if let Some(c) = &r.calls {
+        print_calls(out, c)?;
     }
     if let Some(t) = &r.tree {
         writeln!(

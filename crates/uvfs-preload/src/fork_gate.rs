@@ -8,12 +8,38 @@
 //! thread that finds a fork pending lowers its flag and waits for the fork
 //! to finish.
 //!
-//! The two sides pair a store and a load each (`SeqCst`): a thread raises
-//! its flag then reads the pending mark, the forker raises the mark then
-//! reads the flags, so at least one of them sees the other.
+//! The two sides pair a store and a load each: a thread raises its flag
+//! then reads the pending mark, the forker raises the mark then reads the
+//! flags, so at least one of them sees the other. Each side needs a full
+//! fence between its store and its load. On the thread's side, which every
+//! uvfs call crosses, that fence (a locked instruction, tens of cycles) is
+//! the gate's whole cost; where the kernel offers `membarrier`'s private
+//! expedited command (registered at load), the thread's side is only a
+//! compiler fence and the forker's side pays for both with one
+//! `membarrier` call, which runs a full fence on every CPU running a
+//! thread of the process (the asymmetric fence liburcu and folly use).
+//! Without it, both sides use `SeqCst`.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering, compiler_fence};
+
+/// Whether `membarrier`'s private expedited command is registered for
+/// this process: then the threads' side of the gate needs no fence.
+static ASYMMETRIC: AtomicBool = AtomicBool::new(false);
+
+/// Registers the process for `membarrier`'s private expedited command
+/// (from the library constructor, while the process has one thread: the
+/// kernel then registers without waiting for a grace period). Without it
+/// (an old kernel, a sandbox without the call) the gate keeps its
+/// symmetric fences.
+pub(crate) fn at_load() {
+    use rustix::thread::{MembarrierCommand, membarrier, membarrier_query};
+    if membarrier_query().contains_command(MembarrierCommand::PrivateExpedited)
+        && membarrier(MembarrierCommand::RegisterPrivateExpedited).is_ok()
+    {
+        ASYMMETRIC.store(true, Ordering::Release);
+    }
+}
 
 /// One thread's flag; slots are reused after their thread exits.
 pub(crate) struct Slot {
@@ -119,9 +145,24 @@ pub(crate) fn enter(mine: Option<&Mine>) -> Inside {
         FORK_LOCK.lock();
         return Inside::Locked;
     };
+    let asymmetric = ASYMMETRIC.load(Ordering::Relaxed);
     loop {
-        slot.inside.store(true, Ordering::SeqCst);
-        if !FORKING.load(Ordering::SeqCst) {
+        let forking = if asymmetric {
+            // The forker's `membarrier` is the full fence between this
+            // store and this load (see the module doc); the compiler must
+            // keep them in this order.
+            slot.inside.store(true, Ordering::Relaxed);
+            compiler_fence(Ordering::SeqCst);
+            FORKING.load(Ordering::Relaxed)
+        } else {
+            slot.inside.store(true, Ordering::SeqCst);
+            FORKING.load(Ordering::SeqCst)
+        };
+        if !forking {
+            // What the forker does between a fork and the mark's lowering
+            // (the child's copy) is ordered before this thread's uvfs work
+            // by the fork lock, taken below when the mark was seen; on a
+            // clear mark nothing of the forker's needs ordering here.
             return Inside::Flagged(slot);
         }
         slot.inside.store(false, Ordering::SeqCst);
@@ -136,6 +177,18 @@ pub(crate) fn enter(mine: Option<&Mine>) -> Inside {
 pub(crate) fn before_fork() {
     FORK_LOCK.lock();
     FORKING.store(true, Ordering::SeqCst);
+    if ASYMMETRIC.load(Ordering::Relaxed)
+        && rustix::thread::membarrier(rustix::thread::MembarrierCommand::PrivateExpedited).is_err()
+    {
+        // The kernel refuses the command only to a process that did not
+        // register; the flags read below could then miss a thread inside
+        // uvfs, and the child would inherit a held lock: stop loudly.
+        let _ = rustix::io::write(
+            rustix::stdio::stderr(),
+            b"uvfs-preload: membarrier failed after registration; cannot fork safely\n",
+        );
+        std::process::abort();
+    }
     let all: Vec<&'static Slot> = slots().clone();
     for s in all {
         while s.inside.load(Ordering::SeqCst) {

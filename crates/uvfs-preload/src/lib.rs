@@ -77,6 +77,7 @@ extern "C" fn init() {
         built: seed::seed,
         mapped: hooks::stdio::adopt_std,
     });
+    fork_gate::at_load();
     namespace::at_load();
     seed::register_dump();
 }

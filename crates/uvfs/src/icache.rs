@@ -141,6 +141,17 @@ fn is_nulls(p: *mut Inode) -> bool {
     p.addr() & 1 == 1
 }
 
+/// What a bucket's head holds, with the null of a bucket never written
+/// read as its nulls marker: the table starts zeroed (fresh pages, resident
+/// only once a bucket on them is written), and only a head can be null —
+/// a node's `next` is set from [`head`] when it is linked, so it is a
+/// node or a marker.
+#[inline]
+fn head(bucket: &AtomicPtr<Inode>, b: usize, order: Ordering) -> *mut Inode {
+    let p = bucket.load(order);
+    if p.is_null() { nulls(b) } else { p }
+}
+
 enum Find {
     Hit(NonNull<Inode>),
     Miss,
@@ -195,7 +206,7 @@ impl InodeCache {
     ) -> InodeCache {
         let n = buckets.max(1).next_power_of_two();
         InodeCache {
-            buckets: (0..n).map(|b| AtomicPtr::new(nulls(b))).collect(),
+            buckets: crate::primitive::sync::null_ptrs(n),
             hash_lock: Mutex::new(()),
             lru: Mutex::new(VecDeque::new()),
             hashed: AtomicUsize::new(0),
@@ -313,8 +324,10 @@ impl InodeCache {
             // may see a node it has no happens-before edge to in its initial
             // state, `next` null, and crash (found by the loom model
             // `lockless_search_vs_evict_and_reuse`).
-            node.next
-                .store(self.buckets[b].load(Ordering::Relaxed), Ordering::Release);
+            node.next.store(
+                head(&self.buckets[b], b, Ordering::Relaxed),
+                Ordering::Release,
+            );
             self.buckets[b].store(new.as_ptr(), Ordering::Release);
             self.hashed.fetch_add(1, Ordering::Relaxed);
             drop(g);
@@ -369,7 +382,7 @@ impl InodeCache {
 
     /// Searches bucket `b`, taking a reference on a hit.
     fn find(&self, b: usize, sb: u64, ino: Ino) -> Find {
-        let mut p = self.buckets[b].load(Ordering::Acquire);
+        let mut p = head(&self.buckets[b], b, Ordering::Acquire);
         loop {
             if is_nulls(p) {
                 return if p.addr() >> 1 == b {
@@ -479,7 +492,7 @@ impl InodeCache {
         let mut prev = &self.buckets[b];
         loop {
             let p = prev.load(Ordering::Relaxed);
-            if is_nulls(p) {
+            if p.is_null() || is_nulls(p) {
                 return; // not hashed (already removed)
             }
             if p == n.as_ptr() {
@@ -583,7 +596,7 @@ impl Drop for InodeCache {
         // No reference can outlive the cache (they borrow it), so every
         // cached inode is unused: tell the file system about each.
         for b in 0..self.buckets.len() {
-            let mut p = self.buckets[b].load(Ordering::Acquire);
+            let mut p = head(&self.buckets[b], b, Ordering::Acquire);
             while !is_nulls(p) {
                 // SAFETY: slabs are still alive; no other thread can reach
                 // a cache being dropped.

@@ -168,6 +168,7 @@ struct Slot {
 }
 
 impl Slot {
+    #[cfg(any(loom, shuttle))]
     fn new() -> Slot {
         Slot {
             seq: AtomicU64::new(0),
@@ -194,9 +195,15 @@ impl std::fmt::Debug for PathCache {
 
 impl PathCache {
     pub(crate) fn new() -> PathCache {
-        PathCache {
-            slots: (0..SLOTS).map(|_| Slot::new()).collect(),
-        }
+        // Zeroed memory from the allocator (fresh pages): a slot's page
+        // becomes resident when a slot on it is first filled.
+        #[cfg(not(any(loom, shuttle)))]
+        // SAFETY: a `Slot` is std atomics only, for which all-zero is the
+        // valid value `Slot::new` also builds.
+        let slots = unsafe { crate::primitive::sync::zeroed_slice::<Slot>(SLOTS) };
+        #[cfg(any(loom, shuttle))]
+        let slots = (0..SLOTS).map(|_| Slot::new()).collect();
+        PathCache { slots }
     }
 
     #[inline]

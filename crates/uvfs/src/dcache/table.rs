@@ -13,7 +13,7 @@ impl DentryCache {
             .clamp(if cfg!(loom) { 2 } else { 64 }, 1 << 22)
             .next_power_of_two();
         DentryCache {
-            buckets: (0..n).map(|_| AtomicPtr::new(ptr::null_mut())).collect(),
+            buckets: crate::primitive::sync::null_ptrs(n),
             locks: (0..n.min(MAX_LOCKS))
                 .map(|_| crossbeam_utils::CachePadded::new(Mutex::new(())))
                 .collect(),

@@ -48,6 +48,58 @@ pub(crate) mod atomic {
     };
 }
 
+/// `n` atomic pointers, all null, for a hash table's buckets. With std's
+/// atomics the memory comes zeroed from the allocator (`calloc`, fresh
+/// pages for a large table), so a bucket's page becomes resident only when
+/// a bucket on it is first written: a table sized for a million entries
+/// costs a program that uses ten a few pages, not megabytes. Loom's and
+/// shuttle's atomics are built one by one.
+pub(crate) fn null_ptrs<T>(n: usize) -> Box<[atomic::AtomicPtr<T>]> {
+    #[cfg(not(any(loom, shuttle)))]
+    {
+        // SAFETY: an all-zero `AtomicPtr` is a valid null pointer (std's
+        // atomics have the layout of the raw pointer they hold).
+        unsafe { zeroed_slice(n) }
+    }
+    #[cfg(any(loom, shuttle))]
+    {
+        (0..n)
+            .map(|_| atomic::AtomicPtr::new(std::ptr::null_mut()))
+            .collect()
+    }
+}
+
+/// `n` values of `T`, all bytes zero, in memory the allocator hands out
+/// zeroed (`calloc`: fresh pages for a large slice, resident only once
+/// written). `Box::new_zeroed_slice` does this from Rust 1.92, above the
+/// crate's minimum version.
+///
+/// # Safety
+/// All-zero bytes are a valid `T`.
+#[cfg(not(any(loom, shuttle)))]
+pub(crate) unsafe fn zeroed_slice<T>(n: usize) -> Box<[T]> {
+    let Ok(layout) = std::alloc::Layout::array::<T>(n) else {
+        panic!("a zeroed slice of {n} elements overflows the address space");
+    };
+    if layout.size() == 0 {
+        // No allocation for zero bytes: a dangling, aligned pointer is a
+        // valid empty (or zero-sized) slice.
+        let p = std::ptr::slice_from_raw_parts_mut(std::ptr::NonNull::<T>::dangling().as_ptr(), n);
+        // SAFETY: zero bytes to own; the values are zero-sized and, per
+        // the contract, valid all-zero.
+        return unsafe { Box::from_raw(p) };
+    }
+    // SAFETY: a non-zero size.
+    let p = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
+    if p.is_null() {
+        std::alloc::handle_alloc_error(layout);
+    }
+    // SAFETY: `p` is a fresh allocation of `layout` (the global allocator,
+    // which `Box` frees with the same layout), holding `n` zeroed `T`s,
+    // each a valid value per the contract.
+    unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, n)) }
+}
+
 /// Where the unmodelled locks come from: std's, except under shuttle.
 #[cfg(any(loom, not(shuttle)))]
 use std::sync as unmodelled;
