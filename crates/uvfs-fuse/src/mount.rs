@@ -149,18 +149,10 @@ pub fn check(args: &MountArgs) -> Result<PathBuf, String> {
             dir.display()
         ));
     }
-    if args.passthrough == Passthrough::On {
-        if args.size.is_some() {
-            return Err(
-                "--passthrough=on with --size: writes through passthrough never reach the server, which could not hold them to the limit".into(),
-            );
-        }
-        if !has_cap_sys_admin() {
-            return Err(
-                "--passthrough=on: registering a backing file needs CAP_SYS_ADMIN (run as root)"
-                    .into(),
-            );
-        }
+    if args.passthrough == Passthrough::On && !has_cap_sys_admin() {
+        return Err(
+            "--passthrough=on: registering a backing file needs CAP_SYS_ADMIN (run as root)".into(),
+        );
     }
     if let Some(s) = &args.seed_from {
         let m = std::fs::metadata(s).map_err(|e| format!("--seed-from {}: {e}", s.display()))?;
@@ -323,9 +315,15 @@ fn serve(args: &MountArgs, dir: &Path, notify: Option<std::fs::File>) -> i32 {
     let pt = match (args.passthrough, args.size) {
         (Passthrough::Auto, Some(_)) => {
             eprintln!(
-                "uvfs: FUSE passthrough off: --size is set, and writes through passthrough would pass the limit"
+                "uvfs: FUSE passthrough off: --size is set, and writes through passthrough never reach the server to be held to it"
             );
             Passthrough::Off
+        }
+        (Passthrough::On, Some(_)) => {
+            eprintln!(
+                "uvfs: --passthrough=on with --size: the limit holds for every request the server sees (fallocate, truncate, copy_file_range); writes through passthrough are counted after they land and can pass it"
+            );
+            Passthrough::On
         }
         (m, _) => m,
     };
