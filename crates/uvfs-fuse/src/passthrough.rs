@@ -7,8 +7,13 @@
 //! `tmpfs::memfd`, made for `mmap`): an open of a regular file through the
 //! mount promotes the inode's data to its memfd (`FileSystem::mmap_file`),
 //! registers that memfd once per inode with `FUSE_DEV_IOC_BACKING_OPEN`
-//! (the [`BackingId`] is kept while any handle on the inode is open) and
-//! answers `FOPEN_PASSTHROUGH` with it. Reads, writes and `mmap` then
+//! and answers `FOPEN_PASSTHROUGH` with it. The [`BackingId`] is kept
+//! while the kernel knows the inode (until its `FORGET`), not only while
+//! a handle is open: every open of the inode must name the same backing
+//! file while another is open, and a close-and-reopen loop then costs no
+//! new registration (a reopen of the memfd, an ioctl, and their undoing:
+//! `open1` ran at half the speed of `--passthrough off` when the id went
+//! with the last handle). Reads, writes and `mmap` then
 //! run on the memfd's own page cache: the page cache of a program that
 //! mapped the same memfd inside the server's process (the shim's tree)
 //! is the one the mount's users see.
@@ -24,7 +29,7 @@
 //! stale (`fuse_write_update_attr`), so the next `stat` asks the server;
 //! it does not tell the server that anything was written. So the server
 //! watches the memfd's ctime: it records it after every change of its
-//! own, and when a `GETATTR`, `SETATTR`, lookup or the last `RELEASE`
+//! own, and when a `GETATTR`, `SETATTR`, lookup or the inode's `FORGET`
 //! finds it moved, a write went past the server, and it stamps mtime and
 //! ctime as the write would have. Size and blocks come from the memfd
 //! already (`fstat` of it). Set-ID removal needs nothing more: before a
@@ -78,15 +83,13 @@ fn ctime_of(fd: &OwnedFd) -> (i64, i64) {
     (st.st_ctime, st.st_ctime_nsec)
 }
 
-/// One inode open through passthrough.
+/// One inode opened through passthrough (while the kernel knows it).
 pub(crate) struct PtFile {
     /// The registered memfd (closed with `FUSE_DEV_IOC_BACKING_CLOSE` on
     /// drop).
     pub(crate) backing: BackingId,
     /// The server's own fd on the memfd (its ctime is watched).
     kfd: OwnedFd,
-    /// The server's handles (uvfs fds) open on it through passthrough.
-    fhs: Vec<u64>,
     /// The memfd's ctime when the server last looked.
     seen: (i64, i64),
 }
@@ -183,19 +186,22 @@ impl PtTable {
         self.files.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Adds handle `fh` to inode `ino`: to its entry if it has one, else
-    /// to a new one on the memfd `kfd()` gives, registered with
-    /// `backing`. Whether the open is to be answered with passthrough.
+    /// Whether inode `ino` has its backing file already.
+    pub(crate) fn has(&self, ino: u64) -> bool {
+        self.any() && self.lock().contains_key(&ino)
+    }
+
+    /// Gives inode `ino` its backing file if it has none: the memfd
+    /// `kfd()` gives, registered with `backing`. Whether the open is to
+    /// be answered with passthrough.
     pub(crate) fn attach(
         &self,
         ino: u64,
-        fh: u64,
         kfd: impl FnOnce() -> Option<OwnedFd>,
         backing: impl FnOnce(&OwnedFd) -> std::io::Result<BackingId>,
     ) -> bool {
         let mut files = self.lock();
-        if let Some(f) = files.get_mut(&ino) {
-            f.fhs.push(fh);
+        if files.contains_key(&ino) {
             return true;
         }
         if !self.on() {
@@ -212,7 +218,6 @@ impl PtTable {
                     PtFile {
                         backing: b,
                         kfd,
-                        fhs: vec![fh],
                         seen,
                     },
                 );
@@ -226,18 +231,15 @@ impl PtTable {
         }
     }
 
-    /// Removes handle `fh` of `ino`; the entry if it was the last one
-    /// (the caller settles a last write, then drops it).
-    pub(crate) fn detach(&self, ino: u64, fh: u64) -> Option<PtFile> {
-        let mut files = self.lock();
-        let f = files.get_mut(&ino)?;
-        let i = f.fhs.iter().position(|&h| h == fh)?;
-        f.fhs.swap_remove(i);
-        if !f.fhs.is_empty() {
+    /// The kernel forgot `ino`: its entry, if it had one (the caller
+    /// settles a last write, then drops it).
+    pub(crate) fn remove(&self, ino: u64) -> Option<PtFile> {
+        if !self.any() {
             return None;
         }
+        let f = self.lock().remove(&ino)?;
         self.count.fetch_sub(1, Ordering::Relaxed);
-        files.remove(&ino)
+        Some(f)
     }
 
     /// Whether `ino`'s memfd was written past the server since it last

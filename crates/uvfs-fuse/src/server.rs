@@ -369,11 +369,21 @@ impl UvfsFuse {
             if node.nlookup > 0 {
                 return;
             }
-            shard.remove(&ino).map(|n| n.fd)
+            // Its backing file goes with it, under the shard's lock: a
+            // new lookup of the same inode (a new kernel inode) must not
+            // find the old one.
+            shard.remove(&ino).map(|n| (n.fd, self.pt.remove(ino)))
         };
-        if let Some(fd) = fd {
+        if let Some((fd, pt)) = fd {
             self.counters.nodes.fetch_sub(1, Ordering::Relaxed);
             self.as_root(|p| {
+                // A write past the server since it last looked is settled
+                // before the backing file goes.
+                if let Some(f) = pt
+                    && crate::passthrough::last_write(f)
+                {
+                    self.apply_write(p, fd);
+                }
                 let _ = p.close(fd);
             });
         }
@@ -475,7 +485,10 @@ impl UvfsFuse {
         fh: i32,
         backing: impl FnOnce(&std::os::fd::OwnedFd) -> std::io::Result<fuser::BackingId>,
     ) -> bool {
-        if !self.pt.on() && !self.pt.any() {
+        if self.pt.has(ino) {
+            return true;
+        }
+        if !self.pt.on() {
             return false;
         }
         if !p.fstat(fh).is_ok_and(|st| st.st_mode & S_IFMT == S_IFREG) {
@@ -486,7 +499,7 @@ impl UvfsFuse {
         // the kernel opens its own backing file on it with the caller's
         // open flags.
         let kfd = || self.fs.mmap_file(ino, O_RDWR).ok();
-        self.pt.attach(ino, fh as u64, kfd, backing)
+        self.pt.attach(ino, kfd, backing)
     }
 
     /// A SETATTR that sets nothing: chown(-1, -1), or a write's removal
@@ -934,22 +947,14 @@ impl Filesystem for UvfsFuse {
     fn release(
         &self,
         _req: &Request,
-        ino: INodeNo,
+        _ino: INodeNo,
         fh: FileHandle,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        let uino = self.ino(ino);
         self.as_root(|p| {
-            // The last passthrough handle: a write past the server since
-            // it last looked is settled now, then the backing file goes.
-            if let Some(f) = self.pt.detach(uino, fh.0)
-                && crate::passthrough::last_write(f)
-            {
-                self.apply_write(p, fh.0 as i32);
-            }
             let _ = p.close(fh.0 as i32);
         });
         reply.ok();
