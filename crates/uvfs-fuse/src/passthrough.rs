@@ -143,7 +143,9 @@ impl PtTable {
     /// cannot be had is an error (the handshake fails).
     pub(crate) fn decide(&self, offered: bool) -> std::io::Result<bool> {
         let why_not = if !offered {
-            Some("the kernel does not offer FUSE_PASSTHROUGH (Linux 6.9 and CONFIG_FUSE_PASSTHROUGH are needed)")
+            Some(
+                "the kernel does not offer FUSE_PASSTHROUGH (Linux 6.9 and CONFIG_FUSE_PASSTHROUGH are needed)",
+            )
         } else if !has_cap_sys_admin() {
             Some("registering a backing file needs CAP_SYS_ADMIN (run the server as root)")
         } else {

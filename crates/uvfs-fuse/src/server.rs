@@ -3,13 +3,13 @@
 //! system (see the crate docs for the whole mapping).
 
 use crate::creds::CredCache;
+use crate::passthrough::{Passthrough, PtTable};
 use fuser::{
     AccessFlags, CopyFileRangeFlags, Errno as FErrno, FileAttr, FileHandle, FileType, Filesystem,
     FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, RenameFlags,
     ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry,
     ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
-use crate::passthrough::{Passthrough, PtTable};
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -625,9 +625,7 @@ impl Filesystem for UvfsFuse {
         let _ = config.add_capabilities(want & config.capabilities());
         // Passthrough (see the `passthrough` module): the kernel does
         // read, write and mmap of a regular file on its memfd itself.
-        let offered = config
-            .capabilities()
-            .contains(InitFlags::FUSE_PASSTHROUGH);
+        let offered = config.capabilities().contains(InitFlags::FUSE_PASSTHROUGH);
         if self.pt.decide(offered)? {
             let _ = config.add_capabilities(InitFlags::FUSE_PASSTHROUGH);
             // The memfds live on shmem (stack depth 0): one level.
@@ -870,9 +868,11 @@ impl Filesystem for UvfsFuse {
             Ok((h, true)) => {
                 let files = self.pt.lock();
                 match files.get(&uino) {
-                    Some(f) => {
-                        reply.opened_passthrough(FileHandle(h as u64), FopenFlags::empty(), &f.backing)
-                    }
+                    Some(f) => reply.opened_passthrough(
+                        FileHandle(h as u64),
+                        FopenFlags::empty(),
+                        &f.backing,
+                    ),
                     // Cannot be: the entry holds `h` until its RELEASE.
                     None => reply.error(FErrno::EIO),
                 }

@@ -63,10 +63,21 @@ fn refusals_exit_2_and_mount_nothing() {
     // without it in its bounding set, through setpriv).
     if std::path::Path::new("/usr/bin/setpriv").exists() {
         let mut c = Command::new("/usr/bin/setpriv");
-        c.args(["--bounding-set=-sys_admin", uvfs_bin(), "mount", "--passthrough", "on", ds]);
+        c.args([
+            "--bounding-set=-sys_admin",
+            uvfs_bin(),
+            "mount",
+            "--passthrough",
+            "on",
+            ds,
+        ]);
         let out = run_bounded(c);
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "passthrough on without CAP_SYS_ADMIN: {err}");
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "passthrough on without CAP_SYS_ADMIN: {err}"
+        );
         assert!(err.contains("CAP_SYS_ADMIN"), "{err}");
         assert_eq!(mounts_on(d.path()), 0);
     } else {
