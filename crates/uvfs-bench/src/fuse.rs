@@ -987,7 +987,8 @@ pub fn print_text(out: &mut impl Write, r: &FuseReport) -> std::io::Result<()> {
                 "  uvfs-pt (passthrough on): {:.0} ops/s ({:.1}% of host{}), passthrough on / off {}",
                 pt.ops_per_sec.median,
                 pt.vs_host * 100.0,
-                opt(pt.mb_per_sec, |v| format!(", {v:.0} MB/s")),
+                pt.mb_per_sec
+                    .map_or_else(String::new, |v| format!(", {v:.0} MB/s")),
                 t.pt_vs_uvfs.as_ref().map_or_else(
                     || "-".to_string(),
                     |f| format!("{:.3} ({:.3}..{:.3})", f.median, f.min, f.max)
