@@ -474,10 +474,11 @@ impl UvfsFuse {
         Ok(st)
     }
 
-    /// Answers an open of inode `ino` with handle `fh` (a uvfs fd opened
-    /// with `flags` by `cred`): through passthrough when it is on (or the
-    /// inode already is) and `fh` is a regular file, else as a cached
-    /// open. `backing` registers a memfd with the kernel.
+    /// Whether an open of inode `ino` with handle `fh` (a uvfs fd) is to
+    /// be answered through passthrough: yes if the inode has its backing
+    /// file already, else if passthrough is on, `fh` is a regular file
+    /// and its memfd could be registered (with `backing`); else it is a
+    /// cached open.
     fn pt_attach(
         &self,
         p: &mut Process,
