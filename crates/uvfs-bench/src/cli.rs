@@ -671,6 +671,10 @@ pub struct FuseArgs {
     /// Measure only the host against the floor.
     #[arg(long)]
     pub no_uvfs: bool,
+    /// Leave out the second uvfs mount, the one with `--passthrough on`
+    /// (`uvfs-pt`).
+    #[arg(long)]
+    pub no_passthrough: bool,
     /// Smoke run: 2 rounds of 0.1 s.
     #[arg(long)]
     pub quick: bool,
@@ -1096,6 +1100,7 @@ fn fuse(a: &FuseArgs) -> ExitCode {
         mount_parent: std::env::temp_dir(),
         floor,
         progress: true,
+        passthrough: !a.no_passthrough,
     };
     match crate::fuse::measure(&cfg) {
         Ok(r) => {

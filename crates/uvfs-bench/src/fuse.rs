@@ -9,6 +9,13 @@
 //! mounted the section prints `uvfs mount: skipped: REASON` and still
 //! measures the host against the floor.
 //!
+//! uvfs runs twice, on two mounts measured in the same rounds: `uvfs`
+//! with `--passthrough off` (every read and write a request to the server)
+//! and `uvfs-pt` with `--passthrough on` (FUSE passthrough: the kernel
+//! reads, writes and maps regular files on their memfds); `uvfs-pt` is
+//! skipped, with the reason, when the kernel refuses passthrough, or with
+//! `--no-passthrough`.
+//!
 //! Per test: ops/s of each (median over the rounds, min, max), the ratio
 //! uvfs / floor (per round, its median and spread), the floor's and uvfs's
 //! share of the host's figure, bandwidth (MB/s) for the 1 MiB tests, and
@@ -106,6 +113,8 @@ pub struct FuseConfig {
     pub floor: FloorOptions,
     /// Print a line per run on stderr.
     pub progress: bool,
+    /// Also measure a uvfs mount with `--passthrough on` (`uvfs-pt`).
+    pub passthrough: bool,
 }
 
 /// One backend's figure on one test.
@@ -132,6 +141,10 @@ pub struct FuseTest {
     pub sides: Vec<Side>,
     /// uvfs / floor, one per round where both ran.
     pub uvfs_vs_floor: Option<Figure>,
+    /// uvfs-pt / uvfs (passthrough on / off), one per round where both
+    /// ran.
+    #[serde(default)]
+    pub pt_vs_uvfs: Option<Figure>,
     /// Runs that failed, with their errors.
     pub failures: Vec<String>,
 }
@@ -176,6 +189,12 @@ pub struct FuseReport {
     pub uvfs_command: Option<String>,
     /// Why uvfs is missing, when it is.
     pub uvfs_skipped: Option<String>,
+    /// The uvfs-pt command line (`--passthrough on`), when it ran.
+    #[serde(default)]
+    pub uvfs_pt_command: Option<String>,
+    /// Why uvfs-pt is missing, when it is.
+    #[serde(default)]
+    pub uvfs_pt_skipped: Option<String>,
     /// FUSE features of this kernel and of fuser.
     pub kernel_features: String,
     /// Per test.
@@ -476,13 +495,15 @@ pub fn mount_floor(parent: &Path, opts: &FloorOptions) -> Result<MountGuard, Str
 }
 
 /// Mounts uvfs at a fresh directory under `parent`:
-/// `BIN mount --daemon --threads N --fastpaths F DIR`, which returns once
-/// the mount is live. Returns the guard and the command line.
+/// `BIN mount --daemon --threads N --fastpaths F --passthrough P DIR`,
+/// which returns once the mount is live. Returns the guard and the
+/// command line.
 pub fn mount_uvfs(
     bin: &Path,
     parent: &Path,
     threads: usize,
     fastpaths: &str,
+    passthrough: &str,
 ) -> Result<(MountGuard, String), String> {
     let g = MountGuard::new(mount_point(parent)?);
     let args = [
@@ -492,6 +513,8 @@ pub fn mount_uvfs(
         threads.to_string(),
         "--fastpaths".into(),
         fastpaths.into(),
+        "--passthrough".into(),
+        passthrough.into(),
         g.dir.display().to_string(),
     ];
     let line = format!("{} {}", bin.display(), args.join(" "));
@@ -582,8 +605,8 @@ pub fn loadavg() -> Vec<f64> {
 
 // ---- the measurement ----
 
-/// The three places, in each round's order.
-const SIDES: [&str; 3] = ["host", "floor", "uvfs"];
+/// The places, in each round's order.
+const SIDES: [&str; 4] = ["host", "floor", "uvfs", "uvfs-pt"];
 
 /// Runs the section. `Err` only when nothing could be measured (no
 /// /dev/fuse, not root, the floor does not mount) or on an interruption;
@@ -609,35 +632,44 @@ pub fn measure(cfg: &FuseConfig) -> Result<FuseReport, String> {
     FastPaths::parse(&cfg.fastpaths).map_err(|_| format!("bad --fastpaths {}", cfg.fastpaths))?;
 
     // uvfs first (its build is the slow part), then the floor.
-    let (uvfs, uvfs_command, uvfs_skipped) = match &cfg.uvfs {
-        UvfsSource::Off(why) => (None, None, Some(why.clone())),
-        src => {
-            let bin = match src {
-                UvfsSource::Path(p) if p.is_file() => Ok(p.clone()),
-                UvfsSource::Path(p) => Err(format!("--uvfs {}: no such file", p.display())),
-                _ => build_uvfs(),
-            };
-            match bin.and_then(|b| mount_uvfs(&b, &cfg.mount_parent, cfg.threads, &cfg.fastpaths)) {
-                Ok((g, line)) => (Some(g), Some(line), None),
-                Err(e) => (None, None, Some(e)),
-            }
-        }
+    let bin = match &cfg.uvfs {
+        UvfsSource::Off(why) => Err(why.clone()),
+        UvfsSource::Path(p) if p.is_file() => Ok(p.clone()),
+        UvfsSource::Path(p) => Err(format!("--uvfs {}: no such file", p.display())),
+        UvfsSource::Build => build_uvfs(),
     };
+    let mount = |pt: &str| match &bin {
+        Ok(b) => match mount_uvfs(b, &cfg.mount_parent, cfg.threads, &cfg.fastpaths, pt) {
+            Ok((g, line)) => (Some(g), Some(line), None),
+            Err(e) => (None, None, Some(e)),
+        },
+        Err(e) => (None, None, Some(e.clone())),
+    };
+    let (uvfs, uvfs_command, uvfs_skipped) = mount("off");
     if let Some(why) = &uvfs_skipped {
         println!("uvfs mount: skipped: {why}");
     }
+    let (uvfs_pt, uvfs_pt_command, uvfs_pt_skipped) = if cfg.passthrough {
+        mount("on")
+    } else {
+        (None, None, Some("--no-passthrough".to_string()))
+    };
+    if let Some(why) = &uvfs_pt_skipped {
+        println!("uvfs mount --passthrough on: skipped: {why}");
+    }
     let floor = mount_floor(&cfg.mount_parent, &floor_opts)?;
     let load_before = loadavg();
-    let dirs: [Option<PathBuf>; 3] = [
+    let dirs: [Option<PathBuf>; 4] = [
         Some(cfg.host_parent.clone()),
         Some(floor.dir().to_path_buf()),
         uvfs.as_ref().map(|g| g.dir().to_path_buf()),
+        uvfs_pt.as_ref().map(|g| g.dir().to_path_buf()),
     ];
 
     let mut tests = Vec::new();
     let mut records = Vec::new();
     for &test in &cfg.tests {
-        let mut ops: [Vec<Option<f64>>; 3] = Default::default();
+        let mut ops: [Vec<Option<f64>>; 4] = Default::default();
         let mut failures = Vec::new();
         for round in 0..cfg.rounds {
             for (k, dir) in dirs.iter().enumerate() {
@@ -716,7 +748,8 @@ pub fn measure(cfg: &FuseConfig) -> Result<FuseReport, String> {
     let load_after = loadavg();
     drop(floor);
     drop(uvfs);
-    let goals = goals(&tests, uvfs_skipped.is_none());
+    drop(uvfs_pt);
+    let goals = goals(&tests, uvfs_skipped.is_none(), uvfs_pt_skipped.is_none());
     Ok(FuseReport {
         machine,
         started_unix,
@@ -726,10 +759,13 @@ pub fn measure(cfg: &FuseConfig) -> Result<FuseReport, String> {
         rounds: cfg.rounds,
         seconds: cfg.seconds,
         warmup: cfg.warmup,
-        shape: "processes mode, 1 task; runs interleaved host, floor, uvfs in each round".into(),
+        shape: "processes mode, 1 task; runs interleaved host, floor, uvfs, uvfs-pt in each round"
+            .into(),
         floor_settings: floor_opts.describe(),
         uvfs_command,
         uvfs_skipped,
+        uvfs_pt_command,
+        uvfs_pt_skipped,
         kernel_features: kernel_features(),
         tests,
         goals,
@@ -739,7 +775,7 @@ pub fn measure(cfg: &FuseConfig) -> Result<FuseReport, String> {
 
 /// One test's figures from its rounds (`ops[k][round]`, `None` where the
 /// run failed or did not happen).
-pub fn summarize(test: Test, ops: &[Vec<Option<f64>>; 3], failures: Vec<String>) -> FuseTest {
+pub fn summarize(test: Test, ops: &[Vec<Option<f64>>], failures: Vec<String>) -> FuseTest {
     let host_median = median(&ops[0].iter().flatten().copied().collect::<Vec<_>>());
     let mut sides = Vec::new();
     for (k, v) in ops.iter().enumerate() {
@@ -759,25 +795,33 @@ pub fn summarize(test: Test, ops: &[Vec<Option<f64>>; 3], failures: Vec<String>)
             ops_per_sec: f,
         });
     }
-    let ratios: Vec<f64> = ops[1]
-        .iter()
-        .zip(&ops[2])
-        .filter_map(|(f, u)| match (f, u) {
-            (Some(f), Some(u)) if *f > 0.0 => Some(u / f),
-            _ => None,
-        })
-        .collect();
+    // Per round: side `a` / side `b` where both ran.
+    let per_round = |a: usize, b: usize| -> Option<Figure> {
+        let (Some(va), Some(vb)) = (ops.get(a), ops.get(b)) else {
+            return None;
+        };
+        let r: Vec<f64> = va
+            .iter()
+            .zip(vb)
+            .filter_map(|(x, y)| match (x, y) {
+                (Some(x), Some(y)) if *y > 0.0 => Some(x / y),
+                _ => None,
+            })
+            .collect();
+        (!r.is_empty()).then(|| Figure::of(r))
+    };
     FuseTest {
         test: test.name().into(),
         kind: kind(test).into(),
         sides,
-        uvfs_vs_floor: (!ratios.is_empty()).then(|| Figure::of(ratios)),
+        uvfs_vs_floor: per_round(2, 1),
+        pt_vs_uvfs: per_round(3, 2),
         failures,
     }
 }
 
 /// The goals from the tests' figures.
-pub fn goals(tests: &[FuseTest], uvfs_ran: bool) -> Vec<Goal> {
+pub fn goals(tests: &[FuseTest], uvfs_ran: bool, pt_ran: bool) -> Vec<Goal> {
     let mut g = Vec::new();
     for t in tests {
         match t.kind.as_str() {
@@ -791,18 +835,23 @@ pub fn goals(tests: &[FuseTest], uvfs_ran: bool) -> Vec<Goal> {
                 });
             }
             "bandwidth" => {
-                let measured = t
-                    .sides
-                    .iter()
-                    .find(|s| s.backend == "uvfs")
-                    .map(|s| s.vs_host)
-                    .filter(|_| uvfs_ran);
-                g.push(Goal {
-                    what: format!("{}: uvfs bandwidth / host tmpfs", t.test),
-                    goal: format!(">= {:.0} %", BANDWIDTH_GOAL * 100.0),
-                    measured,
-                    met: measured.map(|m| m >= BANDWIDTH_GOAL),
-                });
+                for (side, ran) in [("uvfs", uvfs_ran), ("uvfs-pt", pt_ran)] {
+                    if side == "uvfs-pt" && !pt_ran {
+                        continue;
+                    }
+                    let measured = t
+                        .sides
+                        .iter()
+                        .find(|s| s.backend == side)
+                        .map(|s| s.vs_host)
+                        .filter(|_| ran);
+                    g.push(Goal {
+                        what: format!("{}: {side} bandwidth / host tmpfs", t.test),
+                        goal: format!(">= {:.0} %", BANDWIDTH_GOAL * 100.0),
+                        measured,
+                        met: measured.map(|m| m >= BANDWIDTH_GOAL),
+                    });
+                }
             }
             _ => {}
         }
@@ -820,10 +869,10 @@ fn side_record(
     let (mean, sd) = report::mean_sd(&samples);
     Record {
         test: test.name().into(),
-        backend: ["host", "fuse-floor", "fuse-uvfs"][k].into(),
+        backend: ["host", "fuse-floor", "fuse-uvfs", "fuse-uvfs-pt"][k].into(),
         mode: "processes".into(),
         tasks: 1,
-        fastpaths: if k == 2 {
+        fastpaths: if k >= 2 {
             cfg.fastpaths.clone()
         } else {
             "-".into()
@@ -864,6 +913,11 @@ pub fn print_text(out: &mut impl Write, r: &FuseReport) -> std::io::Result<()> {
     match (&r.uvfs_command, &r.uvfs_skipped) {
         (Some(c), _) => writeln!(out, "uvfs: {c}")?,
         (None, Some(why)) => writeln!(out, "uvfs mount: skipped: {why}")?,
+        (None, None) => {}
+    }
+    match (&r.uvfs_pt_command, &r.uvfs_pt_skipped) {
+        (Some(c), _) => writeln!(out, "uvfs-pt: {c}")?,
+        (None, Some(why)) => writeln!(out, "uvfs-pt: skipped: {why}")?,
         (None, None) => {}
     }
     writeln!(out, "kernel: {}", r.kernel_features)?;
@@ -927,6 +981,20 @@ pub fn print_text(out: &mut impl Write, r: &FuseReport) -> std::io::Result<()> {
             ratio,
             mb
         )?;
+        if let Some(pt) = side("uvfs-pt") {
+            writeln!(
+                out,
+                "  uvfs-pt (passthrough on): {:.0} ops/s ({:.1}% of host{}), passthrough on / off {}",
+                pt.ops_per_sec.median,
+                pt.vs_host * 100.0,
+                pt.mb_per_sec
+                    .map_or_else(String::new, |v| format!(", {v:.0} MB/s")),
+                t.pt_vs_uvfs.as_ref().map_or_else(
+                    || "-".to_string(),
+                    |f| format!("{:.3} ({:.3}..{:.3})", f.median, f.min, f.max)
+                )
+            )?;
+        }
         for f in &t.failures {
             writeln!(out, "  failed: {f}")?;
         }
@@ -977,7 +1045,7 @@ mod tests {
         let r = t.uvfs_vs_floor.as_ref().unwrap();
         assert_eq!(r.samples, vec![0.9, 1.0]);
         assert!((t.sides[1].vs_host - 45.0 / 110.0).abs() < 1e-9);
-        let g = goals(&[t], true);
+        let g = goals(&[t], true, false);
         assert_eq!(g.len(), 1);
         assert_eq!(g[0].met, Some(true));
         let bw = summarize(
@@ -988,7 +1056,25 @@ mod tests {
         assert_eq!(bw.sides.len(), 2);
         assert!(bw.uvfs_vs_floor.is_none());
         assert!((bw.sides[0].mb_per_sec.unwrap() - 1048.576).abs() < 1e-6);
-        let g = goals(&[bw], false);
+        let g = goals(&[bw], false, false);
         assert_eq!(g[0].met, None);
+        // The passthrough side: its ratio to uvfs per round, its own goal.
+        let pt = summarize(
+            Test::Seqwrite,
+            &[
+                vec![Some(1000.0), Some(1000.0)],
+                vec![Some(900.0), Some(900.0)],
+                vec![Some(200.0), Some(250.0)],
+                vec![Some(800.0), None],
+            ],
+            vec![],
+        );
+        assert_eq!(pt.sides.len(), 4);
+        assert_eq!(pt.pt_vs_uvfs.as_ref().unwrap().samples, vec![4.0]);
+        let g = goals(&[pt], true, true);
+        assert_eq!(g.len(), 2);
+        assert_eq!(g[0].met, Some(false));
+        assert_eq!(g[1].what, "seqwrite: uvfs-pt bandwidth / host tmpfs");
+        assert_eq!(g[1].met, Some(true));
     }
 }

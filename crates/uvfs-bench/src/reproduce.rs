@@ -597,6 +597,7 @@ fn run_fuse(budget: &Budget, host_dir: &Path) -> (Option<FuseReport>, Option<Str
         mount_parent: std::env::temp_dir(),
         floor: FloorOptions::default(),
         progress: false,
+        passthrough: true,
     };
     match fuse::measure(&cfg) {
         Ok(r) => (Some(r), None),

@@ -291,12 +291,13 @@ fn a_uvfs_stand_in_gets_its_ratio_and_goals() {
         &script,
         format!(
             "#!/bin/sh\n\
-             # mount --daemon --threads N --fastpaths F DIR\n\
-             [ \"$1 $2 $3 $5\" = \"mount --daemon --threads --fastpaths\" ] || exit 2\n\
-             '{}' fuse-floor --threads \"$4\" \"$7\" </dev/null >/dev/null 2>&1 &\n\
+             # mount --daemon --threads N --fastpaths F --passthrough P DIR\n\
+             [ \"$1 $2 $3 $5 $7\" = \"mount --daemon --threads --fastpaths --passthrough\" ] || exit 2\n\
+             case \"$8\" in on|off) ;; *) exit 2;; esac\n\
+             '{}' fuse-floor --threads \"$4\" \"$9\" </dev/null >/dev/null 2>&1 &\n\
              i=0\n\
              while [ $i -lt 6000 ]; do\n\
-               grep -q \" $7 \" /proc/self/mountinfo && exit 0\n\
+               grep -q \" $9 \" /proc/self/mountinfo && exit 0\n\
                sleep 0.01; i=$((i+1))\n\
              done\n\
              exit 1\n",
@@ -327,11 +328,18 @@ fn a_uvfs_stand_in_gets_its_ratio_and_goals() {
     let r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("fuse.json")).unwrap()).unwrap();
     assert!(r["uvfs_skipped"].is_null());
+    assert!(r["uvfs_pt_skipped"].is_null());
     assert!(
         r["uvfs_command"]
             .as_str()
             .unwrap()
             .contains("mount --daemon")
+    );
+    assert!(
+        r["uvfs_pt_command"]
+            .as_str()
+            .unwrap()
+            .contains("--passthrough on")
     );
     for t in r["tests"].as_array().unwrap() {
         assert!(t["failures"].as_array().unwrap().is_empty(), "{t}");
@@ -341,17 +349,23 @@ fn a_uvfs_stand_in_gets_its_ratio_and_goals() {
             .iter()
             .map(|s| s["backend"].as_str().unwrap())
             .collect();
-        assert_eq!(names, ["host", "floor", "uvfs"], "{t}");
-        assert_eq!(
-            t["uvfs_vs_floor"]["samples"].as_array().unwrap().len(),
-            3,
-            "{t}"
-        );
+        assert_eq!(names, ["host", "floor", "uvfs", "uvfs-pt"], "{t}");
+        for ratio in ["uvfs_vs_floor", "pt_vs_uvfs"] {
+            assert_eq!(
+                t[ratio]["samples"].as_array().unwrap().len(),
+                3,
+                "{ratio}: {t}"
+            );
+        }
     }
     let goals = r["goals"].as_array().unwrap();
-    assert_eq!(goals.len(), 2, "stat1 metadata, seqread bandwidth");
+    assert_eq!(
+        goals.len(),
+        3,
+        "stat1 metadata, seqread bandwidth of uvfs and uvfs-pt"
+    );
     assert!(goals.iter().all(|g| g["met"].is_boolean()), "{goals:?}");
-    assert_eq!(r["records"].as_array().unwrap().len(), 9);
+    assert_eq!(r["records"].as_array().unwrap().len(), 12);
     wait_for("the stand-in's floor has gone", || floor_mounts() == 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }

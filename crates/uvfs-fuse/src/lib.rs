@@ -71,6 +71,7 @@
 
 pub mod creds;
 pub mod mount;
+pub mod passthrough;
 pub mod server;
 pub mod tree;
 

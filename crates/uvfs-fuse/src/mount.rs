@@ -1,6 +1,7 @@
 //! `uvfs mount`: option checks, the optional daemon, seeding, the FUSE
 //! session, signals, unmount and dump.
 
+use crate::passthrough::{Passthrough, has_cap_sys_admin};
 use crate::server::UvfsFuse;
 use crate::tree;
 use clap::{Args, ValueEnum};
@@ -44,6 +45,11 @@ pub struct MountArgs {
     /// Copy this host directory's tree in before serving.
     #[arg(long, value_name = "HOSTDIR")]
     pub seed_from: Option<PathBuf>,
+    /// FUSE passthrough of regular files' reads, writes and mmap to their
+    /// memfds: auto (on when the kernel offers it and the server has
+    /// CAP_SYS_ADMIN, and no --size is set), on, or off.
+    #[arg(long, value_enum, value_name = "MODE", default_value = "auto")]
+    pub passthrough: Passthrough,
     /// Write the tree out to this host directory after unmount.
     #[arg(long, value_name = "HOSTDIR")]
     pub dump_to: Option<PathBuf>,
@@ -142,6 +148,11 @@ pub fn check(args: &MountArgs) -> Result<PathBuf, String> {
             "{}: already a mount point (unmount it first, or mount on an empty directory)",
             dir.display()
         ));
+    }
+    if args.passthrough == Passthrough::On && !has_cap_sys_admin() {
+        return Err(
+            "--passthrough=on: registering a backing file needs CAP_SYS_ADMIN (run as root)".into(),
+        );
     }
     if let Some(s) = &args.seed_from {
         let m = std::fs::metadata(s).map_err(|e| format!("--seed-from {}: {e}", s.display()))?;
@@ -300,8 +311,24 @@ fn serve(args: &MountArgs, dir: &Path, notify: Option<std::fs::File>) -> i32 {
         }
     }
     let set = block_signals();
+    // A space limit cannot hold writes the server never sees.
+    let pt = match (args.passthrough, args.size) {
+        (Passthrough::Auto, Some(_)) => {
+            eprintln!(
+                "uvfs: FUSE passthrough off: --size is set, and writes through passthrough never reach the server to be held to it"
+            );
+            Passthrough::Off
+        }
+        (Passthrough::On, Some(_)) => {
+            eprintln!(
+                "uvfs: --passthrough=on with --size: the limit holds for every request the server sees (fallocate, truncate, copy_file_range); writes through passthrough are counted after they land and can pass it"
+            );
+            Passthrough::On
+        }
+        (m, _) => m,
+    };
     let server = match UvfsFuse::new(vfs.clone(), tmpfs) {
-        Ok(s) => s,
+        Ok(s) => s.with_passthrough(pt),
         Err(e) => return fail(notify, format!("server: {e}")),
     };
     let mut config = Config::default();

@@ -3,6 +3,7 @@
 //! system (see the crate docs for the whole mapping).
 
 use crate::creds::CredCache;
+use crate::passthrough::{Passthrough, PtTable};
 use fuser::{
     AccessFlags, CopyFileRangeFlags, Errno as FErrno, FileAttr, FileHandle, FileType, Filesystem,
     FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, RenameFlags,
@@ -66,6 +67,9 @@ pub struct UvfsFuse {
     nodes: Vec<Mutex<HashMap<u64, Node>>>,
     creds: CredCache,
     counters: Arc<Counters>,
+    /// FUSE passthrough: the mode asked for, whether it is on, and the
+    /// backing files of the inodes open through it.
+    pt: PtTable,
 }
 
 fn ferr(e: Errno) -> FErrno {
@@ -122,6 +126,7 @@ fn kind_of_dtype(t: u8) -> FileType {
 
 const S_IFMT: u32 = 0o170000;
 const S_IFDIR: u32 = 0o040000;
+const S_IFREG: u32 = 0o100000;
 const S_IFLNK: u32 = 0o120000;
 const S_IFIFO: u32 = 0o010000;
 const S_IFCHR: u32 = 0o020000;
@@ -199,7 +204,22 @@ impl UvfsFuse {
             nodes,
             creds: CredCache::default(),
             counters,
+            pt: PtTable::new(Passthrough::Off),
         })
+    }
+
+    /// Sets the passthrough mode (before the session starts; the default
+    /// is [`Passthrough::Off`]). [`Passthrough::Auto`] turns it on at
+    /// `FUSE_INIT` when the kernel offers it and the server holds
+    /// `CAP_SYS_ADMIN`, and says which on stderr.
+    pub fn with_passthrough(mut self, mode: Passthrough) -> UvfsFuse {
+        self.pt = PtTable::new(mode);
+        self
+    }
+
+    /// Whether opens of regular files are answered with passthrough now.
+    pub fn passthrough_on(&self) -> bool {
+        self.pt.on()
     }
 
     /// The server's counters.
@@ -302,7 +322,7 @@ impl UvfsFuse {
     /// caller opened) refers to: the fd becomes the node's handle if the
     /// node is new, else it is closed. Returns its attributes.
     fn remember(&self, p: &mut Process, fd: i32) -> Result<FileAttr, Errno> {
-        let st = match Self::fstat(p, fd) {
+        let st = match self.fresh_stat(p, fd) {
             Ok(st) => st,
             Err(e) => {
                 let _ = p.close(fd);
@@ -349,11 +369,21 @@ impl UvfsFuse {
             if node.nlookup > 0 {
                 return;
             }
-            shard.remove(&ino).map(|n| n.fd)
+            // Its backing file goes with it, under the shard's lock: a
+            // new lookup of the same inode (a new kernel inode) must not
+            // find the old one.
+            shard.remove(&ino).map(|n| (n.fd, self.pt.remove(ino)))
         };
-        if let Some(fd) = fd {
+        if let Some((fd, pt)) = fd {
             self.counters.nodes.fetch_sub(1, Ordering::Relaxed);
             self.as_root(|p| {
+                // A write past the server since it last looked is settled
+                // before the backing file goes.
+                if let Some(f) = pt
+                    && crate::passthrough::last_write(f)
+                {
+                    self.apply_write(p, fd);
+                }
                 let _ = p.close(fd);
             });
         }
@@ -408,6 +438,157 @@ impl UvfsFuse {
         p.reopen(fd, sflags)
     }
 
+    /// A write went past the server onto an inode's memfd (passthrough):
+    /// stamps mtime and ctime as the write would have (see the
+    /// `passthrough` module). `fd` is a handle on the inode; runs as root.
+    fn apply_write(&self, p: &mut Process, fd: i32) {
+        let cred = p.cred().clone();
+        p.set_cred(Cred::root());
+        let omit = Timespec {
+            tv_sec: 0,
+            tv_nsec: uvfs::cred::UTIME_OMIT,
+        };
+        let now = Timespec {
+            tv_sec: 0,
+            tv_nsec: uvfs::cred::UTIME_NOW,
+        };
+        let _ = p.utimensat(fd, "", Some([omit, now]), AT_EMPTY_PATH);
+        p.set_cred(cred);
+    }
+
+    /// Settles a write past the server on `ino` (if it is open through
+    /// passthrough and one happened), through the handle `fd`.
+    fn pt_sync(&self, p: &mut Process, ino: u64, fd: i32) {
+        if self.pt.take_write(ino) {
+            self.apply_write(p, fd);
+        }
+    }
+
+    /// `fstat` of the node `fd` after settling a write past the server.
+    fn fresh_stat(&self, p: &mut Process, fd: i32) -> Result<Stat, Errno> {
+        let st = Self::fstat(p, fd)?;
+        if self.pt.take_write(st.st_ino) {
+            self.apply_write(p, fd);
+            return Self::fstat(p, fd);
+        }
+        Ok(st)
+    }
+
+    /// Whether an open of inode `ino` with handle `fh` (a uvfs fd) is to
+    /// be answered through passthrough: yes if the inode has its backing
+    /// file already, else if passthrough is on, `fh` is a regular file
+    /// and its memfd could be registered (with `backing`); else it is a
+    /// cached open.
+    fn pt_attach(
+        &self,
+        p: &mut Process,
+        ino: u64,
+        fh: i32,
+        backing: impl FnOnce(&std::os::fd::OwnedFd) -> std::io::Result<fuser::BackingId>,
+    ) -> bool {
+        if self.pt.has(ino) {
+            return true;
+        }
+        if !self.pt.on() {
+            return false;
+        }
+        if !p.fstat(fh).is_ok_and(|st| st.st_mode & S_IFMT == S_IFREG) {
+            return false;
+        }
+        // The memfd the kernel is to use (the inode's data moves into it
+        // on the first open); opened as root by the server, read-write:
+        // the kernel opens its own backing file on it with the caller's
+        // open flags.
+        let kfd = || self.fs.mmap_file(ino, O_RDWR).ok();
+        self.pt.attach(ino, kfd, backing)
+    }
+
+    /// A SETATTR that sets nothing: chown(-1, -1), or a write's removal
+    /// of set-ID bits. Before a write by a caller without `CAP_FSETID` to
+    /// a set-ID file (through passthrough or not), the kernel removes
+    /// privileges on the FUSE file (`file_remove_privs`); with
+    /// `FUSE_HANDLE_KILLPRIV_V2` that reaches the server as this empty
+    /// SETATTR, sent as the writer, who need not own the file. A chown
+    /// (-1, -1) of a set-ID file by a non-owner never gets here: the
+    /// kernel's own check (`default_permissions`) refuses it with `EPERM`.
+    /// So: the chown as the caller, which stamps ctime and applies
+    /// chown's set-ID rules; where it is refused, the write's rules
+    /// (`remove_privs_on_write`) as root, or `EPERM` if they change
+    /// nothing.
+    fn kill_or_chown(&self, p: &mut Process, fd: i32) -> Result<(), Errno> {
+        let e = match p.fchownat(
+            fd,
+            "",
+            u32::MAX,
+            u32::MAX,
+            AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW,
+        ) {
+            Err(Errno::EPERM) => Errno::EPERM,
+            r => return r,
+        };
+        let st = Self::fstat(p, fd)?;
+        let Ok(attr) = self.fs.getattr(st.st_ino) else {
+            return Err(e);
+        };
+        let Some(mode) = uvfs::cred::remove_privs_on_write(p.cred(), &attr) else {
+            return Err(e);
+        };
+        let cred = p.cred().clone();
+        p.set_cred(Cred::root());
+        let r = p.fchmodat(fd, "", mode & 0o7777, AT_EMPTY_PATH);
+        p.set_cred(cred);
+        r
+    }
+
+    /// The changes of one SETATTR on the node `fd`, as the caller.
+    #[allow(clippy::too_many_arguments)]
+    fn setattr_node(
+        &self,
+        p: &mut Process,
+        fd: i32,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        fh: Option<FileHandle>,
+    ) -> Result<Stat, Errno> {
+        if let Some(mode) = mode {
+            p.fchmodat(fd, "", mode & 0o7777, AT_EMPTY_PATH)?;
+        }
+        // A setattr that sets nothing is chown(-1, -1) (the kernel
+        // sends FATTR_CTIME only with a writeback cache): Linux still
+        // stamps ctime (and applies chown's set-ID rules), which
+        // uvfs's fchownat(-1, -1) does as the caller.
+        let nothing = mode.is_none() && size.is_none() && atime.is_none() && mtime.is_none();
+        if nothing && uid.is_none() && gid.is_none() {
+            self.kill_or_chown(p, fd)?;
+        } else if uid.is_some() || gid.is_some() {
+            p.fchownat(
+                fd,
+                "",
+                uid.unwrap_or(u32::MAX),
+                gid.unwrap_or(u32::MAX),
+                AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW,
+            )?;
+        }
+        if let Some(size) = size {
+            let len = i64::try_from(size).map_err(|_| Errno::EINVAL)?;
+            match fh {
+                Some(fh) => p.ftruncate(fh.0 as i32, len)?,
+                // truncate(2): write permission on the file, times
+                // stamped only if the size changes.
+                None => p.truncateat(fd, "", len, AT_EMPTY_PATH)?,
+            }
+        }
+        if atime.is_some() || mtime.is_some() {
+            let times = [timespec_of(atime), timespec_of(mtime)];
+            p.utimensat(fd, "", Some(times), AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW)?;
+        }
+        Self::fstat(p, fd)
+    }
+
     fn statfs_reply(&self, reply: ReplyStatfs) {
         let s = self.fs.statfs();
         reply.statfs(
@@ -443,6 +624,14 @@ impl Filesystem for UvfsFuse {
             | InitFlags::FUSE_CACHE_SYMLINKS
             | InitFlags::FUSE_HANDLE_KILLPRIV_V2;
         let _ = config.add_capabilities(want & config.capabilities());
+        // Passthrough (see the `passthrough` module): the kernel does
+        // read, write and mmap of a regular file on its memfd itself.
+        let offered = config.capabilities().contains(InitFlags::FUSE_PASSTHROUGH);
+        if self.pt.decide(offered)? {
+            let _ = config.add_capabilities(InitFlags::FUSE_PASSTHROUGH);
+            // The memfds live on shmem (stack depth 0): one level.
+            let _ = config.set_max_stack_depth(1);
+        }
         Ok(())
     }
 
@@ -461,7 +650,7 @@ impl Filesystem for UvfsFuse {
     }
 
     fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        let r = self.with(req, |p| Self::fstat(p, self.node_fd(ino)?));
+        let r = self.with(req, |p| self.fresh_stat(p, self.node_fd(ino)?));
         match r {
             Ok(st) => reply.attr(&TTL, &self.attr_of(&st)),
             Err(e) => reply.error(ferr(e)),
@@ -486,39 +675,16 @@ impl Filesystem for UvfsFuse {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
+        let uino = self.ino(ino);
         let r = self.with(req, |p| {
             let fd = self.node_fd(ino)?;
-            if let Some(mode) = mode {
-                p.fchmodat(fd, "", mode & 0o7777, AT_EMPTY_PATH)?;
-            }
-            // A setattr that sets nothing is chown(-1, -1) (the kernel
-            // sends FATTR_CTIME only with a writeback cache): Linux still
-            // stamps ctime (and applies chown's set-ID rules), which
-            // uvfs's fchownat(-1, -1) does as the caller.
-            let nothing = mode.is_none() && size.is_none() && atime.is_none() && mtime.is_none();
-            if uid.is_some() || gid.is_some() || nothing {
-                p.fchownat(
-                    fd,
-                    "",
-                    uid.unwrap_or(u32::MAX),
-                    gid.unwrap_or(u32::MAX),
-                    AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW,
-                )?;
-            }
-            if let Some(size) = size {
-                let len = i64::try_from(size).map_err(|_| Errno::EINVAL)?;
-                match fh {
-                    Some(fh) => p.ftruncate(fh.0 as i32, len)?,
-                    // truncate(2): write permission on the file, times
-                    // stamped only if the size changes.
-                    None => p.truncateat(fd, "", len, AT_EMPTY_PATH)?,
-                }
-            }
-            if atime.is_some() || mtime.is_some() {
-                let times = [timespec_of(atime), timespec_of(mtime)];
-                p.utimensat(fd, "", Some(times), AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW)?;
-            }
-            Self::fstat(p, fd)
+            // A write past the server comes first (its set-ID removal and
+            // times), then this change; a size change of the server's own
+            // is no write past it.
+            self.pt_sync(p, uino, fd);
+            let r = self.setattr_node(p, fd, mode, uid, gid, size, atime, mtime, fh);
+            self.pt.absorb(uino);
+            r
         });
         match r {
             Ok(st) => reply.attr(&TTL, &self.attr_of(&st)),
@@ -685,14 +851,36 @@ impl Filesystem for UvfsFuse {
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let uino = self.ino(ino);
         let r = self.with(req, |p| {
             let fd = self.node_fd(ino)?;
-            self.open_node(p, fd, flags.0)
+            let trunc = flags.0 & O_TRUNC != 0;
+            if trunc {
+                self.pt_sync(p, uino, fd);
+            }
+            let h = self.open_node(p, fd, flags.0)?;
+            if trunc {
+                self.pt.absorb(uino);
+            }
+            let pt = self.pt_attach(p, uino, h, |k| reply.open_backing(k));
+            Ok((h, pt))
         });
         match r {
+            Ok((h, true)) => {
+                let files = self.pt.lock();
+                match files.get(&uino) {
+                    Some(f) => reply.opened_passthrough(
+                        FileHandle(h as u64),
+                        FopenFlags::empty(),
+                        &f.backing,
+                    ),
+                    // Cannot be: the entry holds `h` until its RELEASE.
+                    None => reply.error(FErrno::EIO),
+                }
+            }
             // The page cache stays valid across opens: every change to the
             // data passed through the kernel.
-            Ok(fd) => reply.opened(FileHandle(fd as u64), FopenFlags::FOPEN_KEEP_CACHE),
+            Ok((h, false)) => reply.opened(FileHandle(h as u64), FopenFlags::FOPEN_KEEP_CACHE),
             Err(e) => reply.error(ferr(e)),
         }
     }
@@ -1023,7 +1211,11 @@ impl Filesystem for UvfsFuse {
             )?;
             let attr = p.reopen(fd, O_PATH).and_then(|pfd| self.remember(p, pfd));
             match attr {
-                Ok(a) => Ok((fd, a)),
+                Ok(a) => {
+                    let uino = self.ino(a.ino);
+                    let pt = self.pt_attach(p, uino, fd, |k| reply.open_backing(k));
+                    Ok((fd, a, pt))
+                }
                 Err(e) => {
                     let _ = p.close(fd);
                     Err(e)
@@ -1031,7 +1223,21 @@ impl Filesystem for UvfsFuse {
             }
         });
         match r {
-            Ok((fd, attr)) => reply.created(
+            Ok((fd, attr, true)) => {
+                let files = self.pt.lock();
+                match files.get(&self.ino(attr.ino)) {
+                    Some(f) => reply.created_passthrough(
+                        &TTL,
+                        &attr,
+                        Generation(0),
+                        FileHandle(fd as u64),
+                        FopenFlags::empty(),
+                        &f.backing,
+                    ),
+                    None => reply.error(FErrno::EIO),
+                }
+            }
+            Ok((fd, attr, false)) => reply.created(
                 &TTL,
                 &attr,
                 Generation(0),
@@ -1045,15 +1251,19 @@ impl Filesystem for UvfsFuse {
     fn fallocate(
         &self,
         req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         offset: u64,
         length: u64,
         mode: i32,
         reply: ReplyEmpty,
     ) {
+        let uino = self.ino(ino);
         let r = self.with(req, |p| {
-            p.fallocate(fh.0 as i32, mode, offset as i64, length as i64)
+            self.pt_sync(p, uino, fh.0 as i32);
+            let r = p.fallocate(fh.0 as i32, mode, offset as i64, length as i64);
+            self.pt.absorb(uino);
+            r
         });
         match r {
             Ok(()) => reply.ok(),
@@ -1085,7 +1295,7 @@ impl Filesystem for UvfsFuse {
         _ino_in: INodeNo,
         fh_in: FileHandle,
         offset_in: u64,
-        _ino_out: INodeNo,
+        ino_out: INodeNo,
         fh_out: FileHandle,
         offset_out: u64,
         len: u64,
@@ -1099,7 +1309,32 @@ impl Filesystem for UvfsFuse {
         // uvfs has no copy_file_range of its own: copy in the server
         // (the data never crosses to the caller and back). The kernel
         // checked the handles' modes, the ranges and the overlap.
+        let uino = self.ino(ino_out);
         let r = self.with(req, |p| {
+            self.pt_sync(p, uino, fh_out.0 as i32);
+            let r = self.copy_range(p, fh_in, offset_in, fh_out, offset_out, len);
+            self.pt.absorb(uino);
+            r
+        });
+        match r {
+            Ok(n) => reply.written(n as u32),
+            Err(e) => reply.error(ferr(e)),
+        }
+    }
+}
+
+impl UvfsFuse {
+    /// COPY_FILE_RANGE's copy, inside the server.
+    fn copy_range(
+        &self,
+        p: &mut Process,
+        fh_in: FileHandle,
+        offset_in: u64,
+        fh_out: FileHandle,
+        offset_out: u64,
+        len: u64,
+    ) -> Result<u64, Errno> {
+        {
             let mut buf = vec![0u8; (len.min(1 << 20)) as usize];
             let mut done: u64 = 0;
             // A FUSE reply counts bytes in 32 bits.
@@ -1125,10 +1360,6 @@ impl Filesystem for UvfsFuse {
                 done += n as u64;
             }
             Ok(done)
-        });
-        match r {
-            Ok(n) => reply.written(n as u32),
-            Err(e) => reply.error(ferr(e)),
         }
     }
 }

@@ -57,6 +57,32 @@ fn refusals_exit_2_and_mount_nothing() {
     refused(&["--threads", "0", ds], d.path(), "1 to 64");
     refused(&["--threads", "65", ds], d.path(), "1 to 64");
     refused(&["--fastpaths", "fastest", ds], d.path(), "fastest");
+    refused(&["--passthrough", "sometimes", ds], d.path(), "sometimes");
+    // --passthrough=on needs CAP_SYS_ADMIN (registering a backing file):
+    // refused before mounting when the server would not have it (root
+    // without it in its bounding set, through setpriv).
+    if std::path::Path::new("/usr/bin/setpriv").exists() {
+        let mut c = Command::new("/usr/bin/setpriv");
+        c.args([
+            "--bounding-set=-sys_admin",
+            uvfs_bin(),
+            "mount",
+            "--passthrough",
+            "on",
+            ds,
+        ]);
+        let out = run_bounded(c);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "passthrough on without CAP_SYS_ADMIN: {err}"
+        );
+        assert!(err.contains("CAP_SYS_ADMIN"), "{err}");
+        assert_eq!(mounts_on(d.path()), 0);
+    } else {
+        eprintln!("no /usr/bin/setpriv: --passthrough=on without CAP_SYS_ADMIN not tried");
+    }
     refused(&["--seed-from", ms, ds], d.path(), "seed-from");
     refused(&["--seed-from", fs_, ds], d.path(), "not a directory");
     refused(&["--dump-to", fs_, ds], d.path(), "not a directory");

@@ -44,6 +44,25 @@ use support::host::Sandbox;
 use support::pathdiff::*;
 
 const SEEDS: u64 = 24;
+
+/// Whether the mount serves regular files through FUSE passthrough.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pt {
+    Off,
+    On,
+}
+
+impl Pt {
+    /// `UVFS_DIFF_PASSTHROUGH=1`: the seed replayed or minimized is the
+    /// passthrough passes'.
+    fn from_env() -> Pt {
+        if std::env::var_os("UVFS_DIFF_PASSTHROUGH").is_some() {
+            Pt::On
+        } else {
+            Pt::Off
+        }
+    }
+}
 const USER_SEEDS: u64 = 16;
 
 fn can_mount() -> Result<(), String> {
@@ -83,14 +102,22 @@ struct MountSandbox {
 
 impl MountSandbox {
     /// Must run in a thread that does nothing else afterwards.
-    fn enter(dir: PathBuf) -> MountSandbox {
+    fn enter(dir: PathBuf, pt: Pt) -> MountSandbox {
         assert!(
             support::host::enter_private_namespace(),
             "unshare(CLONE_NEWNS): {}",
             std::io::Error::last_os_error()
         );
         let mut server = Command::new(env!("CARGO_BIN_EXE_uvfs"))
-            .args(["mount", "--size", "256m", "--nr-inodes", "0"])
+            .args(["mount", "--nr-inodes", "0"])
+            // The host sandbox's size limit. With passthrough it holds
+            // for what reaches the server (fallocate above all); the
+            // sequences' writes stay far below it.
+            .args(["--size", "256m", "--passthrough"])
+            .arg(match pt {
+                Pt::Off => "off",
+                Pt::On => "on",
+            })
             .arg(&dir)
             .stdin(Stdio::null())
             .stderr(Stdio::inherit())
@@ -144,7 +171,7 @@ impl MountSandbox {
 /// Mount points made by this test process (the tests run in parallel).
 static MOUNTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-fn mount_run(ops: Vec<Op>, top: Vec<u8>, who: Who) -> Log {
+fn mount_run(ops: Vec<Op>, top: Vec<u8>, who: Who, pt: Pt) -> Log {
     let n = MOUNTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = PathBuf::from(format!(
         "/dev/shm/uvfs-mountdiff-{}-{n}",
@@ -155,7 +182,7 @@ fn mount_run(ops: Vec<Op>, top: Vec<u8>, who: Who) -> Log {
     // The sandbox thread may have become the user; the server is stopped
     // from this thread, which is still root (a user may not signal it).
     let (log, sb) = std::thread::spawn(move || {
-        let sb = MountSandbox::enter(d2);
+        let sb = MountSandbox::enter(d2, pt);
         let mut b = Host {
             fds: FdList::default(),
             refill_dirents: true,
@@ -305,6 +332,7 @@ fn patch_stats(
 fn first_real_difference(
     seed: u64,
     who: Who,
+    pt: Pt,
     mut ops: Vec<Op>,
     mut host: Log,
     top: &[u8],
@@ -326,7 +354,7 @@ fn first_real_difference(
         host = host_run_in_thread_as(HostJob::Replay(ops.clone()), top.to_vec(), who).1;
     }
     loop {
-        let mut m = mount_run(ops.clone(), top.to_vec(), who);
+        let mut m = mount_run(ops.clone(), top.to_vec(), who, pt);
         patch_stats(&ops, &host, &mut m, seen);
         let (i, report) = compare_at(seed, "mount", &ops, &host, &m)?;
         let why = match (ops.get(i), host.obs.get(i), m.obs.get(i)) {
@@ -350,42 +378,58 @@ fn first_real_difference(
 fn check_seed_on_mount(
     seed: u64,
     who: Who,
+    pt: Pt,
     seen: &mut std::collections::BTreeMap<&'static str, usize>,
 ) -> Option<String> {
     let top = top_for_run();
     let (ops, host, sandbox) =
         host_run_in_thread_as(HostJob::Generate(seed, OPS_PER_SEED), top.clone(), who);
     assert_eq!(sandbox, Sandbox::Chroot, "root runs the host in a chroot");
-    first_real_difference(seed, who, ops, host, &top, seen).map(|(r, _)| r)
+    first_real_difference(seed, who, pt, ops, host, &top, seen).map(|(r, _)| r)
 }
 
-fn run_seeds(who: Who, default: u64) {
+fn run_seeds(who: Who, pt: Pt, default: u64) {
     if let Err(why) = can_mount() {
         eprintln!("skipped: {why}");
         return;
     }
     let user = std::env::var_os("UVFS_DIFF_USER").is_some();
     let seeds: Vec<u64> = match env_u64("UVFS_DIFF_SEED") {
-        Some(s) if user == (who == Who::User) => vec![s],
+        Some(s) if user == (who == Who::User) && pt == Pt::from_env() => vec![s],
         Some(_) => return,
         // UVFS_DIFF_SEEDS=<n>: more seeds (a soak), from 1.
         None => (1..=env_u64("UVFS_DIFF_SEEDS").unwrap_or(default)).collect(),
     };
     let mut seen = std::collections::BTreeMap::new();
     for &seed in &seeds {
-        if let Some(report) = check_seed_on_mount(seed, who, &mut seen) {
+        if let Some(report) = check_seed_on_mount(seed, who, pt, &mut seen) {
             panic!("{report}");
         }
     }
     eprintln!(
-        "mount_differential ({who:?}): {} seeds x {OPS_PER_SEED} ops agree, host tmpfs and uvfs mount; FUSE artefacts taken out: {seen:?}",
+        "mount_differential ({who:?}, passthrough {pt:?}): {} seeds x {OPS_PER_SEED} ops agree, host tmpfs and uvfs mount; FUSE artefacts taken out: {seen:?}",
         seeds.len()
     );
 }
 
 #[test]
 fn path_ops_on_a_mount_match_the_host_kernel() {
-    run_seeds(Who::Root, SEEDS);
+    run_seeds(Who::Root, Pt::Off, SEEDS);
+}
+
+/// The root pass on a mount with FUSE passthrough (`--passthrough on`):
+/// regular files' reads and writes go to their memfds without the server.
+/// `UVFS_DIFF_PASSTHROUGH=1` with `UVFS_DIFF_SEED=N` replays one seed of
+/// the passthrough passes.
+#[test]
+fn path_ops_on_a_passthrough_mount_match_the_host_kernel() {
+    run_seeds(Who::Root, Pt::On, SEEDS);
+}
+
+/// The user pass with passthrough.
+#[test]
+fn path_ops_as_a_user_on_a_passthrough_mount_match_the_host_kernel() {
+    run_seeds(Who::User, Pt::On, USER_SEEDS);
 }
 
 /// The same as an unprivileged user on both sides (the mount's server
@@ -393,7 +437,7 @@ fn path_ops_on_a_mount_match_the_host_kernel() {
 /// `UVFS_DIFF_SEED=N` replays one seed of this pass.
 #[test]
 fn path_ops_as_a_user_on_a_mount_match_the_host_kernel() {
-    run_seeds(Who::User, USER_SEEDS);
+    run_seeds(Who::User, Pt::Off, USER_SEEDS);
 }
 
 /// `UVFS_DIFF_MINIMIZE=1` with `UVFS_DIFF_SEED=N` (and `UVFS_DIFF_USER=1`
@@ -420,14 +464,16 @@ fn minimize_a_mount_mismatch() {
         host_run_in_thread_as(HostJob::Generate(seed, OPS_PER_SEED), top.clone(), who);
     // The sequence with its FUSE artefacts taken out, as the test runs it;
     // trials that meet an artefact first do not count as reproducing.
-    let Some((_, ops)) = first_real_difference(seed, who, ops, host, &top, &mut Default::default())
+    let pt = Pt::from_env();
+    let Some((_, ops)) =
+        first_real_difference(seed, who, pt, ops, host, &top, &mut Default::default())
     else {
         eprintln!("no mismatch to minimize");
         return;
     };
     let first = |o: &[Op]| {
         let (o, h, _) = host_run_in_thread_as(HostJob::Replay(o.to_vec()), top.clone(), who);
-        let mut m = mount_run(o.clone(), top.clone(), who);
+        let mut m = mount_run(o.clone(), top.clone(), who, pt);
         patch_stats(&o, &h, &mut m, &mut Default::default());
         let (i, r) = compare_at(0, "mount", &o, &h, &m)?;
         let res = |l: &Log| l.obs.get(i).map_or(String::new(), |x| show_res(&x.res));

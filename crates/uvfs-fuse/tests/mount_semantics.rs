@@ -18,13 +18,48 @@ const SCRIPT: &str = include_str!("scripts/semantics.py");
 ///   `default_permissions`), and uvfs once could not hold FIFOs.
 const KNOWN: [(&str, &str); 0] = [];
 
+/// The file data script (tests/scripts/file_data.py): writes, holes,
+/// O_APPEND, O_DIRECT, fallocate, hole punch, truncate, shared mmap,
+/// copy_file_range, set-ID removal on write, and how times move.
+const FILE_DATA: &str = include_str!("scripts/file_data.py");
+
+/// Runs `script` on the host's tmpfs and on a mount made with `args`.
+fn run_script(tag: &str, args: &[&str], script: &str) -> (String, String) {
+    let py = std::env::temp_dir().join(format!("uvfs-fuse-{tag}-{}.py", std::process::id()));
+    std::fs::write(&py, script).unwrap();
+    let r = host_and_mount_with(tag, args, &format!("python3 {}", py.display()));
+    let _ = std::fs::remove_file(&py);
+    r
+}
+
+/// semantics.py with FUSE passthrough on (regular files' reads, writes
+/// and mmap go to their memfds without the server).
 #[test]
 fn syscalls_match_the_host_tmpfs() {
     skip_unless_fuse!();
-    let py = std::env::temp_dir().join(format!("uvfs-fuse-semantics-{}.py", std::process::id()));
-    std::fs::write(&py, SCRIPT).unwrap();
-    let (host, mount) = host_and_mount("semantics", &format!("python3 {}", py.display()));
-    let _ = std::fs::remove_file(&py);
+    compare_semantics("semantics", &["--passthrough", "on"]);
+}
+
+/// semantics.py with every read and write a request to the server.
+#[test]
+fn syscalls_match_the_host_tmpfs_without_passthrough() {
+    skip_unless_fuse!();
+    compare_semantics("semantics-nopt", &["--passthrough", "off"]);
+}
+
+/// file_data.py, with passthrough and without.
+#[test]
+fn file_data_matches_the_host_tmpfs() {
+    skip_unless_fuse!();
+    for (tag, mode) in [("file-data-pt", "on"), ("file-data", "off")] {
+        let (host, mount) = run_script(tag, &["--passthrough", mode], FILE_DATA);
+        assert!(host.contains("user data own"), "{host}");
+        assert_same(tag, &host, &mount);
+    }
+}
+
+fn compare_semantics(tag: &str, args: &[&str]) {
+    let (host, mount) = run_script(tag, args, SCRIPT);
     // The script ran to its end on both sides, with output.
     assert!(host.contains("user rmdir d"), "{host}");
     // What FUSE itself changes (docs/fuse.md), pinned: each line must
@@ -41,5 +76,5 @@ fn syscalls_match_the_host_tmpfs() {
         );
         mount = mount.replace(m, h);
     }
-    assert_same("semantics", &host, &mount);
+    assert_same(tag, &host, &mount);
 }

@@ -495,8 +495,13 @@ fn serve(
         // SAFETY: leaves without the program's exit handlers.
         unsafe { libc::_exit(1) };
     }
+    // Passthrough (when the kernel offers it and the server may register
+    // backing files: root): the mount serves a regular file's reads,
+    // writes and mmap on the file's memfd, the one this process's own
+    // mappings made before the fork are on, so they and the children's
+    // I/O share one page cache.
     let server = match uvfs_fuse::UvfsFuse::new(vfs, fs) {
-        Ok(s) => s,
+        Ok(s) => s.with_passthrough(uvfs_fuse::passthrough::Passthrough::Auto),
         Err(e) => {
             let _ = w.write_all(format!("{e}\n").as_bytes());
             // SAFETY: as above.

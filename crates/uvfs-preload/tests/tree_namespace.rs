@@ -283,6 +283,90 @@ int main(int argc, char **argv) {
     assert_eq!(o, "f: p1c1p2 (offset shared: yes)\nchild: from child\n");
 }
 
+/// A mapping the first process made on a file before its first child
+/// (the library's memfd, in the process) and a child's reads, writes and
+/// mapping of the same file through the tree's mount see the same bytes
+/// at once, both ways: the mount serves the file through FUSE passthrough
+/// on that memfd, so there is one page cache. The steps are ordered by
+/// pipes, never by time.
+#[test]
+fn a_mapping_before_the_fork_and_a_childs_io_through_the_mount_agree() {
+    if !have("cc") || !can_mount() {
+        return;
+    }
+    let bin_dir = Scratch::new("tree-mmap-bin");
+    let src = r#"
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static void say(const char *who, const char *what, const char *p, size_t n) {
+    char b[64];
+    memcpy(b, p, n);
+    b[n] = 0;
+    for (size_t i = 0; i < n; i++) if (!b[i]) b[i] = '.';
+    printf("%s %s: %s\n", who, what, b);
+    fflush(stdout);
+}
+int main(int argc, char **argv) {
+    char p[4096], c, b[64];
+    snprintf(p, sizeof p, "%s/m", argv[1]);
+    mkdir(argv[1], 0755);
+    int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || ftruncate(fd, 8192) != 0) { perror("open"); return 1; }
+    char *m = mmap(0, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) { perror("mmap"); return 1; }
+    memcpy(m, "parent-before", 13);
+    int to_child[2], to_parent[2];
+    if (pipe(to_child) || pipe(to_parent)) { perror("pipe"); return 1; }
+    pid_t pid = fork();
+    if (pid == 0) {
+        int g = open(p, O_RDWR);
+        if (g < 0) { perror("child open"); _exit(1); }
+        /* a read first: a page cache of the mount's own would keep it */
+        pread(g, b, 13, 0);
+        say("child", "read 0", b, 13);
+        char *cm = mmap(0, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, g, 0);
+        if (cm == MAP_FAILED) { perror("child mmap"); _exit(1); }
+        say("child", "map 0", cm, 13);
+        memcpy(cm + 100, "child-store", 11);
+        write(to_parent[1], "1", 1);
+        read(to_child[0], &c, 1);
+        pread(g, b, 12, 0);
+        say("child", "read 0", b, 12);
+        say("child", "map 300", cm + 300, 12);
+        pwrite(g, "child-write", 11, 4200);
+        write(to_parent[1], "1", 1);
+        _exit(0);
+    }
+    read(to_parent[0], &c, 1);
+    say("parent", "map 100", m + 100, 11);
+    memcpy(m, "parent-after", 12);
+    memcpy(m + 300, "parent-store", 12);
+    write(to_child[1], "1", 1);
+    read(to_parent[0], &c, 1);
+    say("parent", "map 4200", m + 4200, 11);
+    int st;
+    waitpid(pid, &st, 0);
+    pread(fd, b, 11, 100);
+    say("parent", "read 100", b, 11);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+"#;
+    let bin = std::path::PathBuf::from(compile_c(&bin_dir, src).expect("cc is there"));
+    let script = format!("{} $D/x", bin.display());
+    let o = same("mmap-tree", &script).unwrap();
+    assert_eq!(
+        o,
+        "child read 0: parent-before\nchild map 0: parent-before\n\
+         parent map 100: child-store\nchild read 0: parent-after\nchild map 300: parent-store\n\
+         parent map 4200: child-write\n\
+         parent read 100: child-store\n"
+    );
+}
+
 /// `kill -9` of the server: the tree's next call under the prefix fails
 /// with `ENOTCONN`, said by the program; nothing is left behind.
 #[test]

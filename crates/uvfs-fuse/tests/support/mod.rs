@@ -224,8 +224,13 @@ impl Drop for Mount {
 /// directory on a new mount; returns both outputs (stdout, then stderr
 /// after a marker, with each run's directory replaced by `$DIR`).
 pub fn host_and_mount(tag: &str, script: &str) -> (String, String) {
+    host_and_mount_with(tag, &[], script)
+}
+
+/// As [`host_and_mount`], with `args` for `uvfs mount`.
+pub fn host_and_mount_with(tag: &str, args: &[&str], script: &str) -> (String, String) {
     let host = TempDir::new_in("/dev/shm", tag);
-    let m = Mount::new(tag, &[]);
+    let m = Mount::new(tag, args);
     let work = m.path().join("w");
     std::fs::create_dir(&work).unwrap();
     let hwork = host.path().join("w");
