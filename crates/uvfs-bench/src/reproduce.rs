@@ -214,6 +214,16 @@ const ROWS: &[Row] = &[
         published: None,
         shape: None,
     },
+    Row {
+        seed: "016",
+        test: Test::Stat1,
+        metric: Metric::Ops,
+        switch: "tmpfs_borrow",
+        what: "tmpfs getattr without an inode ref",
+        evidence: "uvfs only (issue 16)",
+        published: None,
+        shape: None,
+    },
     // Not a kernel seed: uvfs's own fast path (issue 19), numbered after
     // its issue so the rows stay sorted; no published figure.
     Row {

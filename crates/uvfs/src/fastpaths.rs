@@ -71,12 +71,19 @@ pub struct FastPaths {
     /// close; off, slots are in fd order, eight to a line, as Linux's
     /// `fdt->fd` array.
     pub fd_slot_spread: bool,
+    /// Issue 16 (uvfs's own): tmpfs's getattr, and its reads and writes of
+    /// at most four pages, work on the inode under the inode table's shard
+    /// lock without taking a reference to it (when the inode's own lock is
+    /// free; otherwise as off); off, every call takes and drops a
+    /// reference. Applies to the root tmpfs a `VfsBuilder` makes
+    /// (`Tmpfs::new` turns it on).
+    pub tmpfs_borrow: bool,
 }
 
 /// Name, description and accessor of every switch, in a stable order.
 type Switch = (&'static str, &'static str, fn(&mut FastPaths) -> &mut bool);
 
-const SWITCHES: [Switch; 9] = [
+const SWITCHES: [Switch; 10] = [
     (
         "close_sync",
         "seed 000: close(2) releases the file synchronously",
@@ -120,6 +127,11 @@ const SWITCHES: [Switch; 9] = [
         "uvfs: consecutive fds' slots on different cache lines",
         |f| &mut f.fd_slot_spread,
     ),
+    (
+        "tmpfs_borrow",
+        "issue 16: tmpfs getattr and short I/O without an inode reference",
+        |f| &mut f.tmpfs_borrow,
+    ),
 ];
 
 /// The seed switches (the first six of [`SWITCHES`]): the ones
@@ -139,6 +151,7 @@ impl FastPaths {
             fd_single_user: false,
             path_cache: false,
             fd_slot_spread: false,
+            tmpfs_borrow: false,
         }
     }
 
@@ -155,6 +168,7 @@ impl FastPaths {
             fd_single_user: true,
             path_cache: true,
             fd_slot_spread: true,
+            tmpfs_borrow: true,
         }
     }
 
@@ -191,7 +205,7 @@ impl FastPaths {
 
     /// Every combination of the seed switches (2^6 values), with the
     /// switches beyond the seeds (`fd_single_user`, `path_cache`,
-    /// `fd_slot_spread`) on in
+    /// `fd_slot_spread`, `tmpfs_borrow`) on in
     /// half of them (by the parity of the seed switches that are on;
     /// `stock()` and `seeds()` are among them as themselves); then, for
     /// each switch beyond the seeds, `seeds()` with it alone off and
@@ -296,7 +310,7 @@ mod tests {
     #[test]
     fn display_round_trips_every_combination() {
         let all: Vec<_> = FastPaths::all_combinations().collect();
-        assert_eq!(all.len(), 70);
+        assert_eq!(all.len(), 72);
         assert!(all.contains(&FastPaths::seeds()));
         assert!(all.contains(&FastPaths::stock()));
         assert!(all.contains(&FastPaths::seeds().with("fd_single_user", false)));

@@ -112,8 +112,9 @@ impl VfsBuilder {
 
     /// Builds the VFS with a fresh tmpfs as its root.
     pub fn build(self) -> Arc<Vfs> {
-        let opts = self.root;
-        Vfs::with_root(self, Tmpfs::new(opts))
+        let opts = self.root.clone();
+        let borrow = self.fast.tmpfs_borrow;
+        Vfs::with_root(self, Tmpfs::with_borrow(opts, borrow))
     }
 
     /// Builds the VFS with `fs` as its root file system.

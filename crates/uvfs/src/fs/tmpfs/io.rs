@@ -5,47 +5,61 @@
 //! ([`memfd`](super::memfd)) is served by the kernel after the same
 //! argument checks.
 
-use super::inode::{Kind, rd, wr};
+use super::inode::{Kind, State, rd, wr};
 use super::pages::{FALLOC_KNOWN, FALLOC_MAX_NEW_PAGES, Page, RegFile, zero_page};
 use super::{MAX_FILE_SIZE, PAGE_SIZE, Tmpfs};
 use crate::errno::Errno;
 use crate::fs::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, Ino, Seek};
 
+/// The longest write [`Tmpfs::write_pages`] makes under the inode
+/// table's shard lock (four pages: a copy of well under a microsecond).
+const BORROW_WRITE_MAX: usize = 4 * PAGE_SIZE as usize;
+
 impl Tmpfs {
     /// read(2) of a regular file: holes and unwritten pages read as zeros.
     pub(super) fn read_pages(&self, ino: Ino, off: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+        // The short way, as for a write (see `write_pages`).
+        if buf.len() <= BORROW_WRITE_MAX
+            && let Some(r) = self.with_inode(ino, |i| {
+                let st = i.st.try_read().ok()?;
+                if matches!(st.kind, Kind::Reg(RegFile::Memfd(_))) {
+                    return None;
+                }
+                Some(read_locked(&st, off, &mut *buf))
+            })
+        {
+            return r;
+        }
         let i = self.get(ino)?;
         let st = rd(&i);
-        let f = match &st.kind {
-            Kind::Reg(RegFile::Pages(f)) => f,
-            Kind::Reg(RegFile::Memfd(m)) => return m.read(off, buf),
-            Kind::Dir(_) => return Err(Errno::EISDIR),
-            Kind::Symlink { .. } | Kind::Special { .. } => return Err(Errno::EINVAL),
-        };
-        if off >= f.size {
-            return Ok(0);
-        }
-        let n = (buf.len() as u64).min(f.size - off) as usize;
-        let mut done = 0usize;
-        while done < n {
-            let pos = off + done as u64;
-            let (idx, po) = (pos / PAGE_SIZE, (pos % PAGE_SIZE) as usize);
-            let chunk = (PAGE_SIZE as usize - po).min(n - done);
-            let dst = &mut buf[done..done + chunk];
-            match f.pages.get(&idx) {
-                Some(Page::Data(p)) => dst.copy_from_slice(&p[po..po + chunk]),
-                _ => dst.fill(0),
-            }
-            done += chunk;
-        }
-        Ok(n)
+        read_locked(&st, off, buf)
     }
 
     /// write(2) to a regular file: allocates pages as it goes; a short count
     /// when the space limit is reached part way, `ENOSPC` when at once.
     pub(super) fn write_pages(&self, ino: Ino, off: u64, data: &[u8]) -> Result<usize, Errno> {
+        // The short way for a short write whose inode's lock is free (see
+        // `with_inode`): no reference taken. A memfd-backed file goes the
+        // long way (its write may take long).
+        if data.len() <= BORROW_WRITE_MAX
+            && let Some(r) = self.with_inode(ino, |i| {
+                let mut st = i.st.try_write().ok()?;
+                if matches!(st.kind, Kind::Reg(RegFile::Memfd(_))) {
+                    return None;
+                }
+                Some(self.write_locked(&mut st, off, data))
+            })
+        {
+            return r;
+        }
         let i = self.get(ino)?;
         let mut st = wr(&i);
+        self.write_locked(&mut st, off, data)
+    }
+
+    /// The body of [`write_pages`](Self::write_pages), with the inode's
+    /// state write-locked.
+    fn write_locked(&self, st: &mut State, off: u64, data: &[u8]) -> Result<usize, Errno> {
         match st.kind {
             Kind::Reg(_) => {}
             Kind::Dir(_) => return Err(Errno::EISDIR),
@@ -252,4 +266,31 @@ impl Tmpfs {
         }
         Ok(if start > end { end } else { start } as u64)
     }
+}
+
+/// The body of [`Tmpfs::read_pages`], with the inode's state read-locked.
+fn read_locked(st: &State, off: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+    let f = match &st.kind {
+        Kind::Reg(RegFile::Pages(f)) => f,
+        Kind::Reg(RegFile::Memfd(m)) => return m.read(off, buf),
+        Kind::Dir(_) => return Err(Errno::EISDIR),
+        Kind::Symlink { .. } | Kind::Special { .. } => return Err(Errno::EINVAL),
+    };
+    if off >= f.size {
+        return Ok(0);
+    }
+    let n = (buf.len() as u64).min(f.size - off) as usize;
+    let mut done = 0usize;
+    while done < n {
+        let pos = off + done as u64;
+        let (idx, po) = (pos / PAGE_SIZE, (pos % PAGE_SIZE) as usize);
+        let chunk = (PAGE_SIZE as usize - po).min(n - done);
+        let dst = &mut buf[done..done + chunk];
+        match f.pages.get(&idx) {
+            Some(Page::Data(p)) => dst.copy_from_slice(&p[po..po + chunk]),
+            _ => dst.fill(0),
+        }
+        done += chunk;
+    }
+    Ok(n)
 }

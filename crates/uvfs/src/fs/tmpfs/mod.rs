@@ -199,6 +199,10 @@ pub struct Tmpfs {
     rename_lock: UnmodelledMutex<()>,
     /// Highest directory offset (`S32_MAX - 1`; lowered by tests).
     dir_offset_max: u64,
+    /// `FastPaths::tmpfs_borrow`: getattr and short writes work on the
+    /// inode under its shard's read lock, without taking a reference (see
+    /// [`with_inode`](Tmpfs::with_inode)).
+    borrow: bool,
 }
 
 /// The size of one tmpfs inode as allocated (behind its `Arc`), pages and
@@ -211,6 +215,15 @@ impl Tmpfs {
     /// Mounts a fresh tmpfs.
     pub fn new(opts: TmpfsOptions) -> Arc<Tmpfs> {
         Arc::new(Tmpfs::build(opts))
+    }
+
+    /// Mounts a fresh tmpfs, with `FastPaths::tmpfs_borrow` as given (the
+    /// root file system a `VfsBuilder` makes; [`new`](Tmpfs::new) turns it
+    /// on).
+    pub(crate) fn with_borrow(opts: TmpfsOptions, borrow: bool) -> Arc<Tmpfs> {
+        let mut fs = Tmpfs::build(opts);
+        fs.borrow = borrow;
+        Arc::new(fs)
     }
 
     /// The file system with its root directory, not yet shared.
@@ -232,6 +245,7 @@ impl Tmpfs {
             used_inodes: AtomicU64::new(1),
             rename_lock: UnmodelledMutex::new(()),
             dir_offset_max: DIR_OFFSET_EOD - 1,
+            borrow: true,
         };
         let now = super::timekeeping::coarse_mg();
         let root = State {
@@ -257,6 +271,28 @@ impl Tmpfs {
     fn get(&self, ino: Ino) -> Result<Arc<Inode>, Errno> {
         let map = self.shard(ino).read().unwrap_or_else(|e| e.into_inner());
         map.get(&ino).cloned().ok_or(Errno::ESTALE)
+    }
+
+    /// Runs `f` on inode `ino` under its shard's read lock, without taking
+    /// a reference to the inode (two atomic read-modify-writes fewer than
+    /// [`get`](Tmpfs::get)); `None` if the switch is off or the inode is
+    /// not in the table (the caller then takes the [`get`](Tmpfs::get)
+    /// path, which reports `ESTALE`).
+    ///
+    /// `f` must not wait for any lock (it may try one): a thread that
+    /// holds an inode's state lock may wait for a shard's write lock (an
+    /// insert or removal under a directory's lock), so waiting for a state
+    /// lock while holding a shard's read lock could deadlock. It must not
+    /// touch the inode table either (a second read lock of the same shard
+    /// can wait behind a queued writer), and must be short: it delays the
+    /// shard's writers.
+    #[inline]
+    fn with_inode<R>(&self, ino: Ino, f: impl FnOnce(&Inode) -> Option<R>) -> Option<R> {
+        if !self.borrow {
+            return None;
+        }
+        let map = self.shard(ino).read().unwrap_or_else(|e| e.into_inner());
+        f(map.get(&ino)?)
     }
 
     /// Enters a new inode in the table.
@@ -343,6 +379,19 @@ impl FileSystem for Tmpfs {
     }
 
     fn getattr(&self, ino: Ino) -> Result<Attr, Errno> {
+        // The short way: the state read under the shard's lock, if its
+        // lock is free and the file's data is not in a memfd (whose size
+        // is read from the kernel).
+        if let Some(a) = self.with_inode(ino, |i| {
+            let st = i.st.try_read().ok()?;
+            if matches!(st.kind, Kind::Reg(RegFile::Memfd(_))) {
+                return None;
+            }
+            st.mark_ctime_queried();
+            Some(self.attr(ino, &st))
+        }) {
+            return Ok(a);
+        }
         let i = self.get(ino)?;
         let st = rd(&i);
         // `fill_mg_cmtime`: the times are reported, so the next change
