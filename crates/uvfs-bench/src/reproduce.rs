@@ -224,6 +224,16 @@ const ROWS: &[Row] = &[
         published: None,
         shape: None,
     },
+    Row {
+        seed: "016",
+        test: Test::Stat12,
+        metric: Metric::Ops,
+        switch: "stat_noref",
+        what: "stat from the path cache, no dentry ref",
+        evidence: "uvfs only (issue 16)",
+        published: None,
+        shape: None,
+    },
     // Not a kernel seed: uvfs's own fast path (issue 19), numbered after
     // its issue so the rows stay sorted; no published figure.
     Row {

@@ -78,12 +78,19 @@ pub struct FastPaths {
     /// reference. Applies to the root tmpfs a `VfsBuilder` makes
     /// (`Tmpfs::new` turns it on).
     pub tmpfs_borrow: bool,
+    /// Issue 16 (uvfs's own): stat, lstat and fstatat answered by the path
+    /// cache read the attributes without taking a reference on the
+    /// answer's dentry (pinned, its sequence count checked; the inode
+    /// asked of the file system by number); off, the lookup returns a
+    /// referenced dentry and the reference is dropped after. Needs
+    /// `path_cache`.
+    pub stat_noref: bool,
 }
 
 /// Name, description and accessor of every switch, in a stable order.
 type Switch = (&'static str, &'static str, fn(&mut FastPaths) -> &mut bool);
 
-const SWITCHES: [Switch; 10] = [
+const SWITCHES: [Switch; 11] = [
     (
         "close_sync",
         "seed 000: close(2) releases the file synchronously",
@@ -132,6 +139,11 @@ const SWITCHES: [Switch; 10] = [
         "issue 16: tmpfs getattr and short I/O without an inode reference",
         |f| &mut f.tmpfs_borrow,
     ),
+    (
+        "stat_noref",
+        "issue 16: stat from a path-cache hit without a dentry reference",
+        |f| &mut f.stat_noref,
+    ),
 ];
 
 /// The seed switches (the first six of [`SWITCHES`]): the ones
@@ -152,6 +164,7 @@ impl FastPaths {
             path_cache: false,
             fd_slot_spread: false,
             tmpfs_borrow: false,
+            stat_noref: false,
         }
     }
 
@@ -169,6 +182,7 @@ impl FastPaths {
             path_cache: true,
             fd_slot_spread: true,
             tmpfs_borrow: true,
+            stat_noref: true,
         }
     }
 
@@ -205,7 +219,7 @@ impl FastPaths {
 
     /// Every combination of the seed switches (2^6 values), with the
     /// switches beyond the seeds (`fd_single_user`, `path_cache`,
-    /// `fd_slot_spread`, `tmpfs_borrow`) on in
+    /// `fd_slot_spread`, `tmpfs_borrow`, `stat_noref`) on in
     /// half of them (by the parity of the seed switches that are on;
     /// `stock()` and `seeds()` are among them as themselves); then, for
     /// each switch beyond the seeds, `seeds()` with it alone off and
@@ -310,7 +324,7 @@ mod tests {
     #[test]
     fn display_round_trips_every_combination() {
         let all: Vec<_> = FastPaths::all_combinations().collect();
-        assert_eq!(all.len(), 72);
+        assert_eq!(all.len(), 74);
         assert!(all.contains(&FastPaths::seeds()));
         assert!(all.contains(&FastPaths::stock()));
         assert!(all.contains(&FastPaths::seeds().with("fd_single_user", false)));

@@ -180,6 +180,31 @@ impl<'a> Nd<'a> {
         Ok(w.cur)
     }
 
+    /// For a caller that needs only the inode `path` resolves to (stat,
+    /// `FastPaths::stat_noref`): on a path-cache hit, `f` runs on the
+    /// answer's dentry and inode number without a reference taken (see
+    /// [`PathCache::find_ino`]); `None` on a miss (or if `f` returns
+    /// `None`): the caller then does the full [`lookup`](Self::lookup).
+    pub(crate) fn lookup_cached_ino<R>(
+        &self,
+        start: &DentryRef,
+        path: &[u8],
+        flags: u32,
+        f: impl FnOnce(&Dentry, crate::fs::Ino) -> Option<R>,
+    ) -> Option<Result<R, Errno>> {
+        if path.is_empty() {
+            return None;
+        }
+        let pc = self.vfs.path_cache()?;
+        let base = if path.first() == Some(&b'/') {
+            self.root.as_ptr()
+        } else {
+            start.as_ptr()
+        };
+        let key = Key::new(base, path, flags & (FOLLOW | DIRECTORY), self.cred)?;
+        pc.find_ino(&self.vfs.caches().dcache, &key, f)
+    }
+
     /// Resolves all but the last component of `path` (`ENOENT` for an
     /// empty path).
     pub(crate) fn lookup_parent(&self, start: DentryRef, path: &[u8]) -> Result<Parent, Errno> {

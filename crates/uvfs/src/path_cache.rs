@@ -263,6 +263,47 @@ impl PathCache {
         }
     }
 
+    /// As [`find`](Self::find) for a caller that needs only the answer's
+    /// inode (stat): no reference is taken on a positive answer. `f` gets
+    /// the dentry and its inode number, read before the entry's sequence
+    /// count is checked again (so they are the answer's), and runs pinned:
+    /// the dentry's memory, its superblock with it, stays valid until `f`
+    /// returns even if the dentry dies meanwhile, which `f` must allow for
+    /// (its inode may be gone from the file system: `f` returns `None`). A
+    /// `None` from `f`, or any doubt, is a miss.
+    pub(crate) fn find_ino<R>(
+        &self,
+        dc: &DentryCache,
+        key: &Key,
+        f: impl FnOnce(&Dentry, crate::fs::Ino) -> Option<R>,
+    ) -> Option<Result<R, Errno>> {
+        // Pinned before the generation is read, as in `find`.
+        let _pin = reclaim::pin();
+        let h = self.get(key)?;
+        if h.generation != dc.ns_gen() {
+            return None;
+        }
+        // SAFETY: as in `find`.
+        let d = unsafe { h.dentry.as_ref() };
+        match h.outcome {
+            Outcome::Found => {
+                if d.is_negative() {
+                    return None;
+                }
+                let ino = d.ino();
+                // The inode pointer and number were read in the state the
+                // entry recorded: unchanged since (a change of either, an
+                // unhash or a move is a write section).
+                if !d.seq_valid(h.seq) {
+                    return None;
+                }
+                f(d, ino).map(Ok)
+            }
+            Outcome::NoEnt => d.seq_valid(h.seq).then_some(Err(Errno::ENOENT)),
+            Outcome::NotDir => d.seq_valid(h.seq).then_some(Err(Errno::ENOTDIR)),
+        }
+    }
+
     /// Remembers that the lookup `key`, walked after reading generation
     /// `generation`, ended on `dentry` (at sequence count `seq`) with `outcome`.
     /// Skipped if another fill of the slot is in progress.

@@ -357,6 +357,29 @@ impl Process {
         self.task.nd().lookup(&start, path, flags)
     }
 
+    /// As [`resolve`](Self::resolve) for a caller that needs only the
+    /// inode (stat): with `FastPaths::stat_noref`, a path-cache hit runs
+    /// `f` on the answer's dentry and inode number without taking a
+    /// reference (see `Nd::lookup_cached_ino`); `None` (the switch off, a
+    /// miss, an error to report, `f` declining): the caller resolves.
+    fn resolve_cached<R>(
+        &self,
+        dirfd: i32,
+        path: &[u8],
+        flags: u32,
+        f: impl FnOnce(&crate::dcache::Dentry, crate::fs::Ino) -> Option<R>,
+    ) -> Option<Result<R, Errno>> {
+        if !self.task.vfs.fastpaths().stat_noref {
+            return None;
+        }
+        let path = namei::getname(path).ok()?;
+        if path.is_empty() {
+            return None;
+        }
+        let start = self.start(dirfd, path).ok()?;
+        self.task.nd().lookup_cached_ino(&start, path, flags, f)
+    }
+
     /// The VFS this process runs on.
     pub fn vfs(&self) -> &Arc<Vfs> {
         &self.task.vfs

@@ -90,7 +90,16 @@ impl Process {
         if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT) != 0 {
             return Err(Errno::EINVAL);
         }
-        let d = self.resolve(dirfd, path.as_ref(), lookup_flags(flags))?;
+        let lf = lookup_flags(flags);
+        // A path-cache hit: the attributes without a dentry reference. An
+        // inode gone meanwhile (`ESTALE`) falls through to the full walk.
+        if let Some(r) = self.resolve_cached(dirfd, path.as_ref(), lf, |d, ino| {
+            let a = d.sb().fs.getattr(ino).ok()?;
+            Some(Stat::from_attr(&a, d.sb().dev))
+        }) {
+            return r;
+        }
+        let d = self.resolve(dirfd, path.as_ref(), lf)?;
         stat_of(&d)
     }
 
