@@ -201,7 +201,10 @@ impl<'a> Nd<'a> {
         } else {
             start.as_ptr()
         };
-        let key = Key::new(base, path, flags & (FOLLOW | DIRECTORY), self.cred)?;
+        let mut key = Key::empty();
+        if !key.fill(base, path, flags & (FOLLOW | DIRECTORY), self.cred) {
+            return None;
+        }
         pc.find_ino(&self.vfs.caches().dcache, &key, f)
     }
 
@@ -488,9 +491,10 @@ impl<'a> Nd<'a> {
         } else {
             start.as_ptr()
         };
-        let Some(key) = Key::new(base, path, flags & (FOLLOW | DIRECTORY), self.cred) else {
+        let mut key = Key::empty();
+        if !key.fill(base, path, flags & (FOLLOW | DIRECTORY), self.cred) {
             return self.lookup_rcu(start, path, flags).map(|e| e.result);
-        };
+        }
         let dc = &self.vfs.caches().dcache;
         if let Some(r) = pc.find(dc, &key) {
             return Some(r);
