@@ -135,6 +135,15 @@ struct Walk {
     links: u32,
 }
 
+/// What [`Nd::lookup_ino`] found: the caller's answer, read from a
+/// path-cache hit without a reference, or the dentry.
+pub(crate) enum Found<R> {
+    /// What the caller's function returned.
+    Attr(R),
+    /// The dentry `path` resolves to.
+    Dentry(DentryRef),
+}
+
 /// How a lockless walk ended: its answer, and the dentry it read the
 /// answer from with that dentry's sequence count (what the path cache
 /// remembers).
@@ -171,6 +180,16 @@ impl<'a> Nd<'a> {
         } else if let Some(r) = self.lookup_rcu(start, path, flags) {
             return r.result;
         }
+        self.lookup_locked(start, path, flags)
+    }
+
+    /// The locked walk of [`lookup`](Self::lookup) (a non-empty path).
+    fn lookup_locked(
+        &self,
+        start: &DentryRef,
+        path: &[u8],
+        flags: u32,
+    ) -> Result<DentryRef, Errno> {
         let mut w = Walk {
             cur: start.clone(),
             links: 0,
@@ -180,32 +199,37 @@ impl<'a> Nd<'a> {
         Ok(w.cur)
     }
 
-    /// For a caller that needs only the inode `path` resolves to (stat,
-    /// `FastPaths::stat_noref`): on a path-cache hit, `f` runs on the
-    /// answer's dentry and inode number without a reference taken (see
-    /// [`PathCache::find_ino`]); `None` on a miss (or if `f` returns
-    /// `None`): the caller then does the full [`lookup`](Self::lookup).
-    pub(crate) fn lookup_cached_ino<R>(
+    /// As [`lookup`](Self::lookup) for a caller that needs only the inode
+    /// `path` resolves to (stat, `FastPaths::stat_noref`): on a path-cache
+    /// hit, `f` runs on the answer's dentry and inode number without a
+    /// reference taken (see [`PathCache::find_ino`]) and its answer is
+    /// returned; otherwise (a miss, `f` declining, no path cache) the
+    /// lookup goes on as `lookup` does, with the key already built, and
+    /// returns the dentry.
+    pub(crate) fn lookup_ino<R>(
         &self,
         start: &DentryRef,
         path: &[u8],
         flags: u32,
         f: impl FnOnce(&Dentry, crate::fs::Ino) -> Option<R>,
-    ) -> Option<Result<R, Errno>> {
-        if path.is_empty() {
-            return None;
-        }
-        let pc = self.vfs.path_cache()?;
-        let base = if path.first() == Some(&b'/') {
-            self.root.as_ptr()
-        } else {
-            start.as_ptr()
+    ) -> Result<Found<R>, Errno> {
+        let Some(pc) = self.vfs.path_cache() else {
+            return self.lookup(start, path, flags).map(Found::Dentry);
         };
-        let mut key = Key::empty();
-        if !key.fill(base, path, flags & (FOLLOW | DIRECTORY), self.cred) {
-            return None;
+        if path.is_empty() {
+            return self.lookup(start, path, flags).map(Found::Dentry);
         }
-        pc.find_ino(&self.vfs.caches().dcache, &key, f)
+        let mut key = Key::empty();
+        if !self.key(&mut key, start, path, flags) {
+            return self.lookup(start, path, flags).map(Found::Dentry);
+        }
+        if let Some(r) = pc.find_ino(&self.vfs.caches().dcache, &key, f) {
+            return r.map(Found::Attr);
+        }
+        match self.fill_cached(pc, &key, start, path, flags) {
+            Some(r) => r.map(Found::Dentry),
+            None => self.lookup_locked(start, path, flags).map(Found::Dentry),
+        }
     }
 
     /// Resolves all but the last component of `path` (`ENOENT` for an
@@ -486,19 +510,39 @@ impl<'a> Nd<'a> {
         path: &[u8],
         flags: u32,
     ) -> Option<Result<DentryRef, Errno>> {
+        let mut key = Key::empty();
+        if !self.key(&mut key, start, path, flags) {
+            return self.lookup_rcu(start, path, flags).map(|e| e.result);
+        }
+        if let Some(r) = pc.find(&self.vfs.caches().dcache, &key) {
+            return Some(r);
+        }
+        self.fill_cached(pc, &key, start, path, flags)
+    }
+
+    /// Fills `key` (an empty one) for a lookup of `path` from `start`;
+    /// false if the lookup is not cacheable.
+    #[inline]
+    fn key(&self, key: &mut Key, start: &DentryRef, path: &[u8], flags: u32) -> bool {
         let base = if path.first() == Some(&b'/') {
             self.root.as_ptr()
         } else {
             start.as_ptr()
         };
-        let mut key = Key::empty();
-        if !key.fill(base, path, flags & (FOLLOW | DIRECTORY), self.cred) {
-            return self.lookup_rcu(start, path, flags).map(|e| e.result);
-        }
+        key.fill(base, path, flags & (FOLLOW | DIRECTORY), self.cred)
+    }
+
+    /// After a path-cache miss on `key`: the lockless walk, its answer
+    /// remembered; `None` to fall back to the locked walk.
+    fn fill_cached(
+        &self,
+        pc: &PathCache,
+        key: &Key,
+        start: &DentryRef,
+        path: &[u8],
+        flags: u32,
+    ) -> Option<Result<DentryRef, Errno>> {
         let dc = &self.vfs.caches().dcache;
-        if let Some(r) = pc.find(dc, &key) {
-            return Some(r);
-        }
         // Read before the walk: a change the walk may have missed moves the
         // generation past what the entry records.
         let generation = dc.ns_gen();
@@ -509,7 +553,7 @@ impl<'a> Nd<'a> {
             Err(Errno::ENOTDIR) => Outcome::NotDir,
             Err(_) => return Some(end.result),
         };
-        pc.put(&key, generation, end.dentry, end.seq, outcome);
+        pc.put(key, generation, end.dentry, end.seq, outcome);
         Some(end.result)
     }
 

@@ -358,26 +358,22 @@ impl Process {
     }
 
     /// As [`resolve`](Self::resolve) for a caller that needs only the
-    /// inode (stat): with `FastPaths::stat_noref`, a path-cache hit runs
-    /// `f` on the answer's dentry and inode number without taking a
-    /// reference (see `Nd::lookup_cached_ino`); `None` (the switch off, a
-    /// miss, an error to report, `f` declining): the caller resolves.
-    fn resolve_cached<R>(
+    /// inode (stat, `FastPaths::stat_noref`): a path-cache hit runs `f` on
+    /// the answer's dentry and inode number without taking a reference
+    /// (see `Nd::lookup_ino`); otherwise the dentry.
+    fn resolve_ino<R>(
         &self,
         dirfd: i32,
         path: &[u8],
         flags: u32,
         f: impl FnOnce(&crate::dcache::Dentry, crate::fs::Ino) -> Option<R>,
-    ) -> Option<Result<R, Errno>> {
-        if !self.task.vfs.fastpaths().stat_noref {
-            return None;
+    ) -> Result<namei::Found<R>, Errno> {
+        let path = namei::getname(path)?;
+        if path.is_empty() && flags & namei::EMPTY == 0 {
+            return Err(Errno::ENOENT);
         }
-        let path = namei::getname(path).ok()?;
-        if path.is_empty() {
-            return None;
-        }
-        let start = self.start(dirfd, path).ok()?;
-        self.task.nd().lookup_cached_ino(&start, path, flags, f)
+        let start = self.start(dirfd, path)?;
+        self.task.nd().lookup_ino(&start, path, flags, f)
     }
 
     /// The VFS this process runs on.

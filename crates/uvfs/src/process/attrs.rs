@@ -91,13 +91,18 @@ impl Process {
             return Err(Errno::EINVAL);
         }
         let lf = lookup_flags(flags);
-        // A path-cache hit: the attributes without a dentry reference. An
-        // inode gone meanwhile (`ESTALE`) falls through to the full walk.
-        if let Some(r) = self.resolve_cached(dirfd, path.as_ref(), lf, |d, ino| {
-            let a = d.sb().fs.getattr(ino).ok()?;
-            Some(Stat::from_attr(&a, d.sb().dev))
-        }) {
-            return r;
+        if self.vfs().fastpaths().stat_noref {
+            // A path-cache hit: the attributes without a dentry reference.
+            // An inode gone meanwhile (`ESTALE`) makes it a miss: the
+            // lookup goes on and returns the dentry.
+            let found = self.resolve_ino(dirfd, path.as_ref(), lf, |d, ino| {
+                let a = d.sb().fs.getattr(ino).ok()?;
+                Some(Stat::from_attr(&a, d.sb().dev))
+            })?;
+            return match found {
+                crate::namei::Found::Attr(st) => Ok(st),
+                crate::namei::Found::Dentry(d) => stat_of(&d),
+            };
         }
         let d = self.resolve(dirfd, path.as_ref(), lf)?;
         stat_of(&d)
