@@ -112,7 +112,7 @@ impl VfsBuilder {
 
     /// Builds the VFS with a fresh tmpfs as its root.
     pub fn build(self) -> Arc<Vfs> {
-        let opts = self.root.clone();
+        let opts = self.root;
         let borrow = self.fast.tmpfs_borrow;
         Vfs::with_root(self, Tmpfs::with_borrow(opts, borrow))
     }
