@@ -312,7 +312,10 @@ impl PathCache {
         if h.generation != dc.ns_gen() {
             return None;
         }
-        // SAFETY: as in `find`.
+        // SAFETY: pinned before a generation load that found no death
+        // since the entry was filled, when the dentry was alive: its
+        // memory is retired only after the generation moves, and freed
+        // only after this pin ends.
         let d = unsafe { h.dentry.as_ref() };
         match h.outcome {
             Outcome::Found => {
