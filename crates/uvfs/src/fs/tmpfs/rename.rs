@@ -24,10 +24,10 @@ use super::inode::{Guards, Inode, Kind, State, find, lock_all};
 use super::names::new_state;
 use super::{ROOT_INO, Tmpfs};
 use crate::errno::Errno;
+use crate::fs::timekeeping::coarse_mg;
 use crate::fs::{
     Attr, Ino, NewInode, RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_WHITEOUT, S_IFCHR, S_IFMT,
 };
-use crate::fs::timekeeping::coarse_mg;
 
 impl Tmpfs {
     /// rename(2) / renameat2: `oname` in `odir` becomes `nname` in `ndir`;
