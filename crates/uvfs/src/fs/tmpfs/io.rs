@@ -76,7 +76,6 @@ impl Tmpfs {
         // copy stops at the first missing page past those (Linux allocates
         // page by page and stops at the first that fails: the same bytes
         // get written). An overwrite of held pages counts nothing.
-        let last = (off + len as u64).div_ceil(PAGE_SIZE);
         let mut granted: Option<u64> = None;
         let mut done = 0usize;
         while done < len {
@@ -92,6 +91,7 @@ impl Tmpfs {
             let left = match granted {
                 Some(g) => g,
                 None => {
+                    let last = (off + len as u64).div_ceil(PAGE_SIZE);
                     let missing = (last - idx) - f.pages.range(idx..last).count() as u64;
                     *granted.insert(self.reserve_pages_up_to(missing))
                 }

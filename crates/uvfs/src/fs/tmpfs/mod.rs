@@ -96,7 +96,7 @@ mod io;
 mod memfd;
 mod names;
 mod pages;
-mod pool;
+pub(crate) mod pool;
 mod rename;
 mod xattr;
 

@@ -230,6 +230,29 @@ impl Pool {
     }
 }
 
+#[cfg(not(any(loom, shuttle)))]
+thread_local! {
+    /// The pool's guard held across a `fork` by the forking thread.
+    static FORK_GUARD: std::cell::RefCell<Option<std::sync::MutexGuard<'static, Pool>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Takes the pool's lock on the forking thread, so the child never
+/// inherits it held by a thread it does not have (a page freed outside a
+/// call the shim's fork gate waits for: a thread's handle dropped at its
+/// exit, closing an unlinked file). [`crate::pool::before_fork`] calls it.
+#[cfg(not(any(loom, shuttle)))]
+pub(crate) fn before_fork() {
+    let g = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = FORK_GUARD.try_with(|f| *f.borrow_mut() = Some(g));
+}
+
+/// Releases what [`before_fork`] took (parent and child, same thread).
+#[cfg(not(any(loom, shuttle)))]
+pub(crate) fn after_fork() {
+    let _ = FORK_GUARD.try_with(|f| f.borrow_mut().take());
+}
+
 /// Maps a 2 MiB-aligned chunk of `CHUNK` bytes and asks for a huge page.
 fn map_chunk() -> Option<usize> {
     // Twice the size, then the unaligned head and tail unmapped.

@@ -242,6 +242,11 @@ fn bulk_writes_whole_and_partial_pages() {
     assert_eq!(read_all(&fs, g, 0, 1 << 19), vec![0; 1 << 19]);
     assert_eq!(read_all(&fs, g, 1 << 19, 1 << 19), big[1 << 19..]);
     ok(&fs);
+    // A mapping moves the pool pages' bytes into a memfd.
+    let before = read_all(&fs, g, 0, (3 << 20) + 8192);
+    drop(fs.mmap_file(g, crate::uapi::O_RDWR).unwrap());
+    assert_eq!(read_all(&fs, g, 0, (3 << 20) + 8192), before);
+    assert_eq!(fs.getattr(g).unwrap().blocks, (259 - 128) * 8);
     fs.unlink(R, b"g").unwrap();
     fs.evict(g);
     fs.unlink(R, b"f").unwrap();
