@@ -256,11 +256,13 @@ fn bulk_writes_whole_and_partial_pages() {
 }
 
 #[test]
-fn bulk_write_straddling_the_space_limit() {
+fn bulk_write_straddling_the_space_limit_host() {
     // A write that needs more pages than fit writes the pages that fit,
     // in order, and stops at the first page it cannot allocate, even with
     // allocated pages after it; a write that can allocate none is ENOSPC
-    // and changes no data. (Limit: 2 MiB + 3 pages, 515.)
+    // and changes no data. (Limit: 2 MiB + 3 pages, 515.) Host: a tmpfs
+    // mounted with size=2109440, the same calls: every count and the bytes
+    // as here.
     let fs = limited((2 << 20) + 3 * 4096, 0);
     let f = file(&fs, R, "f");
     let data = pattern(3 << 20, 4);
