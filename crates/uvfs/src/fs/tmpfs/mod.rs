@@ -96,6 +96,7 @@ mod io;
 mod memfd;
 mod names;
 mod pages;
+pub(crate) mod pool;
 mod rename;
 mod xattr;
 
@@ -305,6 +306,26 @@ impl Tmpfs {
     /// Counts `n` more pages against the space limit; false at the limit.
     fn reserve_pages(&self, n: u64) -> bool {
         Self::reserve(&self.used_pages, self.max_pages, n)
+    }
+
+    /// Counts up to `n` more pages against the space limit: as many as
+    /// fit, returned.
+    fn reserve_pages_up_to(&self, n: u64) -> u64 {
+        if n == 0 {
+            return 0;
+        }
+        let Some(max) = self.max_pages else {
+            self.used_pages.fetch_add(n, Ordering::Relaxed);
+            return n;
+        };
+        let mut got = 0;
+        let _ = self
+            .used_pages
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                got = max.saturating_sub(used).min(n);
+                (got > 0).then_some(used + got)
+            });
+        got
     }
 
     /// Counts `n` more pages whatever the limit (pages a program already
