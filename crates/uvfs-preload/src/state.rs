@@ -78,7 +78,7 @@ use crate::route::{Dir, route};
 use rustix::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::cell::UnsafeCell;
 use std::sync::atomic::AtomicBool;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use uvfs::fs::FileSystem;
 use uvfs::fs::tmpfs::{Tmpfs, TmpfsOptions};
@@ -152,15 +152,51 @@ pub(crate) fn before_kernel_fd() {
 /// ([`ROOT`]), whether the cwd is in uvfs, the kernel cwd, and the
 /// placeholder cache, each behind its own short lock or an atomic.
 pub(crate) struct State {
-    /// This thread's handle (made on its first call that reaches uvfs).
+    /// This thread's handle (made on its first call that reaches uvfs),
+    /// unless it is the owner.
     proc_: Option<Process>,
+    /// This thread built the uvfs process: its handle is [`ROOT`] itself,
+    /// so while no other thread has attached, the fd table has one user
+    /// and the library takes its single-user paths.
+    owner: bool,
     /// This thread's flag in the fork gate (taken on its first call).
     gate: Option<fork_gate::Mine>,
+    /// Every other thread is held out of uvfs for this call (a state made
+    /// for one call of a thread whose thread-locals are gone).
+    alone: bool,
 }
 
-/// The handle every thread's is made from (`new_thread`), built with the
-/// VFS on the first call that reaches uvfs in any thread.
-static ROOT: Mutex<Option<Process>> = Mutex::new(None);
+impl Drop for State {
+    fn drop(&mut self) {
+        // The owner's slot stays taken: an attach reads its flag (see
+        // `fork_gate::Mine::keep`).
+        if self.owner
+            && let Some(m) = self.gate.take()
+        {
+            m.keep();
+        }
+    }
+}
+
+/// The root handle: the owner's (the thread that built the uvfs process,
+/// on its first call that reached uvfs), which every other thread's is made
+/// from (`new_thread`). Reached only by the owner (inside the fork gate),
+/// by [`fork_gate::attach`] (under the attach lock, with the owner held
+/// outside the gate), or by a call that holds every other thread out
+/// ([`fork_gate::Inside::Alone`]); never dropped (the fd table must outlive
+/// every thread: the fd map still names its fds).
+struct Root(UnsafeCell<Option<Process>>);
+
+// SAFETY: access is serialized as the type's documentation says; a
+// `Process` may move between threads.
+unsafe impl Sync for Root {}
+
+static ROOT: Root = Root(UnsafeCell::new(None));
+
+/// The owner's slot in the fork gate (null before the uvfs process is
+/// built, or when a call without thread-locals built it: then there is no
+/// owner). Written once, under the attach lock.
+static OWNER: AtomicPtr<fork_gate::Slot> = AtomicPtr::new(std::ptr::null_mut());
 
 /// Whether the program's cwd is inside the prefix (then the uvfs
 /// process's cwd is it, and the kernel's is stale).
@@ -254,7 +290,9 @@ std::thread_local! {
     static STATE: UnsafeCell<State> = const {
         UnsafeCell::new(State {
             proc_: None,
+            owner: false,
             gate: None,
+            alone: false,
         })
     };
 }
@@ -262,7 +300,8 @@ std::thread_local! {
 /// Runs `f` on this thread's state, inside the fork gate (a `fork` waits
 /// for it to return). A thread whose thread-locals are being destroyed (a
 /// call from another library's thread-exit destructor, or from `exit`'s
-/// handlers after the main thread's) gets a state for this call only.
+/// handlers after the main thread's) gets a state for this call only, and
+/// holds every other thread out of uvfs while it runs.
 pub(crate) fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
     register_atfork();
     let mut f = Some(f);
@@ -271,17 +310,24 @@ pub(crate) fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
         // shim's re-entry guard sends nested calls to libc), so this is the
         // only reference to this thread's state.
         let st = unsafe { &mut *c.get() };
+        let mask = if st.owner {
+            fork_gate::FORK | fork_gate::ATTACH
+        } else {
+            fork_gate::FORK
+        };
         let gate = st.gate.get_or_insert_with(fork_gate::Mine::take);
-        let _inside = fork_gate::enter(Some(gate));
+        let _inside = fork_gate::enter(Some(gate), mask);
         f.take().map(|f| f(st))
     });
     match r {
         Ok(Some(r)) => r,
         _ => {
-            let _inside = fork_gate::enter(None);
+            let _inside = fork_gate::enter(None, fork_gate::FORK);
             let mut st = State {
                 proc_: None,
+                owner: false,
                 gate: None,
+                alone: true,
             };
             match f.take() {
                 Some(f) => f(&mut st),
@@ -293,15 +339,68 @@ pub(crate) fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
 
 impl State {
     /// This thread's handle on the uvfs process, made on first use (the
-    /// process, with its VFS, built on the first use by any thread).
+    /// process, with its VFS, built on the first use by any thread, whose
+    /// handle it then is).
+    #[inline]
     pub(crate) fn p(&mut self) -> &mut Process {
-        self.proc_
-            .get_or_insert_with(|| locked(&ROOT).get_or_insert_with(new_process).new_thread())
+        if !self.owner && self.proc_.is_none() {
+            self.acquire();
+        }
+        if self.owner {
+            // SAFETY: this thread is the owner and inside the fork gate
+            // (only `with_state` hands out the state); an attach reaches
+            // the root only while the owner is outside the gate, and an
+            // `Inside::Alone` call only while every other thread is, so
+            // this is the only reference for as long as `self` is
+            // borrowed.
+            return unsafe { &mut *ROOT.0.get() }
+                .as_mut()
+                .expect("the owner's root handle");
+        }
+        self.proc_.as_mut().expect("a thread handle")
+    }
+
+    /// Makes this thread's handle: attaches to the root handle, or builds
+    /// the uvfs process and becomes its owner.
+    #[cold]
+    fn acquire(&mut self) {
+        if self.alone {
+            // SAFETY: every other thread is held out of uvfs for this call
+            // (`Inside::Alone`), and only threads inside it reach the root.
+            let root = unsafe { &mut *ROOT.0.get() };
+            self.proc_ = Some(root.get_or_insert_with(new_process).new_thread());
+            return;
+        }
+        // A state that is not `alone` has its slot (`with_state`).
+        let me = self.gate.as_ref().map(fork_gate::Mine::slot);
+        let owner = || {
+            // SAFETY: a slot pointer comes from a `&'static Slot`.
+            unsafe { OWNER.load(Ordering::Acquire).as_ref() }
+        };
+        let p = fork_gate::attach(owner, || {
+            // SAFETY: under the attach lock, with the owner (if any) held
+            // outside the gate until this returns: no other reference to
+            // the root (see `Root`).
+            let root = unsafe { &mut *ROOT.0.get() };
+            match root {
+                Some(r) => Some(r.new_thread()),
+                None => {
+                    *root = Some(new_process());
+                    let me = me.expect("a thread's own gate slot");
+                    OWNER.store(std::ptr::from_ref(me).cast_mut(), Ordering::Release);
+                    None
+                }
+            }
+        });
+        match p {
+            Some(p) => self.proc_ = Some(p),
+            None => self.owner = true,
+        }
     }
 
     /// This thread's handle if the uvfs process was built.
     pub(crate) fn p_if_built(&mut self) -> Option<&mut Process> {
-        if self.proc_.is_none() && locked(&ROOT).is_none() {
+        if !self.owner && self.proc_.is_none() && BUILT.get().is_none() {
             return None;
         }
         Some(self.p())
