@@ -72,11 +72,11 @@
 use crate::conv::errno_of;
 pub(crate) use crate::fdmap::{Fd, FdMap};
 use crate::fork_gate;
-use crate::guard::{Busy, busy};
+use crate::guard::{Busy, Local, busy, local};
 use crate::path::{Route, prefix, prefix_raw};
 use crate::route::{Dir, route};
 use rustix::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::AtomicBool;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -286,15 +286,53 @@ fn register_atfork() {
     });
 }
 
+/// Owns this thread's state ([`Local::state`] points to it): frees it at
+/// thread exit.
+struct Owned(Cell<*mut State>);
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        let p = self.0.replace(std::ptr::null_mut());
+        if !p.is_null() {
+            // A call from a later destructor makes a state for itself.
+            local().state.set(std::ptr::null_mut());
+            // SAFETY: made by `Box::into_raw` in `new_state` and owned by
+            // this thread-local alone; no call of this thread is running
+            // (its thread-local destructors run between calls), and the
+            // block no longer points to it.
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
+}
+
 std::thread_local! {
-    static STATE: UnsafeCell<State> = const {
-        UnsafeCell::new(State {
-            proc_: None,
-            owner: false,
-            gate: None,
-            alone: false,
-        })
-    };
+    static OWNED: Owned = const { Owned(Cell::new(std::ptr::null_mut())) };
+}
+
+/// This thread's state, made on its first call; `None` once its
+/// thread-locals are being destroyed.
+#[inline]
+fn state_of(l: &Local) -> Option<*mut State> {
+    let p = l.state.get();
+    if p.is_null() { new_state(l) } else { Some(p) }
+}
+
+#[cold]
+fn new_state(l: &Local) -> Option<*mut State> {
+    let p = Box::into_raw(Box::new(State {
+        proc_: None,
+        owner: false,
+        gate: None,
+        alone: false,
+    }));
+    if OWNED.try_with(|o| o.0.set(p)).is_ok() {
+        l.state.set(p);
+        Some(p)
+    } else {
+        // SAFETY: just made, never shared.
+        drop(unsafe { Box::from_raw(p) });
+        None
+    }
 }
 
 /// Runs `f` on this thread's state, inside the fork gate (a `fork` waits
@@ -302,39 +340,42 @@ std::thread_local! {
 /// call from another library's thread-exit destructor, or from `exit`'s
 /// handlers after the main thread's) gets a state for this call only, and
 /// holds every other thread out of uvfs while it runs.
+#[inline]
 pub(crate) fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
+    with_state_in(local(), f)
+}
+
+/// [`with_state`] with this thread's block `l` already looked up.
+#[inline]
+pub(crate) fn with_state_in<R>(l: &Local, f: impl FnOnce(&mut State) -> R) -> R {
     register_atfork();
-    let mut f = Some(f);
-    let r = STATE.try_with(|c| {
-        // SAFETY: `f` cannot reach `with_state` again on this thread (the
-        // shim's re-entry guard sends nested calls to libc), so this is the
-        // only reference to this thread's state.
-        let st = unsafe { &mut *c.get() };
-        let mask = if st.owner {
-            fork_gate::FORK | fork_gate::ATTACH
-        } else {
-            fork_gate::FORK
-        };
-        let gate = st.gate.get_or_insert_with(fork_gate::Mine::take);
-        let _inside = fork_gate::enter(Some(gate), mask);
-        f.take().map(|f| f(st))
-    });
-    match r {
-        Ok(Some(r)) => r,
-        _ => {
-            let _inside = fork_gate::enter(None, fork_gate::FORK);
-            let mut st = State {
-                proc_: None,
-                owner: false,
-                gate: None,
-                alone: true,
-            };
-            match f.take() {
-                Some(f) => f(&mut st),
-                None => unreachable!("the state's closure ran and gave no result"),
-            }
-        }
-    }
+    let Some(p) = state_of(l) else {
+        return with_temporary_state(f);
+    };
+    // SAFETY: `f` cannot reach `with_state` again on this thread (the
+    // shim's re-entry guard sends nested calls to libc), and the state is
+    // freed only by this thread's exit: this is the only reference.
+    let st = unsafe { &mut *p };
+    let mask = if st.owner {
+        fork_gate::FORK | fork_gate::ATTACH
+    } else {
+        fork_gate::FORK
+    };
+    let gate = st.gate.get_or_insert_with(fork_gate::Mine::take);
+    let _inside = fork_gate::enter(Some(gate), mask);
+    f(st)
+}
+
+#[cold]
+fn with_temporary_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
+    let _inside = fork_gate::enter(None, fork_gate::FORK);
+    let mut st = State {
+        proc_: None,
+        owner: false,
+        gate: None,
+        alone: true,
+    };
+    f(&mut st)
 }
 
 impl State {
