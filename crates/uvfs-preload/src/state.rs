@@ -207,7 +207,72 @@ static KCWD: Mutex<Option<Vec<u8>>> = Mutex::new(None);
 
 /// Closed placeholders kept for reuse (`UVFS_FD_CACHE`), highest first
 /// (the lowest is popped).
-static POOL: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+static POOL: SpinLock<Vec<i32>> = SpinLock::new(Vec::new());
+
+/// A lock for the placeholder cache, taken twice by every uvfs dup/close or
+/// open/close pair: one atomic exchange to take it and a plain store to
+/// give it back (a `std::sync::Mutex` gives it back with a second atomic
+/// exchange, about a tenth of a dup under the shim). Held for a few
+/// instructions, or across one `/dev/null` open or a flush's closes; a
+/// waiter spins briefly, then yields. Taken only inside the fork gate,
+/// so never held across a fork.
+struct SpinLock<T> {
+    locked: AtomicBool,
+    data: UnsafeCell<T>,
+}
+
+// SAFETY: the data is reached only through a guard, and one guard exists
+// at a time (the flag's exchange); `T: Send` lets it move between threads.
+unsafe impl<T: Send> Sync for SpinLock<T> {}
+
+impl<T> SpinLock<T> {
+    const fn new(v: T) -> SpinLock<T> {
+        SpinLock {
+            locked: AtomicBool::new(false),
+            data: UnsafeCell::new(v),
+        }
+    }
+
+    #[inline]
+    fn lock(&self) -> SpinGuard<'_, T> {
+        while self.locked.swap(true, Ordering::Acquire) {
+            let mut spins = 0u32;
+            while self.locked.load(Ordering::Relaxed) {
+                if spins < 64 {
+                    std::hint::spin_loop();
+                    spins += 1;
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+        }
+        SpinGuard(self)
+    }
+}
+
+struct SpinGuard<'a, T>(&'a SpinLock<T>);
+
+impl<T> std::ops::Deref for SpinGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: this guard holds the lock: no other reference exists.
+        unsafe { &*self.0.data.get() }
+    }
+}
+
+impl<T> std::ops::DerefMut for SpinGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in `deref`, and `&mut self` makes this the only one.
+        unsafe { &mut *self.0.data.get() }
+    }
+}
+
+impl<T> Drop for SpinGuard<'_, T> {
+    #[inline]
+    fn drop(&mut self) {
+        self.0.locked.store(false, Ordering::Release);
+    }
+}
 
 /// A lock of the shared state, even if a panic (caught as `EIO`) left it
 /// poisoned: the data behind each is valid between any two statements.
@@ -502,7 +567,7 @@ impl State {
         // The cache and the mark move together: under the cache's lock
         // (none without a cache: then the mark is only ever raised from a
         // fresh open and lowered by closes, both atomic).
-        let mut pool = (pool_max() > 0).then(|| locked(&POOL));
+        let mut pool = (pool_max() > 0).then(|| POOL.lock());
         if let Some(pool) = pool.as_mut() {
             let h = HOLE.load(Ordering::Acquire);
             if let Some(&c) = pool.last() {
@@ -572,7 +637,7 @@ impl State {
     /// before a flush), otherwise closed.
     pub(crate) fn release(&mut self, k: i32) {
         if pool_max() > 0 {
-            let mut pool = locked(&POOL);
+            let mut pool = POOL.lock();
             if pool.len() < pool_max() && k < hole_of(HOLE.load(Ordering::Acquire)) {
                 FDMAP.set(k, -1);
                 let i = pool.partition_point(|&x| x > k);
@@ -592,7 +657,7 @@ impl State {
         if CACHED.load(Ordering::Acquire) == 0 {
             return false;
         }
-        let mut pool = locked(&POOL);
+        let mut pool = POOL.lock();
         match pool.iter().position(|&x| x == k) {
             Some(i) => {
                 pool.remove(i);
@@ -624,7 +689,7 @@ impl State {
     /// free numbers the program does.
     pub(crate) fn flush(&mut self) {
         if CACHED.load(Ordering::Acquire) != 0 {
-            flush_pool(&mut locked(&POOL));
+            flush_pool(&mut POOL.lock());
         }
     }
 
@@ -643,7 +708,7 @@ pub(crate) fn forget_all_fds() {
     for k in 0..FDMAP.hi.load(Ordering::Relaxed) {
         FDMAP.set(k, 0);
     }
-    locked(&POOL).clear();
+    POOL.lock().clear();
     CACHED.store(0, Ordering::Release);
 }
 
