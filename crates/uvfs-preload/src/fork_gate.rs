@@ -26,8 +26,12 @@
 //! single-user paths): [`attach`] marks an attach pending and waits until
 //! the owner's flag is down; the owner, and only it, treats that mark as
 //! it treats a pending fork. Its next entry reads the mark with acquire
-//! order (after the attach clears it, or by waiting on the attach lock),
-//! so it sees the table's second user before it touches the table again.
+//! order (the attach clears it with a release), whether it finds the mark
+//! already clear or waits for it to clear, so it sees the table's second
+//! user before it touches the table again; and the attach reads the
+//! owner's flag after its own mark with the same paired fences as a fork,
+//! so either the owner sees the mark or the attach sees the owner inside
+//! and waits for it to leave.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering, compiler_fence};

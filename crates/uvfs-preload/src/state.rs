@@ -10,16 +10,24 @@
 //! uvfs, adopting a standard stream), so it imports none of them.
 //!
 //! ## Threads
-//! A thread's first uvfs call makes its handle (`Process::new_thread` of
-//! the root handle, which is built with the VFS on the first call in any
-//! thread): threads share the fd table, cwd, umask and credentials, as a
-//! Linux process's threads do. A thread's calls then take no lock of the
+//! The first call that reaches uvfs builds the VFS and the root handle,
+//! and its thread (the *owner*) uses that handle itself: while it is the
+//! only thread in uvfs, the fd table has one user and the library takes
+//! its single-user paths (no reference counted per lookup, no table lock
+//! for dup and close), as Linux does for a single-threaded process. Any
+//! other thread's first uvfs call makes its own handle
+//! (`Process::new_thread` of the root, through [`fork_gate::attach`]: it
+//! waits until the owner is outside uvfs, and the owner's next entry is
+//! ordered after it, so the owner sees the second user from then on):
+//! threads share the fd table, cwd, umask and credentials, as a Linux
+//! process's threads do. A thread's calls then take no lock of the
 //! shim's: the fd map is lock-free, whether the cwd is in uvfs is an
 //! atomic, and `fork` waits for threads to leave uvfs through the
 //! [`fork_gate`] (a flag per thread). Short locks remain around the
 //! placeholder cache (a uvfs open or close while `UVFS_FD_CACHE` is not 0),
 //! the kernel cwd (a relative path while the cwd is outside uvfs) and the
-//! root handle (a thread's first call).
+//! root handle (a thread's first call). When the other threads exit, their
+//! handles go and the owner is the table's one user again.
 //!
 //! ## The fd scheme
 //! Every uvfs fd the program sees is a real kernel fd number held by a
