@@ -72,6 +72,9 @@ static GATE: AtomicU8 = AtomicU8::new(0);
 pub(crate) const FORK: u8 = 1;
 /// A thread is attaching to the owner's handle: the owner may not enter.
 pub(crate) const ATTACH: u8 = 2;
+/// A second thread has taken a slot (set for good): the owner no longer
+/// takes the placeholder cache without its lock.
+pub(crate) const SHARED: u8 = 4;
 
 /// Held while the root handle is built or attached to ([`attach`]), always
 /// from inside the gate (so never across a fork).
@@ -105,8 +108,24 @@ impl Lock {
 pub(crate) struct Mine(&'static Slot);
 
 impl Mine {
-    pub(crate) fn take() -> Mine {
-        Mine(take_slot())
+    /// This thread's slot, taken on its first call. Every thread but the
+    /// first to take one marks the process [`SHARED`] for good and waits
+    /// until the owner (`owner()`, if there is one yet) is outside uvfs:
+    /// the owner takes the placeholder cache without its lock only while
+    /// its entry read the mark clear, so after this wait its unlocked
+    /// accesses are over and ordered before this thread's first call.
+    pub(crate) fn take(owner: impl FnOnce() -> Option<&'static Slot>) -> Mine {
+        let (slot, first) = take_slot();
+        if !first {
+            GATE.fetch_or(SHARED, Ordering::SeqCst);
+            fence_others();
+            if let Some(o) = owner() {
+                while o.inside.load(Ordering::SeqCst) {
+                    std::thread::yield_now();
+                }
+            }
+        }
+        Mine(slot)
     }
 
     /// The slot itself.
@@ -135,15 +154,15 @@ fn slots() -> std::sync::MutexGuard<'static, Vec<&'static Slot>> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// A free slot, or a new one.
-fn take_slot() -> &'static Slot {
+/// A free slot, or a new one; whether it is the first slot ever taken.
+fn take_slot() -> (&'static Slot, bool) {
     let mut all = slots();
     for s in all.iter() {
         if s.taken
             .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
         {
-            return s;
+            return (s, false);
         }
     }
     let s: &'static Slot = Box::leak(Box::new(Slot {
@@ -151,7 +170,7 @@ fn take_slot() -> &'static Slot {
         taken: AtomicBool::new(true),
     }));
     all.push(s);
-    s
+    (s, all.len() == 1)
 }
 
 /// Inside uvfs until dropped.
@@ -177,15 +196,16 @@ impl Drop for Inside {
 /// `None` (a thread whose state is gone, its thread-locals being
 /// destroyed at exit) holds every other thread out until the result is
 /// dropped, as a fork does: such a call may then use the owner's handle.
+/// Also gives the gate's word as read on the way in (its [`SHARED`] bit).
 #[inline]
-pub(crate) fn enter(mine: Option<&Mine>, mask: u8) -> Inside {
+pub(crate) fn enter(mine: Option<&Mine>, mask: u8) -> (Inside, u8) {
     let Some(&Mine(slot)) = mine else {
         before_fork();
-        return Inside::Alone;
+        return (Inside::Alone, GATE.load(Ordering::Acquire));
     };
     let asymmetric = ASYMMETRIC.load(Ordering::Relaxed);
     loop {
-        let pending = if asymmetric {
+        let gate = if asymmetric {
             // The other side's `membarrier` is the full fence between this
             // store and this load (see the module doc); the compiler must
             // keep them in this order. Acquire: a clear mark read from an
@@ -196,13 +216,14 @@ pub(crate) fn enter(mine: Option<&Mine>, mask: u8) -> Inside {
         } else {
             slot.inside.store(true, Ordering::SeqCst);
             GATE.load(Ordering::SeqCst)
-        } & mask;
+        };
+        let pending = gate & mask;
         if pending == 0 {
             // What the forker does between a fork and the mark's lowering
             // (the child's copy) is ordered before this thread's uvfs work
             // by the fork lock, taken below when the mark was seen; on a
             // clear mark nothing of the forker's needs ordering here.
-            return Inside::Flagged(slot);
+            return (Inside::Flagged(slot), gate);
         }
         slot.inside.store(false, Ordering::SeqCst);
         if pending & FORK != 0 {

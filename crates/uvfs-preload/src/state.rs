@@ -172,6 +172,10 @@ pub(crate) struct State {
     /// Every other thread is held out of uvfs for this call (a state made
     /// for one call of a thread whose thread-locals are gone).
     alone: bool,
+    /// This call is the owner's and no other thread has ever entered the
+    /// gate ([`fork_gate::SHARED`] clear on the way in): the placeholder
+    /// cache is this thread's alone, and is used without its lock.
+    solo: bool,
 }
 
 impl Drop for State {
@@ -205,6 +209,12 @@ static ROOT: Root = Root(UnsafeCell::new(None));
 /// built, or when a call without thread-locals built it: then there is no
 /// owner). Written once, under the attach lock.
 static OWNER: AtomicPtr<fork_gate::Slot> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The owner's slot, if there is an owner.
+fn owner_slot() -> Option<&'static fork_gate::Slot> {
+    // SAFETY: a slot pointer comes from a `&'static Slot`.
+    unsafe { OWNER.load(Ordering::SeqCst).as_ref() }
+}
 
 /// Whether the program's cwd is inside the prefix (then the uvfs
 /// process's cwd is it, and the kernel's is stale).
@@ -241,6 +251,17 @@ impl<T> SpinLock<T> {
         }
     }
 
+    /// The data without taking the lock when `solo` (a call of the owner
+    /// while no other thread has ever entered the gate, see
+    /// [`State::solo`]: no other thread can reach the data), else locked.
+    #[inline]
+    fn lock_unless(&self, solo: bool) -> SpinGuard<'_, T> {
+        if solo {
+            return SpinGuard(self, false);
+        }
+        self.lock()
+    }
+
     #[inline]
     fn lock(&self) -> SpinGuard<'_, T> {
         while self.locked.swap(true, Ordering::Acquire) {
@@ -254,16 +275,18 @@ impl<T> SpinLock<T> {
                 }
             }
         }
-        SpinGuard(self)
+        SpinGuard(self, true)
     }
 }
 
-struct SpinGuard<'a, T>(&'a SpinLock<T>);
+/// The data, and whether the lock is held (to be given back).
+struct SpinGuard<'a, T>(&'a SpinLock<T>, bool);
 
 impl<T> std::ops::Deref for SpinGuard<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
-        // SAFETY: this guard holds the lock: no other reference exists.
+        // SAFETY: this guard holds the lock, or the caller is `solo`: no
+        // other reference exists.
         unsafe { &*self.0.data.get() }
     }
 }
@@ -278,7 +301,9 @@ impl<T> std::ops::DerefMut for SpinGuard<'_, T> {
 impl<T> Drop for SpinGuard<'_, T> {
     #[inline]
     fn drop(&mut self) {
-        self.0.locked.store(false, Ordering::Release);
+        if self.1 {
+            self.0.locked.store(false, Ordering::Release);
+        }
     }
 }
 
@@ -397,6 +422,7 @@ fn new_state(l: &Local) -> Option<*mut State> {
         owner: false,
         gate: None,
         alone: false,
+        solo: false,
     }));
     if OWNED.try_with(|o| o.0.set(p)).is_ok() {
         l.state.set(p);
@@ -434,8 +460,13 @@ pub(crate) fn with_state_in<R>(l: &Local, f: impl FnOnce(&mut State) -> R) -> R 
     } else {
         fork_gate::FORK
     };
-    let gate = st.gate.get_or_insert_with(fork_gate::Mine::take);
-    let _inside = fork_gate::enter(Some(gate), mask);
+    if st.gate.is_none() {
+        st.gate = Some(fork_gate::Mine::take(owner_slot));
+    }
+    let (_inside, g) = fork_gate::enter(st.gate.as_ref(), mask);
+    // Alone in the gate (see `fork_gate::Mine::take`): the cache needs no
+    // lock for this call.
+    st.solo = st.owner && g & fork_gate::SHARED == 0;
     f(st)
 }
 
@@ -447,6 +478,7 @@ fn with_temporary_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
         owner: false,
         gate: None,
         alone: true,
+        solo: false,
     };
     f(&mut st)
 }
@@ -487,11 +519,7 @@ impl State {
         }
         // A state that is not `alone` has its slot (`with_state`).
         let me = self.gate.as_ref().map(fork_gate::Mine::slot);
-        let owner = || {
-            // SAFETY: a slot pointer comes from a `&'static Slot`.
-            unsafe { OWNER.load(Ordering::Acquire).as_ref() }
-        };
-        let p = fork_gate::attach(owner, || {
+        let p = fork_gate::attach(owner_slot, || {
             // SAFETY: under the attach lock, with the owner (if any) held
             // outside the gate until this returns: no other reference to
             // the root (see `Root`).
@@ -501,7 +529,10 @@ impl State {
                 None => {
                     *root = Some(new_process());
                     let me = me.expect("a thread's own gate slot");
-                    OWNER.store(std::ptr::from_ref(me).cast_mut(), Ordering::Release);
+                    // SeqCst: paired with `fork_gate::Mine::take`'s load
+                    // (a thread that reads no owner there must leave the
+                    // owner reading its SHARED mark).
+                    OWNER.store(std::ptr::from_ref(me).cast_mut(), Ordering::SeqCst);
                     None
                 }
             }
@@ -575,7 +606,7 @@ impl State {
         // The cache and the mark move together: under the cache's lock
         // (none without a cache: then the mark is only ever raised from a
         // fresh open and lowered by closes, both atomic).
-        let mut pool = (pool_max() > 0).then(|| POOL.lock());
+        let mut pool = (pool_max() > 0).then(|| POOL.lock_unless(self.solo));
         if let Some(pool) = pool.as_mut() {
             let h = HOLE.load(Ordering::Acquire);
             if let Some(&c) = pool.last() {
@@ -645,7 +676,7 @@ impl State {
     /// before a flush), otherwise closed.
     pub(crate) fn release(&mut self, k: i32) {
         if pool_max() > 0 {
-            let mut pool = POOL.lock();
+            let mut pool = POOL.lock_unless(self.solo);
             if pool.len() < pool_max() && k < hole_of(HOLE.load(Ordering::Acquire)) {
                 FDMAP.set(k, -1);
                 let i = pool.partition_point(|&x| x > k);
@@ -665,7 +696,7 @@ impl State {
         if CACHED.load(Ordering::Acquire) == 0 {
             return false;
         }
-        let mut pool = POOL.lock();
+        let mut pool = POOL.lock_unless(self.solo);
         match pool.iter().position(|&x| x == k) {
             Some(i) => {
                 pool.remove(i);
@@ -697,7 +728,7 @@ impl State {
     /// free numbers the program does.
     pub(crate) fn flush(&mut self) {
         if CACHED.load(Ordering::Acquire) != 0 {
-            flush_pool(&mut POOL.lock());
+            flush_pool(&mut POOL.lock_unless(self.solo));
         }
     }
 
