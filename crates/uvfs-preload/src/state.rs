@@ -26,8 +26,10 @@
 //! [`fork_gate`] (a flag per thread). Short locks remain around the
 //! placeholder cache (a uvfs open or close while `UVFS_FD_CACHE` is not 0),
 //! the kernel cwd (a relative path while the cwd is outside uvfs) and the
-//! root handle (a thread's first call). When the other threads exit, their
-//! handles go and the owner is the table's one user again.
+//! root handle (a thread's first call); until a second thread first
+//! enters the gate, the owner takes the placeholder cache without its lock
+//! ([`State::solo`]). When the other threads exit, their handles go and
+//! the owner is the table's one user again.
 //!
 //! ## The fd scheme
 //! Every uvfs fd the program sees is a real kernel fd number held by a
