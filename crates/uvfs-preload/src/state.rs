@@ -148,6 +148,11 @@ fn hole_raise(from: u64, to: i32) {
 #[inline]
 pub(crate) fn before_kernel_fd() {
     if CACHED.load(Ordering::Acquire) != 0 && !busy() {
+        // Under the guard, as every other use of the cache: a signal
+        // handler's call meanwhile goes to the kernel instead of reaching
+        // the cache mid-change (which the owner may be changing without
+        // its lock).
+        let _busy = Busy::enter();
         with_state(State::flush);
     }
 }
