@@ -214,3 +214,83 @@ fn the_building_thread_hands_the_table_over_to_new_threads() {
         }
     }
 }
+
+/// Signals arriving mid-call while the owner runs alone (its fd table
+/// without a second user, the placeholder cache without its lock): a
+/// timer's handler dups and closes the same uvfs fd, and reads it, between
+/// and during the main loop's calls (during one, its calls go to the
+/// kernel, which sees the placeholder). The loop's results, and the fd
+/// numbering after it, must be the host's; how often the handler ran is
+/// not checked (timing).
+const C_SIGNALS: &str = r#"
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+static int fd = -1;
+static volatile sig_atomic_t hbad;
+
+static void on_alarm(int sig) {
+    (void)sig;
+    int d = dup(fd);
+    if (d >= 0 && close(d)) hbad++;
+}
+
+int main(int argc, char **argv) {
+    (void)argc;
+    int s = open(argv[1], O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    if (s < 0 || write(s, "0123456789", 10) != 10 || close(s)) { perror("make"); return 1; }
+    fd = open(argv[1], O_RDONLY);
+    if (fd < 0) { perror("open"); return 1; }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGALRM, &sa, 0);
+    struct itimerval it = { { 0, 50 }, { 0, 50 } };
+    setitimer(ITIMER_REAL, &it, 0);
+    int bad = 0;
+    for (int i = 0; i < 200000; i++) {
+        int d = dup(fd);
+        char c = 0;
+        if (d < 0 || pread(d, &c, 1, i % 10) != 1 || c != '0' + i % 10) bad++;
+        if (lseek(d, i % 10, SEEK_SET) != i % 10) bad++;
+        if (close(d)) bad++;
+    }
+    struct itimerval off = { { 0, 0 }, { 0, 0 } };
+    setitimer(ITIMER_REAL, &off, 0);
+    int next = dup(fd);
+    printf("bad %d, handler bad %d, fd %d, next fd %d\n", bad, (int)hbad, fd, next);
+    return bad != 0;
+}
+"#;
+
+#[test]
+fn signals_during_the_owners_calls() {
+    let dir = Scratch::new("signals");
+    let Some(bin) = compile_c(&dir, C_SIGNALS) else {
+        return;
+    };
+    let host_d = dir.join("host");
+    std::fs::create_dir_all(&host_d).unwrap();
+    let host = run(&[&bin, host_d.join("f").to_str().unwrap()], false, &[]);
+    assert!(host.status.success(), "host: {}{}", out(&host), err(&host));
+    for cache in ["16", "0"] {
+        let o = run(
+            &[&bin, "/uvfs/f"],
+            true,
+            &[("UVFS_PREFIX", "/uvfs"), ("UVFS_FD_CACHE", cache)],
+        );
+        assert!(
+            o.status.success(),
+            "UVFS_FD_CACHE={cache}: {}{}",
+            out(&o),
+            err(&o)
+        );
+        assert_eq!(out(&o), out(&host), "UVFS_FD_CACHE={cache}");
+    }
+}
