@@ -31,7 +31,10 @@
 //! user before it touches the table again; and the attach reads the
 //! owner's flag after its own mark with the same paired fences as a fork,
 //! so either the owner sees the mark or the attach sees the owner inside
-//! and waits for it to leave.
+//! and waits for it to leave. The [`SHARED`] mark, set by every thread's
+//! first entry but the first thread's, hands the placeholder cache over
+//! from the owner's lock-free use to the lock in the same way
+//! ([`Mine::take`]).
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering, compiler_fence};
@@ -65,7 +68,7 @@ pub(crate) struct Slot {
 static SLOTS: Mutex<Vec<&'static Slot>> = Mutex::new(Vec::new());
 
 /// What is pending: [`FORK`] (no thread may enter) and [`ATTACH`] (the
-/// owner may not enter).
+/// owner may not enter); and [`SHARED`], a mark that is never cleared.
 static GATE: AtomicU8 = AtomicU8::new(0);
 
 /// A fork is pending: no thread may enter.
