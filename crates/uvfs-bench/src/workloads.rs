@@ -29,6 +29,7 @@
 //! | open12 | the same file as stat12 | open it `O_RDWR`, close (against open1) |
 //! | seqread | own 64 MiB file `W/willitscale.N`, kept open | read 1 MiB; at end of file, seek to 0 (that read is not counted) |
 //! | seqwrite | own empty file `W/willitscale.N`, kept open | write 1 MiB; after 64 MiB, seek to 0 |
+//! | bulkwrite | own empty file `W/willitscale.N`, kept open | write 1 MiB into pages the file does not hold; after 64 MiB, reopen it with `O_TRUNC` (not counted) |
 //! | rmdir1 | own name `W/willitscale.N.d` | mkdir it, stat `missing` in it (`ENOENT`: a negative entry), rmdir it |
 //! | getfl | own file, kept open | `fcntl(fd, F_GETFL)` (seed 003: one fd lookup per call) |
 //! | dup100 | own file open, 100 copies with a hole at the 68th | dup the fd (it lands in the hole), close the copy |
@@ -178,6 +179,9 @@ pub enum Test {
     Seqread,
     /// Sequential 1 MiB writes through its own 64 MiB file.
     Seqwrite,
+    /// Sequential 1 MiB writes that allocate: the file is truncated every
+    /// 64 MiB (dd to a new file).
+    Bulkwrite,
     /// blogbench-like writers, rewriters, commenters and readers (seed 004).
     Blogbench,
 }
@@ -284,6 +288,12 @@ pub const TESTS: &[Entry] = &[
         name: "seqwrite",
         test: Some(Test::Seqwrite),
         description: "sequential 1 MiB writes through its own 64 MiB file, rewinding (bandwidth)",
+    },
+    Entry {
+        name: "bulkwrite",
+        test: Some(Test::Bulkwrite),
+        description: "1 MiB writes to fresh pages: its own file, truncated every 64 MiB \
+            (dd to a new file; bandwidth)",
     },
     Entry {
         name: "rmdir1",
@@ -673,7 +683,7 @@ pub fn setup<S: Sys>(test: Test, sys: &mut S, env: &Env<'_>, n: usize) -> Result
             sys.close(fd)?;
             st.unlink_path = true;
         }
-        Test::Seqread | Test::Seqwrite => {
+        Test::Seqread | Test::Seqwrite | Test::Bulkwrite => {
             let len = if test == Test::Seqread {
                 SEQ_FILESIZE
             } else {
@@ -819,6 +829,24 @@ pub fn run<S: Sys>(sys: &mut S, st: &mut TaskState, c: &Counters<'_>) -> Result<
                 if *size >= SEQ_FILESIZE {
                     *size = 0;
                     sys.lseek(fd, 0, uapi::SEEK_SET)?;
+                }
+                Ok(())
+            })
+        }
+        Test::Bulkwrite => {
+            let (size, fd_slot) = (&mut st.size, &mut st.fd);
+            iterate(count, stop, || {
+                if sys.write(*fd_slot, buf)? != SEQ_REQUEST {
+                    return Err(Errno::EIO);
+                }
+                *size += SEQ_REQUEST;
+                if *size >= SEQ_FILESIZE {
+                    *size = 0;
+                    // A fresh open with O_TRUNC frees the pages (as dd's
+                    // does); the old fd closes after, so the file stays.
+                    let fd2 = sys.open(path, uapi::O_WRONLY | uapi::O_TRUNC, 0)?;
+                    sys.close(*fd_slot)?;
+                    *fd_slot = fd2;
                 }
                 Ok(())
             })

@@ -6,10 +6,10 @@
 //! uvfs side runs on this thread's state inside [`run`]'s frame.
 
 use crate::conv::{cbytes, set_errno};
-use crate::guard::{busy, run};
+use crate::guard::{Local, busy, local, run, run_in};
 use crate::path::{Route, prefix};
 use crate::route::{Dir, route_abs};
-use crate::state::{FDMAP, Fd, State, with_state};
+use crate::state::{FDMAP, Fd, State, with_state, with_state_in};
 use libc::{c_char, c_int};
 use std::ffi::CString;
 use uvfs::uapi::AT_FDCWD;
@@ -156,17 +156,20 @@ pub(crate) fn fd_call<T>(
 ) -> T {
     match FDMAP.get(fd) {
         Fd::Kernel => kernel(),
-        Fd::Uvfs(_) if busy() => kernel(),
         Fd::Stale => {
             set_errno(libc::EBADF);
             fail
         }
-        Fd::Uvfs(_) => run(fail, || {
-            with_state(|s| {
-                let u = s.ufd(fd)?;
-                uvfs(s, u)
-            })
-        }),
+        Fd::Uvfs(u) => {
+            // One thread-local lookup for the guard and the state.
+            let l = local();
+            if l.busy() {
+                return kernel();
+            }
+            // `u` as read above: another thread closing or replacing `fd`
+            // meanwhile is the program's race, as on Linux.
+            run_in(l, fail, || with_state_in(l, |s| uvfs(s, u)))
+        }
     }
 }
 
@@ -184,30 +187,42 @@ pub(crate) fn fd_call_io<T>(
 ) -> T {
     match FDMAP.get(fd) {
         Fd::Kernel => kernel(),
-        Fd::Uvfs(_) if busy() => kernel(),
         Fd::Stale => {
             set_errno(libc::EBADF);
             fail
         }
-        Fd::Uvfs(_) => run(fail, || {
-            let mut uvfs = Some(uvfs);
-            let mut call = |p: &mut Process, u: i32| match uvfs.take() {
-                Some(f) => f(p, u),
-                None => Err(Errno::EIO),
-            };
-            let sleeper = with_state(|s| {
-                let u = s.ufd(fd)?;
-                if s.p().may_block(u) {
-                    Ok::<_, Errno>(Err((s.p().new_thread(), u)))
-                } else {
-                    call(s.p(), u).map(Ok)
-                }
-            })?;
-            match sleeper {
-                Ok(v) => Ok(v),
-                Err((mut thread, u)) => call(&mut thread, u),
+        Fd::Uvfs(u) => {
+            let l = local();
+            if l.busy() {
+                return kernel();
             }
-        }),
+            run_in(l, fail, || fd_io(l, u, uvfs))
+        }
+    }
+}
+
+/// The uvfs side of [`fd_call_io`] on uvfs fd `u`.
+#[inline]
+fn fd_io<T>(
+    l: &Local,
+    u: i32,
+    uvfs: impl FnOnce(&mut Process, i32) -> Result<T, Errno>,
+) -> Result<T, Errno> {
+    let mut uvfs = Some(uvfs);
+    let mut call = |p: &mut Process, u: i32| match uvfs.take() {
+        Some(f) => f(p, u),
+        None => Err(Errno::EIO),
+    };
+    let sleeper = with_state_in(l, |s| {
+        if s.p().may_block(u) {
+            Ok::<_, Errno>(Err((s.p().new_thread(), u)))
+        } else {
+            call(s.p(), u).map(Ok)
+        }
+    })?;
+    match sleeper {
+        Ok(v) => Ok(v),
+        Err((mut thread, u)) => call(&mut thread, u),
     }
 }
 

@@ -81,7 +81,9 @@ impl FdMap {
         if let Some(s) = self.slot(k) {
             s.store(v, Ordering::Release);
         }
-        if v != 0 {
+        // A plain load first: the mark rarely moves, and the read-modify-write
+        // is a locked instruction (a tenth of a dup under the shim).
+        if v != 0 && self.hi.load(Ordering::Relaxed) <= k {
             self.hi.fetch_max(k + 1, Ordering::Relaxed);
         }
     }

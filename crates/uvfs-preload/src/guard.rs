@@ -3,20 +3,55 @@
 //! thread (std's own libc calls, seeding, glibc calling back) straight to
 //! the next definition; [`run`] sets it, catches a panic (`EIO`) and turns
 //! an error into `-1` and errno.
+//!
+//! The flag shares one thread-local block ([`Local`]) with the pointer to
+//! the thread's state, so an fd call on a uvfs fd finds both with one
+//! thread-local lookup (in a shared object, a `__tls_get_addr` call each).
 
 use crate::conv::set_errno;
+use crate::state::State;
 use std::cell::Cell;
 use uvfs::Errno;
 
+/// This thread's guard flag and state. No destructor (the state, which has
+/// one, is owned elsewhere: `state::with_state_in`), so the block stays
+/// usable while the thread's other thread-locals are destroyed.
+pub(crate) struct Local {
+    busy: Cell<bool>,
+    /// This thread's state (null before its first call, and once destroyed).
+    pub(crate) state: Cell<*mut State>,
+}
+
 std::thread_local! {
-    static BUSY: Cell<bool> = const { Cell::new(false) };
+    static LOCAL: Local = const {
+        Local {
+            busy: Cell::new(false),
+            state: Cell::new(std::ptr::null_mut()),
+        }
+    };
+}
+
+/// This thread's block.
+#[inline]
+pub(crate) fn local() -> &'static Local {
+    // SAFETY: a thread-local without a destructor lives as long as its
+    // thread, and a `&Local` cannot leave it (`Local` is not `Sync`).
+    LOCAL.with(|l| unsafe { &*std::ptr::from_ref(l) })
+}
+
+impl Local {
+    /// Whether this thread is already inside the shim.
+    #[inline]
+    pub(crate) fn busy(&self) -> bool {
+        self.busy.get()
+    }
 }
 
 /// Whether this thread is already inside the shim (a nested call must go to
 /// libc unchanged).
 #[inline]
 pub(crate) fn busy() -> bool {
-    BUSY.with(|b| b.get())
+    local().busy.get()
 }
 
 /// Marks this thread as inside the shim until dropped (nests: restores the
@@ -25,27 +60,29 @@ pub(crate) struct Busy(bool);
 
 impl Busy {
     pub(crate) fn enter() -> Busy {
-        Busy(BUSY.with(|b| b.replace(true)))
+        Busy(local().busy.replace(true))
     }
 }
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        BUSY.with(|b| b.set(self.0));
+        local().busy.set(self.0);
     }
 }
 
 /// Runs the shim's side of a call: the guard set, a panic caught (`EIO`),
 /// an error turned into `-1` and errno.
+#[inline]
 pub(crate) fn run<T>(fail: T, f: impl FnOnce() -> Result<T, Errno>) -> T {
-    // One thread-local lookup (a `__tls_get_addr` call in a shared object)
-    // for both setting and restoring the guard.
-    let r = BUSY.with(|b| {
-        let was = b.replace(true);
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-        b.set(was);
-        r
-    });
+    run_in(local(), fail, f)
+}
+
+/// [`run`] with this thread's block `l` already looked up.
+#[inline]
+pub(crate) fn run_in<T>(l: &Local, fail: T, f: impl FnOnce() -> Result<T, Errno>) -> T {
+    let was = l.busy.replace(true);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    l.busy.set(was);
     match r {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {

@@ -10,16 +10,26 @@
 //! uvfs, adopting a standard stream), so it imports none of them.
 //!
 //! ## Threads
-//! A thread's first uvfs call makes its handle (`Process::new_thread` of
-//! the root handle, which is built with the VFS on the first call in any
-//! thread): threads share the fd table, cwd, umask and credentials, as a
-//! Linux process's threads do. A thread's calls then take no lock of the
+//! The first call that reaches uvfs builds the VFS and the root handle,
+//! and its thread (the *owner*) uses that handle itself: while it is the
+//! only thread in uvfs, the fd table has one user and the library takes
+//! its single-user paths (no reference counted per lookup, no table lock
+//! for dup and close), as Linux does for a single-threaded process. Any
+//! other thread's first uvfs call makes its own handle
+//! (`Process::new_thread` of the root, through [`fork_gate::attach`]: it
+//! waits until the owner is outside uvfs, and the owner's next entry is
+//! ordered after it, so the owner sees the second user from then on):
+//! threads share the fd table, cwd, umask and credentials, as a Linux
+//! process's threads do. A thread's calls then take no lock of the
 //! shim's: the fd map is lock-free, whether the cwd is in uvfs is an
 //! atomic, and `fork` waits for threads to leave uvfs through the
 //! [`fork_gate`] (a flag per thread). Short locks remain around the
 //! placeholder cache (a uvfs open or close while `UVFS_FD_CACHE` is not 0),
 //! the kernel cwd (a relative path while the cwd is outside uvfs) and the
-//! root handle (a thread's first call).
+//! root handle (a thread's first call); until a second thread first
+//! enters the gate, the owner takes the placeholder cache without its lock
+//! ([`State::solo`]). When the other threads exit, their handles go and
+//! the owner is the table's one user again.
 //!
 //! ## The fd scheme
 //! Every uvfs fd the program sees is a real kernel fd number held by a
@@ -72,13 +82,13 @@
 use crate::conv::errno_of;
 pub(crate) use crate::fdmap::{Fd, FdMap};
 use crate::fork_gate;
-use crate::guard::{Busy, busy};
+use crate::guard::{Busy, Local, busy, local};
 use crate::path::{Route, prefix, prefix_raw};
 use crate::route::{Dir, route};
 use rustix::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::AtomicBool;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use uvfs::fs::FileSystem;
 use uvfs::fs::tmpfs::{Tmpfs, TmpfsOptions};
@@ -138,6 +148,11 @@ fn hole_raise(from: u64, to: i32) {
 #[inline]
 pub(crate) fn before_kernel_fd() {
     if CACHED.load(Ordering::Acquire) != 0 && !busy() {
+        // Under the guard, as every other use of the cache: a signal
+        // handler's call meanwhile goes to the kernel instead of reaching
+        // the cache mid-change (which the owner may be changing without
+        // its lock).
+        let _busy = Busy::enter();
         with_state(State::flush);
     }
 }
@@ -152,15 +167,61 @@ pub(crate) fn before_kernel_fd() {
 /// ([`ROOT`]), whether the cwd is in uvfs, the kernel cwd, and the
 /// placeholder cache, each behind its own short lock or an atomic.
 pub(crate) struct State {
-    /// This thread's handle (made on its first call that reaches uvfs).
+    /// This thread's handle (made on its first call that reaches uvfs),
+    /// unless it is the owner.
     proc_: Option<Process>,
+    /// This thread built the uvfs process: its handle is [`ROOT`] itself,
+    /// so while no other thread has attached, the fd table has one user
+    /// and the library takes its single-user paths.
+    owner: bool,
     /// This thread's flag in the fork gate (taken on its first call).
     gate: Option<fork_gate::Mine>,
+    /// Every other thread is held out of uvfs for this call (a state made
+    /// for one call of a thread whose thread-locals are gone).
+    alone: bool,
+    /// This call is the owner's and no other thread has ever entered the
+    /// gate ([`fork_gate::SHARED`] clear on the way in): the placeholder
+    /// cache is this thread's alone, and is used without its lock.
+    solo: bool,
 }
 
-/// The handle every thread's is made from (`new_thread`), built with the
-/// VFS on the first call that reaches uvfs in any thread.
-static ROOT: Mutex<Option<Process>> = Mutex::new(None);
+impl Drop for State {
+    fn drop(&mut self) {
+        // The owner's slot stays taken: an attach reads its flag (see
+        // `fork_gate::Mine::keep`).
+        if self.owner
+            && let Some(m) = self.gate.take()
+        {
+            m.keep();
+        }
+    }
+}
+
+/// The root handle: the owner's (the thread that built the uvfs process,
+/// on its first call that reached uvfs), which every other thread's is made
+/// from (`new_thread`). Reached only by the owner (inside the fork gate),
+/// by [`fork_gate::attach`] (under the attach lock, with the owner held
+/// outside the gate), or by a call that holds every other thread out
+/// ([`fork_gate::Inside::Alone`]); never dropped (the fd table must outlive
+/// every thread: the fd map still names its fds).
+struct Root(UnsafeCell<Option<Process>>);
+
+// SAFETY: access is serialized as the type's documentation says; a
+// `Process` may move between threads.
+unsafe impl Sync for Root {}
+
+static ROOT: Root = Root(UnsafeCell::new(None));
+
+/// The owner's slot in the fork gate (null before the uvfs process is
+/// built, or when a call without thread-locals built it: then there is no
+/// owner). Written once, under the attach lock.
+static OWNER: AtomicPtr<fork_gate::Slot> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The owner's slot, if there is an owner.
+fn owner_slot() -> Option<&'static fork_gate::Slot> {
+    // SAFETY: a slot pointer comes from a `&'static Slot`.
+    unsafe { OWNER.load(Ordering::SeqCst).as_ref() }
+}
 
 /// Whether the program's cwd is inside the prefix (then the uvfs
 /// process's cwd is it, and the kernel's is stale).
@@ -171,7 +232,87 @@ static KCWD: Mutex<Option<Vec<u8>>> = Mutex::new(None);
 
 /// Closed placeholders kept for reuse (`UVFS_FD_CACHE`), highest first
 /// (the lowest is popped).
-static POOL: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+static POOL: SpinLock<Vec<i32>> = SpinLock::new(Vec::new());
+
+/// A lock for the placeholder cache, taken twice by every uvfs dup/close or
+/// open/close pair: one atomic exchange to take it and a plain store to
+/// give it back (a `std::sync::Mutex` gives it back with a second atomic
+/// exchange, about a tenth of a dup under the shim). Held for a few
+/// instructions, or across one `/dev/null` open or a flush's closes; a
+/// waiter spins briefly, then yields. Taken only inside the fork gate,
+/// so never held across a fork.
+struct SpinLock<T> {
+    locked: AtomicBool,
+    data: UnsafeCell<T>,
+}
+
+// SAFETY: the data is reached only through a guard, and one guard exists
+// at a time (the flag's exchange); `T: Send` lets it move between threads.
+unsafe impl<T: Send> Sync for SpinLock<T> {}
+
+impl<T> SpinLock<T> {
+    const fn new(v: T) -> SpinLock<T> {
+        SpinLock {
+            locked: AtomicBool::new(false),
+            data: UnsafeCell::new(v),
+        }
+    }
+
+    /// The data without taking the lock when `solo` (a call of the owner
+    /// while no other thread has ever entered the gate, see
+    /// [`State::solo`]: no other thread can reach the data), else locked.
+    #[inline]
+    fn lock_unless(&self, solo: bool) -> SpinGuard<'_, T> {
+        if solo {
+            return SpinGuard(self, false);
+        }
+        self.lock()
+    }
+
+    #[inline]
+    fn lock(&self) -> SpinGuard<'_, T> {
+        while self.locked.swap(true, Ordering::Acquire) {
+            let mut spins = 0u32;
+            while self.locked.load(Ordering::Relaxed) {
+                if spins < 64 {
+                    std::hint::spin_loop();
+                    spins += 1;
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+        }
+        SpinGuard(self, true)
+    }
+}
+
+/// The data, and whether the lock is held (to be given back).
+struct SpinGuard<'a, T>(&'a SpinLock<T>, bool);
+
+impl<T> std::ops::Deref for SpinGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: this guard holds the lock, or the caller is `solo`: no
+        // other reference exists.
+        unsafe { &*self.0.data.get() }
+    }
+}
+
+impl<T> std::ops::DerefMut for SpinGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in `deref`, and `&mut self` makes this the only one.
+        unsafe { &mut *self.0.data.get() }
+    }
+}
+
+impl<T> Drop for SpinGuard<'_, T> {
+    #[inline]
+    fn drop(&mut self) {
+        if self.1 {
+            self.0.locked.store(false, Ordering::Release);
+        }
+    }
+}
 
 /// A lock of the shared state, even if a panic (caught as `EIO`) left it
 /// poisoned: the data behind each is valid between any two statements.
@@ -250,58 +391,168 @@ fn register_atfork() {
     });
 }
 
+/// Owns this thread's state ([`Local::state`] points to it): frees it at
+/// thread exit.
+struct Owned(Cell<*mut State>);
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        let p = self.0.replace(std::ptr::null_mut());
+        if !p.is_null() {
+            // A call from a later destructor makes a state for itself.
+            local().state.set(std::ptr::null_mut());
+            // SAFETY: made by `Box::into_raw` in `new_state` and owned by
+            // this thread-local alone; no call of this thread is running
+            // (its thread-local destructors run between calls), and the
+            // block no longer points to it.
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
+}
+
 std::thread_local! {
-    static STATE: UnsafeCell<State> = const {
-        UnsafeCell::new(State {
-            proc_: None,
-            gate: None,
-        })
-    };
+    static OWNED: Owned = const { Owned(Cell::new(std::ptr::null_mut())) };
+}
+
+/// This thread's state, made on its first call; `None` once its
+/// thread-locals are being destroyed.
+#[inline]
+fn state_of(l: &Local) -> Option<*mut State> {
+    let p = l.state.get();
+    if p.is_null() { new_state(l) } else { Some(p) }
+}
+
+#[cold]
+fn new_state(l: &Local) -> Option<*mut State> {
+    let p = Box::into_raw(Box::new(State {
+        proc_: None,
+        owner: false,
+        gate: None,
+        alone: false,
+        solo: false,
+    }));
+    if OWNED.try_with(|o| o.0.set(p)).is_ok() {
+        l.state.set(p);
+        Some(p)
+    } else {
+        // SAFETY: just made, never shared.
+        drop(unsafe { Box::from_raw(p) });
+        None
+    }
 }
 
 /// Runs `f` on this thread's state, inside the fork gate (a `fork` waits
 /// for it to return). A thread whose thread-locals are being destroyed (a
 /// call from another library's thread-exit destructor, or from `exit`'s
-/// handlers after the main thread's) gets a state for this call only.
+/// handlers after the main thread's) gets a state for this call only, and
+/// holds every other thread out of uvfs while it runs.
+#[inline]
 pub(crate) fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
+    with_state_in(local(), f)
+}
+
+/// [`with_state`] with this thread's block `l` already looked up.
+#[inline]
+pub(crate) fn with_state_in<R>(l: &Local, f: impl FnOnce(&mut State) -> R) -> R {
     register_atfork();
-    let mut f = Some(f);
-    let r = STATE.try_with(|c| {
-        // SAFETY: `f` cannot reach `with_state` again on this thread (the
-        // shim's re-entry guard sends nested calls to libc), so this is the
-        // only reference to this thread's state.
-        let st = unsafe { &mut *c.get() };
-        let gate = st.gate.get_or_insert_with(fork_gate::Mine::take);
-        let _inside = fork_gate::enter(Some(gate));
-        f.take().map(|f| f(st))
-    });
-    match r {
-        Ok(Some(r)) => r,
-        _ => {
-            let _inside = fork_gate::enter(None);
-            let mut st = State {
-                proc_: None,
-                gate: None,
-            };
-            match f.take() {
-                Some(f) => f(&mut st),
-                None => unreachable!("the state's closure ran and gave no result"),
-            }
-        }
+    let Some(p) = state_of(l) else {
+        return with_temporary_state(f);
+    };
+    // SAFETY: `f` cannot reach `with_state` again on this thread (the
+    // shim's re-entry guard sends nested calls to libc), and the state is
+    // freed only by this thread's exit: this is the only reference.
+    let st = unsafe { &mut *p };
+    let mask = if st.owner {
+        fork_gate::FORK | fork_gate::ATTACH
+    } else {
+        fork_gate::FORK
+    };
+    if st.gate.is_none() {
+        st.gate = Some(fork_gate::Mine::take(owner_slot));
     }
+    let (_inside, g) = fork_gate::enter(st.gate.as_ref(), mask);
+    // Alone in the gate (see `fork_gate::Mine::take`): the cache needs no
+    // lock for this call.
+    st.solo = st.owner && g & fork_gate::SHARED == 0;
+    f(st)
+}
+
+#[cold]
+fn with_temporary_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
+    let _inside = fork_gate::enter(None, fork_gate::FORK);
+    let mut st = State {
+        proc_: None,
+        owner: false,
+        gate: None,
+        alone: true,
+        solo: false,
+    };
+    f(&mut st)
 }
 
 impl State {
     /// This thread's handle on the uvfs process, made on first use (the
-    /// process, with its VFS, built on the first use by any thread).
+    /// process, with its VFS, built on the first use by any thread, whose
+    /// handle it then is).
+    #[inline]
     pub(crate) fn p(&mut self) -> &mut Process {
-        self.proc_
-            .get_or_insert_with(|| locked(&ROOT).get_or_insert_with(new_process).new_thread())
+        if !self.owner && self.proc_.is_none() {
+            self.acquire();
+        }
+        if self.owner {
+            // SAFETY: this thread is the owner and inside the fork gate
+            // (only `with_state` hands out the state); an attach reaches
+            // the root only while the owner is outside the gate, and an
+            // `Inside::Alone` call only while every other thread is, so
+            // this is the only reference for as long as `self` is
+            // borrowed.
+            return unsafe { &mut *ROOT.0.get() }
+                .as_mut()
+                .expect("the owner's root handle");
+        }
+        self.proc_.as_mut().expect("a thread handle")
+    }
+
+    /// Makes this thread's handle: attaches to the root handle, or builds
+    /// the uvfs process and becomes its owner.
+    #[cold]
+    fn acquire(&mut self) {
+        if self.alone {
+            // SAFETY: every other thread is held out of uvfs for this call
+            // (`Inside::Alone`), and only threads inside it reach the root.
+            let root = unsafe { &mut *ROOT.0.get() };
+            self.proc_ = Some(root.get_or_insert_with(new_process).new_thread());
+            return;
+        }
+        // A state that is not `alone` has its slot (`with_state`).
+        let me = self.gate.as_ref().map(fork_gate::Mine::slot);
+        let p = fork_gate::attach(owner_slot, || {
+            // SAFETY: under the attach lock, with the owner (if any) held
+            // outside the gate until this returns: no other reference to
+            // the root (see `Root`).
+            let root = unsafe { &mut *ROOT.0.get() };
+            match root {
+                Some(r) => Some(r.new_thread()),
+                None => {
+                    *root = Some(new_process());
+                    let me = me.expect("a thread's own gate slot");
+                    // SeqCst: paired with `fork_gate::Mine::take`'s load
+                    // (a thread that reads no owner there must leave the
+                    // owner reading its SHARED mark).
+                    OWNER.store(std::ptr::from_ref(me).cast_mut(), Ordering::SeqCst);
+                    None
+                }
+            }
+        });
+        match p {
+            Some(p) => self.proc_ = Some(p),
+            None => self.owner = true,
+        }
     }
 
     /// This thread's handle if the uvfs process was built.
     pub(crate) fn p_if_built(&mut self) -> Option<&mut Process> {
-        if self.proc_.is_none() && locked(&ROOT).is_none() {
+        if !self.owner && self.proc_.is_none() && BUILT.get().is_none() {
             return None;
         }
         Some(self.p())
@@ -362,7 +613,7 @@ impl State {
         // The cache and the mark move together: under the cache's lock
         // (none without a cache: then the mark is only ever raised from a
         // fresh open and lowered by closes, both atomic).
-        let mut pool = (pool_max() > 0).then(|| locked(&POOL));
+        let mut pool = (pool_max() > 0).then(|| POOL.lock_unless(self.solo));
         if let Some(pool) = pool.as_mut() {
             let h = HOLE.load(Ordering::Acquire);
             if let Some(&c) = pool.last() {
@@ -432,7 +683,7 @@ impl State {
     /// before a flush), otherwise closed.
     pub(crate) fn release(&mut self, k: i32) {
         if pool_max() > 0 {
-            let mut pool = locked(&POOL);
+            let mut pool = POOL.lock_unless(self.solo);
             if pool.len() < pool_max() && k < hole_of(HOLE.load(Ordering::Acquire)) {
                 FDMAP.set(k, -1);
                 let i = pool.partition_point(|&x| x > k);
@@ -452,7 +703,7 @@ impl State {
         if CACHED.load(Ordering::Acquire) == 0 {
             return false;
         }
-        let mut pool = locked(&POOL);
+        let mut pool = POOL.lock_unless(self.solo);
         match pool.iter().position(|&x| x == k) {
             Some(i) => {
                 pool.remove(i);
@@ -484,7 +735,7 @@ impl State {
     /// free numbers the program does.
     pub(crate) fn flush(&mut self) {
         if CACHED.load(Ordering::Acquire) != 0 {
-            flush_pool(&mut locked(&POOL));
+            flush_pool(&mut POOL.lock_unless(self.solo));
         }
     }
 
@@ -503,7 +754,7 @@ pub(crate) fn forget_all_fds() {
     for k in 0..FDMAP.hi.load(Ordering::Relaxed) {
         FDMAP.set(k, 0);
     }
-    locked(&POOL).clear();
+    POOL.lock().clear();
     CACHED.store(0, Ordering::Release);
 }
 

@@ -26,14 +26,7 @@ const C_MMAP: &str = r##"
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char P[4096];
-static char *at(const char *rel) {
-    static char b[8][4096];
-    static int i;
-    char *r = b[i++ % 8];
-    snprintf(r, 4096, "%s/%s", P, rel);
-    return r;
-}
+#include "uvfs_test.h"
 
 static sigjmp_buf jb;
 static void on_bus(int s) { siglongjmp(jb, s); }

@@ -24,14 +24,7 @@ const C_FIFO: &str = r##"
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char P[4096];
-static char *at(const char *rel) {
-    static char b[8][4096];
-    static int i;
-    char *r = b[i++ % 8];
-    snprintf(r, 4096, "%s/%s", P, rel);
-    return r;
-}
+#include "uvfs_test.h"
 #define R(tag, expr) do { errno = 0; long r_ = (long)(expr); printf("%s: %ld errno %d\n", tag, r_ < 0 ? -1L : r_, r_ < 0 ? errno : 0); fflush(stdout); } while (0)
 
 static volatile sig_atomic_t pipes;

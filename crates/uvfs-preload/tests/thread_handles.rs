@@ -110,3 +110,187 @@ fn four_threads_open_read_close() {
         assert_eq!(out(&o), out(&host), "UVFS_FD_CACHE={cache}");
     }
 }
+
+/// The thread that builds uvfs uses the fd table as its only user until a
+/// second thread arrives (issue 14, item 6): threads start, dup, read,
+/// seek and close the first thread's fd while it does the same, and exit,
+/// fifty times over; with `first` the building thread is one that exits
+/// before the others start. Every result is checked, never timing.
+const C_HAND_OVER: &str = r#"
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define ROUNDS 50
+#define K 4000
+static const char *path;
+static int fd = -1;
+static int bad;
+
+static void loop(int k) {
+    for (int i = 0; i < k; i++) {
+        int d = dup(fd);
+        char c = 0;
+        if (d < 0 || pread(d, &c, 1, i % 10) != 1 || c != '0' + i % 10) __atomic_add_fetch(&bad, 1, __ATOMIC_RELAXED);
+        if (lseek(d, i % 10, SEEK_SET) != i % 10) __atomic_add_fetch(&bad, 1, __ATOMIC_RELAXED);
+        if (close(d)) __atomic_add_fetch(&bad, 1, __ATOMIC_RELAXED);
+    }
+}
+
+static void *worker(void *arg) {
+    (void)arg;
+    loop(K);
+    return 0;
+}
+
+/* Makes the file and opens it: the process's first uvfs calls. */
+static void *opener(void *arg) {
+    (void)arg;
+    int s = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    if (s < 0 || write(s, "0123456789", 10) != 10 || close(s)) return 0;
+    fd = open(path, O_RDONLY);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    path = argv[1];
+    if (argc > 2 && !strcmp(argv[2], "first")) {
+        /* From a thread that then exits. */
+        pthread_t t;
+        pthread_create(&t, 0, opener, 0);
+        pthread_join(t, 0);
+    } else {
+        opener(0);
+    }
+    if (fd < 0) { perror("open"); return 1; }
+    loop(K);
+    for (int r = 0; r < ROUNDS; r++) {
+        pthread_t t;
+        pthread_create(&t, 0, worker, 0);
+        loop(K / 4);
+        pthread_join(t, 0);
+        loop(10);
+    }
+    /* Alone again: every copy closed, the next fd is the lowest free. */
+    int next = dup(fd);
+    printf("bad %d, fd %d, next fd %d\n", bad, fd, next);
+    return bad != 0;
+}
+"#;
+
+#[test]
+fn the_building_thread_hands_the_table_over_to_new_threads() {
+    let dir = Scratch::new("handover");
+    let Some(bin) = compile_c(&dir, C_HAND_OVER) else {
+        return;
+    };
+    let host_d = dir.join("host");
+    std::fs::create_dir_all(&host_d).unwrap();
+    let host_f = host_d.join("f");
+    for mode in ["main", "first"] {
+        let host = run(&[&bin, host_f.to_str().unwrap(), mode], false, &[]);
+        assert!(
+            host.status.success(),
+            "host {mode}: {}{}",
+            out(&host),
+            err(&host)
+        );
+        for cache in ["16", "0"] {
+            let o = run(
+                &[&bin, "/uvfs/f", mode],
+                true,
+                &[("UVFS_PREFIX", "/uvfs"), ("UVFS_FD_CACHE", cache)],
+            );
+            assert!(
+                o.status.success(),
+                "{mode}, UVFS_FD_CACHE={cache}: {}{}",
+                out(&o),
+                err(&o)
+            );
+            assert_eq!(out(&o), out(&host), "{mode}, UVFS_FD_CACHE={cache}");
+        }
+    }
+}
+
+/// Signals arriving mid-call while the owner runs alone (its fd table
+/// without a second user, the placeholder cache without its lock): a
+/// timer's handler dups and closes the same uvfs fd, and reads it, between
+/// and during the main loop's calls (during one, its calls go to the
+/// kernel, which sees the placeholder). The loop's results, and the fd
+/// numbering after it, must be the host's; how often the handler ran is
+/// not checked (timing).
+const C_SIGNALS: &str = r#"
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+static int fd = -1;
+static volatile sig_atomic_t hbad;
+
+static void on_alarm(int sig) {
+    (void)sig;
+    int d = dup(fd);
+    if (d >= 0 && close(d)) hbad++;
+}
+
+int main(int argc, char **argv) {
+    (void)argc;
+    int s = open(argv[1], O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    if (s < 0 || write(s, "0123456789", 10) != 10 || close(s)) { perror("make"); return 1; }
+    fd = open(argv[1], O_RDONLY);
+    if (fd < 0) { perror("open"); return 1; }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGALRM, &sa, 0);
+    struct itimerval it = { { 0, 50 }, { 0, 50 } };
+    setitimer(ITIMER_REAL, &it, 0);
+    int bad = 0;
+    for (int i = 0; i < 200000; i++) {
+        int d = dup(fd);
+        char c = 0;
+        if (d < 0 || pread(d, &c, 1, i % 10) != 1 || c != '0' + i % 10) bad++;
+        if (lseek(d, i % 10, SEEK_SET) != i % 10) bad++;
+        if (close(d)) bad++;
+    }
+    struct itimerval off = { { 0, 0 }, { 0, 0 } };
+    setitimer(ITIMER_REAL, &off, 0);
+    int next = dup(fd);
+    printf("bad %d, handler bad %d, fd %d, next fd %d\n", bad, (int)hbad, fd, next);
+    return bad != 0;
+}
+"#;
+
+#[test]
+fn signals_during_the_owners_calls() {
+    let dir = Scratch::new("signals");
+    let Some(bin) = compile_c(&dir, C_SIGNALS) else {
+        return;
+    };
+    let host_d = dir.join("host");
+    std::fs::create_dir_all(&host_d).unwrap();
+    let host = run(&[&bin, host_d.join("f").to_str().unwrap()], false, &[]);
+    assert!(host.status.success(), "host: {}{}", out(&host), err(&host));
+    for cache in ["16", "0"] {
+        let o = run(
+            &[&bin, "/uvfs/f"],
+            true,
+            &[("UVFS_PREFIX", "/uvfs"), ("UVFS_FD_CACHE", cache)],
+        );
+        assert!(
+            o.status.success(),
+            "UVFS_FD_CACHE={cache}: {}{}",
+            out(&o),
+            err(&o)
+        );
+        assert_eq!(out(&o), out(&host), "UVFS_FD_CACHE={cache}");
+    }
+}

@@ -41,14 +41,7 @@ const C_CALLS: &str = r##"
 #include <unistd.h>
 
 extern char **environ;
-static char P[4096];
-static char *at(const char *rel) {
-    static char b[8][4096];
-    static int i;
-    char *r = b[i++ % 8];
-    snprintf(r, 4096, "%s/%s", P, rel);
-    return r;
-}
+#include "uvfs_test.h"
 #define R(tag, expr) do { errno = 0; long r_ = (long)(expr); printf("%s: %s errno %d\n", tag, r_ < 0 ? "-1" : r_ == 0 ? "0" : "ok", r_ < 0 ? errno : 0); } while (0)
 static int walk(const char *p, const struct stat *s, int t, struct FTW *f) { return 0; }
 static int walk1(const char *p, const struct stat *s, int t) { return 0; }

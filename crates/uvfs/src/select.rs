@@ -5,8 +5,8 @@
 //! A file without a poll operation of its own (a regular file, a
 //! directory) is always ready: `DEFAULT_POLLMASK`, `POLLIN | POLLOUT |
 //! POLLRDNORM | POLLWRNORM`. A FIFO reports its pipe's state
-//! (`pipe_poll`, in [`crate::pipe`]). A poller first registers a
-//! [`Waiter`] on each file that can change (a pipe keeps a [`PollQueue`]
+//! (`pipe_poll`, in `crate::pipe`). A poller first registers a
+//! [`Waiter`] on each file that can change (a pipe keeps a `PollQueue`
 //! of them beside its wait queues) and only then reads the file's state,
 //! both under the pipe's lock, so a change after the read wakes it: no
 //! wake-up is lost between the check and the sleep.

@@ -48,11 +48,25 @@ impl Callback {
     }
 }
 
+/// A thread's call depth and queue, in one thread-local (each lookup is
+/// a `__tls_get_addr` call when the library is linked into a shared
+/// object, such as the preload shim).
+struct Queue {
+    /// How many API calls this thread is inside.
+    depth: Cell<u32>,
+    /// The last queued item (the queue runs from here along the links).
+    head: Cell<*const Callback>,
+}
+
 // Through the facade: under loom and shuttle each modelled thread has a
 // queue of its own (their threads share one OS thread).
 crate::primitive::thread_local! {
-    static DEPTH: Cell<u32> = const { Cell::new(0) };
-    static HEAD: Cell<*const Callback> = const { Cell::new(ptr::null()) };
+    static QUEUE: Queue = const {
+        Queue {
+            depth: Cell::new(0),
+            head: Cell::new(ptr::null()),
+        }
+    };
 }
 
 /// Marks the thread as inside an API call until dropped; the outermost one
@@ -64,7 +78,7 @@ pub(crate) struct Call {
 /// Enters an API call.
 #[inline]
 pub(crate) fn enter() -> Call {
-    DEPTH.with(|d| d.set(d.get() + 1));
+    QUEUE.with(|q| q.depth.set(q.depth.get() + 1));
     Call {
         _not_send: PhantomData,
     }
@@ -73,12 +87,12 @@ pub(crate) fn enter() -> Call {
 impl Drop for Call {
     #[inline]
     fn drop(&mut self) {
-        let outermost = DEPTH.with(|d| {
-            let n = d.get() - 1;
-            d.set(n);
-            n == 0
+        let work = QUEUE.with(|q| {
+            let n = q.depth.get() - 1;
+            q.depth.set(n);
+            n == 0 && !q.head.get().is_null()
         });
-        if outermost && !HEAD.with(Cell::get).is_null() {
+        if work {
             run();
         }
     }
@@ -92,17 +106,22 @@ impl Drop for Call {
 /// caller hands it over (nothing else touches its link meanwhile; the
 /// function may be called with it from this thread).
 pub(crate) unsafe fn add(cb: NonNull<Callback>) {
-    if DEPTH.with(Cell::get) == 0 {
+    let queued = QUEUE.with(|q| {
+        if q.depth.get() == 0 {
+            return false;
+        }
+        // SAFETY: handed over by the caller: the item is live, and we
+        // alone touch its link.
+        let item = unsafe { cb.as_ref() };
+        // SAFETY: as above.
+        item.next.with_mut(|n| unsafe { *n = q.head.get() });
+        q.head.set(cb.as_ptr());
+        true
+    });
+    if !queued {
         // SAFETY: handed over by the caller, on no queue.
         unsafe { Callback::call(cb) };
-        return;
     }
-    // SAFETY: handed over by the caller: the item is live, and we alone
-    // touch its link.
-    let item = unsafe { cb.as_ref() };
-    // SAFETY: as above.
-    item.next.with_mut(|n| unsafe { *n = HEAD.with(Cell::get) });
-    HEAD.with(|h| h.set(cb.as_ptr()));
 }
 
 /// Runs every queued item, including any queued while they run.
@@ -111,7 +130,7 @@ pub fn run() {
     // queued here instead of recursing.
     let _call = enter();
     loop {
-        let mut cur = HEAD.with(|h| h.replace(ptr::null()));
+        let mut cur = QUEUE.with(|q| q.head.replace(ptr::null()));
         if cur.is_null() {
             break;
         }
@@ -132,5 +151,5 @@ pub fn run() {
 
 /// Whether the calling thread has releases waiting (for tests).
 pub fn pending() -> bool {
-    !HEAD.with(Cell::get).is_null()
+    !QUEUE.with(|q| q.head.get().is_null())
 }

@@ -530,6 +530,20 @@ unsafe fn mixed_select(
     Ok(n)
 }
 
+/// The poll entries of a `select` whose sets name a uvfs fd, or `None`
+/// when the kernel is to answer alone (the shim re-entered, no fds, or no
+/// uvfs fd in the sets).
+///
+/// # Safety
+/// Each set is NULL or holds `nfds` bits.
+unsafe fn uvfs_entries(nfds: c_int, sets: [*mut u64; 3]) -> Option<Vec<pollfd>> {
+    if busy() || nfds <= 0 {
+        return None;
+    }
+    // SAFETY: per this function's contract.
+    unsafe { select_entries(nfds as usize, sets) }
+}
+
 /// `select`: as the module docs say; the time left is written back.
 ///
 /// # Safety
@@ -543,12 +557,8 @@ pub unsafe extern "C" fn select(
     tv: *mut timeval,
 ) -> c_int {
     let sets = [r, w, x].map(|s| s.cast::<u64>());
-    let fds = if busy() || nfds <= 0 {
-        None
-    } else {
-        // SAFETY: the caller's sets, `nfds` bits each per the contract.
-        unsafe { select_entries(nfds as usize, sets) }
-    };
+    // SAFETY: the caller's sets, `nfds` bits each per the contract.
+    let fds = unsafe { uvfs_entries(nfds, sets) };
     let Some(fds) = fds else {
         // SAFETY: the caller's arguments, unchanged.
         return unsafe {
@@ -598,12 +608,8 @@ pub unsafe extern "C" fn pselect(
     sigmask: *const sigset_t,
 ) -> c_int {
     let sets = [r, w, x].map(|s| s.cast::<u64>());
-    let fds = if busy() || nfds <= 0 {
-        None
-    } else {
-        // SAFETY: the caller's sets, `nfds` bits each per the contract.
-        unsafe { select_entries(nfds as usize, sets) }
-    };
+    // SAFETY: the caller's sets, `nfds` bits each per the contract.
+    let fds = unsafe { uvfs_entries(nfds, sets) };
     let Some(fds) = fds else {
         // SAFETY: the caller's arguments, unchanged.
         return unsafe {

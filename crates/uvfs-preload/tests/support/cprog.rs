@@ -53,12 +53,30 @@ impl Drop for Scratch {
     }
 }
 
+/// `uvfs_test.h`, written beside every program `compile_c` builds: the
+/// directory a program works in (`P`, which its `main` copies from
+/// `argv[1]`) and `at(rel)`, a path under it (eight buffers in turn, so
+/// one call may name several paths).
+const TEST_H: &str = r#"
+#include <stdio.h>
+static char P[4096];
+static char *at(const char *rel) {
+    static char b[8][4096];
+    static int i;
+    char *r = b[i++ % 8];
+    snprintf(r, 4096, "%s/%s", P, rel);
+    return r;
+}
+"#;
+
 /// Compiles the C program `src` (with `cc -O2`) into `dir`: the binary's
-/// path, or `None` (skipped, with a message) without `cc`.
+/// path, or `None` (skipped, with a message) without `cc`. `src` may
+/// `#include "uvfs_test.h"` (`TEST_H`).
 pub fn compile_c(dir: &Scratch, src: &str) -> Option<String> {
     if !have("cc") {
         return None;
     }
+    std::fs::write(dir.join("uvfs_test.h"), TEST_H).unwrap();
     std::fs::write(dir.join("prog.c"), src).unwrap();
     let bin = dir.join("prog");
     let o = Command::new("cc")

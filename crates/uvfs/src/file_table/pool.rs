@@ -111,16 +111,20 @@ crate::primitive::thread_local! {
 /// destructor. `before_fork` takes the depot's lock on the forking thread,
 /// so the child never inherits it held by a thread it does not have;
 /// `after_fork` (in the parent and in the child, on the same thread)
-/// releases it.
+/// releases it. The tmpfs page pool's lock (taken when a page is freed,
+/// which a thread's exit can do too) is held across the fork the same way,
+/// after the depot's.
 #[cfg(not(any(loom, shuttle)))]
 pub fn before_fork() {
     let g = lock(&GLOBAL.depot);
     let _ = FORK_GUARD.try_with(|f| *f.borrow_mut() = Some(g));
+    crate::fs::tmpfs::pool::before_fork();
 }
 
 /// See [`before_fork`].
 #[cfg(not(any(loom, shuttle)))]
 pub fn after_fork() {
+    crate::fs::tmpfs::pool::after_fork();
     let _ = FORK_GUARD.try_with(|f| f.borrow_mut().take());
 }
 

@@ -5,8 +5,11 @@
 //! ([`memfd`](super::memfd)) is served by the kernel after the same
 //! argument checks.
 
+use std::collections::btree_map::Entry;
+
 use super::inode::{Kind, State, rd, wr};
-use super::pages::{FALLOC_KNOWN, FALLOC_MAX_NEW_PAGES, Page, RegFile, zero_page};
+use super::pages::{FALLOC_KNOWN, FALLOC_MAX_NEW_PAGES, Page, RegFile};
+use super::pool::{POOL_MIN_PAGES, PageBuf};
 use super::{MAX_FILE_SIZE, PAGE_SIZE, Tmpfs};
 use crate::errno::Errno;
 use crate::fs::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, Ino, Seek};
@@ -82,28 +85,52 @@ impl Tmpfs {
             Kind::Reg(RegFile::Memfd(m)) => return m.write(self, off, &data[..len]),
             _ => return Err(Errno::EINVAL),
         };
+        // At the first page the write lacks, the pages it lacks from there
+        // on are counted against the limit at once, as many as fit; the
+        // copy stops at the first missing page past those (Linux allocates
+        // page by page and stops at the first that fails: the same bytes
+        // get written). An overwrite of held pages counts nothing.
+        let mut granted: Option<u64> = None;
         let mut done = 0usize;
         while done < len {
             let pos = off + done as u64;
             let (idx, po) = (pos / PAGE_SIZE, (pos % PAGE_SIZE) as usize);
             let chunk = (PAGE_SIZE as usize - po).min(len - done);
-            let page = match f.pages.get_mut(&idx) {
-                Some(p) => p,
+            let src = &data[done..done + chunk];
+            if let Some(Page::Data(p)) = f.pages.get_mut(&idx) {
+                p[po..po + chunk].copy_from_slice(src);
+                done += chunk;
+                continue;
+            }
+            let left = match granted {
+                Some(g) => g,
                 None => {
-                    if !self.reserve_pages(1) {
-                        break;
-                    }
-                    f.pages.entry(idx).or_insert(Page::Falloc)
+                    let last = (off + len as u64).div_ceil(PAGE_SIZE);
+                    let missing = (last - idx) - f.pages.range(idx..last).count() as u64;
+                    *granted.insert(self.reserve_pages_up_to(missing))
                 }
             };
-            if let Page::Falloc | Page::Zero = page {
-                *page = Page::Data(zero_page());
-            }
-            if let Page::Data(p) = page {
-                p[po..po + chunk].copy_from_slice(&data[done..done + chunk]);
+            // Pages held plus pages about to be: the file's size in pages
+            // once this write is done.
+            let pooled = f.pages.len() as u64 + left >= POOL_MIN_PAGES;
+            match f.pages.entry(idx) {
+                Entry::Vacant(v) => {
+                    if left == 0 {
+                        break;
+                    }
+                    granted = Some(left - 1);
+                    v.insert(Page::Data(PageBuf::with(pooled, po, src)));
+                }
+                // Allocated by fallocate, never written.
+                Entry::Occupied(mut o) => {
+                    *o.get_mut() = Page::Data(PageBuf::with(pooled, po, src));
+                }
             }
             done += chunk;
         }
+        // All granted pages were used: the inode's lock kept the page map
+        // as counted.
+        debug_assert!(granted.is_none_or(|g| g == 0));
         if done == 0 {
             return Err(Errno::ENOSPC);
         }
@@ -187,10 +214,10 @@ impl Tmpfs {
                 // for SEEK_DATA (zeroed, uptodate); pages new to this call
                 // stay unwritten.
                 match f.pages.entry(idx) {
-                    std::collections::btree_map::Entry::Vacant(v) => {
+                    Entry::Vacant(v) => {
                         v.insert(Page::Falloc);
                     }
-                    std::collections::btree_map::Entry::Occupied(mut o) => {
+                    Entry::Occupied(mut o) => {
                         if let Page::Falloc = o.get() {
                             *o.get_mut() = Page::Zero;
                         }

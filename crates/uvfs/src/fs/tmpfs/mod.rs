@@ -96,6 +96,7 @@ mod io;
 mod memfd;
 mod names;
 mod pages;
+pub(crate) mod pool;
 mod rename;
 mod xattr;
 
@@ -279,13 +280,14 @@ impl Tmpfs {
     /// not in the table (the caller then takes the [`get`](Tmpfs::get)
     /// path, which reports `ESTALE`).
     ///
-    /// `f` must not wait for any lock (it may try one): a thread that
-    /// holds an inode's state lock may wait for a shard's write lock (an
-    /// insert or removal under a directory's lock), so waiting for a state
-    /// lock while holding a shard's read lock could deadlock. It must not
-    /// touch the inode table either (a second read lock of the same shard
-    /// can wait behind a queued writer), and must be short: it delays the
-    /// shard's writers.
+    /// `f` must not wait for an inode's state lock (it may try one): a
+    /// thread that holds one may wait for a shard's write lock (an insert
+    /// or removal under a directory's lock), so waiting for it while
+    /// holding a shard's read lock could deadlock. (A leaf lock, one whose
+    /// holder waits for nothing, such as the page pool's, is safe.) It must
+    /// not touch the inode table either (a second read lock of the same
+    /// shard can wait behind a queued writer), and must be short: it
+    /// delays the shard's writers.
     #[inline]
     fn with_inode<R>(&self, ino: Ino, f: impl FnOnce(&Inode) -> Option<R>) -> Option<R> {
         if !self.borrow {
@@ -341,6 +343,26 @@ impl Tmpfs {
     /// Counts `n` more pages against the space limit; false at the limit.
     fn reserve_pages(&self, n: u64) -> bool {
         Self::reserve(&self.used_pages, self.max_pages, n)
+    }
+
+    /// Counts up to `n` more pages against the space limit: as many as
+    /// fit, returned.
+    fn reserve_pages_up_to(&self, n: u64) -> u64 {
+        if n == 0 {
+            return 0;
+        }
+        let Some(max) = self.max_pages else {
+            self.used_pages.fetch_add(n, Ordering::Relaxed);
+            return n;
+        };
+        let mut got = 0;
+        let _ = self
+            .used_pages
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                got = max.saturating_sub(used).min(n);
+                (got > 0).then_some(used + got)
+            });
+        got
     }
 
     /// Counts `n` more pages whatever the limit (pages a program already

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::memfd::MemFile;
+use super::pool::PageBuf;
 use super::{PAGE_SIZE, Tmpfs};
 use crate::errno::Errno;
 
@@ -24,16 +25,13 @@ pub(super) enum Page {
     /// Allocated by `fallocate`, never written: reads as zeros, is a hole
     /// for `SEEK_DATA`/`SEEK_HOLE`.
     Falloc,
-    /// Written data.
-    Data(Box<[u8; PAGE_SIZE as usize]>),
+    /// Written data (on the heap, or for a large file in the page pool:
+    /// [`pool`](super::pool)).
+    Data(PageBuf),
     /// Zeros that count as data: a page `fallocate`d again after an earlier
     /// `fallocate` allocated it (Linux's `SGP_FALLOC` zeroes such a folio and
     /// marks it uptodate). Holds no memory until written.
     Zero,
-}
-
-pub(super) fn zero_page() -> Box<[u8; PAGE_SIZE as usize]> {
-    Box::new([0u8; PAGE_SIZE as usize])
 }
 
 /// A regular file's contents held by uvfs: its size and page map.

@@ -169,6 +169,146 @@ fn enospc_partial_write_and_evict_host() {
     fs.fsck(true).unwrap();
 }
 
+/// A file of `n` bytes of a pattern that differs per page and per byte.
+fn pattern(n: usize, seed: u8) -> Vec<u8> {
+    (0..n)
+        .map(|i| (i as u8).wrapping_mul(31) ^ ((i / 4096) as u8) ^ seed)
+        .collect()
+}
+
+fn read_all(fs: &Tmpfs, f: Ino, off: u64, n: usize) -> Vec<u8> {
+    let mut back = vec![0xa5u8; n];
+    assert_eq!(fs.read(f, off, &mut back), Ok(n));
+    back
+}
+
+#[test]
+fn bulk_writes_whole_and_partial_pages() {
+    // Whole pages over a hole (taken without zeroing), partial pages at
+    // both ends, over an fallocated page, and into a large file (whose
+    // pages come from the pool, reused slots holding older bytes).
+    let fs = fs();
+    let f = file(&fs, R, "f");
+    let data = pattern(3 << 20, 1);
+    // 3 MiB at an odd offset: a partial first and last page.
+    assert_eq!(fs.write(f, 1000, &data), Ok(3 << 20));
+    let a = fs.getattr(f).unwrap();
+    assert_eq!((a.size, a.blocks), (1000 + (3 << 20), 769 * 8));
+    assert_eq!(read_all(&fs, f, 0, 1000), vec![0; 1000]);
+    assert_eq!(read_all(&fs, f, 1000, 3 << 20), data);
+    // The file's pages go back (to the pool); a second large file reuses
+    // them: bytes a partial write does not cover read as zeros.
+    let g = file(&fs, R, "g");
+    let big = pattern(1 << 20, 2);
+    assert_eq!(fs.write(g, 0, &big), Ok(1 << 20));
+    fs.setattr(
+        f,
+        &SetAttr {
+            size: Some(0),
+            ..SetAttr::default()
+        },
+    )
+    .unwrap();
+    // Pages past the end: a hole, then 10 bytes mid-page, then a page
+    // fallocated and written whole, then one fallocated and written in part.
+    assert_eq!(fs.write(g, (2 << 20) + 100, b"0123456789"), Ok(10));
+    fs.fallocate(g, 0, 3 << 20, 8192).unwrap();
+    let page = pattern(4096, 3);
+    assert_eq!(fs.write(g, 3 << 20, &page), Ok(4096));
+    assert_eq!(fs.write(g, (3 << 20) + 4096 + 5, b"abc"), Ok(3));
+    assert_eq!(read_all(&fs, g, 0, 1 << 20), big);
+    assert_eq!(read_all(&fs, g, 1 << 20, 1 << 20), vec![0; 1 << 20]);
+    let mut want = vec![0u8; 4096];
+    want[100..110].copy_from_slice(b"0123456789");
+    assert_eq!(read_all(&fs, g, 2 << 20, 4096), want);
+    assert_eq!(read_all(&fs, g, 3 << 20, 4096), page);
+    let mut want = vec![0u8; 4096];
+    want[5..8].copy_from_slice(b"abc");
+    assert_eq!(read_all(&fs, g, (3 << 20) + 4096, 4096), want);
+    // 256 data pages + the 10-byte page + the two fallocated ones.
+    assert_eq!(fs.getattr(g).unwrap().blocks, 259 * 8);
+    assert_eq!(
+        fs.seek_data_hole(g, 2 << 20, Seek::Hole),
+        Ok((2 << 20) + 4096)
+    );
+    // Overwriting part of a pool page keeps the rest.
+    assert_eq!(fs.write(g, 4096 + 7, b"zz"), Ok(2));
+    let mut want = big[4096..8192].to_vec();
+    want[7..9].copy_from_slice(b"zz");
+    assert_eq!(read_all(&fs, g, 4096, 4096), want);
+    // Punching and truncating give the pool pages back whole.
+    fs.fallocate(g, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 1 << 19)
+        .unwrap();
+    assert_eq!(read_all(&fs, g, 0, 1 << 19), vec![0; 1 << 19]);
+    assert_eq!(read_all(&fs, g, 1 << 19, 1 << 19), big[1 << 19..]);
+    ok(&fs);
+    // A mapping moves the pool pages' bytes into a memfd.
+    let before = read_all(&fs, g, 0, (3 << 20) + 8192);
+    drop(fs.mmap_file(g, crate::uapi::O_RDWR).unwrap());
+    assert_eq!(read_all(&fs, g, 0, (3 << 20) + 8192), before);
+    assert_eq!(fs.getattr(g).unwrap().blocks, (259 - 128) * 8);
+    fs.unlink(R, b"g").unwrap();
+    fs.evict(g);
+    fs.unlink(R, b"f").unwrap();
+    fs.evict(f);
+    assert_eq!(fs.statfs().bfree, fs.statfs().blocks);
+    ok(&fs);
+}
+
+#[test]
+fn bulk_write_straddling_the_space_limit_host() {
+    // A write that needs more pages than fit writes the pages that fit,
+    // in order, and stops at the first page it cannot allocate, even with
+    // allocated pages after it; a write that can allocate none is ENOSPC
+    // and changes no data. (Limit: 2 MiB + 3 pages, 515.) Host: a tmpfs
+    // mounted with size=2109440, the same calls: every count and the bytes
+    // as here.
+    let fs = limited((2 << 20) + 3 * 4096, 0);
+    let f = file(&fs, R, "f");
+    let data = pattern(3 << 20, 4);
+    assert_eq!(fs.write(f, 0, &data), Ok((2 << 20) + 3 * 4096));
+    assert_eq!(fs.statfs().bfree, 0);
+    assert_eq!(fs.write(f, 5 << 20, b"x"), Err(Errno::ENOSPC));
+    assert_eq!(fs.getattr(f).unwrap().size, (2 << 20) + 3 * 4096);
+    // Pages 2 and 4 punched: a write over pages 1..6 re-allocates both.
+    let punch = |fs: &Tmpfs, page: u64| {
+        fs.fallocate(
+            f,
+            FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+            page * 4096,
+            4096,
+        )
+        .unwrap()
+    };
+    punch(&fs, 2);
+    punch(&fs, 4);
+    let over = pattern(5 * 4096, 5);
+    assert_eq!(fs.write(f, 4096 + 10, &over), Ok(5 * 4096));
+    assert_eq!(read_all(&fs, f, 4096 + 10, 5 * 4096), over);
+    // Punched again, and one of the two free pages taken by another file.
+    punch(&fs, 2);
+    punch(&fs, 4);
+    let g = file(&fs, R, "g");
+    assert_eq!(fs.write(g, 0, b"g"), Ok(1));
+    let mut before = vec![0u8; 6 * 4096];
+    assert_eq!(fs.read(f, 0, &mut before), Ok(6 * 4096));
+    // One page free, pages 2 and 4 missing: page 2 is written, the write
+    // stops at page 4 (page 3, held, written before it).
+    let more = pattern(4 * 4096, 6);
+    assert_eq!(fs.write(f, 4096 + 10, &more), Ok(3 * 4096 - 10));
+    assert_eq!(fs.statfs().bfree, 0);
+    let mut want = before.clone();
+    want[4096 + 10..4 * 4096].copy_from_slice(&more[..3 * 4096 - 10]);
+    assert_eq!(read_all(&fs, f, 0, 6 * 4096), want);
+    // Nothing free: a write whose first page is held writes up to the
+    // missing page; one that starts on it is ENOSPC and writes nothing.
+    assert_eq!(fs.write(f, 4 * 4096 - 4, &more), Ok(4));
+    assert_eq!(fs.write(f, 4 * 4096, &more), Err(Errno::ENOSPC));
+    want[4 * 4096 - 4..4 * 4096].copy_from_slice(&more[..4]);
+    assert_eq!(read_all(&fs, f, 0, 6 * 4096), want);
+    ok(&fs);
+}
+
 #[test]
 fn inode_limit_host() {
     // Host (nr_inodes=5): root 1; a file 1; each extra hard link 1 more;
