@@ -210,9 +210,9 @@ pub struct RunArgs {
     pub min_ops: u64,
     /// uvfs fast paths: `seeds` (all on), `stock` (all off), or a
     /// comma-separated list of presets and SWITCH=on|off applied left to
-    /// right, e.g. `stock,close_sync=on`. Switches: close_sync,
-    /// badopen_immediate, typesafe_files, fget_masked, alloc_fd_fast,
-    /// icache_lockless, fd_single_user. Ignored on the host.
+    /// right, e.g. `stock,close_sync=on`. `--fastpaths list` names every
+    /// switch (any value that is not one answers with the list). Ignored
+    /// on the host.
     #[arg(long, default_value = "seeds", value_parser = parse_fastpaths)]
     pub fastpaths: FastPaths,
     /// The directory the work directory `uvfs-bench.XXXXXX` is made in
