@@ -35,36 +35,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_ns(void) {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
-static long count(const char *s, const char *what) {
-	char *end;
-	long n = strtol(s, &end, 10);
-	if (*s == '\0' || *end != '\0' || n < 1) {
-		fprintf(stderr, "openclose: %s: expected a count >= 1, got '%s'\n", what, s);
-		exit(2);
-	}
-	return n;
-}
-
-/* Whether NAME appears in /proc/self/maps. */
-static int mapped(const char *name) {
-	FILE *f = fopen("/proc/self/maps", "r");
-	if (!f)
-		return 0;
-	char *line = NULL;
-	size_t cap = 0;
-	int found = 0;
-	while (!found && getline(&line, &cap, f) > 0)
-		found = strstr(line, name) != NULL;
-	free(line);
-	fclose(f);
-	return found;
-}
+#define PROG "openclose"
+#include "lab.h"
 
 static long warmup(long n) {
 	long w = n / 10;

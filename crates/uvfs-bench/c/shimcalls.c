@@ -43,37 +43,8 @@
 
 #define THREADS 4
 
-static double now_ns(void) {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
-static long count(const char *s, const char *what) {
-	char *end;
-	long n = strtol(s, &end, 10);
-	if (*s == '\0' || *end != '\0' || n < 1) {
-		fprintf(stderr, "shimcalls: %s: expected a count >= 1, got '%s'\n", what, s);
-		exit(2);
-	}
-	return n;
-}
-
-/* Whether NAME appears in /proc/self/maps (read with raw-ish stdio: the
- * path is outside any prefix, so the shim passes it to the kernel). */
-static int mapped(const char *name) {
-	FILE *f = fopen("/proc/self/maps", "r");
-	if (!f)
-		return 0;
-	char *line = NULL;
-	size_t cap = 0;
-	int found = 0;
-	while (!found && getline(&line, &cap, f) > 0)
-		found = strstr(line, name) != NULL;
-	free(line);
-	fclose(f);
-	return found;
-}
+#define PROG "shimcalls"
+#include "lab.h"
 
 /* VmRSS and VmHWM in KiB (-1 if unreadable). */
 static void memory(long *rss, long *hwm) {

@@ -192,12 +192,16 @@ fn versus_chart(r: &Reproduction) -> Result<String, String> {
             .margin(10)
             .x_label_area_size(30)
             .y_label_area_size(90)
-            .build_cartesian_2d((bottom..top).log_scale(), (0..n).into_segmented())
+            .build_cartesian_2d(
+                (bottom..top)
+                    .log_scale()
+                    .with_key_points(log_keys(bottom, top)),
+                (0..n).into_segmented(),
+            )
             .map_err(err)?;
         c.configure_mesh()
             .disable_y_mesh()
             .y_labels(n)
-            .x_labels(6)
             .x_label_formatter(&|x| scale_label(*x, "×"))
             .x_desc("uvfs ops/s ÷ host ops/s (log scale)")
             .y_label_formatter(&|v| row_label(&names, v))
@@ -404,6 +408,7 @@ fn scaling_chart(r: &Reproduction, test: &str) -> Result<String, String> {
             .y_desc("speed-up (× one task)")
             .x_labels(max_tasks)
             .x_label_formatter(&|x| format!("{x:.0}"))
+            .max_light_lines(0)
             .y_label_formatter(&|y| format!("{y:.1}×"))
             .draw()
             .map_err(err)?;

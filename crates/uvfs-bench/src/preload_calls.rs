@@ -15,7 +15,7 @@ use crate::loadavg::LoadAvg;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
 use uvfs::fs::FileSystem;
@@ -159,24 +159,7 @@ pub struct CallsReport {
 
 /// Compiles [`CALLS_SOURCE`] in `dir` with `cc -O2 -pthread`.
 fn compile(dir: &Path) -> Result<std::path::PathBuf, String> {
-    let src = dir.join("shimcalls.c");
-    std::fs::write(&src, CALLS_SOURCE).map_err(|e| format!("{}: {e}", src.display()))?;
-    let bin = dir.join("shimcalls");
-    let out = Command::new("cc")
-        .args(["-O2", "-pthread", "-o"])
-        .arg(&bin)
-        .arg(&src)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("running cc: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "cc -O2 -pthread shimcalls.c failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(bin)
+    crate::preload::compile_c(dir, "shimcalls", CALLS_SOURCE, &["-pthread"])
 }
 
 /// What a run of the C program needs.
@@ -191,17 +174,7 @@ struct CRun<'a> {
 impl CRun<'_> {
     fn run(&self, shim: bool, c: CallCounts) -> Result<CallSample, String> {
         let loops = self.host_dir.join("calls");
-        let mut cmd = Command::new(self.bin);
-        for k in [
-            "LD_PRELOAD",
-            "UVFS_FD_CACHE",
-            "UVFS_PREFIX",
-            "UVFS_SEED",
-            "UVFS_DUMP",
-            "UVFS_TREE",
-        ] {
-            cmd.env_remove(k);
-        }
+        let mut cmd = crate::preload::shimless_command(self.bin);
         if shim {
             cmd.env("LD_PRELOAD", self.so)
                 .env("UVFS_PREFIX", self.prefix)
