@@ -4,6 +4,8 @@
 
 use crate::reproduction::Reproduction;
 use plotters::coord::Shift;
+use plotters::coord::ranged1d::SegmentedCoord;
+use plotters::coord::types::RangedCoordusize;
 use plotters::prelude::*;
 use std::fmt::Write as _;
 
@@ -59,6 +61,15 @@ pub fn charts(r: &Reproduction) -> Result<Vec<(String, String)>, String> {
     Ok(out)
 }
 
+/// The row axis of a bar chart of `n` rows: plotters' `0..k` is `k + 1`
+/// segments, so the last row index (`n - 1`) ends the range, and the bar
+/// of row `i` spans `Exact(i)..Exact(i + 1)`. One row keeps `0..1` (a
+/// range of one value would have no span to map).
+fn rows_axis(n: usize) -> SegmentedCoord<RangedCoordusize> {
+    let last = if n >= 2 { n - 1 } else { 1 };
+    (0..last).into_segmented()
+}
+
 /// Change % of B against A per seed row, with its 95 % interval.
 fn seeds_chart(r: &Reproduction) -> Result<String, String> {
     // Segment 0 is at the bottom: reversed, the first row is on top.
@@ -86,7 +97,7 @@ fn seeds_chart(r: &Reproduction) -> Result<String, String> {
             .margin(10)
             .x_label_area_size(30)
             .y_label_area_size(230)
-            .build_cartesian_2d((lo - pad)..(hi + pad), (0..n).into_segmented())
+            .build_cartesian_2d((lo - pad)..(hi + pad), rows_axis(n))
             .map_err(err)?;
         c.configure_mesh()
             .disable_y_mesh()
@@ -196,7 +207,7 @@ fn versus_chart(r: &Reproduction) -> Result<String, String> {
                 (bottom..top)
                     .log_scale()
                     .with_key_points(log_keys(bottom, top)),
-                (0..n).into_segmented(),
+                rows_axis(n),
             )
             .map_err(err)?;
         c.configure_mesh()
