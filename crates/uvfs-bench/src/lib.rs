@@ -14,7 +14,7 @@
 //! report and SVG charts), [`soak`] (a long mixed workload watching
 //! resident memory), [`preload`] (issue 5's benchmark of the shim, with
 //! [`preload_calls`], issue 14's per-call costs and first call; both
-//! report [`figure`]s),
+//! report [`figure`]s; their C programs are built and run by [`cprog`]),
 //! [`floor`] (a trivial FUSE server: the cost of the crossing) and
 //! [`fuse`] (issue 13's section: host tmpfs, the floor and the uvfs mount)
 //! and [`peers`] (issue 16's: uvfs against the kernel and the in-memory
@@ -27,6 +27,7 @@
 pub mod backend;
 pub mod cli;
 pub mod compare;
+pub mod cprog;
 pub mod figure;
 pub mod floor;
 pub mod fuse;

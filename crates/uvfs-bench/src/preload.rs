@@ -438,71 +438,8 @@ impl Drop for TempDir {
 /// Writes [`C_SOURCE`] into `dir` and compiles it with `cc -O2`; returns
 /// the program and the command.
 fn compile(dir: &Path) -> Result<(PathBuf, String), String> {
-    let bin = compile_c(dir, "openclose", C_SOURCE, &[])?;
+    let bin = crate::cprog::compile_c(dir, "openclose", C_SOURCE, &[])?;
     Ok((bin, "c/openclose.c compiled at run time with cc -O2".into()))
-}
-
-/// A command running `bin` without the shim's variables the lab itself
-/// may have inherited (each run sets the ones it wants).
-pub(crate) fn shimless_command(bin: &Path) -> Command {
-    let mut cmd = Command::new(bin);
-    for k in [
-        "LD_PRELOAD",
-        "UVFS_FD_CACHE",
-        "UVFS_PREFIX",
-        "UVFS_SEED",
-        "UVFS_DUMP",
-        "UVFS_TREE",
-    ] {
-        cmd.env_remove(k);
-    }
-    cmd
-}
-
-/// The header the lab's C programs include (`c/lab.h`).
-const LAB_H: &str = include_str!("../c/lab.h");
-
-/// Writes `source` as `NAME.c` into `dir`, with [`LAB_H`] beside it, and
-/// compiles it with `cc -O2` and `flags` into `dir/NAME`.
-pub(crate) fn compile_c(
-    dir: &Path,
-    name: &str,
-    source: &str,
-    flags: &[&str],
-) -> Result<PathBuf, String> {
-    let write = |file: PathBuf, text: &str| {
-        std::fs::write(&file, text).map_err(|e| format!("{}: {e}", file.display()))
-    };
-    write(dir.join("lab.h"), LAB_H)?;
-    let src = dir.join(format!("{name}.c"));
-    write(src.clone(), source)?;
-    let bin = dir.join(name);
-    let out = Command::new("cc")
-        .arg("-O2")
-        .args(flags)
-        .arg("-o")
-        .arg(&bin)
-        .arg(&src)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                "cc not found: the lab's loops are C programs compiled at run time with \
-                 `cc -O2` (install gcc or clang)"
-                    .to_string()
-            } else {
-                format!("running cc: {e}")
-            }
-        })?;
-    if !out.status.success() {
-        return Err(format!(
-            "cc -O2 {}{name}.c failed ({}): {}",
-            flags.iter().map(|f| format!("{f} ")).collect::<String>(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(bin)
 }
 
 /// One run's figures: ns per pair, per close(-1), per fstat, per stat.
@@ -575,7 +512,7 @@ impl Runner<'_> {
     }
 
     fn run(&self, m: &ModeDef, c: Counts) -> Result<Sample, String> {
-        let mut cmd = shimless_command(self.bin);
+        let mut cmd = crate::cprog::shimless_command(self.bin);
         cmd.envs(self.env(m));
         cmd.arg(if m.shim { self.so_name.as_str() } else { "-" })
             .arg(self.dir(m))

@@ -159,7 +159,7 @@ pub struct CallsReport {
 
 /// Compiles [`CALLS_SOURCE`] in `dir` with `cc -O2 -pthread`.
 fn compile(dir: &Path) -> Result<std::path::PathBuf, String> {
-    crate::preload::compile_c(dir, "shimcalls", CALLS_SOURCE, &["-pthread"])
+    crate::cprog::compile_c(dir, "shimcalls", CALLS_SOURCE, &["-pthread"])
 }
 
 /// What a run of the C program needs.
@@ -174,7 +174,7 @@ struct CRun<'a> {
 impl CRun<'_> {
     fn run(&self, shim: bool, c: CallCounts) -> Result<CallSample, String> {
         let loops = self.host_dir.join("calls");
-        let mut cmd = crate::preload::shimless_command(self.bin);
+        let mut cmd = crate::cprog::shimless_command(self.bin);
         if shim {
             cmd.env("LD_PRELOAD", self.so)
                 .env("UVFS_PREFIX", self.prefix)

@@ -9,7 +9,6 @@
 //! thread-local lookup (in a shared object, a `__tls_get_addr` call each).
 
 use crate::conv::set_errno;
-use crate::state::State;
 use std::cell::Cell;
 use uvfs::Errno;
 
@@ -18,8 +17,11 @@ use uvfs::Errno;
 /// usable while the thread's other thread-locals are destroyed.
 pub(crate) struct Local {
     busy: Cell<bool>,
-    /// This thread's state (null before its first call, and once destroyed).
-    pub(crate) state: Cell<*mut State>,
+    /// This thread's state, a `state::State` that `state.rs` owns and
+    /// reads through this pointer (null before the thread's first call, and
+    /// once destroyed). Untyped here so that the guard, which every module
+    /// uses, does not depend on the state module, which uses the guard.
+    pub(crate) state: Cell<*mut ()>,
 }
 
 std::thread_local! {

@@ -418,7 +418,7 @@ std::thread_local! {
 /// thread-locals are being destroyed.
 #[inline]
 fn state_of(l: &Local) -> Option<*mut State> {
-    let p = l.state.get();
+    let p = l.state.get().cast::<State>();
     if p.is_null() { new_state(l) } else { Some(p) }
 }
 
@@ -432,7 +432,7 @@ fn new_state(l: &Local) -> Option<*mut State> {
         solo: false,
     }));
     if OWNED.try_with(|o| o.0.set(p)).is_ok() {
-        l.state.set(p);
+        l.state.set(p.cast());
         Some(p)
     } else {
         // SAFETY: just made, never shared.
