@@ -1,12 +1,14 @@
 /*
  * What the lab's C programs share (written beside each one when it is
- * compiled): a monotonic clock in ns, a count from the command line, and
- * whether a library is mapped. A program defines PROG, its name for
- * messages, before including this.
+ * compiled): a monotonic clock in ns, a count from the command line,
+ * whether a library is mapped, the warm-up share of a loop, and mkdir -p.
+ * A program defines PROG, its name for messages, before including this.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 static double now_ns(void) {
@@ -40,4 +42,30 @@ static int mapped(const char *name) {
 	free(line);
 	fclose(f);
 	return found;
+}
+
+/* Calls of a loop run before it is timed: a tenth, at most 10,000. */
+static long warmup(long n) {
+	long w = n / 10;
+	return w > 10000 ? 10000 : w;
+}
+
+/* mkdir -p: DIR and its missing parents, mode 0700. */
+static int mkdirs(const char *dir) {
+	char p[4096];
+	if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, 0700) != 0 && errno != EEXIST)
+			return -1;
+		*s = '/';
+	}
+	if (mkdir(p, 0700) != 0 && errno != EEXIST)
+		return -1;
+	return 0;
 }

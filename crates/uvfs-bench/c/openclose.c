@@ -38,31 +38,6 @@
 #define PROG "openclose"
 #include "lab.h"
 
-static long warmup(long n) {
-	long w = n / 10;
-	return w > 10000 ? 10000 : w;
-}
-
-/* mkdir -p */
-static int mkdirs(const char *dir) {
-	char p[4096];
-	if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(p, 0700) != 0 && errno != EEXIST)
-			return -1;
-		*s = '/';
-	}
-	if (mkdir(p, 0700) != 0 && errno != EEXIST)
-		return -1;
-	return 0;
-}
-
 static int pairs(const char *file, long n) {
 	for (long i = 0; i < n; i++) {
 		int fd = open(file, O_RDWR);

@@ -62,31 +62,6 @@ static void memory(long *rss, long *hwm) {
 	fclose(f);
 }
 
-static long warmup(long n) {
-	long w = n / 10;
-	return w > 10000 ? 10000 : w;
-}
-
-/* mkdir -p */
-static int mkdirs(const char *dir) {
-	char p[4096];
-	if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(p, 0700) != 0 && errno != EEXIST)
-			return -1;
-		*s = '/';
-	}
-	if (mkdir(p, 0700) != 0 && errno != EEXIST)
-		return -1;
-	return 0;
-}
-
 static int fail(const char *what) {
 	fprintf(stderr, "shimcalls: %s: %s\n", what, strerror(errno));
 	return -1;
