@@ -5,10 +5,10 @@
 use crate::creds::CredCache;
 use crate::passthrough::{Passthrough, PtTable};
 use fuser::{
-    AccessFlags, CopyFileRangeFlags, Errno as FErrno, FileAttr, FileHandle, FileType, Filesystem,
-    FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, RenameFlags,
-    ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry,
-    ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+    AccessFlags, CopyFileRangeFlags, Errno as FErrno, FileAttr, FileHandle, Filesystem, FopenFlags,
+    Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr,
+    ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek,
+    ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -18,10 +18,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use uvfs::cred::Cred;
-use uvfs::fs::FileSystem;
+use uvfs::fs::{FileSystem, S_IFIFO, S_IFMT, S_IFREG};
 use uvfs::stat::{Dirent64, Stat, parse_dirents64};
 use uvfs::uapi::*;
 use uvfs::{Errno, Process, Vfs};
+
+mod convert;
+mod files;
+
+use convert::{ferr, kind_of, kind_of_dtype, name_bytes, timespec_of, to_system_time};
 
 /// How long the kernel may trust an entry, a negative entry or attributes
 /// it got from us. uvfs is the only writer behind the mount and every
@@ -72,30 +77,6 @@ pub struct UvfsFuse {
     pt: PtTable,
 }
 
-fn ferr(e: Errno) -> FErrno {
-    FErrno::from_i32(e.raw())
-}
-
-fn to_system_time(sec: i64, nsec: i64) -> SystemTime {
-    if sec >= 0 {
-        UNIX_EPOCH + Duration::new(sec as u64, nsec as u32)
-    } else {
-        UNIX_EPOCH - Duration::from_secs(sec.unsigned_abs()) + Duration::from_nanos(nsec as u64)
-    }
-}
-
-fn kind_of(mode: u32) -> FileType {
-    match mode & S_IFMT {
-        S_IFDIR => FileType::Directory,
-        S_IFLNK => FileType::Symlink,
-        S_IFIFO => FileType::NamedPipe,
-        S_IFCHR => FileType::CharDevice,
-        S_IFBLK => FileType::BlockDevice,
-        S_IFSOCK => FileType::Socket,
-        _ => FileType::RegularFile,
-    }
-}
-
 /// Lists the directory open as `fd` from the cookie `offset` (readdir and
 /// readdirplus): `add` gets each entry and answers whether the reply is
 /// full, which ends the listing.
@@ -117,57 +98,6 @@ fn each_dirent(
                 return Ok(());
             }
         }
-    }
-}
-
-fn kind_of_dtype(t: u8) -> FileType {
-    kind_of(u32::from(t) << 12)
-}
-
-const S_IFMT: u32 = 0o170000;
-const S_IFDIR: u32 = 0o040000;
-const S_IFREG: u32 = 0o100000;
-const S_IFLNK: u32 = 0o120000;
-const S_IFIFO: u32 = 0o010000;
-const S_IFCHR: u32 = 0o020000;
-const S_IFBLK: u32 = 0o060000;
-const S_IFSOCK: u32 = 0o140000;
-
-fn name_bytes(name: &OsStr) -> &[u8] {
-    name.as_bytes()
-}
-
-/// The timespec utimensat takes for one time of a setattr.
-fn timespec_of(t: Option<TimeOrNow>) -> Timespec {
-    match t {
-        None => Timespec {
-            tv_sec: 0,
-            tv_nsec: uvfs::cred::UTIME_OMIT,
-        },
-        Some(TimeOrNow::Now) => Timespec {
-            tv_sec: 0,
-            tv_nsec: uvfs::cred::UTIME_NOW,
-        },
-        Some(TimeOrNow::SpecificTime(t)) => match t.duration_since(UNIX_EPOCH) {
-            Ok(d) => Timespec {
-                tv_sec: d.as_secs() as i64,
-                tv_nsec: i64::from(d.subsec_nanos()),
-            },
-            // fuser 0.18 turns the kernel's (sec < 0, nsec) into
-            // `UNIX_EPOCH - (|sec| s + nsec ns)` (its `system_time_from_time`
-            // subtracts the nanoseconds instead of adding them), so a time
-            // before the epoch is undone the same way: the distance's whole
-            // seconds, negated, and its nanoseconds as they are. The mapping
-            // is one to one, so the kernel's timespec comes back exactly
-            // (mount_differential's utimensat of [-5, 3] found it).
-            Err(e) => {
-                let d = e.duration();
-                Timespec {
-                    tv_sec: -(d.as_secs() as i64),
-                    tv_nsec: i64::from(d.subsec_nanos()),
-                }
-            }
-        },
     }
 }
 
@@ -400,193 +330,6 @@ impl UvfsFuse {
             }
             Err(e) => reply.error(ferr(e)),
         }
-    }
-
-    /// The flags a server-side open uses for a request's open flags:
-    /// `O_APPEND` goes (the kernel computes the offset of every write from
-    /// its own size, and a page written back through this handle must land
-    /// where it belongs), and so do `O_DIRECT` (the kernel does direct I/O
-    /// itself), `O_NOFOLLOW` (the kernel resolved the path; a reopen with
-    /// it would be `ELOOP`, as through `/proc/self/fd`) and the flags only
-    /// the caller's file knows.
-    fn server_flags(flags: i32) -> i32 {
-        flags
-            & !(O_APPEND | O_DIRECT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC | O_ASYNC | FMODE_EXEC_FLAG)
-    }
-
-    /// Opens the node `fd` for a request: as [`Process::reopen`], but an
-    /// execve's open (`__FMODE_EXEC`) is checked for execute permission,
-    /// as Linux checks it, and then opened for reading as root.
-    fn open_node(&self, p: &mut Process, fd: i32, flags: i32) -> Result<i32, Errno> {
-        let mut sflags = Self::server_flags(flags);
-        // The kernel keeps a FIFO's I/O to itself and never asks the server
-        // to open one; a request that does (a raw client) must not park a
-        // worker in the open's rendezvous: opened non-blocking, it gets
-        // the non-blocking answers (and the server reads and writes only
-        // at offsets: `ESPIPE`).
-        if p.fstat(fd).is_ok_and(|st| st.st_mode & S_IFMT == S_IFIFO) {
-            sflags |= O_NONBLOCK;
-        }
-        if flags & FMODE_EXEC_FLAG != 0 && p.cred().fsuid != 0 {
-            p.faccessat(fd, "", X_OK, AT_EMPTY_PATH | AT_EACCESS)?;
-            let cred = p.cred().clone();
-            p.set_cred(Cred::root());
-            let r = p.reopen(fd, sflags);
-            p.set_cred(cred);
-            return r;
-        }
-        p.reopen(fd, sflags)
-    }
-
-    /// A write went past the server onto an inode's memfd (passthrough):
-    /// stamps mtime and ctime as the write would have (see the
-    /// `passthrough` module). `fd` is a handle on the inode; runs as root.
-    fn apply_write(&self, p: &mut Process, fd: i32) {
-        let cred = p.cred().clone();
-        p.set_cred(Cred::root());
-        let omit = Timespec {
-            tv_sec: 0,
-            tv_nsec: uvfs::cred::UTIME_OMIT,
-        };
-        let now = Timespec {
-            tv_sec: 0,
-            tv_nsec: uvfs::cred::UTIME_NOW,
-        };
-        let _ = p.utimensat(fd, "", Some([omit, now]), AT_EMPTY_PATH);
-        p.set_cred(cred);
-    }
-
-    /// Settles a write past the server on `ino` (if it is open through
-    /// passthrough and one happened), through the handle `fd`.
-    fn pt_sync(&self, p: &mut Process, ino: u64, fd: i32) {
-        if self.pt.take_write(ino) {
-            self.apply_write(p, fd);
-        }
-    }
-
-    /// `fstat` of the node `fd` after settling a write past the server.
-    fn fresh_stat(&self, p: &mut Process, fd: i32) -> Result<Stat, Errno> {
-        let st = Self::fstat(p, fd)?;
-        if self.pt.take_write(st.st_ino) {
-            self.apply_write(p, fd);
-            return Self::fstat(p, fd);
-        }
-        Ok(st)
-    }
-
-    /// Whether an open of inode `ino` with handle `fh` (a uvfs fd) is to
-    /// be answered through passthrough: yes if the inode has its backing
-    /// file already, else if passthrough is on, `fh` is a regular file
-    /// and its memfd could be registered (with `backing`); else it is a
-    /// cached open.
-    fn pt_attach(
-        &self,
-        p: &mut Process,
-        ino: u64,
-        fh: i32,
-        backing: impl FnOnce(&std::os::fd::OwnedFd) -> std::io::Result<fuser::BackingId>,
-    ) -> bool {
-        if self.pt.has(ino) {
-            return true;
-        }
-        if !self.pt.on() {
-            return false;
-        }
-        if !p.fstat(fh).is_ok_and(|st| st.st_mode & S_IFMT == S_IFREG) {
-            return false;
-        }
-        // The memfd the kernel is to use (the inode's data moves into it
-        // on the first open); opened as root by the server, read-write:
-        // the kernel opens its own backing file on it with the caller's
-        // open flags.
-        let kfd = || self.fs.mmap_file(ino, O_RDWR).ok();
-        self.pt.attach(ino, kfd, backing)
-    }
-
-    /// A SETATTR that sets nothing: chown(-1, -1), or a write's removal
-    /// of set-ID bits. Before a write by a caller without `CAP_FSETID` to
-    /// a set-ID file (through passthrough or not), the kernel removes
-    /// privileges on the FUSE file (`file_remove_privs`); with
-    /// `FUSE_HANDLE_KILLPRIV_V2` that reaches the server as this empty
-    /// SETATTR, sent as the writer, who need not own the file. A chown
-    /// (-1, -1) of a set-ID file by a non-owner never gets here: the
-    /// kernel's own check (`default_permissions`) refuses it with `EPERM`.
-    /// So: the chown as the caller, which stamps ctime and applies
-    /// chown's set-ID rules; where it is refused, the write's rules
-    /// (`remove_privs_on_write`) as root, or `EPERM` if they change
-    /// nothing.
-    fn kill_or_chown(&self, p: &mut Process, fd: i32) -> Result<(), Errno> {
-        let e = match p.fchownat(
-            fd,
-            "",
-            u32::MAX,
-            u32::MAX,
-            AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW,
-        ) {
-            Err(Errno::EPERM) => Errno::EPERM,
-            r => return r,
-        };
-        let st = Self::fstat(p, fd)?;
-        let Ok(attr) = self.fs.getattr(st.st_ino) else {
-            return Err(e);
-        };
-        let Some(mode) = uvfs::cred::remove_privs_on_write(p.cred(), &attr) else {
-            return Err(e);
-        };
-        let cred = p.cred().clone();
-        p.set_cred(Cred::root());
-        let r = p.fchmodat(fd, "", mode & 0o7777, AT_EMPTY_PATH);
-        p.set_cred(cred);
-        r
-    }
-
-    /// The changes of one SETATTR on the node `fd`, as the caller.
-    #[allow(clippy::too_many_arguments)]
-    fn setattr_node(
-        &self,
-        p: &mut Process,
-        fd: i32,
-        mode: Option<u32>,
-        uid: Option<u32>,
-        gid: Option<u32>,
-        size: Option<u64>,
-        atime: Option<TimeOrNow>,
-        mtime: Option<TimeOrNow>,
-        fh: Option<FileHandle>,
-    ) -> Result<Stat, Errno> {
-        if let Some(mode) = mode {
-            p.fchmodat(fd, "", mode & 0o7777, AT_EMPTY_PATH)?;
-        }
-        // A setattr that sets nothing is chown(-1, -1) (the kernel
-        // sends FATTR_CTIME only with a writeback cache): Linux still
-        // stamps ctime (and applies chown's set-ID rules), which
-        // uvfs's fchownat(-1, -1) does as the caller.
-        let nothing = mode.is_none() && size.is_none() && atime.is_none() && mtime.is_none();
-        if nothing && uid.is_none() && gid.is_none() {
-            self.kill_or_chown(p, fd)?;
-        } else if uid.is_some() || gid.is_some() {
-            p.fchownat(
-                fd,
-                "",
-                uid.unwrap_or(u32::MAX),
-                gid.unwrap_or(u32::MAX),
-                AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW,
-            )?;
-        }
-        if let Some(size) = size {
-            let len = i64::try_from(size).map_err(|_| Errno::EINVAL)?;
-            match fh {
-                Some(fh) => p.ftruncate(fh.0 as i32, len)?,
-                // truncate(2): write permission on the file, times
-                // stamped only if the size changes.
-                None => p.truncateat(fd, "", len, AT_EMPTY_PATH)?,
-            }
-        }
-        if atime.is_some() || mtime.is_some() {
-            let times = [timespec_of(atime), timespec_of(mtime)];
-            p.utimensat(fd, "", Some(times), AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW)?;
-        }
-        Self::fstat(p, fd)
     }
 
     fn statfs_reply(&self, reply: ReplyStatfs) {

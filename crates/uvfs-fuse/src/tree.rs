@@ -14,14 +14,10 @@ use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
+use uvfs::fs::{S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
 use uvfs::stat::Stat;
 use uvfs::uapi::*;
 use uvfs::{Errno, Process};
-
-const S_IFMT: u32 = 0o170000;
-const S_IFDIR: u32 = 0o040000;
-const S_IFLNK: u32 = 0o120000;
-const S_IFREG: u32 = 0o100000;
 
 /// What a copy did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
