@@ -16,6 +16,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use uvfs::FastPaths;
 
+mod values;
+use values::*;
+pub use values::{check_output_dir, check_output_file};
+
 /// The uvfs lab: will-it-scale's file tests on the host kernel and on uvfs.
 #[derive(Debug, Parser)]
 #[command(name = "uvfs-bench", version, about, long_about = None)]
@@ -268,15 +272,6 @@ impl RunArgs {
     }
 }
 
-/// A count of at least 1.
-fn at_least_one(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(0) => Err("must be at least 1".into()),
-        Ok(n) => Ok(n),
-        Err(e) => Err(format!("expected a whole number: {e}")),
-    }
-}
-
 /// `reproduce`'s options.
 #[derive(Debug, Args)]
 pub struct ReproduceArgs {
@@ -465,89 +460,11 @@ impl SoakArgs {
 /// Most tasks of a `run`.
 pub const RUN_MAX_TASKS: usize = 1024;
 
-/// A `run` task count: 1 to [`RUN_MAX_TASKS`].
-fn run_tasks(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(n) if (1..=RUN_MAX_TASKS).contains(&n) => Ok(n),
-        Ok(_) => Err(format!(
-            "must be from 1 to {RUN_MAX_TASKS}: each task is a forked process or an OS thread, \
-             all set up before the first sample; far past the CPU count a run measures only \
-             the scheduler, and process and open-file limits refuse such counts"
-        )),
-        Err(e) => Err(format!("expected a whole number: {e}")),
-    }
-}
-
 /// Most iterations of one `preload` loop.
 pub const PRELOAD_MAX_ITERATIONS: u64 = 1_000_000_000;
 
-/// `preload --iterations`: 1 to [`PRELOAD_MAX_ITERATIONS`].
-fn preload_iterations(s: &str) -> Result<u64, String> {
-    match s.parse::<u64>() {
-        Ok(n) if (1..=PRELOAD_MAX_ITERATIONS).contains(&n) => Ok(n),
-        Ok(_) => Err(format!(
-            "must be from 1 to {PRELOAD_MAX_ITERATIONS} (a billion open/close pairs already \
-             take minutes per measurement on the host)"
-        )),
-        Err(e) => Err(format!("expected a whole number: {e}")),
-    }
-}
-
 /// Most rounds of `preload`.
 pub const PRELOAD_MAX_REPEATS: usize = 1000;
-
-/// `preload --repeats`: 1 to [`PRELOAD_MAX_REPEATS`].
-fn preload_repeats(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(n) if (1..=PRELOAD_MAX_REPEATS).contains(&n) => Ok(n),
-        Ok(_) => Err(format!("must be from 1 to {PRELOAD_MAX_REPEATS}")),
-        Err(e) => Err(format!("expected a whole number: {e}")),
-    }
-}
-
-/// Checks that `path` can be written later: its directory exists and it is
-/// not itself a directory. Made before any work, so that a run is not lost
-/// to a typo.
-pub fn check_output_file(opt: &str, path: &std::path::Path) -> Result<(), String> {
-    if path.is_dir() {
-        return Err(format!("{opt} {}: is a directory", path.display()));
-    }
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => std::path::Path::new("."),
-    };
-    if !parent.is_dir() {
-        return Err(format!(
-            "{opt} {}: no directory {} to write it in",
-            path.display(),
-            parent.display()
-        ));
-    }
-    Ok(())
-}
-
-/// Checks that `dir` is a directory or can be made: its nearest existing
-/// ancestor is a directory. Made before any work.
-pub fn check_output_dir(opt: &str, dir: &std::path::Path) -> Result<(), String> {
-    let mut d = dir;
-    loop {
-        if d.exists() {
-            return if d.is_dir() {
-                Ok(())
-            } else {
-                Err(format!(
-                    "{opt} {}: {} is not a directory",
-                    dir.display(),
-                    d.display()
-                ))
-            };
-        }
-        match d.parent() {
-            Some(p) if !p.as_os_str().is_empty() => d = p,
-            _ => return Ok(()),
-        }
-    }
-}
 
 /// Longest `run` in seconds (warm-up and measured time, per task count).
 pub const RUN_MAX_SECONDS: f64 = 86400.0;
@@ -572,36 +489,6 @@ fn check_run(args: &RunArgs) -> Result<(), String> {
         check_output_file("--json", p)?;
     }
     Ok(())
-}
-
-/// A soak's task count: 1 to [`crate::soak::MAX_TASKS`].
-fn soak_tasks(s: &str) -> Result<usize, String> {
-    let max = crate::soak::MAX_TASKS;
-    match s.parse::<usize>() {
-        Ok(n) if (1..=max).contains(&n) => Ok(n),
-        Ok(_) => Err(format!(
-            "must be from 1 to {max} (each task is an OS thread)"
-        )),
-        Err(e) => Err(format!("expected a whole number: {e}")),
-    }
-}
-
-/// A finite number of seconds (or %) > 0.
-fn finite_positive(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        Ok(v) => Err(format!("must be a finite number > 0, not {v}")),
-        Err(e) => Err(format!("expected a number: {e}")),
-    }
-}
-
-/// A finite number >= 0.
-fn finite_non_negative(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        Ok(v) => Err(format!("must be a finite number >= 0, not {v}")),
-        Err(e) => Err(format!("expected a number: {e}")),
-    }
 }
 
 /// `preload`'s options.
@@ -631,15 +518,6 @@ pub struct PreloadArgs {
     /// Write DIR/preload.json (made if missing).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-}
-
-/// A count of at least 1 (u64).
-fn at_least_one_u64(s: &str) -> Result<u64, String> {
-    match s.parse::<u64>() {
-        Ok(0) => Err("must be at least 1".into()),
-        Ok(n) => Ok(n),
-        Err(e) => Err(format!("expected a whole number: {e}")),
-    }
 }
 
 /// `fuse`'s options.
@@ -726,11 +604,6 @@ pub struct FuseFloorArgs {
     pub die_with_parent: bool,
 }
 
-/// A timeout in seconds.
-fn ttl(secs: f64) -> Result<std::time::Duration, String> {
-    std::time::Duration::try_from_secs_f64(secs).map_err(|e| format!("bad timeout {secs}: {e}"))
-}
-
 /// `compare`'s options.
 #[derive(Debug, Args)]
 pub struct CompareArgs {
@@ -747,16 +620,6 @@ pub struct CompareArgs {
     #[arg(long, default_value_t = 1.0, value_parser = finite_non_negative,
           allow_negative_numbers = true)]
     pub min_change: f64,
-}
-
-fn parse_fastpaths(s: &str) -> Result<FastPaths, String> {
-    FastPaths::parse(s).map_err(|_| {
-        let names: Vec<&str> = FastPaths::switches().map(|(n, _)| n).collect();
-        format!(
-            "expected seeds, stock or SWITCH=on|off items; switches: {}",
-            names.join(", ")
-        )
-    })
 }
 
 /// Runs the parsed command line.
