@@ -9,7 +9,7 @@
 //! `renameat2(RENAME_WHITEOUT)`.
 
 mod support;
-use support::cprog::{Scratch, compile_c, err, out, run};
+use support::cprog::{Scratch, compile_c, host_reference, shim_matches};
 
 const C_FIFO: &str = r##"
 #define _GNU_SOURCE
@@ -113,23 +113,17 @@ fn fifo_program_matches_the_host() {
     };
     let host = dir.join("host");
     std::fs::create_dir(&host).unwrap();
-    let want = run(&[&bin, host.to_str().unwrap()], false, &[]);
-    assert!(
-        want.status.success(),
-        "host: {:?} {}",
-        want.status,
-        err(&want)
+    let want = host_reference(
+        &[&bin, host.to_str().unwrap()],
+        &["reader got 200000", "SIGPIPE 1"],
     );
-    assert!(out(&want).contains("reader got 200000"), "{}", out(&want));
-    assert!(out(&want).contains("SIGPIPE 1"), "{}", out(&want));
     let prefix = dir.join("uvfs");
-    let got = run(
+    shim_matches(
         &[&bin, prefix.to_str().unwrap()],
-        true,
         &[("UVFS_PREFIX", prefix.to_str().unwrap())],
+        &want,
+        "the FIFO program",
     );
-    assert!(got.status.success(), "shim: {:?} {}", got.status, err(&got));
-    assert_eq!(out(&got), out(&want), "stderr:\n{}", err(&got));
     // Nothing reached the host under the prefix.
     assert!(!prefix.join("fifo").exists() && !prefix.join("sock").exists());
 }

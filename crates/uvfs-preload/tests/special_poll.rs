@@ -9,7 +9,7 @@
 //! interrupted by a signal while it sleeps (`EINTR`).
 
 mod support;
-use support::cprog::{Scratch, compile_c, err, out, run};
+use support::cprog::{Scratch, compile_c, host_reference, shim_matches};
 
 const C_POLL: &str = r##"
 #define _GNU_SOURCE
@@ -194,25 +194,16 @@ fn poll_program_matches_the_host() {
     };
     let host = dir.join("host");
     std::fs::create_dir(&host).unwrap();
-    let want = run(&[&bin, host.to_str().unwrap()], false, &[]);
-    assert!(
-        want.status.success(),
-        "host: {:?} {}",
-        want.status,
-        err(&want)
-    );
-    assert!(
-        out(&want).contains("poll interrupted: -1 errno 4"),
-        "{}",
-        out(&want)
+    let want = host_reference(
+        &[&bin, host.to_str().unwrap()],
+        &["poll interrupted: -1 errno 4"],
     );
     let prefix = dir.join("uvfs");
-    let got = run(
+    shim_matches(
         &[&bin, prefix.to_str().unwrap()],
-        true,
         &[("UVFS_PREFIX", prefix.to_str().unwrap())],
+        &want,
+        "the poll program",
     );
-    assert!(got.status.success(), "shim: {:?} {}", got.status, err(&got));
-    assert_eq!(out(&got), out(&want), "stderr:\n{}", err(&got));
     assert!(!prefix.join("fifo").exists());
 }

@@ -5,7 +5,7 @@
 //! process's, shared by all threads), never timing.
 
 mod support;
-use support::cprog::{Scratch, compile_c, err, out, run};
+use support::cprog::{Scratch, compile_c, host_reference, shim_matches};
 
 const C_THREADS: &str = r#"
 #define _GNU_SOURCE
@@ -89,25 +89,18 @@ fn four_threads_open_read_close() {
     std::fs::create_dir_all(seed.join("dir")).unwrap();
     let host_d = dir.join("host");
     std::fs::create_dir_all(&host_d).unwrap();
-    let host = run(&[&bin, host_d.to_str().unwrap()], false, &[]);
-    assert!(host.status.success(), "host: {}{}", out(&host), err(&host));
+    let host = host_reference(&[&bin, host_d.to_str().unwrap()], &[]);
     for cache in ["16", "0", "1"] {
-        let o = run(
+        shim_matches(
             &[&bin, "/uvfs/dir"],
-            true,
             &[
                 ("UVFS_PREFIX", "/uvfs"),
                 ("UVFS_FD_CACHE", cache),
                 ("UVFS_SEED", seed.to_str().unwrap()),
             ],
+            &host,
+            &format!("UVFS_FD_CACHE={cache}"),
         );
-        assert!(
-            o.status.success(),
-            "UVFS_FD_CACHE={cache}: {}{}",
-            out(&o),
-            err(&o)
-        );
-        assert_eq!(out(&o), out(&host), "UVFS_FD_CACHE={cache}");
     }
 }
 
@@ -191,26 +184,14 @@ fn the_building_thread_hands_the_table_over_to_new_threads() {
     std::fs::create_dir_all(&host_d).unwrap();
     let host_f = host_d.join("f");
     for mode in ["main", "first"] {
-        let host = run(&[&bin, host_f.to_str().unwrap(), mode], false, &[]);
-        assert!(
-            host.status.success(),
-            "host {mode}: {}{}",
-            out(&host),
-            err(&host)
-        );
+        let host = host_reference(&[&bin, host_f.to_str().unwrap(), mode], &[]);
         for cache in ["16", "0"] {
-            let o = run(
+            shim_matches(
                 &[&bin, "/uvfs/f", mode],
-                true,
                 &[("UVFS_PREFIX", "/uvfs"), ("UVFS_FD_CACHE", cache)],
+                &host,
+                &format!("{mode}, UVFS_FD_CACHE={cache}"),
             );
-            assert!(
-                o.status.success(),
-                "{mode}, UVFS_FD_CACHE={cache}: {}{}",
-                out(&o),
-                err(&o)
-            );
-            assert_eq!(out(&o), out(&host), "{mode}, UVFS_FD_CACHE={cache}");
         }
     }
 }
@@ -277,20 +258,13 @@ fn signals_during_the_owners_calls() {
     };
     let host_d = dir.join("host");
     std::fs::create_dir_all(&host_d).unwrap();
-    let host = run(&[&bin, host_d.join("f").to_str().unwrap()], false, &[]);
-    assert!(host.status.success(), "host: {}{}", out(&host), err(&host));
+    let host = host_reference(&[&bin, host_d.join("f").to_str().unwrap()], &[]);
     for cache in ["16", "0"] {
-        let o = run(
+        shim_matches(
             &[&bin, "/uvfs/f"],
-            true,
             &[("UVFS_PREFIX", "/uvfs"), ("UVFS_FD_CACHE", cache)],
+            &host,
+            &format!("UVFS_FD_CACHE={cache}"),
         );
-        assert!(
-            o.status.success(),
-            "UVFS_FD_CACHE={cache}: {}{}",
-            out(&o),
-            err(&o)
-        );
-        assert_eq!(out(&o), out(&host), "UVFS_FD_CACHE={cache}");
     }
 }

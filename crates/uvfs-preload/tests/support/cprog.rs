@@ -114,3 +114,47 @@ pub fn out(o: &Output) -> String {
 pub fn err(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+/// The host half of a differential test: `args` run without the shim
+/// must exit 0 and print each of `wants` (what the test pins down, so a
+/// host that behaves otherwise fails here, named as the host, rather than
+/// in the comparison). Its stdout, the reference for the shim's runs.
+pub fn host_reference(args: &[&str], wants: &[&str]) -> String {
+    let host = run(args, false, &[]);
+    assert!(
+        host.status.success(),
+        "host run {args:?}: {:?}\n{}{}",
+        host.status,
+        out(&host),
+        err(&host)
+    );
+    let host_out = out(&host);
+    for want in wants {
+        assert!(
+            host_out.contains(want),
+            "the host run lacks {want:?}:\n{host_out}"
+        );
+    }
+    host_out
+}
+
+/// The shim half: `args` under the shim with `env` must exit 0 and print
+/// exactly `want` (the host's stdout); `what` names the run in a failure.
+/// The run's output, for the caller's further checks.
+pub fn shim_matches(args: &[&str], env: &[(&str, &str)], want: &str, what: &str) -> Output {
+    let shim = run(args, true, env);
+    assert!(
+        shim.status.success(),
+        "{what} under the shim: {:?}\n{}{}",
+        shim.status,
+        out(&shim),
+        err(&shim)
+    );
+    assert_eq!(
+        out(&shim),
+        want,
+        "{what}: the shim's stderr:\n{}",
+        err(&shim)
+    );
+    shim
+}
