@@ -7,7 +7,7 @@
 
 use crate::conv::{cbytes, set_errno};
 use crate::guard::{Local, busy, local, run, run_in};
-use crate::path::{Route, prefix};
+use crate::path::{Route, early_outside, loaded, prefix};
 use crate::route::{Dir, route_abs};
 use crate::state::{FDMAP, Fd, State, with_state, with_state_in};
 use libc::{c_char, c_int};
@@ -21,7 +21,37 @@ pub(crate) fn route(dirfd: c_int, path: &[u8]) -> Option<Route<'_>> {
     if busy() {
         return Some(Route::Kernel);
     }
+    if !loaded() {
+        return route_early(dirfd, path);
+    }
     route_unguarded(dirfd, path)
+}
+
+/// [`route`] before the library constructor has run (a call from another
+/// library's constructor): a path certainly outside the prefix goes to the
+/// kernel without a single allocation (`path`'s `LOADED` says why). Any
+/// other path takes the full route; one that reaches uvfs this early is
+/// said once on stderr, since this process has not yet learnt whether it
+/// is a client of its tree's mount (it then uses a private uvfs, not the
+/// tree's) and `UVFS_SEED` has not been applied.
+#[cold]
+fn route_early(dirfd: c_int, path: &[u8]) -> Option<Route<'_>> {
+    if early_outside(path) {
+        return Some(Route::Kernel);
+    }
+    let r = route_unguarded(dirfd, path);
+    if matches!(r, Some(Route::Uvfs(..))) {
+        static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            let _ = rustix::io::write(
+                rustix::stdio::stderr(),
+                b"uvfs-preload: a path under the prefix was used before the shim's constructor ran \
+                  (from another library's constructor): served by this process's own uvfs, \
+                  without UVFS_SEED and outside any process tree\n",
+            );
+        }
+    }
+    r
 }
 
 /// [`route`] for a caller already inside the shim's frame on behalf of the

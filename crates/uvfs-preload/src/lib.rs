@@ -80,6 +80,7 @@ extern "C" fn init() {
     fork_gate::at_load();
     namespace::at_load();
     seed::register_dump();
+    path::set_loaded();
 }
 
 #[used]

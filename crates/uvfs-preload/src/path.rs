@@ -30,14 +30,82 @@ pub(crate) fn is_client() -> bool {
     CLIENT.load(std::sync::atomic::Ordering::Acquire)
 }
 
+/// Set at the end of the library constructor. Before it, a hook runs on
+/// behalf of another library's constructor (the dynamic loader runs the
+/// constructors of the program's libraries before a preloaded library's),
+/// possibly from inside that library's memory allocator while it holds its
+/// own initialization lock (jemalloc, linked into `rustc`, reads
+/// `/etc/malloc.conf` through `readlink` on its first allocation): the
+/// shim must not allocate then, or the allocation waits on that lock for
+/// ever.
+static LOADED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Marks the library constructor as done.
+pub(crate) fn set_loaded() {
+    LOADED.store(true, std::sync::atomic::Ordering::Release);
+}
+
+/// Whether the library constructor is done.
+#[inline]
+pub(crate) fn loaded() -> bool {
+    LOADED.load(std::sync::atomic::Ordering::Acquire)
+}
+
+/// Before the constructor: whether `path` is certainly outside the prefix,
+/// decided without allocating (the environment read in place, a plain
+/// byte comparison): an absolute path with no `.` or `..` component and
+/// no doubled slash (no `/.` or `//` in it at all, to be simple) that
+/// neither is the prefix nor lies under it. Anything else (`false`) takes the full route.
+pub(crate) fn early_outside(path: &[u8]) -> bool {
+    // SAFETY: a NUL-terminated name; the pointer `getenv` returns (into
+    // the environment) is read at once, before anything could change the
+    // environment (the program has not reached `main`).
+    let env = unsafe { libc::getenv(c"UVFS_PREFIX".as_ptr()) };
+    let raw: &[u8] = if env.is_null() {
+        b"/uvfs"
+    } else {
+        // SAFETY: a non-null `getenv` result is a NUL-terminated string.
+        unsafe { std::ffi::CStr::from_ptr(env) }.to_bytes()
+    };
+    outside(raw, path)
+}
+
+/// [`early_outside`] with the configured prefix `raw` given.
+fn outside(raw: &[u8], path: &[u8]) -> bool {
+    if path.first() != Some(&b'/') || path.windows(2).any(|w| w == b"/." || w == b"//") {
+        return false;
+    }
+    let mut pre = raw;
+    while pre.len() > 1 && pre.last() == Some(&b'/') {
+        pre = &pre[..pre.len() - 1];
+    }
+    if pre.first() != Some(&b'/')
+        || pre.len() == 1
+        || pre.windows(2).any(|w| w == b"/." || w == b"//")
+    {
+        // Not a plain absolute prefix (or none at all): the full route
+        // decides.
+        return false;
+    }
+    !(path.starts_with(pre) && matches!(path.get(pre.len()), None | Some(&b'/')))
+}
+
 /// The prefix as configured, client or not.
 pub(crate) fn prefix_raw() -> Option<&'static [u8]> {
     static PREFIX: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
     PREFIX
         .get_or_init(|| {
-            let raw = std::env::var_os("UVFS_PREFIX")
-                .map(std::os::unix::ffi::OsStringExt::into_vec)
-                .unwrap_or_else(|| b"/uvfs".to_vec());
+            // libc's `getenv`, not std's (which takes std's environment
+            // lock and copies the value before this copies it again).
+            // SAFETY: a NUL-terminated name; the result, if not null, is
+            // a NUL-terminated string, copied at once.
+            let env = unsafe { libc::getenv(c"UVFS_PREFIX".as_ptr()) };
+            let raw = if env.is_null() {
+                b"/uvfs".to_vec()
+            } else {
+                // SAFETY: as above.
+                unsafe { std::ffi::CStr::from_ptr(env) }.to_bytes().to_vec()
+            };
             let mut p = crate::route::normalize(&raw)?;
             if p.len() <= 1 {
                 return None;
@@ -48,4 +116,36 @@ pub(crate) fn prefix_raw() -> Option<&'static [u8]> {
             Some(p)
         })
         .as_deref()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::outside;
+
+    #[test]
+    fn early_outside_is_sure_or_says_no() {
+        let p = b"/uvfs".as_slice();
+        for path in ["/etc/malloc.conf", "/", "/uvfsx", "/uv", "/proc/sys/vm/x"] {
+            assert!(outside(p, path.as_bytes()), "{path}");
+        }
+        for path in [
+            "/uvfs",
+            "/uvfs/",
+            "/uvfs/a",
+            "/uvfs//a",
+            "rel",
+            "",
+            "/a/../uvfs",
+            "/./uvfs",
+            "//uvfs",
+            "/etc/.hidden",
+        ] {
+            assert!(!outside(p, path.as_bytes()), "{path}");
+        }
+        assert!(outside(b"/uvfs/", b"/etc"));
+        assert!(!outside(b"/uvfs/", b"/uvfs/a"));
+        for odd in ["", "/", "rel", "/a/../uvfs", "//uvfs"] {
+            assert!(!outside(odd.as_bytes(), b"/etc"), "prefix {odd:?}");
+        }
+    }
 }
