@@ -6,6 +6,8 @@
 //! uvfs's tmpfs can hold a file's data in a kernel memfd (the library's
 //! `tmpfs::memfd`, made for `mmap`): an open of a regular file through the
 //! mount promotes the inode's data to its memfd (`FileSystem::mmap_file`),
+//! (with `--size`, a file in a private kernel tmpfs instead: see
+//! [`backing`](crate::backing); "memfd" below means either),
 //! registers that memfd once per inode with `FUSE_DEV_IOC_BACKING_OPEN`
 //! and answers `FOPEN_PASSTHROUGH` with it. The [`BackingId`] is kept
 //! while the kernel knows the inode (until its `FORGET`), not only while

@@ -13,7 +13,10 @@
 //!   (Linux's `!uptodate` folio: reads as zeros, counts as allocated, is a
 //!   hole for `SEEK_DATA`).
 //!   A file that was mapped (`mmap_file`) holds its data in a kernel
-//!   memfd instead (`memfd`), which the program maps directly.
+//!   memfd instead (`memfd`), which the program maps directly. A tmpfs
+//!   built with a directory as its [`FileStore`] keeps every regular
+//!   file's data in a file of that directory from its first write, and
+//!   that directory's file system is the space limit.
 //! - Symlinks: the target; targets of 128 bytes or more take a page (Linux
 //!   stores shorter ones inline: `SHORT_SYMLINK_LEN`).
 //!
@@ -74,7 +77,8 @@
 //!   unlink, rmdir;
 //! - `rename`: rename and its flags, the directory-loop check;
 //! - `pages`: regular files' page maps (truncate, punch);
-//! - `memfd`: a regular file's data moved to a kernel memfd on its first
+//! - `memfd`: a regular file's data moved to a kernel memfd (or a file
+//!   of the [`FileStore`] directory) on its first
 //!   `mmap_file`, and the operations on it;
 //! - `io`: read, write, `fallocate`, `SEEK_DATA`/`SEEK_HOLE` through the
 //!   inode;
