@@ -553,6 +553,10 @@ pub struct FuseArgs {
     /// (`uvfs-pt`).
     #[arg(long)]
     pub no_passthrough: bool,
+    /// Both uvfs mounts' space limit (their --size: bytes, or K, M, G);
+    /// with passthrough the limit is a private kernel tmpfs's.
+    #[arg(long, value_name = "BYTES")]
+    pub size: Option<String>,
     /// Smoke run: 2 rounds of 0.1 s.
     #[arg(long)]
     pub quick: bool,
@@ -964,6 +968,7 @@ fn fuse(a: &FuseArgs) -> ExitCode {
         floor,
         progress: true,
         passthrough: !a.no_passthrough,
+        size: a.size.clone(),
     };
     match crate::fuse::measure(&cfg) {
         Ok(r) => {

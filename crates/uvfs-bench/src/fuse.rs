@@ -115,6 +115,8 @@ pub struct FuseConfig {
     pub progress: bool,
     /// Also measure a uvfs mount with `--passthrough on` (`uvfs-pt`).
     pub passthrough: bool,
+    /// Both uvfs mounts' `--size` (as given: bytes, or K, M, G), if any.
+    pub size: Option<String>,
 }
 
 /// One backend's figure on one test.
@@ -495,17 +497,19 @@ pub fn mount_floor(parent: &Path, opts: &FloorOptions) -> Result<MountGuard, Str
 }
 
 /// Mounts uvfs at a fresh directory under `parent`:
-/// `BIN mount --daemon --threads N --fastpaths F --passthrough P DIR`,
-/// which returns once the mount is live. Returns the guard and the
-/// command line.
+/// `BIN mount --daemon --threads N --fastpaths F --passthrough P
+/// [--size S] DIR`, which returns once the mount is live. Returns the
+/// guard and the command line.
 pub fn mount_uvfs(
     bin: &Path,
     parent: &Path,
     threads: usize,
     fastpaths: &str,
     passthrough: &str,
+    size: Option<&str>,
 ) -> Result<(MountGuard, String), String> {
     let g = MountGuard::new(mount_point(parent)?);
+    let size = size.map(|s| ["--size".to_string(), s.to_string()]);
     let args = [
         "mount".to_string(),
         "--daemon".into(),
@@ -515,8 +519,11 @@ pub fn mount_uvfs(
         fastpaths.into(),
         "--passthrough".into(),
         passthrough.into(),
-        g.dir.display().to_string(),
-    ];
+    ]
+    .into_iter()
+    .chain(size.into_iter().flatten())
+    .chain([g.dir.display().to_string()])
+    .collect::<Vec<_>>();
     let line = format!("{} {}", bin.display(), args.join(" "));
     let out = Command::new(bin)
         .args(&args)
@@ -639,7 +646,14 @@ pub fn measure(cfg: &FuseConfig) -> Result<FuseReport, String> {
         UvfsSource::Build => build_uvfs(),
     };
     let mount = |pt: &str| match &bin {
-        Ok(b) => match mount_uvfs(b, &cfg.mount_parent, cfg.threads, &cfg.fastpaths, pt) {
+        Ok(b) => match mount_uvfs(
+            b,
+            &cfg.mount_parent,
+            cfg.threads,
+            &cfg.fastpaths,
+            pt,
+            cfg.size.as_deref(),
+        ) {
             Ok((g, line)) => (Some(g), Some(line), None),
             Err(e) => (None, None, Some(e)),
         },

@@ -621,6 +621,7 @@ fn run_fuse(budget: &Budget, host_dir: &Path) -> (Option<FuseReport>, Option<Str
         floor: FloorOptions::default(),
         progress: false,
         passthrough: true,
+        size: None,
     };
     match fuse::measure(&cfg) {
         Ok(r) => (Some(r), None),

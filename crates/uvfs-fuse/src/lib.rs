@@ -69,6 +69,7 @@
 //!   writes are the kernel's own pipe, never sent to the server.
 #![warn(missing_docs)]
 
+pub mod backing;
 pub mod creds;
 pub mod mount;
 pub mod passthrough;

@@ -11,7 +11,8 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use uvfs::fs::tmpfs::{Tmpfs, TmpfsOptions};
+use std::sync::Arc;
+use uvfs::fs::tmpfs::{FileStore, Tmpfs, TmpfsOptions};
 use uvfs::{FastPaths, Process, Vfs};
 
 /// The fast-path presets.
@@ -46,8 +47,9 @@ pub struct MountArgs {
     #[arg(long, value_name = "HOSTDIR")]
     pub seed_from: Option<PathBuf>,
     /// FUSE passthrough of regular files' reads, writes and mmap to their
-    /// memfds: auto (on when the kernel offers it and the server has
-    /// CAP_SYS_ADMIN, and no --size is set), on, or off.
+    /// kernel files: auto (on when the kernel offers it and the server has
+    /// CAP_SYS_ADMIN), on, or off. With --size the files live in a private
+    /// tmpfs of that size, which holds passthrough writes to the limit.
     #[arg(long, value_enum, value_name = "MODE", default_value = "auto")]
     pub passthrough: Passthrough,
     /// Write the tree out to this host directory after unmount.
@@ -188,9 +190,72 @@ pub fn check(args: &MountArgs) -> Result<PathBuf, String> {
     Ok(dir)
 }
 
+/// The tmpfs to serve and the passthrough mode to serve it with.
+pub struct Served {
+    /// The file system.
+    pub tmpfs: Arc<Tmpfs>,
+    /// `--passthrough`, or `off` where `auto` cannot hold `--size`.
+    pub passthrough: Passthrough,
+    /// The private tmpfs's size when regular files' data lives there (see
+    /// [`backing`](crate::backing)).
+    pub kernel_limit: Option<u64>,
+}
+
+/// Builds the tmpfs. With `--size` and passthrough wanted (`auto` or
+/// `on`) by a server that may register backing files (`CAP_SYS_ADMIN`),
+/// regular files' data goes to a private kernel tmpfs of that size, which
+/// is then the one space limit ([`backing`](crate::backing)); where that
+/// tmpfs cannot be made, `auto` serves with passthrough off and uvfs's own
+/// limit (said on stderr), `on` is refused (`Err`, the message). Without
+/// `CAP_SYS_ADMIN`, `auto` keeps uvfs's limit (passthrough goes off at
+/// `FUSE_INIT`, which says why).
+pub fn build_fs(args: &MountArgs) -> Result<Served, String> {
+    let opts = TmpfsOptions {
+        size_bytes: args.size,
+        nr_inodes: args.nr_inodes,
+        ..TmpfsOptions::default()
+    };
+    let plain = |passthrough| Served {
+        tmpfs: Tmpfs::new(opts),
+        passthrough,
+        kernel_limit: None,
+    };
+    let Some(size) = args.size else {
+        return Ok(plain(args.passthrough));
+    };
+    if args.passthrough == Passthrough::Off
+        || (args.passthrough == Passthrough::Auto && !has_cap_sys_admin())
+    {
+        return Ok(plain(args.passthrough));
+    }
+    let made = crate::backing::private_tmpfs(size)
+        .map_err(|e| e.to_string())
+        .and_then(|dir| {
+            Tmpfs::with_store(opts, FileStore::Dir(dir))
+                .map_err(|e| format!("O_TMPFILE in it: {e}"))
+        });
+    match (made, args.passthrough) {
+        (Ok(tmpfs), mode) => Ok(Served {
+            tmpfs,
+            passthrough: mode,
+            kernel_limit: Some(size),
+        }),
+        (Err(e), Passthrough::Auto) => {
+            eprintln!(
+                "uvfs: FUSE passthrough off: --size needs a private tmpfs to hold passthrough writes to the limit, and it could not be made ({e}); the server holds its writes to --size"
+            );
+            Ok(plain(Passthrough::Off))
+        }
+        (Err(e), _) => Err(format!(
+            "--passthrough=on with --size: the private tmpfs that holds passthrough writes to the limit could not be made: {e} (use --passthrough=auto or off for a limit the server keeps)"
+        )),
+    }
+}
+
 /// `uvfs mount`: returns the exit status.
 pub fn run(args: MountArgs) -> i32 {
-    let dir = match check(&args) {
+    let built = check(&args).and_then(|dir| build_fs(&args).map(|s| (dir, s)));
+    let (dir, served) = match built {
         Ok(d) => d,
         Err(m) => {
             eprintln!("uvfs mount: {m}");
@@ -198,7 +263,7 @@ pub fn run(args: MountArgs) -> i32 {
         }
     };
     if !args.daemon {
-        return serve(&args, &dir, None);
+        return serve(&args, &dir, None, served);
     }
     let mut fds = [0i32; 2];
     // SAFETY: `fds` is a writable array of two ints.
@@ -219,7 +284,7 @@ pub fn run(args: MountArgs) -> i32 {
         drop(r);
         // SAFETY: setsid has no preconditions; it detaches from the terminal.
         unsafe { libc::setsid() };
-        return serve(&args, &dir, Some(std::fs::File::from(w)));
+        return serve(&args, &dir, Some(std::fs::File::from(w)), served);
     }
     drop(w);
     let mut msg = String::new();
@@ -286,16 +351,12 @@ fn unmount(dir: &Path) -> bool {
 
 /// Builds the VFS, seeds it, mounts and serves until unmounted or
 /// signalled, then dumps. `notify` is the daemon's pipe to its parent.
-fn serve(args: &MountArgs, dir: &Path, notify: Option<std::fs::File>) -> i32 {
+fn serve(args: &MountArgs, dir: &Path, notify: Option<std::fs::File>, served: Served) -> i32 {
     let fast = match args.fastpaths {
         Preset::Seeds => FastPaths::seeds(),
         Preset::Stock => FastPaths::stock(),
     };
-    let tmpfs = Tmpfs::new(TmpfsOptions {
-        size_bytes: args.size,
-        nr_inodes: args.nr_inodes,
-        ..TmpfsOptions::default()
-    });
+    let tmpfs = served.tmpfs;
     let vfs = Vfs::builder()
         .fastpaths(fast)
         .build_with_root(tmpfs.clone());
@@ -311,24 +372,10 @@ fn serve(args: &MountArgs, dir: &Path, notify: Option<std::fs::File>) -> i32 {
         }
     }
     let set = block_signals();
-    // A space limit cannot hold writes the server never sees.
-    let pt = match (args.passthrough, args.size) {
-        (Passthrough::Auto, Some(_)) => {
-            eprintln!(
-                "uvfs: FUSE passthrough off: --size is set, and writes through passthrough never reach the server to be held to it"
-            );
-            Passthrough::Off
-        }
-        (Passthrough::On, Some(_)) => {
-            eprintln!(
-                "uvfs: --passthrough=on with --size: the limit holds for every request the server sees (fallocate, truncate, copy_file_range); writes through passthrough are counted after they land and can pass it"
-            );
-            Passthrough::On
-        }
-        (m, _) => m,
-    };
     let server = match UvfsFuse::new(vfs.clone(), tmpfs) {
-        Ok(s) => s.with_passthrough(pt),
+        Ok(s) => s
+            .with_passthrough(served.passthrough)
+            .with_kernel_limit(served.kernel_limit),
         Err(e) => return fail(notify, format!("server: {e}")),
     };
     let mut config = Config::default();

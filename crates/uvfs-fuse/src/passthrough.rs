@@ -6,6 +6,8 @@
 //! uvfs's tmpfs can hold a file's data in a kernel memfd (the library's
 //! `tmpfs::memfd`, made for `mmap`): an open of a regular file through the
 //! mount promotes the inode's data to its memfd (`FileSystem::mmap_file`),
+//! (with `--size`, a file in a private kernel tmpfs instead: see
+//! [`backing`](crate::backing); "memfd" below means either),
 //! registers that memfd once per inode with `FUSE_DEV_IOC_BACKING_OPEN`
 //! and answers `FOPEN_PASSTHROUGH` with it. The [`BackingId`] is kept
 //! while the kernel knows the inode (until its `FORGET`), not only while
@@ -51,7 +53,8 @@ pub enum Passthrough {
     /// server holds `CAP_SYS_ADMIN` (registering a backing file needs it);
     /// off otherwise. Which, and why, is said once on stderr.
     Auto,
-    /// On, or the mount fails (exit status 1, the reason on stderr).
+    /// On, or the mount fails (the reason on stderr; exit status 2 when it
+    /// is known before mounting, 1 when the kernel refuses at `FUSE_INIT`).
     On,
     /// Every read and write is a request to the server.
     Off,
@@ -109,6 +112,8 @@ impl PtFile {
 /// The passthrough state of a server.
 pub(crate) struct PtTable {
     mode: Passthrough,
+    /// The private tmpfs's size when the files live there (`--size`).
+    pub(crate) kernel_limit: Option<u64>,
     on: AtomicBool,
     /// Said on stderr that the kernel refused a backing file.
     said: AtomicBool,
@@ -121,6 +126,7 @@ impl PtTable {
     pub(crate) fn new(mode: Passthrough) -> PtTable {
         PtTable {
             mode,
+            kernel_limit: None,
             on: AtomicBool::new(false),
             said: AtomicBool::new(false),
             count: AtomicUsize::new(0),
@@ -165,9 +171,14 @@ impl PtTable {
                 false
             }
             (Passthrough::Auto, None) => {
-                eprintln!(
-                    "uvfs: FUSE passthrough on: the kernel reads, writes and maps regular files on their memfds"
-                );
+                match self.kernel_limit {
+                    Some(size) => eprintln!(
+                        "uvfs: FUSE passthrough on: the kernel reads, writes and maps regular files on their backing files, in a private tmpfs of size={size} that holds them to --size"
+                    ),
+                    None => eprintln!(
+                        "uvfs: FUSE passthrough on: the kernel reads, writes and maps regular files on their memfds"
+                    ),
+                }
                 true
             }
         };

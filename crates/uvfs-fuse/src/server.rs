@@ -147,6 +147,14 @@ impl UvfsFuse {
         self
     }
 
+    /// Says that regular files' data lives in a private kernel tmpfs of
+    /// `size` bytes (see [`backing`](crate::backing)), for the start-up
+    /// message; call after [`with_passthrough`](Self::with_passthrough).
+    pub fn with_kernel_limit(mut self, size: Option<u64>) -> UvfsFuse {
+        self.pt.kernel_limit = size;
+        self
+    }
+
     /// Whether opens of regular files are answered with passthrough now.
     pub fn passthrough_on(&self) -> bool {
         self.pt.on()

@@ -110,9 +110,10 @@ impl MountSandbox {
         );
         let mut server = Command::new(env!("CARGO_BIN_EXE_uvfs"))
             .args(["mount", "--nr-inodes", "0"])
-            // The host sandbox's size limit. With passthrough it holds
-            // for what reaches the server (fallocate above all); the
-            // sequences' writes stay far below it.
+            // The host sandbox's size limit. With passthrough the files
+            // live in a private kernel tmpfs of that size (see
+            // `uvfs_fuse::backing`); the sequences' writes stay far below
+            // it (mount_size tests the limit itself).
             .args(["--size", "256m", "--passthrough"])
             .arg(match pt {
                 Pt::Off => "off",

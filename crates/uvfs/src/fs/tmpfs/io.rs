@@ -43,8 +43,10 @@ impl Tmpfs {
     pub(super) fn write_pages(&self, ino: Ino, off: u64, data: &[u8]) -> Result<usize, Errno> {
         // The short way for a short write whose inode's lock is free (see
         // `with_inode`): no reference taken. A memfd-backed file goes the
-        // long way (its write may take long).
+        // long way (its write may take long), and so does every write with
+        // a directory store (the first one makes the file there).
         if data.len() <= BORROW_WRITE_MAX
+            && self.store.is_none()
             && let Some(r) = self.with_inode(ino, |i| {
                 let mut st = i.st.try_write().ok()?;
                 if matches!(st.kind, Kind::Reg(RegFile::Memfd(_))) {
@@ -80,6 +82,12 @@ impl Tmpfs {
         // file_update_time runs before the copy: even ENOSPC stamps
         // (checked on the host with a full size=8k mount).
         st.file_update_time();
+        // With a directory store the data lives there from the first write.
+        if self.store.is_some()
+            && let Kind::Reg(f @ RegFile::Pages(_)) = &mut st.kind
+        {
+            f.memfd(self)?;
+        }
         let f = match &mut st.kind {
             Kind::Reg(RegFile::Pages(f)) => f,
             Kind::Reg(RegFile::Memfd(m)) => return m.write(self, off, &data[..len]),
@@ -171,6 +179,14 @@ impl Tmpfs {
         if mode & !(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE) != 0 {
             return Err(Errno::EOPNOTSUPP);
         }
+        // With a directory store an allocation moves the data there first
+        // (its file system decides whether the range fits).
+        if self.store.is_some()
+            && !punch
+            && let Kind::Reg(f @ RegFile::Pages(_)) = &mut st.kind
+        {
+            f.memfd(self)?;
+        }
         if let Kind::Reg(RegFile::Memfd(m)) = &st.kind {
             if punch {
                 m.punch(self, off, end)?;
@@ -182,7 +198,7 @@ impl Tmpfs {
                 // The page map counts the missing pages first; the memfd
                 // cannot tell them apart from allocated ones without
                 // allocating, so the whole span is the bound here.
-                if span > FALLOC_MAX_NEW_PAGES {
+                if span > FALLOC_MAX_NEW_PAGES && self.store.is_none() {
                     return Err(Errno::ENOMEM);
                 }
                 m.allocate(self, keep, off, end)?;

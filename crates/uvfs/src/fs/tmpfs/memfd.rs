@@ -17,6 +17,21 @@
 //! shared mapping is counted at the file's next operation and is not
 //! refused (Linux's tmpfs would `SIGBUS` the fault).
 //!
+//! **Files in a directory instead of memfds** ([`FileStore::Dir`]): a
+//! tmpfs built with [`Tmpfs::with_store`] creates each file's kernel file
+//! with `openat(dir, ".", O_TMPFILE)` in a directory its user supplies
+//! (`uvfs mount` gives a private, detached kernel tmpfs mounted with
+//! `size=`), and every regular file's data moves there at its first write,
+//! `fallocate` or `mmap_file`. That directory's file system then holds
+//! and limits the space: uvfs counts nothing for those files and lets the
+//! kernel's answer stand (a short write, `ENOSPC`, a `SIGBUS` on a mapped
+//! page that does not fit), so writes that never pass through uvfs (FUSE
+//! passthrough, a program's mapping) are held to the same limit. The few
+//! pages uvfs still holds itself (symlink targets of 128 bytes or more)
+//! are mirrored by allocated pages of one *ballast* file in the same
+//! directory, so the directory's limit counts them too and `statfs` is
+//! the directory's `fstatfs`.
+//!
 //! All kernel calls are raw `syscall(2)`s, never libc's wrappers, so an
 //! `LD_PRELOAD` shim around the library does not see them. The memfd sits
 //! at a high fd number (`O_CLOEXEC`), away from the numbers the kernel
@@ -28,6 +43,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use super::{PAGE_SIZE, Tmpfs};
 use crate::errno::Errno;
 use crate::fs::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, Seek};
+use crate::primitive::sync::{UnmodelledMutex, lock_unmodelled};
 
 /// Kernel fds below this are kept in a bitmap (lock-free to ask about:
 /// an `LD_PRELOAD` shim asks on every close of a high fd, from any thread,
@@ -203,20 +219,59 @@ fn move_high(fd: OwnedFd) -> OwnedFd {
 }
 
 impl MemFile {
-    /// An empty memfd, to be filled by the caller, counted as holding
-    /// `charged` pages (the pages it is to take over).
-    pub(super) fn new(charged: u64) -> Result<MemFile, Errno> {
+    /// An empty memfd (or a file in `fs`'s [`FileStore::Dir`]), to be
+    /// filled by the caller, counted as holding `charged` pages (the pages
+    /// it is to take over). With a directory store those pages are given
+    /// back at once: the directory's file system counts them from here on.
+    pub(super) fn new(fs: &Tmpfs, charged: u64) -> Result<MemFile, Errno> {
+        let f = match &fs.store {
+            Some(s) => MemFile::in_dir(s.raw_dir())?,
+            None => MemFile::memfd()?,
+        };
+        if fs.store.is_some() {
+            fs.release_pages(charged);
+        } else {
+            f.charged.store(charged, Ordering::Relaxed);
+        }
+        Ok(f)
+    }
+
+    /// A new memfd, charged nothing.
+    fn memfd() -> Result<MemFile, Errno> {
         // SAFETY: a static C string; no other pointers.
         let r =
             unsafe { libc::syscall(libc::SYS_memfd_create, c"uvfs".as_ptr(), libc::MFD_CLOEXEC) };
         // SAFETY: memfd_create returned a new fd, owned by nobody else.
         let fd = unsafe { OwnedFd::from_raw_fd(check(r)? as RawFd) };
+        Ok(MemFile::adopt(fd))
+    }
+
+    /// A new unnamed file (`O_TMPFILE`, mode 0600) in directory `dir`,
+    /// charged nothing.
+    fn in_dir(dir: RawFd) -> Result<MemFile, Errno> {
+        // SAFETY: a static C string; no other pointers.
+        let r = retry(|| unsafe {
+            libc::syscall(
+                libc::SYS_openat,
+                dir,
+                c".".as_ptr(),
+                libc::O_TMPFILE | libc::O_RDWR | libc::O_CLOEXEC,
+                0o600,
+            )
+        })?;
+        // SAFETY: openat returned a new fd, owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(r as RawFd) };
+        Ok(MemFile::adopt(fd))
+    }
+
+    /// Takes a new kernel file: moved high, registered.
+    fn adopt(fd: OwnedFd) -> MemFile {
         let fd = move_high(fd);
         register(fd.as_raw_fd());
-        Ok(MemFile {
+        MemFile {
             fd: Some(fd),
-            charged: AtomicU64::new(charged),
-        })
+            charged: AtomicU64::new(0),
+        }
     }
 
     /// Allocates the page at `pos` without writing it (`fallocate` with
@@ -242,6 +297,21 @@ impl MemFile {
             off += n as u64;
         }
         Ok(())
+    }
+
+    /// Writes as much of `data` at `off` as the kernel takes: a short
+    /// count when it stops part way, its error when at once.
+    fn pwrite_short(&self, data: &[u8], off: u64) -> Result<usize, Errno> {
+        let mut done = 0;
+        while done < data.len() {
+            match self.pwrite(&data[done..], off + done as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if done == 0 => return Err(e),
+                Err(_) => break,
+            }
+        }
+        Ok(done)
     }
 
     fn pwrite(&self, data: &[u8], off: u64) -> Result<usize, Errno> {
@@ -295,9 +365,13 @@ impl MemFile {
     }
 
     /// Brings the pages charged level with the pages the memfd holds;
-    /// returns its size and pages.
+    /// returns its size and pages. (With a directory store nothing is
+    /// charged: the directory's file system counts.)
     pub(super) fn settle(&self, fs: &Tmpfs) -> (u64, u64) {
         let (size, pages) = self.size_pages();
+        if fs.store.is_some() {
+            return (size, pages);
+        }
         let old = self.charged.swap(pages, Ordering::Relaxed);
         if pages > old {
             fs.charge_pages(pages - old);
@@ -351,9 +425,11 @@ impl MemFile {
         let first = off / PAGE_SIZE;
         let span = (off + data.len() as u64).div_ceil(PAGE_SIZE) - first;
         if fs.max_pages.is_none() {
-            // No limit: nothing to check, and the pages are counted at the
-            // next `stat` (or eviction), which saves an `fstat` per write.
-            return self.pwrite_all(data, off).map(|()| data.len());
+            // No limit here: nothing to check, and the pages are counted
+            // at the next `stat` (or eviction), which saves an `fstat` per
+            // write. With a directory store the kernel's file system
+            // limits: its short count or `ENOSPC` is the answer.
+            return self.pwrite_short(data, off);
         }
         if fs.reserve_pages(span) {
             // Room for every page the write could add: one call.
@@ -421,6 +497,11 @@ impl MemFile {
         let span = last - first;
         let keep_mode = libc::c_long::from(FALLOC_FL_KEEP_SIZE as i32);
         let mode = if keep { keep_mode } else { 0 };
+        if fs.store.is_some() {
+            // The directory's file system decides, and undoes what it
+            // allocated when the range does not fit (as shmem does).
+            return self.fallocate(mode, off, end - off);
+        }
         if fs.reserve_pages(span) {
             let r = self.fallocate(mode, off, end - off);
             fs.release_pages(span);
@@ -511,6 +592,97 @@ impl MemFile {
 impl Drop for MemFile {
     fn drop(&mut self) {
         if let Some(fd) = self.fd.take() {
+            unregister(fd.as_raw_fd());
+            close_raw(fd);
+        }
+    }
+}
+
+/// Where a tmpfs keeps the data of regular files that leave its page maps.
+#[derive(Debug, Default)]
+pub enum FileStore {
+    /// Kernel memfds, made when a file is first mapped; uvfs counts their
+    /// pages against its own space limit (the default).
+    #[default]
+    Memfd,
+    /// Unnamed files (`O_TMPFILE`) in this directory, made at each regular
+    /// file's first write, `fallocate` or mapping: the directory's file
+    /// system holds the data and is the space limit (see the module docs).
+    Dir(OwnedFd),
+}
+
+/// A [`FileStore::Dir`] as a tmpfs holds it.
+pub(super) struct DirStore {
+    /// The directory (moved high and registered, as the files in it).
+    dir: Option<OwnedFd>,
+    /// A file in the directory with one allocated page for each page
+    /// uvfs holds itself, and how many.
+    ballast: UnmodelledMutex<(MemFile, u64)>,
+}
+
+impl DirStore {
+    pub(super) fn new(dir: OwnedFd) -> Result<DirStore, Errno> {
+        let dir = move_high(dir);
+        let ballast = MemFile::in_dir(dir.as_raw_fd())?;
+        register(dir.as_raw_fd());
+        Ok(DirStore {
+            dir: Some(dir),
+            ballast: UnmodelledMutex::new((ballast, 0)),
+        })
+    }
+
+    fn raw_dir(&self) -> RawFd {
+        self.dir.as_ref().map_or(-1, AsRawFd::as_raw_fd)
+    }
+
+    /// Allocates `n` more ballast pages; false if the directory's file
+    /// system has no room (nothing allocated then).
+    pub(super) fn reserve(&self, n: u64) -> bool {
+        let mut b = lock_unmodelled(&self.ballast);
+        let keep = libc::c_long::from(FALLOC_FL_KEEP_SIZE as i32);
+        if b.0.fallocate(keep, b.1 * PAGE_SIZE, n * PAGE_SIZE).is_err() {
+            return false;
+        }
+        b.1 += n;
+        true
+    }
+
+    /// Frees `n` ballast pages.
+    pub(super) fn release(&self, n: u64) {
+        let mut b = lock_unmodelled(&self.ballast);
+        let n = n.min(b.1);
+        b.1 -= n;
+        let punch = libc::c_long::from((FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE) as i32);
+        let _ = b.0.fallocate(punch, b.1 * PAGE_SIZE, n * PAGE_SIZE);
+    }
+
+    /// The directory's file system's size and free space in pages
+    /// (`fstatfs`); zeros if it cannot be read.
+    pub(super) fn space(&self) -> (u64, u64) {
+        // SAFETY: an all-zero `struct statfs` is a valid value.
+        let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+        // SAFETY: `st` is a valid, writable `struct statfs`.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_fstatfs,
+                libc::c_long::from(self.raw_dir()),
+                &mut st as *mut libc::statfs,
+            )
+        };
+        if r < 0 {
+            return (0, 0);
+        }
+        let bsize = st.f_bsize as u64;
+        (
+            st.f_blocks * bsize / PAGE_SIZE,
+            st.f_bfree * bsize / PAGE_SIZE,
+        )
+    }
+}
+
+impl Drop for DirStore {
+    fn drop(&mut self) {
+        if let Some(fd) = self.dir.take() {
             unregister(fd.as_raw_fd());
             close_raw(fd);
         }

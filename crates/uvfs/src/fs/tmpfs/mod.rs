@@ -13,7 +13,10 @@
 //!   (Linux's `!uptodate` folio: reads as zeros, counts as allocated, is a
 //!   hole for `SEEK_DATA`).
 //!   A file that was mapped (`mmap_file`) holds its data in a kernel
-//!   memfd instead (`memfd`), which the program maps directly.
+//!   memfd instead (`memfd`), which the program maps directly. A tmpfs
+//!   built with a directory as its [`FileStore`] keeps every regular
+//!   file's data in a file of that directory from its first write, and
+//!   that directory's file system is the space limit.
 //! - Symlinks: the target; targets of 128 bytes or more take a page (Linux
 //!   stores shorter ones inline: `SHORT_SYMLINK_LEN`).
 //!
@@ -74,7 +77,8 @@
 //!   unlink, rmdir;
 //! - `rename`: rename and its flags, the directory-loop check;
 //! - `pages`: regular files' page maps (truncate, punch);
-//! - `memfd`: a regular file's data moved to a kernel memfd on its first
+//! - `memfd`: a regular file's data moved to a kernel memfd (or a file
+//!   of the [`FileStore`] directory) on its first
 //!   `mmap_file`, and the operations on it;
 //! - `io`: read, write, `fallocate`, `SEEK_DATA`/`SEEK_HOLE` through the
 //!   inode;
@@ -104,7 +108,7 @@ use dir::Dir;
 use inode::{Inode, Kind, State, Times, rd};
 use pages::RegFile;
 
-pub use memfd::{holds_kernel_fd, kernel_fds_in};
+pub use memfd::{FileStore, holds_kernel_fd, kernel_fds_in};
 
 /// Page size: the unit of allocation and of `size_bytes`.
 pub const PAGE_SIZE: u64 = 4096;
@@ -200,6 +204,10 @@ pub struct Tmpfs {
     rename_lock: UnmodelledMutex<()>,
     /// Highest directory offset (`S32_MAX - 1`; lowered by tests).
     dir_offset_max: u64,
+    /// [`FileStore::Dir`]: regular files' data in files of that directory,
+    /// whose file system holds and limits the space (`max_pages` is
+    /// `None`); `None` for memfds.
+    store: Option<memfd::DirStore>,
     /// `FastPaths::tmpfs_borrow`: getattr and short writes work on the
     /// inode under its shard's read lock, without taking a reference (see
     /// [`with_inode`](Tmpfs::with_inode)).
@@ -216,6 +224,21 @@ impl Tmpfs {
     /// Mounts a fresh tmpfs.
     pub fn new(opts: TmpfsOptions) -> Arc<Tmpfs> {
         Arc::new(Tmpfs::build(opts))
+    }
+
+    /// Mounts a fresh tmpfs whose regular files' data goes to `store`
+    /// (see [`FileStore`]). With [`FileStore::Dir`] the directory's file
+    /// system is the space limit and `opts.size_bytes` is not used; every
+    /// regular file's data moves there at its first write, `fallocate` or
+    /// mapping. Fails if a first file cannot be made in the directory (it
+    /// must take `O_TMPFILE`, read and write).
+    pub fn with_store(opts: TmpfsOptions, store: FileStore) -> Result<Arc<Tmpfs>, Errno> {
+        let mut fs = Tmpfs::build(opts);
+        if let FileStore::Dir(dir) = store {
+            fs.store = Some(memfd::DirStore::new(dir)?);
+            fs.max_pages = None;
+        }
+        Ok(Arc::new(fs))
     }
 
     /// Mounts a fresh tmpfs, with `FastPaths::tmpfs_borrow` as given (the
@@ -246,6 +269,7 @@ impl Tmpfs {
             used_inodes: AtomicU64::new(1),
             rename_lock: UnmodelledMutex::new(()),
             dir_offset_max: DIR_OFFSET_EOD - 1,
+            store: None,
             borrow: true,
         };
         let now = super::timekeeping::coarse_mg();
@@ -341,7 +365,14 @@ impl Tmpfs {
     }
 
     /// Counts `n` more pages against the space limit; false at the limit.
+    /// (With a directory store: `n` more ballast pages there.)
     fn reserve_pages(&self, n: u64) -> bool {
+        if let Some(s) = &self.store
+            && n > 0
+            && !s.reserve(n)
+        {
+            return false;
+        }
         Self::reserve(&self.used_pages, self.max_pages, n)
     }
 
@@ -350,6 +381,9 @@ impl Tmpfs {
     fn reserve_pages_up_to(&self, n: u64) -> u64 {
         if n == 0 {
             return 0;
+        }
+        if self.store.is_some() {
+            return (0..n).take_while(|_| self.reserve_pages(1)).count() as u64;
         }
         let Some(max) = self.max_pages else {
             self.used_pages.fetch_add(n, Ordering::Relaxed);
@@ -377,6 +411,9 @@ impl Tmpfs {
     fn release_pages(&self, n: u64) {
         if n > 0 {
             self.used_pages.fetch_sub(n, Ordering::Relaxed);
+            if let Some(s) = &self.store {
+                s.release(n);
+            }
         }
     }
 }
@@ -529,9 +566,12 @@ impl FileSystem for Tmpfs {
     }
 
     fn statfs(&self) -> StatFs {
-        let (blocks, bfree) = match self.max_pages {
-            Some(m) => (m, m.saturating_sub(self.used_pages.load(Ordering::Relaxed))),
-            None => (0, 0),
+        let (blocks, bfree) = match (&self.store, self.max_pages) {
+            // The directory's file system: the files' pages and the
+            // ballast that stands for uvfs's own.
+            (Some(s), _) => s.space(),
+            (None, Some(m)) => (m, m.saturating_sub(self.used_pages.load(Ordering::Relaxed))),
+            (None, None) => (0, 0),
         };
         let (files, ffree) = match self.max_inodes {
             Some(m) => (
@@ -583,7 +623,7 @@ impl FileSystem for Tmpfs {
         let i = self.get(ino)?;
         let mut st = inode::wr(&i);
         match &mut st.kind {
-            Kind::Reg(f) => f.memfd()?.reopen(accmode),
+            Kind::Reg(f) => f.memfd(self)?.reopen(accmode),
             _ => Err(Errno::ENODEV),
         }
     }

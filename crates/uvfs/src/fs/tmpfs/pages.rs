@@ -79,9 +79,9 @@ impl RegFile {
 
     /// The memfd holding the data, made from the page map on first use
     /// (the page map's memory is freed then).
-    pub(super) fn memfd(&mut self) -> Result<&MemFile, Errno> {
+    pub(super) fn memfd(&mut self, fs: &Tmpfs) -> Result<&MemFile, Errno> {
         if let RegFile::Pages(f) = self {
-            *self = RegFile::Memfd(Box::new(f.to_memfd()?));
+            *self = RegFile::Memfd(Box::new(f.to_memfd(fs)?));
         }
         match self {
             RegFile::Memfd(m) => Ok(m),
@@ -94,8 +94,8 @@ impl PageFile {
     /// A memfd holding these bytes, allocated-but-unwritten pages and
     /// re-allocated zero pages as the page map has them; the pages stay
     /// charged as they were.
-    fn to_memfd(&self) -> Result<MemFile, Errno> {
-        let m = MemFile::new(self.pages.len() as u64)?;
+    fn to_memfd(&self, fs: &Tmpfs) -> Result<MemFile, Errno> {
+        let m = MemFile::new(fs, self.pages.len() as u64)?;
         // The size first: a truncation to the size (even the same one)
         // would free the pages allocated past it.
         m.ftruncate(self.size)?;

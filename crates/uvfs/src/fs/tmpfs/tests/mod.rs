@@ -102,3 +102,4 @@ mod data;
 mod memfd;
 mod names;
 mod rename;
+mod store;
