@@ -122,7 +122,25 @@ pub(crate) unsafe fn path_call<T>(
             Ok(c) => kernel(AT_FDCWD, c.as_ptr()),
             Err(_) => kernel(dirfd, path),
         },
-        Some(Route::Uvfs(d, up)) => run(fail, || with_state(|s| uvfs(s, d, &up))),
+        Some(Route::Uvfs(d, up)) => {
+            // A symlink in uvfs whose absolute target lies outside the
+            // prefix: the walk stops there (`EXDEV`) with the host path it
+            // reached, which the kernel resolves, as it would have.
+            let mut escaped = None;
+            let r = run(fail, || {
+                with_state(|s| {
+                    let r = uvfs(s, d, &up);
+                    if r.as_ref().err() == Some(&Errno::EXDEV) {
+                        escaped = s.p().take_escape();
+                    }
+                    r
+                })
+            });
+            match escaped.and_then(|e| CString::new(e).ok()) {
+                Some(host) => kernel(AT_FDCWD, host.as_ptr()),
+                None => r,
+            }
+        }
     }
 }
 

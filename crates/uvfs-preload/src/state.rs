@@ -821,6 +821,10 @@ fn new_process() -> Process {
     cred.fsuid = euid;
     cred.fsgid = egid;
     p.set_cred(cred);
+    // The prefix is where this namespace sees uvfs: a symlink's absolute
+    // target outside it leaves uvfs (the walk's escape, which `dispatch`
+    // hands to the kernel).
+    p.set_host_mount(prefix_raw());
     if let Some(cb) = callbacks() {
         (cb.built)(&mut p);
     }

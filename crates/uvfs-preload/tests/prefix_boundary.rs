@@ -357,28 +357,88 @@ fn ls_la_of_the_prefix_shows_its_parent() {
     );
 }
 
-/// Symlinks inside uvfs with an absolute target: resolved from the uvfs
-/// root (the prefix), as if the prefix were the process's root directory;
-/// the kernel's root is not reachable through them (documented in
-/// docs/preload.md). `readlink` gives the target as written.
+/// Symlinks in uvfs with an absolute target, resolved as on a mount: a
+/// target under the prefix stays in uvfs, any other reaches the host with
+/// the rest of the path (stat, open, create, listing and `os.walk` through
+/// them; `readlink` as written). The same script on a host directory
+/// `H/uvfs` and under the shim with the prefix there, in one process
+/// (`UVFS_TREE=0`: the process-private uvfs, whose walk hands the escape
+/// back to the shim), compared line by line.
 #[test]
-fn absolute_symlink_targets_resolve_from_the_uvfs_root() {
+fn absolute_symlinks_resolve_as_on_a_mount() {
     if !have("python3") {
         return;
     }
-    let py = "import os\n\
-              os.mkdir('/uvfs/etc')\n\
-              open('/uvfs/etc/hostname', 'w').write('inside uvfs')\n\
-              os.symlink('/etc/hostname', '/uvfs/abs')\n\
-              os.symlink('/uvfs/etc/hostname', '/uvfs/withprefix')\n\
-              print(os.readlink('/uvfs/abs'), open('/uvfs/abs').read())\n\
-              print(os.path.exists('/uvfs/withprefix'))\n";
+    let dir = Scratch::new("boundary-symlinks");
     let exe = out(&run(
         &["python3", "-c", "import sys; print(sys.executable)"],
         false,
         &[],
     ));
-    let o = run(&[exe.trim(), "-c", py], true, &[("UVFS_PREFIX", "/uvfs")]);
-    assert!(o.status.success(), "{}", err(&o));
-    assert_eq!(out(&o), "/etc/hostname inside uvfs\nFalse\n");
+    let py = "import os, sys\n\
+              h = sys.argv[1]\n\
+              p = h + '/uvfs'\n\
+              os.mkdir(p + '/d')\n\
+              open(p + '/d/f', 'w').write('in uvfs')\n\
+              os.symlink(p + '/d', p + '/in')\n\
+              os.symlink(h + '/outside', p + '/out')\n\
+              os.symlink(h + '/outside/hf', p + '/hf')\n\
+              os.symlink(h + '/outside/made', p + '/dangling')\n\
+              os.symlink('out/sub', p + '/rel')\n\
+              print('in/f', open(p + '/in/f').read())\n\
+              print('out/hf', open(p + '/out/hf').read())\n\
+              print('hf', open(p + '/hf').read(), os.stat(p + '/hf').st_ino == os.stat(h + '/outside/hf').st_ino)\n\
+              print('rel/x', open(p + '/rel/x').read())\n\
+              print('list out/', sorted(os.listdir(p + '/out/')))\n\
+              print('isdir', os.path.isdir(p + '/out'), os.path.isdir(p + '/in'), os.path.islink(p + '/out'))\n\
+              print('readlink', os.readlink(p + '/out') == h + '/outside')\n\
+              open(p + '/out/new', 'w').write('made through uvfs')\n\
+              open(p + '/dangling', 'w').write('through a dangling link')\n\
+              os.mkdir(p + '/out/newdir')\n\
+              for top, dirs, files in os.walk(os.fsencode(p), followlinks=False):\n\
+              \x20   print('walk', os.fsdecode(top[len(h):]), sorted(map(os.fsdecode, dirs)), sorted(map(os.fsdecode, files)))\n\
+              try:\n\
+              \x20   open(p + '/out/missing')\n\
+              except OSError as e:\n\
+              \x20   print('missing', e.errno)\n";
+    let mut outs = Vec::new();
+    for shim in [false, true] {
+        let h = dir.join(if shim { "shim" } else { "host" });
+        std::fs::create_dir_all(h.join("outside/sub")).unwrap();
+        std::fs::write(h.join("outside/hf"), "on the host").unwrap();
+        std::fs::write(h.join("outside/sub/x"), "x on the host").unwrap();
+        if !shim {
+            std::fs::create_dir(h.join("uvfs")).unwrap();
+        }
+        let prefix = h.join("uvfs");
+        let o = run(
+            &[exe.trim(), "-c", py, h.to_str().unwrap()],
+            shim,
+            &[
+                ("UVFS_PREFIX", prefix.to_str().unwrap()),
+                ("UVFS_TREE", "0"),
+            ],
+        );
+        assert!(o.status.success(), "shim {shim}: {}{}", out(&o), err(&o));
+        assert_eq!(err(&o), "", "shim {shim}");
+        // What went through the links outside is on the host.
+        assert_eq!(
+            std::fs::read_to_string(h.join("outside/new")).unwrap(),
+            "made through uvfs"
+        );
+        assert_eq!(
+            std::fs::read_to_string(h.join("outside/made")).unwrap(),
+            "through a dangling link"
+        );
+        assert!(h.join("outside/newdir").is_dir());
+        // Nothing of uvfs's reached the host.
+        assert_eq!(h.join("uvfs").exists(), !shim);
+        outs.push(out(&o));
+    }
+    assert!(
+        outs[0].contains("out/hf on the host") && outs[0].contains("missing 2"),
+        "{}",
+        outs[0]
+    );
+    assert_eq!(outs[1], outs[0]);
 }

@@ -128,6 +128,79 @@ pub(crate) struct Nd<'a> {
     vfs: &'a Vfs,
     cred: &'a Cred,
     root: &'a DentryRef,
+    host: Option<HostMount<'a>>,
+}
+
+/// Where the caller's own namespace has this VFS mounted (see
+/// [`crate::Process::set_host_mount`]): a symlink's absolute target is a
+/// path of that namespace. One under `prefix` goes on inside this VFS with
+/// the prefix taken off; any other leaves it: the walk fails with `EXDEV`
+/// and leaves in `escaped` the host path it reached, the target followed by
+/// what was left of the path.
+#[derive(Clone, Copy)]
+pub(crate) struct HostMount<'a> {
+    pub(crate) prefix: &'a [u8],
+    pub(crate) escaped: &'a EscapeSlot,
+}
+
+/// A thread handle's escape (see [`HostMount`]): the host path its last
+/// walk left the VFS for, if any. An atomic pointer rather than a
+/// `RefCell` so that a `Process` stays `Sync`; only the handle's own thread
+/// uses it (a walk sets it, the caller takes it), so it is not a protocol
+/// between threads: std's atomic, not the model's.
+#[derive(Default)]
+pub(crate) struct EscapeSlot(std::sync::atomic::AtomicPtr<Vec<u8>>);
+
+impl EscapeSlot {
+    /// Replaces the escape with `v`.
+    fn set(&self, v: Option<Vec<u8>>) {
+        let new = v.map_or(std::ptr::null_mut(), |v| Box::into_raw(Box::new(v)));
+        let old = self.0.swap(new, std::sync::atomic::Ordering::AcqRel);
+        if !old.is_null() {
+            // SAFETY: every non-null pointer in the slot came from
+            // `Box::into_raw` above, and the swap took it out: it is ours.
+            drop(unsafe { Box::from_raw(old) });
+        }
+    }
+
+    /// Takes the escape out.
+    pub(crate) fn take(&self) -> Option<Vec<u8>> {
+        if self.0.load(std::sync::atomic::Ordering::Relaxed).is_null() {
+            return None;
+        }
+        let old = self
+            .0
+            .swap(std::ptr::null_mut(), std::sync::atomic::Ordering::AcqRel);
+        // SAFETY: as in `set`: a pointer from `Box::into_raw`, taken out of
+        // the slot by the swap.
+        (!old.is_null()).then(|| *unsafe { Box::from_raw(old) })
+    }
+
+    /// Empties the slot (a walk starts).
+    pub(crate) fn clear(&self) {
+        if !self.0.load(std::sync::atomic::Ordering::Relaxed).is_null() {
+            self.set(None);
+        }
+    }
+}
+
+impl Drop for EscapeSlot {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+impl Clone for EscapeSlot {
+    /// A copy of a handle starts with no escape of its own.
+    fn clone(&self) -> Self {
+        EscapeSlot::default()
+    }
+}
+
+impl std::fmt::Debug for EscapeSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EscapeSlot")
+    }
 }
 
 struct Walk {
@@ -155,7 +228,70 @@ struct RcuEnd {
 
 impl<'a> Nd<'a> {
     pub(crate) fn new(vfs: &'a Vfs, cred: &'a Cred, root: &'a DentryRef) -> Nd<'a> {
-        Nd { vfs, cred, root }
+        Nd {
+            vfs,
+            cred,
+            root,
+            host: None,
+        }
+    }
+
+    /// The same walk for a caller whose namespace mounts this VFS at
+    /// `host.prefix`.
+    pub(crate) fn with_host(mut self, host: Option<HostMount<'a>>) -> Nd<'a> {
+        self.host = host;
+        self
+    }
+
+    /// A symlink's `target` as this walk follows it: unchanged, or, for a
+    /// caller with a host mount and an absolute target, the target inside
+    /// this VFS (the prefix taken off), or `EXDEV` with the target left as
+    /// the escape (a path of the caller's namespace outside this VFS).
+    pub(crate) fn link_target(&self, target: Vec<u8>) -> Result<Vec<u8>, Errno> {
+        let Some(h) = self.host else {
+            return Ok(target);
+        };
+        if target.first() != Some(&b'/') {
+            return Ok(target);
+        }
+        // Lexically, as the walk would meet the components: the prefix is
+        // normalized (absolute, no trailing slash), the target may repeat
+        // slashes.
+        let mut rest: &[u8] = &target;
+        let mut inside = true;
+        for comp in h.prefix.split(|&c| c == b'/').filter(|c| !c.is_empty()) {
+            rest = trim_slashes(rest);
+            let end = rest.iter().position(|&c| c == b'/').unwrap_or(rest.len());
+            if &rest[..end] != comp {
+                inside = false;
+                break;
+            }
+            rest = &rest[end..];
+        }
+        if inside {
+            let mut t = Vec::with_capacity(rest.len() + 1);
+            t.push(b'/');
+            t.extend_from_slice(trim_slashes(rest));
+            return Ok(t);
+        }
+        h.escaped.set(Some(target));
+        Err(Errno::EXDEV)
+    }
+
+    /// After a step failed: if the walk escaped, what was left of the path
+    /// (`rest`, or a trailing slash) goes after the escape.
+    fn escape_rest(&self, rest: &[u8]) {
+        let Some(h) = self.host else { return };
+        if rest.is_empty() {
+            return;
+        }
+        if let Some(mut p) = h.escaped.take() {
+            if p.last() != Some(&b'/') {
+                p.push(b'/');
+            }
+            p.extend_from_slice(trim_slashes(rest));
+            h.escaped.set(Some(p));
+        }
     }
 
     /// Resolves `path` from `start` (used for relative paths) to a positive
@@ -295,7 +431,10 @@ impl<'a> Nd<'a> {
             if after.is_empty() {
                 return Ok((kind_of(name), name, end < rest.len()));
             }
-            self.step(w, name, true, false)?;
+            if let Err(e) = self.step(w, name, true, false) {
+                self.escape_rest(after);
+                return Err(e);
+            }
             if !is_dir(&w.cur) {
                 return Err(Errno::ENOTDIR);
             }
@@ -322,7 +461,14 @@ impl<'a> Nd<'a> {
         };
         match kind {
             LastType::Root => {}
-            _ => self.step(w, name, flags & FOLLOW != 0, ends_path)?,
+            _ => {
+                if let Err(e) = self.step(w, name, flags & FOLLOW != 0, ends_path) {
+                    if trailing {
+                        self.escape_rest(b"/");
+                    }
+                    return Err(e);
+                }
+            }
         }
         if flags & DIRECTORY != 0 && !is_dir(&w.cur) {
             return Err(Errno::ENOTDIR);
@@ -369,6 +515,7 @@ impl<'a> Nd<'a> {
         if target.is_empty() {
             return Err(Errno::ENOENT);
         }
+        let target = self.link_target(target)?;
         let (kind, last, slash) = self.link_path_walk(w, &target)?;
         self.walk_last(w, kind, last, slash, FOLLOW, trailing)
     }

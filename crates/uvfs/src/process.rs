@@ -179,6 +179,14 @@ struct Task {
     /// compares `f_cred` with `current_cred()`. Copied with `cred`, new
     /// with every new `cred`.
     cred_id: u64,
+    /// Where the caller's namespace mounts this VFS, if a front end said
+    /// ([`Process::set_host_mount`]): symlinks' absolute targets are read
+    /// as paths of that namespace. Shared by the threads of a process and
+    /// copied by `fork`, as a root directory is.
+    host: Option<Arc<[u8]>>,
+    /// The host path the last walk escaped to (see [`namei::HostMount`]),
+    /// cleared when a walk starts.
+    escaped: namei::EscapeSlot,
 }
 
 /// A fresh credential identity: unique for the life of the library, so a
@@ -291,6 +299,8 @@ impl Process {
                 fs: FsStruct::new(vfs.root().clone(), 0o022),
                 cred: Arc::new(Cred::root()),
                 cred_id: cred_id(),
+                host: None,
+                escaped: Default::default(),
             },
         })
     }
@@ -389,6 +399,28 @@ impl Process {
         &self.files
     }
 
+    /// Tells the walk that the caller's own namespace has this VFS mounted
+    /// at `prefix` (an absolute, normalized path; `None`: not mounted
+    /// anywhere, the default), as the LD_PRELOAD shim serves it at
+    /// `UVFS_PREFIX`. Then a symlink's absolute target means what it would
+    /// in that namespace: one under `prefix` goes on inside this VFS with
+    /// the prefix taken off, and any other leaves the VFS: the call fails
+    /// with `EXDEV` and [`Process::take_escape`] gives the host path the
+    /// walk reached (the target followed by the rest of the path), which
+    /// the front end resolves in its namespace. Without a host mount, an
+    /// absolute target starts at this VFS's root, as in a chroot. Threads
+    /// made after the call, and forks, inherit it.
+    pub fn set_host_mount(&mut self, prefix: Option<&[u8]>) {
+        self.task.host = prefix.map(Arc::from);
+    }
+
+    /// The host path the last call's walk escaped to (see
+    /// [`Process::set_host_mount`]), taken: `Some` only after a call that
+    /// failed with `EXDEV` for that reason.
+    pub fn take_escape(&mut self) -> Option<Vec<u8>> {
+        self.task.escaped.take()
+    }
+
     /// Another thread of this process: same fd table and limits
     /// (`clone(CLONE_FILES | CLONE_THREAD …)`).
     pub fn new_thread(&self) -> Process {
@@ -419,6 +451,8 @@ impl Process {
                 // the child's credentials" (linkat's AT_EMPTY_PATH rule).
                 cred: t.cred.clone(),
                 cred_id: cred_id(),
+                host: t.host.clone(),
+                escaped: Default::default(),
                 shared: Shared::new(
                     s.nofile_cur.load(Ordering::Relaxed),
                     s.nofile_max.load(Ordering::Relaxed),
@@ -750,7 +784,18 @@ impl Process {
 impl Task {
     /// A path walk in this thread's context.
     fn nd(&self) -> Nd<'_> {
-        Nd::new(&self.vfs, &self.cred, self.vfs.root())
+        Nd::new(&self.vfs, &self.cred, self.vfs.root()).with_host(self.host_mount())
+    }
+
+    /// The host mount a walk reads symlinks' absolute targets against, its
+    /// escape slot cleared.
+    fn host_mount(&self) -> Option<namei::HostMount<'_>> {
+        let prefix = self.host.as_deref()?;
+        self.escaped.clear();
+        Some(namei::HostMount {
+            prefix,
+            escaped: &self.escaped,
+        })
     }
 
     /// The current directory, with a reference.

@@ -343,7 +343,7 @@ impl Process {
         }
         let start = self.start(dirfd, path)?;
         let vfs = &self.task.vfs;
-        let nd = crate::namei::Nd::new(vfs, &cred, vfs.root());
+        let nd = crate::namei::Nd::new(vfs, &cred, vfs.root()).with_host(self.task.host_mount());
         let d = nd.lookup(&start, path, lf)?;
         if mode == 0 {
             return Ok(());

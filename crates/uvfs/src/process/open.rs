@@ -159,6 +159,7 @@ impl Task {
                 if target.is_empty() {
                     return Err(Errno::ENOENT);
                 }
+                let target = nd.link_target(target)?;
                 p = nd.lookup_parent_counted(dir, &target, links)?;
                 links = p.links;
                 continue;
