@@ -695,7 +695,7 @@ impl std::fmt::Debug for InodeRef<'_> {
 
 impl Inode {
     fn set_perm(&self, a: &Attr) {
-        self.mode.store(a.mode, Ordering::Relaxed);
+        self.mode.store(a.snap_mode(), Ordering::Relaxed);
         self.uid.store(a.uid, Ordering::Relaxed);
         self.gid.store(a.gid, Ordering::Relaxed);
         let stale = a.atime <= a.mtime || a.atime <= a.ctime;

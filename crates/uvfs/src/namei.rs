@@ -28,6 +28,7 @@ use crate::path_cache::{Key, Outcome, PathCache};
 use crate::primitive::sync::lock;
 use crate::reclaim;
 use crate::vfs::Vfs;
+use crate::vfs_ops::inode::inode_permission;
 use crate::vfs_ops::inode::{iget, touch_atime};
 use std::ptr::NonNull;
 
@@ -265,7 +266,7 @@ impl<'a> Nd<'a> {
     /// Search permission on a directory (`may_lookup`).
     fn may_lookup(&self, dir: &Dentry) -> Result<(), Errno> {
         match dir.snap() {
-            Some(s) => permission(self.cred, &s.attr(), MAY_EXEC),
+            Some(s) => inode_permission(self.cred, dir.sb(), &s.attr(), MAY_EXEC),
             None => Err(Errno::ENOENT),
         }
     }
@@ -587,7 +588,12 @@ impl<'a> Nd<'a> {
         // Root searches every directory (`CAP_DAC_READ_SEARCH`).
         let check_search = !self.cred.capable(crate::cred::Cap::DacReadSearch);
         loop {
-            if check_search && permission(self.cred, &snap.attr(), MAY_EXEC).is_err() {
+            // A directory with an access ACL is left to the walk with
+            // references (which reads the ACL): it is never memoized.
+            if check_search
+                && (snap.attr().acl & crate::fs::HAS_ACCESS_ACL != 0
+                    || permission(self.cred, &snap.attr(), MAY_EXEC).is_err())
+            {
                 return None;
             }
             let (end, hash) = crate::dcache::hash_component(cur.as_ptr(), rest);

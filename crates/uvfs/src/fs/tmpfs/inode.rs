@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use super::dir::{Dir, check_name};
 use super::pages::RegFile;
 use super::{DIRENT_SIZE, EMPTY_DIR_SIZE, MAX_FILE_SIZE, PAGE_SIZE, ROOT_INO, Tmpfs};
+use crate::acl::PosixAcl;
 use crate::errno::Errno;
 use crate::fs::timekeeping::{coarse_mg, fine_mg};
 use crate::fs::{Attr, Ino, S_IFMT, SetAttr, SetTime, Timespec};
@@ -51,7 +52,27 @@ pub(super) struct State {
     /// last set (Linux's `I_CTIME_QUERIED`): the next change must show,
     /// so it may need the fine clock ([`State::set_ctime_current`]).
     pub(super) ctime_queried: AtomicBool,
+    /// The POSIX ACLs (`i_acl`, `i_default_acl`), boxed on first use: most
+    /// inodes have none. `xattr.rs` holds the operations on them.
+    pub(super) acls: Option<Box<Acls>>,
     pub(super) kind: Kind,
+}
+
+/// An inode's POSIX ACLs; a box with both `None` is dropped.
+#[derive(Default)]
+pub(super) struct Acls {
+    pub(super) access: Option<Arc<PosixAcl>>,
+    pub(super) default: Option<Arc<PosixAcl>>,
+}
+
+impl Acls {
+    /// The box for an inode's ACLs, or `None` if it has neither.
+    pub(super) fn boxed(
+        access: Option<Arc<PosixAcl>>,
+        default: Option<Arc<PosixAcl>>,
+    ) -> Option<Box<Acls>> {
+        (access.is_some() || default.is_some()).then(|| Box::new(Acls { access, default }))
+    }
 }
 
 /// An inode's four timestamps, packed: the seconds together and the
@@ -278,6 +299,16 @@ impl Tmpfs {
             ctime: st.ctime(),
             btime: st.btime(),
             rdev,
+            acl: st.acls.as_ref().map_or(0, |a| {
+                let mut f = 0;
+                if a.access.is_some() {
+                    f |= crate::fs::HAS_ACCESS_ACL;
+                }
+                if a.default.is_some() {
+                    f |= crate::fs::HAS_DEFAULT_ACL;
+                }
+                f
+            }),
         }
     }
 
@@ -341,6 +372,13 @@ impl Tmpfs {
             || set.mtime.is_some();
         if let Some(m) = set.mode {
             st.mode = (st.mode & S_IFMT) | (m & 0o7777);
+            // `posix_acl_chmod`: the access ACL follows the new mode.
+            let mode = st.mode;
+            if let Some(a) = st.acls.as_mut()
+                && let Some(acl) = a.access.as_mut()
+            {
+                *acl = Arc::new(acl.chmod(mode));
+            }
         }
         if let Some(u) = set.uid {
             st.uid = u;

@@ -257,6 +257,7 @@ impl Tmpfs {
             times: Times::all(now),
             linkable: false,
             ctime_queried: std::sync::atomic::AtomicBool::new(false),
+            acls: None,
             kind: Kind::Dir(Box::new(Dir::new())),
         };
         fs.insert_inode(ROOT_INO, ROOT_INO, root);
@@ -566,6 +567,24 @@ impl FileSystem for Tmpfs {
 
     fn listxattr(&self, ino: Ino) -> Result<Vec<Vec<u8>>, Errno> {
         self.xattr_list(ino)
+    }
+
+    fn get_acl(
+        &self,
+        ino: Ino,
+        ty: crate::acl::AclType,
+    ) -> Result<Option<std::sync::Arc<crate::acl::PosixAcl>>, Errno> {
+        self.acl_get(ino, ty)
+    }
+
+    fn set_acl(
+        &self,
+        ino: Ino,
+        ty: crate::acl::AclType,
+        acl: Option<std::sync::Arc<crate::acl::PosixAcl>>,
+        mode: Option<u32>,
+    ) -> Result<Attr, Errno> {
+        self.acl_set(ino, ty, acl, mode)
     }
 
     fn get_seals(&self, ino: Ino) -> Result<u32, Errno> {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::dir::{DIR_OFFSET_FIRST, READDIR_BATCH, check_name};
-use super::inode::{Inode, Kind, State, Times, lock_all, rd, wr};
+use super::inode::{Acls, Inode, Kind, State, Times, lock_all, rd, wr};
 use super::pages::RegFile;
 use super::{DIR_OFFSET_EOD, SHORT_SYMLINK_LEN, SYMLINK_MAX, Tmpfs};
 use crate::errno::Errno;
@@ -31,9 +31,12 @@ pub(super) fn new_state(ds: &State, new: NewInode, kind: Kind, now: Timespec) ->
         Kind::Special { .. } => new.mode & S_IFMT,
     };
     let mut mode = ftype | (new.mode & 0o7777);
-    if ftype == S_IFLNK {
+    let acls = if ftype == S_IFLNK {
         mode = S_IFLNK | 0o777;
-    }
+        None
+    } else {
+        Acls::boxed(new.acl, if is_dir { new.default_acl } else { None })
+    };
     let mut gid = new.gid;
     if ds.mode & S_ISGID != 0 {
         gid = ds.gid;
@@ -49,6 +52,7 @@ pub(super) fn new_state(ds: &State, new: NewInode, kind: Kind, now: Timespec) ->
         times: Times::all(now),
         linkable: false,
         ctime_queried: AtomicBool::new(false),
+        acls,
         kind,
     };
     (ftype, st)
@@ -162,6 +166,7 @@ impl Tmpfs {
             times: Times::all(coarse_mg()),
             linkable: true,
             ctime_queried: AtomicBool::new(false),
+            acls: Acls::boxed(new.acl, None),
             kind: Kind::Reg(RegFile::default()),
         };
         let attr = self.attr(ino, &st);

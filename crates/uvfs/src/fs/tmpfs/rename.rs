@@ -384,7 +384,7 @@ impl Rename<'_> {
             }
         };
         r.od.dir_mut()?.remove(self.oname);
-        let whiteout = match (self.whiteout, wo_offset) {
+        let whiteout = match (self.whiteout.clone(), wo_offset) {
             (Some(new), Some(wo)) => {
                 let kind = Kind::Special { rdev: 0 };
                 let (_, st) = new_state(

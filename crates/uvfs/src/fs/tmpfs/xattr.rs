@@ -3,12 +3,16 @@
 //!
 //! - Namespaces: `security.`, `trusted.` and `user.` are stored as they
 //!   come (the VFS has decided who may touch which); a bare prefix is
-//!   `EINVAL`; any other name, `system.*` included (POSIX ACLs are not
-//!   modelled), is `EOPNOTSUPP`.
+//!   `EINVAL`; any other name is `EOPNOTSUPP`, `system.*` included but for
+//!   the two POSIX ACL names, which the VFS turns into
+//!   [`get_acl`](crate::fs::FileSystem::get_acl)/`set_acl` calls (Linux's
+//!   `simple_set_acl` and the inode's cached ACLs: the ACLs live in the
+//!   inode's state, parsed; symlinks hold none, `EOPNOTSUPP`).
 //! - Set: `XATTR_CREATE` on an existing name is `EEXIST`, `XATTR_REPLACE`
 //!   (and a removal) of a missing one `ENODATA`; a zero-length value is a
 //!   value. A change stamps ctime.
-//! - List: in name order. Linux 6.18 keeps the names in a hash table and
+//! - List: the ACL names first (access, then default) for the ACLs the
+//!   inode has, as `simple_xattr_list` does; then the others in name order. Linux 6.18 keeps the names in a hash table and
 //!   lists them in its order, which depends on a per-table random seed:
 //!   the order is not something a program can rely on, and uvfs does not
 //!   reproduce it.
@@ -16,10 +20,12 @@
 //!   (`free_ispace`, 1 KiB per inode); here xattrs are not counted.
 
 use super::Tmpfs;
-use super::inode::wr;
+use super::inode::{Acls, Kind, rd, wr};
+use crate::acl::{AclType, PosixAcl};
 use crate::errno::Errno;
 use crate::fs::Ino;
 use crate::uapi::{XATTR_CREATE, XATTR_REPLACE};
+use std::sync::Arc;
 
 /// The namespaces shmem has handlers for.
 const PREFIXES: [&[u8]; 3] = [b"security.", b"trusted.", b"user."];
@@ -83,9 +89,63 @@ impl Tmpfs {
 
     pub(super) fn xattr_list(&self, ino: Ino) -> Result<Vec<Vec<u8>>, Errno> {
         let i = self.get(ino)?;
+        let mut names = Vec::new();
+        if let Some(a) = rd(&i).acls.as_ref() {
+            if a.access.is_some() {
+                names.push(AclType::Access.name().to_vec());
+            }
+            if a.default.is_some() {
+                names.push(AclType::Default.name().to_vec());
+            }
+        }
         let x = i.xattrs.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(x.as_ref()
-            .map(|m| m.keys().map(|k| k.to_vec()).collect())
-            .unwrap_or_default())
+        if let Some(m) = x.as_ref() {
+            names.extend(m.keys().map(|k| k.to_vec()));
+        }
+        Ok(names)
+    }
+
+    /// The inode's ACL of type `ty`; `EOPNOTSUPP` on a symlink (shmem's
+    /// symlinks have no ACL operations).
+    pub(super) fn acl_get(&self, ino: Ino, ty: AclType) -> Result<Option<Arc<PosixAcl>>, Errno> {
+        let i = self.get(ino)?;
+        let st = rd(&i);
+        if matches!(st.kind, Kind::Symlink { .. }) {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        Ok(st.acls.as_ref().and_then(|a| match ty {
+            AclType::Access => a.access.clone(),
+            AclType::Default => a.default.clone(),
+        }))
+    }
+
+    /// `simple_set_acl`: stores (or drops) the ACL and, for an access ACL,
+    /// the mode the VFS computed; stamps ctime.
+    pub(super) fn acl_set(
+        &self,
+        ino: Ino,
+        ty: AclType,
+        acl: Option<Arc<PosixAcl>>,
+        mode: Option<u32>,
+    ) -> Result<crate::fs::Attr, Errno> {
+        let i = self.get(ino)?;
+        let mut st = wr(&i);
+        if matches!(st.kind, Kind::Symlink { .. }) {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let (mut access, mut default) = st
+            .acls
+            .take()
+            .map_or((None, None), |a| (a.access, a.default));
+        match ty {
+            AclType::Access => access = acl,
+            AclType::Default => default = acl,
+        }
+        st.acls = Acls::boxed(access, default);
+        if let Some(m) = mode {
+            st.mode = (st.mode & crate::fs::S_IFMT) | (m & 0o7777);
+        }
+        st.set_ctime_current();
+        Ok(self.attr(ino, &st))
     }
 }
