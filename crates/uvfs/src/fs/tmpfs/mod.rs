@@ -257,10 +257,10 @@ impl Tmpfs {
             times: Times::all(now),
             linkable: false,
             ctime_queried: std::sync::atomic::AtomicBool::new(false),
-            acls: None,
+            acl: 0,
             kind: Kind::Dir(Box::new(Dir::new())),
         };
-        fs.insert_inode(ROOT_INO, ROOT_INO, root);
+        fs.insert_inode(ROOT_INO, ROOT_INO, root, None);
         fs
     }
 
@@ -299,12 +299,12 @@ impl Tmpfs {
     }
 
     /// Enters a new inode in the table.
-    fn insert_inode(&self, ino: Ino, parent: Ino, st: State) {
+    fn insert_inode(&self, ino: Ino, parent: Ino, st: State, xattrs: Option<Box<inode::XattrSet>>) {
         let inode = Arc::new(Inode {
             ino,
             parent: AtomicU64::new(parent),
             st: UnmodelledRwLock::new(st),
-            xattrs: Default::default(),
+            xattrs: UnmodelledMutex::new(xattrs),
         });
         self.shard(ino)
             .write()

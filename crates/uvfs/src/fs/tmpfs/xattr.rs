@@ -20,7 +20,7 @@
 //!   (`free_ispace`, 1 KiB per inode); here xattrs are not counted.
 
 use super::Tmpfs;
-use super::inode::{Acls, Kind, rd, wr};
+use super::inode::{Kind, rd, wr};
 use crate::acl::{AclType, PosixAcl};
 use crate::errno::Errno;
 use crate::fs::Ino;
@@ -46,7 +46,7 @@ impl Tmpfs {
         let i = self.get(ino)?;
         let x = i.xattrs.lock().unwrap_or_else(|e| e.into_inner());
         x.as_ref()
-            .and_then(|m| m.get(name))
+            .and_then(|m| m.names.get(name))
             .map(|v| v.to_vec())
             .ok_or(Errno::ENODATA)
     }
@@ -62,7 +62,7 @@ impl Tmpfs {
         let i = self.get(ino)?;
         let mut st = wr(&i);
         let mut x = i.xattrs.lock().unwrap_or_else(|e| e.into_inner());
-        let exists = x.as_ref().is_some_and(|m| m.contains_key(name));
+        let exists = x.as_ref().is_some_and(|m| m.names.contains_key(name));
         if exists && flags & XATTR_CREATE != 0 {
             return Err(Errno::EEXIST);
         }
@@ -72,11 +72,12 @@ impl Tmpfs {
         match value {
             Some(v) => {
                 x.get_or_insert_with(Default::default)
+                    .names
                     .insert(name.into(), v.into());
             }
             None => {
                 if let Some(m) = x.as_mut() {
-                    m.remove(name);
+                    m.names.remove(name);
                     if m.is_empty() {
                         *x = None;
                     }
@@ -90,17 +91,15 @@ impl Tmpfs {
     pub(super) fn xattr_list(&self, ino: Ino) -> Result<Vec<Vec<u8>>, Errno> {
         let i = self.get(ino)?;
         let mut names = Vec::new();
-        if let Some(a) = rd(&i).acls.as_ref() {
-            if a.access.is_some() {
-                names.push(AclType::Access.name().to_vec());
-            }
-            if a.default.is_some() {
-                names.push(AclType::Default.name().to_vec());
-            }
-        }
         let x = i.xattrs.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(m) = x.as_ref() {
-            names.extend(m.keys().map(|k| k.to_vec()));
+            if m.access.is_some() {
+                names.push(AclType::Access.name().to_vec());
+            }
+            if m.default.is_some() {
+                names.push(AclType::Default.name().to_vec());
+            }
+            names.extend(m.names.keys().map(|k| k.to_vec()));
         }
         Ok(names)
     }
@@ -113,7 +112,8 @@ impl Tmpfs {
         if matches!(st.kind, Kind::Symlink { .. }) {
             return Err(Errno::EOPNOTSUPP);
         }
-        Ok(st.acls.as_ref().and_then(|a| match ty {
+        let x = i.xattrs.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(x.as_ref().and_then(|a| match ty {
             AclType::Access => a.access.clone(),
             AclType::Default => a.default.clone(),
         }))
@@ -133,15 +133,16 @@ impl Tmpfs {
         if matches!(st.kind, Kind::Symlink { .. }) {
             return Err(Errno::EOPNOTSUPP);
         }
-        let (mut access, mut default) = st
-            .acls
-            .take()
-            .map_or((None, None), |a| (a.access, a.default));
+        let mut x = i.xattrs.lock().unwrap_or_else(|e| e.into_inner());
+        let set = x.get_or_insert_with(Default::default);
         match ty {
-            AclType::Access => access = acl,
-            AclType::Default => default = acl,
+            AclType::Access => set.access = acl,
+            AclType::Default => set.default = acl,
         }
-        st.acls = Acls::boxed(access, default);
+        st.acl = set.acl_flags();
+        if set.is_empty() {
+            *x = None;
+        }
         if let Some(m) = mode {
             st.mode = (st.mode & crate::fs::S_IFMT) | (m & 0o7777);
         }
