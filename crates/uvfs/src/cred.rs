@@ -310,8 +310,9 @@ pub fn mode_strip_sgid(cred: &Cred, dir: &Attr, mode: u32) -> u32 {
 ///
 /// Linux skips the umask here on file systems with POSIX ACLs and applies
 /// it in the file system instead (`posix_acl_create`, when there is no
-/// default ACL), still after the strip; without default ACLs the result is
-/// the same.
+/// default ACL), still after the strip. The VFS's `new_inode` does the
+/// same: under a directory with a default ACL it passes a umask of 0 and
+/// masks the mode with the ACL ([`crate::acl::PosixAcl::create_masq`]).
 pub fn prepare_mode(cred: &Cred, dir: &Attr, mode: u32, umask: u32) -> u32 {
     let ty = mode & S_IFMT;
     let allowed = if ty == S_IFDIR { 0o1777 } else { S_IALLUGO };

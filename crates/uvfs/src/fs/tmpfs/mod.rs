@@ -58,9 +58,11 @@
 //! - Errors for unknown inode numbers: `ESTALE` (the inode was evicted).
 //!
 //! - Extended attributes in the `security.`, `trusted.` and `user.`
-//!   namespaces (see `xattr`).
+//!   namespaces, and POSIX ACLs (`system.posix_acl_access`/`_default`,
+//!   `CONFIG_TMPFS_POSIX_ACL`; the rules are [`crate::acl`]'s and the
+//!   VFS's, tmpfs stores them: see `xattr`).
 //!
-//! Not modelled: POSIX ACLs (`system.*`), huge pages, quotas, seals.
+//! Not modelled: huge pages, quotas, seals.
 //!
 //! # Modules
 //!
