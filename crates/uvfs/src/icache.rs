@@ -653,6 +653,8 @@ impl InodeRef<'_> {
     }
 
     /// The permission attributes (mode, uid, gid), read without locks.
+    /// The mode word carries [`Attr::acl`](crate::fs::Attr::acl) above its
+    /// 16 bits (bit 24 up: an access ACL, a default ACL).
     pub fn perm(&self) -> (u32, u32, u32) {
         self.node().perm()
     }

@@ -88,6 +88,15 @@ enum Op {
     Mkdir(&'static str, u32, u32),
     /// A FIFO.
     Mknod(&'static str, u32, u32),
+    /// `open(dir, O_TMPFILE | O_WRONLY)` under a umask: the file's mode.
+    TmpfileMode(&'static str, u32, u32),
+    /// The same: the length of the file's access ACL (or `-errno`).
+    TmpfileAcl(&'static str, u32, u32),
+    Chown(&'static str, u32, u32),
+    /// `utimes(path, NULL)`: the owner, or write permission.
+    Touch(&'static str),
+    Truncate(&'static str, i64),
+    Unlink(&'static str),
 }
 use Op::*;
 
@@ -99,13 +108,14 @@ const FILES: [(&str, u32, u32, u32); 4] = [
     ("sf", 0o2770, 1000, 2000),
     ("sf2", 0o2770, 1000, 2000),
 ];
-const DIRS: [(&str, u32, u32, u32); 6] = [
+const DIRS: [(&str, u32, u32, u32); 7] = [
     ("d", 0o755, 1000, 1000),
     ("x", 0o777, 0, 0),
     ("d2", 0o777, 0, 0),
     ("d3", 0o777, 0, 0),
     ("plain", 0o777, 0, 0),
     ("d/sub", 0o755, 0, 0),
+    ("sgd", 0o2777, 0, 2000),
 ];
 const IN_D: &str = "d/in";
 
@@ -441,6 +451,62 @@ fn steps() -> Vec<(Who, Op)> {
         (ROOT, List("d2")),
         (ROOT, Create("d2/after", 0o666, 0o077)),
         (ROOT, Mode("d2/after")),
+        // O_TMPFILE inherits too; without a default ACL the umask applies.
+        (
+            ROOT,
+            Set(
+                "d2",
+                DEFAULT,
+                blob(&[(UO, 7, X), (U, 7, 1001), (GO, 5, X), (M, 5, X), (O, 4, X)]),
+                0,
+            ),
+        ),
+        (ROOT, TmpfileMode("d2", 0o666, 0o077)),
+        (ROOT, TmpfileAcl("d2", 0o666, 0o077)),
+        (ROOT, TmpfileMode("plain", 0o666, 0o077)),
+        (ROOT, TmpfileAcl("plain", 0o666, 0o077)),
+        // A set-group-ID directory with a default ACL: the group and
+        // S_ISGID are inherited, S_ISGID stripped for a non-member's file.
+        (
+            ROOT,
+            Set(
+                "sgd",
+                DEFAULT,
+                blob(&[(UO, 7, X), (U, 7, 1001), (GO, 7, X), (M, 7, X), (O, 5, X)]),
+                0,
+            ),
+        ),
+        (ROOT, Mkdir("sgd/s", 0o777, 0o077)),
+        (ROOT, Mode("sgd/s")),
+        (ROOT, List("sgd/s")),
+        (B, Create("sgd/b", 0o2775, 0o022)),
+        (ROOT, Mode("sgd/b")),
+        (C, Create("sgd/c", 0o2775, 0o022)),
+        (ROOT, Mode("sgd/c")),
+        (ROOT, Get("sgd/c", ACCESS, 256)),
+        // Write permission through the ACL: touch, truncate; unlink in a
+        // directory (x: u:1001:rwx); chown makes B the owner entry.
+        (
+            ROOT,
+            Set(
+                "g",
+                ACCESS,
+                blob(&[(UO, 0, X), (U, 6, 1001), (GO, 4, X), (M, 6, X), (O, 0, X)]),
+                0,
+            ),
+        ),
+        (B, Touch("g")),
+        (C, Touch("g")),
+        (B, Truncate("g", 3)),
+        (C, Truncate("g", 0)),
+        (ROOT, Create("x/victim", 0o644, 0o022)),
+        (C, Unlink("x/victim")),
+        (B, Unlink("x/victim")),
+        (ROOT, Chown("g", 1001, 1001)),
+        (B, Open("g", O_RDONLY)),
+        (B, Access("g", W_OK)),
+        (ROOT, Get("g", ACCESS, 256)),
+        (ROOT, Mode("g")),
     ]
 }
 
@@ -466,6 +532,8 @@ fn prepare(base: &str, steps: &[(Who, Op)]) -> Vec<HostOp> {
                 }
                 List(p) | Chmod(p, _) | Mode(p) | Stat(p) | Access(p, _) | Open(p, _) => (*p, ""),
                 Create(p, ..) | Mkdir(p, ..) | Mknod(p, ..) => (*p, ""),
+                TmpfileMode(p, ..) | TmpfileAcl(p, ..) | Chown(p, ..) | Touch(p) => (*p, ""),
+                Truncate(p, _) | Unlink(p) => (*p, ""),
             };
             HostOp {
                 who: *who,
@@ -538,6 +606,31 @@ fn host_exec(h: &HostOp, buf: &mut [u8]) -> i64 {
                 libc::umask(*u);
                 libc::mknod(p, libc::S_IFIFO | *m, 0) as i64
             }
+            TmpfileMode(_, m, u) | TmpfileAcl(_, m, u) => {
+                libc::umask(*u);
+                let fd = libc::open(p, libc::O_TMPFILE | libc::O_WRONLY, *m);
+                if fd < 0 {
+                    return neg_errno(-1);
+                }
+                let r = if matches!(h.op, TmpfileMode(..)) {
+                    let mut st: libc::stat = std::mem::zeroed();
+                    libc::fstat(fd, &mut st);
+                    i64::from(st.st_mode)
+                } else {
+                    neg_errno(libc::fgetxattr(
+                        fd,
+                        c"system.posix_acl_access".as_ptr(),
+                        b.cast(),
+                        buf.len(),
+                    ) as i64)
+                };
+                libc::close(fd);
+                return r;
+            }
+            Chown(_, u, g) => libc::chown(p, *u, *g) as i64,
+            Touch(_) => libc::utimes(p, std::ptr::null()) as i64,
+            Truncate(_, n) => libc::truncate(p, *n) as i64,
+            Unlink(_) => libc::unlink(p) as i64,
         };
         neg_errno(r)
     }
@@ -546,7 +639,11 @@ fn host_exec(h: &HostOp, buf: &mut [u8]) -> i64 {
 /// Whether an op may change the umask or needs other credentials: it runs
 /// in a forked child on the host.
 fn in_child(h: &HostOp) -> bool {
-    h.who.0 != 0 || matches!(h.op, Create(..) | Mkdir(..) | Mknod(..))
+    h.who.0 != 0
+        || matches!(
+            h.op,
+            Create(..) | Mkdir(..) | Mknod(..) | TmpfileMode(..) | TmpfileAcl(..)
+        )
 }
 
 fn outcome(op: &Op, r: i64, buf: &[u8]) -> Outcome {
@@ -659,6 +756,24 @@ fn uvfs_exec(p: &mut Process, op: &Op, buf: &mut [u8]) -> i64 {
             p.umask(old);
             r
         }
+        TmpfileMode(f, m, u) | TmpfileAcl(f, m, u) => {
+            let old = p.umask(*u);
+            let r = p.open(path(f), O_TMPFILE | O_WRONLY, *m).and_then(|fd| {
+                let r = if matches!(op, TmpfileMode(..)) {
+                    p.fstat(fd).map(|st| st.st_mode as usize)
+                } else {
+                    p.fgetxattr(fd, ACCESS.as_bytes(), buf)
+                };
+                p.close(fd)?;
+                r
+            });
+            p.umask(old);
+            r
+        }
+        Chown(f, u, g) => ok(p.chown(path(f), *u, *g)),
+        Touch(f) => ok(p.utimensat(AT_FDCWD, path(f), None, 0)),
+        Truncate(f, n) => ok(p.truncate(path(f), *n)),
+        Unlink(f) => ok(p.unlink(path(f))),
     };
     match r {
         Ok(n) => n as i64,
