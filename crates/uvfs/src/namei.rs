@@ -590,11 +590,13 @@ impl<'a> Nd<'a> {
         loop {
             // A directory with an access ACL is left to the walk with
             // references (which reads the ACL): it is never memoized.
-            if check_search
-                && (snap.attr().acl & crate::fs::HAS_ACCESS_ACL != 0
-                    || permission(self.cred, &snap.attr(), MAY_EXEC).is_err())
-            {
-                return None;
+            if check_search {
+                let a = snap.attr();
+                if a.acl & crate::fs::HAS_ACCESS_ACL != 0
+                    || permission(self.cred, &a, MAY_EXEC).is_err()
+                {
+                    return None;
+                }
             }
             let (end, hash) = crate::dcache::hash_component(cur.as_ptr(), rest);
             let name = &rest[..end];
