@@ -66,6 +66,8 @@ const C: Who = Who(1002, 1002, &[2000]);
 const D: Who = Who(1003, 1003, &[2001]);
 /// In group 1000 (the owning group of `f`).
 const E: Who = Who(1004, 1004, &[1000]);
+/// In groups 1000 and 2000.
+const F: Who = Who(1005, 1005, &[1000, 2000]);
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -102,11 +104,12 @@ use Op::*;
 
 /// The tree both sides build (as root): files (path, mode, uid, gid),
 /// directories, and `l -> f`.
-const FILES: [(&str, u32, u32, u32); 4] = [
+const FILES: [(&str, u32, u32, u32); 5] = [
     ("f", 0o640, 1000, 1000),
     ("g", 0o644, 0, 0),
     ("sf", 0o2770, 1000, 2000),
     ("sf2", 0o2770, 1000, 2000),
+    ("h", 0o664, 0, 1000),
 ];
 const DIRS: [(&str, u32, u32, u32); 7] = [
     ("d", 0o755, 1000, 1000),
@@ -502,6 +505,62 @@ fn steps() -> Vec<(Who, Op)> {
         (ROOT, Create("x/victim", 0o644, 0o022)),
         (C, Unlink("x/victim")),
         (B, Unlink("x/victim")),
+        // Several matching groups: any one granting the whole request
+        // (masked) grants; a matching group that grants nothing denies
+        // even where other would grant; a named user comes before groups.
+        (
+            ROOT,
+            Set(
+                "h",
+                ACCESS,
+                blob(&[(UO, 6, X), (GO, 0, X), (G, 6, 2000), (M, 6, X), (O, 6, X)]),
+                0,
+            ),
+        ),
+        (F, Open("h", O_RDWR)),
+        (E, Open("h", O_RDONLY)),
+        (D, Open("h", O_RDWR)),
+        (
+            ROOT,
+            Set(
+                "h",
+                ACCESS,
+                blob(&[(UO, 6, X), (GO, 4, X), (G, 2, 2000), (M, 6, X), (O, 6, X)]),
+                0,
+            ),
+        ),
+        (F, Open("h", O_WRONLY)),
+        (F, Open("h", O_RDONLY)),
+        (F, Open("h", O_RDWR)),
+        (
+            ROOT,
+            Set(
+                "h",
+                ACCESS,
+                blob(&[(UO, 6, X), (U, 6, 1005), (GO, 4, X), (M, 4, X), (O, 0, X)]),
+                0,
+            ),
+        ),
+        (F, Open("h", O_WRONLY)),
+        (F, Open("h", O_RDONLY)),
+        (
+            ROOT,
+            Set(
+                "h",
+                ACCESS,
+                blob(&[
+                    (UO, 6, X),
+                    (U, 0, 1005),
+                    (GO, 6, X),
+                    (G, 6, 2000),
+                    (M, 6, X),
+                    (O, 6, X),
+                ]),
+                0,
+            ),
+        ),
+        (F, Open("h", O_RDONLY)),
+        (E, Open("h", O_RDWR)),
         (ROOT, Chown("g", 1001, 1001)),
         (B, Open("g", O_RDONLY)),
         (B, Access("g", W_OK)),
