@@ -99,6 +99,9 @@ enum Op {
     Touch(&'static str),
     Truncate(&'static str, i64),
     Unlink(&'static str),
+    /// `renameat2(from, to, RENAME_WHITEOUT)`: a whiteout (a character
+    /// device 0/0, made as by mknod) takes `from`'s name.
+    RenameWhiteout(&'static str, &'static str),
 }
 use Op::*;
 
@@ -561,6 +564,21 @@ fn steps() -> Vec<(Who, Op)> {
         ),
         (F, Open("h", O_RDONLY)),
         (E, Open("h", O_RDWR)),
+        // RENAME_WHITEOUT: the whiteout is made as by mknod in the old
+        // directory, default ACL included.
+        (
+            ROOT,
+            Set(
+                "d3",
+                DEFAULT,
+                blob(&[(UO, 7, X), (U, 6, 1001), (GO, 5, X), (M, 7, X), (O, 4, X)]),
+                0,
+            ),
+        ),
+        (ROOT, RenameWhiteout("d3/e", "plain/moved")),
+        (ROOT, Mode("d3/e")),
+        (ROOT, Get("d3/e", ACCESS, 256)),
+        (ROOT, Mode("plain/moved")),
         (ROOT, Chown("g", 1001, 1001)),
         (B, Open("g", O_RDONLY)),
         (B, Access("g", W_OK)),
@@ -593,6 +611,12 @@ fn prepare(base: &str, steps: &[(Who, Op)]) -> Vec<HostOp> {
                 Create(p, ..) | Mkdir(p, ..) | Mknod(p, ..) => (*p, ""),
                 TmpfileMode(p, ..) | TmpfileAcl(p, ..) | Chown(p, ..) | Touch(p) => (*p, ""),
                 Truncate(p, _) | Unlink(p) => (*p, ""),
+                RenameWhiteout(p, _) => (*p, ""),
+            };
+            // The second path travels as the name.
+            let n = match op {
+                RenameWhiteout(_, to) => format!("{base}/{to}"),
+                _ => n.to_string(),
             };
             HostOp {
                 who: *who,
@@ -690,6 +714,14 @@ fn host_exec(h: &HostOp, buf: &mut [u8]) -> i64 {
             Touch(_) => libc::utimes(p, std::ptr::null()) as i64,
             Truncate(_, n) => libc::truncate(p, *n) as i64,
             Unlink(_) => libc::unlink(p) as i64,
+            RenameWhiteout(..) => libc::syscall(
+                libc::SYS_renameat2,
+                libc::AT_FDCWD,
+                p,
+                libc::AT_FDCWD,
+                n,
+                libc::RENAME_WHITEOUT,
+            ),
         };
         neg_errno(r)
     }
@@ -833,6 +865,7 @@ fn uvfs_exec(p: &mut Process, op: &Op, buf: &mut [u8]) -> i64 {
         Touch(f) => ok(p.utimensat(AT_FDCWD, path(f), None, 0)),
         Truncate(f, n) => ok(p.truncate(path(f), *n)),
         Unlink(f) => ok(p.unlink(path(f))),
+        RenameWhiteout(f, t) => ok(p.renameat2(AT_FDCWD, path(f), AT_FDCWD, path(t), 4)),
     };
     match r {
         Ok(n) => n as i64,
