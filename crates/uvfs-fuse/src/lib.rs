@@ -64,7 +64,10 @@
 //!   Set-ID bits are the server's (`FUSE_HANDLE_KILLPRIV_V2`): uvfs's
 //!   write, truncate and chown, run as the caller, clear them.
 //! - **xattrs** reach the library's `*xattrat(fd, "", AT_EMPTY_PATH)` on
-//!   the node's handle, as the caller.
+//!   the node's handle, as the caller. POSIX ACLs too; with
+//!   `FUSE_POSIX_ACL` (and `FUSE_DONT_MASK`: the server applies the
+//!   caller's umask, uvfs skips it under a default ACL) the kernel decides
+//!   access with them (docs/fuse.md).
 //! - **FIFOs**: the server makes the node (mknod); their reads and
 //!   writes are the kernel's own pipe, never sent to the server.
 #![warn(missing_docs)]

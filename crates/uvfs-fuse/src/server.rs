@@ -75,6 +75,11 @@ pub struct UvfsFuse {
     /// FUSE passthrough: the mode asked for, whether it is on, and the
     /// backing files of the inodes open through it.
     pt: PtTable,
+    /// `FUSE_POSIX_ACL` and `FUSE_DONT_MASK` were negotiated: the kernel
+    /// decides access with the ACLs it reads from the server, and leaves
+    /// the umask of a create, mkdir or mknod to the server (uvfs applies
+    /// it unless the directory has a default ACL, as tmpfs does).
+    posix_acl: bool,
 }
 
 /// Lists the directory open as `fd` from the cookie `offset` (readdir and
@@ -105,8 +110,10 @@ impl UvfsFuse {
     /// A server for `vfs`, whose root file system is `fs`.
     pub fn new(vfs: Arc<Vfs>, fs: Arc<dyn FileSystem>) -> Result<UvfsFuse, Errno> {
         let mut p = Process::new(&vfs)?;
-        // The kernel applies the caller's umask before it sends a create
-        // (FUSE_DONT_MASK is not negotiated): the server's own is 0.
+        // The kernel applies the caller's umask before it sends a create,
+        // unless FUSE_DONT_MASK is negotiated (with FUSE_POSIX_ACL): then
+        // the request's umask is set for that call ([`Self::with_umask`]).
+        // The server's own is 0.
         p.umask(0);
         // One O_PATH fd per inode the kernel knows: lift the soft limit to
         // the hard one (Linux's nr_open).
@@ -135,6 +142,7 @@ impl UvfsFuse {
             creds: CredCache::default(),
             counters,
             pt: PtTable::new(Passthrough::Off),
+            posix_acl: false,
         })
     }
 
@@ -218,7 +226,23 @@ impl UvfsFuse {
         if let Some(p) = self.procs.lock().unwrap().pop() {
             return p;
         }
-        self.template.lock().unwrap().new_thread()
+        let mut p = self.template.lock().unwrap().new_thread();
+        // Its own umask (a create's, see `with_umask`), not the others'.
+        p.unshare_fs();
+        p
+    }
+
+    /// Runs `f` (a create, mkdir or mknod) under the request's umask when
+    /// the server applies it (`FUSE_DONT_MASK`), else under 0 (the kernel
+    /// applied it to the mode).
+    fn with_umask<R>(&self, p: &mut Process, umask: u32, f: impl FnOnce(&mut Process) -> R) -> R {
+        if !self.posix_acl {
+            return f(p);
+        }
+        p.umask(umask & 0o777);
+        let r = f(p);
+        p.umask(0);
+        r
     }
 
     /// Runs `f` as root (the server's own bookkeeping: closing handles).
@@ -375,6 +399,17 @@ impl Filesystem for UvfsFuse {
             | InitFlags::FUSE_CACHE_SYMLINKS
             | InitFlags::FUSE_HANDLE_KILLPRIV_V2;
         let _ = config.add_capabilities(want & config.capabilities());
+        // POSIX ACLs (`system.posix_acl_*`, which uvfs's tmpfs holds): with
+        // FUSE_POSIX_ACL the kernel checks access with them itself (the
+        // mount has default_permissions) and skips the umask where a
+        // directory has a default ACL; with FUSE_DONT_MASK it sends the
+        // umask instead of applying it, and uvfs applies it as tmpfs does.
+        // Without both, the ACLs are still stored and read through the
+        // server, but the kernel's own checks see only the mode.
+        let acl = InitFlags::FUSE_POSIX_ACL | InitFlags::FUSE_DONT_MASK;
+        if config.capabilities().contains(acl) && config.add_capabilities(acl).is_ok() {
+            self.posix_acl = true;
+        }
         // Passthrough (see the `passthrough` module): the kernel does
         // read, write and mmap of a regular file on its memfd itself.
         let offered = config.capabilities().contains(InitFlags::FUSE_PASSTHROUGH);
@@ -463,7 +498,7 @@ impl Filesystem for UvfsFuse {
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
-        _umask: u32,
+        umask: u32,
         rdev: u32,
         reply: ReplyEntry,
     ) {
@@ -475,7 +510,9 @@ impl Filesystem for UvfsFuse {
         // which is glibc's `dev_t` for it.
         let r = self.with(req, |p| {
             let dfd = self.node_fd(parent)?;
-            p.mknodat(dfd, name_bytes(name), mode, u64::from(rdev))?;
+            self.with_umask(p, umask, |p| {
+                p.mknodat(dfd, name_bytes(name), mode, u64::from(rdev))
+            })?;
             self.lookup_in(p, dfd, name_bytes(name))
         });
         match r {
@@ -490,12 +527,14 @@ impl Filesystem for UvfsFuse {
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
-        _umask: u32,
+        umask: u32,
         reply: ReplyEntry,
     ) {
         let r = self.with(req, |p| {
             let dfd = self.node_fd(parent)?;
-            p.mkdirat(dfd, name_bytes(name), mode & 0o7777)?;
+            self.with_umask(p, umask, |p| {
+                p.mkdirat(dfd, name_bytes(name), mode & 0o7777)
+            })?;
             self.lookup_in(p, dfd, name_bytes(name))
         });
         match r {
@@ -946,7 +985,7 @@ impl Filesystem for UvfsFuse {
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
-        _umask: u32,
+        umask: u32,
         flags: i32,
         reply: ReplyCreate,
     ) {
@@ -954,12 +993,14 @@ impl Filesystem for UvfsFuse {
             let dfd = self.node_fd(parent)?;
             // Non-blocking: a FIFO already at the name must not park a
             // worker in its open's rendezvous (tmpfs files ignore it).
-            let fd = p.openat(
-                dfd,
-                name_bytes(name),
-                Self::server_flags(flags) | O_CREAT | O_NONBLOCK,
-                mode & 0o7777,
-            )?;
+            let fd = self.with_umask(p, umask, |p| {
+                p.openat(
+                    dfd,
+                    name_bytes(name),
+                    Self::server_flags(flags) | O_CREAT | O_NONBLOCK,
+                    mode & 0o7777,
+                )
+            })?;
             let attr = p.reopen(fd, O_PATH).and_then(|pfd| self.remember(p, pfd));
             match attr {
                 Ok(a) => {

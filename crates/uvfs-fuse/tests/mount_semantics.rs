@@ -23,6 +23,11 @@ const KNOWN: [(&str, &str); 0] = [];
 /// copy_file_range, set-ID removal on write, and how times move.
 const FILE_DATA: &str = include_str!("scripts/file_data.py");
 
+/// The POSIX ACL script (tests/scripts/acl.py): set/get/list/remove of
+/// `system.posix_acl_*`, the mode an ACL sets, chmod, inheritance under a
+/// umask, and a second user's access through named entries.
+const ACL: &str = include_str!("scripts/acl.py");
+
 /// Runs `script` on the host's tmpfs and on a mount made with `args`.
 fn run_script(tag: &str, args: &[&str], script: &str) -> (String, String) {
     let py = std::env::temp_dir().join(format!("uvfs-fuse-{tag}-{}.py", std::process::id()));
@@ -54,6 +59,20 @@ fn file_data_matches_the_host_tmpfs() {
     for (tag, mode) in [("file-data-pt", "on"), ("file-data", "off")] {
         let (host, mount) = run_script(tag, &["--passthrough", mode], FILE_DATA);
         assert!(host.contains("user data own"), "{host}");
+        assert_same(tag, &host, &mount);
+    }
+}
+
+/// acl.py, with passthrough and without: the ACLs reach uvfs, and the
+/// kernel (which checks permissions itself with `default_permissions`)
+/// decides access with them as tmpfs does (`FUSE_POSIX_ACL`).
+#[test]
+fn posix_acls_match_the_host_tmpfs() {
+    skip_unless_fuse!();
+    for (tag, mode) in [("acl-pt", "on"), ("acl", "off")] {
+        let (host, mount) = run_script(tag, &["--passthrough", mode], ACL);
+        assert!(host.contains("user read named rw: b''"), "{host}");
+        assert!(host.contains("done"), "{host}");
         assert_same(tag, &host, &mount);
     }
 }

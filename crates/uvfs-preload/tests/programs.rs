@@ -623,6 +623,77 @@ fn python_xattrs() {
     );
 }
 
+/// POSIX ACLs (`system.posix_acl_*`) through the shim: the binary values
+/// are built with `struct`, no setfacl.
+const PY_ACL: &str = r#"
+import errno, os, struct, sys
+D = sys.argv[1]
+A, DF = "system.posix_acl_access", "system.posix_acl_default"
+X = 0xffffffff
+def blob(entries, ver=2):
+    return struct.pack("<I", ver) + b"".join(struct.pack("<HHI", *e) for e in entries)
+def t(what, fn, *a, **k):
+    try:
+        r = fn(*a, **k)
+        if isinstance(r, bytes):
+            r = r.hex()
+        print(what, sorted(r) if isinstance(r, list) else r)
+    except OSError as e:
+        print(what, errno.errorcode[e.errno])
+mode = lambda p: oct(os.stat(p).st_mode)
+f = os.path.join(D, "af")
+open(f, "w").close()
+os.chmod(f, 0o644)
+t("get-none", os.getxattr, f, A)
+t("set-equiv", os.setxattr, f, A, blob([(1, 7, X), (4, 5, X), (0x20, 1, X)]))
+t("mode", mode, f)
+t("get-equiv", os.getxattr, f, A)
+t("set-named", os.setxattr, f, A, blob([(1, 6, X), (2, 6, 1001), (4, 4, X), (0x10, 6, X), (0x20, 0, X)]))
+t("mode", mode, f)
+t("get", os.getxattr, f, A)
+t("list", os.listxattr, f)
+t("chmod", os.chmod, f, 0o640)
+t("get-after-chmod", os.getxattr, f, A)
+t("bad-version", os.setxattr, f, A, blob([(1, 6, X), (4, 4, X), (0x20, 4, X)], 1))
+t("no-mask", os.setxattr, f, A, blob([(1, 6, X), (2, 6, 1001), (4, 4, X), (0x20, 0, X)]))
+t("default-on-file", os.setxattr, f, DF, blob([(1, 6, X), (4, 4, X), (0x20, 4, X)]))
+fd = os.open(f, os.O_RDONLY)
+t("fget", os.getxattr, fd, A)
+os.close(fd)
+t("remove", os.removexattr, f, A)
+t("remove-again", os.removexattr, f, A)
+t("mode", mode, f)
+d = os.path.join(D, "ad")
+os.mkdir(d, 0o777)
+t("set-default", os.setxattr, d, DF, blob([(1, 7, X), (2, 5, 1001), (4, 5, X), (0x10, 7, X), (0x20, 0, X)]))
+t("list-d", os.listxattr, d)
+os.umask(0o077)
+open(os.path.join(d, "new"), "w").close()
+t("inherited-mode", mode, os.path.join(d, "new"))
+t("inherited", os.getxattr, os.path.join(d, "new"), A)
+os.mkdir(os.path.join(d, "sub"), 0o777)
+t("sub-mode", mode, os.path.join(d, "sub"))
+t("sub-list", os.listxattr, os.path.join(d, "sub"))
+os.symlink("af", os.path.join(D, "al"))
+t("symlink", os.setxattr, os.path.join(D, "al"), A, blob([(1, 6, X), (4, 4, X), (0x20, 4, X)]), follow_symlinks=False)
+"#;
+
+#[test]
+fn python_posix_acls() {
+    let Some(py) = python() else { return };
+    let s = seed();
+    check(
+        Case {
+            name: "python-posix-acls",
+            cmd: &[&py, "-c", PY_ACL, "{D}"],
+            mask: same,
+            opaque: &[],
+            env: &[],
+        },
+        s,
+    );
+}
+
 const PY_COPY: &str = r#"
 import errno, os, sys
 D = sys.argv[1]

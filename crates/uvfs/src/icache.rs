@@ -653,6 +653,8 @@ impl InodeRef<'_> {
     }
 
     /// The permission attributes (mode, uid, gid), read without locks.
+    /// The mode word carries [`Attr::acl`](crate::fs::Attr::acl) above its
+    /// 16 bits (bit 24 up: an access ACL, a default ACL).
     pub fn perm(&self) -> (u32, u32, u32) {
         self.node().perm()
     }
@@ -695,7 +697,7 @@ impl std::fmt::Debug for InodeRef<'_> {
 
 impl Inode {
     fn set_perm(&self, a: &Attr) {
-        self.mode.store(a.mode, Ordering::Relaxed);
+        self.mode.store(a.snap_mode(), Ordering::Relaxed);
         self.uid.store(a.uid, Ordering::Relaxed);
         self.gid.store(a.gid, Ordering::Relaxed);
         let stale = a.atime <= a.mtime || a.atime <= a.ctime;

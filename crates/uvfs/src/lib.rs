@@ -30,6 +30,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
+pub mod acl;
 pub mod cred;
 pub mod dcache;
 pub mod errno;

@@ -28,6 +28,7 @@ use crate::path_cache::{Key, Outcome, PathCache};
 use crate::primitive::sync::lock;
 use crate::reclaim;
 use crate::vfs::Vfs;
+use crate::vfs_ops::inode::inode_permission;
 use crate::vfs_ops::inode::{iget, touch_atime};
 use std::ptr::NonNull;
 
@@ -401,7 +402,7 @@ impl<'a> Nd<'a> {
     /// Search permission on a directory (`may_lookup`).
     fn may_lookup(&self, dir: &Dentry) -> Result<(), Errno> {
         match dir.snap() {
-            Some(s) => permission(self.cred, &s.attr(), MAY_EXEC),
+            Some(s) => inode_permission(self.cred, dir.sb(), &s.attr(), MAY_EXEC),
             None => Err(Errno::ENOENT),
         }
     }
@@ -734,8 +735,15 @@ impl<'a> Nd<'a> {
         // Root searches every directory (`CAP_DAC_READ_SEARCH`).
         let check_search = !self.cred.capable(crate::cred::Cap::DacReadSearch);
         loop {
-            if check_search && permission(self.cred, &snap.attr(), MAY_EXEC).is_err() {
-                return None;
+            // A directory with an access ACL is left to the walk with
+            // references (which reads the ACL): it is never memoized.
+            if check_search {
+                let a = snap.attr();
+                if a.acl & crate::fs::HAS_ACCESS_ACL != 0
+                    || permission(self.cred, &a, MAY_EXEC).is_err()
+                {
+                    return None;
+                }
             }
             let (end, hash) = crate::dcache::hash_component(cur.as_ptr(), rest);
             let name = &rest[..end];

@@ -462,6 +462,15 @@ impl Process {
         })
     }
 
+    /// `unshare(CLONE_FS)`: this thread gets its own copy of the
+    /// fs_struct (cwd and umask), so a later chdir or umask here no longer
+    /// changes the other threads', nor theirs this one's.
+    pub fn unshare_fs(&mut self) {
+        let t = &self.task;
+        let fs = FsStruct::new(t.cwd(), t.fs.umask.load(Ordering::Relaxed));
+        self.task.fs = fs;
+    }
+
     /// `unshare(CLONE_FILES)`: gives this thread a private copy of the fd
     /// table if it is shared.
     pub fn unshare_files(&mut self) -> Result<(), Errno> {

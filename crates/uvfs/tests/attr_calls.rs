@@ -372,6 +372,13 @@ fn umask_applies() {
         let mut t = p.new_thread();
         t.umask(0o077);
         assert_eq!(p.umask(0o022), 0o077);
+        // unshare(CLONE_FS): a copy of the umask and cwd, no longer shared.
+        t.unshare_fs();
+        assert_eq!(t.umask(0o007), 0o022);
+        assert_eq!(p.umask(0o022), 0o022);
+        t.chdir("/d").unwrap();
+        assert_eq!(p.getcwd().unwrap(), b"/");
+        assert_eq!(t.getcwd().unwrap(), b"/d");
     });
 }
 

@@ -438,6 +438,7 @@ fn attr_of(st: &libc::stat) -> Attr {
         ctime: ts(st.st_ctime, st.st_ctime_nsec),
         btime: Timespec::default(),
         rdev: 0,
+        acl: 0,
     }
 }
 

@@ -28,6 +28,7 @@ fn attr(mode: u32, uid: u32, gid: u32) -> Attr {
         ctime: t,
         btime: t,
         rdev: 0,
+        acl: 0,
     }
 }
 

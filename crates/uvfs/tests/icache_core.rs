@@ -27,6 +27,7 @@ fn attr(ino: Ino, nlink: u32) -> Attr {
         ctime: Timespec::default(),
         btime: Timespec::default(),
         rdev: 0,
+        acl: 0,
     }
 }
 

@@ -448,33 +448,3 @@ fn xattrs_match_the_host_tmpfs() {
         }
     }
 }
-
-/// Known difference: POSIX ACLs are not modelled, so `system.*` is
-/// `EOPNOTSUPP` where Linux's tmpfs has handlers for
-/// `system.posix_acl_access` and `system.posix_acl_default` (which, for
-/// one, refuse a malformed ACL with `EINVAL`).
-#[test]
-#[ignore = "known difference: no POSIX ACLs, system.* is EOPNOTSUPP (docs/semantics.md)"]
-fn known_difference_posix_acl_names() {
-    let t = TempDir::new("xattr-acl");
-    let f = CString::new(format!("{}/f", t.as_str())).unwrap();
-    std::fs::write(t.path().join("f"), b"").unwrap();
-    let name = c"system.posix_acl_access";
-    // SAFETY: valid C strings; an empty value.
-    let r = unsafe { libc::setxattr(f.as_ptr(), name.as_ptr(), std::ptr::null(), 0, 0) };
-    let want = if r < 0 {
-        // SAFETY: this thread's errno.
-        unsafe { *libc::__errno_location() }
-    } else {
-        0
-    };
-    let vfs = Vfs::new(uvfs::FastPaths::seeds());
-    let mut p = Process::new(&vfs).unwrap();
-    let fd = p.open("/f", O_CREAT | O_WRONLY, 0o644).unwrap();
-    p.close(fd).unwrap();
-    let got = p
-        .setxattr("/f", name.to_bytes(), b"", 0)
-        .err()
-        .map_or(0, Errno::raw);
-    assert_eq!(want, got);
-}

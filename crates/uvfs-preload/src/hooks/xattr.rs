@@ -1,7 +1,8 @@
 //! Extended attributes: on a uvfs path or fd, the library's calls
 //! (`Process::getxattrat` and the rest: tmpfs holds `user.*`,
-//! `trusted.*` and `security.*` as Linux's does); elsewhere the next
-//! definition.
+//! `trusted.*`, `security.*` and the POSIX ACLs `system.posix_acl_access`
+//! and `system.posix_acl_default` as Linux's does, the ACLs deciding
+//! access in uvfs's permission checks); elsewhere the next definition.
 
 use crate::conv::cbytes;
 use crate::dispatch::{fd_call, path_call};

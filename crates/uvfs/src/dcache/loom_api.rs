@@ -82,6 +82,7 @@ fn attr(ino: Ino, mode: u32) -> Attr {
         ctime: Timespec::default(),
         btime: Timespec::default(),
         rdev: 0,
+        acl: 0,
     }
 }
 

@@ -336,7 +336,8 @@ impl Snap {
     pub(crate) fn attr(&self) -> Attr {
         Attr {
             ino: self.ino,
-            mode: self.mode,
+            mode: self.mode & 0xffff,
+            acl: (self.mode >> crate::fs::ACL_SNAP_SHIFT) as u8,
             nlink: 1,
             uid: self.uid,
             gid: self.gid,
@@ -752,7 +753,7 @@ impl fmt::Debug for DentryCache {
 unsafe fn instantiate_raw(d: &Dentry, inode: NonNull<Inode>, attr: &Attr) {
     d.write_begin();
     d.ino.store(attr.ino, Ordering::Relaxed);
-    d.mode.store(attr.mode, Ordering::Relaxed);
+    d.mode.store(attr.snap_mode(), Ordering::Relaxed);
     d.uid.store(attr.uid, Ordering::Relaxed);
     d.gid.store(attr.gid, Ordering::Relaxed);
     d.inode.store(inode.as_ptr(), Ordering::Release);

@@ -12,7 +12,9 @@
 //! block counts, and stamps timestamps the way the kernel's generic code does
 //! for it (see each method).
 
+use crate::acl::{AclType, PosixAcl};
 use crate::errno::Errno;
+use std::sync::Arc;
 
 pub mod timekeeping;
 pub mod tmpfs;
@@ -138,6 +140,29 @@ pub struct Attr {
     /// The device a character or block device node stands for (`st_rdev`,
     /// as glibc's `makedev` encodes it); 0 for every other type.
     pub rdev: u64,
+    /// Which POSIX ACLs the inode has: [`HAS_ACCESS_ACL`] |
+    /// [`HAS_DEFAULT_ACL`] (0 on a file system without ACLs). The VFS asks
+    /// for an ACL only when its bit is set, so inodes without ACLs cost
+    /// nothing more.
+    pub acl: u8,
+}
+
+/// [`Attr::acl`]: the inode has an access ACL.
+pub const HAS_ACCESS_ACL: u8 = 1;
+/// [`Attr::acl`]: the inode (a directory) has a default ACL.
+pub const HAS_DEFAULT_ACL: u8 = 2;
+
+/// Where the lock-free permission snapshots (the dentry's and the inode
+/// cache's mode word) keep [`Attr::acl`]: above the 16 bits of a mode.
+/// A change of ACLs thus changes the snapshot, as a chmod does.
+pub(crate) const ACL_SNAP_SHIFT: u32 = 24;
+
+impl Attr {
+    /// The mode word of the permission snapshots: the mode with the ACL
+    /// bits above it (see [`ACL_SNAP_SHIFT`]).
+    pub(crate) fn snap_mode(&self) -> u32 {
+        self.mode | (u32::from(self.acl) << ACL_SNAP_SHIFT)
+    }
 }
 
 impl Attr {
@@ -155,7 +180,7 @@ impl Attr {
 /// What a new inode is created as and owned by. The VFS has applied the
 /// umask and decided uid/gid (the file system applies a set-group-ID parent
 /// directory: gid and, for directories, `S_ISGID` are inherited).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NewInode {
     /// Type and permission bits.
     pub mode: u32,
@@ -163,6 +188,11 @@ pub struct NewInode {
     pub uid: u32,
     /// Group (the caller's fsgid, unless the parent is set-group-ID).
     pub gid: u32,
+    /// The access ACL inherited from the directory's default ACL
+    /// (`posix_acl_create`; the VFS has masked `mode` with it).
+    pub acl: Option<Arc<PosixAcl>>,
+    /// The default ACL a new directory inherits (its parent's).
+    pub default_acl: Option<Arc<PosixAcl>>,
 }
 
 /// How `setattr` sets a time.
@@ -415,6 +445,29 @@ pub trait FileSystem: Send + Sync + 'static {
     /// default.
     fn listxattr(&self, _ino: Ino) -> Result<Vec<Vec<u8>>, Errno> {
         Ok(Vec::new())
+    }
+
+    /// The inode's POSIX ACL of type `ty` (`None`: it has none).
+    /// `EOPNOTSUPP` where the file system (the default) or the inode
+    /// (tmpfs: a symlink) holds no ACLs. [`listxattr`](Self::listxattr)
+    /// lists the ACL names of the ACLs present, as Linux's tmpfs does.
+    fn get_acl(&self, _ino: Ino, _ty: AclType) -> Result<Option<Arc<PosixAcl>>, Errno> {
+        Err(Errno::EOPNOTSUPP)
+    }
+
+    /// Sets (`Some`) or removes (`None`) the inode's ACL of type `ty`, and
+    /// with `mode` (an access ACL's `posix_acl_update_mode`, decided by the
+    /// VFS) the new permission bits, in one step; stamps ctime; returns
+    /// the new attributes. The VFS has checked ownership and validity.
+    /// `EOPNOTSUPP` as [`get_acl`](Self::get_acl).
+    fn set_acl(
+        &self,
+        _ino: Ino,
+        _ty: AclType,
+        _acl: Option<Arc<PosixAcl>>,
+        _mode: Option<u32>,
+    ) -> Result<Attr, Errno> {
+        Err(Errno::EOPNOTSUPP)
     }
 
     /// The file's seals (`F_GET_SEALS`); `EINVAL` for a file that cannot

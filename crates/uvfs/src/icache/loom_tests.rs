@@ -189,6 +189,7 @@ fn attr(ino: Ino, nlink: u32, serial: u32) -> Attr {
         ctime: Timespec::default(),
         btime: Timespec::default(),
         rdev: 0,
+        acl: 0,
     }
 }
 

@@ -4,7 +4,7 @@
 //! change and stamps ctime.
 
 use super::{Process, Task};
-use crate::cred::{self, MAY_EXEC, MAY_READ, MAY_WRITE, permission};
+use crate::cred::{self, MAY_EXEC, MAY_READ, MAY_WRITE};
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
 use crate::fs::{S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, SetAttr, SetTime, Timespec as FsTime};
@@ -13,6 +13,7 @@ use crate::stat::{Stat, Statx};
 use crate::task_work;
 use crate::uapi::*;
 use crate::vfs_ops::inode::attr_of;
+use crate::vfs_ops::inode::inode_permission;
 use std::sync::atomic::Ordering;
 
 /// Whether `times` is `[UTIME_OMIT, UTIME_OMIT]`: Linux's utimensat then
@@ -192,7 +193,7 @@ impl Process {
             S_IFREG => {}
             _ => return Err(Errno::EINVAL),
         }
-        permission(&self.task.cred, &a, MAY_WRITE)?;
+        inode_permission(&self.task.cred, d.sb(), &a, MAY_WRITE)?;
         self.task.do_truncate(&d, len, false)
     }
 }
@@ -358,7 +359,7 @@ impl Process {
         if mode & X_OK != 0 {
             mask |= MAY_EXEC;
         }
-        permission(&cred, &attr_of(&d)?, mask)
+        inode_permission(&cred, d.sb(), &attr_of(&d)?, mask)
     }
 
     /// `utimensat(dirfd, path, times, flags)`: `None` or `UTIME_NOW` sets
@@ -409,7 +410,13 @@ impl Task {
         };
         let _g = d.lock_inode();
         let a = attr_of(d)?;
-        cred::utimes_check(&self.cred, &a, explicit)?;
+        // `cred::utimes_check`, with the ACL in the write check.
+        if !cred::inode_owner_or_capable(&self.cred, &a) {
+            if explicit {
+                return Err(Errno::EPERM);
+            }
+            inode_permission(&self.cred, d.sb(), &a, MAY_WRITE)?;
+        }
         let conv = |t: Timespec| match t.tv_nsec {
             UTIME_OMIT => None,
             UTIME_NOW => Some(SetTime::Now),

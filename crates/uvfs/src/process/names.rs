@@ -7,7 +7,7 @@
 //! system call and the cache updates.
 
 use super::{Process, Task};
-use crate::cred::{self, MAY_EXEC, MAY_READ, MAY_WRITE, permission};
+use crate::cred::{self, MAY_EXEC, MAY_READ, MAY_WRITE};
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
 use crate::fs::{
@@ -17,6 +17,7 @@ use crate::namei::{self, DIRECTORY, EMPTY, FOLLOW, LastType, Parent};
 use crate::primitive::sync::{lock, lock_unmodelled};
 use crate::task_work;
 use crate::uapi::*;
+use crate::vfs_ops::inode::inode_permission;
 use crate::vfs_ops::inode::{attr_of, mode_is_dir, perm_of};
 use crate::vfs_ops::rename::RenameSide;
 
@@ -455,7 +456,7 @@ impl Process {
         let safe = a.mode & S_IFMT == S_IFREG
             && a.mode & S_ISUID == 0
             && a.mode & (S_ISGID | 0o010) != (S_ISGID | 0o010)
-            && permission(cred, &a, MAY_READ | MAY_WRITE).is_ok();
+            && inode_permission(cred, src.sb(), &a, MAY_READ | MAY_WRITE).is_ok();
         if safe { Ok(()) } else { Err(Errno::EPERM) }
     }
 
@@ -523,7 +524,7 @@ impl Process {
 
 impl Task {
     fn set_cwd(&self, d: DentryRef) -> Result<(), Errno> {
-        permission(&self.cred, &attr_of(&d)?, MAY_EXEC)?;
+        inode_permission(&self.cred, d.sb(), &attr_of(&d)?, MAY_EXEC)?;
         let old = std::mem::replace(&mut *lock_unmodelled(&self.fs.cwd), d);
         drop(old);
         Ok(())

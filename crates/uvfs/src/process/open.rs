@@ -3,7 +3,7 @@
 //! inode (`may_open`), truncate, and attach the dentry to the file.
 
 use super::{Opening, Process, Task};
-use crate::cred::{self, MAY_READ, MAY_WRITE, permission};
+use crate::cred::{self, MAY_READ, MAY_WRITE};
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
 use crate::file_table::{FMODE_CAN_ODIRECT, FMODE_CREATED, FMODE_READ, FMODE_WRITE};
@@ -256,7 +256,7 @@ impl Task {
             return Err(Errno::EISDIR);
         }
         if acc != 0 {
-            permission(&self.cred, &attr, acc)?;
+            crate::vfs_ops::inode::inode_permission(&self.cred, d.sb(), &attr, acc)?;
         }
         if flags & O_NOATIME != 0 && !cred::inode_owner_or_capable(&self.cred, &attr) {
             return Err(Errno::EPERM);

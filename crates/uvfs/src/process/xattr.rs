@@ -28,15 +28,17 @@
 //! callers without `CAP_SYS_ADMIN`.
 
 use super::{Process, Task};
-use crate::cred::{self, Cap, MAY_READ, MAY_WRITE, permission};
+use crate::acl::{AclType, PosixAcl};
+use crate::cred::{self, Cap, MAY_READ, MAY_WRITE};
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
 use crate::file_table::FMODE_PATH;
-use crate::fs::{S_IFDIR, S_IFMT, S_IFREG, S_ISVTX};
+use crate::fs::{S_IFDIR, S_IFMT, S_IFREG, S_ISGID, S_ISVTX};
 use crate::namei::{EMPTY, FOLLOW};
 use crate::task_work;
 use crate::uapi::*;
-use crate::vfs_ops::inode::{attr_of, mark_changed};
+use crate::vfs_ops::inode::{attr_of, cache_attr, inode_permission, mark_changed};
+use std::sync::Arc;
 
 /// The name as the kernel copies it: up to a NUL; `ERANGE` if empty or
 /// longer than `XATTR_NAME_MAX`.
@@ -86,8 +88,14 @@ impl Process {
         let _call = task_work::enter();
         let name = import_name(name)?;
         let d = self.xattr_target(t)?;
-        self.task.xattr_permission(&d, name, MAY_READ)?;
-        let v = d.sb().fs.getxattr(d.ino(), name)?;
+        let v = if let Some(ty) = AclType::from_name(name) {
+            // `do_get_acl`: no permission check; `ENODATA` without one.
+            let acl = d.sb().fs.get_acl(d.ino(), ty)?;
+            acl.ok_or(Errno::ENODATA)?.to_xattr()
+        } else {
+            self.task.xattr_permission(&d, name, MAY_READ)?;
+            d.sb().fs.getxattr(d.ino(), name)?
+        };
         if buf.is_empty() {
             return Ok(v.len());
         }
@@ -112,6 +120,18 @@ impl Process {
             return Err(Errno::E2BIG);
         }
         let d = self.xattr_target(t)?;
+        if let Some(ty) = AclType::from_name(name) {
+            // `do_set_acl`/`vfs_remove_acl`: the value is parsed first;
+            // an empty one removes; the flags are not looked at.
+            let acl = match value {
+                Some(v) if !v.is_empty() => PosixAcl::from_xattr(v)?,
+                _ => None,
+            };
+            let _g = d.lock_inode();
+            self.task.set_posix_acl(self.vfs(), &d, ty, acl)?;
+            mark_changed(&d);
+            return Ok(());
+        }
         let _g = d.lock_inode();
         self.task.xattr_permission(&d, name, MAY_WRITE)?;
         if name.starts_with(b"security.") && !self.task.cred.capable(Cap::SysAdmin) {
@@ -341,6 +361,54 @@ impl Process {
 }
 
 impl Task {
+    /// `set_posix_acl` and tmpfs's `simple_set_acl`: `EOPNOTSUPP` where
+    /// the inode holds no ACLs (a symlink); a default ACL only on a
+    /// directory (`EACCES` to set one elsewhere; removing one there
+    /// succeeds and does nothing); only the owner or `CAP_FOWNER` (`EPERM`);
+    /// then validity (`EINVAL`). An access ACL that the mode can express
+    /// is not stored: only the mode changes (`posix_acl_update_mode`), and
+    /// any access-ACL change drops `S_ISGID` when the caller is neither in
+    /// the inode's group nor has `CAP_FSETID`. Removing an absent ACL
+    /// succeeds.
+    fn set_posix_acl(
+        &self,
+        vfs: &crate::vfs::Vfs,
+        d: &DentryRef,
+        ty: AclType,
+        acl: Option<PosixAcl>,
+    ) -> Result<(), Errno> {
+        let fs = &d.sb().fs;
+        fs.get_acl(d.ino(), ty)?;
+        let a = attr_of(d)?;
+        if ty == AclType::Default && !a.is_dir() {
+            return if acl.is_some() {
+                Err(Errno::EACCES)
+            } else {
+                Ok(())
+            };
+        }
+        if !cred::inode_owner_or_capable(&self.cred, &a) {
+            return Err(Errno::EPERM);
+        }
+        if let Some(acl) = &acl {
+            acl.valid()?;
+        }
+        let (acl, mode) = match ty {
+            AclType::Default => (acl, None),
+            AclType::Access => {
+                let mut mode = a.mode;
+                let acl = acl.filter(|acl| acl.equiv_mode(&mut mode));
+                if !cred::in_group_or_capable(&self.cred, a.gid) {
+                    mode &= !S_ISGID;
+                }
+                (acl, Some(mode))
+            }
+        };
+        let new = fs.set_acl(d.ino(), ty, acl.map(Arc::new), mode)?;
+        cache_attr(vfs, d, new);
+        Ok(())
+    }
+
     /// Linux's `xattr_permission` (see the module docs).
     fn xattr_permission(&self, d: &DentryRef, name: &[u8], mask: u32) -> Result<(), Errno> {
         if name.starts_with(b"security.") || name.starts_with(b"system.") {
@@ -369,6 +437,6 @@ impl Task {
                 return Err(Errno::EPERM);
             }
         }
-        permission(&self.cred, &a, mask)
+        inode_permission(&self.cred, d.sb(), &a, mask)
     }
 }

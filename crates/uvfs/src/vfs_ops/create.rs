@@ -5,27 +5,59 @@
 //! dentry.
 
 use super::VfsOps;
+use super::inode::inode_permission;
 use super::inode::{attr_of, iget, mark_changed, mode_is_dir, perm_of};
-use crate::cred::{self, Cap, MAY_EXEC, MAY_WRITE, permission};
+use crate::acl::{AclType, PosixAcl};
+use crate::cred::{self, Cap, MAY_EXEC, MAY_WRITE};
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
-use crate::fs::{Attr, NewInode, S_IFBLK, S_IFCHR, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
+use crate::fs::{
+    Attr, HAS_DEFAULT_ACL, NewInode, S_IFBLK, S_IFCHR, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG,
+};
 use crate::primitive::sync::lock;
+use std::sync::Arc;
 
 impl VfsOps<'_> {
-    /// The owner of a new inode, with `mode` as `vfs_prepare_mode` makes it
-    /// (umask, set-group-ID inheritance; a symlink's mode is kept).
-    pub(super) fn new_inode(&self, dattr: &Attr, mode: u32) -> NewInode {
-        let mode = if mode & crate::fs::S_IFMT == S_IFLNK {
-            mode
-        } else {
-            cred::prepare_mode(self.cred, dattr, mode, self.umask)
-        };
-        NewInode {
+    /// The owner of a new inode in `dir` (attributes `dattr`), with `mode`
+    /// as `vfs_prepare_mode` makes it (umask, set-group-ID inheritance; a
+    /// symlink's mode is kept), and its ACLs (`posix_acl_create`): when
+    /// the directory has a default ACL, the umask is not applied; the new
+    /// inode's mode is masked by the ACL instead, which it gets as its
+    /// access ACL (unless the mode says it all), and a directory gets it
+    /// as its default ACL too.
+    pub(super) fn new_inode(
+        &self,
+        dir: &DentryRef,
+        dattr: &Attr,
+        mode: u32,
+    ) -> Result<NewInode, Errno> {
+        let mut new = NewInode {
             mode,
             uid: self.cred.fsuid,
             gid: self.cred.fsgid,
+            ..NewInode::default()
+        };
+        if mode & S_IFMT == S_IFLNK {
+            return Ok(new);
         }
+        let default = if dattr.acl & HAS_DEFAULT_ACL != 0 {
+            dir.sb().fs.get_acl(dir.ino(), AclType::Default)?
+        } else {
+            None
+        };
+        let Some(default) = default else {
+            new.mode = cred::prepare_mode(self.cred, dattr, mode, self.umask);
+            return Ok(new);
+        };
+        new.mode = cred::prepare_mode(self.cred, dattr, mode, 0);
+        let mut acl = PosixAcl::clone(&default);
+        if acl.create_masq(&mut new.mode) {
+            new.acl = Some(Arc::new(acl));
+        }
+        if mode & S_IFMT == S_IFDIR {
+            new.default_acl = Some(default);
+        }
+        Ok(new)
     }
 
     /// Checks `may_create` on `dir`, has `make` create the inode, and
@@ -39,7 +71,7 @@ impl VfsOps<'_> {
     ) -> Result<(), Errno> {
         let dattr = perm_of(dir)?;
         self.may_create(dir, &dattr)?;
-        let attr = make(self.new_inode(&dattr, mode))?;
+        let attr = make(self.new_inode(dir, &dattr, mode)?)?;
         let inode = iget(self.vfs, dir.sb(), &attr)?;
         self.vfs.caches().dcache.instantiate(d, inode, &attr);
         mark_changed(dir);
@@ -79,7 +111,7 @@ impl VfsOps<'_> {
         if (ftype == S_IFCHR || ftype == S_IFBLK) && !whiteout && !self.cred.capable(Cap::Mknod) {
             return Err(Errno::EPERM);
         }
-        let new = self.new_inode(&dattr, ftype | (mode & 0o7777));
+        let new = self.new_inode(dir, &dattr, ftype | (mode & 0o7777))?;
         let attr = dir.sb().fs.mknod(dir.ino(), name, new, rdev)?;
         let inode = iget(self.vfs, dir.sb(), &attr)?;
         self.vfs.caches().dcache.instantiate(d, inode, &attr);
@@ -162,8 +194,8 @@ impl VfsOps<'_> {
         exclusive: bool,
     ) -> Result<DentryRef, Errno> {
         let dattr = perm_of(dir)?;
-        permission(self.cred, &dattr, MAY_WRITE | MAY_EXEC)?;
-        let new = self.new_inode(&dattr, S_IFREG | (mode & 0o7777));
+        inode_permission(self.cred, dir.sb(), &dattr, MAY_WRITE | MAY_EXEC)?;
+        let new = self.new_inode(dir, &dattr, S_IFREG | (mode & 0o7777))?;
         let attr = dir.sb().fs.tmpfile(dir.ino(), new)?;
         let inode = iget(self.vfs, dir.sb(), &attr)?;
         let dc = &self.vfs.caches().dcache;

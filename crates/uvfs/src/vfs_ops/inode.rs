@@ -2,9 +2,11 @@
 //! a file system's answer, keeping the cached attributes in step with the
 //! file system after a change, and `touch_atime`.
 
+use crate::acl::AclType;
+use crate::cred::{self, Cred};
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
-use crate::fs::{Attr, S_IFDIR, S_IFMT};
+use crate::fs::{Attr, HAS_ACCESS_ACL, S_IFDIR, S_IFMT};
 use crate::super_block::SuperBlock;
 use crate::vfs::Vfs;
 use std::ptr::NonNull;
@@ -35,7 +37,7 @@ pub(crate) fn iget(
 /// system.
 pub(crate) fn cache_attr(vfs: &Vfs, d: &DentryRef, a: Attr) {
     with_cached_inode(vfs, d, |r| r.set_attr(a));
-    d.set_perm(a.mode, a.uid, a.gid);
+    d.set_perm(a.snap_mode(), a.uid, a.gid);
 }
 
 /// Runs `f` on the inode cache's handle of `d`'s inode (nothing for a
@@ -114,6 +116,25 @@ pub(crate) fn attr_of(d: &DentryRef) -> Result<Attr, Errno> {
 /// The other fields of the `Attr` are not filled (see `Snap::attr`).
 pub(crate) fn perm_of(d: &DentryRef) -> Result<Attr, Errno> {
     d.inode_perm().map(|s| s.attr()).ok_or(Errno::ENOENT)
+}
+
+/// Linux's `generic_permission` for an inode of `sb` with attributes
+/// `attr` (see [`cred::permission`]): when `attr` says the inode has an
+/// access ACL and the ACL can decide (the caller does not own it, its
+/// group bits are not clear), the ACL is read from the file system and
+/// decides ([`cred::permission_acl`]); otherwise the mode bits, with no
+/// file-system call.
+pub(crate) fn inode_permission(
+    cred: &Cred,
+    sb: &SuperBlock,
+    attr: &Attr,
+    mask: u32,
+) -> Result<(), Errno> {
+    if attr.acl & HAS_ACCESS_ACL == 0 || attr.uid == cred.fsuid || attr.mode & 0o070 == 0 {
+        return cred::permission(cred, attr, mask);
+    }
+    let acl = sb.fs.get_acl(attr.ino, AclType::Access).ok().flatten();
+    cred::permission_acl(cred, attr, acl.as_deref(), mask)
 }
 
 /// Whether `mode` is a directory's.

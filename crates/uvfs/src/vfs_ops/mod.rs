@@ -49,6 +49,6 @@ impl VfsOps<'_> {
         if dir.is_dead_dir() {
             return Err(Errno::ENOENT);
         }
-        cred::may_create(self.cred, dattr)
+        inode::inode_permission(self.cred, dir.sb(), dattr, cred::MAY_WRITE | cred::MAY_EXEC)
     }
 }

@@ -3,8 +3,9 @@
 //! dentry).
 
 use super::VfsOps;
-use super::inode::{mark_changed, mode_is_dir, perm_of, refresh};
+use super::inode::{inode_permission, mark_changed, mode_is_dir, perm_of, refresh};
 use crate::cred;
+use crate::cred::{MAY_EXEC, MAY_WRITE};
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
 
@@ -19,7 +20,11 @@ impl VfsOps<'_> {
     ) -> Result<(), Errno> {
         let dattr = perm_of(dir)?;
         let vattr = perm_of(victim)?;
-        cred::may_delete(self.cred, &dattr, &vattr)?;
+        // `cred::may_delete`, with the directory's ACL.
+        inode_permission(self.cred, dir.sb(), &dattr, MAY_WRITE | MAY_EXEC)?;
+        if cred::check_sticky(self.cred, &dattr, &vattr) {
+            return Err(Errno::EPERM);
+        }
         if isdir {
             if !mode_is_dir(vattr.mode) {
                 return Err(Errno::ENOTDIR);

@@ -8,8 +8,9 @@
 //! names it there.
 
 use super::VfsOps;
+use super::inode::inode_permission;
 use super::inode::{attr_of, iget, mark_changed, refresh};
-use crate::cred::{MAY_WRITE, permission};
+use crate::cred::MAY_WRITE;
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
 use crate::fs::{Attr, RENAME_EXCHANGE, RENAME_WHITEOUT, S_IFCHR};
@@ -53,10 +54,11 @@ impl VfsOps<'_> {
         if !DentryRef::ptr_eq(old.dir, new.dir) {
             // Moving a directory rewrites its `..`: write permission on it.
             if odir_is {
-                permission(self.cred, &oattr, MAY_WRITE)?;
+                inode_permission(self.cred, old.dentry.sb(), &oattr, MAY_WRITE)?;
             }
             if exchange && ndir_is {
-                permission(self.cred, &new.attr.unwrap_or(oattr), MAY_WRITE)?;
+                let a = new.attr.unwrap_or(oattr);
+                inode_permission(self.cred, old.dentry.sb(), &a, MAY_WRITE)?;
             }
         }
         if !old.dentry.mounted_ptr().is_null() || !new.dentry.mounted_ptr().is_null() {
@@ -64,7 +66,7 @@ impl VfsOps<'_> {
         }
         let fs = &old.dir.sb().fs;
         let whiteout = if flags & RENAME_WHITEOUT != 0 {
-            let wo = self.new_inode(&attr_of(old.dir)?, S_IFCHR);
+            let wo = self.new_inode(old.dir, &attr_of(old.dir)?, S_IFCHR)?;
             let (od, nd) = (old.dir.ino(), new.dir.ino());
             Some(fs.rename_whiteout(od, old.name, nd, new.name, flags, wo)?)
         } else {

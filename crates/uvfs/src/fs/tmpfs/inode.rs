@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use super::dir::{Dir, check_name};
 use super::pages::RegFile;
 use super::{DIRENT_SIZE, EMPTY_DIR_SIZE, MAX_FILE_SIZE, PAGE_SIZE, ROOT_INO, Tmpfs};
+use crate::acl::PosixAcl;
 use crate::errno::Errno;
 use crate::fs::timekeeping::{coarse_mg, fine_mg};
 use crate::fs::{Attr, Ino, S_IFMT, SetAttr, SetTime, Timespec};
@@ -16,9 +17,53 @@ use crate::primitive::sync::{
     UnmodelledMutex, UnmodelledRwLock, UnmodelledRwLockReadGuard, UnmodelledRwLockWriteGuard,
 };
 
-/// One inode's extended attributes (`simple_xattrs`), allocated on first
-/// use; `xattr.rs` holds the operations on them.
-pub(super) type Xattrs = UnmodelledMutex<Option<Box<BTreeMap<Box<[u8]>, Box<[u8]>>>>>;
+/// One inode's extended attributes (`simple_xattrs`) and POSIX ACLs
+/// (`i_acl`, `i_default_acl`), allocated on first use; `xattr.rs` holds
+/// the operations on them.
+pub(super) type Xattrs = UnmodelledMutex<Option<Box<XattrSet>>>;
+
+/// What [`Xattrs`] holds once allocated (dropped when empty again).
+#[derive(Default)]
+pub(super) struct XattrSet {
+    /// The named attributes.
+    pub(super) names: BTreeMap<Box<[u8]>, Box<[u8]>>,
+    /// The access ACL ([`State::acl`] says whether there is one).
+    pub(super) access: Option<Arc<PosixAcl>>,
+    /// The default ACL.
+    pub(super) default: Option<Arc<PosixAcl>>,
+}
+
+impl XattrSet {
+    /// A set holding only ACLs, or `None` if there are none.
+    pub(super) fn with_acls(
+        access: Option<Arc<PosixAcl>>,
+        default: Option<Arc<PosixAcl>>,
+    ) -> Option<Box<XattrSet>> {
+        (access.is_some() || default.is_some()).then(|| {
+            Box::new(XattrSet {
+                names: BTreeMap::new(),
+                access,
+                default,
+            })
+        })
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.names.is_empty() && self.access.is_none() && self.default.is_none()
+    }
+
+    /// The [`Attr::acl`] flags of these ACLs.
+    pub(super) fn acl_flags(&self) -> u8 {
+        let mut f = 0;
+        if self.access.is_some() {
+            f |= crate::fs::HAS_ACCESS_ACL;
+        }
+        if self.default.is_some() {
+            f |= crate::fs::HAS_DEFAULT_ACL;
+        }
+        f
+    }
+}
 
 /// What an inode is, with what only that type holds. A directory's index
 /// is boxed: it is the largest variant, and every regular file (most
@@ -51,6 +96,10 @@ pub(super) struct State {
     /// last set (Linux's `I_CTIME_QUERIED`): the next change must show,
     /// so it may need the fine clock ([`State::set_ctime_current`]).
     pub(super) ctime_queried: AtomicBool,
+    /// Which POSIX ACLs the inode has ([`Attr::acl`]; the ACLs are in
+    /// [`Inode::xattrs`], changed with this under both locks): a byte of
+    /// what was padding, so inodes without ACLs stay the size they were.
+    pub(super) acl: u8,
     pub(super) kind: Kind,
 }
 
@@ -278,6 +327,7 @@ impl Tmpfs {
             ctime: st.ctime(),
             btime: st.btime(),
             rdev,
+            acl: st.acl,
         }
     }
 
@@ -341,6 +391,13 @@ impl Tmpfs {
             || set.mtime.is_some();
         if let Some(m) = set.mode {
             st.mode = (st.mode & S_IFMT) | (m & 0o7777);
+            // `posix_acl_chmod`: the access ACL follows the new mode.
+            if st.acl & crate::fs::HAS_ACCESS_ACL != 0 {
+                let mut x = i.xattrs.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(acl) = x.as_mut().and_then(|x| x.access.as_mut()) {
+                    *acl = Arc::new(acl.chmod(st.mode));
+                }
+            }
         }
         if let Some(u) = set.uid {
             st.uid = u;

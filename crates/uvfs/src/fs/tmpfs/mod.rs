@@ -61,9 +61,11 @@
 //! - Errors for unknown inode numbers: `ESTALE` (the inode was evicted).
 //!
 //! - Extended attributes in the `security.`, `trusted.` and `user.`
-//!   namespaces (see `xattr`).
+//!   namespaces, and POSIX ACLs (`system.posix_acl_access`/`_default`,
+//!   `CONFIG_TMPFS_POSIX_ACL`; the rules are [`crate::acl`]'s and the
+//!   VFS's, tmpfs stores them: see `xattr`).
 //!
-//! Not modelled: POSIX ACLs (`system.*`), huge pages, quotas, seals.
+//! Not modelled: huge pages, quotas, seals.
 //!
 //! # Modules
 //!
@@ -281,9 +283,10 @@ impl Tmpfs {
             times: Times::all(now),
             linkable: false,
             ctime_queried: std::sync::atomic::AtomicBool::new(false),
+            acl: 0,
             kind: Kind::Dir(Box::new(Dir::new())),
         };
-        fs.insert_inode(ROOT_INO, ROOT_INO, root);
+        fs.insert_inode(ROOT_INO, ROOT_INO, root, None);
         fs
     }
 
@@ -322,12 +325,12 @@ impl Tmpfs {
     }
 
     /// Enters a new inode in the table.
-    fn insert_inode(&self, ino: Ino, parent: Ino, st: State) {
+    fn insert_inode(&self, ino: Ino, parent: Ino, st: State, xattrs: Option<Box<inode::XattrSet>>) {
         let inode = Arc::new(Inode {
             ino,
             parent: AtomicU64::new(parent),
             st: UnmodelledRwLock::new(st),
-            xattrs: Default::default(),
+            xattrs: UnmodelledMutex::new(xattrs),
         });
         self.shard(ino)
             .write()
@@ -606,6 +609,24 @@ impl FileSystem for Tmpfs {
 
     fn listxattr(&self, ino: Ino) -> Result<Vec<Vec<u8>>, Errno> {
         self.xattr_list(ino)
+    }
+
+    fn get_acl(
+        &self,
+        ino: Ino,
+        ty: crate::acl::AclType,
+    ) -> Result<Option<std::sync::Arc<crate::acl::PosixAcl>>, Errno> {
+        self.acl_get(ino, ty)
+    }
+
+    fn set_acl(
+        &self,
+        ino: Ino,
+        ty: crate::acl::AclType,
+        acl: Option<std::sync::Arc<crate::acl::PosixAcl>>,
+        mode: Option<u32>,
+    ) -> Result<Attr, Errno> {
+        self.acl_set(ino, ty, acl, mode)
     }
 
     fn get_seals(&self, ino: Ino) -> Result<u32, Errno> {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::dir::{DIR_OFFSET_FIRST, READDIR_BATCH, check_name};
-use super::inode::{Inode, Kind, State, Times, lock_all, rd, wr};
+use super::inode::{Inode, Kind, State, Times, XattrSet, lock_all, rd, wr};
 use super::pages::RegFile;
 use super::{DIR_OFFSET_EOD, SHORT_SYMLINK_LEN, SYMLINK_MAX, Tmpfs};
 use crate::errno::Errno;
@@ -21,8 +21,14 @@ use crate::fs::{
 /// is `ds`, with its file type: the owner of `new`, the group of a
 /// set-group-ID directory (which a new directory inherits as its own
 /// set-group-ID bit), one link (two for a directory), every time `now`
-/// (`shmem_get_inode`'s `inode_init_owner`).
-pub(super) fn new_state(ds: &State, new: NewInode, kind: Kind, now: Timespec) -> (u32, State) {
+/// (`shmem_get_inode`'s `inode_init_owner`); and the ACLs it inherits
+/// (`simple_acl_create`; none for a symlink).
+pub(super) fn new_state(
+    ds: &State,
+    new: NewInode,
+    kind: Kind,
+    now: Timespec,
+) -> (u32, State, Option<Box<XattrSet>>) {
     let is_dir = matches!(kind, Kind::Dir(_));
     let ftype = match &kind {
         Kind::Reg(_) => S_IFREG,
@@ -31,9 +37,12 @@ pub(super) fn new_state(ds: &State, new: NewInode, kind: Kind, now: Timespec) ->
         Kind::Special { .. } => new.mode & S_IFMT,
     };
     let mut mode = ftype | (new.mode & 0o7777);
-    if ftype == S_IFLNK {
+    let acls = if ftype == S_IFLNK {
         mode = S_IFLNK | 0o777;
-    }
+        None
+    } else {
+        XattrSet::with_acls(new.acl, if is_dir { new.default_acl } else { None })
+    };
     let mut gid = new.gid;
     if ds.mode & S_ISGID != 0 {
         gid = ds.gid;
@@ -49,9 +58,10 @@ pub(super) fn new_state(ds: &State, new: NewInode, kind: Kind, now: Timespec) ->
         times: Times::all(now),
         linkable: false,
         ctime_queried: AtomicBool::new(false),
+        acl: acls.as_ref().map_or(0, |x| x.acl_flags()),
         kind,
     };
-    (ftype, st)
+    (ftype, st, acls)
 }
 
 impl Tmpfs {
@@ -95,9 +105,9 @@ impl Tmpfs {
         // `simple_inode_init_ts`: a new inode nobody has queried, so the
         // coarse clock; the directory's stamp is its own
         // (`inode_set_ctime_current(dir)`), as in `shmem_mknod`.
-        let (ftype, st) = new_state(&ds, new, kind, coarse_mg());
+        let (ftype, st, xattrs) = new_state(&ds, new, kind, coarse_mg());
         let attr = self.attr(ino, &st);
-        self.insert_inode(ino, dir, st);
+        self.insert_inode(ino, dir, st, xattrs);
         ds.dir_mut()?.insert(name, ino, ftype, offset);
         if is_dir {
             ds.nlink += 1;
@@ -162,10 +172,15 @@ impl Tmpfs {
             times: Times::all(coarse_mg()),
             linkable: true,
             ctime_queried: AtomicBool::new(false),
+            acl: if new.acl.is_some() {
+                crate::fs::HAS_ACCESS_ACL
+            } else {
+                0
+            },
             kind: Kind::Reg(RegFile::default()),
         };
         let attr = self.attr(ino, &st);
-        self.insert_inode(ino, dir, st);
+        self.insert_inode(ino, dir, st, XattrSet::with_acls(new.acl, None));
         Ok(attr)
     }
 

@@ -384,10 +384,10 @@ impl Rename<'_> {
             }
         };
         r.od.dir_mut()?.remove(self.oname);
-        let whiteout = match (self.whiteout, wo_offset) {
+        let whiteout = match (self.whiteout.clone(), wo_offset) {
             (Some(new), Some(wo)) => {
                 let kind = Kind::Special { rdev: 0 };
-                let (_, st) = new_state(
+                let (_, st, xattrs) = new_state(
                     r.od,
                     NewInode {
                         mode: S_IFCHR | (new.mode & 0o7777),
@@ -398,7 +398,7 @@ impl Rename<'_> {
                 );
                 let ino = self.fs.next_ino.fetch_add(1, Ordering::Relaxed);
                 let attr = self.fs.attr(ino, &st);
-                self.fs.insert_inode(ino, self.odir, st);
+                self.fs.insert_inode(ino, self.odir, st, xattrs);
                 r.od.dir_mut()?.insert(self.oname, ino, S_IFCHR, wo);
                 Some(attr)
             }

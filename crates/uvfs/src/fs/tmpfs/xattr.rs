@@ -3,12 +3,16 @@
 //!
 //! - Namespaces: `security.`, `trusted.` and `user.` are stored as they
 //!   come (the VFS has decided who may touch which); a bare prefix is
-//!   `EINVAL`; any other name, `system.*` included (POSIX ACLs are not
-//!   modelled), is `EOPNOTSUPP`.
+//!   `EINVAL`; any other name is `EOPNOTSUPP`, `system.*` included but for
+//!   the two POSIX ACL names, which the VFS turns into
+//!   [`get_acl`](crate::fs::FileSystem::get_acl)/`set_acl` calls (Linux's
+//!   `simple_set_acl` and the inode's cached ACLs: the ACLs live in the
+//!   inode's state, parsed; symlinks hold none, `EOPNOTSUPP`).
 //! - Set: `XATTR_CREATE` on an existing name is `EEXIST`, `XATTR_REPLACE`
 //!   (and a removal) of a missing one `ENODATA`; a zero-length value is a
 //!   value. A change stamps ctime.
-//! - List: in name order. Linux 6.18 keeps the names in a hash table and
+//! - List: the ACL names first (access, then default) for the ACLs the
+//!   inode has, as `simple_xattr_list` does; then the others in name order. Linux 6.18 keeps the names in a hash table and
 //!   lists them in its order, which depends on a per-table random seed:
 //!   the order is not something a program can rely on, and uvfs does not
 //!   reproduce it.
@@ -16,10 +20,12 @@
 //!   (`free_ispace`, 1 KiB per inode); here xattrs are not counted.
 
 use super::Tmpfs;
-use super::inode::wr;
+use super::inode::{Kind, rd, wr};
+use crate::acl::{AclType, PosixAcl};
 use crate::errno::Errno;
 use crate::fs::Ino;
 use crate::uapi::{XATTR_CREATE, XATTR_REPLACE};
+use std::sync::Arc;
 
 /// The namespaces shmem has handlers for.
 const PREFIXES: [&[u8]; 3] = [b"security.", b"trusted.", b"user."];
@@ -40,7 +46,7 @@ impl Tmpfs {
         let i = self.get(ino)?;
         let x = i.xattrs.lock().unwrap_or_else(|e| e.into_inner());
         x.as_ref()
-            .and_then(|m| m.get(name))
+            .and_then(|m| m.names.get(name))
             .map(|v| v.to_vec())
             .ok_or(Errno::ENODATA)
     }
@@ -56,7 +62,7 @@ impl Tmpfs {
         let i = self.get(ino)?;
         let mut st = wr(&i);
         let mut x = i.xattrs.lock().unwrap_or_else(|e| e.into_inner());
-        let exists = x.as_ref().is_some_and(|m| m.contains_key(name));
+        let exists = x.as_ref().is_some_and(|m| m.names.contains_key(name));
         if exists && flags & XATTR_CREATE != 0 {
             return Err(Errno::EEXIST);
         }
@@ -66,11 +72,12 @@ impl Tmpfs {
         match value {
             Some(v) => {
                 x.get_or_insert_with(Default::default)
+                    .names
                     .insert(name.into(), v.into());
             }
             None => {
                 if let Some(m) = x.as_mut() {
-                    m.remove(name);
+                    m.names.remove(name);
                     if m.is_empty() {
                         *x = None;
                     }
@@ -83,9 +90,63 @@ impl Tmpfs {
 
     pub(super) fn xattr_list(&self, ino: Ino) -> Result<Vec<Vec<u8>>, Errno> {
         let i = self.get(ino)?;
+        let mut names = Vec::new();
         let x = i.xattrs.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(x.as_ref()
-            .map(|m| m.keys().map(|k| k.to_vec()).collect())
-            .unwrap_or_default())
+        if let Some(m) = x.as_ref() {
+            if m.access.is_some() {
+                names.push(AclType::Access.name().to_vec());
+            }
+            if m.default.is_some() {
+                names.push(AclType::Default.name().to_vec());
+            }
+            names.extend(m.names.keys().map(|k| k.to_vec()));
+        }
+        Ok(names)
+    }
+
+    /// The inode's ACL of type `ty`; `EOPNOTSUPP` on a symlink (shmem's
+    /// symlinks have no ACL operations).
+    pub(super) fn acl_get(&self, ino: Ino, ty: AclType) -> Result<Option<Arc<PosixAcl>>, Errno> {
+        let i = self.get(ino)?;
+        let st = rd(&i);
+        if matches!(st.kind, Kind::Symlink { .. }) {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let x = i.xattrs.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(x.as_ref().and_then(|a| match ty {
+            AclType::Access => a.access.clone(),
+            AclType::Default => a.default.clone(),
+        }))
+    }
+
+    /// `simple_set_acl`: stores (or drops) the ACL and, for an access ACL,
+    /// the mode the VFS computed; stamps ctime.
+    pub(super) fn acl_set(
+        &self,
+        ino: Ino,
+        ty: AclType,
+        acl: Option<Arc<PosixAcl>>,
+        mode: Option<u32>,
+    ) -> Result<crate::fs::Attr, Errno> {
+        let i = self.get(ino)?;
+        let mut st = wr(&i);
+        if matches!(st.kind, Kind::Symlink { .. }) {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let mut x = i.xattrs.lock().unwrap_or_else(|e| e.into_inner());
+        let set = x.get_or_insert_with(Default::default);
+        match ty {
+            AclType::Access => set.access = acl,
+            AclType::Default => set.default = acl,
+        }
+        st.acl = set.acl_flags();
+        if set.is_empty() {
+            *x = None;
+        }
+        if let Some(m) = mode {
+            st.mode = (st.mode & crate::fs::S_IFMT) | (m & 0o7777);
+        }
+        st.set_ctime_current();
+        Ok(self.attr(ino, &st))
     }
 }

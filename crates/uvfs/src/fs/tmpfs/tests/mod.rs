@@ -28,6 +28,7 @@ fn nf(mode: u32) -> NewInode {
         mode,
         uid: 1000,
         gid: 1000,
+        ..NewInode::default()
     }
 }
 
