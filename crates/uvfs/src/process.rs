@@ -625,8 +625,10 @@ impl Process {
     /// `fcntl(fd, cmd, arg)` for `F_DUPFD`, `F_DUPFD_CLOEXEC`, `F_GETFD`,
     /// `F_SETFD`, `F_GETFL`, `F_SETFL`, `F_DUPFD_QUERY`, `F_CREATED_QUERY`,
     /// `F_GETOWN`/`F_SETOWN`, `F_GETSIG`/`F_SETSIG`, `F_GETLEASE`/
-    /// `F_SETLEASE`, `F_GET_SEALS`/`F_ADD_SEALS` and `F_GETPIPE_SZ`/
-    /// `F_SETPIPE_SZ`; `EINVAL` for other commands. The commands that take
+    /// `F_SETLEASE`, `F_GET_SEALS`/`F_ADD_SEALS`, `F_GETPIPE_SZ`/
+    /// `F_SETPIPE_SZ` and `F_NOTIFY` (removal only: a request for
+    /// directory notifications is `EINVAL`, as with dnotify off); `EINVAL`
+    /// for other commands. The commands that take
     /// a `struct f_owner_ex` are [`fcntl_getown_ex`](Self::fcntl_getown_ex)
     /// and [`fcntl_setown_ex`](Self::fcntl_setown_ex) (here they are
     /// `EFAULT`: `arg` is no pointer the library may read). On an `O_PATH`
@@ -701,6 +703,7 @@ impl Process {
             F_SETSIG => fcntl::setsig(&file, arg as i32),
             F_GETOWN_EX | F_SETOWN_EX => Err(Errno::EFAULT),
             F_GETLEASE => Ok(F_UNLCK),
+            F_NOTIFY => fcntl::notify(&file, arg),
             F_SETLEASE => fcntl::setlease(&self.task.cred, &file, arg as i32),
             F_GET_SEALS => fcntl::get_seals(&file),
             F_ADD_SEALS => fcntl::add_seals(&file, arg as u32),

@@ -244,6 +244,10 @@ pub const F_OWNER_PGRP: i32 = 2;
 pub const F_SETLEASE: i32 = 1024;
 /// fcntl: the lease held (`F_UNLCK` if none).
 pub const F_GETLEASE: i32 = 1025;
+/// fcntl: directory notification (dnotify): signal the owner on changes.
+pub const F_NOTIFY: i32 = 1026;
+/// `F_NOTIFY`: keep the notification after the first event.
+pub const DN_MULTISHOT: u64 = 0x8000_0000;
 /// fcntl: whether this open created the file (Linux 6.12).
 pub const F_CREATED_QUERY: i32 = 1028;
 /// fcntl: set a pipe's capacity.

@@ -32,5 +32,6 @@ mod statfs;
 pub(crate) mod stdio;
 mod syscall;
 mod temp;
+mod tty;
 mod unsupported;
 mod xattr;

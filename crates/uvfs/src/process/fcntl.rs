@@ -27,7 +27,7 @@
 use crate::cred::{self, Cap, Cred};
 use crate::errno::Errno;
 use crate::file_table::{FMODE_CAN_ODIRECT, FMODE_WRITE, FOwner, File};
-use crate::fs::{S_IFMT, S_IFREG};
+use crate::fs::{S_IFDIR, S_IFMT, S_IFREG};
 use crate::uapi::*;
 
 /// `S_IFIFO`: pipes use `O_DIRECT` for packet mode, whatever the file
@@ -145,6 +145,28 @@ pub(super) fn setlease(cred: &Cred, file: &File, arg: i32) -> Result<i32, Errno>
         return Err(Errno::EINVAL);
     }
     Err(Errno::EAGAIN)
+}
+
+/// `F_NOTIFY` (`fcntl_dirnotify`): an argument without events removes the
+/// fd's notification (always absent here) and succeeds on any fd, before
+/// the directory check (host: 0 on a regular file); a request for events
+/// on a non-directory is `ENOTDIR`. Notifications themselves (signals to
+/// the fd's owner on a change in the directory) are not built: a request
+/// for events on a directory is `EINVAL`, Linux's answer when dnotify is
+/// off (`fs.dir-notify-enable` 0, or a kernel without `CONFIG_DNOTIFY`).
+pub(super) fn notify(file: &File, arg: u64) -> Result<i32, Errno> {
+    if arg & !DN_MULTISHOT == 0 {
+        return Ok(0);
+    }
+    let mode = file
+        .dentry()
+        .and_then(|d| d.inode_perm())
+        .map(|p| p.attr().mode)
+        .ok_or(Errno::ENOTDIR)?;
+    if mode & S_IFMT != S_IFDIR {
+        return Err(Errno::ENOTDIR);
+    }
+    Err(Errno::EINVAL)
 }
 
 /// `F_GET_SEALS`.
