@@ -1,7 +1,8 @@
 //! CPython's own test suite for the file-system modules, run under the
 //! shim and compared with the same run on the host's tmpfs: over a
 //! thousand tests written by others (os, shutil, tempfile, posix, glob,
-//! io, fileio, stat, pathlib, fcntl, mmap, tarfile, zipfile, ...), each
+//! io, fileio, stat, pathlib, fcntl, mmap, tarfile, zipfile, dbm,
+//! mailbox, shelve, zipimport, ...), each
 //! of them a check of POSIX behaviour that real programs rely on. The
 //! interpreter is the distribution's (`/usr/bin/python3` with its `test`
 //! package, `libpython3.X-testsuite` on Debian; `.ci/run` installs it);
@@ -44,6 +45,15 @@ const ALL: &[&str] = &[
     "test_tarfile",
     "test_zipfile",
     "test_io",
+    "test_dbm",
+    "test_mailbox",
+    "test_shelve",
+    "test_zipimport",
+    "test_fileinput",
+    "test_linecache",
+    "test_py_compile",
+    "test_gzip",
+    "test_csv",
 ];
 const IN_PROCESS: &[&str] = &[
     "test_fileio",
@@ -55,6 +65,12 @@ const IN_PROCESS: &[&str] = &[
     "test_glob",
     "test_io",
     "test_fcntl",
+    "test_dbm",
+    "test_shelve",
+    "test_zipimport",
+    "test_fileinput",
+    "test_linecache",
+    "test_csv",
 ];
 
 /// Runs regrtest in `dir` (made by the wrapper, so that it may lie under
@@ -84,6 +100,7 @@ fn regrtest(
         .filter_map(|l| {
             l.strip_prefix("FAIL: ")
                 .or_else(|| l.strip_prefix("ERROR: "))
+                .or_else(|| l.strip_prefix("test ").filter(|r| r.contains(" crashed")))
         })
         .map(str::to_owned)
         .collect();
