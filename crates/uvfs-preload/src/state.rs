@@ -16,7 +16,7 @@
 //! its single-user paths (no reference counted per lookup, no table lock
 //! for dup and close), as Linux does for a single-threaded process. Any
 //! other thread's first uvfs call makes its own handle
-//! (`Process::new_thread` of the root, through [`fork_gate::attach`]: it
+//! (`Process::new_thread` of the root, through [`fork_gate::Gate::attach`]: it
 //! waits until the owner is outside uvfs, and the owner's next entry is
 //! ordered after it, so the owner sees the second user from then on):
 //! threads share the fd table, cwd, umask and credentials, as a Linux
@@ -85,6 +85,7 @@ use crate::fork_gate;
 use crate::guard::{Busy, Local, busy, local};
 use crate::path::{Route, prefix, prefix_raw};
 use crate::route::{Dir, route};
+use crate::sync::SpinLock;
 use rustix::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::AtomicBool;
@@ -200,7 +201,7 @@ impl Drop for State {
 /// The root handle: the owner's (the thread that built the uvfs process,
 /// on its first call that reached uvfs), which every other thread's is made
 /// from (`new_thread`). Reached only by the owner (inside the fork gate),
-/// by [`fork_gate::attach`] (under the attach lock, with the owner held
+/// by [`fork_gate::Gate::attach`] (under the attach lock, with the owner held
 /// outside the gate), or by a call that holds every other thread out
 /// ([`fork_gate::Inside::Alone`]); never dropped (the fd table must outlive
 /// every thread: the fd map still names its fds).
@@ -234,86 +235,6 @@ static KCWD: Mutex<Option<Vec<u8>>> = Mutex::new(None);
 /// (the lowest is popped).
 static POOL: SpinLock<Vec<i32>> = SpinLock::new(Vec::new());
 
-/// A lock for the placeholder cache, taken twice by every uvfs dup/close or
-/// open/close pair: one atomic exchange to take it and a plain store to
-/// give it back (a `std::sync::Mutex` gives it back with a second atomic
-/// exchange, about a tenth of a dup under the shim). Held for a few
-/// instructions, or across one `/dev/null` open or a flush's closes; a
-/// waiter spins briefly, then yields. Taken only inside the fork gate,
-/// so never held across a fork.
-struct SpinLock<T> {
-    locked: AtomicBool,
-    data: UnsafeCell<T>,
-}
-
-// SAFETY: the data is reached only through a guard, and one guard exists
-// at a time (the flag's exchange); `T: Send` lets it move between threads.
-unsafe impl<T: Send> Sync for SpinLock<T> {}
-
-impl<T> SpinLock<T> {
-    const fn new(v: T) -> SpinLock<T> {
-        SpinLock {
-            locked: AtomicBool::new(false),
-            data: UnsafeCell::new(v),
-        }
-    }
-
-    /// The data without taking the lock when `solo` (a call of the owner
-    /// while no other thread has ever entered the gate, see
-    /// [`State::solo`]: no other thread can reach the data), else locked.
-    #[inline]
-    fn lock_unless(&self, solo: bool) -> SpinGuard<'_, T> {
-        if solo {
-            return SpinGuard(self, false);
-        }
-        self.lock()
-    }
-
-    #[inline]
-    fn lock(&self) -> SpinGuard<'_, T> {
-        while self.locked.swap(true, Ordering::Acquire) {
-            let mut spins = 0u32;
-            while self.locked.load(Ordering::Relaxed) {
-                if spins < 64 {
-                    std::hint::spin_loop();
-                    spins += 1;
-                } else {
-                    std::thread::yield_now();
-                }
-            }
-        }
-        SpinGuard(self, true)
-    }
-}
-
-/// The data, and whether the lock is held (to be given back).
-struct SpinGuard<'a, T>(&'a SpinLock<T>, bool);
-
-impl<T> std::ops::Deref for SpinGuard<'_, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        // SAFETY: this guard holds the lock, or the caller is `solo`: no
-        // other reference exists.
-        unsafe { &*self.0.data.get() }
-    }
-}
-
-impl<T> std::ops::DerefMut for SpinGuard<'_, T> {
-    fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: as in `deref`, and `&mut self` makes this the only one.
-        unsafe { &mut *self.0.data.get() }
-    }
-}
-
-impl<T> Drop for SpinGuard<'_, T> {
-    #[inline]
-    fn drop(&mut self) {
-        if self.1 {
-            self.0.locked.store(false, Ordering::Release);
-        }
-    }
-}
-
 /// A lock of the shared state, even if a panic (caught as `EIO`) left it
 /// poisoned: the data behind each is valid between any two statements.
 fn locked<T>(m: &'static Mutex<T>) -> MutexGuard<'static, T> {
@@ -333,13 +254,13 @@ fn pool_max() -> usize {
 }
 
 extern "C" fn atfork_prepare() {
-    fork_gate::before_fork();
+    fork_gate::gate().before_fork();
     uvfs::pool::before_fork();
 }
 
 extern "C" fn atfork_release() {
     uvfs::pool::after_fork();
-    fork_gate::after_fork();
+    fork_gate::gate().after_fork();
 }
 
 /// What the layers above the state plug into it, once, from the library
@@ -462,24 +383,20 @@ pub(crate) fn with_state_in<R>(l: &Local, f: impl FnOnce(&mut State) -> R) -> R 
     // shim's re-entry guard sends nested calls to libc), and the state is
     // freed only by this thread's exit: this is the only reference.
     let st = unsafe { &mut *p };
-    let mask = if st.owner {
-        fork_gate::FORK | fork_gate::ATTACH
-    } else {
-        fork_gate::FORK
-    };
+    let gate = fork_gate::gate();
     if st.gate.is_none() {
-        st.gate = Some(fork_gate::Mine::take(owner_slot));
+        st.gate = Some(gate.take(owner_slot));
     }
-    let (_inside, g) = fork_gate::enter(st.gate.as_ref(), mask);
-    // Alone in the gate (see `fork_gate::Mine::take`): the cache needs no
+    let (_inside, word) = gate.enter(st.gate.as_ref(), fork_gate::mask(st.owner));
+    // Alone in the gate (see `fork_gate::Gate::take`): the cache needs no
     // lock for this call.
-    st.solo = st.owner && g & fork_gate::SHARED == 0;
+    st.solo = fork_gate::solo(st.owner, word);
     f(st)
 }
 
 #[cold]
 fn with_temporary_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
-    let _inside = fork_gate::enter(None, fork_gate::FORK);
+    let _inside = fork_gate::gate().enter(None, fork_gate::FORK);
     let mut st = State {
         proc_: None,
         owner: false,
@@ -526,7 +443,7 @@ impl State {
         }
         // A state that is not `alone` has its slot (`with_state`).
         let me = self.gate.as_ref().map(fork_gate::Mine::slot);
-        let p = fork_gate::attach(owner_slot, || {
+        let p = fork_gate::gate().attach(owner_slot, || {
             // SAFETY: under the attach lock, with the owner (if any) held
             // outside the gate until this returns: no other reference to
             // the root (see `Root`).
@@ -536,7 +453,7 @@ impl State {
                 None => {
                     *root = Some(new_process());
                     let me = me.expect("a thread's own gate slot");
-                    // SeqCst: paired with `fork_gate::Mine::take`'s load
+                    // SeqCst: paired with `fork_gate::Gate::take`'s load
                     // (a thread that reads no owner there must leave the
                     // owner reading its SHARED mark).
                     OWNER.store(std::ptr::from_ref(me).cast_mut(), Ordering::SeqCst);
