@@ -67,7 +67,10 @@
 use crate::sync::atomic::{AtomicBool, AtomicU8, Ordering, fence};
 use crate::sync::{Mutex, MutexGuard, RawLock, lock, yield_now};
 
+// (The path spelled out: the fuzz target includes this file by path,
+// which would otherwise look for the models beside it.)
 #[cfg(all(test, loom))]
+#[path = "fork_gate/loom_tests.rs"]
 mod loom_tests;
 
 /// One thread's flag; slots are reused after their thread exits.
@@ -137,7 +140,7 @@ pub(crate) fn gate() -> &'static Gate {
 /// kernel then registers without waiting for a grace period). Without it
 /// (an old kernel, a sandbox without the call) the gate keeps its
 /// symmetric fences.
-#[cfg(not(loom))]
+#[cfg(not(any(loom, fuzzing)))]
 pub(crate) fn at_load() {
     use rustix::thread::{MembarrierCommand, membarrier, membarrier_query};
     if membarrier_query().contains_command(MembarrierCommand::PrivateExpedited)
@@ -210,7 +213,7 @@ impl Drop for Inside<'_> {
 
 impl Gate {
     #[cfg(not(loom))]
-    const fn new() -> Gate {
+    pub(crate) const fn new() -> Gate {
         Gate {
             asymmetric: std::sync::atomic::AtomicBool::new(false),
             slots: Mutex::new(Vec::new()),
@@ -354,19 +357,54 @@ impl Gate {
         let Some(owner) = owner() else {
             return f();
         };
-        struct Clear<'a>(&'a AtomicU8);
+        struct Clear<'a>(&'a Gate);
         impl Drop for Clear<'_> {
             fn drop(&mut self) {
-                self.0.fetch_and(!ATTACH, Ordering::SeqCst);
+                self.0.end_attach();
             }
         }
-        self.word.fetch_or(ATTACH, Ordering::SeqCst);
-        let _clear = Clear(&self.word);
-        self.heavy_fence();
+        self.begin_attach();
+        let _clear = Clear(self);
         while owner.inside.load(Ordering::SeqCst) {
             yield_now();
         }
         f()
+    }
+
+    /// The first step of an attach: marks it pending, with the forker's
+    /// half of the fence (then the owner's flag, read next, is the one
+    /// to wait on).
+    pub(crate) fn begin_attach(&self) {
+        self.word.fetch_or(ATTACH, Ordering::SeqCst);
+        self.heavy_fence();
+    }
+
+    /// The last step of an attach: the owner may enter again (and its
+    /// next entry is ordered after everything the attach did).
+    pub(crate) fn end_attach(&self) {
+        self.word.fetch_and(!ATTACH, Ordering::SeqCst);
+    }
+
+    /// The gate's word as it stands (for checks).
+    #[cfg_attr(not(fuzzing), allow(dead_code))]
+    pub(crate) fn word(&self) -> u8 {
+        self.word.load(Ordering::SeqCst)
+    }
+
+    /// How many slots were ever made (for checks: slots are reused).
+    #[cfg_attr(not(fuzzing), allow(dead_code))]
+    pub(crate) fn slot_count(&self) -> usize {
+        self.slots().len()
+    }
+
+    /// One attempt to enter with `mine` (the fuzz target's single thread
+    /// steps the gate with it; [`Gate::enter`] loops on the same step):
+    /// inside, with the word read on the way in, or what is pending.
+    #[cfg_attr(not(fuzzing), allow(dead_code))]
+    pub(crate) fn attempt(&self, mine: &Mine, mask: u8) -> Result<(Inside<'_>, u8), u8> {
+        let asymmetric = self.asymmetric.load(std::sync::atomic::Ordering::Relaxed);
+        self.try_enter(mine.0, mask, asymmetric)
+            .map(|word| (Inside::Flagged(mine.0), word))
     }
 
     /// The forker's half of the fence: with [`Gate::asymmetric`],
@@ -374,7 +412,8 @@ impl Gate {
     /// under loom `fence(SeqCst)`); else a `SeqCst` fence. A failing
     /// `membarrier` means the gate cannot work: stops loudly.
     fn heavy_fence(&self) {
-        #[cfg(not(loom))]
+        // (The fuzz target, built without rustix, never registers.)
+        #[cfg(not(any(loom, fuzzing)))]
         if self.asymmetric.load(std::sync::atomic::Ordering::Relaxed) {
             if rustix::thread::membarrier(rustix::thread::MembarrierCommand::PrivateExpedited)
                 .is_err()
@@ -399,15 +438,46 @@ impl Gate {
     /// thread is inside uvfs (the forking thread is not: `fork` is never
     /// called from inside the shim).
     pub(crate) fn before_fork(&self) {
-        self.fork_lock.lock();
-        self.word.fetch_or(FORK, Ordering::SeqCst);
-        self.heavy_fence();
+        self.prepare_fork();
         let all: Vec<&'static Slot> = self.slots().clone();
         for s in all {
             while s.inside.load(Ordering::SeqCst) {
                 yield_now();
             }
         }
+    }
+
+    /// The first step of `fork`'s prepare handler: takes the fork lock and
+    /// marks a fork pending, with the forker's half of the fence (then the
+    /// flags, read next, are the ones to wait on).
+    pub(crate) fn prepare_fork(&self) {
+        self.fork_lock.lock();
+        self.word.fetch_or(FORK, Ordering::SeqCst);
+        self.heavy_fence();
+    }
+
+    /// Frees every slot (the fuzz target makes a gate per input; the
+    /// shim's is static and never freed).
+    ///
+    /// # Safety
+    /// No [`Mine`] or [`Inside`] of this gate is alive, and none of its
+    /// slots is reached again.
+    #[cfg(fuzzing)]
+    pub(crate) unsafe fn free_slots(&self) {
+        for s in self.slots().drain(..) {
+            // SAFETY: every slot came from `Box::leak` in `take_slot`, and
+            // the caller promises nothing reaches it any more.
+            drop(unsafe { Box::from_raw(std::ptr::from_ref(s).cast_mut()) });
+        }
+    }
+
+    /// How many threads have their flag raised (for checks).
+    #[cfg_attr(not(fuzzing), allow(dead_code))]
+    pub(crate) fn flags_up(&self) -> usize {
+        self.slots()
+            .iter()
+            .filter(|s| s.inside.load(Ordering::SeqCst))
+            .count()
     }
 
     /// `fork`'s release handler, in the parent and in the child.

@@ -32,6 +32,8 @@
 //! - `path`: the prefix; `route`: where a path goes, a pure function of
 //!   the prefix, the directory and the path (fuzzed on its own);
 //!   `fdmap`: the lock-free map from kernel fd numbers to uvfs fds;
+//!   `numbering`: the placeholders' cache and numbering (the kernel
+//!   behind a trait; fuzzed with `route` and `fdmap`);
 //! - `sync`: the concurrency facade of the fork gate and the placeholder
 //!   cache's lock (std's atomics and locks, loom's under `--cfg loom`);
 //! - `guard` (the re-entry guard and the frame of a uvfs call),
@@ -69,6 +71,8 @@ mod hooks;
 mod interpose;
 #[cfg(not(loom))]
 mod namespace;
+#[cfg(not(loom))]
+mod numbering;
 #[cfg(not(loom))]
 mod path;
 #[cfg(not(loom))]

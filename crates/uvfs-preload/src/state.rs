@@ -83,13 +83,13 @@ use crate::conv::errno_of;
 pub(crate) use crate::fdmap::{Fd, FdMap};
 use crate::fork_gate;
 use crate::guard::{Busy, Local, busy, local};
+use crate::numbering::{self, Numbering};
 use crate::path::{Route, prefix, prefix_raw};
 use crate::route::{Dir, route};
-use crate::sync::SpinLock;
 use rustix::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::AtomicBool;
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use uvfs::fs::FileSystem;
 use uvfs::fs::tmpfs::{Tmpfs, TmpfsOptions};
@@ -108,39 +108,38 @@ const _: () = assert!(crate::route::AT_FDCWD == AT_FDCWD);
 /// `UVFS_FD_CACHE` when unset.
 const DEFAULT_FD_CACHE: usize = 16;
 
-/// How many placeholders are cached: read without the lock by every kernel
-/// call that makes an fd (0: nothing to flush).
-static CACHED: AtomicUsize = AtomicUsize::new(0);
+/// The placeholders' cache and mark (see [`Numbering`]).
+static NUMBERING: Numbering = Numbering::new();
 
-/// The lowest fd number that may be free in the kernel without being
-/// cached (low 32 bits), with a generation (high 32 bits) bumped by every
-/// lowering so a raise based on a stale reading fails.
-static HOLE: AtomicU64 = AtomicU64::new(0);
+/// The kernel as the numbering sees it: raw syscalls.
+struct Sys;
 
-fn hole_of(h: u64) -> i32 {
-    h as u32 as i32
+impl numbering::Kernel for Sys {
+    type Error = Errno;
+
+    fn open_placeholder(&mut self) -> Result<i32, Errno> {
+        rustix::fs::openat(
+            rustix::fs::CWD,
+            c"/dev/null",
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .map(IntoRawFd::into_raw_fd)
+        .map_err(errno_of)
+    }
+
+    fn close_placeholder(&mut self, k: i32) {
+        // SAFETY: a placeholder the shim opened and no longer maps (the
+        // numbering's contract).
+        unsafe { rustix::io::close(k) };
+    }
 }
 
 /// Records that number `k` may now be free in the kernel (called after the
-/// number is freed: by an interposed kernel close, or the shim's own). Lock-free; a plain load when `k` is not below the mark.
+/// number is freed: by an interposed kernel close, or the shim's own).
+/// Lock-free; a plain load when `k` is not below the mark.
 pub(crate) fn hole_lower(k: i32) {
-    if k < 0 {
-        return;
-    }
-    let mut h = HOLE.load(Ordering::Acquire);
-    while k < hole_of(h) {
-        let new = (((h >> 32) + 1) << 32) | u64::from(k as u32);
-        match HOLE.compare_exchange_weak(h, new, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => return,
-            Err(cur) => h = cur,
-        }
-    }
-}
-
-/// Raises the mark to `to` if it is still `from` (same generation).
-fn hole_raise(from: u64, to: i32) {
-    let new = (from & !0xffff_ffff) | u64::from(to as u32);
-    let _ = HOLE.compare_exchange(from, new, Ordering::AcqRel, Ordering::Relaxed);
+    NUMBERING.hole_lower(k);
 }
 
 /// Called before every interposed kernel call that makes an fd: flushes the
@@ -148,7 +147,7 @@ fn hole_raise(from: u64, to: i32) {
 /// is empty.
 #[inline]
 pub(crate) fn before_kernel_fd() {
-    if CACHED.load(Ordering::Acquire) != 0 && !busy() {
+    if NUMBERING.cached() != 0 && !busy() {
         // Under the guard, as every other use of the cache: a signal
         // handler's call meanwhile goes to the kernel instead of reaching
         // the cache mid-change (which the owner may be changing without
@@ -230,10 +229,6 @@ static CWD_IN_UVFS: AtomicBool = AtomicBool::new(false);
 
 /// The kernel cwd (absolute), for routing relative paths; read on first use.
 static KCWD: Mutex<Option<Vec<u8>>> = Mutex::new(None);
-
-/// Closed placeholders kept for reuse (`UVFS_FD_CACHE`), highest first
-/// (the lowest is popped).
-static POOL: SpinLock<Vec<i32>> = SpinLock::new(Vec::new());
 
 /// A lock of the shared state, even if a panic (caught as `EIO`) left it
 /// poisoned: the data behind each is valid between any two statements.
@@ -527,36 +522,7 @@ impl State {
     /// `/dev/null` opened afresh at the kernel's lowest free number.
     /// `EMFILE`/`ENFILE` as the kernel says.
     pub(crate) fn placeholder(&mut self) -> Result<i32, Errno> {
-        // The cache and the mark move together: under the cache's lock
-        // (none without a cache: then the mark is only ever raised from a
-        // fresh open and lowered by closes, both atomic).
-        let mut pool = (pool_max() > 0).then(|| POOL.lock_unless(self.solo));
-        if let Some(pool) = pool.as_mut() {
-            let h = HOLE.load(Ordering::Acquire);
-            if let Some(&c) = pool.last() {
-                if c < hole_of(h) {
-                    pool.pop();
-                    CACHED.store(pool.len(), Ordering::Release);
-                    return Ok(c);
-                }
-                flush_pool(pool);
-            }
-        }
-        let h = HOLE.load(Ordering::Acquire);
-        let fd = rustix::fs::openat(
-            rustix::fs::CWD,
-            c"/dev/null",
-            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
-            rustix::fs::Mode::empty(),
-        )
-        .map_err(errno_of)?
-        .into_raw_fd();
-        // The kernel gave the lowest free number: everything below it is
-        // taken (the cache is empty), unless a close raced in since `h`
-        // was read, which the failed exchange then keeps.
-        hole_raise(h, fd.saturating_add(1));
-        drop(pool);
-        Ok(fd)
+        NUMBERING.placeholder(&mut Sys, &FDMAP, pool_max(), self.solo)
     }
 
     /// Turns kernel fd `k` into a placeholder in one step (`dup3` of a
@@ -599,36 +565,12 @@ impl State {
     /// room and `k` lies below [`HOLE`] (else it could never be handed out
     /// before a flush), otherwise closed.
     pub(crate) fn release(&mut self, k: i32) {
-        if pool_max() > 0 {
-            let mut pool = POOL.lock_unless(self.solo);
-            if pool.len() < pool_max() && k < hole_of(HOLE.load(Ordering::Acquire)) {
-                FDMAP.set(k, -1);
-                let i = pool.partition_point(|&x| x > k);
-                pool.insert(i, k);
-                CACHED.store(pool.len(), Ordering::Release);
-                return;
-            }
-        }
-        FDMAP.set(k, 0);
-        // SAFETY: `k` is a placeholder the shim opened and no longer maps.
-        unsafe { rustix::io::close(k) };
-        hole_lower(k);
+        NUMBERING.release(&mut Sys, &FDMAP, k, pool_max(), self.solo);
     }
 
     /// Removes `k` from the cache; whether it was there.
     fn uncache(&mut self, k: i32) -> bool {
-        if CACHED.load(Ordering::Acquire) == 0 {
-            return false;
-        }
-        let mut pool = POOL.lock_unless(self.solo);
-        match pool.iter().position(|&x| x == k) {
-            Some(i) => {
-                pool.remove(i);
-                CACHED.store(pool.len(), Ordering::Release);
-                true
-            }
-            None => false,
-        }
+        NUMBERING.uncache(k, self.solo)
     }
 
     /// Every number mapped to a uvfs fd, with its uvfs fd.
@@ -651,9 +593,7 @@ impl State {
     /// Closes every cached placeholder: the kernel then sees exactly the
     /// free numbers the program does.
     pub(crate) fn flush(&mut self) {
-        if CACHED.load(Ordering::Acquire) != 0 {
-            flush_pool(&mut POOL.lock_unless(self.solo));
-        }
+        NUMBERING.flush(&mut Sys, &FDMAP, self.solo);
     }
 
     /// Refreshes the kernel cwd after a kernel chdir.
@@ -671,22 +611,7 @@ pub(crate) fn forget_all_fds() {
     for k in 0..FDMAP.hi.load(Ordering::Relaxed) {
         FDMAP.set(k, 0);
     }
-    POOL.lock().clear();
-    CACHED.store(0, Ordering::Release);
-}
-
-/// Closes every placeholder of the (locked) cache.
-fn flush_pool(pool: &mut Vec<i32>) {
-    let Some(&lowest) = pool.last() else {
-        return;
-    };
-    for k in pool.drain(..) {
-        FDMAP.set(k, 0);
-        // SAFETY: a cached placeholder: the shim's own fd, unmapped.
-        unsafe { rustix::io::close(k) };
-    }
-    CACHED.store(0, Ordering::Release);
-    hole_lower(lowest);
+    NUMBERING.forget_cache();
 }
 
 /// The VFS the uvfs process runs on and its root file system, once built
@@ -749,34 +674,4 @@ pub(crate) fn borrow(fd: i32) -> BorrowedFd<'static> {
     // SAFETY: only used for the duration of one syscall on a number the
     // caller passed; a closed number gives EBADF from the kernel.
     unsafe { BorrowedFd::borrow_raw(fd) }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{HOLE, hole_lower, hole_of, hole_raise};
-    use std::sync::atomic::Ordering;
-
-    #[test]
-    fn hole_mark_lowers_and_raises_only_from_a_fresh_reading() {
-        let h0 = HOLE.load(Ordering::Acquire);
-        hole_raise(h0, 10);
-        assert_eq!(hole_of(HOLE.load(Ordering::Acquire)), 10);
-        // A close between the reading and the raise wins: the raise based
-        // on the stale reading fails, even when the lowering left the same
-        // number.
-        let h1 = HOLE.load(Ordering::Acquire);
-        hole_lower(4);
-        hole_raise(h1, 12);
-        assert_eq!(hole_of(HOLE.load(Ordering::Acquire)), 4);
-        let h2 = HOLE.load(Ordering::Acquire);
-        hole_raise(h2, 7);
-        let h3 = HOLE.load(Ordering::Acquire);
-        hole_lower(7); // not below the mark: no change, no new generation
-        assert_eq!(HOLE.load(Ordering::Acquire), h3);
-        hole_lower(-1);
-        assert_eq!(HOLE.load(Ordering::Acquire), h3);
-        hole_lower(2);
-        hole_raise(h3, 9);
-        assert_eq!(hole_of(HOLE.load(Ordering::Acquire)), 2);
-    }
 }
