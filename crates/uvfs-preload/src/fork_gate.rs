@@ -34,7 +34,8 @@
 //! and waits for it to leave. The [`SHARED`] mark, set by every thread's
 //! first entry but the first thread's, hands the placeholder cache over
 //! from the owner's lock-free use to the lock in the same way
-//! ([`Gate::take`]).
+//! ([`Gate::take`]), and back when the owner is again the only thread with
+//! a slot ([`Gate::give_back`]).
 
 //!
 //! ## The models
@@ -83,8 +84,9 @@ pub(crate) struct Slot {
 pub(crate) const FORK: u8 = 1;
 /// A thread is attaching to the owner's handle: the owner may not enter.
 pub(crate) const ATTACH: u8 = 2;
-/// A second thread has taken a slot (set for good): the owner no longer
-/// takes the placeholder cache without its lock.
+/// A second thread has taken a slot: the owner no longer takes the
+/// placeholder cache without its lock (cleared by [`Gate::give_back`] when
+/// the owner is the only thread with a slot again).
 pub(crate) const SHARED: u8 = 4;
 
 /// What a thread waits for on entry: [`FORK`] for every thread, [`ATTACH`]
@@ -258,6 +260,32 @@ impl Gate {
             }
         }
         Mine(slot)
+    }
+
+    /// Gives a thread's slot back at its exit (outside uvfs) and, when no
+    /// thread but the owner (`owner`) holds a slot any more, clears
+    /// [`SHARED`]: the placeholder cache goes back to the owner's
+    /// lock-free use, as a Linux `files_struct` whose count falls back to
+    /// one goes back to its single-user paths. Under the slot list's lock,
+    /// so a thread taking a slot meanwhile either is seen here (and the
+    /// mark stays) or takes it after the clearing (and sets the mark again,
+    /// then waits for the owner to leave, as on a first hand-over). The
+    /// clearing is a release: the owner's entry that reads the mark clear
+    /// (with acquire) is ordered after every use of the cache by the
+    /// threads that gave their slots back (each one's under this lock,
+    /// after its last call).
+    pub(crate) fn give_back(&self, mine: Mine, owner: Option<&'static Slot>) {
+        let all = self.slots();
+        drop(mine);
+        let Some(owner) = owner else {
+            return;
+        };
+        let others = all
+            .iter()
+            .any(|s| !std::ptr::eq(*s, owner) && s.taken.load(Ordering::Acquire));
+        if !others {
+            self.word.fetch_and(!SHARED, Ordering::SeqCst);
+        }
     }
 
     fn slots(&self) -> MutexGuard<'_, Vec<&'static Slot>> {

@@ -26,10 +26,11 @@
 //! [`fork_gate`] (a flag per thread). Short locks remain around the
 //! placeholder cache (a uvfs open or close while `UVFS_FD_CACHE` is not 0),
 //! the kernel cwd (a relative path while the cwd is outside uvfs) and the
-//! root handle (a thread's first call); until a second thread first
-//! enters the gate, the owner takes the placeholder cache without its lock
-//! ([`State::solo`]). When the other threads exit, their handles go and
-//! the owner is the table's one user again.
+//! root handle (a thread's first call); while no other thread holds a
+//! slot in the gate, the owner takes the placeholder cache without its
+//! lock ([`State::solo`]). When the other threads exit, their handles go
+//! and the owner is the table's one user again, and their slots go back
+//! (`fork_gate::Gate::give_back`): the owner's cache is lock-free again.
 //!
 //! ## The fd scheme
 //! Every uvfs fd the program sees is a real kernel fd number held by a
@@ -179,7 +180,7 @@ pub(crate) struct State {
     /// Every other thread is held out of uvfs for this call (a state made
     /// for one call of a thread whose thread-locals are gone).
     alone: bool,
-    /// This call is the owner's and no other thread has ever entered the
+    /// This call is the owner's and no other thread holds a slot in the
     /// gate ([`fork_gate::SHARED`] clear on the way in): the placeholder
     /// cache is this thread's alone, and is used without its lock.
     solo: bool,
@@ -187,12 +188,17 @@ pub(crate) struct State {
 
 impl Drop for State {
     fn drop(&mut self) {
-        // The owner's slot stays taken: an attach reads its flag (see
-        // `fork_gate::Mine::keep`).
-        if self.owner
-            && let Some(m) = self.gate.take()
-        {
+        let Some(m) = self.gate.take() else {
+            return;
+        };
+        if self.owner {
+            // The owner's slot stays taken: an attach reads its flag (see
+            // `fork_gate::Mine::keep`).
             m.keep();
+        } else {
+            // The placeholder cache goes back to the owner's lock-free use
+            // if this was the last other thread.
+            fork_gate::gate().give_back(m, owner_slot());
         }
     }
 }

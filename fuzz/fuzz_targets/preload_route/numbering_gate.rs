@@ -19,8 +19,10 @@
 //! slot holds every other out. Checked: an attempt to enter succeeds
 //! exactly when nothing in its mask is pending, and a failed one leaves
 //! its flag down; the word read on the way in carries `SHARED` exactly
-//! when a second slot was ever taken, so `solo` holds only for the owner
-//! of a gate no other thread entered; the flags up are the threads inside;
+//! while a thread other than the owner holds a slot, or held one and the
+//! owner was not yet built (set by every take but the very first, cleared
+//! when the last other thread gives its slot back), so `solo` holds only
+//! for the owner alone in the gate; the flags up are the threads inside;
 //! slots are reused (never more than were held at once).
 
 use crate::fdmap::{Fd, FdMap};
@@ -280,6 +282,8 @@ fn run_gate_on(g: &'static Gate, data: &[u8]) -> AResult<Result<(), String>> {
     let mut u = Unstructured::new(data);
     let mut th: Vec<Thread> = (0..4).map(|_| Thread::default()).collect();
     let mut takes = 0usize;
+    // SHARED as the model has it.
+    let mut shared = false;
     let mut owner_slot: Option<&'static crate::fork_gate::Slot> = None;
     let mut fork = false;
     let mut attach = false;
@@ -305,6 +309,8 @@ fn run_gate_on(g: &'static Gate, data: &[u8]) -> AResult<Result<(), String>> {
                     log.push(format!("t{i} takes a slot"));
                     th[i].mine = Some(g.take(|| owner_slot));
                     takes += 1;
+                    // Every take but the very first marks the gate shared.
+                    shared |= takes > 1;
                     let held = th.iter().filter(|t| t.mine.is_some()).count() + kept;
                     held_max = held_max.max(held);
                     if owner_slot.is_none() && takes == 1 {
@@ -327,13 +333,13 @@ fn run_gate_on(g: &'static Gate, data: &[u8]) -> AResult<Result<(), String>> {
                 };
                 match got {
                     Ok((inside, word)) => {
-                        let shared = word & SHARED != 0;
+                        let is_shared = word & SHARED != 0;
                         th[i].inside = Some(inside);
                         if pending & m != 0 {
                             Err(format!("entered with {pending} pending"))
-                        } else if shared != (takes > 1) {
-                            Err(format!("SHARED {shared} after {takes} slots taken"))
-                        } else if solo(th[i].owner, word) != (th[i].owner && takes == 1) {
+                        } else if is_shared != shared {
+                            Err(format!("SHARED {is_shared}, the model says {shared}"))
+                        } else if solo(th[i].owner, word) != (th[i].owner && !shared) {
                             Err("solo wrong".to_string())
                         } else {
                             Ok(())
@@ -358,6 +364,13 @@ fn run_gate_on(g: &'static Gate, data: &[u8]) -> AResult<Result<(), String>> {
                     m.keep();
                     th[i].owner = false;
                     kept += 1;
+                } else {
+                    g.give_back(m, owner_slot);
+                    // The owner alone again: the mark is cleared.
+                    let others = th.iter().any(|t| t.mine.is_some() && !t.owner);
+                    if owner_slot.is_some() && !others {
+                        shared = false;
+                    }
                 }
                 Ok(())
             }
@@ -410,7 +423,7 @@ fn run_gate_on(g: &'static Gate, data: &[u8]) -> AResult<Result<(), String>> {
             let inside = th.iter().filter(|t| t.inside.is_some()).count();
             let want = (if fork || alone.is_some() { FORK } else { 0 })
                 | (if attach { ATTACH } else { 0 })
-                | (if takes > 1 { SHARED } else { 0 });
+                | (if shared { SHARED } else { 0 });
             if g.word() != want {
                 Err(format!("word {}, expected {want}", g.word()))
             } else if g.flags_up() != inside {

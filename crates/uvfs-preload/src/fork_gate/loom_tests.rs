@@ -378,3 +378,71 @@ fn first_calls_asymmetric() {
 fn first_calls_symmetric() {
     first_calls(false);
 }
+
+// ---------------------------------------------------------------------------
+// The hand-back: the owner alone again.
+
+/// The owner makes three calls with the placeholder cache (unlocked when
+/// its entry reads `SHARED` clear) while a second thread's calls use it
+/// under the lock and the thread then exits, giving its slot back (which
+/// clears `SHARED`). The owner's unlocked uses never
+/// overlap or go unordered with the others' (loom checks the cache's
+/// cell), and some execution has the owner take the cache unlocked again
+/// after it was shared.
+///
+/// A third thread coming and going meanwhile (its `take` racing the
+/// clearing, which the slot list's lock serializes) is left out: loom
+/// explores the two visitors yielding to each other in `take`'s wait for
+/// the owner forever, and reports a livelock.
+fn hand_back(asymmetric: bool) {
+    let seen = Seen::<2>::new();
+    let counts = seen.clone();
+    check(
+        &format!("hand_back(asymmetric: {asymmetric})"),
+        &builder(4),
+        move || {
+            let g = gate(asymmetric);
+            let pool = leak(SpinLock::new(Vec::<i32>::new()));
+            let owner_mine = g.take(|| None);
+            let owner: &'static Slot = owner_mine.slot();
+            let t = thread::spawn(move || {
+                let mine = g.take(|| Some(owner));
+                {
+                    let (_in, word) = g.enter(Some(&mine), mask(false));
+                    assert!(!solo(false, word));
+                    pool.lock().push(1);
+                }
+                g.give_back(mine, Some(owner));
+            });
+            let mut was_shared = false;
+            let mut back = false;
+            for k in [10, 11, 12] {
+                let (_in, word) = g.enter(Some(&owner_mine), mask(true));
+                let s = solo(true, word);
+                back |= was_shared && s;
+                was_shared |= !s;
+                pool.lock_unless(s).push(k);
+            }
+            t.join().unwrap();
+            counts.hit(usize::from(back));
+            assert_eq!(pool.lock().len(), 4);
+            // Everyone else gone: the mark is clear.
+            assert_eq!(
+                g.word.load(loom::sync::atomic::Ordering::SeqCst) & SHARED,
+                0
+            );
+            owner_mine.keep();
+        },
+    );
+    seen.must_all(["never unlocked after shared", "unlocked again after shared"]);
+}
+
+#[test]
+fn hand_back_asymmetric() {
+    hand_back(true);
+}
+
+#[test]
+fn hand_back_symmetric() {
+    hand_back(false);
+}
