@@ -116,7 +116,8 @@ pub(crate) struct Gate {
     /// are reused).
     slots: Mutex<Vec<&'static Slot>>,
     /// What is pending: [`FORK`] (no thread may enter) and [`ATTACH`] (the
-    /// owner may not enter); and [`SHARED`], a mark that is never cleared.
+    /// owner may not enter); and [`SHARED`] (a thread other than the owner
+    /// holds a slot).
     word: AtomicU8,
     /// Held while the root handle is built or attached to ([`Gate::attach`]),
     /// always from inside the gate (so never across a fork).
