@@ -27,6 +27,11 @@
 //! no uvfs fd is behind two numbers, its high mark covers every mapped
 //! number, and numbers nobody mapped (negative, huge, chunk boundaries)
 //! read as the kernel's. No panic, no leak (the map frees its chunks).
+//!
+//! The same input then drives the shim's placeholder numbering
+//! (`numbering.rs`) against a model kernel and its fork gate
+//! (`fork_gate.rs`, with the `sync` facade) stepped by one thread against
+//! a model of the gate's state: see `preload_route/numbering_gate.rs`.
 #![no_main]
 
 #[allow(dead_code)]
@@ -36,6 +41,21 @@ mod route;
 #[allow(dead_code)]
 #[path = "../../crates/uvfs-preload/src/fdmap.rs"]
 mod fdmap;
+
+#[allow(dead_code)]
+#[path = "../../crates/uvfs-preload/src/sync.rs"]
+mod sync;
+
+#[allow(dead_code)]
+#[path = "../../crates/uvfs-preload/src/numbering.rs"]
+mod numbering;
+
+#[allow(dead_code)]
+#[path = "../../crates/uvfs-preload/src/fork_gate.rs"]
+mod fork_gate;
+
+#[path = "preload_route/numbering_gate.rs"]
+mod numbering_gate;
 
 use fdmap::{Fd, FdMap};
 use libfuzzer_sys::arbitrary::{Result as AResult, Unstructured};
@@ -687,5 +707,11 @@ fn run(data: &[u8]) -> AResult<Result<(), String>> {
 fuzz_target!(|data: &[u8]| {
     if let Ok(Err(e)) = run(data) {
         panic!("shim routing: {e}");
+    }
+    if let Ok(Err(e)) = numbering_gate::run_numbering(data) {
+        panic!("shim placeholder numbering: {e}");
+    }
+    if let Ok(Err(e)) = numbering_gate::run_gate(data) {
+        panic!("shim fork gate: {e}");
     }
 });

@@ -18,12 +18,12 @@
 //! compiler fence and the forker's side pays for both with one
 //! `membarrier` call, which runs a full fence on every CPU running a
 //! thread of the process (the asymmetric fence liburcu and folly use).
-//! Without it, both sides use `SeqCst`.
+//! Without it, both sides use a `SeqCst` fence.
 //!
 //! The same gate lets a thread's first uvfs call attach its handle to the
 //! fd table of the thread that built uvfs (the *owner*, whose handle is the
 //! table's only user while it is alone, so its calls take the library's
-//! single-user paths): [`attach`] marks an attach pending and waits until
+//! single-user paths): [`Gate::attach`] marks an attach pending and waits until
 //! the owner's flag is down; the owner, and only it, treats that mark as
 //! it treats a pending fork. Its next entry reads the mark with acquire
 //! order (the attach clears it with a release), whether it finds the mark
@@ -34,28 +34,45 @@
 //! and waits for it to leave. The [`SHARED`] mark, set by every thread's
 //! first entry but the first thread's, hands the placeholder cache over
 //! from the owner's lock-free use to the lock in the same way
-//! ([`Mine::take`]).
+//! ([`Gate::take`]), and back when the owner is again the only thread with
+//! a slot ([`Gate::give_back`]).
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering, compiler_fence};
+//!
+//! ## The models
+//! The gate is a [`Gate`] value (one static in the shim) built from the
+//! crate's facade ([`crate::sync`]), so `fork_gate/loom_tests.rs` runs
+//! this code under loom: a thread entering against a fork's prepare, an
+//! attach against the owner's entries, the [`SHARED`] hand-over of the
+//! placeholder cache, and two threads' first calls (the build race).
+//! Loom cannot run `membarrier`; the models use what it guarantees. The
+//! call runs a full fence on every CPU running a thread of the process,
+//! at some point between the call's start and its return (a thread not
+//! running passes through the scheduler's full barrier before it runs
+//! again). Take such a thread's two accesses around its compiler fence,
+//! store S then load L: that full fence lands before S, between S and L,
+//! or after L. Before S: the forker's mark (stored before the call) is
+//! visible to L. After L: S is visible to the forker's loads after the
+//! call. Between: exactly a full fence between S and L, paired with the
+//! forker's own. In every case the outcome is one that a `SeqCst` fence
+//! at the compiler fence and another in place of `membarrier` allow, and
+//! that pair forbids the store-buffering outcome the gate must exclude
+//! (neither side seeing the other's store). So under `cfg(loom)` the
+//! light fence is `fence(SeqCst)` and `membarrier` is `fence(SeqCst)`
+//! ([`light_fence`], [`Gate::heavy_fence`]). The symmetric fallback needs
+//! no such argument: it is `fence(SeqCst)` on both sides in every build,
+//! so its models check the shipped instructions' orderings as they are.
+//! (Loom treats a `SeqCst` load or store as acquire/release but models a
+//! `SeqCst` fence fully, which is why the fallback uses fences rather than
+//! `SeqCst` accesses.)
 
-/// Whether `membarrier`'s private expedited command is registered for
-/// this process: then the threads' side of the gate needs no fence.
-static ASYMMETRIC: AtomicBool = AtomicBool::new(false);
+use crate::sync::atomic::{AtomicBool, AtomicU8, Ordering, fence};
+use crate::sync::{Mutex, MutexGuard, RawLock, lock, yield_now};
 
-/// Registers the process for `membarrier`'s private expedited command
-/// (from the library constructor, while the process has one thread: the
-/// kernel then registers without waiting for a grace period). Without it
-/// (an old kernel, a sandbox without the call) the gate keeps its
-/// symmetric fences.
-pub(crate) fn at_load() {
-    use rustix::thread::{MembarrierCommand, membarrier, membarrier_query};
-    if membarrier_query().contains_command(MembarrierCommand::PrivateExpedited)
-        && membarrier(MembarrierCommand::RegisterPrivateExpedited).is_ok()
-    {
-        ASYMMETRIC.store(true, Ordering::Release);
-    }
-}
+// (The path spelled out: the fuzz target includes this file by path,
+// which would otherwise look for the models beside it.)
+#[cfg(all(test, loom))]
+#[path = "fork_gate/loom_tests.rs"]
+mod loom_tests;
 
 /// One thread's flag; slots are reused after their thread exits.
 pub(crate) struct Slot {
@@ -63,46 +80,94 @@ pub(crate) struct Slot {
     taken: AtomicBool,
 }
 
-/// Every slot ever handed out (leaked: a slot is two bytes, and slots are
-/// reused).
-static SLOTS: Mutex<Vec<&'static Slot>> = Mutex::new(Vec::new());
-
-/// What is pending: [`FORK`] (no thread may enter) and [`ATTACH`] (the
-/// owner may not enter); and [`SHARED`], a mark that is never cleared.
-static GATE: AtomicU8 = AtomicU8::new(0);
-
 /// A fork is pending: no thread may enter.
 pub(crate) const FORK: u8 = 1;
 /// A thread is attaching to the owner's handle: the owner may not enter.
 pub(crate) const ATTACH: u8 = 2;
-/// A second thread has taken a slot (set for good): the owner no longer
-/// takes the placeholder cache without its lock.
+/// A second thread has taken a slot: the owner no longer takes the
+/// placeholder cache without its lock (cleared by [`Gate::give_back`] when
+/// the owner is the only thread with a slot again).
 pub(crate) const SHARED: u8 = 4;
 
-/// Held while the root handle is built or attached to ([`attach`]), always
-/// from inside the gate (so never across a fork).
-static ATTACH_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// What a thread waits for on entry: [`FORK`] for every thread, [`ATTACH`]
+/// too for the owner.
+#[inline]
+pub(crate) fn mask(owner: bool) -> u8 {
+    if owner { FORK | ATTACH } else { FORK }
+}
 
-/// Held by the forking thread from its prepare handler until its release
-/// handler (in the parent and in the child): a thread that found a fork
-/// pending waits on it.
-static FORK_LOCK: Lock = Lock(std::cell::UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER));
+/// Whether a call may take the placeholder cache without its lock: the
+/// owner's, when its entry read the gate's word (`word`) without the
+/// [`SHARED`] mark (see [`Gate::take`]).
+#[inline]
+pub(crate) fn solo(owner: bool, word: u8) -> bool {
+    owner && word & SHARED == 0
+}
 
-struct Lock(std::cell::UnsafeCell<libc::pthread_mutex_t>);
+/// The gate: the threads' slots and what is pending.
+pub(crate) struct Gate {
+    /// Whether `membarrier`'s private expedited command is registered for
+    /// this process: then the threads' side of the gate needs no fence.
+    /// Set once before any second thread exists (the library constructor)
+    /// and never again, so not part of any protocol: std's atomic even
+    /// under loom (a model sets it before starting its threads).
+    asymmetric: std::sync::atomic::AtomicBool,
+    /// Every slot ever handed out (leaked: a slot is two bytes, and slots
+    /// are reused).
+    slots: Mutex<Vec<&'static Slot>>,
+    /// What is pending: [`FORK`] (no thread may enter) and [`ATTACH`] (the
+    /// owner may not enter); and [`SHARED`] (a thread other than the owner
+    /// holds a slot).
+    word: AtomicU8,
+    /// Held while the root handle is built or attached to ([`Gate::attach`]),
+    /// always from inside the gate (so never across a fork).
+    attach_lock: Mutex<()>,
+    /// Held by the forking thread from its prepare handler until its
+    /// release handler (in the parent and in the child): a thread that
+    /// found a fork pending waits on it.
+    fork_lock: RawLock,
+}
 
-// SAFETY: a pthread mutex is made to be shared between threads.
-unsafe impl Sync for Lock {}
+/// The process's gate.
+#[cfg(not(loom))]
+static GATE: Gate = Gate::new();
 
-impl Lock {
-    fn lock(&self) {
-        // SAFETY: a statically initialized normal mutex, never destroyed.
-        unsafe { libc::pthread_mutex_lock(self.0.get()) };
+/// The process's gate.
+#[cfg(not(loom))]
+pub(crate) fn gate() -> &'static Gate {
+    &GATE
+}
+
+/// Registers the process for `membarrier`'s private expedited command
+/// (from the library constructor, while the process has one thread: the
+/// kernel then registers without waiting for a grace period). Without it
+/// (an old kernel, a sandbox without the call) the gate keeps its
+/// symmetric fences.
+#[cfg(not(any(loom, fuzzing)))]
+pub(crate) fn at_load() {
+    use rustix::thread::{MembarrierCommand, membarrier, membarrier_query};
+    if membarrier_query().contains_command(MembarrierCommand::PrivateExpedited)
+        && membarrier(MembarrierCommand::RegisterPrivateExpedited).is_ok()
+    {
+        GATE.asymmetric
+            .store(true, std::sync::atomic::Ordering::Release);
     }
+}
 
-    fn unlock(&self) {
-        // SAFETY: as in `lock`; called by the thread that locked it (in a
-        // fork child, the only thread, which locked it before the fork).
-        unsafe { libc::pthread_mutex_unlock(self.0.get()) };
+/// The threads' half of the fence, between a thread's flag store and its
+/// read of the gate's word (see the module doc). With `membarrier`
+/// (`asymmetric`), only a compiler fence, the forker's `membarrier` being
+/// the full fence; under loom, `fence(SeqCst)` (the model's reading of
+/// the pair). Without it, a `SeqCst` fence.
+#[inline(always)]
+fn light_fence(asymmetric: bool) {
+    if asymmetric {
+        #[cfg(not(loom))]
+        std::sync::atomic::compiler_fence(Ordering::SeqCst);
+        #[cfg(loom)]
+        fence(Ordering::SeqCst);
+    } else {
+        fence(Ordering::SeqCst);
     }
 }
 
@@ -111,26 +176,6 @@ impl Lock {
 pub(crate) struct Mine(&'static Slot);
 
 impl Mine {
-    /// This thread's slot, taken on its first call. Every thread but the
-    /// first to take one marks the process [`SHARED`] for good and waits
-    /// until the owner (`owner()`, if there is one yet) is outside uvfs:
-    /// the owner takes the placeholder cache without its lock only while
-    /// its entry read the mark clear, so after this wait its unlocked
-    /// accesses are over and ordered before this thread's first call.
-    pub(crate) fn take(owner: impl FnOnce() -> Option<&'static Slot>) -> Mine {
-        let (slot, first) = take_slot();
-        if !first {
-            GATE.fetch_or(SHARED, Ordering::SeqCst);
-            fence_others();
-            if let Some(o) = owner() {
-                while o.inside.load(Ordering::SeqCst) {
-                    std::thread::yield_now();
-                }
-            }
-        }
-        Mine(slot)
-    }
-
     /// The slot itself.
     pub(crate) fn slot(&self) -> &'static Slot {
         self.0
@@ -151,164 +196,322 @@ impl Drop for Mine {
     }
 }
 
-fn slots() -> std::sync::MutexGuard<'static, Vec<&'static Slot>> {
-    SLOTS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// A free slot, or a new one; whether it is the first slot ever taken.
-fn take_slot() -> (&'static Slot, bool) {
-    let mut all = slots();
-    for s in all.iter() {
-        if s.taken
-            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
-            .is_ok()
-        {
-            return (s, false);
-        }
-    }
-    let s: &'static Slot = Box::leak(Box::new(Slot {
-        inside: AtomicBool::new(false),
-        taken: AtomicBool::new(true),
-    }));
-    all.push(s);
-    (s, all.len() == 1)
-}
-
 /// Inside uvfs until dropped.
-pub(crate) enum Inside {
+pub(crate) enum Inside<'g> {
     /// With this thread's flag raised.
     Flagged(&'static Slot),
     /// With every other thread held out, as for a fork (a thread whose
     /// slot is gone: its thread-locals are being destroyed at exit).
-    Alone,
+    Alone(&'g Gate),
 }
 
-impl Drop for Inside {
+impl Drop for Inside<'_> {
     fn drop(&mut self) {
         match self {
             Inside::Flagged(s) => s.inside.store(false, Ordering::Release),
-            Inside::Alone => after_fork(),
+            Inside::Alone(g) => g.after_fork(),
         }
     }
 }
 
-/// Enters uvfs with this thread's slot: waits while something in `mask`
-/// is pending ([`FORK`] for every thread, [`ATTACH`] too for the owner).
-/// `None` (a thread whose state is gone, its thread-locals being
-/// destroyed at exit) holds every other thread out until the result is
-/// dropped, as a fork does: such a call may then use the owner's handle.
-/// Also gives the gate's word as read on the way in (its [`SHARED`] bit).
-#[inline]
-pub(crate) fn enter(mine: Option<&Mine>, mask: u8) -> (Inside, u8) {
-    let Some(&Mine(slot)) = mine else {
-        before_fork();
-        return (Inside::Alone, GATE.load(Ordering::Acquire));
-    };
-    let asymmetric = ASYMMETRIC.load(Ordering::Relaxed);
-    loop {
-        let gate = if asymmetric {
-            // The other side's `membarrier` is the full fence between this
-            // store and this load (see the module doc); the compiler must
-            // keep them in this order. Acquire: a clear mark read from an
-            // attach's clearing orders the attach before this call.
-            slot.inside.store(true, Ordering::Relaxed);
-            compiler_fence(Ordering::SeqCst);
-            GATE.load(Ordering::Acquire)
-        } else {
-            slot.inside.store(true, Ordering::SeqCst);
-            GATE.load(Ordering::SeqCst)
+impl Gate {
+    #[cfg(not(loom))]
+    pub(crate) const fn new() -> Gate {
+        Gate {
+            asymmetric: std::sync::atomic::AtomicBool::new(false),
+            slots: Mutex::new(Vec::new()),
+            word: AtomicU8::new(0),
+            attach_lock: Mutex::new(()),
+            fork_lock: RawLock::new(),
+        }
+    }
+
+    /// A gate for a model, with `membarrier`'s asymmetric fence taken as
+    /// registered or not.
+    #[cfg(loom)]
+    pub(crate) fn new(asymmetric: bool) -> Gate {
+        Gate {
+            asymmetric: std::sync::atomic::AtomicBool::new(asymmetric),
+            slots: Mutex::new(Vec::new()),
+            word: AtomicU8::new(0),
+            attach_lock: Mutex::new(()),
+            fork_lock: RawLock::new(),
+        }
+    }
+
+    /// This thread's slot, taken on its first call. Every thread but the
+    /// first to take one marks the process [`SHARED`] for good and waits
+    /// until the owner (`owner()`, if there is one yet) is outside uvfs:
+    /// the owner takes the placeholder cache without its lock only while
+    /// its entry read the mark clear, so after this wait its unlocked
+    /// accesses are over and ordered before this thread's first call.
+    /// (An owner that `owner()` does not show yet is still in the call that
+    /// builds the root, which was not `solo`; the store that publishes it
+    /// and this thread's read of it pair with the gate's fences like a
+    /// flag and the mark, so its next entry reads the mark.)
+    pub(crate) fn take(&self, owner: impl FnOnce() -> Option<&'static Slot>) -> Mine {
+        let (slot, first) = self.take_slot();
+        if !first {
+            self.word.fetch_or(SHARED, Ordering::SeqCst);
+            self.heavy_fence();
+            if let Some(o) = owner() {
+                while o.inside.load(Ordering::SeqCst) {
+                    yield_now();
+                }
+            }
+        }
+        Mine(slot)
+    }
+
+    /// Gives a thread's slot back at its exit (outside uvfs) and, when no
+    /// thread but the owner (`owner`) holds a slot any more, clears
+    /// [`SHARED`]: the placeholder cache goes back to the owner's
+    /// lock-free use, as a Linux `files_struct` whose count falls back to
+    /// one goes back to its single-user paths. Under the slot list's lock,
+    /// so a thread taking a slot meanwhile either is seen here (and the
+    /// mark stays) or takes it after the clearing (and sets the mark again,
+    /// then waits for the owner to leave, as on a first hand-over). The
+    /// clearing is a release: the owner's entry that reads the mark clear
+    /// (with acquire) is ordered after every use of the cache by the
+    /// threads that gave their slots back (each one's under this lock,
+    /// after its last call).
+    pub(crate) fn give_back(&self, mine: Mine, owner: Option<&'static Slot>) {
+        let all = self.slots();
+        drop(mine);
+        let Some(owner) = owner else {
+            return;
         };
-        let pending = gate & mask;
+        let others = all
+            .iter()
+            .any(|s| !std::ptr::eq(*s, owner) && s.taken.load(Ordering::Acquire));
+        if !others {
+            self.word.fetch_and(!SHARED, Ordering::SeqCst);
+        }
+    }
+
+    fn slots(&self) -> MutexGuard<'_, Vec<&'static Slot>> {
+        lock(&self.slots)
+    }
+
+    /// A free slot, or a new one; whether it is the first slot ever taken.
+    fn take_slot(&self) -> (&'static Slot, bool) {
+        let mut all = self.slots();
+        for s in all.iter() {
+            if s.taken
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                return (s, false);
+            }
+        }
+        let s: &'static Slot = Box::leak(Box::new(Slot {
+            inside: AtomicBool::new(false),
+            taken: AtomicBool::new(true),
+        }));
+        all.push(s);
+        (s, all.len() == 1)
+    }
+
+    /// Enters uvfs with this thread's slot: waits while something in `mask`
+    /// is pending ([`FORK`] for every thread, [`ATTACH`] too for the owner).
+    /// `None` (a thread whose state is gone, its thread-locals being
+    /// destroyed at exit) holds every other thread out until the result is
+    /// dropped, as a fork does: such a call may then use the owner's handle.
+    /// Also gives the gate's word as read on the way in (its [`SHARED`] bit).
+    #[inline]
+    pub(crate) fn enter(&self, mine: Option<&Mine>, mask: u8) -> (Inside<'_>, u8) {
+        let Some(&Mine(slot)) = mine else {
+            self.before_fork();
+            return (Inside::Alone(self), self.word.load(Ordering::Acquire));
+        };
+        let asymmetric = self.asymmetric.load(std::sync::atomic::Ordering::Relaxed);
+        loop {
+            match self.try_enter(slot, mask, asymmetric) {
+                Ok(word) => return (Inside::Flagged(slot), word),
+                Err(pending) => self.wait(pending, mask),
+            }
+        }
+    }
+
+    /// One attempt to enter: raises the flag, then reads the word; the
+    /// word if nothing in `mask` is pending (the flag stays up: the caller
+    /// is inside), else what is pending (the flag lowered again).
+    #[inline(always)]
+    fn try_enter(&self, slot: &Slot, mask: u8, asymmetric: bool) -> Result<u8, u8> {
+        // The fence pairs with the other side's (see the module doc); with
+        // `membarrier` it only keeps the compiler from swapping the two.
+        // Acquire: a clear mark read from an attach's clearing orders the
+        // attach before this call.
+        slot.inside.store(true, Ordering::Relaxed);
+        light_fence(asymmetric);
+        let word = self.word.load(Ordering::Acquire);
+        let pending = word & mask;
         if pending == 0 {
             // What the forker does between a fork and the mark's lowering
             // (the child's copy) is ordered before this thread's uvfs work
-            // by the fork lock, taken below when the mark was seen; on a
-            // clear mark nothing of the forker's needs ordering here.
-            return (Inside::Flagged(slot), gate);
+            // by the fork lock, taken in `wait` when the mark was seen; on
+            // a clear mark nothing of the forker's needs ordering here.
+            return Ok(word);
         }
         slot.inside.store(false, Ordering::SeqCst);
+        Err(pending)
+    }
+
+    /// Waits until what `try_enter` found `pending` is over.
+    fn wait(&self, pending: u8, mask: u8) {
         if pending & FORK != 0 {
-            FORK_LOCK.lock();
-            FORK_LOCK.unlock();
+            self.fork_lock.lock();
+            self.fork_lock.unlock();
         }
         // An attach holds the owner out for a few microseconds (no lock
         // is taken here: one held outside the gate could be copied into
         // a fork child held).
-        while GATE.load(Ordering::Acquire) & mask & ATTACH != 0 {
-            std::thread::yield_now();
+        while self.word.load(Ordering::Acquire) & mask & ATTACH != 0 {
+            yield_now();
         }
     }
-}
 
-fn attach_lock() -> std::sync::MutexGuard<'static, ()> {
-    ATTACH_LOCK
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+    /// Runs `f` under the attach lock (one thread at a time builds or
+    /// attaches to the root handle), called from inside the gate. If
+    /// `owner` (read under the lock) names the slot of the thread whose
+    /// handle `f` attaches to, first marks an attach pending and waits until
+    /// the owner is outside uvfs, where it stays until `f` returns: `f` may
+    /// then reach the owner's handle as its only user.
+    pub(crate) fn attach<R>(
+        &self,
+        owner: impl FnOnce() -> Option<&'static Slot>,
+        f: impl FnOnce() -> R,
+    ) -> R {
+        let _lock = lock(&self.attach_lock);
+        let Some(owner) = owner() else {
+            return f();
+        };
+        struct Clear<'a>(&'a Gate);
+        impl Drop for Clear<'_> {
+            fn drop(&mut self) {
+                self.0.end_attach();
+            }
+        }
+        self.begin_attach();
+        let _clear = Clear(self);
+        while owner.inside.load(Ordering::SeqCst) {
+            yield_now();
+        }
+        f()
+    }
 
-/// Runs `f` under the attach lock (one thread at a time builds or attaches
-/// to the root handle), called from inside the gate. If `owner` (read
-/// under the lock) names the slot of the thread whose handle `f` attaches
-/// to, first marks an attach pending and waits until the owner is outside
-/// uvfs, where it stays until `f` returns: `f` may then reach the owner's
-/// handle as its only user.
-pub(crate) fn attach<R>(owner: impl FnOnce() -> Option<&'static Slot>, f: impl FnOnce() -> R) -> R {
-    let _lock = attach_lock();
-    let Some(owner) = owner() else {
-        return f();
-    };
-    struct Clear;
-    impl Drop for Clear {
-        fn drop(&mut self) {
-            GATE.fetch_and(!ATTACH, Ordering::SeqCst);
+    /// The first step of an attach: marks it pending, with the forker's
+    /// half of the fence (then the owner's flag, read next, is the one
+    /// to wait on).
+    pub(crate) fn begin_attach(&self) {
+        self.word.fetch_or(ATTACH, Ordering::SeqCst);
+        self.heavy_fence();
+    }
+
+    /// The last step of an attach: the owner may enter again (and its
+    /// next entry is ordered after everything the attach did).
+    pub(crate) fn end_attach(&self) {
+        self.word.fetch_and(!ATTACH, Ordering::SeqCst);
+    }
+
+    /// The gate's word as it stands (for checks).
+    #[cfg_attr(not(fuzzing), allow(dead_code))]
+    pub(crate) fn word(&self) -> u8 {
+        self.word.load(Ordering::SeqCst)
+    }
+
+    /// How many slots were ever made (for checks: slots are reused).
+    #[cfg_attr(not(fuzzing), allow(dead_code))]
+    pub(crate) fn slot_count(&self) -> usize {
+        self.slots().len()
+    }
+
+    /// One attempt to enter with `mine` (the fuzz target's single thread
+    /// steps the gate with it; [`Gate::enter`] loops on the same step):
+    /// inside, with the word read on the way in, or what is pending.
+    #[cfg_attr(not(fuzzing), allow(dead_code))]
+    pub(crate) fn attempt(&self, mine: &Mine, mask: u8) -> Result<(Inside<'_>, u8), u8> {
+        let asymmetric = self.asymmetric.load(std::sync::atomic::Ordering::Relaxed);
+        self.try_enter(mine.0, mask, asymmetric)
+            .map(|word| (Inside::Flagged(mine.0), word))
+    }
+
+    /// The forker's half of the fence: with [`Gate::asymmetric`],
+    /// `membarrier` (the other threads' half too, see the module doc;
+    /// under loom `fence(SeqCst)`); else a `SeqCst` fence. A failing
+    /// `membarrier` means the gate cannot work: stops loudly.
+    fn heavy_fence(&self) {
+        // (The fuzz target, built without rustix, never registers.)
+        #[cfg(not(any(loom, fuzzing)))]
+        if self.asymmetric.load(std::sync::atomic::Ordering::Relaxed) {
+            if rustix::thread::membarrier(rustix::thread::MembarrierCommand::PrivateExpedited)
+                .is_err()
+            {
+                // The kernel refuses the command only to a process that did
+                // not register; the flags read next could then miss a thread
+                // inside uvfs, which would keep using what the caller is
+                // about to change (or hold a lock a fork child would
+                // inherit).
+                let _ = rustix::io::write(
+                    rustix::stdio::stderr(),
+                    b"uvfs-preload: membarrier failed after registration; cannot hold threads out of uvfs\n",
+                );
+                std::process::abort();
+            }
+            return;
+        }
+        fence(Ordering::SeqCst);
+    }
+
+    /// `fork`'s prepare handler: marks a fork pending and waits until no
+    /// thread is inside uvfs (the forking thread is not: `fork` is never
+    /// called from inside the shim).
+    pub(crate) fn before_fork(&self) {
+        self.prepare_fork();
+        let all: Vec<&'static Slot> = self.slots().clone();
+        for s in all {
+            while s.inside.load(Ordering::SeqCst) {
+                yield_now();
+            }
         }
     }
-    GATE.fetch_or(ATTACH, Ordering::SeqCst);
-    let _clear = Clear;
-    fence_others();
-    while owner.inside.load(Ordering::SeqCst) {
-        std::thread::yield_now();
-    }
-    f()
-}
 
-/// With [`ASYMMETRIC`], the other threads' half of the fence (see the
-/// module doc); a failure means the gate cannot work: stops loudly.
-fn fence_others() {
-    if ASYMMETRIC.load(Ordering::Relaxed)
-        && rustix::thread::membarrier(rustix::thread::MembarrierCommand::PrivateExpedited).is_err()
-    {
-        // The kernel refuses the command only to a process that did not
-        // register; the flags read next could then miss a thread inside
-        // uvfs, which would keep using what the caller is about to change
-        // (or hold a lock a fork child would inherit).
-        let _ = rustix::io::write(
-            rustix::stdio::stderr(),
-            b"uvfs-preload: membarrier failed after registration; cannot hold threads out of uvfs\n",
-        );
-        std::process::abort();
+    /// The first step of `fork`'s prepare handler: takes the fork lock and
+    /// marks a fork pending, with the forker's half of the fence (then the
+    /// flags, read next, are the ones to wait on).
+    pub(crate) fn prepare_fork(&self) {
+        self.fork_lock.lock();
+        self.word.fetch_or(FORK, Ordering::SeqCst);
+        self.heavy_fence();
     }
-}
 
-/// `fork`'s prepare handler: marks a fork pending and waits until no
-/// thread is inside uvfs (the forking thread is not: `fork` is never
-/// called from inside the shim).
-pub(crate) fn before_fork() {
-    FORK_LOCK.lock();
-    GATE.fetch_or(FORK, Ordering::SeqCst);
-    fence_others();
-    let all: Vec<&'static Slot> = slots().clone();
-    for s in all {
-        while s.inside.load(Ordering::SeqCst) {
-            std::thread::yield_now();
+    /// Frees every slot (the fuzz target makes a gate per input; the
+    /// shim's is static and never freed).
+    ///
+    /// # Safety
+    /// No [`Mine`] or [`Inside`] of this gate is alive, and none of its
+    /// slots is reached again.
+    #[cfg(fuzzing)]
+    pub(crate) unsafe fn free_slots(&self) {
+        for s in self.slots().drain(..) {
+            // SAFETY: every slot came from `Box::leak` in `take_slot`, and
+            // the caller promises nothing reaches it any more.
+            drop(unsafe { Box::from_raw(std::ptr::from_ref(s).cast_mut()) });
         }
     }
-}
 
-/// `fork`'s release handler, in the parent and in the child.
-pub(crate) fn after_fork() {
-    GATE.fetch_and(!FORK, Ordering::SeqCst);
-    FORK_LOCK.unlock();
+    /// How many threads have their flag raised (for checks).
+    #[cfg_attr(not(fuzzing), allow(dead_code))]
+    pub(crate) fn flags_up(&self) -> usize {
+        self.slots()
+            .iter()
+            .filter(|s| s.inside.load(Ordering::SeqCst))
+            .count()
+    }
+
+    /// `fork`'s release handler, in the parent and in the child.
+    pub(crate) fn after_fork(&self) {
+        self.word.fetch_and(!FORK, Ordering::SeqCst);
+        self.fork_lock.unlock();
+    }
 }

@@ -32,6 +32,10 @@
 //! - `path`: the prefix; `route`: where a path goes, a pure function of
 //!   the prefix, the directory and the path (fuzzed on its own);
 //!   `fdmap`: the lock-free map from kernel fd numbers to uvfs fds;
+//!   `numbering`: the placeholders' cache and numbering (the kernel
+//!   behind a trait; fuzzed with `route` and `fdmap`);
+//! - `sync`: the concurrency facade of the fork gate and the placeholder
+//!   cache's lock (std's atomics and locks, loom's under `--cfg loom`);
 //! - `guard` (the re-entry guard and the frame of a uvfs call),
 //!   `conv` (errno, C strings, buffers, C structs), `interpose`
 //!   (`real!`, `forward!`, `at_call!`) and `refuse` (the loud failure of
@@ -46,20 +50,42 @@
 //! function it replaces (see `interpose`).
 #![deny(unsafe_op_in_unsafe_fn)]
 
+// Under `--cfg loom` only the fork gate and its facade are built, for their
+// loom models (`fork_gate/loom_tests.rs`): the rest of the shim keeps
+// process-wide statics, which loom's atomics cannot be.
+#[cfg(not(loom))]
 mod conv;
+#[cfg(not(loom))]
 mod dispatch;
+#[cfg(not(loom))]
 mod fdmap;
+#[cfg(not(loom))]
 mod fdops;
+#[cfg(any(not(loom), test))]
 mod fork_gate;
+#[cfg(not(loom))]
 mod guard;
+#[cfg(not(loom))]
 mod hooks;
+#[cfg(not(loom))]
 mod interpose;
+#[cfg(not(loom))]
 mod namespace;
+#[cfg(not(loom))]
+mod numbering;
+#[cfg(not(loom))]
 mod path;
+#[cfg(not(loom))]
 mod refuse;
+#[cfg(not(loom))]
 mod route;
+#[cfg(not(loom))]
 mod seed;
+#[cfg(not(loom))]
 mod state;
+#[cfg(any(not(loom), test))]
+mod sync;
+#[cfg(not(loom))]
 mod tempname;
 
 /// The library constructor, run by the dynamic loader before `main` and
@@ -72,6 +98,7 @@ mod tempname;
 /// It also plugs the layers above the state into it: seeding a freshly
 /// built uvfs (`UVFS_SEED`) and adopting a standard stream when a uvfs fd
 /// lands on 0, 1 or 2, so the state calls them without importing them.
+#[cfg(not(loom))]
 extern "C" fn init() {
     state::at_load(state::Callbacks {
         built: seed::seed,
@@ -83,6 +110,7 @@ extern "C" fn init() {
     path::set_loaded();
 }
 
+#[cfg(not(loom))]
 #[used]
 #[unsafe(link_section = ".init_array")]
 static INIT: extern "C" fn() = init;

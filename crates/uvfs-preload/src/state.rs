@@ -16,7 +16,7 @@
 //! its single-user paths (no reference counted per lookup, no table lock
 //! for dup and close), as Linux does for a single-threaded process. Any
 //! other thread's first uvfs call makes its own handle
-//! (`Process::new_thread` of the root, through [`fork_gate::attach`]: it
+//! (`Process::new_thread` of the root, through [`fork_gate::Gate::attach`]: it
 //! waits until the owner is outside uvfs, and the owner's next entry is
 //! ordered after it, so the owner sees the second user from then on):
 //! threads share the fd table, cwd, umask and credentials, as a Linux
@@ -26,10 +26,11 @@
 //! [`fork_gate`] (a flag per thread). Short locks remain around the
 //! placeholder cache (a uvfs open or close while `UVFS_FD_CACHE` is not 0),
 //! the kernel cwd (a relative path while the cwd is outside uvfs) and the
-//! root handle (a thread's first call); until a second thread first
-//! enters the gate, the owner takes the placeholder cache without its lock
-//! ([`State::solo`]). When the other threads exit, their handles go and
-//! the owner is the table's one user again.
+//! root handle (a thread's first call); while no other thread holds a
+//! slot in the gate, the owner takes the placeholder cache without its
+//! lock ([`State::solo`]). When the other threads exit, their handles go
+//! and the owner is the table's one user again, and their slots go back
+//! (`fork_gate::Gate::give_back`): the owner's cache is lock-free again.
 //!
 //! ## The fd scheme
 //! Every uvfs fd the program sees is a real kernel fd number held by a
@@ -83,12 +84,13 @@ use crate::conv::errno_of;
 pub(crate) use crate::fdmap::{Fd, FdMap};
 use crate::fork_gate;
 use crate::guard::{Busy, Local, busy, local};
+use crate::numbering::{self, Numbering};
 use crate::path::{Route, prefix, prefix_raw};
 use crate::route::{Dir, route};
 use rustix::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::AtomicBool;
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use uvfs::fs::FileSystem;
 use uvfs::fs::tmpfs::{Tmpfs, TmpfsOptions};
@@ -107,39 +109,38 @@ const _: () = assert!(crate::route::AT_FDCWD == AT_FDCWD);
 /// `UVFS_FD_CACHE` when unset.
 const DEFAULT_FD_CACHE: usize = 16;
 
-/// How many placeholders are cached: read without the lock by every kernel
-/// call that makes an fd (0: nothing to flush).
-static CACHED: AtomicUsize = AtomicUsize::new(0);
+/// The placeholders' cache and mark (see [`Numbering`]).
+static NUMBERING: Numbering = Numbering::new();
 
-/// The lowest fd number that may be free in the kernel without being
-/// cached (low 32 bits), with a generation (high 32 bits) bumped by every
-/// lowering so a raise based on a stale reading fails.
-static HOLE: AtomicU64 = AtomicU64::new(0);
+/// The kernel as the numbering sees it: raw syscalls.
+struct Sys;
 
-fn hole_of(h: u64) -> i32 {
-    h as u32 as i32
+impl numbering::Kernel for Sys {
+    type Error = Errno;
+
+    fn open_placeholder(&mut self) -> Result<i32, Errno> {
+        rustix::fs::openat(
+            rustix::fs::CWD,
+            c"/dev/null",
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .map(IntoRawFd::into_raw_fd)
+        .map_err(errno_of)
+    }
+
+    fn close_placeholder(&mut self, k: i32) {
+        // SAFETY: a placeholder the shim opened and no longer maps (the
+        // numbering's contract).
+        unsafe { rustix::io::close(k) };
+    }
 }
 
 /// Records that number `k` may now be free in the kernel (called after the
-/// number is freed: by an interposed kernel close, or the shim's own). Lock-free; a plain load when `k` is not below the mark.
+/// number is freed: by an interposed kernel close, or the shim's own).
+/// Lock-free; a plain load when `k` is not below the mark.
 pub(crate) fn hole_lower(k: i32) {
-    if k < 0 {
-        return;
-    }
-    let mut h = HOLE.load(Ordering::Acquire);
-    while k < hole_of(h) {
-        let new = (((h >> 32) + 1) << 32) | u64::from(k as u32);
-        match HOLE.compare_exchange_weak(h, new, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => return,
-            Err(cur) => h = cur,
-        }
-    }
-}
-
-/// Raises the mark to `to` if it is still `from` (same generation).
-fn hole_raise(from: u64, to: i32) {
-    let new = (from & !0xffff_ffff) | u64::from(to as u32);
-    let _ = HOLE.compare_exchange(from, new, Ordering::AcqRel, Ordering::Relaxed);
+    NUMBERING.hole_lower(k);
 }
 
 /// Called before every interposed kernel call that makes an fd: flushes the
@@ -147,7 +148,7 @@ fn hole_raise(from: u64, to: i32) {
 /// is empty.
 #[inline]
 pub(crate) fn before_kernel_fd() {
-    if CACHED.load(Ordering::Acquire) != 0 && !busy() {
+    if NUMBERING.cached() != 0 && !busy() {
         // Under the guard, as every other use of the cache: a signal
         // handler's call meanwhile goes to the kernel instead of reaching
         // the cache mid-change (which the owner may be changing without
@@ -179,7 +180,7 @@ pub(crate) struct State {
     /// Every other thread is held out of uvfs for this call (a state made
     /// for one call of a thread whose thread-locals are gone).
     alone: bool,
-    /// This call is the owner's and no other thread has ever entered the
+    /// This call is the owner's and no other thread holds a slot in the
     /// gate ([`fork_gate::SHARED`] clear on the way in): the placeholder
     /// cache is this thread's alone, and is used without its lock.
     solo: bool,
@@ -187,12 +188,17 @@ pub(crate) struct State {
 
 impl Drop for State {
     fn drop(&mut self) {
-        // The owner's slot stays taken: an attach reads its flag (see
-        // `fork_gate::Mine::keep`).
-        if self.owner
-            && let Some(m) = self.gate.take()
-        {
+        let Some(m) = self.gate.take() else {
+            return;
+        };
+        if self.owner {
+            // The owner's slot stays taken: an attach reads its flag (see
+            // `fork_gate::Mine::keep`).
             m.keep();
+        } else {
+            // The placeholder cache goes back to the owner's lock-free use
+            // if this was the last other thread.
+            fork_gate::gate().give_back(m, owner_slot());
         }
     }
 }
@@ -200,7 +206,7 @@ impl Drop for State {
 /// The root handle: the owner's (the thread that built the uvfs process,
 /// on its first call that reached uvfs), which every other thread's is made
 /// from (`new_thread`). Reached only by the owner (inside the fork gate),
-/// by [`fork_gate::attach`] (under the attach lock, with the owner held
+/// by [`fork_gate::Gate::attach`] (under the attach lock, with the owner held
 /// outside the gate), or by a call that holds every other thread out
 /// ([`fork_gate::Inside::Alone`]); never dropped (the fd table must outlive
 /// every thread: the fd map still names its fds).
@@ -230,90 +236,6 @@ static CWD_IN_UVFS: AtomicBool = AtomicBool::new(false);
 /// The kernel cwd (absolute), for routing relative paths; read on first use.
 static KCWD: Mutex<Option<Vec<u8>>> = Mutex::new(None);
 
-/// Closed placeholders kept for reuse (`UVFS_FD_CACHE`), highest first
-/// (the lowest is popped).
-static POOL: SpinLock<Vec<i32>> = SpinLock::new(Vec::new());
-
-/// A lock for the placeholder cache, taken twice by every uvfs dup/close or
-/// open/close pair: one atomic exchange to take it and a plain store to
-/// give it back (a `std::sync::Mutex` gives it back with a second atomic
-/// exchange, about a tenth of a dup under the shim). Held for a few
-/// instructions, or across one `/dev/null` open or a flush's closes; a
-/// waiter spins briefly, then yields. Taken only inside the fork gate,
-/// so never held across a fork.
-struct SpinLock<T> {
-    locked: AtomicBool,
-    data: UnsafeCell<T>,
-}
-
-// SAFETY: the data is reached only through a guard, and one guard exists
-// at a time (the flag's exchange); `T: Send` lets it move between threads.
-unsafe impl<T: Send> Sync for SpinLock<T> {}
-
-impl<T> SpinLock<T> {
-    const fn new(v: T) -> SpinLock<T> {
-        SpinLock {
-            locked: AtomicBool::new(false),
-            data: UnsafeCell::new(v),
-        }
-    }
-
-    /// The data without taking the lock when `solo` (a call of the owner
-    /// while no other thread has ever entered the gate, see
-    /// [`State::solo`]: no other thread can reach the data), else locked.
-    #[inline]
-    fn lock_unless(&self, solo: bool) -> SpinGuard<'_, T> {
-        if solo {
-            return SpinGuard(self, false);
-        }
-        self.lock()
-    }
-
-    #[inline]
-    fn lock(&self) -> SpinGuard<'_, T> {
-        while self.locked.swap(true, Ordering::Acquire) {
-            let mut spins = 0u32;
-            while self.locked.load(Ordering::Relaxed) {
-                if spins < 64 {
-                    std::hint::spin_loop();
-                    spins += 1;
-                } else {
-                    std::thread::yield_now();
-                }
-            }
-        }
-        SpinGuard(self, true)
-    }
-}
-
-/// The data, and whether the lock is held (to be given back).
-struct SpinGuard<'a, T>(&'a SpinLock<T>, bool);
-
-impl<T> std::ops::Deref for SpinGuard<'_, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        // SAFETY: this guard holds the lock, or the caller is `solo`: no
-        // other reference exists.
-        unsafe { &*self.0.data.get() }
-    }
-}
-
-impl<T> std::ops::DerefMut for SpinGuard<'_, T> {
-    fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: as in `deref`, and `&mut self` makes this the only one.
-        unsafe { &mut *self.0.data.get() }
-    }
-}
-
-impl<T> Drop for SpinGuard<'_, T> {
-    #[inline]
-    fn drop(&mut self) {
-        if self.1 {
-            self.0.locked.store(false, Ordering::Release);
-        }
-    }
-}
-
 /// A lock of the shared state, even if a panic (caught as `EIO`) left it
 /// poisoned: the data behind each is valid between any two statements.
 fn locked<T>(m: &'static Mutex<T>) -> MutexGuard<'static, T> {
@@ -333,13 +255,13 @@ fn pool_max() -> usize {
 }
 
 extern "C" fn atfork_prepare() {
-    fork_gate::before_fork();
+    fork_gate::gate().before_fork();
     uvfs::pool::before_fork();
 }
 
 extern "C" fn atfork_release() {
     uvfs::pool::after_fork();
-    fork_gate::after_fork();
+    fork_gate::gate().after_fork();
 }
 
 /// What the layers above the state plug into it, once, from the library
@@ -462,24 +384,20 @@ pub(crate) fn with_state_in<R>(l: &Local, f: impl FnOnce(&mut State) -> R) -> R 
     // shim's re-entry guard sends nested calls to libc), and the state is
     // freed only by this thread's exit: this is the only reference.
     let st = unsafe { &mut *p };
-    let mask = if st.owner {
-        fork_gate::FORK | fork_gate::ATTACH
-    } else {
-        fork_gate::FORK
-    };
+    let gate = fork_gate::gate();
     if st.gate.is_none() {
-        st.gate = Some(fork_gate::Mine::take(owner_slot));
+        st.gate = Some(gate.take(owner_slot));
     }
-    let (_inside, g) = fork_gate::enter(st.gate.as_ref(), mask);
-    // Alone in the gate (see `fork_gate::Mine::take`): the cache needs no
+    let (_inside, word) = gate.enter(st.gate.as_ref(), fork_gate::mask(st.owner));
+    // Alone in the gate (see `fork_gate::Gate::take`): the cache needs no
     // lock for this call.
-    st.solo = st.owner && g & fork_gate::SHARED == 0;
+    st.solo = fork_gate::solo(st.owner, word);
     f(st)
 }
 
 #[cold]
 fn with_temporary_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
-    let _inside = fork_gate::enter(None, fork_gate::FORK);
+    let _inside = fork_gate::gate().enter(None, fork_gate::FORK);
     let mut st = State {
         proc_: None,
         owner: false,
@@ -526,7 +444,7 @@ impl State {
         }
         // A state that is not `alone` has its slot (`with_state`).
         let me = self.gate.as_ref().map(fork_gate::Mine::slot);
-        let p = fork_gate::attach(owner_slot, || {
+        let p = fork_gate::gate().attach(owner_slot, || {
             // SAFETY: under the attach lock, with the owner (if any) held
             // outside the gate until this returns: no other reference to
             // the root (see `Root`).
@@ -536,7 +454,7 @@ impl State {
                 None => {
                     *root = Some(new_process());
                     let me = me.expect("a thread's own gate slot");
-                    // SeqCst: paired with `fork_gate::Mine::take`'s load
+                    // SeqCst: paired with `fork_gate::Gate::take`'s load
                     // (a thread that reads no owner there must leave the
                     // owner reading its SHARED mark).
                     OWNER.store(std::ptr::from_ref(me).cast_mut(), Ordering::SeqCst);
@@ -610,36 +528,7 @@ impl State {
     /// `/dev/null` opened afresh at the kernel's lowest free number.
     /// `EMFILE`/`ENFILE` as the kernel says.
     pub(crate) fn placeholder(&mut self) -> Result<i32, Errno> {
-        // The cache and the mark move together: under the cache's lock
-        // (none without a cache: then the mark is only ever raised from a
-        // fresh open and lowered by closes, both atomic).
-        let mut pool = (pool_max() > 0).then(|| POOL.lock_unless(self.solo));
-        if let Some(pool) = pool.as_mut() {
-            let h = HOLE.load(Ordering::Acquire);
-            if let Some(&c) = pool.last() {
-                if c < hole_of(h) {
-                    pool.pop();
-                    CACHED.store(pool.len(), Ordering::Release);
-                    return Ok(c);
-                }
-                flush_pool(pool);
-            }
-        }
-        let h = HOLE.load(Ordering::Acquire);
-        let fd = rustix::fs::openat(
-            rustix::fs::CWD,
-            c"/dev/null",
-            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
-            rustix::fs::Mode::empty(),
-        )
-        .map_err(errno_of)?
-        .into_raw_fd();
-        // The kernel gave the lowest free number: everything below it is
-        // taken (the cache is empty), unless a close raced in since `h`
-        // was read, which the failed exchange then keeps.
-        hole_raise(h, fd.saturating_add(1));
-        drop(pool);
-        Ok(fd)
+        NUMBERING.placeholder(&mut Sys, &FDMAP, pool_max(), self.solo)
     }
 
     /// Turns kernel fd `k` into a placeholder in one step (`dup3` of a
@@ -682,36 +571,12 @@ impl State {
     /// room and `k` lies below [`HOLE`] (else it could never be handed out
     /// before a flush), otherwise closed.
     pub(crate) fn release(&mut self, k: i32) {
-        if pool_max() > 0 {
-            let mut pool = POOL.lock_unless(self.solo);
-            if pool.len() < pool_max() && k < hole_of(HOLE.load(Ordering::Acquire)) {
-                FDMAP.set(k, -1);
-                let i = pool.partition_point(|&x| x > k);
-                pool.insert(i, k);
-                CACHED.store(pool.len(), Ordering::Release);
-                return;
-            }
-        }
-        FDMAP.set(k, 0);
-        // SAFETY: `k` is a placeholder the shim opened and no longer maps.
-        unsafe { rustix::io::close(k) };
-        hole_lower(k);
+        NUMBERING.release(&mut Sys, &FDMAP, k, pool_max(), self.solo);
     }
 
     /// Removes `k` from the cache; whether it was there.
     fn uncache(&mut self, k: i32) -> bool {
-        if CACHED.load(Ordering::Acquire) == 0 {
-            return false;
-        }
-        let mut pool = POOL.lock_unless(self.solo);
-        match pool.iter().position(|&x| x == k) {
-            Some(i) => {
-                pool.remove(i);
-                CACHED.store(pool.len(), Ordering::Release);
-                true
-            }
-            None => false,
-        }
+        NUMBERING.uncache(k, self.solo)
     }
 
     /// Every number mapped to a uvfs fd, with its uvfs fd.
@@ -734,9 +599,7 @@ impl State {
     /// Closes every cached placeholder: the kernel then sees exactly the
     /// free numbers the program does.
     pub(crate) fn flush(&mut self) {
-        if CACHED.load(Ordering::Acquire) != 0 {
-            flush_pool(&mut POOL.lock_unless(self.solo));
-        }
+        NUMBERING.flush(&mut Sys, &FDMAP, self.solo);
     }
 
     /// Refreshes the kernel cwd after a kernel chdir.
@@ -754,22 +617,7 @@ pub(crate) fn forget_all_fds() {
     for k in 0..FDMAP.hi.load(Ordering::Relaxed) {
         FDMAP.set(k, 0);
     }
-    POOL.lock().clear();
-    CACHED.store(0, Ordering::Release);
-}
-
-/// Closes every placeholder of the (locked) cache.
-fn flush_pool(pool: &mut Vec<i32>) {
-    let Some(&lowest) = pool.last() else {
-        return;
-    };
-    for k in pool.drain(..) {
-        FDMAP.set(k, 0);
-        // SAFETY: a cached placeholder: the shim's own fd, unmapped.
-        unsafe { rustix::io::close(k) };
-    }
-    CACHED.store(0, Ordering::Release);
-    hole_lower(lowest);
+    NUMBERING.forget_cache();
 }
 
 /// The VFS the uvfs process runs on and its root file system, once built
@@ -836,34 +684,4 @@ pub(crate) fn borrow(fd: i32) -> BorrowedFd<'static> {
     // SAFETY: only used for the duration of one syscall on a number the
     // caller passed; a closed number gives EBADF from the kernel.
     unsafe { BorrowedFd::borrow_raw(fd) }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{HOLE, hole_lower, hole_of, hole_raise};
-    use std::sync::atomic::Ordering;
-
-    #[test]
-    fn hole_mark_lowers_and_raises_only_from_a_fresh_reading() {
-        let h0 = HOLE.load(Ordering::Acquire);
-        hole_raise(h0, 10);
-        assert_eq!(hole_of(HOLE.load(Ordering::Acquire)), 10);
-        // A close between the reading and the raise wins: the raise based
-        // on the stale reading fails, even when the lowering left the same
-        // number.
-        let h1 = HOLE.load(Ordering::Acquire);
-        hole_lower(4);
-        hole_raise(h1, 12);
-        assert_eq!(hole_of(HOLE.load(Ordering::Acquire)), 4);
-        let h2 = HOLE.load(Ordering::Acquire);
-        hole_raise(h2, 7);
-        let h3 = HOLE.load(Ordering::Acquire);
-        hole_lower(7); // not below the mark: no change, no new generation
-        assert_eq!(HOLE.load(Ordering::Acquire), h3);
-        hole_lower(-1);
-        assert_eq!(HOLE.load(Ordering::Acquire), h3);
-        hole_lower(2);
-        hole_raise(h3, 9);
-        assert_eq!(hole_of(HOLE.load(Ordering::Acquire)), 2);
-    }
 }

@@ -268,3 +268,139 @@ fn signals_during_the_owners_calls() {
         );
     }
 }
+
+/// The fork gate and the attach protocol under load: three threads open,
+/// read and close uvfs files without pause; a fourth starts a short-lived
+/// thread at a time, whose one call attaches it to the fd table, and exits;
+/// meanwhile the main thread forks again and again. Each child (a copy of
+/// the process taken while no thread was inside uvfs) must find uvfs
+/// usable: it reads a file, makes and removes one, starts a thread that
+/// does the same, and exits. A lock copied held would hang the child (its
+/// `alarm` then kills it: counted, not timed). Counts only: every call's
+/// result, every child's exit status.
+const C_FORK_STRESS: &str = r#"
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define WORKERS 3
+#define FORKS 150
+#define ATTACHES 150
+static const char *D;
+static int stop, bad, attached_ok, attached, ops;
+
+static void bump(int *c) { __atomic_add_fetch(c, 1, __ATOMIC_RELAXED); }
+
+/* One round of uvfs calls; 0 if every result is right. */
+static int round_trip(const char *tag) {
+    char p[4096], q[4096], got[16] = {0};
+    snprintf(p, sizeof p, "%s/data", D);
+    snprintf(q, sizeof q, "%s/%s", D, tag);
+    int a = open(p, O_RDONLY);
+    if (a < 0 || read(a, got, sizeof got - 1) != 10 || strcmp(got, "0123456789") || close(a)) return 1;
+    int b = open(q, O_CREAT | O_EXCL | O_WRONLY, 0600);
+    struct stat st;
+    if (b < 0 || write(b, "x", 1) != 1 || fstat(b, &st) || st.st_size != 1 || close(b)) return 1;
+    return unlink(q) != 0;
+}
+
+static void *worker(void *arg) {
+    char tag[32];
+    snprintf(tag, sizeof tag, "w%ld", (long)arg);
+    while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+        if (round_trip(tag)) bump(&bad);
+        bump(&ops);
+    }
+    return 0;
+}
+
+static void *once(void *arg) {
+    char tag[32];
+    snprintf(tag, sizeof tag, "t%ld", (long)arg);
+    return (void *)(long)round_trip(tag);
+}
+
+static void *attacher(void *arg) {
+    (void)arg;
+    for (long i = 0; i < ATTACHES; i++) {
+        pthread_t t;
+        void *r;
+        if (pthread_create(&t, 0, once, (void *)i) || pthread_join(t, &r)) { bump(&bad); continue; }
+        bump(&attached);
+        if (r == 0) bump(&attached_ok);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    (void)argc;
+    D = argv[1];
+    char p[4096];
+    snprintf(p, sizeof p, "%s/data", D);
+    int s = open(p, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    if (s < 0 || write(s, "0123456789", 10) != 10 || close(s)) { perror("data"); return 1; }
+    pthread_t w[WORKERS], at;
+    for (long i = 0; i < WORKERS; i++) pthread_create(&w[i], 0, worker, (void *)i);
+    pthread_create(&at, 0, attacher, 0);
+    int forked = 0, children_ok = 0;
+    for (int i = 0; i < FORKS; i++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            alarm(120);
+            char tag[32];
+            snprintf(tag, sizeof tag, "c%d", i);
+            int r = round_trip(tag);
+            pthread_t t;
+            void *tr = (void *)1;
+            if (pthread_create(&t, 0, once, (void *)(long)(1000 + i)) == 0) pthread_join(t, &tr);
+            _exit(r != 0 || tr != 0);
+        }
+        if (pid < 0) { bad++; continue; }
+        forked++;
+        int st;
+        if (waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0) children_ok++;
+        else break; /* one failed child is enough (a hung one took its alarm) */
+    }
+    pthread_join(at, 0);
+    __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+    for (int i = 0; i < WORKERS; i++) pthread_join(w[i], 0);
+    printf("children %d of %d ok, attached threads %d of %d ok, bad %d, worker calls made %d\n",
+           children_ok, forked, attached_ok, attached, bad, ops > 0);
+    return bad != 0 || children_ok != forked || attached_ok != attached;
+}
+"#;
+
+#[test]
+fn forks_and_attaches_while_threads_are_inside_uvfs() {
+    let dir = Scratch::new("forkstress");
+    let Some(bin) = compile_c(&dir, C_FORK_STRESS) else {
+        return;
+    };
+    let host_d = dir.join("host");
+    std::fs::create_dir_all(&host_d).unwrap();
+    let host = run(&[&bin, host_d.to_str().unwrap()], false, &[]);
+    assert!(host.status.success(), "host: {}{}", out(&host), err(&host));
+    assert_eq!(
+        out(&host),
+        "children 150 of 150 ok, attached threads 150 of 150 ok, bad 0, worker calls made 1\n"
+    );
+    for cache in ["16", "0"] {
+        let o = run(
+            &[&bin, "/uvfs"],
+            true,
+            &[("UVFS_PREFIX", "/uvfs"), ("UVFS_FD_CACHE", cache)],
+        );
+        assert!(
+            o.status.success(),
+            "UVFS_FD_CACHE={cache}: {}{}",
+            out(&o),
+            err(&o)
+        );
+        assert_eq!(out(&o), out(&host), "UVFS_FD_CACHE={cache}");
+    }
+}

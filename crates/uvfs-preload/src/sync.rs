@@ -1,0 +1,265 @@
+//! The shim's concurrency facade (as crates/uvfs's `primitive`): the one
+//! place [`fork_gate`](crate::fork_gate) and the placeholder cache's lock
+//! take their atomics, locks, cells and waits from. std's in a normal
+//! build (the facade costs nothing); loom's under `--cfg loom`, so the loom
+//! models (`fork_gate/loom_tests.rs`) run the very code that ships, every
+//! access a point where the model may switch threads, every cell access
+//! checked for races.
+//!
+//! | facade                          | std (normal build)            | loom                       |
+//! |---------------------------------|-------------------------------|----------------------------|
+//! | [`atomic`]`::{AtomicBool, AtomicU8, Ordering, fence}` | `std::sync::atomic` | `loom::sync::atomic` |
+//! | [`Mutex`], [`MutexGuard`]       | `std::sync`                   | `loom::sync`               |
+//! | [`yield_now`], [`spin_loop`]    | `std::thread`, `std::hint`    | `loom::thread::yield_now`  |
+//! | [`RawLock`]                     | a pthread mutex               | a spin lock of loom atomics |
+//! | [`SpinLock`]                    | std's cell                    | loom's checked cell        |
+//!
+//! The light half of the fork gate's asymmetric fence (a compiler fence)
+//! and its heavy half (`membarrier`) are the gate's own (see
+//! `fork_gate`), modelled there.
+
+/// `std::sync::atomic`'s mirror.
+pub(crate) mod atomic {
+    #[cfg(not(loom))]
+    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, Ordering, fence};
+
+    #[cfg(loom)]
+    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU8, Ordering, fence};
+}
+
+use atomic::{AtomicBool, Ordering};
+
+#[cfg(not(loom))]
+pub(crate) use std::sync::{Mutex, MutexGuard};
+
+#[cfg(loom)]
+pub(crate) use loom::sync::{Mutex, MutexGuard};
+
+/// Locks `m`, even if a panic (caught as `EIO`) left it poisoned: the data
+/// behind each of the shim's locks is valid between any two statements.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Gives the CPU up while waiting for another thread (under loom, tells
+/// the model this thread cannot progress until another one runs).
+#[inline]
+pub(crate) fn yield_now() {
+    #[cfg(not(loom))]
+    std::thread::yield_now();
+    #[cfg(loom)]
+    loom::thread::yield_now();
+}
+
+/// A spin-wait hint (under loom, a yield as [`yield_now`]).
+#[inline]
+pub(crate) fn spin_loop() {
+    #[cfg(not(loom))]
+    std::hint::spin_loop();
+    #[cfg(loom)]
+    loom::thread::yield_now();
+}
+
+/// A lock without a guard, locked in one function and unlocked in another
+/// (the fork lock: taken by `fork`'s prepare handler, given back by its
+/// release handlers, in the parent and in the child). A statically
+/// initialized pthread mutex normally (a waiter sleeps in the kernel for
+/// as long as a fork takes); under loom a spin lock of loom atomics with
+/// the same ordering (acquire on lock, release on unlock).
+pub(crate) struct RawLock {
+    #[cfg(not(loom))]
+    m: std::cell::UnsafeCell<libc::pthread_mutex_t>,
+    #[cfg(loom)]
+    locked: AtomicBool,
+}
+
+// SAFETY: a pthread mutex is made to be shared between threads (and loom's
+// atomic is `Sync` anyway).
+unsafe impl Sync for RawLock {}
+
+impl RawLock {
+    #[cfg(not(loom))]
+    pub(crate) const fn new() -> RawLock {
+        RawLock {
+            m: std::cell::UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER),
+        }
+    }
+
+    #[cfg(loom)]
+    pub(crate) fn new() -> RawLock {
+        RawLock {
+            locked: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn lock(&self) {
+        #[cfg(not(loom))]
+        // SAFETY: a statically initialized normal mutex, never destroyed.
+        unsafe {
+            libc::pthread_mutex_lock(self.m.get())
+        };
+        #[cfg(loom)]
+        // A compare-exchange, not a swap: loom's model of a swap loop that
+        // keeps writing the held value never lets the unlock's store be
+        // read (its store history is bounded), and reports a livelock.
+        while self
+            .locked
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            yield_now();
+        }
+    }
+
+    /// Called by the thread that locked it (in a fork child, the only
+    /// thread, which locked it before the fork).
+    pub(crate) fn unlock(&self) {
+        #[cfg(not(loom))]
+        // SAFETY: as in `lock`; the caller holds the lock.
+        unsafe {
+            libc::pthread_mutex_unlock(self.m.get())
+        };
+        #[cfg(loom)]
+        self.locked.store(false, Ordering::Release);
+    }
+}
+
+/// A lock for the placeholder cache, taken twice by every uvfs dup/close or
+/// open/close pair: one atomic compare-exchange to take it and a plain store to
+/// give it back (a `std::sync::Mutex` gives it back with a second atomic
+/// exchange, about a tenth of a dup under the shim). Held for a few
+/// instructions, or across one `/dev/null` open or a flush's closes; a
+/// waiter spins briefly, then yields. Taken only inside the fork gate,
+/// so never held across a fork. Its owner may skip it while alone
+/// ([`lock_unless`](Self::lock_unless)): the fork gate's `SHARED` mark
+/// says when.
+pub(crate) struct SpinLock<T> {
+    locked: AtomicBool,
+    #[cfg(not(loom))]
+    data: std::cell::UnsafeCell<T>,
+    #[cfg(loom)]
+    data: loom::cell::UnsafeCell<T>,
+}
+
+// SAFETY: the data is reached only through a guard, and one guard exists
+// at a time (the flag's exchange, or the caller's `solo` promise); `T:
+// Send` lets it move between threads.
+unsafe impl<T: Send> Sync for SpinLock<T> {}
+
+impl<T> SpinLock<T> {
+    #[cfg(not(loom))]
+    pub(crate) const fn new(v: T) -> SpinLock<T> {
+        SpinLock {
+            locked: AtomicBool::new(false),
+            data: std::cell::UnsafeCell::new(v),
+        }
+    }
+
+    #[cfg(loom)]
+    pub(crate) fn new(v: T) -> SpinLock<T> {
+        SpinLock {
+            locked: AtomicBool::new(false),
+            data: loom::cell::UnsafeCell::new(v),
+        }
+    }
+
+    /// The data without taking the lock when `solo` (the caller promises
+    /// that no other thread can reach the data: the owner's call while no
+    /// other thread has ever entered the fork gate, see `State::solo`),
+    /// else locked.
+    #[inline]
+    pub(crate) fn lock_unless(&self, solo: bool) -> SpinGuard<'_, T> {
+        if solo {
+            return SpinGuard::new(self, false);
+        }
+        self.lock()
+    }
+
+    #[inline]
+    pub(crate) fn lock(&self) -> SpinGuard<'_, T> {
+        // A compare-exchange (as costly as a swap: one locked instruction)
+        // rather than a swap: see `RawLock::lock`.
+        while self
+            .locked
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            let mut spins = 0u32;
+            while self.locked.load(Ordering::Relaxed) {
+                if spins < 64 {
+                    spin_loop();
+                    spins += 1;
+                } else {
+                    yield_now();
+                }
+            }
+        }
+        SpinGuard::new(self, true)
+    }
+}
+
+/// The data, and whether the lock is held (to be given back).
+pub(crate) struct SpinGuard<'a, T> {
+    lock: &'a SpinLock<T>,
+    held: bool,
+    /// Loom's record of this access (ended before the lock is given back).
+    #[cfg(loom)]
+    access: Option<loom::cell::MutPtr<T>>,
+}
+
+impl<'a, T> SpinGuard<'a, T> {
+    #[inline]
+    fn new(lock: &'a SpinLock<T>, held: bool) -> SpinGuard<'a, T> {
+        SpinGuard {
+            lock,
+            held,
+            #[cfg(loom)]
+            access: Some(lock.data.get_mut()),
+        }
+    }
+
+    #[inline]
+    fn ptr(&self) -> *mut T {
+        #[cfg(not(loom))]
+        return self.lock.data.get();
+        #[cfg(loom)]
+        // SAFETY: loom's pointer is live until the guard drops; it only
+        // hands out the raw pointer here (loom checked the access when the
+        // guard was made).
+        return unsafe {
+            std::ptr::from_mut(
+                self.access
+                    .as_ref()
+                    .expect("the access lives as long as the guard")
+                    .deref(),
+            )
+        };
+    }
+}
+
+impl<T> std::ops::Deref for SpinGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: this guard holds the lock, or the caller is `solo`: no
+        // other reference exists.
+        unsafe { &*self.ptr() }
+    }
+}
+
+impl<T> std::ops::DerefMut for SpinGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in `deref`, and `&mut self` makes this the only one.
+        unsafe { &mut *self.ptr() }
+    }
+}
+
+impl<T> Drop for SpinGuard<'_, T> {
+    #[inline]
+    fn drop(&mut self) {
+        #[cfg(loom)]
+        drop(self.access.take());
+        if self.held {
+            self.lock.locked.store(false, Ordering::Release);
+        }
+    }
+}
