@@ -13,12 +13,14 @@ use crate::errno::Errno;
 use crate::fs::timekeeping::{coarse_mg, fine_mg};
 use crate::fs::{Attr, Ino, S_IFMT, SetAttr, SetTime, Timespec};
 use crate::primitive::sync::{
-    UnmodelledMutex, UnmodelledRwLock, UnmodelledRwLockReadGuard, UnmodelledRwLockWriteGuard,
+    UnmodelledRwLock, UnmodelledRwLockReadGuard, UnmodelledRwLockWriteGuard,
 };
 
 /// One inode's extended attributes (`simple_xattrs`), allocated on first
-/// use; `xattr.rs` holds the operations on them.
-pub(super) type Xattrs = UnmodelledMutex<Option<Box<BTreeMap<Box<[u8]>, Box<[u8]>>>>>;
+/// use and kept in the inode's [`State`] (under its lock, so an inode
+/// without any pays 8 bytes, not a mutex's 16); `xattr.rs` holds the
+/// operations on them.
+pub(super) type Xattrs = Option<Box<BTreeMap<Box<[u8]>, Box<[u8]>>>>;
 
 /// What an inode is, with what only that type holds. A directory's index
 /// is boxed: it is the largest variant, and every regular file (most
@@ -52,6 +54,8 @@ pub(super) struct State {
     /// so it may need the fine clock ([`State::set_ctime_current`]).
     pub(super) ctime_queried: AtomicBool,
     pub(super) kind: Kind,
+    /// Extended attributes, `None` until the first is set.
+    pub(super) xattrs: Xattrs,
 }
 
 /// An inode's four timestamps, packed: the seconds together and the
@@ -220,9 +224,6 @@ pub(super) struct Inode {
     /// the rename mutex.
     pub(super) parent: AtomicU64,
     pub(super) st: UnmodelledRwLock<State>,
-    /// Extended attributes (`simple_xattrs`), taken after `st` when both
-    /// are held.
-    pub(super) xattrs: Xattrs,
 }
 
 /// Read-locks an inode (a poisoned lock is taken as it is).

@@ -258,6 +258,7 @@ impl Tmpfs {
             linkable: false,
             ctime_queried: std::sync::atomic::AtomicBool::new(false),
             kind: Kind::Dir(Box::new(Dir::new())),
+            xattrs: None,
         };
         fs.insert_inode(ROOT_INO, ROOT_INO, root);
         fs
@@ -303,7 +304,6 @@ impl Tmpfs {
             ino,
             parent: AtomicU64::new(parent),
             st: UnmodelledRwLock::new(st),
-            xattrs: Default::default(),
         });
         self.shard(ino)
             .write()

@@ -50,6 +50,7 @@ pub(super) fn new_state(ds: &State, new: NewInode, kind: Kind, now: Timespec) ->
         linkable: false,
         ctime_queried: AtomicBool::new(false),
         kind,
+        xattrs: None,
     };
     (ftype, st)
 }
@@ -163,6 +164,7 @@ impl Tmpfs {
             linkable: true,
             ctime_queried: AtomicBool::new(false),
             kind: Kind::Reg(RegFile::default()),
+            xattrs: None,
         };
         let attr = self.attr(ino, &st);
         self.insert_inode(ino, dir, st);

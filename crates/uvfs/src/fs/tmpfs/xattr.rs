@@ -16,7 +16,7 @@
 //!   (`free_ispace`, 1 KiB per inode); here xattrs are not counted.
 
 use super::Tmpfs;
-use super::inode::wr;
+use super::inode::{rd, wr};
 use crate::errno::Errno;
 use crate::fs::Ino;
 use crate::uapi::{XATTR_CREATE, XATTR_REPLACE};
@@ -38,8 +38,9 @@ impl Tmpfs {
     pub(super) fn xattr_get(&self, ino: Ino, name: &[u8]) -> Result<Vec<u8>, Errno> {
         resolve(name)?;
         let i = self.get(ino)?;
-        let x = i.xattrs.lock().unwrap_or_else(|e| e.into_inner());
-        x.as_ref()
+        let st = rd(&i);
+        st.xattrs
+            .as_ref()
             .and_then(|m| m.get(name))
             .map(|v| v.to_vec())
             .ok_or(Errno::ENODATA)
@@ -55,7 +56,7 @@ impl Tmpfs {
         resolve(name)?;
         let i = self.get(ino)?;
         let mut st = wr(&i);
-        let mut x = i.xattrs.lock().unwrap_or_else(|e| e.into_inner());
+        let x = &mut st.xattrs;
         let exists = x.as_ref().is_some_and(|m| m.contains_key(name));
         if exists && flags & XATTR_CREATE != 0 {
             return Err(Errno::EEXIST);
@@ -83,8 +84,10 @@ impl Tmpfs {
 
     pub(super) fn xattr_list(&self, ino: Ino) -> Result<Vec<Vec<u8>>, Errno> {
         let i = self.get(ino)?;
-        let x = i.xattrs.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(x.as_ref()
+        let st = rd(&i);
+        Ok(st
+            .xattrs
+            .as_ref()
             .map(|m| m.keys().map(|k| k.to_vec()).collect())
             .unwrap_or_default())
     }
