@@ -2,6 +2,8 @@
 //! listing order (the stable `d_off` cookies of Linux's `simple_offset`
 //! directories in `fs/libfs.c`), name lookup, and readdir.
 
+use std::mem::ManuallyDrop;
+
 use hashbrown::HashTable;
 
 use super::{DIR_OFFSET_EOD, NAME_MAX};
@@ -23,13 +25,23 @@ const NONE: u32 = 0;
 /// considered at all.
 const MIN_TOMBS: u32 = 64;
 
+/// Names of at most this many bytes are stored in the entry itself.
+const INLINE: usize = 16;
+
+/// An entry's name: inline when it is at most [`INLINE`] bytes, else a
+/// heap copy; which one is told by the entry's `name_len`.
+union NameRepr {
+    inline: [u8; INLINE],
+    heap: ManuallyDrop<Box<[u8]>>,
+}
+
 /// A directory entry as stored: in [`Dir`]'s vector of entries, at its
-/// offset's place, linked to its neighbours in the listing. An empty name
-/// marks a removed entry not yet compacted away (a name is never empty).
+/// offset's place, linked to its neighbours in the listing. 40 bytes; a
+/// name of at most 16 bytes costs no allocation. A name length of 0 marks
+/// a removed entry not yet compacted away (a name is never empty).
 pub(super) struct Slot {
-    pub(super) name: Box<[u8]>,
+    name: NameRepr,
     pub(super) ino: Ino,
-    pub(super) ftype: u32,
     /// The cookie (`d_off` of the entry listed before it); below
     /// `DIR_OFFSET_EOD`, so it fits 32 bits.
     offset: u32,
@@ -37,16 +49,92 @@ pub(super) struct Slot {
     /// after (older) this one, or [`NONE`].
     prev: u32,
     next: u32,
+    /// The file type (the mode's `S_IFMT` bits, below 2^16).
+    ftype: u16,
+    /// The name's length (at most `NAME_MAX`, 255); 0: removed.
+    name_len: u8,
 }
 
 impl Slot {
+    fn new(name: &[u8], ino: Ino, ftype: u32, offset: u32, next: u32) -> Slot {
+        debug_assert!(!name.is_empty() && name.len() <= NAME_MAX);
+        let name_len = u8::try_from(name.len()).expect("a name is at most NAME_MAX bytes");
+        let repr = if name.len() <= INLINE {
+            let mut b = [0; INLINE];
+            b[..name.len()].copy_from_slice(name);
+            NameRepr { inline: b }
+        } else {
+            NameRepr {
+                heap: ManuallyDrop::new(name.into()),
+            }
+        };
+        Slot {
+            name: repr,
+            ino,
+            offset,
+            prev: NONE,
+            next,
+            ftype: u16::try_from(ftype).expect("a file type fits 16 bits"),
+            name_len,
+        }
+    }
+
+    /// The name (empty for a removed entry).
+    pub(super) fn name(&self) -> &[u8] {
+        let n = usize::from(self.name_len);
+        if n == 0 {
+            &[]
+        } else if n <= INLINE {
+            // SAFETY: `new` stores a name of at most INLINE bytes inline,
+            // and `name_len` changes only to 0 (`clear_name`).
+            unsafe { &self.name.inline[..n] }
+        } else {
+            // SAFETY: `new` stores a longer name as the heap box, alive
+            // until `clear_name` sets `name_len` to 0.
+            unsafe { &self.name.heap }
+        }
+    }
+
+    /// The file type (`S_IFMT` bits).
+    pub(super) fn ftype(&self) -> u32 {
+        u32::from(self.ftype)
+    }
+
     /// The entry's offset (its readdir cookie).
     pub(super) fn offset(&self) -> u64 {
         u64::from(self.offset)
     }
 
     fn is_removed(&self) -> bool {
-        self.name.is_empty()
+        self.name_len == 0
+    }
+
+    /// Frees the name and marks the entry removed.
+    fn clear_name(&mut self) {
+        if usize::from(self.name_len) > INLINE {
+            // SAFETY: a name this long is the heap box (`new`), dropped
+            // only here, and `name_len` is 0 from now on, so never again.
+            unsafe { ManuallyDrop::drop(&mut self.name.heap) };
+        }
+        self.name_len = 0;
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.clear_name();
+    }
+}
+
+/// What [`Dir::remove`] took out.
+pub(super) struct Removed {
+    offset: u32,
+}
+
+impl Removed {
+    /// The removed entry's offset.
+    pub(super) fn offset(&self) -> u64 {
+        u64::from(self.offset)
     }
 }
 
@@ -66,8 +154,8 @@ impl Slot {
 /// is compacted, and the table's indices rebuilt, when tombstones
 /// outnumber both [`MIN_TOMBS`] and the live entries. Per entry: the
 /// vector's 40 bytes (times its spare capacity), the table's 8 bytes and
-/// control byte (times its), and the name's allocation, against three
-/// ordered maps' nodes before.
+/// control byte (times its), and for a name of more than 16 bytes its
+/// allocation, against three ordered maps' nodes and a shared name before.
 #[derive(Default)]
 pub(super) struct Dir {
     entries: Vec<Slot>,
@@ -113,7 +201,7 @@ impl Dir {
         let h = name_hash32(name);
         self.by_name
             .find(spread(h), |&(i, hh)| {
-                hh == h && *self.entries[i as usize].name == *name
+                hh == h && self.entries[i as usize].name() == name
             })
             .map(|&(i, _)| i as usize)
     }
@@ -209,14 +297,7 @@ impl Dir {
     pub(super) fn insert(&mut self, name: &[u8], ino: Ino, ftype: u32, offset: u64) {
         debug_assert!(!name.is_empty());
         let offset = u32::try_from(offset).expect("offsets are below DIR_OFFSET_EOD");
-        let slot = Slot {
-            name: name.into(),
-            ino,
-            ftype,
-            offset,
-            prev: NONE,
-            next: self.head,
-        };
+        let slot = Slot::new(name, ino, ftype, offset, self.head);
         let i = match self.find_offset(offset) {
             Ok(i) => {
                 debug_assert!(self.entries[i].is_removed(), "offset {offset} taken");
@@ -252,13 +333,13 @@ impl Dir {
         self.live += 1;
     }
 
-    pub(super) fn remove(&mut self, name: &[u8]) -> Option<Slot> {
+    pub(super) fn remove(&mut self, name: &[u8]) -> Option<Removed> {
         let h = name_hash32(name);
         let entries = &self.entries;
         let (i, _) = self
             .by_name
             .find_entry(spread(h), |&(i, hh)| {
-                hh == h && *entries[i as usize].name == *name
+                hh == h && entries[i as usize].name() == name
             })
             .ok()?
             .remove()
@@ -276,14 +357,8 @@ impl Dir {
             self.entries[n].prev = prev;
         }
         let e = &mut self.entries[i];
-        let slot = Slot {
-            name: std::mem::take(&mut e.name),
-            ino: e.ino,
-            ftype: e.ftype,
-            offset: e.offset,
-            prev: NONE,
-            next: NONE,
-        };
+        let removed = Removed { offset: e.offset };
+        e.clear_name();
         self.live -= 1;
         self.tombs += 1;
         if self.live == 0 {
@@ -299,7 +374,7 @@ impl Dir {
         } else if self.tombs > MIN_TOMBS && self.tombs > self.live {
             self.compact();
         }
-        Some(slot)
+        Some(removed)
     }
 
     /// Drops the removed entries from the vector and rebuilds the table's
@@ -314,7 +389,7 @@ impl Dir {
         self.by_name
             .shrink_to(self.entries.len(), |&(_, hh)| spread(hh));
         for (i, e) in self.entries.iter().enumerate() {
-            let h = name_hash32(&e.name);
+            let h = name_hash32(e.name());
             self.by_name
                 .insert_unique(spread(h), (i as u32, h), |&(_, hh)| spread(hh));
         }
@@ -412,8 +487,8 @@ impl Dir {
             return Err(format!("{} names for {live} entries", self.by_name.len()));
         }
         for e in self.iter() {
-            if self.find_name(&e.name).map(|i| self.entries[i].offset) != Some(e.offset) {
-                return Err(format!("{:?} not found by name", e.name));
+            if self.find_name(e.name()).map(|i| self.entries[i].offset) != Some(e.offset) {
+                return Err(format!("{:?} not found by name", e.name()));
             }
         }
         let mut n = 0;
@@ -498,6 +573,21 @@ mod tests {
     /// offsets wrapping in a small range and directories big enough for
     /// compaction: the index agrees with the reference on every lookup,
     /// the listing and every resume cookie.
+    /// Names of 2 to 4 bytes (inline), and every third one of more than
+    /// 16 (on the heap).
+    fn name_of(k: u64) -> Vec<u8> {
+        if k % 3 == 0 {
+            format!("a-name-longer-than-sixteen-bytes-{k}").into_bytes()
+        } else {
+            format!("n{k}").into_bytes()
+        }
+    }
+
+    #[test]
+    fn slot_is_40_bytes() {
+        assert_eq!(std::mem::size_of::<Slot>(), 40);
+    }
+
     #[test]
     fn index_matches_reference_listing() {
         let mut rng = 0x2545_f491_4f6c_dd1d_u64;
@@ -517,7 +607,7 @@ mod tests {
             for step in 0..ops {
                 // Grow to about 200 entries, then shrink, then grow again.
                 let grow = (step / 1000) % 2 == 0;
-                let name = format!("n{}", next(400)).into_bytes();
+                let name = name_of(next(400));
                 match next(10) {
                     0..=4 if grow || next(4) == 0 => {
                         if m.list.iter().any(|e| e.0 == name) {
@@ -534,13 +624,13 @@ mod tests {
                         }
                     }
                     0..=6 => {
-                        let got = d.remove(&name).map(|s| (s.ino, s.offset()));
+                        let got = d.remove(&name).map(|s| s.offset());
                         let want = m
                             .list
                             .iter()
                             .position(|e| e.0 == name)
                             .map(|i| m.list.remove(i))
-                            .map(|e| (e.1, e.2));
+                            .map(|e| e.2);
                         assert_eq!(got, want, "step {step}");
                     }
                     7 => {
@@ -557,7 +647,7 @@ mod tests {
                     }
                     8 => {
                         // An exchange with another name.
-                        let other = format!("n{}", next(400)).into_bytes();
+                        let other = name_of(next(400));
                         let (Some(a), Some(b)) = (
                             m.list.iter().position(|e| e.0 == name),
                             m.list.iter().position(|e| e.0 == other),
@@ -588,7 +678,7 @@ mod tests {
                 d.check().unwrap();
                 for e in &m.list {
                     let s = d.get(&e.0).expect("listed name found");
-                    assert_eq!((s.ino, s.offset()), (e.1, e.2));
+                    assert_eq!((s.name(), s.ino, s.offset()), (&e.0[..], e.1, e.2));
                 }
                 assert_eq!(
                     d.head_cookie(),

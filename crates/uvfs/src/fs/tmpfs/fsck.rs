@@ -43,8 +43,8 @@ impl Tmpfs {
                         .get(&slot.ino)
                         .ok_or(format!("dir {ino}: dangling entry"))?;
                     let cs = rd(c);
-                    if cs.mode & S_IFMT != slot.ftype || cs.nlink == 0 {
-                        return Err(format!("dir {ino}: bad entry {:?}", slot.name));
+                    if cs.mode & S_IFMT != slot.ftype() || cs.nlink == 0 {
+                        return Err(format!("dir {ino}: bad entry {:?}", slot.name()));
                     }
                     *names.entry(slot.ino).or_default() += 1;
                     if cs.is_dir() {

@@ -351,8 +351,8 @@ impl Tmpfs {
                 dd.list_from(from, READDIR_BATCH)
                     .map(|(slot, next)| DirEntry {
                         ino: slot.ino,
-                        file_type: slot.ftype,
-                        name: slot.name.to_vec(),
+                        file_type: slot.ftype(),
+                        name: slot.name().to_vec(),
                         pos: slot.offset(),
                         next,
                     })
