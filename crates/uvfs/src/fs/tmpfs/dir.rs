@@ -362,10 +362,17 @@ impl Dir {
         self.live -= 1;
         self.tombs += 1;
         if self.live == 0 {
-            // Empty: give the memory back.
-            self.entries = Vec::new();
-            self.by_name = HashTable::new();
+            // Empty: give the memory of a large directory back, keep a
+            // small one's (a create and unlink in an empty directory then
+            // allocate nothing here).
+            self.entries.clear();
             self.tombs = 0;
+            if self.entries.capacity() > MIN_TOMBS as usize {
+                self.entries = Vec::new();
+                self.by_name = HashTable::new();
+            } else {
+                self.by_name.clear();
+            }
         } else if i + 1 == self.entries.len() {
             while self.entries.last().is_some_and(Slot::is_removed) {
                 self.entries.pop();
