@@ -583,7 +583,7 @@ mod tests {
     /// Names of 2 to 4 bytes (inline), and every third one of more than
     /// 16 (on the heap).
     fn name_of(k: u64) -> Vec<u8> {
-        if k % 3 == 0 {
+        if k.is_multiple_of(3) {
             format!("a-name-longer-than-sixteen-bytes-{k}").into_bytes()
         } else {
             format!("n{k}").into_bytes()
