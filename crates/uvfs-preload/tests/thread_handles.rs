@@ -5,7 +5,7 @@
 //! process's, shared by all threads), never timing.
 
 mod support;
-use support::cprog::{Scratch, compile_c, host_reference, shim_matches};
+use support::cprog::{Scratch, compile_c, err, host_reference, out, run, shim_matches};
 
 const C_THREADS: &str = r#"
 #define _GNU_SOURCE

@@ -52,6 +52,30 @@ pub(crate) unsafe fn defer_drop_box<T>(ptr: NonNull<T>) {
     }
 }
 
+/// Runs `free(ptr)` once every critical section that might still see `ptr`
+/// has ended: [`defer_drop_box`] for an object not allocated as a `Box`
+/// (a dentry's name, a header with its bytes after it). Under loom and
+/// shuttle it leaks, as `defer_drop_box` does.
+///
+/// # Safety
+/// `ptr` is unreachable for new readers and not used by the caller again;
+/// `free(ptr)` is sound once nobody reads it.
+pub(crate) unsafe fn defer_free<T>(ptr: NonNull<T>, free: unsafe fn(NonNull<T>)) {
+    #[cfg(any(loom, shuttle))]
+    let _ = (ptr, free);
+    #[cfg(not(any(loom, shuttle)))]
+    {
+        let guard = pin();
+        // SAFETY: the caller hands over sole ownership of an object no new
+        // reader can reach; the epoch scheme runs the closure only after
+        // every reader that may still hold it has unpinned, when `free` is
+        // sound (the caller's contract).
+        unsafe {
+            guard.defer_unchecked(move || free(ptr));
+        }
+    }
+}
+
 /// Allocates a `Box<T>`, reporting allocation failure as `None` instead of
 /// aborting.
 pub(crate) fn try_box<T>(value: T) -> Option<Box<T>> {

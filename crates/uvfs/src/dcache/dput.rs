@@ -164,7 +164,7 @@ pub(super) unsafe fn kill(d: NonNull<Dentry>) {
         // after a grace period.
         unsafe {
             if let Some(n) = NonNull::new(name) {
-                reclaim::defer_drop_box(n);
+                Name::defer_free(n);
             }
             reclaim::defer_drop_box(d);
         }

@@ -236,23 +236,98 @@ struct Kids {
 }
 
 /// A name as stored: immutable, replaced whole (and the old one reclaimed
-/// after a grace period) by a rename. The bytes sit in a [`primitive`
-/// cell](crate::primitive::cell::UnsafeCell) (a plain cell in normal builds) so
-/// that under loom every lockless read of a name is checked to happen after
-/// the name's creation: a walker that reaches a dentry or a name through a
-/// pointer published without a release would be reported.
-struct Name(UnsafeCell<Box<[u8]>>);
+/// after a grace period) by a rename. One allocation: this header (the
+/// length) with the bytes right after it, so a short name costs one 32-byte
+/// heap chunk (a box holding a boxed slice took two). The length sits in a
+/// [`primitive` cell](crate::primitive::cell::UnsafeCell) (a plain cell in
+/// normal builds) so that under loom every lockless read of a name is
+/// checked to happen after the name's creation: a walker that reaches a
+/// dentry or a name through a pointer published without a release would be
+/// reported. (The bytes are written before the cell is made, and read only
+/// after it is, inside its `with`.)
+#[repr(C)]
+struct Name {
+    len: UnsafeCell<u32>,
+}
 
 impl Name {
+    /// The layout of a name of `len` bytes, and the bytes' offset in it.
+    fn layout(len: usize) -> (std::alloc::Layout, usize) {
+        std::alloc::Layout::new::<Name>()
+            .extend(std::alloc::Layout::array::<u8>(len).expect("name length"))
+            .expect("name length")
+    }
+
+    /// A new name holding a copy of `name` (at most `u32::MAX` bytes; the
+    /// VFS caps a component at 255).
     fn new(name: &[u8]) -> *mut Name {
-        Box::into_raw(Box::new(Name(UnsafeCell::new(name.into()))))
+        let len = u32::try_from(name.len()).expect("name length");
+        let (layout, off) = Self::layout(name.len());
+        // SAFETY: the layout has a non-zero size (it holds the header).
+        let p = unsafe { std::alloc::alloc(layout) };
+        if p.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        // SAFETY: `p` is a fresh allocation of `layout`: the header at its
+        // start (aligned for `Name`, as `layout` is) and `name.len()` bytes
+        // at `off`, in bounds; the source is a distinct live slice.
+        unsafe {
+            ptr::copy_nonoverlapping(name.as_ptr(), p.add(off), name.len());
+            p.cast::<Name>().write(Name {
+                len: UnsafeCell::new(len),
+            });
+        }
+        p.cast()
     }
 
     /// Runs `f` on the bytes.
     #[inline]
     fn with<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
-        // SAFETY: a name is never written after its creation.
-        self.0.with(|b| f(unsafe { &*b }))
+        let (_, off) = Self::layout(0);
+        // SAFETY: a name is never written after its creation; `self` is the
+        // header of an allocation made by `new`, whose `len` bytes follow
+        // at `off` (the offset `layout` gives for every length).
+        self.len_with(|len| unsafe {
+            f(std::slice::from_raw_parts(
+                ptr::from_ref(self).cast::<u8>().add(off),
+                len,
+            ))
+        })
+    }
+
+    /// Reads the length inside the cell's access check.
+    #[inline]
+    fn len_with<R>(&self, f: impl FnOnce(usize) -> R) -> R {
+        // SAFETY: never written after creation.
+        self.len.with(|l| f(unsafe { *l } as usize))
+    }
+
+    /// Frees a name made by [`new`](Self::new).
+    ///
+    /// # Safety
+    /// `p` came from `new`, nobody reads it any more, and it is not used
+    /// again.
+    unsafe fn free(p: NonNull<Name>) {
+        // SAFETY: the caller's contract: `p` is a live name nobody reads.
+        let len = unsafe { p.as_ref() }.len_with(|l| l);
+        let (layout, _) = Self::layout(len);
+        // SAFETY: the header was written by `new` and is dropped once; the
+        // allocation was made with this layout (the same length).
+        unsafe {
+            ptr::drop_in_place(p.as_ptr());
+            std::alloc::dealloc(p.as_ptr().cast(), layout);
+        }
+    }
+
+    /// Frees a name after a grace period (see [`reclaim::defer_free`]).
+    ///
+    /// # Safety
+    /// `p` came from `new`, is unreachable for new readers, and is not used
+    /// by the caller again.
+    unsafe fn defer_free(p: NonNull<Name>) {
+        // SAFETY: the caller's contract is `defer_free`'s, and `free` is
+        // the right release for a name.
+        unsafe { reclaim::defer_free(p, Name::free) };
     }
 }
 

@@ -344,7 +344,7 @@ impl DentryCache {
         if let Some(n) = NonNull::new(old_name) {
             // SAFETY: the old name is unreachable now; pinned readers may
             // still hold it, so it goes after a grace period.
-            unsafe { reclaim::defer_drop_box(n) };
+            unsafe { Name::defer_free(n) };
         }
         if let Some(p) = NonNull::new(old_parent) {
             dput(p);

@@ -37,16 +37,14 @@ impl Tmpfs {
                 return Err(format!("orphan inode {ino} left after evict"));
             }
             if let Kind::Dir(d) = &st.kind {
-                if d.names.len() != d.order.len() || d.order.len() != d.offsets.len() {
-                    return Err(format!("dir {ino}: index sizes differ"));
-                }
-                for slot in d.order.values() {
+                d.check().map_err(|e| format!("dir {ino}: {e}"))?;
+                for slot in d.iter() {
                     let c = all
                         .get(&slot.ino)
                         .ok_or(format!("dir {ino}: dangling entry"))?;
                     let cs = rd(c);
-                    if cs.mode & S_IFMT != slot.ftype || cs.nlink == 0 {
-                        return Err(format!("dir {ino}: bad entry {:?}", slot.name));
+                    if cs.mode & S_IFMT != slot.ftype() || cs.nlink == 0 {
+                        return Err(format!("dir {ino}: bad entry {:?}", slot.name()));
                     }
                     *names.entry(slot.ino).or_default() += 1;
                     if cs.is_dir() {

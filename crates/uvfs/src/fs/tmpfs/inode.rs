@@ -14,13 +14,14 @@ use crate::errno::Errno;
 use crate::fs::timekeeping::{coarse_mg, fine_mg};
 use crate::fs::{Attr, Ino, S_IFMT, SetAttr, SetTime, Timespec};
 use crate::primitive::sync::{
-    UnmodelledMutex, UnmodelledRwLock, UnmodelledRwLockReadGuard, UnmodelledRwLockWriteGuard,
+    UnmodelledRwLock, UnmodelledRwLockReadGuard, UnmodelledRwLockWriteGuard,
 };
 
 /// One inode's extended attributes (`simple_xattrs`) and POSIX ACLs
-/// (`i_acl`, `i_default_acl`), allocated on first use; `xattr.rs` holds
-/// the operations on them.
-pub(super) type Xattrs = UnmodelledMutex<Option<Box<XattrSet>>>;
+/// (`i_acl`, `i_default_acl`), allocated on first use and kept in the
+/// inode's [`State`] (under its lock, so an inode without any pays 8
+/// bytes, not a mutex's 16); `xattr.rs` holds the operations on them.
+pub(super) type Xattrs = Option<Box<XattrSet>>;
 
 /// What [`Xattrs`] holds once allocated (dropped when empty again).
 #[derive(Default)]
@@ -97,10 +98,12 @@ pub(super) struct State {
     /// so it may need the fine clock ([`State::set_ctime_current`]).
     pub(super) ctime_queried: AtomicBool,
     /// Which POSIX ACLs the inode has ([`Attr::acl`]; the ACLs are in
-    /// [`Inode::xattrs`], changed with this under both locks): a byte of
-    /// what was padding, so inodes without ACLs stay the size they were.
+    /// [`State::xattrs`], changed with this under the same lock): a byte
+    /// of what was padding, so inodes without ACLs stay the size they were.
     pub(super) acl: u8,
     pub(super) kind: Kind,
+    /// Extended attributes and ACLs, `None` until the first is set.
+    pub(super) xattrs: Xattrs,
 }
 
 /// An inode's four timestamps, packed: the seconds together and the
@@ -269,9 +272,6 @@ pub(super) struct Inode {
     /// the rename mutex.
     pub(super) parent: AtomicU64,
     pub(super) st: UnmodelledRwLock<State>,
-    /// Extended attributes (`simple_xattrs`), taken after `st` when both
-    /// are held.
-    pub(super) xattrs: Xattrs,
 }
 
 /// Read-locks an inode (a poisoned lock is taken as it is).
@@ -393,9 +393,9 @@ impl Tmpfs {
             st.mode = (st.mode & S_IFMT) | (m & 0o7777);
             // `posix_acl_chmod`: the access ACL follows the new mode.
             if st.acl & crate::fs::HAS_ACCESS_ACL != 0 {
-                let mut x = i.xattrs.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(acl) = x.as_mut().and_then(|x| x.access.as_mut()) {
-                    *acl = Arc::new(acl.chmod(st.mode));
+                let mode = st.mode;
+                if let Some(acl) = st.xattrs.as_mut().and_then(|x| x.access.as_mut()) {
+                    *acl = Arc::new(acl.chmod(mode));
                 }
             }
         }

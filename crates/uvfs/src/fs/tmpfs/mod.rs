@@ -6,8 +6,9 @@
 //! - An inode table split into [`SHARDS`] shards (`RwLock<HashMap>` each,
 //!   keyed by inode number), each inode behind its own `RwLock`: operations
 //!   on different inodes never share a lock beyond a brief shard read.
-//! - Directories: `name -> entry` ([`BTreeMap`](std::collections::BTreeMap)), plus the entry order and
-//!   the offset map (Linux's maple tree of `d_off` cookies).
+//! - Directories: the entries in one vector sorted by offset (Linux's
+//!   maple tree of `d_off` cookies), a hash table from name to entry, and
+//!   the listing order as links between entries (see `dir`).
 //! - Regular files: sparse 4 KiB pages in a `BTreeMap<page index, Page>`;
 //!   a page is either written data or an `fallocate`d, not yet written page
 //!   (Linux's `!uptodate` folio: reads as zeros, counts as allocated, is a
@@ -285,6 +286,7 @@ impl Tmpfs {
             ctime_queried: std::sync::atomic::AtomicBool::new(false),
             acl: 0,
             kind: Kind::Dir(Box::new(Dir::new())),
+            xattrs: None,
         };
         fs.insert_inode(ROOT_INO, ROOT_INO, root, None);
         fs
@@ -325,12 +327,18 @@ impl Tmpfs {
     }
 
     /// Enters a new inode in the table.
-    fn insert_inode(&self, ino: Ino, parent: Ino, st: State, xattrs: Option<Box<inode::XattrSet>>) {
+    fn insert_inode(
+        &self,
+        ino: Ino,
+        parent: Ino,
+        mut st: State,
+        xattrs: Option<Box<inode::XattrSet>>,
+    ) {
+        st.xattrs = xattrs;
         let inode = Arc::new(Inode {
             ino,
             parent: AtomicU64::new(parent),
             st: UnmodelledRwLock::new(st),
-            xattrs: UnmodelledMutex::new(xattrs),
         });
         self.shard(ino)
             .write()

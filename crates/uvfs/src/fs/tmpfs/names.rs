@@ -60,6 +60,7 @@ pub(super) fn new_state(
         ctime_queried: AtomicBool::new(false),
         acl: acls.as_ref().map_or(0, |x| x.acl_flags()),
         kind,
+        xattrs: None,
     };
     (ftype, st, acls)
 }
@@ -178,6 +179,7 @@ impl Tmpfs {
                 0
             },
             kind: Kind::Reg(RegFile::default()),
+            xattrs: None,
         };
         let attr = self.attr(ino, &st);
         self.insert_inode(ino, dir, st, XattrSet::with_acls(new.acl, None));
@@ -352,29 +354,24 @@ impl Tmpfs {
                 pos = DIR_OFFSET_FIRST;
             }
         }
-        // Entries, a batch per lock hold so `emit` runs unlocked.
-        let mut seq = {
-            let st = rd(&d);
-            match st.dir()?.resume_seq(pos) {
-                Some(s) => s,
-                None => return Ok(()),
-            }
-        };
+        // Entries, a batch per lock hold so `emit` runs unlocked; each
+        // batch resumes as a caller holding the cookie would.
         loop {
             let batch: Vec<DirEntry> = {
                 let st = rd(&d);
                 let dd = st.dir()?;
-                let mut out = Vec::new();
-                for (&s, slot) in dd.order.range(..=seq).rev().take(READDIR_BATCH) {
-                    out.push(DirEntry {
+                let Some(from) = dd.resume(pos) else {
+                    return Ok(());
+                };
+                dd.list_from(from, READDIR_BATCH)
+                    .map(|(slot, next)| DirEntry {
                         ino: slot.ino,
-                        file_type: slot.ftype,
-                        name: slot.name.to_vec(),
-                        pos: slot.offset,
-                        next: dd.next_cookie_after(s),
-                    });
-                }
-                out
+                        file_type: slot.ftype(),
+                        name: slot.name().to_vec(),
+                        pos: slot.offset(),
+                        next,
+                    })
+                    .collect()
             };
             let Some(last) = batch.last() else {
                 return Ok(());
@@ -388,12 +385,7 @@ impl Tmpfs {
             if !full || last_next >= DIR_OFFSET_EOD {
                 return Ok(());
             }
-            // Resume exactly as a caller holding `last_next` would.
-            let st = rd(&d);
-            match st.dir()?.resume_seq(last_next) {
-                Some(s) => seq = s,
-                None => return Ok(()),
-            }
+            pos = last_next;
         }
     }
 }

@@ -418,7 +418,7 @@ impl Rename<'_> {
                     t.nlink = t.nlink.saturating_sub(1);
                 }
                 t.set_ctime_current();
-                slot.map_or(DIR_OFFSET_MIN, |s| s.offset)
+                slot.map_or(DIR_OFFSET_MIN, |s| s.offset())
             }
             (None, None) => return Err(Errno::ESTALE),
         };

@@ -44,8 +44,9 @@ impl Tmpfs {
     pub(super) fn xattr_get(&self, ino: Ino, name: &[u8]) -> Result<Vec<u8>, Errno> {
         resolve(name)?;
         let i = self.get(ino)?;
-        let x = i.xattrs.lock().unwrap_or_else(|e| e.into_inner());
-        x.as_ref()
+        let st = rd(&i);
+        st.xattrs
+            .as_ref()
             .and_then(|m| m.names.get(name))
             .map(|v| v.to_vec())
             .ok_or(Errno::ENODATA)
@@ -61,7 +62,7 @@ impl Tmpfs {
         resolve(name)?;
         let i = self.get(ino)?;
         let mut st = wr(&i);
-        let mut x = i.xattrs.lock().unwrap_or_else(|e| e.into_inner());
+        let x = &mut st.xattrs;
         let exists = x.as_ref().is_some_and(|m| m.names.contains_key(name));
         if exists && flags & XATTR_CREATE != 0 {
             return Err(Errno::EEXIST);
@@ -91,8 +92,8 @@ impl Tmpfs {
     pub(super) fn xattr_list(&self, ino: Ino) -> Result<Vec<Vec<u8>>, Errno> {
         let i = self.get(ino)?;
         let mut names = Vec::new();
-        let x = i.xattrs.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(m) = x.as_ref() {
+        let st = rd(&i);
+        if let Some(m) = st.xattrs.as_ref() {
             if m.access.is_some() {
                 names.push(AclType::Access.name().to_vec());
             }
@@ -112,8 +113,7 @@ impl Tmpfs {
         if matches!(st.kind, Kind::Symlink { .. }) {
             return Err(Errno::EOPNOTSUPP);
         }
-        let x = i.xattrs.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(x.as_ref().and_then(|a| match ty {
+        Ok(st.xattrs.as_ref().and_then(|a| match ty {
             AclType::Access => a.access.clone(),
             AclType::Default => a.default.clone(),
         }))
@@ -133,15 +133,15 @@ impl Tmpfs {
         if matches!(st.kind, Kind::Symlink { .. }) {
             return Err(Errno::EOPNOTSUPP);
         }
-        let mut x = i.xattrs.lock().unwrap_or_else(|e| e.into_inner());
-        let set = x.get_or_insert_with(Default::default);
+        let set = st.xattrs.get_or_insert_with(Default::default);
         match ty {
             AclType::Access => set.access = acl,
             AclType::Default => set.default = acl,
         }
-        st.acl = set.acl_flags();
-        if set.is_empty() {
-            *x = None;
+        let (flags, empty) = (set.acl_flags(), set.is_empty());
+        st.acl = flags;
+        if empty {
+            st.xattrs = None;
         }
         if let Some(m) = mode {
             st.mode = (st.mode & crate::fs::S_IFMT) | (m & 0o7777);
