@@ -724,6 +724,9 @@ pub struct DentryCache {
     /// The [path cache](crate::path_cache) trusts an entry only while the
     /// generation it recorded is current.
     ns_gen: crossbeam_utils::CachePadded<AtomicU64>,
+    /// `cheap_pin`: the walk's and the path cache's pins are the cheap
+    /// ones (see [`reclaim`](crate::reclaim)).
+    cheap_pin: bool,
 }
 
 // SAFETY: `lru` is only touched under `lru_lock`; the rest is atomics and
