@@ -12,6 +12,8 @@
 //! a `Vfs` built with either setting can share a process (and objects) with
 //! one built with the other.
 
+// Unused under shuttle, where retired objects leak and pins are crossbeam's.
+#[cfg_attr(shuttle, allow(dead_code))]
 mod domain;
 #[cfg(all(test, loom))]
 mod loom_tests;
