@@ -62,9 +62,9 @@ pub use file_table::pool;
 pub use file_table::{File, FileOps, FileRef};
 pub use locks::{Flock, LockStats};
 pub use process::{FileType, OpenFile, Opening, Process};
+pub use reclaim::cheap_pin_asymmetric;
 pub use select::{PollFd, Waiter};
 pub use stat::{Stat, Statx};
-pub use reclaim::cheap_pin_asymmetric;
 pub use vfs::{FsSysctls, Vfs, VfsBuilder};
 
 /// The in-memory size of each object the VFS keeps per file, for the lab's

@@ -44,8 +44,9 @@
 //! Without `membarrier` (an old kernel, a seccomp filter) both fences are
 //! `SeqCst` fences, decided once when the domain is made.
 
+use crate::primitive::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, fence};
 use crate::primitive::sync::{Mutex, lock};
-use crate::primitive::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
+use std::ptr;
 use std::sync::Arc;
 
 /// How the two sides fence.
@@ -66,6 +67,9 @@ pub(crate) enum Fences {
 
 /// One reader's announcement: 0 while not pinned, `epoch << 1 | 1` while
 /// pinned. Registered once per thread and reused after the thread exits.
+/// Alone on its cache lines (two, for the adjacent-line prefetcher): every
+/// pin writes it, and two threads' records must not share a line.
+#[repr(align(128))]
 pub(crate) struct Record {
     state: AtomicUsize,
     taken: AtomicBool,
@@ -101,13 +105,42 @@ impl Deferred {
     }
 }
 
+/// A sealed batch, in the domain's stack of them.
+struct Batch {
+    tag: usize,
+    items: Vec<Deferred>,
+    next: *mut Batch,
+}
+
 /// An epoch domain: the global epoch, every reader's record, and the
 /// retired batches waiting for their grace period.
+///
+/// The records' list has a lock, taken to register (a thread's first pin)
+/// and to scan (an advance), both inside a uvfs call, so never across a
+/// fork the preload shim's fork gate lets through; a thread's exit, which
+/// the gate does not hold, gives its record back and seals its last batch
+/// without any lock (an atomic store, and a push on the lock-free stack of
+/// batches), so a fork can never copy a held lock of this module.
 pub(crate) struct Domain {
     epoch: AtomicUsize,
     fences: Fences,
     records: Mutex<Vec<Arc<Record>>>,
-    garbage: Mutex<Vec<(usize, Vec<Deferred>)>>,
+    /// A Treiber stack of sealed batches; `collect` takes it whole (so no
+    /// node is popped alone, and there is no ABA) and pushes back what is
+    /// not yet due.
+    garbage: AtomicPtr<Batch>,
+}
+
+impl Drop for Domain {
+    fn drop(&mut self) {
+        let mut p = self.garbage.swap(ptr::null_mut(), Ordering::Acquire);
+        while !p.is_null() {
+            // SAFETY: every node came from `Box::into_raw` in `push` and is
+            // owned by the stack; we took the whole stack. Its objects leak.
+            let b = unsafe { Box::from_raw(p) };
+            p = b.next;
+        }
+    }
 }
 
 impl Domain {
@@ -116,7 +149,7 @@ impl Domain {
             epoch: AtomicUsize::new(0),
             fences,
             records: Mutex::new(Vec::new()),
-            garbage: Mutex::new(Vec::new()),
+            garbage: AtomicPtr::new(ptr::null_mut()),
         }
     }
 
@@ -129,8 +162,10 @@ impl Domain {
     pub(crate) fn register(&self) -> Arc<Record> {
         let mut all = lock(&self.records);
         for r in all.iter() {
-            if !r.taken.load(Ordering::Relaxed) {
-                r.taken.store(true, Ordering::Relaxed);
+            if r.taken
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
                 return r.clone();
             }
         }
@@ -142,12 +177,12 @@ impl Domain {
         r
     }
 
-    /// Gives a record back (its reader is gone, and not pinned).
+    /// Gives a record back (its reader is gone, and not pinned): without
+    /// the list's lock (see the type).
     #[cfg_attr(loom, allow(dead_code))]
     pub(crate) fn unregister(&self, r: &Record) {
-        let _all = lock(&self.records);
         r.state.store(0, Ordering::Release);
-        r.taken.store(false, Ordering::Relaxed);
+        r.taken.store(false, Ordering::Release);
     }
 
     /// Pins `r` (not already pinned).
@@ -199,7 +234,27 @@ impl Domain {
         }
         self.heavy_fence();
         let tag = self.epoch.load(Ordering::Relaxed);
-        lock(&self.garbage).push((tag, batch));
+        self.push(Box::new(Batch {
+            tag,
+            items: batch,
+            next: ptr::null_mut(),
+        }));
+    }
+
+    fn push(&self, b: Box<Batch>) {
+        let p = Box::into_raw(b);
+        let mut head = self.garbage.load(Ordering::Relaxed);
+        loop {
+            // SAFETY: `p` is ours until the exchange below publishes it.
+            unsafe { (*p).next = head };
+            match self
+                .garbage
+                .compare_exchange_weak(head, p, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(now) => head = now,
+            }
+        }
     }
 
     /// Moves the epoch on if every pinned reader has seen the current one;
@@ -230,13 +285,16 @@ impl Domain {
     pub(crate) fn collect(&self) -> Vec<Deferred> {
         let now = self.epoch.load(Ordering::Acquire);
         let mut out = Vec::new();
-        let mut g = lock(&self.garbage);
-        let mut i = 0;
-        while i < g.len() {
-            if g[i].0 + 2 <= now {
-                out.append(&mut g.swap_remove(i).1);
+        let mut p = self.garbage.swap(ptr::null_mut(), Ordering::Acquire);
+        while !p.is_null() {
+            // SAFETY: the node came from `Box::into_raw` in `push`, and the
+            // swap made the whole stack ours.
+            let mut b = unsafe { Box::from_raw(p) };
+            p = b.next;
+            if b.tag + 2 <= now {
+                out.append(&mut b.items);
             } else {
-                i += 1;
+                self.push(b);
             }
         }
         out
@@ -246,6 +304,17 @@ impl Domain {
     #[cfg(test)]
     #[cfg_attr(loom, allow(dead_code))]
     pub(crate) fn pending(&self) -> usize {
-        lock(&self.garbage).iter().map(|b| b.1.len()).sum()
+        // Racy (the stack may change under the walk): tests call it when
+        // nothing else retires.
+        let mut n = 0;
+        let mut p = self.garbage.load(Ordering::Acquire);
+        while !p.is_null() {
+            // SAFETY: nodes are freed only by `collect` and `drop`, which
+            // the tests do not run meanwhile.
+            let b = unsafe { &*p };
+            n += b.items.len();
+            p = b.next;
+        }
+        n
     }
 }

@@ -38,9 +38,12 @@ struct Local {
 }
 
 impl Drop for Local {
+    /// At the thread's exit (outside any uvfs call, so possibly during
+    /// another thread's fork): seals the last batch and gives the record
+    /// back, neither taking a lock; a later reclaim frees the batch.
     fn drop(&mut self) {
         let d = domain();
-        reclaim(std::mem::take(self.bag.get_mut()));
+        d.retire(std::mem::take(self.bag.get_mut()));
         if let Some(r) = self.rec.get() {
             d.unregister(r);
         }
@@ -109,8 +112,9 @@ pub(crate) fn retire(d: Deferred) {
     match full {
         Ok(None) => {}
         Ok(Some(batch)) => reclaim(batch),
-        // This thread's state is gone: a batch of one.
-        Err(_) => reclaim(d.into_iter().collect()),
+        // This thread's state is gone (it is exiting): a batch of one,
+        // sealed without a lock as in `Local::drop`.
+        Err(_) => domain().retire(d.into_iter().collect()),
     }
 }
 

@@ -79,7 +79,10 @@ fn read(w: &World, r: &Record) -> usize {
     // SAFETY: loom checks the read against the free's write.
     let v = o.payload.with(|v| unsafe { *v });
     assert_eq!(v, 1, "read a freed payload");
-    assert!(!o.freed.load(Ordering::Relaxed), "reader saw a freed object");
+    assert!(
+        !o.freed.load(Ordering::Relaxed),
+        "reader saw a freed object"
+    );
     w.domain.exit(r);
     i
 }
@@ -155,6 +158,46 @@ fn two_sections_symmetric() {
 fn two_sections_asymmetric() {
     static SEEN: Seen<3> = Seen::new();
     two_sections(Fences::Asymmetric, &SEEN);
+}
+
+static SEEN_RECLAIMERS: Seen<3> = Seen::new();
+
+/// A second thread advancing and collecting at the same time as the
+/// writer (the batches' lock-free stack taken whole by one, pushed back
+/// by the other), with the reader between them: A is freed at most once
+/// and never under the reader.
+#[test]
+fn two_reclaimers() {
+    check(&builder(3), || {
+        let w = world(Fences::Asymmetric);
+        let rec = w.domain.register();
+        let reader = {
+            let w = w.clone();
+            thread::spawn(move || read(&w, &rec))
+        };
+        let other = {
+            let w = w.clone();
+            thread::spawn(move || {
+                w.domain.try_advance();
+                let mut n = 0;
+                for d in w.domain.collect() {
+                    // SAFETY: past the grace period: what the model checks.
+                    unsafe { d.run() };
+                    n += 1;
+                }
+                n
+            })
+        };
+        let mine = usize::from(unlink_and_reclaim(&w, 2));
+        let saw = reader.join().unwrap();
+        let theirs = other.join().unwrap();
+        assert!(mine + theirs <= 1, "freed twice");
+        SEEN_RECLAIMERS.hit(saw);
+        if theirs == 1 {
+            SEEN_RECLAIMERS.hit(2);
+        }
+    });
+    SEEN_RECLAIMERS.report(["read A", "read B", "freed by the other"], &[0, 1]);
 }
 
 /// Without the reader's fence the scan may miss its pin while it reads A:

@@ -11,7 +11,14 @@ const CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
 
 fn membarrier(cmd: libc::c_int) -> libc::c_long {
     // SAFETY: membarrier takes three integers and touches no user memory.
-    unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0 as libc::c_uint, 0 as libc::c_int) }
+    unsafe {
+        libc::syscall(
+            libc::SYS_membarrier,
+            cmd,
+            0 as libc::c_uint,
+            0 as libc::c_int,
+        )
+    }
 }
 
 /// Registers the process for the private expedited command; whether it can
@@ -24,10 +31,15 @@ pub(crate) fn register() -> bool {
         && membarrier(CMD_REGISTER_PRIVATE_EXPEDITED) == 0
 }
 
-/// The barrier. Registered at start-up, it cannot fail; if it ever did,
-/// the readers' compiler fences would not be enough, so that aborts.
+/// The barrier. Registered at start-up, it fails only in a process that
+/// lost the registration (a fork child, should the kernel not carry it
+/// over): that registers again and retries. If it still failed the
+/// readers' compiler fences would not be enough, so that aborts.
 pub(crate) fn expedited() {
-    if membarrier(CMD_PRIVATE_EXPEDITED) != 0 {
+    if membarrier(CMD_PRIVATE_EXPEDITED) == 0 {
+        return;
+    }
+    if membarrier(CMD_REGISTER_PRIVATE_EXPEDITED) != 0 || membarrier(CMD_PRIVATE_EXPEDITED) != 0 {
         eprintln!("uvfs: membarrier failed after registration");
         std::process::abort();
     }

@@ -15,10 +15,10 @@
 // Unused under shuttle, where retired objects leak and pins are crossbeam's.
 #[cfg_attr(shuttle, allow(dead_code))]
 mod domain;
-#[cfg(all(test, loom))]
-mod loom_tests;
 #[cfg(not(any(loom, shuttle)))]
 mod local;
+#[cfg(all(test, loom))]
+mod loom_tests;
 #[cfg(not(any(loom, shuttle)))]
 mod membarrier;
 #[cfg(all(test, not(any(loom, shuttle))))]

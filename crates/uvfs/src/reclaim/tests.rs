@@ -82,7 +82,12 @@ fn stress(mode: usize, drops: &'static AtomicUsize) {
         local::flush();
         std::thread::yield_now();
     }
-    assert_eq!(drops.load(Ordering::Relaxed), want, "pending {}", local::pending());
+    assert_eq!(
+        drops.load(Ordering::Relaxed),
+        want,
+        "pending {}",
+        local::pending()
+    );
 }
 
 #[test]
