@@ -43,6 +43,11 @@ struct Obj {
     payload: UnsafeCell<usize>,
 }
 
+// SAFETY: the payload cell is read by readers inside a pin and written
+// once, by the free, after the grace period; that these never race is what
+// the models check, and loom fails any two unordered accesses of the cell.
+unsafe impl Sync for Obj {}
+
 unsafe fn free_obj(p: *mut ()) {
     // SAFETY: `p` points to an `Obj` kept alive by the model's `Arc` (the
     // model frees by marking, not by deallocating).
