@@ -140,6 +140,11 @@ fn to_crossbeam(done: Vec<Deferred>) {
         // still see it has ended.
         unsafe { g.defer_unchecked(move || d.run()) };
     }
+    // crossbeam collects its garbage only in every 128th pin of a thread
+    // and in `flush`; a thread whose hot pins are all cheap pins crossbeam
+    // only here, once a batch, so without this its queue would outgrow its
+    // collection (measured: unlink1's heap grew without bound).
+    g.flush();
 }
 
 /// Seals this thread's bag and moves retired objects on as far as the
