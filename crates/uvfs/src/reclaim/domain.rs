@@ -122,7 +122,9 @@ struct Batch {
 /// without any lock (an atomic store, and a push on the lock-free stack of
 /// batches), so a fork can never copy a held lock of this module.
 pub(crate) struct Domain {
-    epoch: AtomicUsize,
+    /// Read by every pin: on a line of its own, away from the list's lock
+    /// and the stack of batches that reclaimers write.
+    epoch: crossbeam_utils::CachePadded<AtomicUsize>,
     fences: Fences,
     records: Mutex<Vec<Arc<Record>>>,
     /// A Treiber stack of sealed batches; `collect` takes it whole (so no
@@ -146,7 +148,7 @@ impl Drop for Domain {
 impl Domain {
     pub(crate) fn new(fences: Fences) -> Domain {
         Domain {
-            epoch: AtomicUsize::new(0),
+            epoch: crossbeam_utils::CachePadded::new(AtomicUsize::new(0)),
             fences,
             records: Mutex::new(Vec::new()),
             garbage: AtomicPtr::new(ptr::null_mut()),
