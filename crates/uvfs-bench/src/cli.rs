@@ -796,6 +796,15 @@ fn run(args: &RunArgs, dir: PathBuf) -> Result<(), String> {
         "machine: {}, {} CPUs, kernel {}",
         machine.cpu, machine.nproc, machine.kernel
     );
+    if args.backend == Backend::Uvfs {
+        // Whether `cheap_pin`'s read side runs without a fence here.
+        let pin = match uvfs::cheap_pin_asymmetric() {
+            Some(true) => "membarrier (no fence on the read side)",
+            Some(false) => "no membarrier: SeqCst fence on the read side",
+            None => "n/a",
+        };
+        println!("cheap pin: {pin}");
+    }
     match args.test {
         Test::Fstree => println!(
             "fstree: per task {} dirs x {} files = {} stats per walk; {}",

@@ -279,6 +279,36 @@ const ROWS: &[Row] = &[
         published: None,
         shape: Some((Mode::Threads, 2)),
     },
+    Row {
+        seed: "019",
+        test: Test::Open1,
+        metric: Metric::Ops,
+        switch: "cheap_pin",
+        what: "epoch pin by a plain store (membarrier)",
+        evidence: "uvfs only (issue 19)",
+        published: None,
+        shape: None,
+    },
+    Row {
+        seed: "019",
+        test: Test::Stat1,
+        metric: Metric::Ops,
+        switch: "cheap_pin",
+        what: "epoch pin by a plain store (membarrier)",
+        evidence: "uvfs only (issue 19)",
+        published: None,
+        shape: None,
+    },
+    Row {
+        seed: "019",
+        test: Test::Open1,
+        metric: Metric::Ops,
+        switch: "cheap_pin",
+        what: "2 threads: epoch pin by a plain store",
+        evidence: "uvfs only (issue 19), 2 threads",
+        published: None,
+        shape: Some((Mode::Threads, 2)),
+    },
 ];
 
 /// The tests compared with the host, one task, processes mode.

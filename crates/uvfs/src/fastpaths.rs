@@ -85,12 +85,20 @@ pub struct FastPaths {
     /// referenced dentry and the reference is dropped after. Needs
     /// `path_cache`.
     pub stat_noref: bool,
+    /// Issue 19 (uvfs's own): the lockless walk, the path cache and the
+    /// stock side's fd lookup pin with a per-thread epoch record written by
+    /// a plain store (the reclaimer issues `membarrier` for both sides; a
+    /// `SeqCst` fence on the reader's side where `membarrier` is missing);
+    /// off, with crossbeam-epoch's pin (a `SeqCst` read-modify-write).
+    /// Retired objects wait for both schemes' grace periods whatever the
+    /// switch says (see `docs/reclaim.md`).
+    pub cheap_pin: bool,
 }
 
 /// Name, description and accessor of every switch, in a stable order.
 type Switch = (&'static str, &'static str, fn(&mut FastPaths) -> &mut bool);
 
-const SWITCHES: [Switch; 11] = [
+const SWITCHES: [Switch; 12] = [
     (
         "close_sync",
         "seed 000: close(2) releases the file synchronously",
@@ -144,6 +152,11 @@ const SWITCHES: [Switch; 11] = [
         "issue 16: stat from a path-cache hit without a dentry reference",
         |f| &mut f.stat_noref,
     ),
+    (
+        "cheap_pin",
+        "issue 19: epoch pin by a plain store, membarrier on the reclaiming side",
+        |f| &mut f.cheap_pin,
+    ),
 ];
 
 /// The seed switches (the first six of [`SWITCHES`]): the ones
@@ -165,6 +178,7 @@ impl FastPaths {
             fd_slot_spread: false,
             tmpfs_borrow: false,
             stat_noref: false,
+            cheap_pin: false,
         }
     }
 
@@ -183,6 +197,7 @@ impl FastPaths {
             fd_slot_spread: true,
             tmpfs_borrow: true,
             stat_noref: true,
+            cheap_pin: true,
         }
     }
 
@@ -219,7 +234,7 @@ impl FastPaths {
 
     /// Every combination of the seed switches (2^6 values), with the
     /// switches beyond the seeds (`fd_single_user`, `path_cache`,
-    /// `fd_slot_spread`, `tmpfs_borrow`, `stat_noref`) on in
+    /// `fd_slot_spread`, `tmpfs_borrow`, `stat_noref`, `cheap_pin`) on in
     /// half of them (by the parity of the seed switches that are on;
     /// `stock()` and `seeds()` are among them as themselves); then, for
     /// each switch beyond the seeds, `seeds()` with it alone off and
@@ -324,7 +339,7 @@ mod tests {
     #[test]
     fn display_round_trips_every_combination() {
         let all: Vec<_> = FastPaths::all_combinations().collect();
-        assert_eq!(all.len(), 74);
+        assert_eq!(all.len(), 76);
         assert!(all.contains(&FastPaths::seeds()));
         assert!(all.contains(&FastPaths::stock()));
         assert!(all.contains(&FastPaths::seeds().with("fd_single_user", false)));

@@ -74,6 +74,8 @@ pub struct FdTable {
     masked: bool,
     alloc_fast: bool,
     typesafe: bool,
+    /// `cheap_pin`: the stock side's lookups (heap files) pin cheaply.
+    cheap_pin: bool,
     /// `fd_single_user`: a handle that is the only user writes without the
     /// lock (see [`Files`]).
     single: bool,
@@ -96,6 +98,7 @@ impl FdTable {
             masked: fast.fget_masked,
             alloc_fast: fast.alloc_fd_fast,
             typesafe: fast.typesafe_files,
+            cheap_pin: fast.cheap_pin,
             single: fast.fd_single_user,
             spread: if fast.fd_slot_spread {
                 chunks::SPREAD_SHIFT
@@ -166,6 +169,7 @@ impl FdTable {
             fget_masked: self.masked,
             alloc_fd_fast: self.alloc_fast,
             typesafe_files: self.typesafe,
+            cheap_pin: self.cheap_pin,
             fd_single_user: self.single,
             fd_slot_spread: self.spread != 0,
             ..FastPaths::stock()

@@ -63,6 +63,7 @@ pub use file_table::pool;
 pub use file_table::{File, FileOps, FileRef};
 pub use locks::{Flock, LockStats};
 pub use process::{FileType, OpenFile, Opening, Process};
+pub use reclaim::cheap_pin_asymmetric;
 pub use select::{PollFd, Waiter};
 pub use stat::{Stat, Statx};
 pub use vfs::{FsSysctls, Vfs, VfsBuilder};

@@ -707,8 +707,8 @@ impl<'a> Nd<'a> {
 
     /// The lockless walk; `None` to fall back to the locked walk.
     fn lookup_rcu(&self, start: &DentryRef, path: &[u8], flags: u32) -> Option<RcuEnd> {
-        let _pin = reclaim::pin();
         let dc = &self.vfs.caches().dcache;
+        let _pin = reclaim::pin_with(dc.cheap_pin());
         let mut rest = path;
         let mut cur: NonNull<Dentry> = start.as_ptr();
         if rest.first() == Some(&b'/') {

@@ -277,7 +277,7 @@ impl PathCache {
     pub(crate) fn find(&self, dc: &DentryCache, key: &Key) -> Option<Result<DentryRef, Errno>> {
         // Pinned before the generation is read: a dentry whose death comes
         // after that read is retired after this pin.
-        let _pin = reclaim::pin();
+        let _pin = reclaim::pin_with(dc.cheap_pin());
         let h = self.get(key)?;
         if h.generation != dc.ns_gen() {
             return None;
@@ -307,7 +307,7 @@ impl PathCache {
         f: impl FnOnce(&Dentry, crate::fs::Ino) -> Option<R>,
     ) -> Option<Result<R, Errno>> {
         // Pinned before the generation is read, as in `find`.
-        let _pin = reclaim::pin();
+        let _pin = reclaim::pin_with(dc.cheap_pin());
         let h = self.get(key)?;
         if h.generation != dc.ns_gen() {
             return None;

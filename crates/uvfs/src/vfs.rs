@@ -204,7 +204,7 @@ impl Vfs {
             },
         );
         let caches = Arc::new(Caches {
-            dcache: DentryCache::new(b.dcache_limit),
+            dcache: DentryCache::new(b.dcache_limit, b.fast.cheap_pin),
             icache,
         });
         let root = new_sb(&caches, &sbs, fs).expect("the root file system has a root inode");

@@ -39,8 +39,8 @@ pub(super) fn dput(d: NonNull<Dentry>) {
     // The last reference to a dentry that must die or join the LRU. Once the
     // count is zero another thread may revive and kill the dentry; the pin
     // keeps its memory for the checks below.
-    let _pin = reclaim::pin();
     let cache = &dr.sb.caches.dcache;
+    let _pin = reclaim::pin_with(cache.cheap_pin());
     loop {
         let c = dr.count.load(Ordering::Relaxed);
         debug_assert!(c & REFS >= 1, "dput of a dentry with no reference");

@@ -92,7 +92,7 @@ impl World {
     pub fn new(limit: usize) -> World {
         let icache = crate::icache::InodeCache::new(16, 2, true, |_, _| {});
         let caches = Arc::new(Caches {
-            dcache: DentryCache::new(limit),
+            dcache: DentryCache::new(limit, false),
             icache,
         });
         let fs = Tmpfs::new(TmpfsOptions::default());

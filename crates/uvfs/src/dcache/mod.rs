@@ -302,7 +302,20 @@ impl Name {
         self.len.with(|l| f(unsafe { *l } as usize))
     }
 
-    /// Frees a name made by [`new`](Self::new).
+    /// Frees a name after a grace period (see [`reclaim::defer_free`]).
+    ///
+    /// # Safety
+    /// `p` came from `new`, is unreachable for new readers, and is not used
+    /// by the caller again.
+    unsafe fn defer_free(p: NonNull<Name>) {
+        // SAFETY: the caller's contract is `defer_free`'s; a name's
+        // `Free::free` is the right release for it.
+        unsafe { reclaim::defer_free(p) };
+    }
+}
+
+impl reclaim::Free for Name {
+    /// Frees a name made by [`new`](Name::new).
     ///
     /// # Safety
     /// `p` came from `new`, nobody reads it any more, and it is not used
@@ -317,17 +330,6 @@ impl Name {
             ptr::drop_in_place(p.as_ptr());
             std::alloc::dealloc(p.as_ptr().cast(), layout);
         }
-    }
-
-    /// Frees a name after a grace period (see [`reclaim::defer_free`]).
-    ///
-    /// # Safety
-    /// `p` came from `new`, is unreachable for new readers, and is not used
-    /// by the caller again.
-    unsafe fn defer_free(p: NonNull<Name>) {
-        // SAFETY: the caller's contract is `defer_free`'s, and `free` is
-        // the right release for a name.
-        unsafe { reclaim::defer_free(p, Name::free) };
     }
 }
 
@@ -800,6 +802,9 @@ pub struct DentryCache {
     /// The [path cache](crate::path_cache) trusts an entry only while the
     /// generation it recorded is current.
     ns_gen: crossbeam_utils::CachePadded<AtomicU64>,
+    /// `cheap_pin`: the walk's and the path cache's pins are the cheap
+    /// ones (see [`reclaim`](crate::reclaim)).
+    cheap_pin: bool,
 }
 
 // SAFETY: `lru` is only touched under `lru_lock`; the rest is atomics and

@@ -8,7 +8,8 @@ use super::*;
 impl DentryCache {
     /// A cache that keeps at most `limit` unused dentries beyond those in
     /// use, with about `limit` hash buckets.
-    pub(crate) fn new(limit: usize) -> DentryCache {
+    /// `cheap_pin` chooses the pins of the walks over it.
+    pub(crate) fn new(limit: usize, cheap_pin: bool) -> DentryCache {
         let n = limit
             .clamp(if cfg!(loom) { 2 } else { 64 }, 1 << 22)
             .next_power_of_two();
@@ -24,7 +25,14 @@ impl DentryCache {
             limit,
             shutdown: AtomicBool::new(false),
             ns_gen: crossbeam_utils::CachePadded::new(AtomicU64::new(0)),
+            cheap_pin,
         }
+    }
+
+    /// Whether walks over this cache take the cheap pin (`cheap_pin`).
+    #[inline]
+    pub(crate) fn cheap_pin(&self) -> bool {
+        self.cheap_pin
     }
 
     /// The namespace generation (see the field): read before a walk whose

@@ -66,7 +66,7 @@ impl FdTable {
     pub fn get_mask(&self, fd: i32, mask: u32) -> Option<FileRef> {
         // Heap files are freed after a grace period: stay pinned while the
         // pointer loaded from the slot is dereferenced.
-        let _pin = (!self.typesafe).then(reclaim::pin);
+        let _pin = (!self.typesafe).then(|| reclaim::pin_with(self.cheap_pin));
         let f = if self.masked {
             self.fget_masked(fd as u32)
         } else {
