@@ -38,9 +38,7 @@
 //! class. The capability overrides of [`crate::cred::permission`] apply
 //! after a denial, unchanged.
 
-use crate::cred::{Cred, MAY_EXEC, MAY_READ, MAY_WRITE};
 use crate::errno::Errno;
-use crate::fs::Attr;
 
 /// The owner's entry (`ACL_USER_OBJ`).
 pub const ACL_USER_OBJ: u16 = 0x01;
@@ -267,11 +265,18 @@ impl PosixAcl {
         not_equiv
     }
 
-    /// `posix_acl_permission` for a caller that does not own the inode:
-    /// whether the ACL grants `want` ([`MAY_READ`] | [`MAY_WRITE`] |
-    /// [`MAY_EXEC`]).
-    fn permits(&self, cred: &Cred, attr: &Attr, want: u32) -> bool {
-        let want = (want & (MAY_READ | MAY_WRITE | MAY_EXEC)) as u16;
+    /// `posix_acl_permission` for a caller that does not own the inode
+    /// (its fsuid `fsuid`, its groups as `in_group` says): whether the ACL
+    /// grants `want` (`MAY_READ` | `MAY_WRITE` | `MAY_EXEC`, which are the
+    /// `rwx` bits 4, 2 and 1).
+    fn permits(
+        &self,
+        fsuid: u32,
+        in_group: &dyn Fn(u32) -> bool,
+        (uid, gid): (u32, u32),
+        want: u32,
+    ) -> bool {
+        let want = (want & 0o7) as u16;
         let mask_ok = || {
             self.entries
                 .iter()
@@ -282,18 +287,18 @@ impl PosixAcl {
         for e in &self.entries {
             match e.tag {
                 ACL_USER_OBJ => {
-                    if attr.uid == cred.fsuid {
+                    if uid == fsuid {
                         return e.perm & want == want;
                     }
                 }
                 ACL_USER => {
-                    if e.id == cred.fsuid {
+                    if e.id == fsuid {
                         return mask_ok() && e.perm & want == want;
                     }
                 }
                 ACL_GROUP_OBJ | ACL_GROUP => {
-                    let gid = if e.tag == ACL_GROUP { e.id } else { attr.gid };
-                    if cred.in_group_p(gid) {
+                    let gid = if e.tag == ACL_GROUP { e.id } else { gid };
+                    if in_group(gid) {
                         found = true;
                         if e.perm & want == want {
                             return mask_ok();
@@ -309,12 +314,21 @@ impl PosixAcl {
     }
 }
 
-/// `acl_permission_check` with an ACL: `Some(decision)` when the ACL
-/// decides (the caller is not the owner and the mode's group bits are not
-/// all clear), `None` when the mode bits do.
-pub(crate) fn acl_decides(cred: &Cred, attr: &Attr, acl: &PosixAcl, mask: u32) -> Option<bool> {
-    if attr.uid == cred.fsuid || attr.mode & 0o070 == 0 {
+/// `acl_permission_check` with an ACL, for a caller with fsuid `fsuid`
+/// whose groups `in_group` tells (the VFS passes the credentials' own
+/// test, so that this module needs no credentials) and an inode owned by
+/// `uid` and `gid` with permission bits `mode`: `Some(decision)` when the
+/// ACL decides (the caller is not the owner and the mode's group bits are
+/// not all clear), `None` when the mode bits do.
+pub(crate) fn acl_decides(
+    fsuid: u32,
+    in_group: &dyn Fn(u32) -> bool,
+    (uid, gid, mode): (u32, u32, u32),
+    acl: &PosixAcl,
+    mask: u32,
+) -> Option<bool> {
+    if uid == fsuid || mode & 0o070 == 0 {
         return None;
     }
-    Some(acl.permits(cred, attr, mask))
+    Some(acl.permits(fsuid, in_group, (uid, gid), mask))
 }

@@ -8,7 +8,7 @@
 //!
 //! | here | Linux |
 //! | --- | --- |
-//! | [`permission`], [`permission_acl`] | `generic_permission` (with `acl_permission_check`) |
+//! | [`permission`], [`permission_decided`] | `generic_permission` (with `acl_permission_check`) |
 //! | [`may_create`], [`may_delete`], [`check_sticky`] | `may_create`, `may_delete` (permission half), `check_sticky` |
 //! | [`prepare_mode`], [`mode_strip_sgid`], [`inode_init_owner`] | `vfs_prepare_mode`, `mode_strip_sgid`, `inode_init_owner` |
 //! | [`chmod_mode`] | `chmod_common` → `notify_change` → `setattr_prepare`/`setattr_copy` |
@@ -196,23 +196,23 @@ fn mode_bits_allow(cred: &Cred, attr: &Attr, mask: u32) -> bool {
 ///   one with execute only if at least one of the three execute bits is
 ///   set.
 pub fn permission(cred: &Cred, attr: &Attr, mask: u32) -> Result<(), Errno> {
-    permission_acl(cred, attr, None, mask)
+    permission_decided(cred, attr, None, mask)
 }
 
-/// [`permission`] for an inode with an access ACL (`acl`, see
-/// [`crate::acl`]): the ACL decides instead of the permission bits where
-/// Linux's `acl_permission_check` lets it; the capability overrides are
-/// the same. With `acl` `None`, exactly [`permission`].
-pub fn permission_acl(
+/// [`permission`] for an inode with an access ACL that has already decided
+/// the permission-bit step (`decided`: the ACL's verdict where Linux's
+/// `acl_permission_check` lets the ACL decide, `None` where the mode bits
+/// do); the capability overrides are the same. With `None`, exactly
+/// [`permission`]. The VFS reads the ACL and asks it (the `acl` module),
+/// so that this module, below the file systems, knows nothing of ACLs.
+pub fn permission_decided(
     cred: &Cred,
     attr: &Attr,
-    acl: Option<&crate::acl::PosixAcl>,
+    decided: Option<bool>,
     mask: u32,
 ) -> Result<(), Errno> {
     let mask = mask & (MAY_READ | MAY_WRITE | MAY_EXEC);
-    let allowed = acl
-        .and_then(|a| crate::acl::acl_decides(cred, attr, a, mask))
-        .unwrap_or_else(|| mode_bits_allow(cred, attr, mask));
+    let allowed = decided.unwrap_or_else(|| mode_bits_allow(cred, attr, mask));
     if allowed {
         return Ok(());
     }
@@ -312,7 +312,7 @@ pub fn mode_strip_sgid(cred: &Cred, dir: &Attr, mode: u32) -> u32 {
 /// it in the file system instead (`posix_acl_create`, when there is no
 /// default ACL), still after the strip. The VFS's `new_inode` does the
 /// same: under a directory with a default ACL it passes a umask of 0 and
-/// masks the mode with the ACL ([`crate::acl::PosixAcl::create_masq`]).
+/// masks the mode with the ACL (the `acl` module's `create_masq`).
 pub fn prepare_mode(cred: &Cred, dir: &Attr, mode: u32, umask: u32) -> u32 {
     let ty = mode & S_IFMT;
     let allowed = if ty == S_IFDIR { 0o1777 } else { S_IALLUGO };

@@ -90,7 +90,7 @@ use std::sync::Arc;
 mod check;
 mod children;
 mod dput;
-mod hash;
+pub(crate) mod hash;
 mod lru;
 mod table;
 

@@ -122,7 +122,7 @@ pub(crate) fn perm_of(d: &DentryRef) -> Result<Attr, Errno> {
 /// `attr` (see [`cred::permission`]): when `attr` says the inode has an
 /// access ACL and the ACL can decide (the caller does not own it, its
 /// group bits are not clear), the ACL is read from the file system and
-/// decides ([`cred::permission_acl`]); otherwise the mode bits, with no
+/// decides ([`cred::permission_decided`]); otherwise the mode bits, with no
 /// file-system call.
 pub(crate) fn inode_permission(
     cred: &Cred,
@@ -134,7 +134,12 @@ pub(crate) fn inode_permission(
         return cred::permission(cred, attr, mask);
     }
     let acl = sb.fs.get_acl(attr.ino, AclType::Access).ok().flatten();
-    cred::permission_acl(cred, attr, acl.as_deref(), mask)
+    let m = mask & (cred::MAY_READ | cred::MAY_WRITE | cred::MAY_EXEC);
+    let in_group = |g| cred.in_group_p(g);
+    let decided = acl.as_deref().and_then(|a| {
+        crate::acl::acl_decides(cred.fsuid, &in_group, (attr.uid, attr.gid, attr.mode), a, m)
+    });
+    cred::permission_decided(cred, attr, decided, mask)
 }
 
 /// Whether `mode` is a directory's.

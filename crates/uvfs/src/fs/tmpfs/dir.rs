@@ -178,7 +178,8 @@ fn name_hash32(name: &[u8]) -> u32 {
         h.write_u8(0);
         h.finish() as usize
     });
-    let (_, h) = crate::dcache::hash_component(std::ptr::without_provenance::<u8>(seed), name);
+    let (_, h) =
+        crate::dcache::hash::hash_component(std::ptr::without_provenance::<u8>(seed), name);
     (h >> 32) as u32 ^ h as u32
 }
 
