@@ -6,7 +6,14 @@
 //! are written). FIFOs, sockets and device nodes go across as nodes
 //! (mknod, with their device numbers); making a device node on the host
 //! needs `CAP_MKNOD`, and one that cannot be made is skipped with a
-//! warning on stderr.
+//! warning on stderr. Extended attributes go across too (`user.*`,
+//! `trusted.*`, the POSIX ACLs in `system.posix_acl_*`, whatever the
+//! source lists and the destination takes; not on symlinks), after the
+//! mode (an access ACL and the mode's group bits are one thing) and before
+//! the times; one the destination refuses (a namespace it does not hold,
+//! say `trusted.*` on a host where the copy runs unprivileged, or any on a
+//! host file system without xattrs) is skipped with a warning on stderr,
+//! once per attribute name.
 
 use std::collections::HashMap;
 use std::ffi::{CString, OsStr};
@@ -116,22 +123,29 @@ fn seed_dir(
             p.mknod(&up, (m.mode() & S_IFMT) | 0o600, m.rdev())
                 .map_err(|e| uerr("mknod", &up, e))?;
         }
-        set_uvfs_meta(p, &up, &m)?;
+        set_uvfs_meta(p, &up, &hp, &m)?;
         c.entries += 1;
     }
-    set_uvfs_meta(p, upath, &md)?;
+    set_uvfs_meta(p, upath, host, &md)?;
     c.entries += 1;
     Ok(())
 }
 
-/// Owner, mode (not for symlinks) and times of a uvfs path from host
-/// metadata. The owner first: chown clears set-ID bits.
-fn set_uvfs_meta(p: &mut Process, up: &[u8], m: &std::fs::Metadata) -> Result<(), String> {
+/// Owner, mode and extended attributes (not for symlinks) and times of a
+/// uvfs path from the host file `hp` and its metadata. The owner first:
+/// chown clears set-ID bits.
+fn set_uvfs_meta(
+    p: &mut Process,
+    up: &[u8],
+    hp: &Path,
+    m: &std::fs::Metadata,
+) -> Result<(), String> {
     p.lchown(up, m.uid(), m.gid())
         .map_err(|e| uerr("chown", up, e))?;
     if m.mode() & S_IFMT != S_IFLNK {
         p.chmod(up, m.mode() & 0o7777)
             .map_err(|e| uerr("chmod", up, e))?;
+        xattrs_in(p, hp, up, "uvfs mount: --seed-from")?;
     }
     let times = [ts(m.atime(), m.atime_nsec()), ts(m.mtime(), m.mtime_nsec())];
     p.utimensat(AT_FDCWD, up, Some(times), AT_SYMLINK_NOFOLLOW)
@@ -236,15 +250,17 @@ fn dump_dir(
                 }
             }
         }
-        set_host_meta(&hp, &s)?;
+        set_host_meta(p, &up, &hp, &s)?;
         c.entries += 1;
     }
-    set_host_meta(host, &st)?;
+    set_host_meta(p, upath, host, &st)?;
     c.entries += 1;
     Ok(())
 }
 
-fn set_host_meta(hp: &Path, s: &Stat) -> Result<(), String> {
+/// Owner, mode and extended attributes (not for symlinks) and times of
+/// the host file `hp` from the uvfs path `up` and its attributes `s`.
+fn set_host_meta(p: &mut Process, up: &[u8], hp: &Path, s: &Stat) -> Result<(), String> {
     let c = cpath(hp)?;
     let fail = |what: &str| {
         format!(
@@ -260,6 +276,7 @@ fn set_host_meta(hp: &Path, s: &Stat) -> Result<(), String> {
     if s.st_mode & S_IFMT != S_IFLNK {
         std::fs::set_permissions(hp, std::fs::Permissions::from_mode(s.st_mode & 0o7777))
             .map_err(|e| format!("chmod {}: {e}", hp.display()))?;
+        xattrs_out(p, up, hp, "uvfs mount: --dump-to")?;
     }
     let times = [
         libc::timespec {
@@ -284,6 +301,164 @@ fn set_host_meta(hp: &Path, s: &Stat) -> Result<(), String> {
         return Err(fail("utimensat"));
     }
     Ok(())
+}
+
+/// Copies the host file `hp`'s extended attributes onto the uvfs path `up`
+/// (not a symlink; after its mode, before its times). One uvfs refuses
+/// (`EOPNOTSUPP`, `EPERM`, `EINVAL`) is skipped and said once per name on
+/// stderr, after `who`.
+pub fn xattrs_in(p: &mut Process, hp: &Path, up: &[u8], who: &str) -> Result<(), String> {
+    for (name, value) in host_xattrs(hp)? {
+        match p.lsetxattr(up, &name, &value, 0) {
+            Ok(()) => {}
+            Err(e @ (Errno::EOPNOTSUPP | Errno::EPERM | Errno::EINVAL)) => {
+                skipped_xattr(who, &name, &String::from_utf8_lossy(up), &e.to_string())
+            }
+            Err(e) => return Err(uerr("setxattr", up, e)),
+        }
+    }
+    Ok(())
+}
+
+/// Copies the uvfs path `up`'s extended attributes onto the host file `hp`
+/// (not a symlink; after its mode, before its times). One the host refuses
+/// (`EOPNOTSUPP`, `EPERM`, `EINVAL`) is skipped and said once per name on
+/// stderr, after `who`.
+pub fn xattrs_out(p: &mut Process, up: &[u8], hp: &Path, who: &str) -> Result<(), String> {
+    let c = cpath(hp)?;
+    for (name, value) in uvfs_xattrs(p, up)? {
+        let n = CString::new(name.clone()).map_err(|_| "an xattr name with a NUL")?;
+        // SAFETY: NUL-terminated path and name, and a value buffer of
+        // its length.
+        let r = unsafe {
+            libc::lsetxattr(
+                c.as_ptr(),
+                n.as_ptr(),
+                value.as_ptr().cast(),
+                value.len(),
+                0,
+            )
+        };
+        if r != 0 {
+            let e = std::io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EOPNOTSUPP | libc::EPERM | libc::EINVAL) => {
+                    skipped_xattr(who, &name, &hp.display().to_string(), &e.to_string())
+                }
+                _ => return Err(format!("setxattr {}: {e}", hp.display())),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Says once per attribute name that `who` skipped it.
+fn skipped_xattr(who: &str, name: &[u8], path: &str, why: &str) {
+    static SAID: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    if !said.iter().any(|n| n == name) {
+        said.push(name.to_vec());
+        eprintln!(
+            "{who}: skipping the extended attribute {} (first on {path}): {why}",
+            String::from_utf8_lossy(name)
+        );
+    }
+}
+
+/// Splits a `listxattr` buffer into its names.
+fn names_of(buf: &[u8]) -> Vec<Vec<u8>> {
+    buf.split(|&b| b == 0)
+        .filter(|n| !n.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+/// Extended attributes: (name, value) pairs.
+type Xattrs = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// The host file `hp`'s extended attributes (none on a file system
+/// without them), names and values. Sizes are asked first and the call
+/// repeated if the set grew meanwhile (`ERANGE`).
+fn host_xattrs(hp: &Path) -> Result<Xattrs, String> {
+    let c = cpath(hp)?;
+    let fail = |what: &str, e: std::io::Error| format!("{what} {}: {e}", hp.display());
+    let list = loop {
+        // SAFETY: a NUL-terminated path; a null buffer of size 0 asks for
+        // the size.
+        let n = unsafe { libc::llistxattr(c.as_ptr(), std::ptr::null_mut(), 0) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
+                return Ok(Vec::new());
+            }
+            return Err(fail("listxattr", e));
+        }
+        let mut buf = vec![0u8; n as usize];
+        // SAFETY: a buffer of its length.
+        let m = unsafe { libc::llistxattr(c.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+        if m >= 0 {
+            buf.truncate(m as usize);
+            break buf;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::ERANGE) {
+            return Err(fail("listxattr", e));
+        }
+    };
+    let mut out = Vec::new();
+    for name in names_of(&list) {
+        let n = CString::new(name.clone()).map_err(|_| "an xattr name with a NUL")?;
+        loop {
+            // SAFETY: NUL-terminated path and name; size query.
+            let len = unsafe { libc::lgetxattr(c.as_ptr(), n.as_ptr(), std::ptr::null_mut(), 0) };
+            if len < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.raw_os_error() == Some(libc::ENODATA) {
+                    break; // removed meanwhile
+                }
+                return Err(fail("getxattr", e));
+            }
+            let mut v = vec![0u8; len as usize];
+            // SAFETY: a buffer of its length.
+            let got =
+                unsafe { libc::lgetxattr(c.as_ptr(), n.as_ptr(), v.as_mut_ptr().cast(), v.len()) };
+            if got >= 0 {
+                v.truncate(got as usize);
+                out.push((name, v));
+                break;
+            }
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::ERANGE) {
+                return Err(fail("getxattr", e));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The uvfs path `up`'s extended attributes, names and values.
+fn uvfs_xattrs(p: &mut Process, up: &[u8]) -> Result<Xattrs, String> {
+    let n = p
+        .llistxattr(up, &mut [])
+        .map_err(|e| uerr("listxattr", up, e))?;
+    let mut buf = vec![0u8; n];
+    let m = p
+        .llistxattr(up, &mut buf)
+        .map_err(|e| uerr("listxattr", up, e))?;
+    buf.truncate(m);
+    let mut out = Vec::new();
+    for name in names_of(&buf) {
+        let len = p
+            .lgetxattr(up, &name, &mut [])
+            .map_err(|e| uerr("getxattr", up, e))?;
+        let mut v = vec![0u8; len];
+        let got = p
+            .lgetxattr(up, &name, &mut v)
+            .map_err(|e| uerr("getxattr", up, e))?;
+        v.truncate(got);
+        out.push((name, v));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -340,6 +515,117 @@ mod tests {
         assert_eq!(
             (a.mode(), a.mtime(), a.mtime_nsec()),
             (b.mode(), b.mtime(), b.mtime_nsec())
+        );
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    /// A POSIX ACL value: header version 2, then (tag, perm, id) entries.
+    fn acl(entries: &[(u16, u16, u32)]) -> Vec<u8> {
+        let mut v = 2u32.to_le_bytes().to_vec();
+        for &(tag, perm, id) in entries {
+            v.extend_from_slice(&tag.to_le_bytes());
+            v.extend_from_slice(&perm.to_le_bytes());
+            v.extend_from_slice(&id.to_le_bytes());
+        }
+        v
+    }
+
+    fn host_set(path: &Path, name: &str, value: &[u8]) -> std::io::Result<()> {
+        let (c, n) = (cpath(path).unwrap(), CString::new(name).unwrap());
+        // SAFETY: NUL-terminated path and name; a value buffer of its length.
+        let r = unsafe {
+            libc::lsetxattr(
+                c.as_ptr(),
+                n.as_ptr(),
+                value.as_ptr().cast(),
+                value.len(),
+                0,
+            )
+        };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    }
+
+    fn host_get(path: &Path, name: &str) -> Option<Vec<u8>> {
+        host_xattrs(path)
+            .unwrap()
+            .into_iter()
+            .find(|(n, _)| n == name.as_bytes())
+            .map(|(_, v)| v)
+    }
+
+    /// Extended attributes and POSIX ACLs go in with `--seed-from` and out
+    /// with `--dump-to`, byte for byte, on the host's tmpfs (which holds
+    /// them all).
+    #[test]
+    fn xattrs_and_acls_go_across() {
+        let base = Path::new("/dev/shm").join(format!("uvfs-fuse-xattr-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let src = base.join("src");
+        std::fs::create_dir_all(src.join("d")).unwrap();
+        std::fs::write(src.join("f"), b"x").unwrap();
+        std::fs::set_permissions(src.join("f"), std::fs::Permissions::from_mode(0o640)).unwrap();
+        // user_obj rw-, user 1000 r--, group_obj r--, mask r--, other ---.
+        let access = acl(&[
+            (1, 6, u32::MAX),
+            (2, 4, 1000),
+            (4, 4, u32::MAX),
+            (0x10, 4, u32::MAX),
+            (0x20, 0, u32::MAX),
+        ]);
+        let default = acl(&[(1, 7, u32::MAX), (4, 5, u32::MAX), (0x20, 5, u32::MAX)]);
+        if let Err(e) = host_set(&src.join("f"), "user.k", b"v") {
+            eprintln!("SKIP: /dev/shm has no user xattrs here: {e}");
+            std::fs::remove_dir_all(&base).unwrap();
+            return;
+        }
+        host_set(&src.join("f"), "system.posix_acl_access", &access).unwrap();
+        host_set(&src.join("d"), "system.posix_acl_default", &default).unwrap();
+        host_set(&src.join("d"), "user.empty", b"").unwrap();
+        let security = host_set(&src.join("f"), "security.uvfs_test", b"s").is_ok();
+        let vfs = Vfs::new(FastPaths::seeds());
+        let mut p = Process::new(&vfs).unwrap();
+        p.umask(0);
+        seed(&mut p, &src).unwrap();
+        let mut buf = [0u8; 64];
+        let n = p.getxattr("/f", b"user.k", &mut buf).unwrap();
+        assert_eq!(&buf[..n], b"v");
+        assert!(
+            p.getxattr("/f", b"system.posix_acl_access", &mut buf)
+                .is_ok()
+        );
+        assert!(
+            p.getxattr("/d", b"system.posix_acl_default", &mut buf)
+                .is_ok()
+        );
+        let dst = base.join("dst");
+        dump(&mut p, &dst).unwrap();
+        for (rel, name) in [
+            ("f", "user.k"),
+            ("f", "system.posix_acl_access"),
+            ("d", "system.posix_acl_default"),
+            ("d", "user.empty"),
+        ] {
+            assert_eq!(
+                host_get(&src.join(rel), name),
+                host_get(&dst.join(rel), name),
+                "{rel} {name}"
+            );
+            assert!(host_get(&dst.join(rel), name).is_some(), "{rel} {name}");
+        }
+        // `security.*` too, where the host let the test set it (root).
+        if security {
+            assert_eq!(
+                host_get(&dst.join("f"), "security.uvfs_test").as_deref(),
+                Some(&b"s"[..])
+            );
+        }
+        assert_eq!(
+            std::fs::metadata(dst.join("f")).unwrap().mode(),
+            std::fs::metadata(src.join("f")).unwrap().mode()
         );
         std::fs::remove_dir_all(&base).unwrap();
     }

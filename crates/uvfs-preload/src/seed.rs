@@ -1,7 +1,9 @@
 //! Getting files in and out of a process's private uvfs: `UVFS_SEED=DIR`
 //! copies the host directory `DIR` into the uvfs root when uvfs is built
-//! (files, directories, symlinks, modes, times); `UVFS_DUMP=DIR` copies the
-//! uvfs tree out to the host directory `DIR` (created if missing) when the
+//! (files, directories, symlinks, modes, extended attributes and POSIX
+//! ACLs, times); `UVFS_DUMP=DIR` copies the uvfs tree out to the host
+//! directory `DIR` (created if missing; extended attributes too, but not
+//! from a process tree's mount, which is copied as plain files) when the
 //! process that loaded the shim exits through `exit()` (not its forks, not
 //! `_exit`). Both run with the shim's guard set, so the std::fs calls they
 //! make go to the kernel.
@@ -66,6 +68,7 @@ fn copy_in(p: &mut Process, host: &Path, at: &[u8]) {
             continue;
         }
         let _ = p.chmod(&path, md.mode() & 0o7777);
+        let _ = uvfs_fuse::tree::xattrs_in(p, &e.path(), &path, "uvfs-preload: UVFS_SEED");
         let t = [
             Timespec {
                 tv_sec: md.atime(),
@@ -190,6 +193,7 @@ fn copy_out(p: &mut Process, at: &[u8], host: &Path) {
             }
         }
         let _ = std::fs::set_permissions(&hp, std::fs::Permissions::from_mode(st.st_mode & 0o7777));
+        let _ = uvfs_fuse::tree::xattrs_out(p, &path, &hp, "uvfs-preload: UVFS_DUMP");
     }
 }
 
