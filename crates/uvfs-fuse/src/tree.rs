@@ -325,11 +325,24 @@ pub fn xattrs_in(p: &mut Process, hp: &Path, up: &[u8], who: &str) -> Result<(),
 /// (`EOPNOTSUPP`, `EPERM`, `EINVAL`) is skipped and said once per name on
 /// stderr, after `who`.
 pub fn xattrs_out(p: &mut Process, up: &[u8], hp: &Path, who: &str) -> Result<(), String> {
+    host_set_all(hp, uvfs_xattrs(p, up)?, who)
+}
+
+/// Copies the host file `from`'s extended attributes onto the host file
+/// `to` (neither a symlink): as [`xattrs_out`], between two host paths (a
+/// process tree's mount and the directory it is dumped to).
+pub fn xattrs_between(from: &Path, to: &Path, who: &str) -> Result<(), String> {
+    host_set_all(to, host_xattrs(from)?, who)
+}
+
+/// Sets `attrs` on the host file `hp`; one the host refuses (`EOPNOTSUPP`,
+/// `EPERM`, `EINVAL`) is skipped and said once per name after `who`.
+fn host_set_all(hp: &Path, attrs: Xattrs, who: &str) -> Result<(), String> {
     let c = cpath(hp)?;
-    for (name, value) in uvfs_xattrs(p, up)? {
+    for (name, value) in attrs {
         let n = CString::new(name.clone()).map_err(|_| "an xattr name with a NUL")?;
-        // SAFETY: NUL-terminated path and name, and a value buffer of
-        // its length.
+        // SAFETY: NUL-terminated path and name, and a value buffer of its
+        // length.
         let r = unsafe {
             libc::lsetxattr(
                 c.as_ptr(),

@@ -2,8 +2,7 @@
 //! copies the host directory `DIR` into the uvfs root when uvfs is built
 //! (files, directories, symlinks, modes, extended attributes and POSIX
 //! ACLs, times); `UVFS_DUMP=DIR` copies the uvfs tree out to the host
-//! directory `DIR` (created if missing; extended attributes too, but not
-//! from a process tree's mount, which is copied as plain files) when the
+//! directory `DIR` (created if missing; extended attributes too) when the
 //! process that loaded the shim exits through `exit()` (not its forks, not
 //! `_exit`). Both run with the shim's guard set, so the std::fs calls they
 //! make go to the kernel.
@@ -220,6 +219,7 @@ fn copy_mounted(from: &Path, to: &Path) {
             let _ = std::fs::copy(&src, &dst);
         }
         let _ = std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(md.mode() & 0o7777));
+        let _ = uvfs_fuse::tree::xattrs_between(&src, &dst, "uvfs-preload: UVFS_DUMP");
     }
 }
 

@@ -2,8 +2,9 @@
 //! across, as `uvfs mount --seed-from`/`--dump-to` do (the same code,
 //! `uvfs_fuse::tree::xattrs_in`/`xattrs_out`): a file seeded with a
 //! `user.*` attribute and an access ACL shows both under the shim, one
-//! the program sets is in the dump, and the ACL comes back byte for byte.
-//! On the host's tmpfs, which holds both.
+//! the program sets is in the dump, and the ACL comes back byte for byte;
+//! in one process, and in a process tree (the dump then copies from the
+//! tree's FUSE mount). On the host's tmpfs, which holds both.
 
 mod support;
 use support::cprog::{Scratch, err, have, out, run};
@@ -65,25 +66,38 @@ fn seed_and_dump_keep_xattrs_and_acls() {
                 print(oct(os.stat('/uvfs/f').st_mode & 0o777))\n\
                 open('/uvfs/g', 'w').write('y')\n\
                 os.setxattr('/uvfs/g', 'user.made', b'under the shim')\n";
-    let o = run(
-        &["/usr/bin/python3", "-c", prog],
-        true,
-        &[
-            ("UVFS_PREFIX", "/uvfs"),
-            ("UVFS_TREE", "0"),
-            ("UVFS_SEED", seed.to_str().unwrap()),
-            ("UVFS_DUMP", dump.to_str().unwrap()),
-        ],
-    );
-    assert!(o.status.success(), "{}{}", out(&o), err(&o));
-    assert_eq!(out(&o), "b'v'\n44\n0o640\n", "{}", err(&o));
-    assert_eq!(get(&dump.join("f"), "user.k").as_deref(), Some(&b"v"[..]));
-    assert_eq!(
-        get(&dump.join("f"), "system.posix_acl_access"),
-        get(&seed.join("f"), "system.posix_acl_access")
-    );
-    assert_eq!(
-        get(&dump.join("g"), "user.made").as_deref(),
-        Some(&b"under the shim"[..])
-    );
+    let script = format!("/usr/bin/python3 -c \"{prog}\"");
+    for (tree, cmd) in [
+        ("0", vec!["/usr/bin/python3", "-c", prog]),
+        ("1", vec!["sh", "-c", script.as_str()]),
+    ] {
+        let dump = dump.join(tree);
+        let o = run(
+            &cmd,
+            true,
+            &[
+                ("UVFS_PREFIX", "/uvfs"),
+                ("UVFS_TREE", tree),
+                ("UVFS_SEED", seed.to_str().unwrap()),
+                ("UVFS_DUMP", dump.to_str().unwrap()),
+            ],
+        );
+        assert!(o.status.success(), "tree {tree}: {}{}", out(&o), err(&o));
+        assert_eq!(out(&o), "b'v'\n44\n0o640\n", "tree {tree}: {}", err(&o));
+        assert_eq!(
+            get(&dump.join("f"), "user.k").as_deref(),
+            Some(&b"v"[..]),
+            "tree {tree}"
+        );
+        assert_eq!(
+            get(&dump.join("f"), "system.posix_acl_access"),
+            get(&seed.join("f"), "system.posix_acl_access"),
+            "tree {tree}"
+        );
+        assert_eq!(
+            get(&dump.join("g"), "user.made").as_deref(),
+            Some(&b"under the shim"[..]),
+            "tree {tree}"
+        );
+    }
 }
