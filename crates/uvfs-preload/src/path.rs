@@ -57,17 +57,24 @@ pub(crate) fn loaded() -> bool {
 /// no doubled slash (no `/.` or `//` in it at all, to be simple) that
 /// neither is the prefix nor lies under it. Anything else (`false`) takes the full route.
 pub(crate) fn early_outside(path: &[u8]) -> bool {
-    // SAFETY: a NUL-terminated name; the pointer `getenv` returns (into
-    // the environment) is read at once, before anything could change the
-    // environment (the program has not reached `main`).
+    with_configured(|raw| outside(raw, path))
+}
+
+/// Runs `f` on `UVFS_PREFIX` as set (`/uvfs` when unset), read in place
+/// with libc's `getenv`: no allocation, and not std's, which takes std's
+/// environment lock and copies the value. The bytes are the environment's
+/// own, so they are only lent to `f`; the shim reads them at load (the
+/// prefix, below) or before the program's `main` ([`early_outside`]),
+/// when nothing changes the environment.
+fn with_configured<R>(f: impl FnOnce(&[u8]) -> R) -> R {
+    // SAFETY: a NUL-terminated name.
     let env = unsafe { libc::getenv(c"UVFS_PREFIX".as_ptr()) };
-    let raw: &[u8] = if env.is_null() {
-        b"/uvfs"
-    } else {
-        // SAFETY: a non-null `getenv` result is a NUL-terminated string.
-        unsafe { std::ffi::CStr::from_ptr(env) }.to_bytes()
-    };
-    outside(raw, path)
+    if env.is_null() {
+        return f(b"/uvfs");
+    }
+    // SAFETY: a non-null `getenv` result is a NUL-terminated string in the
+    // environment, read before `f` returns, while nothing changes it.
+    f(unsafe { std::ffi::CStr::from_ptr(env) }.to_bytes())
 }
 
 /// [`early_outside`] with the configured prefix `raw` given.
@@ -95,18 +102,7 @@ pub(crate) fn prefix_raw() -> Option<&'static [u8]> {
     static PREFIX: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
     PREFIX
         .get_or_init(|| {
-            // libc's `getenv`, not std's (which takes std's environment
-            // lock and copies the value before this copies it again).
-            // SAFETY: a NUL-terminated name; the result, if not null, is
-            // a NUL-terminated string, copied at once.
-            let env = unsafe { libc::getenv(c"UVFS_PREFIX".as_ptr()) };
-            let raw = if env.is_null() {
-                b"/uvfs".to_vec()
-            } else {
-                // SAFETY: as above.
-                unsafe { std::ffi::CStr::from_ptr(env) }.to_bytes().to_vec()
-            };
-            let mut p = crate::route::normalize(&raw)?;
+            let mut p = with_configured(crate::route::normalize)?;
             if p.len() <= 1 {
                 return None;
             }
