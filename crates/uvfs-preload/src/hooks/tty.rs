@@ -8,20 +8,11 @@
 //! (a tmpfs file or directory is not a terminal), a cached number `EBADF`,
 //! and a kernel fd goes to the next definition.
 
-use crate::conv::set_errno;
+use crate::dispatch::fd_call;
 use crate::interpose::real;
 use crate::state::{FDMAP, Fd};
 use libc::{c_char, c_int, pid_t, size_t, termios};
-
-/// What a terminal call on `fd` gets when it is not the kernel's: the
-/// errno, or `None` for a kernel fd.
-fn not_kernel(fd: c_int) -> Option<c_int> {
-    match FDMAP.get(fd) {
-        Fd::Kernel => None,
-        Fd::Stale => Some(libc::EBADF),
-        Fd::Uvfs(_) => Some(libc::ENOTTY),
-    }
-}
+use uvfs::Errno;
 
 /// `isatty`: 0 with `errno` set on a uvfs fd or a cached number.
 ///
@@ -29,14 +20,13 @@ fn not_kernel(fd: c_int) -> Option<c_int> {
 /// None beyond libc's.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn isatty(fd: c_int) -> c_int {
-    match not_kernel(fd) {
+    fd_call(
+        fd,
+        0,
         // SAFETY: the caller's argument, unchanged.
-        None => unsafe { real!(isatty: fn(c_int) -> c_int)(fd) },
-        Some(e) => {
-            set_errno(e);
-            0
-        }
-    }
+        || unsafe { real!(isatty: fn(c_int) -> c_int)(fd) },
+        |_, _| Err(Errno::ENOTTY),
+    )
 }
 
 /// `ttyname`: NULL with `errno` set on a uvfs fd or a cached number.
@@ -45,14 +35,13 @@ pub unsafe extern "C" fn isatty(fd: c_int) -> c_int {
 /// None beyond libc's (the result is libc's static buffer).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ttyname(fd: c_int) -> *mut c_char {
-    match not_kernel(fd) {
+    fd_call(
+        fd,
+        std::ptr::null_mut(),
         // SAFETY: the caller's argument, unchanged.
-        None => unsafe { real!(ttyname: fn(c_int) -> *mut c_char)(fd) },
-        Some(e) => {
-            set_errno(e);
-            std::ptr::null_mut()
-        }
-    }
+        || unsafe { real!(ttyname: fn(c_int) -> *mut c_char)(fd) },
+        |_, _| Err(Errno::ENOTTY),
+    )
 }
 
 /// `ttyname_r`: the error number itself (its convention), on a uvfs fd or
@@ -62,10 +51,15 @@ pub unsafe extern "C" fn ttyname(fd: c_int) -> *mut c_char {
 /// `buf` holds `len` writable bytes, as libc's contract says.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ttyname_r(fd: c_int, buf: *mut c_char, len: size_t) -> c_int {
-    match not_kernel(fd) {
+    // Its error is the result, not errno: `fd_call`'s convention does not
+    // fit, so the fd map is asked directly, with `fd_call`'s answers.
+    match FDMAP.get(fd) {
+        Fd::Stale => libc::EBADF,
+        Fd::Uvfs(_) => libc::ENOTTY,
         // SAFETY: the caller's arguments, under its contract.
-        None => unsafe { real!(ttyname_r: fn(c_int, *mut c_char, size_t) -> c_int)(fd, buf, len) },
-        Some(e) => e,
+        Fd::Kernel => unsafe {
+            real!(ttyname_r: fn(c_int, *mut c_char, size_t) -> c_int)(fd, buf, len)
+        },
     }
 }
 
@@ -75,14 +69,13 @@ pub unsafe extern "C" fn ttyname_r(fd: c_int, buf: *mut c_char, len: size_t) -> 
 /// None beyond libc's.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tcgetpgrp(fd: c_int) -> pid_t {
-    match not_kernel(fd) {
+    fd_call(
+        fd,
+        -1,
         // SAFETY: the caller's argument, unchanged.
-        None => unsafe { real!(tcgetpgrp: fn(c_int) -> pid_t)(fd) },
-        Some(e) => {
-            set_errno(e);
-            -1
-        }
-    }
+        || unsafe { real!(tcgetpgrp: fn(c_int) -> pid_t)(fd) },
+        |_, _| Err(Errno::ENOTTY),
+    )
 }
 
 /// `tcsetpgrp`: -1 with `errno` set on a uvfs fd or a cached number.
@@ -91,14 +84,13 @@ pub unsafe extern "C" fn tcgetpgrp(fd: c_int) -> pid_t {
 /// None beyond libc's.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tcsetpgrp(fd: c_int, pgrp: pid_t) -> c_int {
-    match not_kernel(fd) {
+    fd_call(
+        fd,
+        -1,
         // SAFETY: the caller's arguments, unchanged.
-        None => unsafe { real!(tcsetpgrp: fn(c_int, pid_t) -> c_int)(fd, pgrp) },
-        Some(e) => {
-            set_errno(e);
-            -1
-        }
-    }
+        || unsafe { real!(tcsetpgrp: fn(c_int, pid_t) -> c_int)(fd, pgrp) },
+        |_, _| Err(Errno::ENOTTY),
+    )
 }
 
 /// `tcgetattr`: -1 with `errno` set on a uvfs fd or a cached number.
@@ -107,14 +99,13 @@ pub unsafe extern "C" fn tcsetpgrp(fd: c_int, pgrp: pid_t) -> c_int {
 /// `t` is writable, as libc's contract says.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tcgetattr(fd: c_int, t: *mut termios) -> c_int {
-    match not_kernel(fd) {
+    fd_call(
+        fd,
+        -1,
         // SAFETY: the caller's arguments, under its contract.
-        None => unsafe { real!(tcgetattr: fn(c_int, *mut termios) -> c_int)(fd, t) },
-        Some(e) => {
-            set_errno(e);
-            -1
-        }
-    }
+        || unsafe { real!(tcgetattr: fn(c_int, *mut termios) -> c_int)(fd, t) },
+        |_, _| Err(Errno::ENOTTY),
+    )
 }
 
 /// `tcsetattr`: -1 with `errno` set on a uvfs fd or a cached number.
@@ -123,12 +114,11 @@ pub unsafe extern "C" fn tcgetattr(fd: c_int, t: *mut termios) -> c_int {
 /// `t` is readable, as libc's contract says.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tcsetattr(fd: c_int, act: c_int, t: *const termios) -> c_int {
-    match not_kernel(fd) {
+    fd_call(
+        fd,
+        -1,
         // SAFETY: the caller's arguments, under its contract.
-        None => unsafe { real!(tcsetattr: fn(c_int, c_int, *const termios) -> c_int)(fd, act, t) },
-        Some(e) => {
-            set_errno(e);
-            -1
-        }
-    }
+        || unsafe { real!(tcsetattr: fn(c_int, c_int, *const termios) -> c_int)(fd, act, t) },
+        |_, _| Err(Errno::ENOTTY),
+    )
 }
