@@ -9,7 +9,7 @@
 //! `renameat2(RENAME_WHITEOUT)`.
 
 mod support;
-use support::cprog::{Scratch, compile_c, host_reference, shim_matches};
+use support::cprog::{Scratch, compile_c, have, host_reference, shim_matches};
 
 const C_FIFO: &str = r##"
 #define _GNU_SOURCE
@@ -126,4 +126,59 @@ fn fifo_program_matches_the_host() {
     );
     // Nothing reached the host under the prefix.
     assert!(!prefix.join("fifo").exists() && !prefix.join("sock").exists());
+}
+
+/// The terminal calls on a uvfs fd and on a closed one, against the host:
+/// glibc serves them with calls the shim cannot see, so without the shim's
+/// own `isatty`, `ttyname`, `ttyname_r`, `tcgetpgrp`, `tcsetpgrp`,
+/// `tcgetattr` and `tcsetattr` a closed number that the placeholder cache
+/// still holds answered `ENOTTY` (its `/dev/null`) where Linux says
+/// `EBADF`. In one process (`UVFS_TREE=0`), cache on.
+#[test]
+fn terminal_calls_on_uvfs_and_closed_fds_match_the_host() {
+    if !have("/usr/bin/python3") {
+        return;
+    }
+    let dir = Scratch::new("tty");
+    let py = "import os, sys, termios\n\
+              d = sys.argv[1]\n\
+              def show(tag, f):\n\
+              \x20   try:\n\
+              \x20       print(tag, 'ok', f())\n\
+              \x20   except OSError as e:\n\
+              \x20       print(tag, 'errno', e.errno)\n\
+              fd = os.open(d + '/f', os.O_CREAT | os.O_RDWR, 0o644)\n\
+              for tag, n in (('open', fd), ('closed', None)):\n\
+              \x20   if n is None:\n\
+              \x20       os.close(fd)\n\
+              \x20       n = fd\n\
+              \x20   show(tag + ' isatty', lambda: os.isatty(n))\n\
+              \x20   show(tag + ' ttyname', lambda: os.ttyname(n))\n\
+              \x20   show(tag + ' tcgetpgrp', lambda: os.tcgetpgrp(n))\n\
+              \x20   show(tag + ' tcsetpgrp', lambda: os.tcsetpgrp(n, os.getpgrp()))\n\
+              \x20   try:\n\
+              \x20       termios.tcgetattr(n)\n\
+              \x20       print(tag, 'tcgetattr ok')\n\
+              \x20   except termios.error as e:\n\
+              \x20       print(tag, 'tcgetattr errno', e.args[0])\n";
+    let host = dir.join("host");
+    std::fs::create_dir(&host).unwrap();
+    let want = host_reference(
+        &["/usr/bin/python3", "-c", py, host.to_str().unwrap()],
+        &[
+            "open ttyname errno 25",
+            "closed ttyname errno 9",
+            "closed tcgetattr errno 9",
+        ],
+    );
+    let prefix = dir.join("uvfs");
+    shim_matches(
+        &["/usr/bin/python3", "-c", py, prefix.to_str().unwrap()],
+        &[
+            ("UVFS_PREFIX", prefix.to_str().unwrap()),
+            ("UVFS_TREE", "0"),
+        ],
+        &want,
+        "the terminal calls",
+    );
 }
