@@ -395,58 +395,53 @@ type Xattrs = Vec<(Vec<u8>, Vec<u8>)>;
 fn host_xattrs(hp: &Path) -> Result<Xattrs, String> {
     let c = cpath(hp)?;
     let fail = |what: &str, e: std::io::Error| format!("{what} {}: {e}", hp.display());
-    let list = loop {
-        // SAFETY: a NUL-terminated path; a null buffer of size 0 asks for
-        // the size.
-        let n = unsafe { libc::llistxattr(c.as_ptr(), std::ptr::null_mut(), 0) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
-                return Ok(Vec::new());
-            }
-            return Err(fail("listxattr", e));
-        }
-        let mut buf = vec![0u8; n as usize];
-        // SAFETY: a buffer of its length.
-        let m = unsafe { libc::llistxattr(c.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
-        if m >= 0 {
-            buf.truncate(m as usize);
-            break buf;
-        }
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::ERANGE) {
-            return Err(fail("listxattr", e));
-        }
+    let list = match sized(|p, n| {
+        // SAFETY: a NUL-terminated path, and a buffer pointer with its
+        // length (null with 0 for the size).
+        unsafe { libc::llistxattr(c.as_ptr(), p, n) }
+    }) {
+        Ok(l) => l,
+        Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => return Ok(Vec::new()),
+        Err(e) => return Err(fail("listxattr", e)),
     };
     let mut out = Vec::new();
     for name in names_of(&list) {
         let n = CString::new(name.clone()).map_err(|_| "an xattr name with a NUL")?;
-        loop {
-            // SAFETY: NUL-terminated path and name; size query.
-            let len = unsafe { libc::lgetxattr(c.as_ptr(), n.as_ptr(), std::ptr::null_mut(), 0) };
-            if len < 0 {
-                let e = std::io::Error::last_os_error();
-                if e.raw_os_error() == Some(libc::ENODATA) {
-                    break; // removed meanwhile
-                }
-                return Err(fail("getxattr", e));
-            }
-            let mut v = vec![0u8; len as usize];
-            // SAFETY: a buffer of its length.
-            let got =
-                unsafe { libc::lgetxattr(c.as_ptr(), n.as_ptr(), v.as_mut_ptr().cast(), v.len()) };
-            if got >= 0 {
-                v.truncate(got as usize);
-                out.push((name, v));
-                break;
-            }
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::ERANGE) {
-                return Err(fail("getxattr", e));
-            }
+        match sized(|p, len| {
+            // SAFETY: a NUL-terminated path and name, and a buffer pointer
+            // with its length (null with 0 for the size).
+            unsafe { libc::lgetxattr(c.as_ptr(), n.as_ptr(), p.cast(), len) }
+        }) {
+            Ok(v) => out.push((name, v)),
+            // Removed meanwhile.
+            Err(e) if e.raw_os_error() == Some(libc::ENODATA) => {}
+            Err(e) => return Err(fail("getxattr", e)),
         }
     }
     Ok(out)
+}
+
+/// A variable-sized answer of a `listxattr`/`getxattr`-style call
+/// (`call(buf, len)`: a size for a null buffer of length 0, else the bytes
+/// written, -1 and errno on error): the size asked first, then the bytes,
+/// again if it grew in between (`ERANGE`).
+fn sized(call: impl Fn(*mut libc::c_char, usize) -> isize) -> std::io::Result<Vec<u8>> {
+    loop {
+        let n = call(std::ptr::null_mut(), 0);
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut buf = vec![0u8; n as usize];
+        let m = call(buf.as_mut_ptr().cast(), buf.len());
+        if m >= 0 {
+            buf.truncate(m as usize);
+            return Ok(buf);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::ERANGE) {
+            return Err(e);
+        }
+    }
 }
 
 /// The uvfs path `up`'s extended attributes, names and values.
