@@ -76,6 +76,7 @@ pub mod backing;
 pub mod creds;
 pub mod mount;
 pub mod passthrough;
+pub mod run;
 pub mod server;
 pub mod tree;
 

@@ -24,13 +24,9 @@ pub enum Preset {
     Stock,
 }
 
-/// `uvfs mount [OPTIONS] DIR`.
+/// The options of a served VFS, shared by `uvfs mount` and `uvfs run`.
 #[derive(Args, Debug, Clone)]
-pub struct MountArgs {
-    /// Detach; exit 0 once the mount is live (non-zero with the reason if
-    /// mounting failed).
-    #[arg(long)]
-    pub daemon: bool,
+pub struct ServeOptions {
     /// tmpfs space limit in bytes (K, M, G suffixes: powers of 1024).
     #[arg(long, value_name = "BYTES", value_parser = parse_size)]
     pub size: Option<u64>,
@@ -55,6 +51,18 @@ pub struct MountArgs {
     /// Write the tree out to this host directory after unmount.
     #[arg(long, value_name = "HOSTDIR")]
     pub dump_to: Option<PathBuf>,
+}
+
+/// `uvfs mount [OPTIONS] DIR`.
+#[derive(Args, Debug, Clone)]
+pub struct MountArgs {
+    /// Detach; exit 0 once the mount is live (non-zero with the reason if
+    /// mounting failed).
+    #[arg(long)]
+    pub daemon: bool,
+    /// What is served, and how.
+    #[command(flatten)]
+    pub serve: ServeOptions,
     /// The directory to mount on.
     pub dir: PathBuf,
 }
@@ -151,18 +159,25 @@ pub fn check(args: &MountArgs) -> Result<PathBuf, String> {
             dir.display()
         ));
     }
-    if args.passthrough == Passthrough::On && !has_cap_sys_admin() {
+    check_options(&args.serve)?;
+    Ok(dir)
+}
+
+/// The checks of the options, `/dev/fuse` among them, made before
+/// anything is mounted; `Err` is the message.
+pub fn check_options(opts: &ServeOptions) -> Result<(), String> {
+    if opts.passthrough == Passthrough::On && !has_cap_sys_admin() {
         return Err(
             "--passthrough=on: registering a backing file needs CAP_SYS_ADMIN (run as root)".into(),
         );
     }
-    if let Some(s) = &args.seed_from {
+    if let Some(s) = &opts.seed_from {
         let m = std::fs::metadata(s).map_err(|e| format!("--seed-from {}: {e}", s.display()))?;
         if !m.is_dir() {
             return Err(format!("--seed-from {}: not a directory", s.display()));
         }
     }
-    if let Some(t) = &args.dump_to {
+    if let Some(t) = &opts.dump_to {
         match std::fs::metadata(t) {
             Ok(m) if !m.is_dir() => {
                 return Err(format!("--dump-to {}: not a directory", t.display()));
@@ -187,7 +202,7 @@ pub fn check(args: &MountArgs) -> Result<PathBuf, String> {
         .write(true)
         .open("/dev/fuse")
         .map_err(|e| format!("/dev/fuse: {e} (is the fuse module loaded, and are you root?)"))?;
-    Ok(dir)
+    Ok(())
 }
 
 /// The tmpfs to serve and the passthrough mode to serve it with.
@@ -209,10 +224,17 @@ pub struct Served {
 /// limit (said on stderr), `on` is refused (`Err`, the message). Without
 /// `CAP_SYS_ADMIN`, `auto` keeps uvfs's limit (passthrough goes off at
 /// `FUSE_INIT`, which says why).
-pub fn build_fs(args: &MountArgs) -> Result<Served, String> {
+pub fn build_fs(args: &ServeOptions) -> Result<Served, String> {
+    // The root belongs to the server's effective ids, as a tmpfs root
+    // belongs to its mounter's (`uvfs run` in a user namespace: the
+    // caller's, without which the kernel grants no write to it there).
+    // SAFETY: geteuid and getegid have no preconditions.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
     let opts = TmpfsOptions {
         size_bytes: args.size,
         nr_inodes: args.nr_inodes,
+        uid,
+        gid,
         ..TmpfsOptions::default()
     };
     let plain = |passthrough| Served {
@@ -254,7 +276,7 @@ pub fn build_fs(args: &MountArgs) -> Result<Served, String> {
 
 /// `uvfs mount`: returns the exit status.
 pub fn run(args: MountArgs) -> i32 {
-    let built = check(&args).and_then(|dir| build_fs(&args).map(|s| (dir, s)));
+    let built = check(&args).and_then(|dir| build_fs(&args.serve).map(|s| (dir, s)));
     let (dir, served) = match built {
         Ok(d) => d,
         Err(m) => {
@@ -263,7 +285,7 @@ pub fn run(args: MountArgs) -> i32 {
         }
     };
     if !args.daemon {
-        return serve(&args, &dir, None, served);
+        return serve(&args.serve, &dir, None, served);
     }
     let mut fds = [0i32; 2];
     // SAFETY: `fds` is a writable array of two ints.
@@ -284,7 +306,7 @@ pub fn run(args: MountArgs) -> i32 {
         drop(r);
         // SAFETY: setsid has no preconditions; it detaches from the terminal.
         unsafe { libc::setsid() };
-        return serve(&args, &dir, Some(std::fs::File::from(w)), served);
+        return serve(&args.serve, &dir, Some(std::fs::File::from(w)), served);
     }
     drop(w);
     let mut msg = String::new();
@@ -336,7 +358,7 @@ fn block_signals() -> libc::sigset_t {
 /// connection itself, and programs still inside get ENOTCONN. (Writing to
 /// the fuse control file system's `abort` would name the connection by a
 /// device number, global to the machine; an exit names only our own.)
-fn unmount(dir: &Path) -> bool {
+pub fn unmount(dir: &Path) -> bool {
     let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
         return false;
     };
@@ -349,10 +371,28 @@ fn unmount(dir: &Path) -> bool {
     true
 }
 
-/// Builds the VFS, seeds it, mounts and serves until unmounted or
-/// signalled, then dumps. `notify` is the daemon's pipe to its parent.
-fn serve(args: &MountArgs, dir: &Path, notify: Option<std::fs::File>, served: Served) -> i32 {
-    let fast = match args.fastpaths {
+/// A VFS served at a directory: the session's thread and what ends it.
+pub struct Serving {
+    vfs: Arc<Vfs>,
+    worker: std::thread::JoinHandle<std::io::Result<()>>,
+    /// Held while serving: it shares the session's mount, which it would
+    /// unmount on the spot if it were the mount's last holder.
+    _unmounter: fuser::SessionUnmounter,
+    /// SIGINT, SIGTERM and SIGHUP, blocked in every thread of the server
+    /// and taken with `sigtimedwait`.
+    signals: libc::sigset_t,
+}
+
+/// Builds the VFS, seeds it, blocks the stop signals and mounts it at
+/// `dir` with a session thread serving it; `Err` is the message.
+/// `say_passthrough_on`: whether `auto` says that it turned passthrough on.
+pub fn start(
+    opts: &ServeOptions,
+    dir: &Path,
+    served: Served,
+    say_passthrough_on: bool,
+) -> Result<Serving, String> {
+    let fast = match opts.fastpaths {
         Preset::Seeds => FastPaths::seeds(),
         Preset::Stock => FastPaths::stock(),
     };
@@ -360,24 +400,21 @@ fn serve(args: &MountArgs, dir: &Path, notify: Option<std::fs::File>, served: Se
     let vfs = Vfs::builder()
         .fastpaths(fast)
         .build_with_root(tmpfs.clone());
-    if let Some(src) = &args.seed_from {
-        let r = Process::new(&vfs)
+    if let Some(src) = &opts.seed_from {
+        Process::new(&vfs)
             .map_err(|e| e.to_string())
             .and_then(|mut p| {
                 p.umask(0);
                 tree::seed(&mut p, src)
-            });
-        if let Err(e) = r {
-            return fail(notify, format!("--seed-from: {e}"));
-        }
+            })
+            .map_err(|e| format!("--seed-from: {e}"))?;
     }
-    let set = block_signals();
-    let server = match UvfsFuse::new(vfs.clone(), tmpfs) {
-        Ok(s) => s
-            .with_passthrough(served.passthrough)
-            .with_kernel_limit(served.kernel_limit),
-        Err(e) => return fail(notify, format!("server: {e}")),
-    };
+    let signals = block_signals();
+    let server = UvfsFuse::new(vfs.clone(), tmpfs)
+        .map_err(|e| format!("server: {e}"))?
+        .with_passthrough(served.passthrough)
+        .with_kernel_limit(served.kernel_limit)
+        .with_passthrough_on_said(say_passthrough_on);
     let mut config = Config::default();
     config.mount_options = vec![
         MountOption::FSName("uvfs".into()),
@@ -388,13 +425,104 @@ fn serve(args: &MountArgs, dir: &Path, notify: Option<std::fs::File>, served: Se
         MountOption::DefaultPermissions,
     ];
     config.acl = SessionACL::All;
-    config.n_threads = Some(args.threads);
+    config.n_threads = Some(opts.threads);
     config.clone_fd = true;
-    let mut session = match Session::new(server, dir, &config) {
-        Ok(s) => s,
-        Err(e) => return fail(notify, format!("mount on {}: {e}", dir.display())),
-    };
+    let mut session = Session::new(server, dir, &config)
+        .map_err(|e| format!("mount on {}: {e}", dir.display()))?;
     let mut unmounter = session.unmount_callable();
+    match std::thread::Builder::new()
+        .name("uvfs-session".into())
+        .spawn(move || session.run())
+    {
+        Ok(worker) => Ok(Serving {
+            vfs,
+            worker,
+            _unmounter: unmounter,
+            signals,
+        }),
+        Err(e) => {
+            let _ = unmounter.unmount();
+            Err(format!("session thread: {e}"))
+        }
+    }
+}
+
+impl Serving {
+    /// Waits up to 100 ms for a stop signal; the signal, if one came.
+    pub fn stop_signal(&self) -> Option<i32> {
+        self.stop_signal_from().map(|(sig, _)| sig)
+    }
+
+    /// As [`stop_signal`](Self::stop_signal), with whether a process sent
+    /// it (`kill`, `sigqueue`, `tgkill`), not the kernel (a terminal's
+    /// Ctrl-C or hang-up, which reach the whole foreground process group).
+    pub fn stop_signal_from(&self) -> Option<(i32, bool)> {
+        let timeout = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 100_000_000,
+        };
+        // SAFETY: all-zero bytes are a valid siginfo_t (plain data).
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `signals` is a valid signal set, `info` writable,
+        // `timeout` a valid timespec; the signals in the set are blocked in
+        // every thread.
+        let sig = unsafe { libc::sigtimedwait(&self.signals, &mut info, &timeout) };
+        // SI_USER, SI_QUEUE, SI_TKILL and the other process-sent codes are
+        // not positive; the kernel's own (SI_KERNEL) is.
+        (sig > 0).then_some((sig, info.si_code <= 0))
+    }
+
+    /// Whether the session ended (the mount went away).
+    pub fn ended(&self) -> bool {
+        self.worker.is_finished()
+    }
+
+    /// After the session ended, or after `unmount(dir)` (`stopping`) which
+    /// `detached` the mount or not: joins the session (unless detached),
+    /// then dumps. The exit status.
+    pub fn finish(self, opts: &ServeOptions, stopping: bool, detached: bool, who: &str) -> i32 {
+        // A detached mount's workers stay blocked until the process exits
+        // (see `unmount`): they are not waited for. The stop was asked for.
+        let status = if detached {
+            0
+        } else {
+            match self.worker.join() {
+                Ok(Ok(())) => 0,
+                // Our own unmount ended the connection: the kernel may
+                // report that to the workers' reads as an abort (seen on
+                // 6.18 when the mount lived in a private mount namespace),
+                // not only as ENODEV.
+                Ok(Err(e)) if stopping && e.raw_os_error() == Some(libc::ECONNABORTED) => 0,
+                Ok(Err(e)) => {
+                    eprintln!("{who}: session: {e}");
+                    1
+                }
+                Err(_) => {
+                    eprintln!("{who}: session thread panicked");
+                    1
+                }
+            }
+        };
+        if let Some(dst) = &opts.dump_to {
+            let r = Process::new(&self.vfs)
+                .map_err(|e| e.to_string())
+                .and_then(|mut p| tree::dump(&mut p, dst));
+            if let Err(e) = r {
+                eprintln!("{who}: --dump-to: {e}");
+                return 1;
+            }
+        }
+        status
+    }
+}
+
+/// Builds the VFS, seeds it, mounts and serves until unmounted or
+/// signalled, then dumps. `notify` is the daemon's pipe to its parent.
+fn serve(opts: &ServeOptions, dir: &Path, notify: Option<std::fs::File>, served: Served) -> i32 {
+    let serving = match start(opts, dir, served, true) {
+        Ok(s) => s,
+        Err(m) => return fail(notify, m),
+    };
     if let Some(mut f) = notify {
         let _ = f.write_all(b"ok\n");
         drop(f);
@@ -411,65 +539,17 @@ fn serve(args: &MountArgs, dir: &Path, notify: Option<std::fs::File>, served: Se
             }
         }
     }
-    let worker = match std::thread::Builder::new()
-        .name("uvfs-session".into())
-        .spawn(move || session.run())
-    {
-        Ok(h) => h,
-        Err(e) => {
-            let _ = unmounter.unmount();
-            eprintln!("uvfs mount: {e}");
-            return 1;
-        }
-    };
-    let timeout = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 100_000_000,
-    };
     let mut detached = false;
     let mut stopping = false;
     loop {
-        // SAFETY: `set` is a valid signal set, `timeout` a valid timespec;
-        // the signals in it are blocked in every thread.
-        let sig = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &timeout) };
-        if sig > 0 {
+        if serving.stop_signal().is_some() {
             stopping = true;
             detached = unmount(dir);
             break;
         }
-        if worker.is_finished() {
+        if serving.ended() {
             break;
         }
     }
-    // A detached mount's workers stay blocked until the process exits
-    // (see `unmount`): they are not waited for. The stop was asked for.
-    let status = if detached {
-        0
-    } else {
-        match worker.join() {
-            Ok(Ok(())) => 0,
-            // Our own unmount ended the connection: the kernel may report
-            // that to the workers' reads as an abort (seen on 6.18 when the
-            // mount lived in a private mount namespace), not only as ENODEV.
-            Ok(Err(e)) if stopping && e.raw_os_error() == Some(libc::ECONNABORTED) => 0,
-            Ok(Err(e)) => {
-                eprintln!("uvfs mount: session: {e}");
-                1
-            }
-            Err(_) => {
-                eprintln!("uvfs mount: session thread panicked");
-                1
-            }
-        }
-    };
-    if let Some(dst) = &args.dump_to {
-        let r = Process::new(&vfs)
-            .map_err(|e| e.to_string())
-            .and_then(|mut p| tree::dump(&mut p, dst));
-        if let Err(e) = r {
-            eprintln!("uvfs mount: --dump-to: {e}");
-            return 1;
-        }
-    }
-    status
+    serving.finish(opts, stopping, detached, "uvfs mount")
 }

@@ -114,6 +114,9 @@ pub(crate) struct PtTable {
     mode: Passthrough,
     /// The private tmpfs's size when the files live there (`--size`).
     pub(crate) kernel_limit: Option<u64>,
+    /// Whether `auto` says on stderr that it turned passthrough on (the
+    /// "off" messages, which explain a slower mode, are always said).
+    pub(crate) say_on: bool,
     on: AtomicBool,
     /// Said on stderr that the kernel refused a backing file.
     said: AtomicBool,
@@ -127,6 +130,7 @@ impl PtTable {
         PtTable {
             mode,
             kernel_limit: None,
+            say_on: true,
             on: AtomicBool::new(false),
             said: AtomicBool::new(false),
             count: AtomicUsize::new(0),
@@ -171,13 +175,14 @@ impl PtTable {
                 false
             }
             (Passthrough::Auto, None) => {
-                match self.kernel_limit {
+                match self.kernel_limit.filter(|_| self.say_on) {
                     Some(size) => eprintln!(
                         "uvfs: FUSE passthrough on: the kernel reads, writes and maps regular files on their backing files, in a private tmpfs of size={size} that holds them to --size"
                     ),
-                    None => eprintln!(
+                    None if self.say_on => eprintln!(
                         "uvfs: FUSE passthrough on: the kernel reads, writes and maps regular files on their memfds"
                     ),
+                    None => {}
                 }
                 true
             }

@@ -163,6 +163,14 @@ impl UvfsFuse {
         self
     }
 
+    /// Whether `--passthrough=auto` says on stderr that it turned
+    /// passthrough on (default yes; `uvfs run` keeps the command's stderr
+    /// its own). Call after [`with_passthrough`](Self::with_passthrough).
+    pub fn with_passthrough_on_said(mut self, say: bool) -> UvfsFuse {
+        self.pt.say_on = say;
+        self
+    }
+
     /// Whether opens of regular files are answered with passthrough now.
     pub fn passthrough_on(&self) -> bool {
         self.pt.on()
