@@ -343,7 +343,8 @@ fn block_signals() -> libc::sigset_t {
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SIGCHLD only wakes the wait early (`uvfs run`'s command ended).
+        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGCHLD] {
             libc::sigaddset(&mut set, s);
         }
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
@@ -378,8 +379,8 @@ pub struct Serving {
     /// Held while serving: it shares the session's mount, which it would
     /// unmount on the spot if it were the mount's last holder.
     _unmounter: fuser::SessionUnmounter,
-    /// SIGINT, SIGTERM and SIGHUP, blocked in every thread of the server
-    /// and taken with `sigtimedwait`.
+    /// SIGINT, SIGTERM, SIGHUP and SIGCHLD, blocked in every thread of
+    /// the server and taken with `sigtimedwait`.
     signals: libc::sigset_t,
 }
 
@@ -448,7 +449,8 @@ pub fn start(
 }
 
 impl Serving {
-    /// Waits up to 100 ms for a stop signal; the signal, if one came.
+    /// Waits up to 100 ms for a stop signal (or less: a child's exit ends
+    /// the wait); the signal, if one came.
     pub fn stop_signal(&self) -> Option<i32> {
         self.stop_signal_from().map(|(sig, _)| sig)
     }
@@ -469,7 +471,7 @@ impl Serving {
         let sig = unsafe { libc::sigtimedwait(&self.signals, &mut info, &timeout) };
         // SI_USER, SI_QUEUE, SI_TKILL and the other process-sent codes are
         // not positive; the kernel's own (SI_KERNEL) is.
-        (sig > 0).then_some((sig, info.si_code <= 0))
+        (sig > 0 && sig != libc::SIGCHLD).then_some((sig, info.si_code <= 0))
     }
 
     /// Whether the session ended (the mount went away).
