@@ -33,7 +33,13 @@
 //! watches the memfd's ctime: it records it after every change of its
 //! own, and when a `GETATTR`, `SETATTR`, lookup or the inode's `FORGET`
 //! finds it moved, a write went past the server, and it stamps mtime and
-//! ctime as the write would have. Size and blocks come from the memfd
+//! ctime as the write would have. A passthrough read likewise moves only
+//! the memfd's atime (by the kernel's relatime rules for it); when the
+//! server finds that moved, it reads one byte of the file through uvfs as
+//! root, which updates uvfs's atime by the same rules and leaves ctime
+//! alone (a time set with `utimensat` would move ctime). A read and a
+//! write found together are replayed in the order the memfd's atime and
+//! ctime tell. Size and blocks come from the memfd
 //! already (`fstat` of it). Set-ID removal needs nothing more: before a
 //! passthrough write the kernel removes privileges on the FUSE file as on
 //! any write (`file_remove_privs`), which with `FUSE_HANDLE_KILLPRIV_V2`
@@ -75,15 +81,42 @@ pub fn has_cap_sys_admin() -> bool {
         .is_some_and(|caps| caps & (1 << CAP_SYS_ADMIN) != 0)
 }
 
-/// The ctime of a kernel file (`fstat`), or `(0, -1)` if it cannot be read.
-fn ctime_of(fd: &OwnedFd) -> (i64, i64) {
+/// A kernel file's ctime and atime as (seconds, nanoseconds).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Times {
+    ctime: (i64, i64),
+    atime: (i64, i64),
+}
+
+/// A kernel file's [`Times`] (`fstat`), or `(0, -1)` for both if they
+/// cannot be read.
+fn times_of(fd: &OwnedFd) -> Times {
     // SAFETY: an all-zero `struct stat` is a valid value.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: `st` is a valid, writable `struct stat`; the fd is open.
     if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
-        return (0, -1);
+        return Times {
+            ctime: (0, -1),
+            atime: (0, -1),
+        };
     }
-    (st.st_ctime, st.st_ctime_nsec)
+    Times {
+        ctime: (st.st_ctime, st.st_ctime_nsec),
+        atime: (st.st_atime, st.st_atime_nsec),
+    }
+}
+
+/// What reached a backing file past the server since it last looked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Past {
+    /// A write: its ctime moved.
+    pub(crate) wrote: bool,
+    /// A read that moved its atime (the kernel decides that by the backing
+    /// file's own mount, relatime, and the reader's `O_NOATIME`).
+    pub(crate) read: bool,
+    /// The last read came after the last write (its atime is later than
+    /// its ctime), which is the order the server replays them in.
+    pub(crate) read_last: bool,
 }
 
 /// One inode opened through passthrough (while the kernel knows it).
@@ -91,21 +124,23 @@ pub(crate) struct PtFile {
     /// The registered memfd (closed with `FUSE_DEV_IOC_BACKING_CLOSE` on
     /// drop).
     pub(crate) backing: BackingId,
-    /// The server's own fd on the memfd (its ctime is watched).
+    /// The server's own fd on the memfd (its ctime and atime are watched).
     kfd: OwnedFd,
-    /// The memfd's ctime when the server last looked.
-    seen: (i64, i64),
+    /// The memfd's times when the server last looked.
+    seen: Times,
 }
 
 impl PtFile {
-    /// Whether the memfd changed since the server last looked; looks now.
-    fn take_write(&mut self) -> bool {
-        let now = ctime_of(&self.kfd);
-        if now == self.seen {
-            return false;
-        }
+    /// What reached the memfd since the server last looked; looks now.
+    fn take(&mut self) -> Past {
+        let now = times_of(&self.kfd);
+        let past = Past {
+            wrote: now.ctime != self.seen.ctime,
+            read: now.atime != self.seen.atime,
+            read_last: now.atime > now.ctime,
+        };
         self.seen = now;
-        true
+        past
     }
 }
 
@@ -230,7 +265,7 @@ impl PtTable {
         };
         match backing(&kfd) {
             Ok(b) => {
-                let seen = ctime_of(&kfd);
+                let seen = times_of(&kfd);
                 files.insert(
                     ino,
                     PtFile {
@@ -260,26 +295,32 @@ impl PtTable {
         Some(f)
     }
 
-    /// Whether `ino`'s memfd was written past the server since it last
-    /// looked (it has looked now).
-    pub(crate) fn take_write(&self, ino: u64) -> bool {
-        self.any() && self.lock().get_mut(&ino).is_some_and(PtFile::take_write)
+    /// What reached `ino`'s memfd past the server since it last looked
+    /// (it has looked now).
+    pub(crate) fn take(&self, ino: u64) -> Past {
+        if !self.any() {
+            return Past::default();
+        }
+        self.lock()
+            .get_mut(&ino)
+            .map(PtFile::take)
+            .unwrap_or_default()
     }
 
-    /// The server changed `ino`'s memfd itself: what it looks like now is
-    /// no write past the server.
+    /// The server changed or read `ino`'s memfd itself: what it looks like
+    /// now came through the server.
     pub(crate) fn absorb(&self, ino: u64) {
         if !self.any() {
             return;
         }
         if let Some(f) = self.lock().get_mut(&ino) {
-            f.seen = ctime_of(&f.kfd);
+            f.seen = times_of(&f.kfd);
         }
     }
 }
 
-/// Whether a dropped entry's memfd was written past the server since
-/// the server last looked.
-pub(crate) fn last_write(mut f: PtFile) -> bool {
-    f.take_write()
+/// What reached a dropped entry's memfd past the server since the server
+/// last looked.
+pub(crate) fn last(mut f: PtFile) -> Past {
+    f.take()
 }

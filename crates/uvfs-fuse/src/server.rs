@@ -347,12 +347,11 @@ impl UvfsFuse {
         if let Some((fd, pt)) = fd {
             self.counters.nodes.fetch_sub(1, Ordering::Relaxed);
             self.as_root(|p| {
-                // A write past the server since it last looked is settled
-                // before the backing file goes.
-                if let Some(f) = pt
-                    && crate::passthrough::last_write(f)
-                {
-                    self.apply_write(p, fd);
+                // Reads and writes past the server since it last looked
+                // are settled before the backing file goes.
+                if let Some(f) = pt {
+                    let past = crate::passthrough::last(f);
+                    self.settle(p, ino, fd, past);
                 }
                 let _ = p.close(fd);
             });

@@ -5,6 +5,7 @@
 //! setattr.
 
 use super::*;
+use crate::passthrough::Past;
 
 impl UvfsFuse {
     /// The flags a server-side open uses for a request's open flags:
@@ -61,19 +62,52 @@ impl UvfsFuse {
         p.set_cred(cred);
     }
 
-    /// Settles a write past the server on `ino` (if it is open through
-    /// passthrough and one happened), through the handle `fd`.
-    pub(super) fn pt_sync(&self, p: &mut Process, ino: u64, fd: i32) {
-        if self.pt.take_write(ino) {
+    /// Updates atime as a read through the node `fd` by the caller would
+    /// have: one byte read through uvfs as root (uvfs's relatime rules
+    /// decide; ctime stays).
+    pub(super) fn apply_read(&self, p: &mut Process, fd: i32) {
+        let cred = p.cred().clone();
+        p.set_cred(Cred::root());
+        if let Ok(fh) = p.reopen(fd, O_RDONLY) {
+            let _ = p.read(fh, &mut [0u8; 1]);
+            let _ = p.close(fh);
+        }
+        p.set_cred(cred);
+    }
+
+    /// Replays what reached `ino`'s backing file past the server (`past`)
+    /// through the node `fd`, in the order it happened.
+    pub(super) fn settle(&self, p: &mut Process, ino: u64, fd: i32, past: Past) {
+        if past.read && !past.read_last {
+            self.apply_read(p, fd);
+        }
+        if past.wrote {
             self.apply_write(p, fd);
+        }
+        if past.read && past.read_last {
+            self.apply_read(p, fd);
+        }
+        if past.read {
+            // The replayed read may itself have moved the backing file's
+            // atime: that one came through the server.
+            self.pt.absorb(ino);
         }
     }
 
-    /// `fstat` of the node `fd` after settling a write past the server.
+    /// Settles reads and writes past the server on `ino` (if it is open
+    /// through passthrough and any happened), through the handle `fd`.
+    pub(super) fn pt_sync(&self, p: &mut Process, ino: u64, fd: i32) {
+        let past = self.pt.take(ino);
+        self.settle(p, ino, fd, past);
+    }
+
+    /// `fstat` of the node `fd` after settling reads and writes past the
+    /// server.
     pub(super) fn fresh_stat(&self, p: &mut Process, fd: i32) -> Result<Stat, Errno> {
         let st = Self::fstat(p, fd)?;
-        if self.pt.take_write(st.st_ino) {
-            self.apply_write(p, fd);
+        let past = self.pt.take(st.st_ino);
+        if past != Past::default() {
+            self.settle(p, st.st_ino, fd, past);
             return Self::fstat(p, fd);
         }
         Ok(st)

@@ -184,6 +184,50 @@ os.chmod("rootw", 0o4755)
 with open("rootw", "ab") as f:
     f.write(b"2")
 show("root write keeps set-ID", lambda: oct(os.stat("rootw").st_mode))
+
+# Reads and atime (relatime, the mount default on both sides): a read
+# moves an atime older than mtime and leaves ctime; a second read does
+# not move it; a read after a write moves it again; an O_NOATIME read
+# never does. With passthrough these reads never reach the server.
+OLD = 10**18  # 2001-09-09
+
+
+def read_all(p, flags=0):
+    fd = os.open(p, os.O_RDONLY | flags)
+    try:
+        return os.read(fd, 100)
+    finally:
+        os.close(fd)
+
+
+def atimes(p, c0):
+    """(atime moved off OLD, ctime still c0, atime >= mtime)."""
+    s = os.stat(p)
+    return s.st_atime_ns != OLD, s.st_ctime_ns == c0, s.st_atime_ns >= s.st_mtime_ns
+
+
+with open("at", "wb") as f:
+    f.write(b"abc")
+os.utime("at", ns=(OLD, os.stat("at").st_mtime_ns))
+c0 = os.stat("at").st_ctime_ns
+show("atime before read", lambda: atimes("at", c0))
+show("read", lambda: read_all("at"))
+show("atime after read", lambda: atimes("at", c0))
+a1 = os.stat("at").st_atime_ns
+read_all("at")
+show("atime after second read", lambda: os.stat("at").st_atime_ns == a1)
+with open("at", "ab") as f:
+    f.write(b"d")
+c1 = os.stat("at").st_ctime_ns
+# (Whether the write's mtime passed the read's atime depends on whether
+# both fell in one clock tick: not compared.)
+show("atime after write", lambda: atimes("at", c1)[:2])
+read_all("at")
+show("atime after write then read", lambda: atimes("at", c1))
+os.utime("at", ns=(OLD, os.stat("at").st_mtime_ns))
+c2 = os.stat("at").st_ctime_ns
+show("O_NOATIME read", lambda: read_all("at", os.O_NOATIME))
+show("atime after O_NOATIME read", lambda: atimes("at", c2))
 sys.stdout.flush()
 pid = os.fork()
 if pid == 0:
