@@ -79,6 +79,8 @@ pub enum Cap {
     /// `CAP_MKNOD`: make device nodes (one of the file-system
     /// capabilities, `CAP_FS_MASK`: it follows the fsuid).
     Mknod,
+    /// `CAP_SYS_CHROOT`: `chroot`.
+    SysChroot,
 }
 
 /// A task's credentials: real, effective and file-system ids, and the
@@ -136,9 +138,9 @@ impl Cred {
             | Cap::Chown
             | Cap::SysAdmin
             | Cap::Mknod => self.fsuid == 0,
-            // Not a file-system capability: it follows the effective uid
+            // Not file-system capabilities: they follow the effective uid
             // (dropped when the euid leaves 0).
-            Cap::Lease => self.euid == 0,
+            Cap::Lease | Cap::SysChroot => self.euid == 0,
         }
     }
 

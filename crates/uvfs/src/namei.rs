@@ -128,8 +128,27 @@ fn is_symlink(d: &Dentry) -> bool {
 pub(crate) struct Nd<'a> {
     vfs: &'a Vfs,
     cred: &'a Cred,
-    root: &'a DentryRef,
+    root: Root<'a>,
     host: Option<HostMount<'a>>,
+}
+
+/// A walk's root directory: the VFS's own (borrowed, the common case), or
+/// the one a `chroot` gave the caller (a reference of the walk's own).
+pub(crate) enum Root<'a> {
+    /// The VFS's root.
+    Vfs(&'a DentryRef),
+    /// A chroot's root.
+    Own(DentryRef),
+}
+
+impl std::ops::Deref for Root<'_> {
+    type Target = DentryRef;
+    fn deref(&self) -> &DentryRef {
+        match self {
+            Root::Vfs(d) => d,
+            Root::Own(d) => d,
+        }
+    }
 }
 
 /// Where the caller's own namespace has this VFS mounted (see
@@ -228,13 +247,19 @@ struct RcuEnd {
 }
 
 impl<'a> Nd<'a> {
-    pub(crate) fn new(vfs: &'a Vfs, cred: &'a Cred, root: &'a DentryRef) -> Nd<'a> {
+    /// A walk whose `/` and whose `..` stop are `root` (a chroot's).
+    pub(crate) fn with_root(vfs: &'a Vfs, cred: &'a Cred, root: Root<'a>) -> Nd<'a> {
         Nd {
             vfs,
             cred,
             root,
             host: None,
         }
+    }
+
+    /// The walk's root directory.
+    pub(crate) fn root(&self) -> &DentryRef {
+        &self.root
     }
 
     /// The same walk for a caller whose namespace mounts this VFS at
@@ -546,7 +571,7 @@ impl<'a> Nd<'a> {
     pub(crate) fn dotdot(&self, cur: &DentryRef) -> DentryRef {
         let mut d = cur.clone();
         loop {
-            if DentryRef::ptr_eq(&d, self.root) {
+            if DentryRef::ptr_eq(&d, &self.root) {
                 return d;
             }
             if let Some(p) = d.parent() {

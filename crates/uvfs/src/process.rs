@@ -80,20 +80,37 @@ impl Shared {
     }
 }
 
-/// The process's file-system context (`fs_struct`): current directory and
-/// umask, shared by threads, copied by fork.
+/// The process's file-system context (`fs_struct`): root directory,
+/// current directory and umask, shared by threads, copied by fork.
 #[derive(Debug)]
 struct FsStruct {
+    /// The root a `chroot` set; `None`: the VFS's root. Written under its
+    /// lock, `chrooted` after it.
+    root: UnmodelledMutex<Option<DentryRef>>,
+    /// Whether `root` is set: read first by every walk, so a process that
+    /// never chroots takes no lock and no reference for its root.
+    chrooted: AtomicBool,
     cwd: UnmodelledMutex<DentryRef>,
     umask: AtomicU32,
 }
 
 impl FsStruct {
-    fn new(cwd: DentryRef, umask: u32) -> Arc<FsStruct> {
+    fn new(root: Option<DentryRef>, cwd: DentryRef, umask: u32) -> Arc<FsStruct> {
         Arc::new(FsStruct {
+            chrooted: AtomicBool::new(root.is_some()),
+            root: UnmodelledMutex::new(root),
             cwd: UnmodelledMutex::new(cwd),
             umask: AtomicU32::new(umask),
         })
+    }
+
+    /// A copy for `fork` and `unshare(CLONE_FS)`.
+    fn copy(&self) -> Arc<FsStruct> {
+        FsStruct::new(
+            lock_unmodelled(&self.root).clone(),
+            lock_unmodelled(&self.cwd).clone(),
+            self.umask.load(Ordering::Relaxed),
+        )
     }
 }
 
@@ -296,7 +313,7 @@ impl Process {
             task: Task {
                 vfs: vfs.clone(),
                 shared: Shared::new(DEFAULT_NOFILE_SOFT, DEFAULT_NOFILE_HARD, true),
-                fs: FsStruct::new(vfs.root().clone(), 0o022),
+                fs: FsStruct::new(None, vfs.root().clone(), 0o022),
                 cred: Arc::new(Cred::root()),
                 cred_id: cred_id(),
                 host: None,
@@ -344,7 +361,10 @@ impl Process {
     /// not empty).
     fn start(&self, dirfd: i32, path: &[u8]) -> Result<Start<'_>, Errno> {
         if path.first() == Some(&b'/') {
-            return Ok(Start::Ref(self.task.vfs.root()));
+            return Ok(match self.task.root() {
+                namei::Root::Vfs(r) => Start::Ref(r),
+                namei::Root::Own(r) => Start::Own(r),
+            });
         }
         if dirfd == AT_FDCWD {
             return Ok(Start::Own(self.task.cwd()));
@@ -444,7 +464,7 @@ impl Process {
             files,
             task: Task {
                 vfs: t.vfs.clone(),
-                fs: FsStruct::new(t.cwd(), t.fs.umask.load(Ordering::Relaxed)),
+                fs: t.fs.copy(),
                 // Linux's copy_creds: a new process gets credentials of
                 // its own (equal, but not the same object), unlike a
                 // thread; a file the parent opened is not "opened with
@@ -463,11 +483,10 @@ impl Process {
     }
 
     /// `unshare(CLONE_FS)`: this thread gets its own copy of the
-    /// fs_struct (cwd and umask), so a later chdir or umask here no longer
+    /// fs_struct (root, cwd and umask), so a later chdir or umask here no longer
     /// changes the other threads', nor theirs this one's.
     pub fn unshare_fs(&mut self) {
-        let t = &self.task;
-        let fs = FsStruct::new(t.cwd(), t.fs.umask.load(Ordering::Relaxed));
+        let fs = self.task.fs.copy();
         self.task.fs = fs;
     }
 
@@ -796,7 +815,18 @@ impl Process {
 impl Task {
     /// A path walk in this thread's context.
     fn nd(&self) -> Nd<'_> {
-        Nd::new(&self.vfs, &self.cred, self.vfs.root()).with_host(self.host_mount())
+        Nd::with_root(&self.vfs, &self.cred, self.root()).with_host(self.host_mount())
+    }
+
+    /// The root directory walks start `/` at and stop `..` at: the VFS's,
+    /// or the one `chroot` set.
+    fn root(&self) -> namei::Root<'_> {
+        if self.fs.chrooted.load(Ordering::Acquire)
+            && let Some(r) = lock_unmodelled(&self.fs.root).clone()
+        {
+            return namei::Root::Own(r);
+        }
+        namei::Root::Vfs(self.vfs.root())
     }
 
     /// The host mount a walk reads symlinks' absolute targets against, its

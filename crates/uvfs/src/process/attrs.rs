@@ -344,7 +344,8 @@ impl Process {
         }
         let start = self.start(dirfd, path)?;
         let vfs = &self.task.vfs;
-        let nd = crate::namei::Nd::new(vfs, &cred, vfs.root()).with_host(self.task.host_mount());
+        let nd = crate::namei::Nd::with_root(vfs, &cred, self.task.root())
+            .with_host(self.task.host_mount());
         let d = nd.lookup(&start, path, lf)?;
         if mode == 0 {
             return Ok(());

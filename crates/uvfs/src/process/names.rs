@@ -539,11 +539,45 @@ impl Process {
     pub fn getcwd(&mut self) -> Result<Vec<u8>, Errno> {
         let _call = task_work::enter();
         let cwd = self.task.cwd();
-        let path = d_path(&self.task.nd(), &cwd, self.task.vfs.root())?;
+        let nd = self.task.nd();
+        let (mut path, reached) = d_path(&nd, &cwd, nd.root())?;
+        if !reached {
+            // A current directory outside the root (a chroot entered with
+            // the cwd elsewhere, or fchdir to a directory opened before):
+            // Linux's getcwd marks the path from the real root so.
+            path.splice(0..0, b"(unreachable)".iter().copied());
+        }
         if path.len() >= PATH_MAX {
             return Err(Errno::ENAMETOOLONG);
         }
         Ok(path)
+    }
+
+    /// `chroot(path)`: walks that start at `/`, and `..` at the top, stop
+    /// at `path` from now on, for every thread sharing this fs_struct. The
+    /// current directory stays where it is (possibly outside). Checks as
+    /// Linux: the lookup (`ENOENT`, `ENOTDIR`, …), then search permission
+    /// on the directory (`EACCES`), then `CAP_SYS_CHROOT` (`EPERM`).
+    pub fn chroot<P: AsRef<[u8]>>(&mut self, path: P) -> Result<(), Errno> {
+        let _call = task_work::enter();
+        let d = self.resolve(AT_FDCWD, path.as_ref(), FOLLOW | DIRECTORY)?;
+        inode_permission(&self.task.cred, d.sb(), &attr_of(&d)?, MAY_EXEC)?;
+        if !self.task.cred.capable(crate::cred::Cap::SysChroot) {
+            return Err(Errno::EPERM);
+        }
+        let fs = &self.task.fs;
+        let root = if DentryRef::ptr_eq(&d, self.task.vfs.root()) {
+            None
+        } else {
+            Some(d)
+        };
+        let mut g = lock_unmodelled(&fs.root);
+        fs.chrooted
+            .store(root.is_some(), std::sync::atomic::Ordering::Release);
+        let old = std::mem::replace(&mut *g, root);
+        drop(g);
+        drop(old);
+        Ok(())
     }
 
     /// The absolute path of the file open at `fd` (`O_PATH` files
@@ -555,7 +589,9 @@ impl Process {
         let _call = task_work::enter();
         let file = self.files.get(fd).ok_or(Errno::EBADF)?;
         let d = file.dentry().ok_or(Errno::ENOENT)?.clone();
-        d_path(&self.task.nd(), &d, self.task.vfs.root())
+        let nd = self.task.nd();
+        // Outside the root, the path from the real root (as /proc's links).
+        d_path(&nd, &d, nd.root()).map(|(path, _)| path)
     }
 }
 
@@ -571,16 +607,19 @@ fn is_ancestor(anc: &DentryRef, d: &DentryRef) -> bool {
     false
 }
 
-/// The absolute path of `d` (`d_path`), crossing mounts upwards.
+/// The absolute path of `d` (`d_path`), crossing mounts upwards, and
+/// whether it met `root` (else the path runs from the VFS's own root).
 pub(super) fn d_path(
     nd: &namei::Nd<'_>,
     d: &DentryRef,
     root: &DentryRef,
-) -> Result<Vec<u8>, Errno> {
+) -> Result<(Vec<u8>, bool), Errno> {
     let mut parts: Vec<Vec<u8>> = Vec::new();
     let mut cur = d.clone();
+    let mut reached = false;
     loop {
         if DentryRef::ptr_eq(&cur, root) {
+            reached = true;
             break;
         }
         if !cur.is_hashed() && cur.parent().is_some() {
@@ -613,5 +652,5 @@ pub(super) fn d_path(
     if out.is_empty() {
         out.push(b'/');
     }
-    Ok(out)
+    Ok((out, reached))
 }
