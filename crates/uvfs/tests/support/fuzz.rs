@@ -445,7 +445,14 @@ impl Fuzz {
                 call!(self.procs[p].fchdir(fd)).ok();
             }
             35 => {
-                call!(self.procs[p].getcwd()).ok();
+                // One in four: chroot (a process then walks from there;
+                // getcwd may read "(unreachable)…").
+                if i.u8() % 4 == 0 {
+                    let path = path(i);
+                    call!(self.procs[p].chroot(&path)).ok();
+                } else {
+                    call!(self.procs[p].getcwd()).ok();
+                }
             }
             36 => {
                 let fd = self.fd(i, p);
