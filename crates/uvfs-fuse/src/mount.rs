@@ -52,6 +52,13 @@ pub struct MountArgs {
     /// tmpfs of that size, which holds passthrough writes to the limit.
     #[arg(long, value_enum, value_name = "MODE", default_value = "auto")]
     pub passthrough: Passthrough,
+    /// No OPEN or OPENDIR requests (FUSE_NO_OPEN_SUPPORT): an open and
+    /// close costs no round trip; the kernel alone decides who may open
+    /// (default_permissions, POSIX ACLs). Not with --passthrough=on, which
+    /// needs OPEN to hand over the backing file (auto turns passthrough
+    /// off).
+    #[arg(long)]
+    pub no_open: bool,
     /// Write the tree out to this host directory after unmount.
     #[arg(long, value_name = "HOSTDIR")]
     pub dump_to: Option<PathBuf>,
@@ -150,6 +157,11 @@ pub fn check(args: &MountArgs) -> Result<PathBuf, String> {
             "{}: already a mount point (unmount it first, or mount on an empty directory)",
             dir.display()
         ));
+    }
+    if args.no_open && args.passthrough == Passthrough::On {
+        return Err(
+            "--no-open with --passthrough=on: passthrough hands the kernel its backing file in the reply to OPEN, which --no-open does away with (use one or the other)".into(),
+        );
     }
     if args.passthrough == Passthrough::On && !has_cap_sys_admin() {
         return Err(
@@ -253,7 +265,12 @@ pub fn build_fs(args: &MountArgs) -> Result<Served, String> {
 }
 
 /// `uvfs mount`: returns the exit status.
-pub fn run(args: MountArgs) -> i32 {
+pub fn run(mut args: MountArgs) -> i32 {
+    // --no-open leaves no OPEN to answer through passthrough (`check`
+    // refuses --passthrough=on with it).
+    if args.no_open && args.passthrough == Passthrough::Auto {
+        args.passthrough = Passthrough::Off;
+    }
     let built = check(&args).and_then(|dir| build_fs(&args).map(|s| (dir, s)));
     let (dir, served) = match built {
         Ok(d) => d,
@@ -375,7 +392,8 @@ fn serve(args: &MountArgs, dir: &Path, notify: Option<std::fs::File>, served: Se
     let server = match UvfsFuse::new(vfs.clone(), tmpfs) {
         Ok(s) => s
             .with_passthrough(served.passthrough)
-            .with_kernel_limit(served.kernel_limit),
+            .with_kernel_limit(served.kernel_limit)
+            .with_no_open(args.no_open),
         Err(e) => return fail(notify, format!("server: {e}")),
     };
     let mut config = Config::default();
