@@ -62,6 +62,11 @@ pub struct Counters {
     pub nodes: AtomicU64,
     /// READDIRPLUS requests served.
     pub readdirplus: AtomicU64,
+    /// OPEN and OPENDIR requests received (in no-open mode, the first of
+    /// each is answered `ENOSYS` and no more come).
+    pub opens: AtomicU64,
+    /// No-open mode's per-inode I/O handles open now.
+    pub io_handles: AtomicU64,
 }
 
 /// The FUSE file system: one uvfs VFS served to every process.
@@ -395,6 +400,7 @@ impl UvfsFuse {
                 }
                 let _ = p.close(fd);
                 if io >= 0 {
+                    self.counters.io_handles.fetch_sub(1, Ordering::Relaxed);
                     let _ = p.close(io);
                 }
             });
@@ -429,6 +435,7 @@ impl UvfsFuse {
         match shard.get_mut(&ino) {
             Some(n) if n.io < 0 => {
                 n.io = fd;
+                self.counters.io_handles.fetch_add(1, Ordering::Relaxed);
                 Ok(fd)
             }
             // Another worker opened it first: use theirs.
@@ -781,6 +788,7 @@ impl Filesystem for UvfsFuse {
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        self.counters.opens.fetch_add(1, Ordering::Relaxed);
         if self.no_open {
             // The kernel stops sending OPEN (and RELEASE) from here on.
             reply.error(FErrno::ENOSYS);
@@ -929,6 +937,7 @@ impl Filesystem for UvfsFuse {
     }
 
     fn opendir(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        self.counters.opens.fetch_add(1, Ordering::Relaxed);
         if self.no_open {
             reply.error(FErrno::ENOSYS);
             return;
