@@ -33,7 +33,12 @@ fn every_lookup_is_forgotten_without_open() {
     every_lookup_is_forgotten_in(true);
 }
 
+/// drop_caches is machine-wide: one test's would make the kernel forget
+/// the other's nodes between its work and its count. One at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn every_lookup_is_forgotten_in(no_open: bool) {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = TempDir::new(if no_open { "forget-noopen" } else { "forget" });
     let tmpfs = Tmpfs::new(TmpfsOptions::default());
     let vfs = Vfs::builder()
