@@ -67,6 +67,8 @@ pub struct Counters {
     pub opens: AtomicU64,
     /// No-open mode's per-inode I/O handles open now.
     pub io_handles: AtomicU64,
+    /// RELEASE and RELEASEDIR requests received.
+    pub releases: AtomicU64,
 }
 
 /// The FUSE file system: one uvfs VFS served to every process.
@@ -905,6 +907,7 @@ impl Filesystem for UvfsFuse {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
+        self.counters.releases.fetch_add(1, Ordering::Relaxed);
         // fh 0 is no handle (a create's in no-open mode): nothing to close.
         if fh.0 != 0 {
             self.as_root(|p| {
@@ -1056,6 +1059,7 @@ impl Filesystem for UvfsFuse {
         _flags: OpenFlags,
         reply: ReplyEmpty,
     ) {
+        self.counters.releases.fetch_add(1, Ordering::Relaxed);
         if fh.0 != 0 {
             self.as_root(|p| {
                 let _ = p.close(fh.0 as i32);

@@ -113,6 +113,21 @@ fn every_lookup_is_forgotten_in(no_open: bool) {
     }
     assert_eq!(nodes, 1, "nodes left after the last close (root only)");
     assert_eq!(counters.io_handles.load(Ordering::Relaxed), 0);
+    // Every RELEASE has come: a file's comes before its inode can be
+    // evicted, though another worker may still be counting it (bounded
+    // poll). In no-open mode only the 200 creates get one (their fh 0);
+    // otherwise each OPEN and OPENDIR gets one too.
+    let opens = counters.opens.load(Ordering::Relaxed);
+    let want = if no_open { 200 } else { 200 + opens };
+    let mut releases = 0;
+    for _ in 0..(HANG_SECS * 10) {
+        releases = counters.releases.load(Ordering::Relaxed);
+        if releases >= want {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(releases, want, "RELEASEs ({opens} OPEN/OPENDIR)");
     // The namespace is intact after the kernel forgot it all.
     let (code, out, err) = sh(m, "find . | sort | head -4; cat a/b/f10 a/h");
     assert_eq!(code, 0, "{err}");
