@@ -611,6 +611,9 @@ impl Filesystem for UvfsFuse {
             // checked write permission at the open, or the fd's mode).
             let fh = match (fh, size) {
                 (Some(f), Some(_)) => Some(FileHandle(self.io_fd(p, ino, f)? as u64)),
+                (None, Some(0)) if self.no_open && Self::open_truncation(p, fd, req.pid()) => {
+                    Some(FileHandle(self.io_fd(p, ino, FileHandle(0))? as u64))
+                }
                 (f, _) => f,
             };
             // A write past the server comes first (its set-ID removal and

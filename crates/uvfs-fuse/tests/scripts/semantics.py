@@ -58,6 +58,18 @@ os.close(fd)
 fd = os.open("d/t", os.O_RDWR | os.O_TRUNC)
 show("after O_TRUNC", lambda: os.fstat(fd).st_size)
 os.close(fd)
+# an empty file: an O_TRUNC open (and ftruncate) stamps mtime and ctime,
+# truncate(2) to the same size does not
+def stamped(f):
+    os.utime("d/t", ns=(10**9, 10**9))
+    c = os.stat("d/t").st_ctime_ns
+    f()
+    s = os.stat("d/t")
+    return (s.st_size, s.st_mtime_ns != 10**9, s.st_ctime_ns != c)
+show("O_TRUNC empty", lambda: stamped(lambda: os.close(os.open("d/t", os.O_WRONLY | os.O_TRUNC))))
+show("creat empty", lambda: stamped(lambda: open("d/t", "wb").close()))
+show("truncate empty", lambda: stamped(lambda: os.truncate("d/t", 0)))
+show("ftruncate empty", lambda: stamped(lambda: os.close((lambda fd: (os.ftruncate(fd, 0), fd)[1])(os.open("d/t", os.O_WRONLY)))))
 
 # pwrite past the end makes a hole; SEEK_DATA / SEEK_HOLE
 fd = os.open("d/sparse", os.O_CREAT | os.O_RDWR, 0o644)
