@@ -203,11 +203,6 @@ impl UvfsFuse {
         self
     }
 
-    /// Whether no-open mode is on (after `FUSE_INIT`).
-    pub fn no_open_on(&self) -> bool {
-        self.no_open
-    }
-
     /// Whether opens of regular files are answered with passthrough now.
     pub fn passthrough_on(&self) -> bool {
         self.pt.on()
