@@ -553,6 +553,11 @@ pub struct FuseArgs {
     /// (`uvfs-pt`).
     #[arg(long)]
     pub no_passthrough: bool,
+    /// Mount the `uvfs` side (passthrough off) with `--no-open`: no OPEN
+    /// or OPENDIR requests (run the section with and without it, in turn,
+    /// for an A/B).
+    #[arg(long)]
+    pub no_open: bool,
     /// Both uvfs mounts' space limit (their --size: bytes, or K, M, G);
     /// with passthrough the limit is a private kernel tmpfs's.
     #[arg(long, value_name = "BYTES")]
@@ -978,6 +983,7 @@ fn fuse(a: &FuseArgs) -> ExitCode {
         progress: true,
         passthrough: !a.no_passthrough,
         size: a.size.clone(),
+        no_open: a.no_open,
     };
     match crate::fuse::measure(&cfg) {
         Ok(r) => {

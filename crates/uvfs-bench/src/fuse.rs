@@ -117,6 +117,9 @@ pub struct FuseConfig {
     pub passthrough: bool,
     /// Both uvfs mounts' `--size` (as given: bytes, or K, M, G), if any.
     pub size: Option<String>,
+    /// The `uvfs` side (passthrough off) mounted with `--no-open` (no OPEN
+    /// or OPENDIR requests; docs/fuse.md). Its command line says so.
+    pub no_open: bool,
 }
 
 /// One backend's figure on one test.
@@ -498,8 +501,8 @@ pub fn mount_floor(parent: &Path, opts: &FloorOptions) -> Result<MountGuard, Str
 
 /// Mounts uvfs at a fresh directory under `parent`:
 /// `BIN mount --daemon --threads N --fastpaths F --passthrough P
-/// [--size S] DIR`, which returns once the mount is live. Returns the
-/// guard and the command line.
+/// [--size S] [--no-open] DIR`, which returns once the mount is live.
+/// Returns the guard and the command line.
 pub fn mount_uvfs(
     bin: &Path,
     parent: &Path,
@@ -507,9 +510,14 @@ pub fn mount_uvfs(
     fastpaths: &str,
     passthrough: &str,
     size: Option<&str>,
+    no_open: bool,
 ) -> Result<(MountGuard, String), String> {
     let g = MountGuard::new(mount_point(parent)?);
-    let size = size.map(|s| ["--size".to_string(), s.to_string()]);
+    let size = size
+        .map(|s| vec!["--size".to_string(), s.to_string()])
+        .unwrap_or_default()
+        .into_iter()
+        .chain(no_open.then(|| "--no-open".to_string()));
     let args = [
         "mount".to_string(),
         "--daemon".into(),
@@ -521,7 +529,7 @@ pub fn mount_uvfs(
         passthrough.into(),
     ]
     .into_iter()
-    .chain(size.into_iter().flatten())
+    .chain(size)
     .chain([g.dir.display().to_string()])
     .collect::<Vec<_>>();
     let line = format!("{} {}", bin.display(), args.join(" "));
@@ -645,7 +653,7 @@ pub fn measure(cfg: &FuseConfig) -> Result<FuseReport, String> {
         UvfsSource::Path(p) => Err(format!("--uvfs {}: no such file", p.display())),
         UvfsSource::Build => build_uvfs(),
     };
-    let mount = |pt: &str| match &bin {
+    let mount = |pt: &str, no_open: bool| match &bin {
         Ok(b) => match mount_uvfs(
             b,
             &cfg.mount_parent,
@@ -653,18 +661,19 @@ pub fn measure(cfg: &FuseConfig) -> Result<FuseReport, String> {
             &cfg.fastpaths,
             pt,
             cfg.size.as_deref(),
+            no_open,
         ) {
             Ok((g, line)) => (Some(g), Some(line), None),
             Err(e) => (None, None, Some(e)),
         },
         Err(e) => (None, None, Some(e.clone())),
     };
-    let (uvfs, uvfs_command, uvfs_skipped) = mount("off");
+    let (uvfs, uvfs_command, uvfs_skipped) = mount("off", cfg.no_open);
     if let Some(why) = &uvfs_skipped {
         println!("uvfs mount: skipped: {why}");
     }
     let (uvfs_pt, uvfs_pt_command, uvfs_pt_skipped) = if cfg.passthrough {
-        mount("on")
+        mount("on", false)
     } else {
         (None, None, Some("--no-passthrough".to_string()))
     };

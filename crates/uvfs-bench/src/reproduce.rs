@@ -652,6 +652,7 @@ fn run_fuse(budget: &Budget, host_dir: &Path) -> (Option<FuseReport>, Option<Str
         progress: false,
         passthrough: true,
         size: None,
+        no_open: false,
     };
     match fuse::measure(&cfg) {
         Ok(r) => (Some(r), None),

@@ -370,6 +370,76 @@ fn a_uvfs_stand_in_gets_its_ratio_and_goals() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `fuse --no-open` mounts the `uvfs` side with `uvfs mount --no-open`
+/// (and says so in its command line); without it, no `--no-open`.
+#[test]
+fn no_open_reaches_the_uvfs_mount() {
+    if skip() {
+        return;
+    }
+    let _one = MOUNTING.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tmpdir("standin-noopen");
+    let script = dir.join("uvfs");
+    let argv = dir.join("argv");
+    // Records its arguments, then serves the floor at the last one.
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\n\
+             echo \"$*\" >> '{}'\n\
+             for d; do :; done\n\
+             '{}' fuse-floor --threads 1 \"$d\" </dev/null >/dev/null 2>&1 &\n\
+             i=0\n\
+             while [ $i -lt 6000 ]; do\n\
+               grep -q \" $d \" /proc/self/mountinfo && exit 0\n\
+               sleep 0.01; i=$((i+1))\n\
+             done\n\
+             exit 1\n",
+            argv.display(),
+            env!("CARGO_BIN_EXE_uvfs-bench")
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for no_open in [true, false] {
+        let _ = std::fs::remove_file(&argv);
+        let out_dir = dir.join(format!("out-{no_open}"));
+        let mut args = vec![
+            "fuse",
+            "--rounds",
+            "1",
+            "--seconds",
+            "0.05",
+            "--warmup",
+            "0",
+            "--tests",
+            "stat1",
+            "--no-passthrough",
+            "--uvfs",
+            script.to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap(),
+        ];
+        if no_open {
+            args.push("--no-open");
+        }
+        let (code, out, err) = run(&args);
+        assert_eq!(code, Some(0), "{out}\n{err}");
+        let lines = std::fs::read_to_string(&argv).unwrap();
+        // One uvfs mount (uvfs-pt left out).
+        assert_eq!(lines.lines().count(), 1, "{lines}");
+        assert_eq!(lines.contains(" --no-open "), no_open, "{lines}");
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out_dir.join("fuse.json")).unwrap())
+                .unwrap();
+        let cmd = r["uvfs_command"].as_str().unwrap();
+        assert_eq!(cmd.contains("--no-open"), no_open, "{cmd}");
+        wait_for("the stand-in's floor has gone", || floor_mounts() == 0);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// FUSE passthrough on the floor: created files' reads and writes go to
 /// backing files on /dev/shm (unlinked at once, so none is left), where
 /// the kernel offers passthrough.

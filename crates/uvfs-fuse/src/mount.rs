@@ -48,9 +48,26 @@ pub struct ServeOptions {
     /// tmpfs of that size, which holds passthrough writes to the limit.
     #[arg(long, value_enum, value_name = "MODE", default_value = "auto")]
     pub passthrough: Passthrough,
+    /// No OPEN or OPENDIR requests (FUSE_NO_OPEN_SUPPORT): an open and
+    /// close costs no round trip; the kernel alone decides who may open
+    /// (default_permissions, POSIX ACLs). Not with --passthrough=on, which
+    /// needs OPEN to hand over the backing file (auto turns passthrough
+    /// off).
+    #[arg(long)]
+    pub no_open: bool,
     /// Write the tree out to this host directory after unmount.
     #[arg(long, value_name = "HOSTDIR")]
     pub dump_to: Option<PathBuf>,
+}
+
+impl ServeOptions {
+    /// `--no-open` leaves no OPEN to answer through passthrough: `auto`
+    /// turns it off (`on` with it is refused by [`check_options`]).
+    pub fn settle_passthrough(&mut self) {
+        if self.no_open && self.passthrough == Passthrough::Auto {
+            self.passthrough = Passthrough::Off;
+        }
+    }
 }
 
 /// `uvfs mount [OPTIONS] DIR`.
@@ -166,6 +183,11 @@ pub fn check(args: &MountArgs) -> Result<PathBuf, String> {
 /// The checks of the options, `/dev/fuse` among them, made before
 /// anything is mounted; `Err` is the message.
 pub fn check_options(opts: &ServeOptions) -> Result<(), String> {
+    if opts.no_open && opts.passthrough == Passthrough::On {
+        return Err(
+            "--no-open with --passthrough=on: passthrough hands the kernel its backing file in the reply to OPEN, which --no-open does away with (use one or the other)".into(),
+        );
+    }
     if opts.passthrough == Passthrough::On && !has_cap_sys_admin() {
         return Err(
             "--passthrough=on: registering a backing file needs CAP_SYS_ADMIN (run as root)".into(),
@@ -275,7 +297,8 @@ pub fn build_fs(args: &ServeOptions) -> Result<Served, String> {
 }
 
 /// `uvfs mount`: returns the exit status.
-pub fn run(args: MountArgs) -> i32 {
+pub fn run(mut args: MountArgs) -> i32 {
+    args.serve.settle_passthrough();
     let built = check(&args).and_then(|dir| build_fs(&args.serve).map(|s| (dir, s)));
     let (dir, served) = match built {
         Ok(d) => d,
@@ -415,7 +438,8 @@ pub fn start(
         .map_err(|e| format!("server: {e}"))?
         .with_passthrough(served.passthrough)
         .with_kernel_limit(served.kernel_limit)
-        .with_passthrough_on_said(say_passthrough_on);
+        .with_passthrough_on_said(say_passthrough_on)
+        .with_no_open(opts.no_open);
     let mut config = Config::default();
     config.mount_options = vec![
         MountOption::FSName("uvfs".into()),

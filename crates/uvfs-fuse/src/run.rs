@@ -172,6 +172,7 @@ fn status_code(st: std::process::ExitStatus) -> i32 {
 
 /// `uvfs run`: returns the exit status.
 pub fn run(mut args: RunArgs) -> i32 {
+    args.serve.settle_passthrough();
     let userns = match check(&args).and_then(|()| private_namespace()) {
         Ok(u) => u,
         Err(m) => {

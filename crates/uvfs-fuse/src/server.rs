@@ -47,6 +47,10 @@ const SHARDS: usize = 16;
 struct Node {
     fd: i32,
     nlookup: u64,
+    /// No-open mode: the inode's one I/O handle (`O_RDWR`, opened as root
+    /// on the first READ, WRITE, ... with fh 0), or -1. Closed with `fd`
+    /// at the last FORGET, never at a RELEASE.
+    io: i32,
 }
 
 /// What the server counts, for tests and the curious.
@@ -58,6 +62,13 @@ pub struct Counters {
     pub nodes: AtomicU64,
     /// READDIRPLUS requests served.
     pub readdirplus: AtomicU64,
+    /// OPEN and OPENDIR requests received (in no-open mode, the first of
+    /// each is answered `ENOSYS` and no more come).
+    pub opens: AtomicU64,
+    /// No-open mode's per-inode I/O handles open now.
+    pub io_handles: AtomicU64,
+    /// RELEASE and RELEASEDIR requests received.
+    pub releases: AtomicU64,
 }
 
 /// The FUSE file system: one uvfs VFS served to every process.
@@ -80,6 +91,12 @@ pub struct UvfsFuse {
     /// the umask of a create, mkdir or mknod to the server (uvfs applies
     /// it unless the directory has a default ACL, as tmpfs does).
     posix_acl: bool,
+    /// No-open mode asked for ([`Self::with_no_open`]).
+    no_open_wanted: bool,
+    /// The kernel offered `FUSE_NO_OPEN_SUPPORT` and `FUSE_NO_OPENDIR_SUPPORT`
+    /// to a server that asked for the mode: OPEN and OPENDIR are answered
+    /// `ENOSYS`, and fh 0 in a request means "the inode's own handle".
+    no_open: bool,
 }
 
 /// Lists the directory open as `fd` from the cookie `offset` (readdir and
@@ -121,6 +138,13 @@ impl UvfsFuse {
         p.setrlimit_nofile(hard, hard)?;
         let root_ino = p.stat("/")?.st_ino;
         let root_fd = p.open("/", O_PATH | O_DIRECTORY, 0)?;
+        // fd 0 is the root's O_PATH handle for the server's whole life, so
+        // no file handle given to the kernel is ever 0: in no-open mode fh
+        // 0 means "no handle" (see `io_fd`). A new process's table is
+        // empty, so the first open is 0.
+        if root_fd != 0 {
+            return Err(Errno::EBUSY);
+        }
         let nodes: Vec<_> = (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect();
         nodes[(root_ino as usize) % SHARDS].lock().unwrap().insert(
             root_ino,
@@ -128,6 +152,7 @@ impl UvfsFuse {
                 fd: root_fd,
                 // The root is never forgotten.
                 nlookup: 1 << 62,
+                io: -1,
             },
         );
         let counters = Arc::new(Counters::default());
@@ -143,6 +168,8 @@ impl UvfsFuse {
             counters,
             pt: PtTable::new(Passthrough::Off),
             posix_acl: false,
+            no_open_wanted: false,
+            no_open: false,
         })
     }
 
@@ -168,6 +195,19 @@ impl UvfsFuse {
     /// its own). Call after [`with_passthrough`](Self::with_passthrough).
     pub fn with_passthrough_on_said(mut self, say: bool) -> UvfsFuse {
         self.pt.say_on = say;
+        self
+    }
+
+    /// Asks for no-open mode (before the session starts; the caller keeps
+    /// passthrough off, which needs OPEN): at `FUSE_INIT`, if the kernel
+    /// offers `FUSE_NO_OPEN_SUPPORT` and `FUSE_NO_OPENDIR_SUPPORT`, OPEN
+    /// and OPENDIR are answered `ENOSYS` and the kernel stops sending
+    /// them (and their RELEASEs) for the rest of the mount; the kernel's
+    /// own checks (`default_permissions`) then decide who may open. Where
+    /// the kernel does not offer it, opens are served as usual (said on
+    /// stderr).
+    pub fn with_no_open(mut self, on: bool) -> UvfsFuse {
+        self.no_open_wanted = on;
         self
     }
 
@@ -307,7 +347,14 @@ impl UvfsFuse {
                     true
                 }
                 None => {
-                    shard.insert(st.st_ino, Node { fd, nlookup: 1 });
+                    shard.insert(
+                        st.st_ino,
+                        Node {
+                            fd,
+                            nlookup: 1,
+                            io: -1,
+                        },
+                    );
                     false
                 }
             }
@@ -342,9 +389,11 @@ impl UvfsFuse {
             // Its backing file goes with it, under the shard's lock: a
             // new lookup of the same inode (a new kernel inode) must not
             // find the old one.
-            shard.remove(&ino).map(|n| (n.fd, self.pt.remove(ino)))
+            shard
+                .remove(&ino)
+                .map(|n| (n.fd, n.io, self.pt.remove(ino)))
         };
-        if let Some((fd, pt)) = fd {
+        if let Some((fd, io, pt)) = fd {
             self.counters.nodes.fetch_sub(1, Ordering::Relaxed);
             self.as_root(|p| {
                 // Reads and writes past the server since it last looked
@@ -354,8 +403,81 @@ impl UvfsFuse {
                     self.settle(p, ino, fd, past);
                 }
                 let _ = p.close(fd);
+                if io >= 0 {
+                    self.counters.io_handles.fetch_sub(1, Ordering::Relaxed);
+                    let _ = p.close(io);
+                }
             });
         }
+    }
+
+    /// The uvfs fd a request's file handle stands for: the handle itself,
+    /// or in no-open mode for fh 0 (the kernel opened the file without
+    /// asking) the inode's own I/O handle, opened `O_RDWR` as root on
+    /// first use. The kernel checked the caller's open, and checks each
+    /// read and write against the open file's mode; the request then runs
+    /// as the caller (set-ID removal on write is the caller's).
+    fn io_fd(&self, p: &mut Process, nodeid: INodeNo, fh: FileHandle) -> Result<i32, Errno> {
+        if fh.0 != 0 || !self.no_open {
+            return Ok(fh.0 as i32);
+        }
+        let ino = self.ino(nodeid);
+        let pfd = {
+            let shard = self.shard(ino).lock().unwrap();
+            let n = shard.get(&ino).ok_or(Errno::ESTALE)?;
+            if n.io >= 0 {
+                return Ok(n.io);
+            }
+            n.fd
+        };
+        let cred = p.cred().clone();
+        p.set_cred(Cred::root());
+        let r = p.reopen(pfd, O_RDWR | O_NONBLOCK);
+        p.set_cred(cred);
+        let fd = r?;
+        let mut shard = self.shard(ino).lock().unwrap();
+        match shard.get_mut(&ino) {
+            Some(n) if n.io < 0 => {
+                n.io = fd;
+                self.counters.io_handles.fetch_add(1, Ordering::Relaxed);
+                Ok(fd)
+            }
+            // Another worker opened it first: use theirs.
+            Some(n) => {
+                let io = n.io;
+                drop(shard);
+                let _ = p.close(fd);
+                Ok(io)
+            }
+            // Cannot be: the kernel holds the inode while it sends I/O.
+            None => {
+                drop(shard);
+                let _ = p.close(fd);
+                Err(Errno::ESTALE)
+            }
+        }
+    }
+
+    /// A directory handle for one READDIR(PLUS) in no-open mode (fh 0):
+    /// a fresh fd on the node, closed after the request, so two readers
+    /// of one directory never share a position; the listing starts at the
+    /// kernel's cookie as usual. Opened as root: the kernel checked the
+    /// caller's opendir.
+    fn dir_fd(
+        &self,
+        p: &mut Process,
+        nodeid: INodeNo,
+        fh: FileHandle,
+    ) -> Result<(i32, bool), Errno> {
+        if fh.0 != 0 || !self.no_open {
+            return Ok((fh.0 as i32, false));
+        }
+        let pfd = self.node_fd(nodeid)?;
+        let cred = p.cred().clone();
+        p.set_cred(Cred::root());
+        let r = p.reopen(pfd, O_RDONLY | O_DIRECTORY);
+        p.set_cred(cred);
+        Ok((r?, true))
     }
 
     fn reply_entry(&self, r: Result<FileAttr, Errno>, reply: ReplyEntry) {
@@ -399,12 +521,27 @@ impl Filesystem for UvfsFuse {
         // mode it computed itself, and that mode lost the sticky bit
         // (chmod 5755 then chown gave 755, where tmpfs gives 1755:
         // mount_differential found it).
-        let want = InitFlags::FUSE_ATOMIC_O_TRUNC
+        let mut want = InitFlags::FUSE_ATOMIC_O_TRUNC
             | InitFlags::FUSE_DO_READDIRPLUS
             | InitFlags::FUSE_READDIRPLUS_AUTO
             | InitFlags::FUSE_PARALLEL_DIROPS
             | InitFlags::FUSE_CACHE_SYMLINKS
             | InitFlags::FUSE_HANDLE_KILLPRIV_V2;
+        // No-open mode: the kernel says it can do without OPEN and OPENDIR
+        // (the server answers them ENOSYS). O_TRUNC then must not ride in
+        // an OPEN that never comes: without FUSE_ATOMIC_O_TRUNC the kernel
+        // truncates an O_TRUNC open with a SETATTR of the size (fh 0).
+        let no_open = InitFlags::FUSE_NO_OPEN_SUPPORT | InitFlags::FUSE_NO_OPENDIR_SUPPORT;
+        if self.no_open_wanted {
+            if config.capabilities().contains(no_open) {
+                self.no_open = true;
+                want.remove(InitFlags::FUSE_ATOMIC_O_TRUNC);
+            } else {
+                eprintln!(
+                    "uvfs: --no-open: the kernel does not offer FUSE_NO_OPEN_SUPPORT; opens are served as usual"
+                );
+            }
+        }
         let _ = config.add_capabilities(want & config.capabilities());
         // POSIX ACLs (`system.posix_acl_*`, which uvfs's tmpfs holds): with
         // FUSE_POSIX_ACL the kernel checks access with them itself (the
@@ -471,6 +608,16 @@ impl Filesystem for UvfsFuse {
         let uino = self.ino(ino);
         let r = self.with(req, |p| {
             let fd = self.node_fd(ino)?;
+            // In no-open mode an O_TRUNC open or an ftruncate sends fh 0:
+            // the size changes through the inode's own handle (the kernel
+            // checked write permission at the open, or the fd's mode).
+            let fh = match (fh, size) {
+                (Some(f), Some(_)) => Some(FileHandle(self.io_fd(p, ino, f)? as u64)),
+                (None, Some(0)) if self.no_open && Self::open_truncation(p, fd, req.pid()) => {
+                    Some(FileHandle(self.io_fd(p, ino, FileHandle(0))? as u64))
+                }
+                (f, _) => f,
+            };
             // A write past the server comes first (its set-ID removal and
             // times), then this change; a size change of the server's own
             // is no write past it.
@@ -648,6 +795,12 @@ impl Filesystem for UvfsFuse {
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        self.counters.opens.fetch_add(1, Ordering::Relaxed);
+        if self.no_open {
+            // The kernel stops sending OPEN (and RELEASE) from here on.
+            reply.error(FErrno::ENOSYS);
+            return;
+        }
         let uino = self.ino(ino);
         let r = self.with(req, |p| {
             let fd = self.node_fd(ino)?;
@@ -685,7 +838,7 @@ impl Filesystem for UvfsFuse {
     fn read(
         &self,
         req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         offset: u64,
         size: u32,
@@ -694,9 +847,10 @@ impl Filesystem for UvfsFuse {
         reply: ReplyData,
     ) {
         let r = self.with(req, |p| {
+            let fd = self.io_fd(p, ino, fh)?;
             let mut buf = vec![0u8; size as usize];
             let off = i64::try_from(offset).map_err(|_| Errno::EINVAL)?;
-            let n = p.pread(fh.0 as i32, &mut buf, off)?;
+            let n = p.pread(fd, &mut buf, off)?;
             buf.truncate(n);
             Ok(buf)
         });
@@ -709,7 +863,7 @@ impl Filesystem for UvfsFuse {
     fn write(
         &self,
         req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         offset: u64,
         data: &[u8],
@@ -718,9 +872,15 @@ impl Filesystem for UvfsFuse {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
+        // The open's flags (`O_APPEND` among them) come in `_flags`, but
+        // the offset already says where the data goes: without a writeback
+        // cache the kernel placed an O_APPEND write at the size it caches,
+        // under the inode's lock, and uvfs is the only writer behind the
+        // mount. So the write lands at `offset`, with or without an OPEN.
         let r = self.with(req, |p| {
+            let fd = self.io_fd(p, ino, fh)?;
             let off = i64::try_from(offset).map_err(|_| Errno::EFBIG)?;
-            p.pwrite(fh.0 as i32, data, off)
+            p.pwrite(fd, data, off)
         });
         match r {
             Ok(n) => reply.written(n as u32),
@@ -752,25 +912,30 @@ impl Filesystem for UvfsFuse {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        self.as_root(|p| {
-            let _ = p.close(fh.0 as i32);
-        });
+        self.counters.releases.fetch_add(1, Ordering::Relaxed);
+        // fh 0 is no handle (a create's in no-open mode): nothing to close.
+        if fh.0 != 0 {
+            self.as_root(|p| {
+                let _ = p.close(fh.0 as i32);
+            });
+        }
         reply.ok();
     }
 
     fn fsync(
         &self,
         req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         datasync: bool,
         reply: ReplyEmpty,
     ) {
         let r = self.with(req, |p| {
+            let fd = self.io_fd(p, ino, fh)?;
             if datasync {
-                p.fdatasync(fh.0 as i32)
+                p.fdatasync(fd)
             } else {
-                p.fsync(fh.0 as i32)
+                p.fsync(fd)
             }
         });
         match r {
@@ -780,6 +945,11 @@ impl Filesystem for UvfsFuse {
     }
 
     fn opendir(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        self.counters.opens.fetch_add(1, Ordering::Relaxed);
+        if self.no_open {
+            reply.error(FErrno::ENOSYS);
+            return;
+        }
         let r = self.with(req, |p| {
             let fd = self.node_fd(ino)?;
             p.reopen(
@@ -796,20 +966,25 @@ impl Filesystem for UvfsFuse {
     fn readdir(
         &self,
         req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
         let r = self.with(req, |p| {
-            each_dirent(p, fh.0 as i32, offset, |_, e| {
+            let (fd, own) = self.dir_fd(p, ino, fh)?;
+            let r = each_dirent(p, fd, offset, |_, e| {
                 Ok(reply.add(
                     INodeNo(self.nodeid(e.d_ino)),
                     e.d_off as u64,
                     kind_of_dtype(e.d_type),
                     OsStr::from_bytes(&e.name),
                 ))
-            })
+            });
+            if own {
+                let _ = p.close(fd);
+            }
+            r
         });
         match r {
             Ok(()) => reply.ok(),
@@ -820,15 +995,15 @@ impl Filesystem for UvfsFuse {
     fn readdirplus(
         &self,
         req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         offset: u64,
         mut reply: ReplyDirectoryPlus,
     ) {
         self.counters.readdirplus.fetch_add(1, Ordering::Relaxed);
         let r = self.with(req, |p| {
-            let fd = fh.0 as i32;
-            each_dirent(p, fd, offset, |p, e| {
+            let (fd, own) = self.dir_fd(p, ino, fh)?;
+            let r = each_dirent(p, fd, offset, |p, e| {
                 let dot = e.name == b"." || e.name == b"..";
                 // The kernel takes no lookup reference for "." and
                 // "..": they get their attributes only.
@@ -869,7 +1044,11 @@ impl Filesystem for UvfsFuse {
                     self.forget_n(attr.ino, 1);
                 }
                 Ok(full)
-            })
+            });
+            if own {
+                let _ = p.close(fd);
+            }
+            r
         });
         match r {
             Ok(()) => reply.ok(),
@@ -885,9 +1064,12 @@ impl Filesystem for UvfsFuse {
         _flags: OpenFlags,
         reply: ReplyEmpty,
     ) {
-        self.as_root(|p| {
-            let _ = p.close(fh.0 as i32);
-        });
+        self.counters.releases.fetch_add(1, Ordering::Relaxed);
+        if fh.0 != 0 {
+            self.as_root(|p| {
+                let _ = p.close(fh.0 as i32);
+            });
+        }
         reply.ok();
     }
 
@@ -1010,6 +1192,16 @@ impl Filesystem for UvfsFuse {
             })?;
             let attr = p.reopen(fd, O_PATH).and_then(|pfd| self.remember(p, pfd));
             match attr {
+                // No-open mode: the create made the file and checked the
+                // caller's rights (the O_EXCL, O_TRUNC and umask rules are
+                // the server's here); its I/O goes through the inode's own
+                // handle like any other open's, so the kernel gets fh 0 and
+                // the per-open file is closed at once. The kernel still
+                // sends a RELEASE for it (fh 0: nothing to close).
+                Ok(a) if self.no_open => {
+                    let _ = p.close(fd);
+                    Ok((0, a, false))
+                }
                 Ok(a) => {
                     let uino = self.ino(a.ino);
                     let pt = self.pt_attach(p, uino, fd, |k| reply.open_backing(k));
@@ -1059,8 +1251,9 @@ impl Filesystem for UvfsFuse {
     ) {
         let uino = self.ino(ino);
         let r = self.with(req, |p| {
-            self.pt_sync(p, uino, fh.0 as i32);
-            let r = p.fallocate(fh.0 as i32, mode, offset as i64, length as i64);
+            let fd = self.io_fd(p, ino, fh)?;
+            self.pt_sync(p, uino, fd);
+            let r = p.fallocate(fd, mode, offset as i64, length as i64);
             self.pt.absorb(uino);
             r
         });
@@ -1073,15 +1266,19 @@ impl Filesystem for UvfsFuse {
     fn lseek(
         &self,
         req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         offset: i64,
         whence: i32,
         reply: ReplyLseek,
     ) {
         // The kernel sends only SEEK_DATA and SEEK_HOLE; the handle's own
-        // position is the server's, never the caller's.
-        let r = self.with(req, |p| p.lseek(fh.0 as i32, offset, whence));
+        // position is the server's, never the caller's (so a no-open
+        // inode's shared handle may answer several callers).
+        let r = self.with(req, |p| {
+            let fd = self.io_fd(p, ino, fh)?;
+            p.lseek(fd, offset, whence)
+        });
         match r {
             Ok(off) => reply.offset(off),
             Err(e) => reply.error(ferr(e)),
@@ -1091,7 +1288,7 @@ impl Filesystem for UvfsFuse {
     fn copy_file_range(
         &self,
         req: &Request,
-        _ino_in: INodeNo,
+        ino_in: INodeNo,
         fh_in: FileHandle,
         offset_in: u64,
         ino_out: INodeNo,
@@ -1110,6 +1307,8 @@ impl Filesystem for UvfsFuse {
         // checked the handles' modes, the ranges and the overlap.
         let uino = self.ino(ino_out);
         let r = self.with(req, |p| {
+            let fh_in = FileHandle(self.io_fd(p, ino_in, fh_in)? as u64);
+            let fh_out = FileHandle(self.io_fd(p, ino_out, fh_out)? as u64);
             self.pt_sync(p, uino, fh_out.0 as i32);
             let r = self.copy_range(p, fh_in, offset_in, fh_out, offset_out, len);
             self.pt.absorb(uino);

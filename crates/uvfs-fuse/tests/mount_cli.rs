@@ -58,6 +58,17 @@ fn refusals_exit_2_and_mount_nothing() {
     refused(&["--threads", "65", ds], d.path(), "1 to 64");
     refused(&["--fastpaths", "fastest", ds], d.path(), "fastest");
     refused(&["--passthrough", "sometimes", ds], d.path(), "sometimes");
+    // Passthrough answers OPEN with the backing file; no-open has no OPEN.
+    refused(
+        &["--no-open", "--passthrough", "on", ds],
+        d.path(),
+        "--no-open with --passthrough=on",
+    );
+    refused(
+        &["--passthrough=on", "--no-open", ds],
+        d.path(),
+        "--no-open with --passthrough=on",
+    );
     // --passthrough=on needs CAP_SYS_ADMIN (registering a backing file):
     // refused before mounting when the server would not have it (root
     // without it in its bounding set, through setpriv).

@@ -45,18 +45,23 @@ use support::pathdiff::*;
 
 const SEEDS: u64 = 24;
 
-/// Whether the mount serves regular files through FUSE passthrough.
+/// How the mount serves regular files: every read and write a request
+/// (`Off`), through FUSE passthrough (`On`), or in no-open mode
+/// (`NoOpen`: no OPEN or OPENDIR requests, fh 0 and per-inode handles).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Pt {
     Off,
     On,
+    NoOpen,
 }
 
 impl Pt {
     /// `UVFS_DIFF_PASSTHROUGH=1`: the seed replayed or minimized is the
-    /// passthrough passes'.
+    /// passthrough passes'; `UVFS_DIFF_NO_OPEN=1`: the no-open passes'.
     fn from_env() -> Pt {
-        if std::env::var_os("UVFS_DIFF_PASSTHROUGH").is_some() {
+        if std::env::var_os("UVFS_DIFF_NO_OPEN").is_some() {
+            Pt::NoOpen
+        } else if std::env::var_os("UVFS_DIFF_PASSTHROUGH").is_some() {
             Pt::On
         } else {
             Pt::Off
@@ -114,10 +119,11 @@ impl MountSandbox {
             // live in a private kernel tmpfs of that size (see
             // `uvfs_fuse::backing`); the sequences' writes stay far below
             // it (mount_size tests the limit itself).
-            .args(["--size", "256m", "--passthrough"])
-            .arg(match pt {
-                Pt::Off => "off",
-                Pt::On => "on",
+            .args(["--size", "256m"])
+            .args(match pt {
+                Pt::Off => &["--passthrough", "off"][..],
+                Pt::On => &["--passthrough", "on"],
+                Pt::NoOpen => &["--no-open"],
             })
             .arg(&dir)
             .stdin(Stdio::null())
@@ -431,6 +437,20 @@ fn path_ops_on_a_passthrough_mount_match_the_host_kernel() {
 #[test]
 fn path_ops_as_a_user_on_a_passthrough_mount_match_the_host_kernel() {
     run_seeds(Who::User, Pt::On, USER_SEEDS);
+}
+
+/// The root pass in no-open mode (`--no-open`). `UVFS_DIFF_NO_OPEN=1`
+/// with `UVFS_DIFF_SEED=N` replays one seed of the no-open passes.
+#[test]
+fn path_ops_on_a_no_open_mount_match_the_host_kernel() {
+    run_seeds(Who::Root, Pt::NoOpen, SEEDS);
+}
+
+/// The user pass in no-open mode: every open's permission is the
+/// kernel's alone (`default_permissions`), and must still match tmpfs.
+#[test]
+fn path_ops_as_a_user_on_a_no_open_mount_match_the_host_kernel() {
+    run_seeds(Who::User, Pt::NoOpen, USER_SEEDS);
 }
 
 /// The same as an unprivileged user on both sides (the mount's server

@@ -6,20 +6,29 @@
 //! test suites for the file-system modules. Outputs avoid
 //! what legitimately differs (inode numbers, times of now, random names).
 //! A program missing from the machine fails the test (the CI installs
-//! them). Skips (passes with a message) without /dev/fuse or root.
+//! them). Each comparison runs twice: on a plain mount and on one with
+//! `--no-open`. Skips (passes with a message) without /dev/fuse or root.
 
 mod support;
 
 use support::*;
 
+/// Runs `script` on the host's tmpfs and on a mount, then again on a
+/// mount in no-open mode (`--no-open`: no OPEN or OPENDIR requests, I/O
+/// through per-inode handles, the kernel alone checking opens).
 fn same(tag: &str, script: &str) {
     skip_unless_fuse!();
-    let (host, mount) = host_and_mount(tag, script);
-    assert!(
-        host.contains("--- exit 0"),
-        "{tag}: the host run failed:\n{host}"
-    );
-    assert_same(tag, &host, &mount);
+    for (tag, args) in [
+        (tag.to_string(), &[][..]),
+        (format!("{tag}-noopen"), &["--no-open"]),
+    ] {
+        let (host, mount) = host_and_mount_with(&tag, args, script);
+        assert!(
+            host.contains("--- exit 0"),
+            "{tag}: the host run failed:\n{host}"
+        );
+        assert_same(&tag, &host, &mount);
+    }
 }
 
 #[test]

@@ -52,25 +52,48 @@ fn syscalls_match_the_host_tmpfs_without_passthrough() {
     compare_semantics("semantics-nopt", &["--passthrough", "off"]);
 }
 
-/// file_data.py, with passthrough and without.
+/// semantics.py in no-open mode (`--no-open`): no OPEN or OPENDIR
+/// requests, so the kernel alone decides who may open (the second user's
+/// opens of another's 0600 file, O_TRUNC, O_NOATIME), and every read and
+/// write goes through the inode's own handle (a file unlinked while open,
+/// one chmodded to 000 while open, two O_APPEND writers, two readers of
+/// one directory).
+#[test]
+fn syscalls_match_the_host_tmpfs_without_open() {
+    skip_unless_fuse!();
+    compare_semantics("semantics-noopen", &["--no-open"]);
+}
+
+/// The modes the data and ACL scripts run in: passthrough, plain, and
+/// no-open (which turns passthrough off).
+const MODES: [(&str, &[&str]); 3] = [
+    ("pt", &["--passthrough", "on"]),
+    ("plain", &["--passthrough", "off"]),
+    ("noopen", &["--no-open"]),
+];
+
+/// file_data.py, with passthrough, without, and in no-open mode.
 #[test]
 fn file_data_matches_the_host_tmpfs() {
     skip_unless_fuse!();
-    for (tag, mode) in [("file-data-pt", "on"), ("file-data", "off")] {
-        let (host, mount) = run_script(tag, &["--passthrough", mode], FILE_DATA);
+    for (mode, args) in MODES {
+        let tag = &format!("file-data-{mode}");
+        let (host, mount) = run_script(tag, args, FILE_DATA);
         assert!(host.contains("user data own"), "{host}");
         assert_same(tag, &host, &mount);
     }
 }
 
-/// acl.py, with passthrough and without: the ACLs reach uvfs, and the
-/// kernel (which checks permissions itself with `default_permissions`)
-/// decides access with them as tmpfs does (`FUSE_POSIX_ACL`).
+/// acl.py, with passthrough, without, and in no-open mode: the ACLs
+/// reach uvfs, and the kernel (which checks permissions itself with
+/// `default_permissions`) decides access with them as tmpfs does
+/// (`FUSE_POSIX_ACL`); in no-open mode it is the only check of an open.
 #[test]
 fn posix_acls_match_the_host_tmpfs() {
     skip_unless_fuse!();
-    for (tag, mode) in [("acl-pt", "on"), ("acl", "off")] {
-        let (host, mount) = run_script(tag, &["--passthrough", mode], ACL);
+    for (mode, args) in MODES {
+        let tag = &format!("acl-{mode}");
+        let (host, mount) = run_script(tag, args, ACL);
         assert!(host.contains("user read named rw: b''"), "{host}");
         assert!(host.contains("done"), "{host}");
         assert_same(tag, &host, &mount);

@@ -142,6 +142,41 @@ impl UvfsFuse {
         self.pt.attach(ino, kfd, backing)
     }
 
+    /// Whether a size-0 SETATTR without a file handle on the node `fd` is,
+    /// in no-open mode, an `O_TRUNC` open's truncation of a file that is
+    /// already empty. The kernel sends an open's truncation and truncate(2)
+    /// alike (size only, no handle, no times: the server's truncation is
+    /// to stamp the times), but Linux stamps mtime and ctime at an
+    /// `O_TRUNC` open (as at ftruncate) even when the size does not
+    /// change, and at truncate(2) only when it does. Where the size
+    /// changes both stamp, so only an empty file needs telling apart: by
+    /// the system call its caller (the request's thread, blocked in it
+    /// until the reply) is in, from `/proc/PID/syscall`. A caller the
+    /// server cannot see there (another pid namespace: pid 0) counts as
+    /// truncate(2).
+    pub(super) fn open_truncation(p: &mut Process, fd: i32, pid: u32) -> bool {
+        if pid == 0
+            || !Self::fstat(p, fd).is_ok_and(|st| st.st_mode & S_IFMT == S_IFREG && st.st_size == 0)
+        {
+            return false;
+        }
+        let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/syscall")) else {
+            return false;
+        };
+        let Some(nr) = s
+            .split_whitespace()
+            .next()
+            .and_then(|w| w.parse::<i64>().ok())
+        else {
+            return false;
+        };
+        #[cfg(target_arch = "x86_64")]
+        let legacy = nr == libc::SYS_open || nr == libc::SYS_creat;
+        #[cfg(not(target_arch = "x86_64"))]
+        let legacy = false;
+        legacy || nr == libc::SYS_openat || nr == libc::SYS_openat2
+    }
+
     /// A SETATTR that sets nothing: chown(-1, -1), or a write's removal
     /// of set-ID bits. Before a write by a caller without `CAP_FSETID` to
     /// a set-ID file (through passthrough or not), the kernel removes

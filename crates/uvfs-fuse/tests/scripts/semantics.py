@@ -58,6 +58,18 @@ os.close(fd)
 fd = os.open("d/t", os.O_RDWR | os.O_TRUNC)
 show("after O_TRUNC", lambda: os.fstat(fd).st_size)
 os.close(fd)
+# an empty file: an O_TRUNC open (and ftruncate) stamps mtime and ctime,
+# truncate(2) to the same size does not
+def stamped(f):
+    os.utime("d/t", ns=(10**9, 10**9))
+    c = os.stat("d/t").st_ctime_ns
+    f()
+    s = os.stat("d/t")
+    return (s.st_size, s.st_mtime_ns != 10**9, s.st_ctime_ns != c)
+show("O_TRUNC empty", lambda: stamped(lambda: os.close(os.open("d/t", os.O_WRONLY | os.O_TRUNC))))
+show("creat empty", lambda: stamped(lambda: open("d/t", "wb").close()))
+show("truncate empty", lambda: stamped(lambda: os.truncate("d/t", 0)))
+show("ftruncate empty", lambda: stamped(lambda: os.close((lambda fd: (os.ftruncate(fd, 0), fd)[1])(os.open("d/t", os.O_WRONLY)))))
 
 # pwrite past the end makes a hole; SEEK_DATA / SEEK_HOLE
 fd = os.open("d/sparse", os.O_CREAT | os.O_RDWR, 0o644)
@@ -231,6 +243,29 @@ for n in ("sock", "chr", "nreg"):
         os.unlink(n)
 show("access", lambda: os.access("d/f", os.R_OK | os.W_OK))
 
+# O_APPEND through two fds at once: each write lands at the end
+fa = os.open("d/app", os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o644)
+fb = os.open("d/app", os.O_WRONLY | os.O_APPEND)
+for i in range(3):
+    os.write(fa, b"a%d" % i)
+    os.write(fb, b"B%d" % i)
+os.close(fa)
+os.close(fb)
+show("two O_APPEND fds", lambda: open("d/app", "rb").read())
+
+# one directory read by two openers at once, interleaved
+os.mkdir("two")
+for i in range(150):
+    open(f"two/{i:03}-" + "n" * 40, "w").close()
+it1, it2, seen1, seen2 = os.scandir("two"), os.scandir("two"), [], []
+for e1 in it1:
+    seen1.append(e1.name)
+    e2 = next(it2, None)
+    if e2 is not None:
+        seen2.append(e2.name)
+seen2 += [e.name for e in it2]
+show("two readers", lambda: (len(seen1), len(seen2), sorted(seen1) == sorted(seen2) == sorted(os.listdir("two"))))
+
 # permissions as another user
 os.chmod("d/f", 0o640)
 os.chown("d/f", 0, 0)
@@ -242,6 +277,12 @@ os.chmod("sticky/rootfile", 0o666)
 os.mkdir("shared", 0o775)
 os.chmod("shared", 0o775)
 os.chown("shared", 0, 4242)
+with open("d/secret", "wb") as f:
+    f.write(b"s")
+os.chmod("d/secret", 0o600)
+with open("d/xonly", "wb") as f:
+    f.write(b"#!/bin/sh\n")
+os.chmod("d/xonly", 0o711)
 sys.stdout.flush()
 pid = os.fork()
 if pid == 0:
@@ -256,6 +297,27 @@ if pid == 0:
         except OSError as e:
             res.append(f"user {label}: {errno.errorcode.get(e.errno, e.errno)}")
 
+    def opened(path, flags):
+        os.close(os.open(path, flags))
+        return "opened"
+
+    u("read 0600 root file", lambda: opened("d/secret", os.O_RDONLY))
+    u("write 0600 root file", lambda: opened("d/secret", os.O_WRONLY))
+    u("O_TRUNC 0600 root file", lambda: opened("d/secret", os.O_RDONLY | os.O_TRUNC))
+    u("read 0711 root file", lambda: opened("d/xonly", os.O_RDONLY))
+    u("O_PATH 0600 root file", lambda: opened("d/secret", os.O_PATH))
+    u("O_NOATIME root file", lambda: opened("d/xonly", os.O_RDONLY | os.O_NOATIME))
+    # an open file outlives the permission that let it open
+    u("own file", lambda: os.write(os.open("shared/own", os.O_CREAT | os.O_RDWR, 0o600), b"mine"))
+    fo = os.open("shared/own", os.O_RDWR)
+    u("chmod own 000", lambda: os.chmod("shared/own", 0))
+    u("read after chmod 000", lambda: os.pread(fo, 10, 0))
+    u("write after chmod 000", lambda: os.pwrite(fo, b"M", 0))
+    u("ftruncate after chmod 000", lambda: os.ftruncate(fo, 2))
+    u("reopen after chmod 000", lambda: opened("shared/own", os.O_RDONLY))
+    u("O_TRUNC after chmod 000", lambda: opened("shared/own", os.O_WRONLY | os.O_TRUNC))
+    u("read own", lambda: os.pread(fo, 10, 0))
+    os.close(fo)
     u("read 0640 root file", lambda: open("d/f", "rb").read())
     u("write 0640 root file", lambda: os.open("d/f", os.O_WRONLY))
     u("stat in 0700 dir", lambda: os.stat("locked/x").st_size)

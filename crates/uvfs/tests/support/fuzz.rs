@@ -447,7 +447,7 @@ impl Fuzz {
             35 => {
                 // One in four: chroot (a process then walks from there;
                 // getcwd may read "(unreachable)…").
-                if i.u8() % 4 == 0 {
+                if i.u8().is_multiple_of(4) {
                     let path = path(i);
                     call!(self.procs[p].chroot(&path)).ok();
                 } else {
