@@ -128,25 +128,37 @@ fn is_symlink(d: &Dentry) -> bool {
 pub(crate) struct Nd<'a> {
     vfs: &'a Vfs,
     cred: &'a Cred,
-    root: Root<'a>,
+    root: DentryCow<'a>,
     host: Option<HostMount<'a>>,
 }
 
-/// A walk's root directory: the VFS's own (borrowed, the common case), or
-/// the one a `chroot` gave the caller (a reference of the walk's own).
-pub(crate) enum Root<'a> {
-    /// The VFS's root.
-    Vfs(&'a DentryRef),
-    /// A chroot's root.
+/// A dentry a caller borrows (the VFS's root, which the VFS holds) or
+/// holds a reference of its own to (a chroot's root; the cwd or a
+/// directory fd's dentry, which may change under the caller): a walk's
+/// root, and where a walk starts.
+pub(crate) enum DentryCow<'a> {
+    /// Borrowed.
+    Ref(&'a DentryRef),
+    /// A reference of the caller's own.
     Own(DentryRef),
 }
 
-impl std::ops::Deref for Root<'_> {
+impl DentryCow<'_> {
+    /// The dentry, with a reference.
+    pub(crate) fn into_owned(self) -> DentryRef {
+        match self {
+            DentryCow::Ref(d) => d.clone(),
+            DentryCow::Own(d) => d,
+        }
+    }
+}
+
+impl std::ops::Deref for DentryCow<'_> {
     type Target = DentryRef;
     fn deref(&self) -> &DentryRef {
         match self {
-            Root::Vfs(d) => d,
-            Root::Own(d) => d,
+            DentryCow::Ref(d) => d,
+            DentryCow::Own(d) => d,
         }
     }
 }
@@ -248,7 +260,7 @@ struct RcuEnd {
 
 impl<'a> Nd<'a> {
     /// A walk whose `/` and whose `..` stop are `root` (a chroot's).
-    pub(crate) fn with_root(vfs: &'a Vfs, cred: &'a Cred, root: Root<'a>) -> Nd<'a> {
+    pub(crate) fn with_root(vfs: &'a Vfs, cred: &'a Cred, root: DentryCow<'a>) -> Nd<'a> {
         Nd {
             vfs,
             cred,

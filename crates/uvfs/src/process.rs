@@ -114,31 +114,10 @@ impl FsStruct {
     }
 }
 
-/// Where a walk starts: borrowed (the root, which the VFS holds) or owned
-/// (the cwd or a directory fd's dentry, which may change under us).
-enum Start<'a> {
-    Ref(&'a DentryRef),
-    Own(DentryRef),
-}
-
-impl Start<'_> {
-    fn into_owned(self) -> DentryRef {
-        match self {
-            Start::Ref(d) => d.clone(),
-            Start::Own(d) => d,
-        }
-    }
-}
-
-impl std::ops::Deref for Start<'_> {
-    type Target = DentryRef;
-    fn deref(&self) -> &DentryRef {
-        match self {
-            Start::Ref(d) => d,
-            Start::Own(d) => d,
-        }
-    }
-}
+/// Where a walk starts: borrowed (the VFS's root, which the VFS holds) or
+/// owned (a chroot's root, the cwd or a directory fd's dentry, which may
+/// change under us).
+type Start<'a> = namei::DentryCow<'a>;
 
 /// One thread's handle on a process. Not `Sync`: each thread of a process
 /// has its own handle ([`Process::new_thread`]); methods take `&mut self`,
@@ -361,10 +340,7 @@ impl Process {
     /// not empty).
     fn start(&self, dirfd: i32, path: &[u8]) -> Result<Start<'_>, Errno> {
         if path.first() == Some(&b'/') {
-            return Ok(match self.task.root() {
-                namei::Root::Vfs(r) => Start::Ref(r),
-                namei::Root::Own(r) => Start::Own(r),
-            });
+            return Ok(self.task.root());
         }
         if dirfd == AT_FDCWD {
             return Ok(Start::Own(self.task.cwd()));
@@ -820,13 +796,13 @@ impl Task {
 
     /// The root directory walks start `/` at and stop `..` at: the VFS's,
     /// or the one `chroot` set.
-    fn root(&self) -> namei::Root<'_> {
+    fn root(&self) -> namei::DentryCow<'_> {
         if self.fs.chrooted.load(Ordering::Acquire)
             && let Some(r) = lock_unmodelled(&self.fs.root).clone()
         {
-            return namei::Root::Own(r);
+            return namei::DentryCow::Own(r);
         }
-        namei::Root::Vfs(self.vfs.root())
+        namei::DentryCow::Ref(self.vfs.root())
     }
 
     /// The host mount a walk reads symlinks' absolute targets against, its
