@@ -28,6 +28,13 @@ fn switched(was: bool) -> bool {
     !was && is_client()
 }
 
+/// What a call that raced the switch returns before it starts again: the
+/// errno it found, so that `run` leaves errno as it was.
+#[cold]
+fn unchanged() -> Errno {
+    Errno::from_raw(errno())
+}
+
 /// Where `path` (relative to `dirfd`) goes. `None`: `dirfd` is a stale
 /// placeholder (`EBADF`).
 pub(crate) fn route(dirfd: c_int, path: &[u8]) -> Option<Route<'_>> {
@@ -126,7 +133,6 @@ pub(crate) unsafe fn path_call<T>(
     // SAFETY: non-NULL and valid per the contract.
     let p = unsafe { cbytes(path) };
     let was = is_client();
-    let saved = errno();
     match route(dirfd, p) {
         None => {
             set_errno(libc::EBADF);
@@ -150,7 +156,7 @@ pub(crate) unsafe fn path_call<T>(
                     // call's second start.)
                     let Some(uvfs) = uvfs.take_if(|_| !switched(was)) else {
                         raced = true;
-                        return Err(Errno::EAGAIN);
+                        return Err(unchanged());
                     };
                     let r = uvfs(s, d, &up);
                     if r.as_ref().err() == Some(&Errno::EXDEV) {
@@ -160,7 +166,6 @@ pub(crate) unsafe fn path_call<T>(
                 })
             });
             if raced && let Some(uvfs) = uvfs {
-                set_errno(saved);
                 // SAFETY: the caller's contract, passed on.
                 return unsafe { path_call(dirfd, path, r, kernel, uvfs) };
             }
@@ -192,7 +197,6 @@ pub(crate) unsafe fn path2_call(
     // SAFETY: valid C strings per the callers' contracts.
     let (b1, b2) = unsafe { (cbytes(p1), cbytes(p2)) };
     let was = is_client();
-    let saved = errno();
     let (Some(r1), Some(r2)) = (route(d1, b1), route(d2, b2)) else {
         set_errno(libc::EBADF);
         return -1;
@@ -215,13 +219,12 @@ pub(crate) unsafe fn path2_call(
             let r = run(-1, || {
                 with_state(|s| match uvfs.take_if(|_| !switched(was)) {
                     Some(f) => f(s.p(), ud1, &up1, ud2, &up2).map(|()| 0),
-                    None => Err(Errno::EAGAIN),
+                    None => Err(unchanged()),
                 })
             });
             match uvfs {
                 // The switch came between the route and the call.
                 Some(f) => {
-                    set_errno(saved);
                     // SAFETY: the caller's contract, passed on.
                     unsafe { path2_call(d1, p1, d2, p2, kernel, f) }
                 }
@@ -260,21 +263,17 @@ pub(crate) fn fd_call<T>(
             if l.busy() {
                 return kernel();
             }
-            let saved = errno();
             let mut uvfs = Some(uvfs);
             // `u` as read above: another thread closing or replacing `fd`
             // meanwhile is the program's race, as on Linux.
             let r = run_in(l, fail, || {
                 with_state_in(l, |s| match uvfs.take_if(|_| !switched(was)) {
                     Some(f) => f(s, u),
-                    None => Err(Errno::EAGAIN),
+                    None => Err(unchanged()),
                 })
             });
             match uvfs {
-                Some(f) => {
-                    set_errno(saved);
-                    fd_call(fd, r, kernel, f)
-                }
+                Some(f) => fd_call(fd, r, kernel, f),
                 None => r,
             }
         }
@@ -305,14 +304,10 @@ pub(crate) fn fd_call_io<T>(
             if l.busy() {
                 return kernel();
             }
-            let saved = errno();
             let mut uvfs = Some(uvfs);
             let r = run_in(l, fail, || fd_io(l, u, was, &mut uvfs));
             match uvfs {
-                Some(f) => {
-                    set_errno(saved);
-                    fd_call_io(fd, r, kernel, f)
-                }
+                Some(f) => fd_call_io(fd, r, kernel, f),
                 None => r,
             }
         }
@@ -334,7 +329,7 @@ fn fd_io<T, F: FnOnce(&mut Process, i32) -> Result<T, Errno>>(
     let sleeper = with_state_in(l, |s| {
         if switched(was) {
             // Left in `uvfs`: the caller starts the call again.
-            Err(Errno::EAGAIN)
+            Err(unchanged())
         } else if s.p().may_block(u) {
             Ok::<_, Errno>(Err((s.p().new_thread(), u)))
         } else {
@@ -365,7 +360,6 @@ pub(crate) fn fd_call_sleeping<T>(
             fail
         }
         Fd::Uvfs(_) => {
-            let saved = errno();
             let mut raced = false;
             let r = run(fail, || {
                 let (mut thread, u) = with_state(|s| {
@@ -374,7 +368,7 @@ pub(crate) fn fd_call_sleeping<T>(
                     // starts again.
                     if matches!(FDMAP.get(fd), Fd::Kernel) {
                         raced = true;
-                        return Err(Errno::EAGAIN);
+                        return Err(unchanged());
                     }
                     let u = s.ufd(fd)?;
                     Ok::<_, Errno>((s.p().new_thread(), u))
@@ -382,7 +376,6 @@ pub(crate) fn fd_call_sleeping<T>(
                 uvfs(&mut thread, u)
             });
             if raced {
-                set_errno(saved);
                 return kernel();
             }
             r

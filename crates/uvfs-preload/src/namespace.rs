@@ -38,10 +38,17 @@
 //! `UVFS_TREE=0` turns this off: every process keeps its own uvfs (a
 //! child a copy, an exec'd program an empty one), as before trees.
 //!
+//! A process with several threads cannot change its mount namespace (only
+//! the calling thread would move), so a process that may become a tree's
+//! first moves at its first `pthread_create`, while it has one thread
+//! ([`before_thread`]); its first child then mounts there, and the switch
+//! holds the other threads out of uvfs (the fork gate) until the process
+//! is a client, a call that raced it starting again (`dispatch`).
+//!
 //! When the tree cannot get a server (not root, no `/dev/fuse`, a process
-//! with several threads, which cannot change its mount namespace), the
-//! process says so once on stderr and keeps today's behaviour: a child
-//! gets a private copy, an exec'd program an empty uvfs.
+//! with several threads that did not move at its first `pthread_create`),
+//! the process says so once on stderr and keeps today's behaviour: a
+//! child gets a private copy, an exec'd program an empty uvfs.
 
 use crate::guard::Busy;
 use crate::interpose::real;

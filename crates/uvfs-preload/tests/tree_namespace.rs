@@ -536,6 +536,47 @@ int main(int argc, char **argv) {
     assert!(err.contains("several threads"), "{err}");
 }
 
+/// A threaded process that may not change its mount namespace (it dropped
+/// root before its first thread, so `unshare` is refused there): nothing
+/// is said at the thread, and its first child says once that the tree
+/// cannot share uvfs, as before.
+#[test]
+fn a_threaded_parent_without_privilege_says_its_children_get_a_copy() {
+    let src = r#"
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static void *idle(void *a) { pause(); return a; }
+int main(int argc, char **argv) {
+    if (setgid(65534) != 0 || setuid(65534) != 0) { perror("setuid"); return 2; }
+    pthread_t t;
+    pthread_create(&t, 0, idle, 0);
+    fprintf(stderr, "thread made\n");
+    mkdir(argv[1], 0755);
+    pid_t pid = fork();
+    if (pid == 0) { _exit(mkdir(argv[2], 0755) == 0 ? 0 : 1); }
+    int st;
+    waitpid(pid, &st, 0);
+    struct stat sb;
+    printf("child ok %d, parent sees it %d\n", WEXITSTATUS(st) == 0, stat(argv[2], &sb) == 0);
+    return 0;
+}
+"#;
+    let Some((out, err)) = run_c_in_tree("threads-unprivileged", src, &["$U/a", "$U/a/b"]) else {
+        return;
+    };
+    assert_eq!(out, "child ok 1, parent sees it 0\n", "{err}");
+    assert!(err.starts_with("thread made\n"), "{err}");
+    assert_eq!(
+        err.matches("the process tree cannot share uvfs").count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("several threads"), "{err}");
+}
+
 /// Two threads that hold uvfs files open and keep writing to them, and a
 /// third asleep in a read of a uvfs FIFO, while the main thread runs a
 /// child (`system`): the child sees the parent's files, the parent sees
