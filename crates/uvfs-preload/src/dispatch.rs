@@ -5,8 +5,7 @@
 //! lock taken (a relative path takes the lock briefly to read the cwd), the
 //! uvfs side runs on this thread's state inside [`run`]'s frame.
 
-use crate::conv::errno;
-use crate::conv::{cbytes, set_errno};
+use crate::conv::{cbytes, errno, set_errno};
 use crate::guard::{Local, busy, local, run, run_in};
 use crate::path::{Route, early_outside, is_client, loaded, prefix};
 use crate::route::{Dir, route_abs};
