@@ -745,6 +745,78 @@ print("thread wrote", os.path.getsize(os.path.join(d, "t")) > 0)
     assert!(!err.contains("cannot share"), "{err}");
 }
 
+/// A Rust program that spawns a thread (`std::thread`) and then runs a
+/// `Command`: the thread's open file, written before and after the child,
+/// and the child's file all land in the tree.
+#[test]
+fn a_rust_program_with_a_thread_runs_a_command_in_the_tree() {
+    if !have("rustc") || !can_mount() {
+        return;
+    }
+    let sc = Scratch::new("tree-rust-thread");
+    let src = sc.join("main.rs");
+    std::fs::write(
+        &src,
+        r#"
+use std::io::Write;
+use std::sync::mpsc::channel;
+fn main() {
+    let d = std::env::args().nth(1).unwrap();
+    std::fs::create_dir_all(&d).unwrap();
+    let (opened, wait_opened) = channel();
+    let (go_on, wait_go_on) = channel::<()>();
+    let td = d.clone();
+    let t = std::thread::spawn(move || {
+        let mut f = std::fs::File::create(format!("{td}/t")).unwrap();
+        f.write_all(b"from thread\n").unwrap();
+        opened.send(()).unwrap();
+        wait_go_on.recv().unwrap();
+        f.write_all(b"after the child\n").unwrap();
+    });
+    wait_opened.recv().unwrap();
+    let o = std::process::Command::new("sh")
+        .args(["-c", "cat \"$0/t\"; echo from child > \"$0/c\"", &d])
+        .output()
+        .unwrap();
+    print!("{}", String::from_utf8_lossy(&o.stdout));
+    go_on.send(()).unwrap();
+    t.join().unwrap();
+    print!("{}", std::fs::read_to_string(format!("{d}/t")).unwrap());
+    print!("{}", std::fs::read_to_string(format!("{d}/c")).unwrap());
+}
+"#,
+    )
+    .unwrap();
+    let bin = sc.join("prog");
+    let c = Command::new("rustc")
+        .arg("--edition=2021")
+        .arg("-o")
+        .arg(&bin)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    let uv = sc.join("uvfs");
+    let uv = uv.to_str().unwrap();
+    let t = tag("rust-thread");
+    let o = Command::new(&bin)
+        .arg(format!("{uv}/d"))
+        .env("LD_PRELOAD", shim())
+        .env("UVFS_PREFIX", uv)
+        .env("UVFS_TREE_TEST_TAG", &t)
+        .output()
+        .unwrap();
+    no_leftovers(&t, uv);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{:?}\n{err}", o.status);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "from thread\nfrom thread\nafter the child\nfrom child\n",
+        "{err}"
+    );
+    assert!(!err.contains("cannot share"), "{err}");
+}
+
 /// A process that makes no child keeps uvfs in its own memory: no mount
 /// namespace of its own, no mount, no server (the fast path).
 #[test]
