@@ -5,15 +5,34 @@
 //! lock taken (a relative path takes the lock briefly to read the cwd), the
 //! uvfs side runs on this thread's state inside [`run`]'s frame.
 
-use crate::conv::{cbytes, set_errno};
+use crate::conv::{cbytes, errno, set_errno};
 use crate::guard::{Local, busy, local, run, run_in};
-use crate::path::{Route, early_outside, loaded, prefix};
+use crate::path::{Route, early_outside, is_client, loaded, prefix};
 use crate::route::{Dir, route_abs};
 use crate::state::{FDMAP, Fd, State, with_state, with_state_in};
 use libc::{c_char, c_int};
 use std::ffi::CString;
 use uvfs::uapi::AT_FDCWD;
 use uvfs::{Errno, Process};
+
+/// Whether a call that read `was` ([`is_client`]) before it looked its fd
+/// or path up reached uvfs after the process became a client of its tree
+/// (`namespace`: the switch holds every other thread out of uvfs, so a
+/// call inside the gate reads it settled). Its fd was reopened through the
+/// mount and its uvfs fd closed meanwhile, or its path now belongs to the
+/// mount: the call starts again, on the kernel's side. A process is a
+/// client for good, so a call starts again at most once.
+#[inline]
+fn switched(was: bool) -> bool {
+    !was && is_client()
+}
+
+/// What a call that raced the switch returns before it starts again: the
+/// errno it found, so that `run` leaves errno as it was.
+#[cold]
+fn unchanged() -> Errno {
+    Errno::from_raw(errno())
+}
 
 /// Where `path` (relative to `dirfd`) goes. `None`: `dirfd` is a stale
 /// placeholder (`EBADF`).
@@ -112,6 +131,7 @@ pub(crate) unsafe fn path_call<T>(
     }
     // SAFETY: non-NULL and valid per the contract.
     let p = unsafe { cbytes(path) };
+    let was = is_client();
     match route(dirfd, p) {
         None => {
             set_errno(libc::EBADF);
@@ -127,8 +147,16 @@ pub(crate) unsafe fn path_call<T>(
             // prefix: the walk stops there (`EXDEV`) with the host path it
             // reached, which the kernel resolves, as it would have.
             let mut escaped = None;
+            let mut raced = false;
+            let mut uvfs = Some(uvfs);
             let r = run(fail, || {
                 with_state(|s| {
+                    // (The switch checked first: `uvfs` stays for the
+                    // call's second start.)
+                    let Some(uvfs) = uvfs.take_if(|_| !switched(was)) else {
+                        raced = true;
+                        return Err(unchanged());
+                    };
                     let r = uvfs(s, d, &up);
                     if r.as_ref().err() == Some(&Errno::EXDEV) {
                         escaped = s.p().take_escape();
@@ -136,6 +164,10 @@ pub(crate) unsafe fn path_call<T>(
                     r
                 })
             });
+            if raced && let Some(uvfs) = uvfs {
+                // SAFETY: the caller's contract, passed on.
+                return unsafe { path_call(dirfd, path, r, kernel, uvfs) };
+            }
             match escaped.and_then(|e| CString::new(e).ok()) {
                 Some(host) => kernel(AT_FDCWD, host.as_ptr()),
                 None => r,
@@ -163,6 +195,7 @@ pub(crate) unsafe fn path2_call(
     }
     // SAFETY: valid C strings per the callers' contracts.
     let (b1, b2) = unsafe { (cbytes(p1), cbytes(p2)) };
+    let was = is_client();
     let (Some(r1), Some(r2)) = (route(d1, b1), route(d2, b2)) else {
         set_errno(libc::EBADF);
         return -1;
@@ -180,9 +213,23 @@ pub(crate) unsafe fn path2_call(
             }
         };
     match (r1, r2) {
-        (Route::Uvfs(ud1, up1), Route::Uvfs(ud2, up2)) => run(-1, || {
-            with_state(|s| uvfs(s.p(), ud1, &up1, ud2, &up2)).map(|()| 0)
-        }),
+        (Route::Uvfs(ud1, up1), Route::Uvfs(ud2, up2)) => {
+            let mut uvfs = Some(uvfs);
+            let r = run(-1, || {
+                with_state(|s| match uvfs.take_if(|_| !switched(was)) {
+                    Some(f) => f(s.p(), ud1, &up1, ud2, &up2).map(|()| 0),
+                    None => Err(unchanged()),
+                })
+            });
+            match uvfs {
+                // The switch came between the route and the call.
+                Some(f) => {
+                    // SAFETY: the caller's contract, passed on.
+                    unsafe { path2_call(d1, p1, d2, p2, kernel, f) }
+                }
+                None => r,
+            }
+        }
         (a, b) => match (kpath(a, d1, p1), kpath(b, d2, p2)) {
             (Some((kd1, _c1, kp1)), Some((kd2, _c2, kp2))) => kernel(kd1, kp1, kd2, kp2),
             _ => {
@@ -202,6 +249,7 @@ pub(crate) fn fd_call<T>(
     kernel: impl FnOnce() -> T,
     uvfs: impl FnOnce(&mut State, i32) -> Result<T, Errno>,
 ) -> T {
+    let was = is_client();
     match FDMAP.get(fd) {
         Fd::Kernel => kernel(),
         Fd::Stale => {
@@ -214,9 +262,19 @@ pub(crate) fn fd_call<T>(
             if l.busy() {
                 return kernel();
             }
+            let mut uvfs = Some(uvfs);
             // `u` as read above: another thread closing or replacing `fd`
             // meanwhile is the program's race, as on Linux.
-            run_in(l, fail, || with_state_in(l, |s| uvfs(s, u)))
+            let r = run_in(l, fail, || {
+                with_state_in(l, |s| match uvfs.take_if(|_| !switched(was)) {
+                    Some(f) => f(s, u),
+                    None => Err(unchanged()),
+                })
+            });
+            match uvfs {
+                Some(f) => fd_call(fd, r, kernel, f),
+                None => r,
+            }
         }
     }
 }
@@ -233,6 +291,7 @@ pub(crate) fn fd_call_io<T>(
     kernel: impl FnOnce() -> T,
     uvfs: impl FnOnce(&mut Process, i32) -> Result<T, Errno>,
 ) -> T {
+    let was = is_client();
     match FDMAP.get(fd) {
         Fd::Kernel => kernel(),
         Fd::Stale => {
@@ -244,25 +303,33 @@ pub(crate) fn fd_call_io<T>(
             if l.busy() {
                 return kernel();
             }
-            run_in(l, fail, || fd_io(l, u, uvfs))
+            let mut uvfs = Some(uvfs);
+            let r = run_in(l, fail, || fd_io(l, u, was, &mut uvfs));
+            match uvfs {
+                Some(f) => fd_call_io(fd, r, kernel, f),
+                None => r,
+            }
         }
     }
 }
 
 /// The uvfs side of [`fd_call_io`] on uvfs fd `u`.
 #[inline]
-fn fd_io<T>(
+fn fd_io<T, F: FnOnce(&mut Process, i32) -> Result<T, Errno>>(
     l: &Local,
     u: i32,
-    uvfs: impl FnOnce(&mut Process, i32) -> Result<T, Errno>,
+    was: bool,
+    uvfs: &mut Option<F>,
 ) -> Result<T, Errno> {
-    let mut uvfs = Some(uvfs);
     let mut call = |p: &mut Process, u: i32| match uvfs.take() {
         Some(f) => f(p, u),
         None => Err(Errno::EIO),
     };
     let sleeper = with_state_in(l, |s| {
-        if s.p().may_block(u) {
+        if switched(was) {
+            // Left in `uvfs`: the caller starts the call again.
+            Err(unchanged())
+        } else if s.p().may_block(u) {
             Ok::<_, Errno>(Err((s.p().new_thread(), u)))
         } else {
             call(s.p(), u).map(Ok)
@@ -291,13 +358,27 @@ pub(crate) fn fd_call_sleeping<T>(
             set_errno(libc::EBADF);
             fail
         }
-        Fd::Uvfs(_) => run(fail, || {
-            let (mut thread, u) = with_state(|s| {
-                let u = s.ufd(fd)?;
-                Ok::<_, Errno>((s.p().new_thread(), u))
-            })?;
-            uvfs(&mut thread, u)
-        }),
+        Fd::Uvfs(_) => {
+            let mut raced = false;
+            let r = run(fail, || {
+                let (mut thread, u) = with_state(|s| {
+                    // The fd is looked up again inside the gate: after the
+                    // tree's switch it is the kernel's, and the call
+                    // starts again.
+                    if matches!(FDMAP.get(fd), Fd::Kernel) {
+                        raced = true;
+                        return Err(unchanged());
+                    }
+                    let u = s.ufd(fd)?;
+                    Ok::<_, Errno>((s.p().new_thread(), u))
+                })?;
+                uvfs(&mut thread, u)
+            });
+            if raced {
+                return kernel();
+            }
+            r
+        }
     }
 }
 

@@ -38,10 +38,17 @@
 //! `UVFS_TREE=0` turns this off: every process keeps its own uvfs (a
 //! child a copy, an exec'd program an empty one), as before trees.
 //!
+//! A process with several threads cannot change its mount namespace (only
+//! the calling thread would move), so a process that may become a tree's
+//! first moves at its first `pthread_create`, while it has one thread
+//! ([`before_thread`]); its first child then mounts there, and the switch
+//! holds the other threads out of uvfs (the fork gate) until the process
+//! is a client, a call that raced it starting again (`dispatch`).
+//!
 //! When the tree cannot get a server (not root, no `/dev/fuse`, a process
-//! with several threads, which cannot change its mount namespace), the
-//! process says so once on stderr and keeps today's behaviour: a child
-//! gets a private copy, an exec'd program an empty uvfs.
+//! with several threads that did not move at its first `pthread_create`),
+//! the process says so once on stderr and keeps today's behaviour: a
+//! child gets a private copy, an exec'd program an empty uvfs.
 
 use crate::guard::Busy;
 use crate::interpose::real;
@@ -164,6 +171,54 @@ fn tree_mount_at(dir: &[u8]) -> Option<i32> {
     ours
 }
 
+/// The process moved to a mount namespace of its own at its first
+/// `pthread_create` (see [`before_thread`]): its first child mounts there,
+/// whatever threads it has by then.
+static EARLY: AtomicBool = AtomicBool::new(false);
+
+/// [`before_thread`] has run its course (done, or found it cannot be).
+static EARLY_TRIED: AtomicBool = AtomicBool::new(false);
+
+/// Called by `pthread_create` before it makes a thread. `unshare(CLONE_NEWNS)`
+/// needs a process with one thread, and a tree's first process needs it
+/// only at its first child, by which time a threaded program (node, java,
+/// a Rust program that spawns threads and then a `Command`) has several.
+/// So a process that could become a tree's first (not a client, a
+/// prefix, trees not turned off), about to make its first thread while it
+/// has one, moves to a mount namespace of its own now. Its mounts stay
+/// peers of the host's (no propagation changed), so it sees the host's
+/// mounts as before, later ones included, until its first child makes
+/// them private and mounts the tree there (`mount(2)` needs no single
+/// thread). A process that makes no thread pays nothing; one that does
+/// pays one `unshare` (a copy of the mount table, torn down at exit).
+/// Not permitted (not root, a seccomp filter): nothing is said here; the
+/// first child says why the tree cannot share uvfs, as before.
+pub(crate) fn before_thread() {
+    if EARLY_TRIED.load(Ordering::Acquire) {
+        return;
+    }
+    if is_client() || GAVE_UP.load(Ordering::Acquire) || prefix_raw().is_none() {
+        EARLY_TRIED.store(true, Ordering::Release);
+        return;
+    }
+    if crate::guard::busy() {
+        return;
+    }
+    if EARLY_TRIED.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    // One thread: `/proc/self/stat` (a thread made by a library without
+    // `pthread_create`, or a racing first call, leaves the process as it
+    // was).
+    if threads() != 1 {
+        return;
+    }
+    // SAFETY: no pointers; the process has one thread.
+    if unsafe { libc::unshare(libc::CLONE_NEWNS) } == 0 {
+        EARLY.store(true, Ordering::Release);
+    }
+}
+
 /// Called by every hook that makes a child or execs (`what` names it),
 /// before the call: makes this process a client of a server for its tree,
 /// unless it is one or cannot be.
@@ -192,7 +247,11 @@ pub(crate) fn before_child(what: &str) {
 /// The fds and the namespace the setup holds until it is done.
 struct Setup {
     fuse: OwnedFd,
-    host_ns: OwnedFd,
+    /// The namespace the process left, for the server to go back to;
+    /// `None` when the process left it at its first thread ([`EARLY`]):
+    /// the server then leaves the tree's namespace for a copy of it
+    /// without the tree's mount.
+    host_ns: Option<OwnedFd>,
 }
 
 /// Steps 1 to 3 of the module's description; `Err` says why not.
@@ -212,25 +271,31 @@ fn start_server() -> Result<(), String> {
     }
     let (vfs, fs) = built().ok_or("uvfs was not built")?;
 
-    // `unshare(CLONE_NEWNS)` in a process with threads moves the calling
-    // thread alone (with a copy of its cwd and root): the others would go
-    // on in the host's namespace, where the prefix is a plain directory.
-    if threads() != 1 {
-        return Err(
-            "the process has several threads, and only a whole process can change its mount namespace"
-                .into(),
-        );
-    }
-    // SAFETY: no pointers.
-    if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
-        return Err(format!(
-            "unshare(CLONE_NEWNS): {}",
-            std::io::Error::last_os_error()
-        ));
+    let early = EARLY.load(Ordering::Acquire);
+    if !early {
+        // `unshare(CLONE_NEWNS)` in a process with threads moves the
+        // calling thread alone (with a copy of its cwd and root): the
+        // others would go on in the host's namespace, where the prefix is
+        // a plain directory.
+        if threads() != 1 {
+            return Err(
+                "the process has several threads, and only a whole process can change its mount namespace"
+                    .into(),
+            );
+        }
+        // SAFETY: no pointers.
+        if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
+            return Err(format!(
+                "unshare(CLONE_NEWNS): {}",
+                std::io::Error::last_os_error()
+            ));
+        }
     }
     let back = |e: String| -> String {
-        // SAFETY: an fd of the host's namespace, opened above.
-        unsafe { libc::setns(setup.host_ns.as_raw_fd(), libc::CLONE_NEWNS) };
+        if let Some(ns) = &setup.host_ns {
+            // SAFETY: an fd of the host's namespace, opened above.
+            unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNS) };
+        }
         e
     };
     // Raw syscalls: the shim's own `mount` and `umount2` refuse uvfs paths.
@@ -287,13 +352,21 @@ fn start_server() -> Result<(), String> {
             std::io::Error::last_os_error()
         )));
     }
+    // Every other thread is held out of uvfs from the server's fork until
+    // its fds are reopened through the mount and the process is a client:
+    // the server gets the uvfs no call is halfway through, and a call that
+    // looked its fd or path up before the switch and enters after it
+    // starts again (`dispatch`), on the kernel's side.
+    crate::state::hold_gate();
     if let Err(e) = fork_server(setup, vfs, fs) {
+        crate::state::release_gate();
         // SAFETY: a NUL-terminated path: our own mount, in our namespace.
         unsafe { libc::syscall(libc::SYS_umount2, cpre.as_ptr(), libc::MNT_DETACH) };
         return Err(e);
     }
     set_client();
     reopen_all(&pre);
+    crate::state::release_gate();
     Ok(())
 }
 
@@ -320,13 +393,19 @@ fn open_setup() -> Result<Setup, String> {
         Mode::empty(),
     )
     .map_err(|e| format!("/dev/fuse: {e}"))?;
-    let host_ns = openat(
-        CWD,
-        c"/proc/self/ns/mnt",
-        OFlags::RDONLY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| format!("/proc/self/ns/mnt: {e}"))?;
+    let host_ns = if EARLY.load(Ordering::Acquire) {
+        None
+    } else {
+        Some(
+            openat(
+                CWD,
+                c"/proc/self/ns/mnt",
+                OFlags::RDONLY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|e| format!("/proc/self/ns/mnt: {e}"))?,
+        )
+    };
     Ok(Setup { fuse, host_ns })
 }
 
@@ -352,9 +431,13 @@ fn fork_server(
         old
     };
     // SAFETY: the next `fork` (the shim's own `fork` would come back
-    // here); the process has one thread (the unshare succeeded).
+    // here); the other threads, if any, are outside uvfs (the gate is
+    // held), and the child runs this thread alone.
     let pid = unsafe { real!(fork: fn() -> libc::pid_t)() };
     if pid == 0 {
+        // The child's copy of the gate is free again: it has no other
+        // thread.
+        crate::state::release_gate();
         drop(r);
         // SAFETY: as above, in the intermediate child.
         let pid2 = unsafe { real!(fork: fn() -> libc::pid_t)() };
@@ -426,9 +509,28 @@ fn serve(
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
         libc::setsid();
     }
-    // SAFETY: an fd of the host's namespace; one thread.
-    let ns_ok = unsafe { libc::setns(setup.host_ns.as_raw_fd(), libc::CLONE_NEWNS) } == 0;
     let _ = rustix::process::chdir(c"/");
+    // Out of the tree's namespace, so that it dies with the tree's last
+    // process: back to the host's, or (the process left the host's at its
+    // first thread, and holds no handle on it) to a copy of the tree's
+    // without the tree's mount (the mounts were made private before it, so
+    // the detach stays in the copy).
+    let ns_ok = match &setup.host_ns {
+        // SAFETY: an fd of the host's namespace; one thread.
+        Some(ns) => (unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNS) }) == 0,
+        None => {
+            let pre = prefix_raw().and_then(|p| CString::new(p).ok());
+            // SAFETY: no pointers; one thread.
+            (unsafe { libc::unshare(libc::CLONE_NEWNS) } == 0)
+                && pre.is_some_and(|p| {
+                    // SAFETY: a NUL-terminated path; our own copy of the
+                    // mount, in our own namespace.
+                    let r =
+                        unsafe { libc::syscall(libc::SYS_umount2, p.as_ptr(), libc::MNT_DETACH) };
+                    r == 0
+                })
+        }
+    };
     // Every fd but the kept ones: the program's pipes must see EOF when the
     // program is done with them, not when the server is. Kept: the FUSE
     // device, the pipe to the parent, and the kernel memfds holding the
@@ -491,7 +593,7 @@ fn serve(
     }
     use std::io::Write;
     if !ns_ok {
-        let _ = w.write_all(b"setns back to the host's namespace failed\n");
+        let _ = w.write_all(b"leaving the tree's mount namespace failed\n");
         // SAFETY: leaves without the program's exit handlers.
         unsafe { libc::_exit(1) };
     }
@@ -535,7 +637,7 @@ fn serve(
 /// of uvfs, said once.
 fn reopen_all(pre: &[u8]) {
     let _busy = Busy::enter();
-    let kept = with_state(|s| {
+    let (kept, fifos) = crate::state::with_state_held(|s| {
         s.flush();
         let mut kept = 0;
         let fds = s.mapped();
@@ -553,8 +655,16 @@ fn reopen_all(pre: &[u8]) {
             }
         }
         let mut done = vec![false; fds.len()];
+        let mut fifos = 0;
         for (i, &(k, u)) in fds.iter().enumerate() {
             let l = leader[i];
+            // A FIFO stays: a thread may be asleep in it (on a handle of its
+            // own, outside the gate, where nothing can wake it but the
+            // FIFO's other end), and its unread data is there.
+            if s.p().may_block(u) {
+                fifos += 1;
+                continue;
+            }
             let r = if l == i {
                 reopen(s.p(), pre, u, k)
             } else if done[l] {
@@ -586,8 +696,13 @@ fn reopen_all(pre: &[u8]) {
                 s.refresh_kcwd();
             }
         }
-        kept
+        (kept, fifos)
     });
+    if fifos > 0 {
+        say(&format!(
+            "{fifos} open uvfs FIFO(s) stay private to this process (a thread may be blocked on one, and its unread data is there): the tree's other processes open the FIFO's name through the mount, a different pipe"
+        ));
+    }
     if kept > 0 {
         say(&format!(
             "{kept} open uvfs file(s) without a name (unlinked) stay private to this process: the tree's other processes cannot reach them"

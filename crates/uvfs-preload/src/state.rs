@@ -254,14 +254,64 @@ fn pool_max() -> usize {
     })
 }
 
+/// The tree's switch (`namespace`) holds the fork gate across its own
+/// forks: `fork`'s handlers then leave the gate alone (the switch holds it;
+/// no other thread can fork meanwhile, its `fork` waits for the switch to
+/// end first).
+static GATE_HELD: AtomicBool = AtomicBool::new(false);
+
 extern "C" fn atfork_prepare() {
-    fork_gate::gate().before_fork();
+    if !GATE_HELD.load(Ordering::Acquire) {
+        fork_gate::gate().before_fork();
+    }
     uvfs::pool::before_fork();
 }
 
 extern "C" fn atfork_release() {
     uvfs::pool::after_fork();
+    if !GATE_HELD.load(Ordering::Acquire) {
+        fork_gate::gate().after_fork();
+    }
+}
+
+/// Holds every other thread out of uvfs (as a `fork` does) until
+/// [`release_gate`]: the tree's switch, whose own forks then leave the gate
+/// to it. Meanwhile this thread reaches its state through
+/// [`with_state_held`] only.
+pub(crate) fn hold_gate() {
+    register_atfork();
+    fork_gate::gate().before_fork();
+    GATE_HELD.store(true, Ordering::Release);
+}
+
+/// Ends [`hold_gate`] (in the process that held it, or in a child forked
+/// meanwhile, whose copy of the gate is held too).
+pub(crate) fn release_gate() {
+    GATE_HELD.store(false, Ordering::Release);
     fork_gate::gate().after_fork();
+}
+
+/// [`with_state`] for the thread that holds the gate ([`hold_gate`]):
+/// every other thread is outside uvfs, so the state is reached without
+/// entering the gate (which would wait for this thread itself). The
+/// thread's handle must exist already (a `with_state` call made it).
+pub(crate) fn with_state_held<R>(f: impl FnOnce(&mut State) -> R) -> R {
+    debug_assert!(GATE_HELD.load(Ordering::Acquire));
+    let Some(p) = state_of(local()) else {
+        let mut st = State {
+            proc_: None,
+            owner: false,
+            gate: None,
+            alone: true,
+            solo: false,
+        };
+        return f(&mut st);
+    };
+    // SAFETY: as in `with_state_in`: the re-entry guard keeps `f` from
+    // reaching the state again, and only this thread's exit frees it.
+    let st = unsafe { &mut *p };
+    st.solo = false;
+    f(st)
 }
 
 /// What the layers above the state plug into it, once, from the library

@@ -437,15 +437,37 @@ fn a_killed_server_gives_enotconn() {
     no_leftovers(&t, uv);
 }
 
-/// A process with a second thread cannot change its mount namespace: its
-/// first child says once on stderr that the tree does not share uvfs, and
-/// the child's writes stay its own (today's behaviour, loudly).
-#[test]
-fn a_threaded_parent_says_its_children_get_a_copy() {
+/// Runs the C program `src` (compiled) under the shim with the prefix
+/// `uv` absent on the host, its arguments `args` (`$U` replaced by the
+/// prefix); returns stdout and stderr, after checking for leftovers.
+fn run_c_in_tree(name: &str, src: &str, args: &[&str]) -> Option<(String, String)> {
     if !have("cc") || !can_mount() {
-        return;
+        return None;
     }
-    let sc = Scratch::new("tree-threads");
+    let sc = Scratch::new(&format!("tree-{name}"));
+    let bin = std::path::PathBuf::from(compile_c(&sc, src).expect("cc is there"));
+    let uv = sc.join("uvfs");
+    let uv = uv.to_str().unwrap();
+    let t = tag(name);
+    let o = Command::new(&bin)
+        .args(args.iter().map(|a| a.replace("$U", uv)))
+        .env("LD_PRELOAD", shim())
+        .env("UVFS_PREFIX", uv)
+        .env("UVFS_TREE_TEST_TAG", &t)
+        .output()
+        .unwrap();
+    no_leftovers(&t, uv);
+    let out = String::from_utf8_lossy(&o.stdout).replace(uv, "$U");
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{name}: {:?}\n{out}\n{err}", o.status);
+    Some((out, err))
+}
+
+/// A process with a second thread (made with `pthread_create`) starts the
+/// tree at its first child all the same: it moved to a mount namespace of
+/// its own at that thread's creation, while it had one thread.
+#[test]
+fn a_threaded_parent_shares_its_tree() {
     let src = r#"
 #include <pthread.h>
 #include <stdio.h>
@@ -466,27 +488,333 @@ int main(int argc, char **argv) {
     return 0;
 }
 "#;
-    let bin = std::path::PathBuf::from(compile_c(&sc, src).expect("cc is there"));
-    let uv = sc.join("uvfs");
-    let uv = uv.to_str().unwrap();
-    let o = Command::new(&bin)
-        .arg(format!("{uv}/a"))
-        .arg(format!("{uv}/a/b"))
-        .env("LD_PRELOAD", shim())
-        .env("UVFS_PREFIX", uv)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(
-        String::from_utf8_lossy(&o.stdout),
-        "child ok 1, parent sees it 0\n"
-    );
+    let Some((out, err)) = run_c_in_tree("threads", src, &["$U/a", "$U/a/b"]) else {
+        return;
+    };
+    assert_eq!(out, "child ok 1, parent sees it 1\n", "{err}");
+    assert!(!err.contains("cannot share"), "{err}");
+}
+
+/// A second thread made without `pthread_create` (glibc's `clone` with
+/// `CLONE_THREAD`) is not seen before it exists: the process, with two
+/// threads, cannot change its mount namespace at its first child, says so
+/// once, and its children get a copy (the behaviour before trees, loudly).
+#[test]
+fn a_thread_made_by_clone_leaves_children_a_copy() {
+    let src = r#"
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static int idle(void *a) { for (;;) pause(); return 0; }
+int main(int argc, char **argv) {
+    char *stack = malloc(1 << 16);
+    clone(idle, stack + (1 << 16), CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM, 0);
+    mkdir(argv[1], 0755);
+    pid_t pid = fork();
+    if (pid == 0) { _exit(mkdir(argv[2], 0755) == 0 ? 0 : 1); }
+    int st;
+    waitpid(pid, &st, 0);
+    struct stat sb;
+    printf("child ok %d, parent sees it %d\n", WEXITSTATUS(st) == 0, stat(argv[2], &sb) == 0);
+    fflush(stdout);
+    _exit(0);
+}
+"#;
+    let Some((out, err)) = run_c_in_tree("clone-thread", src, &["$U/a", "$U/a/b"]) else {
+        return;
+    };
+    assert_eq!(out, "child ok 1, parent sees it 0\n", "{err}");
     assert_eq!(
         err.matches("the process tree cannot share uvfs").count(),
         1,
         "{err}"
     );
     assert!(err.contains("several threads"), "{err}");
+}
+
+/// A threaded process that may not change its mount namespace (it dropped
+/// root before its first thread, so `unshare` is refused there): nothing
+/// is said at the thread, and its first child says once that the tree
+/// cannot share uvfs, as before.
+#[test]
+fn a_threaded_parent_without_privilege_says_its_children_get_a_copy() {
+    let src = r#"
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static void *idle(void *a) { pause(); return a; }
+int main(int argc, char **argv) {
+    if (setgid(65534) != 0 || setuid(65534) != 0) { perror("setuid"); return 2; }
+    pthread_t t;
+    pthread_create(&t, 0, idle, 0);
+    fprintf(stderr, "thread made\n");
+    mkdir(argv[1], 0755);
+    pid_t pid = fork();
+    if (pid == 0) { _exit(mkdir(argv[2], 0755) == 0 ? 0 : 1); }
+    int st;
+    waitpid(pid, &st, 0);
+    struct stat sb;
+    printf("child ok %d, parent sees it %d\n", WEXITSTATUS(st) == 0, stat(argv[2], &sb) == 0);
+    return 0;
+}
+"#;
+    let Some((out, err)) = run_c_in_tree("threads-unprivileged", src, &["$U/a", "$U/a/b"]) else {
+        return;
+    };
+    assert_eq!(out, "child ok 1, parent sees it 0\n", "{err}");
+    assert!(err.starts_with("thread made\n"), "{err}");
+    assert_eq!(
+        err.matches("the process tree cannot share uvfs").count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("several threads"), "{err}");
+}
+
+/// Two threads that hold uvfs files open and keep writing to them, and a
+/// third asleep in a read of a uvfs FIFO, while the main thread runs a
+/// child (`system`): the child sees the parent's files, the parent sees
+/// the child's writes through the fd it held, the writing threads' fds go
+/// on working across the switch and their data lands in the tree (a
+/// second child counts it), and the sleeping reader does not hold the
+/// switch up: its FIFO stays private to the process (said once) and the
+/// main thread's write still wakes it.
+#[test]
+fn threads_writing_across_the_first_child() {
+    let src = r#"
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+static const char *dir;
+static atomic_int stop;
+static atomic_long count[2];
+static atomic_int failed[2];
+static void *writer(void *a) {
+    long i = (long)a;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/t%ld", dir, i);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) { failed[i] = errno; return 0; }
+    while (!atomic_load(&stop)) {
+        if (write(fd, "line\n", 5) != 5) { failed[i] = errno ? errno : -1; break; }
+        atomic_fetch_add(&count[i], 1);
+    }
+    if (close(fd) != 0) failed[i] = errno;
+    return 0;
+}
+static int fifo_fd;
+static char got[64];
+static void *reader(void *a) {
+    ssize_t n = read(fifo_fd, got, sizeof got - 1);
+    if (n < 0) snprintf(got, sizeof got, "error %d", errno);
+    return a;
+}
+static long lines(const char *name) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    long n = 0;
+    if (fscanf(f, "%ld", &n) != 1) n = -2;
+    fclose(f);
+    return n;
+}
+int main(int argc, char **argv) {
+    dir = argv[1];
+    char path[4096], cmd[16384];
+    mkdir(dir, 0755);
+    snprintf(path, sizeof path, "%s/p", dir);
+    int p = open(path, O_RDWR | O_CREAT, 0644);
+    write(p, "parent\n", 7);
+    snprintf(path, sizeof path, "%s/fifo", dir);
+    mkfifo(path, 0644);
+    fifo_fd = open(path, O_RDWR);
+    pthread_t w[2], r;
+    for (long i = 0; i < 2; i++) pthread_create(&w[i], 0, writer, (void *)i);
+    pthread_create(&r, 0, reader, 0);
+    while (atomic_load(&count[0]) < 1 || atomic_load(&count[1]) < 1) usleep(100);
+    snprintf(cmd, sizeof cmd,
+             "cat %s/p; test -s %s/t0 && test -s %s/t1 && echo child sees the threads files; "
+             "echo more >> %s/p; echo child > %s/c",
+             dir, dir, dir, dir, dir);
+    int st = system(cmd);
+    printf("system %d\n", st);
+    /* The writers go on after the switch. */
+    long after[2] = {atomic_load(&count[0]), atomic_load(&count[1])};
+    while (atomic_load(&count[0]) < after[0] + 1000 || atomic_load(&count[1]) < after[1] + 1000)
+        if (failed[0] || failed[1]) break;
+    atomic_store(&stop, 1);
+    for (int i = 0; i < 2; i++) pthread_join(w[i], 0);
+    printf("writers failed %d %d\n", failed[0], failed[1]);
+    /* The parent reads the child's append through the fd it held. */
+    char buf[64] = {0};
+    pread(p, buf, sizeof buf - 1, 0);
+    printf("parent's fd reads: %s", buf);
+    snprintf(path, sizeof path, "%s/c", dir);
+    FILE *c = fopen(path, "r");
+    printf("parent sees c: %s", c && fgets(buf, sizeof buf, c) ? buf : "nothing\n");
+    /* A second child counts the threads' lines in the tree. */
+    snprintf(cmd, sizeof cmd, "wc -l < %s/t0 > %s/n0; wc -l < %s/t1 > %s/n1", dir, dir, dir, dir);
+    system(cmd);
+    printf("t0 lines match %d, t1 lines match %d\n", lines("n0") == atomic_load(&count[0]),
+           lines("n1") == atomic_load(&count[1]));
+    /* The reader, asleep in its FIFO across the switch, is woken. */
+    write(fifo_fd, "wake\n", 5);
+    pthread_join(r, 0);
+    printf("reader got: %s", got);
+    return 0;
+}
+"#;
+    let Some((out, err)) = run_c_in_tree("threads-writing", src, &["$U/d"]) else {
+        return;
+    };
+    assert_eq!(
+        out,
+        "parent\nchild sees the threads files\nsystem 0\nwriters failed 0 0\n\
+         parent's fd reads: parent\nmore\nparent sees c: child\n\
+         t0 lines match 1, t1 lines match 1\nreader got: wake\n",
+        "{err}"
+    );
+    assert!(!err.contains("cannot share"), "{err}");
+    assert_eq!(err.matches("FIFO(s) stay private").count(), 1, "{err}");
+}
+
+/// A real program: Python with a thread started before `subprocess.run`.
+#[test]
+fn python_with_a_thread_runs_a_subprocess_in_the_tree() {
+    if !std::path::Path::new("/usr/bin/python3").exists() {
+        eprintln!("SKIP: no /usr/bin/python3");
+        return;
+    }
+    if !can_mount() {
+        return;
+    }
+    let sc = Scratch::new("tree-python-thread");
+    let uv = sc.join("uvfs");
+    let uv = uv.to_str().unwrap();
+    let t = tag("python-thread");
+    let script = r#"
+import os, subprocess, sys, threading
+d = sys.argv[1]
+os.makedirs(d, exist_ok=True)
+stop = threading.Event()
+def work():
+    with open(os.path.join(d, "t"), "w") as f:
+        while not stop.is_set():
+            f.write("x\n"); f.flush()
+            stop.wait(0.001)
+th = threading.Thread(target=work); th.start()
+with open(os.path.join(d, "p"), "w") as f:
+    f.write("from parent\n")
+r = subprocess.run(["sh", "-c", 'cat "$0/p"; echo from child > "$0/c"', d],
+                   capture_output=True, text=True)
+stop.set(); th.join()
+print(r.returncode, r.stdout, end="")
+print(open(os.path.join(d, "c")).read(), end="")
+print("thread wrote", os.path.getsize(os.path.join(d, "t")) > 0)
+"#;
+    let o = Command::new("/usr/bin/python3")
+        .arg("-c")
+        .arg(script)
+        .arg(format!("{uv}/d"))
+        .env("LD_PRELOAD", shim())
+        .env("UVFS_PREFIX", uv)
+        .env("UVFS_TREE_TEST_TAG", &t)
+        .output()
+        .unwrap();
+    no_leftovers(&t, uv);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{:?}\n{err}", o.status);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "0 from parent\nfrom child\nthread wrote True\n",
+        "{err}"
+    );
+    assert!(!err.contains("cannot share"), "{err}");
+}
+
+/// A Rust program that spawns a thread (`std::thread`) and then runs a
+/// `Command`: the thread's open file, written before and after the child,
+/// and the child's file all land in the tree.
+#[test]
+fn a_rust_program_with_a_thread_runs_a_command_in_the_tree() {
+    if !have("rustc") || !can_mount() {
+        return;
+    }
+    let sc = Scratch::new("tree-rust-thread");
+    let src = sc.join("main.rs");
+    std::fs::write(
+        &src,
+        r#"
+use std::io::Write;
+use std::sync::mpsc::channel;
+fn main() {
+    let d = std::env::args().nth(1).unwrap();
+    std::fs::create_dir_all(&d).unwrap();
+    let (opened, wait_opened) = channel();
+    let (go_on, wait_go_on) = channel::<()>();
+    let td = d.clone();
+    let t = std::thread::spawn(move || {
+        let mut f = std::fs::File::create(format!("{td}/t")).unwrap();
+        f.write_all(b"from thread\n").unwrap();
+        opened.send(()).unwrap();
+        wait_go_on.recv().unwrap();
+        f.write_all(b"after the child\n").unwrap();
+    });
+    wait_opened.recv().unwrap();
+    let o = std::process::Command::new("sh")
+        .args(["-c", "cat \"$0/t\"; echo from child > \"$0/c\"", &d])
+        .output()
+        .unwrap();
+    print!("{}", String::from_utf8_lossy(&o.stdout));
+    go_on.send(()).unwrap();
+    t.join().unwrap();
+    print!("{}", std::fs::read_to_string(format!("{d}/t")).unwrap());
+    print!("{}", std::fs::read_to_string(format!("{d}/c")).unwrap());
+}
+"#,
+    )
+    .unwrap();
+    let bin = sc.join("prog");
+    let c = Command::new("rustc")
+        .arg("--edition=2021")
+        .arg("-o")
+        .arg(&bin)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    let uv = sc.join("uvfs");
+    let uv = uv.to_str().unwrap();
+    let t = tag("rust-thread");
+    let o = Command::new(&bin)
+        .arg(format!("{uv}/d"))
+        .env("LD_PRELOAD", shim())
+        .env("UVFS_PREFIX", uv)
+        .env("UVFS_TREE_TEST_TAG", &t)
+        .output()
+        .unwrap();
+    no_leftovers(&t, uv);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{:?}\n{err}", o.status);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "from thread\nfrom thread\nafter the child\nfrom child\n",
+        "{err}"
+    );
+    assert!(!err.contains("cannot share"), "{err}");
 }
 
 /// A process that makes no child keeps uvfs in its own memory: no mount

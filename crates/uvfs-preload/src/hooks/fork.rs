@@ -2,7 +2,8 @@
 //! `posix_spawn`, `popen` and the `exec` family, are interposed for other
 //! reasons and make the same call first). Before the first of them the
 //! process gets a server for its tree (`namespace`), so the child and the
-//! parent share one uvfs. And the calls that end a process without its
+//! parent share one uvfs. `pthread_create`, which may move the process
+//! to a mount namespace of its own for that first child. And the calls that end a process without its
 //! exit handlers, `_exit` and `_Exit`: the process that owns `UVFS_DUMP`
 //! dumps first.
 
@@ -46,6 +47,32 @@ pub unsafe extern "C" fn system(cmd: *const c_char) -> c_int {
     }
     // SAFETY: the caller's argument, unchanged.
     unsafe { real!(system: fn(*const c_char) -> c_int)(cmd) }
+}
+
+/// `pthread_create`: a process that may become its tree's first moves to
+/// a mount namespace of its own while it still has one thread
+/// ([`crate::namespace::before_thread`]), so that its first child can start
+/// the tree whatever threads it has by then.
+///
+/// # Safety
+/// The C contract of `pthread_create`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_create(
+    thread: *mut libc::pthread_t,
+    attr: *const libc::pthread_attr_t,
+    start: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void,
+    arg: *mut libc::c_void,
+) -> c_int {
+    crate::namespace::before_thread();
+    // SAFETY: the caller's arguments, unchanged, to the next definition.
+    unsafe {
+        real!(pthread_create: fn(
+            *mut libc::pthread_t,
+            *const libc::pthread_attr_t,
+            extern "C" fn(*mut libc::c_void) -> *mut libc::c_void,
+            *mut libc::c_void,
+        ) -> c_int)(thread, attr, start, arg)
+    }
 }
 
 /// `_exit`: the `UVFS_DUMP` owner's dump (as its atexit handler would
