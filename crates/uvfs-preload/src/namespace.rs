@@ -239,7 +239,7 @@ pub(crate) fn before_child(what: &str) {
     if let Err(why) = start_server() {
         GAVE_UP.store(true, Ordering::Release);
         say(&format!(
-            "{what}: the process tree cannot share uvfs ({why}): each child gets a private copy, each exec'd program an empty one"
+            "{what}: the process tree cannot share uvfs ({why}): each child gets a private copy, each exec'd program an empty one (`uvfs run -- COMMAND` gives a command and its children one shared mount)"
         ));
     }
 }
