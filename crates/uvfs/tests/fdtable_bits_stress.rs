@@ -55,7 +55,7 @@ fn run(fast: FastPaths, seed: u64) {
         for (me, mut p) in handles.into_iter().enumerate() {
             let (owner, releases, opened) = (&owner, &releases, &opened);
             s.spawn(move || {
-                let mut rng = Rng::new(seed ^ (me as u64 + 1) * 0x9e37_79b9);
+                let mut rng = Rng::new(seed ^ ((me as u64 + 1) * 0x9e37_79b9));
                 // (fd, probe id) of the files this thread holds.
                 let mut held: Vec<(i32, usize)> = Vec::new();
                 let claim = |fd: i32| {
@@ -124,7 +124,7 @@ fn shared_allocation_with_and_without_the_lockfree_bits() {
     let seed = std::env::var("UVFS_STRESS_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(0x19b1_75);
+        .unwrap_or(0x0019_b175);
     eprintln!("UVFS_STRESS_SEED={seed}");
     for on in [true, false] {
         for base in [FastPaths::seeds(), FastPaths::stock()] {
