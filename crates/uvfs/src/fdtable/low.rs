@@ -21,9 +21,11 @@
 //!   The single user, who excludes everyone, uses plain loads and stores
 //!   of the atomic (no read-modify-write).
 //! - `cloexec` word 0: the allocator of fd `n` writes bit `n` after its
-//!   claim (it owns the fd, so it is the only writer of that bit until it
-//!   frees it); under the lock, F_SETFD, `CLOSE_RANGE_CLOEXEC` and the
-//!   exec sweep. All writes are read-modify-writes (other bits of the word
+//!   claim, outside the lock; under the lock, F_SETFD, `CLOSE_RANGE_CLOEXEC`
+//!   and the exec sweep. Only `CLOSE_RANGE_CLOEXEC` can meet an allocation
+//!   of the same fd (F_SETFD needs an installed file, the sweep runs on an
+//!   unshared table): either answer is one of the calls' two orders, since
+//!   the reserved fd has no file yet (docs/fd-threads.md). All writes are read-modify-writes (other bits of the word
 //!   belong to other fds), except the single user's.
 //!
 //! Closing stays under the lock: the lock is what orders a close against
