@@ -93,12 +93,18 @@ pub struct FastPaths {
     /// Retired objects wait for both schemes' grace periods whatever the
     /// switch says (see `docs/reclaim.md`).
     pub cheap_pin: bool,
+    /// Issue 19 (uvfs's own): a shared table allocates fds 0..63 with one
+    /// compare-and-swap on the first open_fds word, which never moves (it
+    /// lives outside the lock, so growth leaves it in place), and frees a
+    /// reservation with one `fetch_and`, neither taking the lock; off, every
+    /// allocation takes the table's lock, as Linux takes `file_lock`.
+    pub fd_bits_lockfree: bool,
 }
 
 /// Name, description and accessor of every switch, in a stable order.
 type Switch = (&'static str, &'static str, fn(&mut FastPaths) -> &mut bool);
 
-const SWITCHES: [Switch; 12] = [
+const SWITCHES: [Switch; 13] = [
     (
         "close_sync",
         "seed 000: close(2) releases the file synchronously",
@@ -157,6 +163,11 @@ const SWITCHES: [Switch; 12] = [
         "issue 19: epoch pin by a plain store, membarrier on the reclaiming side",
         |f| &mut f.cheap_pin,
     ),
+    (
+        "fd_bits_lockfree",
+        "issue 19: a shared table claims fds 0..63 by one CAS, without the lock",
+        |f| &mut f.fd_bits_lockfree,
+    ),
 ];
 
 /// The seed switches (the first six of [`SWITCHES`]): the ones
@@ -179,6 +190,7 @@ impl FastPaths {
             tmpfs_borrow: false,
             stat_noref: false,
             cheap_pin: false,
+            fd_bits_lockfree: false,
         }
     }
 
@@ -198,6 +210,7 @@ impl FastPaths {
             tmpfs_borrow: true,
             stat_noref: true,
             cheap_pin: true,
+            fd_bits_lockfree: true,
         }
     }
 
@@ -339,7 +352,7 @@ mod tests {
     #[test]
     fn display_round_trips_every_combination() {
         let all: Vec<_> = FastPaths::all_combinations().collect();
-        assert_eq!(all.len(), 76);
+        assert_eq!(all.len(), 78);
         assert!(all.contains(&FastPaths::seeds()));
         assert!(all.contains(&FastPaths::stock()));
         assert!(all.contains(&FastPaths::seeds().with("fd_single_user", false)));

@@ -51,9 +51,10 @@ mod close;
 mod dup;
 mod fget;
 mod files;
+mod low;
 
 pub use alloc::ReservedFd;
-use bitmap::{Bitmaps, WORD, find_next_bit, find_next_zero_bit, set_bit, test_bit, words};
+use bitmap::{Bitmaps, WORD, find_next_zero_bit, test_bit, words};
 use chunks::{NR_CHUNKS, Slot, chunk_len, try_reserve};
 pub use fget::FdRef;
 pub(crate) use files::Files;
@@ -82,8 +83,12 @@ pub struct FdTable {
     /// `fd_slot_spread`: the rotation of a slot's offset in its chunk
     /// ([`SPREAD_SHIFT`](chunks::SPREAD_SHIFT) on, 0 off; see `slot`).
     spread: u32,
+    /// `fd_bits_lockfree`: fds 0..63's open and close-on-exec bits live in
+    /// `low`, claimed without the lock (see `fdtable/low.rs`).
+    lockfree: bool,
     chunks: [AtomicPtr<Slot>; NR_CHUNKS],
     inner: CachePadded<SpinMutex<Bitmaps>>,
+    low: CachePadded<low::LowWords>,
 }
 
 impl FdTable {
@@ -105,8 +110,10 @@ impl FdTable {
             } else {
                 0
             },
+            lockfree: fast.fd_bits_lockfree,
             chunks: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
             inner: CachePadded::new(SpinMutex::new(Bitmaps::empty())),
+            low: CachePadded::new(low::LowWords::default()),
         };
         {
             let mut g = t.lock();
@@ -137,7 +144,7 @@ impl FdTable {
     pub fn get_cloexec(&self, fd: i32) -> bool {
         let g = self.lock();
         let fd = fd as u32 as usize;
-        fd < g.max_fds && test_bit(g.close_on_exec(), fd)
+        fd < g.max_fds && self.cloexec_bit(&g, fd)
     }
 
     /// Sets or clears close-on-exec on `fd` (`F_SETFD`).
@@ -145,7 +152,12 @@ impl FdTable {
         let mut g = self.lock();
         let fd = fd as u32 as usize;
         if fd < g.max_fds {
-            g.set_cloexec(fd, on);
+            let mask = 1 << (fd % WORD);
+            if on {
+                self.set_cloexec_bits(&mut g, fd / WORD, mask);
+            } else if self.cloexec_bit(&g, fd) {
+                self.clear_cloexec_bits(&mut g, fd / WORD, mask);
+            }
         }
     }
 
@@ -154,9 +166,8 @@ impl FdTable {
     pub fn set_cloexec_range(&self, first: u32, last: u32) {
         let mut g = self.lock();
         let last = (last as usize).min(g.max_fds.saturating_sub(1));
-        let cloexec = g.close_on_exec_mut();
         for fd in first as usize..=last {
-            set_bit(cloexec, fd);
+            self.set_cloexec_bits(&mut g, fd / WORD, 1 << (fd % WORD));
         }
     }
 
@@ -172,30 +183,37 @@ impl FdTable {
             cheap_pin: self.cheap_pin,
             fd_single_user: self.single,
             fd_slot_spread: self.spread != 0,
+            fd_bits_lockfree: self.lockfree,
             ..FastPaths::stock()
         };
         let new = FdTable::new(&fast)?;
         let g = self.lock();
         let limit = below.map_or(g.max_fds, |b| (b as usize).min(g.max_fds));
-        let old = g.maps();
-        let last_open = (0..words(limit)).rev().find(|&w| old.open[w] != 0);
+        let open_word = |w: usize| {
+            if self.lockfree && w == 0 {
+                self.low.open.load(Ordering::Acquire)
+            } else {
+                g.open_fds()[w]
+            }
+        };
+        let last_open = (0..words(limit)).rev().find(|&w| open_word(w) != 0);
         let mut n = new.lock();
         if let Some(w) = last_open {
             let top = (w * WORD + (WORD - 1)).min(limit.saturating_sub(1));
             new.expand_locked(&mut n, top)?;
-            let mut fd = find_next_bit(old.open, limit, 0);
+            let mut fd = self.next_open(&g, limit, 0);
             while fd < limit {
                 if let Some(f) = NonNull::new(self.slot(fd).load(Ordering::Acquire)) {
                     // SAFETY: the slot holds a reference and we hold the old
                     // table's lock, so the file is live.
                     unsafe { f.as_ref() }.get();
                     new.slot(fd).store(f.as_ptr(), Ordering::Release);
-                    n.set_open(fd);
-                    if test_bit(old.cloexec, fd) {
-                        set_bit(n.close_on_exec_mut(), fd);
+                    new.mark_open(&mut n, fd);
+                    if self.cloexec_bit(&g, fd) {
+                        new.set_cloexec_bits(&mut n, fd / WORD, 1 << (fd % WORD));
                     }
                 }
-                fd = find_next_bit(old.open, limit, fd + 1);
+                fd = self.next_open(&g, limit, fd + 1);
             }
         }
         drop(n);
@@ -234,11 +252,10 @@ impl FdTable {
     pub fn open_fds(&self) -> Vec<u32> {
         let g = self.lock();
         let mut v = Vec::new();
-        let open = g.open_fds();
-        let mut fd = find_next_bit(open, g.max_fds, 0);
+        let mut fd = self.next_open(&g, g.max_fds, 0);
         while fd < g.max_fds {
             v.push(fd as u32);
-            fd = find_next_bit(open, g.max_fds, fd + 1);
+            fd = self.next_open(&g, g.max_fds, fd + 1);
         }
         v
     }
@@ -247,7 +264,7 @@ impl FdTable {
     pub fn is_reserved(&self, fd: u32) -> bool {
         let g = self.lock();
         let fd = fd as usize;
-        g.is_open(fd) && self.slot(fd).load(Ordering::Acquire).is_null()
+        fd < g.max_fds && self.open_bit(&g, fd) && self.slot(fd).load(Ordering::Acquire).is_null()
     }
 
     /// The allocation hint (`next_fd`).
@@ -257,18 +274,28 @@ impl FdTable {
 
     /// Checks the bitmaps' internal consistency (full bits match full words,
     /// `next_fd` is at or below the lowest free fd, every installed slot is
-    /// marked open). For tests.
+    /// marked open; with `fd_bits_lockfree`, the locked bitmaps' word 0 and
+    /// full bit 0 stay zero and `next_fd` bounds only the fds from 64 on).
+    /// For tests; exact only while no lockless allocation runs.
     pub fn check_invariants(&self) -> Result<(), String> {
         let g = self.lock();
         let m = g.maps();
-        for (w, &word) in m.open.iter().enumerate() {
+        let first = if self.lockfree {
+            if m.open[0] != 0 || m.cloexec[0] != 0 || test_bit(m.full, 0) {
+                return Err("locked word 0 written with fd_bits_lockfree".into());
+            }
+            1
+        } else {
+            0
+        };
+        for (w, &word) in m.open.iter().enumerate().skip(first) {
             if (word == !0) != test_bit(m.full, w) {
                 return Err(format!(
                     "full_fds_bits[{w}] disagrees with open_fds word {word:#x}"
                 ));
             }
         }
-        let lowest_free = find_next_zero_bit(m.open, g.max_fds, 0);
+        let lowest_free = find_next_zero_bit(m.open, g.max_fds, first * WORD);
         if g.next_fd > lowest_free {
             return Err(format!(
                 "next_fd {} above lowest free fd {lowest_free}",
@@ -277,7 +304,7 @@ impl FdTable {
         }
         for fd in 0..g.max_fds {
             let installed = !self.slot(fd).load(Ordering::Acquire).is_null();
-            if installed && !test_bit(m.open, fd) {
+            if installed && !self.open_bit(&g, fd) {
                 return Err(format!("fd {fd} has a file but is not marked open"));
             }
         }

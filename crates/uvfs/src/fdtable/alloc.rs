@@ -2,7 +2,7 @@
 //! `get_unused_fd_flags`, `fd_install`, `put_unused_fd` of `fs/file.c`).
 
 use super::FdTable;
-use super::bitmap::Bitmaps;
+use super::bitmap::{Bitmaps, WORD};
 use crate::errno::Errno;
 use crate::file_table::FileRef;
 use crate::primitive::sync::atomic::Ordering;
@@ -48,8 +48,14 @@ impl ReservedFd<'_> {
 
 impl Drop for ReservedFd<'_> {
     fn drop(&mut self) {
-        let mut g = self.table.lock();
-        g.put_unused(self.fd as usize, self.table.alloc_fast);
+        let (t, fd) = (self.table, self.fd as usize);
+        if t.is_low(fd) {
+            // One `fetch_and`, no lock (`fd_bits_lockfree`).
+            t.free_low(fd, false);
+            return;
+        }
+        let mut g = t.lock();
+        g.put_unused(fd, t.alloc_fast);
     }
 }
 
@@ -57,7 +63,22 @@ impl FdTable {
     /// Reserves the lowest free fd in `start..end` (`alloc_fd`); `end` is the
     /// caller's RLIMIT_NOFILE. `EMFILE` when there is none.
     pub fn alloc_fd(&self, start: u32, end: u64, cloexec: bool) -> Result<ReservedFd<'_>, Errno> {
-        let fd = self.alloc_fd_in(&mut self.lock(), start, end, cloexec)?;
+        if self.lockfree && (start as usize) < WORD {
+            // `fd_bits_lockfree`: one CAS claims the lowest free fd below
+            // 64, without the lock; the lock only when those are all taken.
+            match self.claim_low(start as usize, end, false) {
+                Some(Ok(fd)) => {
+                    self.init_cloexec_low(fd, cloexec, false);
+                    return Ok(ReservedFd {
+                        table: self,
+                        fd: fd as u32,
+                    });
+                }
+                Some(Err(())) => return Err(Errno::EMFILE),
+                None => {}
+            }
+        }
+        let fd = self.alloc_fd_in(&mut self.lock(), start, end, cloexec, false)?;
         Ok(ReservedFd { table: self, fd })
     }
 
@@ -79,11 +100,17 @@ impl FdTable {
         // SAFETY: forwarded from the caller's contract.
         unsafe {
             self.inner
-                .with_unlocked(|g| self.alloc_fd_in(g, start, end, cloexec))
+                .with_unlocked(|g| self.alloc_fd_in(g, start, end, cloexec, true))
         }
     }
 
-    /// The body of `alloc_fd` on the writer state `g`, held exclusively.
+    /// The body of `alloc_fd` on the writer state `g`, held exclusively;
+    /// `excl`: by the single user, who excludes every other thread.
+    ///
+    /// With `fd_bits_lockfree`, fds below 64 are claimed in the low word
+    /// (racing lockless allocators), and `next_fd` is a hint for fds from
+    /// 64 on only: no fd in `64..next_fd` is free. It is written under the
+    /// lock (or by the single user) only, so it stays exact for them.
     #[inline(always)]
     pub(super) fn alloc_fd_in(
         &self,
@@ -91,8 +118,23 @@ impl FdTable {
         start: u32,
         end: u64,
         cloexec: bool,
+        excl: bool,
     ) -> Result<u32, Errno> {
-        let start = start as usize;
+        let mut start = start as usize;
+        let mut floor = 0;
+        if self.lockfree {
+            if start < WORD {
+                match self.claim_low(start, end, excl) {
+                    Some(Ok(fd)) => {
+                        self.init_cloexec_low(fd, cloexec, excl);
+                        return Ok(fd as u32);
+                    }
+                    Some(Err(())) => return Err(Errno::EMFILE),
+                    None => start = WORD,
+                }
+            }
+            floor = WORD;
+        }
         let mut fd = start.max(g.next_fd);
         if fd < g.max_fds {
             fd = g.find_next_fd(fd, self.alloc_fast);
@@ -101,11 +143,11 @@ impl FdTable {
             return Err(Errno::EMFILE);
         }
         self.expand_locked(g, fd)?;
-        if start <= g.next_fd {
+        if start <= g.next_fd.max(floor) {
             g.next_fd = fd + 1;
         }
         g.set_open(fd);
-        g.set_cloexec(fd, cloexec);
+        self.init_cloexec(g, fd, cloexec, excl);
         Ok(fd as u32)
     }
 

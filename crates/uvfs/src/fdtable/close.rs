@@ -2,7 +2,7 @@
 //! `do_close_on_exec` and `filp_close` of `fs/file.c` and `fs/open.c`).
 
 use super::FdTable;
-use super::bitmap::{Bitmaps, WORD, find_next_bit};
+use super::bitmap::{Bitmaps, WORD};
 use crate::errno::Errno;
 use crate::file_table::FileRef;
 use crate::primitive::sync::atomic::Ordering;
@@ -39,7 +39,7 @@ impl FdTable {
                 let slot = self.slot(fd);
                 let f = NonNull::new(slot.load(Ordering::Relaxed))?;
                 slot.store(ptr::null_mut(), Ordering::Relaxed);
-                g.put_unused(fd, self.alloc_fast);
+                self.free_fd(g, fd, true);
                 Some(f)
             })
         }
@@ -56,7 +56,9 @@ impl FdTable {
         // where a load then a store could move it twice under the lock.
         // Swapping null over null (a free or reserved fd) changes nothing.
         let f = NonNull::new(self.slot(fd).swap(ptr::null_mut(), Ordering::AcqRel))?;
-        g.put_unused(fd, self.alloc_fast);
+        // The slot is empty before the number is free (a lockless claim of
+        // it installs into an empty slot).
+        self.free_fd(g, fd, false);
         // SAFETY: the slot's reference moves to the caller.
         Some(unsafe { FileRef::from_raw(f) })
     }
@@ -71,7 +73,7 @@ impl FdTable {
                 let end = (last as usize).min(g.max_fds.saturating_sub(1)) + 1;
                 let mut found = None;
                 while fd < end {
-                    fd = find_next_bit(g.open_fds(), end, fd);
+                    fd = self.next_open(&g, end, fd);
                     if fd >= end {
                         break;
                     }
@@ -102,13 +104,13 @@ impl FdTable {
                 let mut g = self.lock();
                 let mut found = None;
                 while w < g.close_on_exec().len() {
-                    let set = g.close_on_exec()[w];
+                    let set = self.cloexec_word(&g, w);
                     if set == 0 {
                         w += 1;
                         continue;
                     }
                     let bit = set.trailing_zeros() as usize;
-                    g.close_on_exec_mut()[w] &= !(1 << bit);
+                    self.clear_cloexec_bits(&mut g, w, 1 << bit);
                     if let Some(f) = self.pick_locked(&mut g, w * WORD + bit) {
                         found = Some(f);
                         break;

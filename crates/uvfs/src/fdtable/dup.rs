@@ -89,15 +89,17 @@ impl FdTable {
             }
             let slot = self.slot(newfd);
             let tofree = slot.load(Ordering::Acquire);
-            if tofree.is_null() && g.is_open(newfd) {
+            // A free fd is claimed before the file is published (a
+            // lockless allocator cannot take it after); one that turns out
+            // open with an empty slot is reserved by an open in progress.
+            if tofree.is_null() && !self.mark_open(&mut g, newfd) {
                 return Err(Errno::EBUSY);
             }
             // SAFETY: the old slot holds a reference and we hold the lock, so
             // the file is live; we take one more for the new slot.
             unsafe { file.as_ref() }.get();
             slot.store(file.as_ptr(), Ordering::Release);
-            g.set_open(newfd);
-            g.set_cloexec(newfd, cloexec);
+            self.init_cloexec(&mut g, newfd, cloexec, false);
             // SAFETY: the replaced slot's reference moves to us.
             NonNull::new(tofree).map(|f| unsafe { FileRef::from_raw(f) })
         };

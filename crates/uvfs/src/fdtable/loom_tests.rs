@@ -16,7 +16,7 @@
 //! the release hook writes, so loom reports a use after release that is not
 //! ordered by the reference count's happens-before edges even when the
 //! interleaving alone would not show it.
-use crate::primitive::model::check;
+use crate::primitive::model::{Seen, check};
 use crate::{Errno, FastPaths, File, FileOps, FileRef, Process, Vfs};
 use loom::cell::UnsafeCell;
 use loom::model::Builder;
@@ -681,4 +681,193 @@ fn single_user_hand_over_sync_close() {
 #[test]
 fn single_user_hand_over_deferred_close() {
     single_user_hand_over(seeds_deferred_close());
+}
+
+// ---------------------------------------------------------------------------
+// 8. `fd_bits_lockfree`: fds 0..63 claimed by a CAS, freed by a fetch_and.
+// ---------------------------------------------------------------------------
+
+fn lockfree_bits() -> FastPaths {
+    FastPaths {
+        fd_bits_lockfree: true,
+        ..FastPaths::seeds()
+    }
+}
+
+fn locked_bits() -> FastPaths {
+    FastPaths {
+        fd_bits_lockfree: false,
+        ..FastPaths::seeds()
+    }
+}
+
+/// A table with fds `0..n` reserved, shared (two users: the lockless paths
+/// run). The reservations are forgotten; [`unreserve`] frees one.
+fn reserved_table(fast: FastPaths, n: u32) -> Arc<crate::fdtable::FdTable> {
+    let t = Arc::new(crate::fdtable::FdTable::new(&fast).unwrap());
+    t.attach();
+    for fd in 0..n {
+        let r = t.alloc_fd(0, 1024, false).unwrap();
+        assert_eq!(r.fd(), fd);
+        std::mem::forget(r);
+    }
+    t
+}
+
+/// Frees a reservation made by [`reserved_table`] (its `ReservedFd` was
+/// forgotten): rebuilds the reservation and drops it.
+fn unreserve(t: &crate::fdtable::FdTable, fd: u32) {
+    drop(crate::fdtable::ReservedFd { table: t, fd });
+}
+
+/// fds 0..3 reserved, then 1 freed: two threads race to allocate. Each gets
+/// a distinct fd and the two are {1, 3}: the first claim (in linearization
+/// order) gets 1, the lowest free, the second the next lowest, 3. Both
+/// orders occur. The table ends consistent.
+fn two_allocators_race(fast: FastPaths, seen: &'static Seen<2>) {
+    check(&builder(3), move || {
+        let t = reserved_table(fast, 3);
+        unreserve(&t, 1);
+        let t2 = t.clone();
+        let b = thread::spawn(move || {
+            let r = t2.alloc_fd(0, 1024, false).unwrap();
+            let fd = r.fd();
+            std::mem::forget(r);
+            fd
+        });
+        let r = t.alloc_fd(0, 1024, false).unwrap();
+        let a = r.fd();
+        std::mem::forget(r);
+        let b = b.join().unwrap();
+        let mut got = [a, b];
+        seen.hit(usize::from(a != 1));
+        got.sort_unstable();
+        assert_eq!(got, [1, 3], "a {a}, b {b}");
+        assert_eq!(t.open_fds(), vec![0, 1, 2, 3]);
+        t.check_invariants().unwrap();
+        for fd in 0..4 {
+            unreserve(&t, fd);
+        }
+        assert_eq!(t.open_fds(), Vec::<u32>::new());
+        t.check_invariants().unwrap();
+    });
+    seen.report(["main got 1", "thread got 1"], &[0, 1]);
+}
+
+#[test]
+fn lockfree_two_allocators_race_for_the_lowest_fd() {
+    static SEEN: Seen<2> = Seen::new();
+    two_allocators_race(lockfree_bits(), &SEEN);
+}
+
+#[test]
+fn locked_two_allocators_race_for_the_lowest_fd() {
+    static SEEN: Seen<2> = Seen::new();
+    two_allocators_race(locked_bits(), &SEEN);
+}
+
+/// fds 0 and 1 reserved. A frees 0 then allocates (close-on-exec off); B
+/// allocates with close-on-exec on. Whatever the order, the two get {0, 2},
+/// each fd's close-on-exec bit is its allocator's, and no fd is lost.
+fn alloc_vs_free(fast: FastPaths, seen: &'static Seen<2>) {
+    check(&builder(3), move || {
+        let t = reserved_table(fast, 2);
+        t.set_cloexec(2, true); // a stale bit on a free fd: reset by A
+        let t2 = t.clone();
+        let b = thread::spawn(move || {
+            let r = t2.alloc_fd(0, 1024, true).unwrap();
+            let fd = r.fd();
+            std::mem::forget(r);
+            fd
+        });
+        unreserve(&t, 0);
+        let r = t.alloc_fd(0, 1024, false).unwrap();
+        let a = r.fd();
+        std::mem::forget(r);
+        let b = b.join().unwrap();
+        seen.hit(usize::from(b == 0));
+        let mut got = [a, b];
+        got.sort_unstable();
+        assert_eq!(got, [0, 2], "a {a}, b {b}");
+        assert!(!t.get_cloexec(a as i32), "fd {a} of A is close-on-exec");
+        assert!(t.get_cloexec(b as i32), "fd {b} of B is not close-on-exec");
+        assert_eq!(t.open_fds(), vec![0, 1, 2]);
+        t.check_invariants().unwrap();
+    });
+    seen.report(["B got 2", "B got 0"], &[0, 1]);
+}
+
+#[test]
+fn lockfree_alloc_vs_free() {
+    static SEEN: Seen<2> = Seen::new();
+    alloc_vs_free(lockfree_bits(), &SEEN);
+}
+
+/// fds 0..63 reserved (the first word full). A frees 5 and allocates; B
+/// allocates, growing the table past 64 when it finds the word full. The
+/// two get {5, 64} whichever way they interleave: no fd lost or handed out
+/// twice across the growth, which leaves fds 0..63's word where it is.
+fn alloc_vs_growth(fast: FastPaths, seen: &'static Seen<2>) {
+    check(&builder(2), move || {
+        let t = reserved_table(fast, 64);
+        assert_eq!(t.max_fds(), 64);
+        let t2 = t.clone();
+        let b = thread::spawn(move || {
+            let r = t2.alloc_fd(0, 1024, false).unwrap();
+            let fd = r.fd();
+            std::mem::forget(r);
+            fd
+        });
+        unreserve(&t, 5);
+        let r = t.alloc_fd(0, 1024, false).unwrap();
+        let a = r.fd();
+        std::mem::forget(r);
+        let b = b.join().unwrap();
+        seen.hit(usize::from(b == 5));
+        let mut got = [a, b];
+        got.sort_unstable();
+        assert_eq!(got, [5, 64], "a {a}, b {b}");
+        assert!(t.max_fds() > 64);
+        assert_eq!(t.open_fds(), (0..=64).collect::<Vec<u32>>());
+        t.check_invariants().unwrap();
+        unreserve(&t, 64);
+        unreserve(&t, 0);
+        let r = t.alloc_fd(0, 1024, false).unwrap();
+        assert_eq!(r.fd(), 0, "the lowest free fd after the growth");
+        drop(r);
+    });
+    seen.report(["B got 64", "B got 5"], &[0, 1]);
+}
+
+#[test]
+fn lockfree_alloc_vs_growth() {
+    static SEEN: Seen<2> = Seen::new();
+    alloc_vs_growth(lockfree_bits(), &SEEN);
+}
+
+#[test]
+fn locked_alloc_vs_growth() {
+    static SEEN: Seen<2> = Seen::new();
+    alloc_vs_growth(locked_bits(), &SEEN);
+}
+
+/// Lookup against close and a lockless claim of the freed fd: the
+/// `lookup_vs_close_reuse` model (its open of N claims fd 0 by the CAS)
+/// with the switch on and off named explicitly; the seeds models above run
+/// with it on too.
+#[test]
+fn lockfree_lookup_vs_close_and_claim() {
+    static REUSED: AtomicUsize = AtomicUsize::new(0);
+    lookup_vs_close_reuse(lockfree_bits(), false, &REUSED);
+}
+
+#[test]
+fn locked_lookup_vs_close_and_claim() {
+    static REUSED: AtomicUsize = AtomicUsize::new(0);
+    lookup_vs_close_reuse(locked_bits(), false, &REUSED);
+}
+
+#[test]
+fn locked_concurrent_alloc_and_close() {
+    alloc_close(locked_bits(), 2, 2);
 }
