@@ -196,3 +196,43 @@ fn poller_woken_by_last_writer_leaving() {
         assert!(slot.is_empty());
     });
 }
+
+static OPEN_INTR: crate::primitive::model::Seen<2> = crate::primitive::model::Seen::new();
+
+/// A blocked read-only open interrupted while a non-blocking writer
+/// opens: either the writer found the reader and the open succeeds (its
+/// partner came, whatever the interrupt), or the open fails with `EINTR`
+/// and gives its reader count back, so the writer finds no reader
+/// (`ENXIO`) or came first and succeeded; never a failed open that a
+/// writer saw. The pipe goes with the last file either way.
+#[test]
+fn interrupted_open_races_with_partner() {
+    use crate::signal::{Interrupted, Signals};
+    check(&builder(3), || {
+        let slot = Arc::new(InodePipe::default());
+        let sig = Signals::new();
+        let (s2, g2) = (slot.clone(), sig.clone());
+        let t = thread::spawn(move || fifo_open(&s2, true, false, false, Some(&*g2)));
+        let g3 = sig.clone();
+        let i = thread::spawn(move || g3.interrupt(Interrupted::Eintr));
+        let w = fifo_open(&slot, false, true, true, None);
+        let r = t.join().unwrap();
+        i.join().unwrap();
+        let outcome = match (&r, &w) {
+            (Ok(_), Ok(_)) => 0,
+            (Err(Errno::EINTR), Err(Errno::ENXIO)) => 1,
+            (Err(Errno::EINTR), Ok(_)) => panic!("the writer saw a reader whose open failed"),
+            (Ok(_), Err(_)) => panic!("a reader opened without a writer"),
+            _ => panic!("unexpected: {:?} {:?}", r.as_ref().err(), w.as_ref().err()),
+        };
+        OPEN_INTR.hit(outcome);
+        if let Ok(f) = r {
+            f.release(&slot);
+        }
+        if let Ok(f) = w {
+            f.release(&slot);
+        }
+        assert!(slot.is_empty());
+    });
+    OPEN_INTR.report(["both opened", "interrupted, no reader"], &[0, 1]);
+}
