@@ -26,8 +26,9 @@
 //!   lock waits of `fs/locks.c` all answer `-ERESTARTSYS`); calls that
 //!   answer `-ERESTARTNOHAND` (select, ppoll, pselect) or
 //!   `-ERESTART_RESTARTBLOCK` (poll with a time limit, nanosleep) never
-//!   restart after a handler, but the library does not sleep in them (the
-//!   shim's poll sleeps in the kernel's).
+//!   restart after a handler: [`Process::poll`](crate::Process::poll),
+//!   interrupted, is `EINTR` either way (the shim's poll sleeps in the
+//!   kernel's own).
 //!
 //! What an interrupted call leaves, as on Linux: a lock request is
 //! dequeued with its waits-for record, after one last try (a lock freed
@@ -42,6 +43,7 @@
 use crate::primitive::sync::{Mutex, lock};
 use crate::select::Waiter;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// How an interrupted sleep ends the call (the embedder's choice, from the
 /// handler that ran: Linux's `SA_RESTART`).
@@ -68,6 +70,24 @@ pub trait Sleep: Send + Sync {
     /// (`Err`). Returning `Ok` without a wake-up is allowed: the caller
     /// checks its condition again.
     fn sleep(&self, waiter: &Arc<Waiter>) -> Result<(), Interrupted>;
+
+    /// As [`sleep`](Self::sleep), ending also at `deadline` (none: no
+    /// limit): `Ok(false)` once the time ran out unwoken. For
+    /// [`Process::poll`](crate::Process::poll), whose interruption is
+    /// always `EINTR` (Linux's poll answers `-ERESTART_RESTARTBLOCK`,
+    /// never restarted after a handler). The default sleeps
+    /// interruptibly only without a limit (a hook whose waiter is not the
+    /// library's own cannot be waited on with a limit here).
+    fn sleep_until(
+        &self,
+        waiter: &Arc<Waiter>,
+        deadline: Option<Instant>,
+    ) -> Result<bool, Interrupted> {
+        match deadline {
+            None => self.sleep(waiter).map(|()| true),
+            Some(_) => Ok(waiter.wait_until(deadline)),
+        }
+    }
 }
 
 /// A [`Sleep`] hook interrupted by a call from another thread: the
@@ -121,6 +141,14 @@ impl Signals {
 
 impl Sleep for Signals {
     fn sleep(&self, waiter: &Arc<Waiter>) -> Result<(), Interrupted> {
+        self.sleep_until(waiter, None).map(|_| ())
+    }
+
+    fn sleep_until(
+        &self,
+        waiter: &Arc<Waiter>,
+        deadline: Option<Instant>,
+    ) -> Result<bool, Interrupted> {
         {
             let mut s = lock(&self.st);
             if let Some(how) = s.pending.take() {
@@ -128,12 +156,12 @@ impl Sleep for Signals {
             }
             s.current = Some(waiter.clone());
         }
-        waiter.wait_until(None);
+        let woken = waiter.wait_until(deadline);
         let mut s = lock(&self.st);
         s.current = None;
         match s.pending.take() {
             Some(how) => Err(how),
-            None => Ok(()),
+            None => Ok(woken),
         }
     }
 }

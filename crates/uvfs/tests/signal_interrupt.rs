@@ -102,3 +102,32 @@ fn fifo_open_and_read_interrupted() {
     p.write(w, b"ok").unwrap();
     assert_eq!(q.read(r, &mut [0u8; 4]), Ok(2));
 }
+
+/// A blocking poll of a FIFO with nothing to read is interrupted: `EINTR`
+/// without a limit and with one, `Restart` included (Linux's poll never
+/// restarts after a handler); data then makes it ready as before.
+#[test]
+fn poll_interrupted() {
+    let vfs = Vfs::new(FastPaths::seeds());
+    let mut p = Process::new(&vfs).unwrap();
+    p.mkfifo("/fifo", 0o644).unwrap();
+    let r = p.open("/fifo", O_RDONLY | O_NONBLOCK, 0).unwrap();
+    let w = p.open("/fifo", O_WRONLY, 0).unwrap();
+    let sig = Signals::new();
+    p.set_sleep(Some(sig.clone() as Arc<dyn uvfs::Sleep>));
+    let mut fds = [uvfs::PollFd {
+        fd: r,
+        events: POLLIN,
+        revents: 0,
+    }];
+    for (how, limit) in [
+        (Interrupted::Eintr, -1),
+        (Interrupted::Restart, -1),
+        (Interrupted::Eintr, 3_600_000),
+    ] {
+        sig.interrupt(how);
+        assert_eq!(p.poll(&mut fds, limit), Err(Errno::EINTR));
+    }
+    p.write(w, b"x").unwrap();
+    assert_eq!(p.poll(&mut fds, -1), Ok(1));
+}

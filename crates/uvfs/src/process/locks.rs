@@ -83,9 +83,9 @@ impl Process {
     /// holder's pid (-1 for an OFD lock). `F_OFD_GETLK` with `F_UNLCK`
     /// reports a lock of this open file overlapping the range (Linux 6.7).
     ///
-    /// `F_SETLKW` sleeps until the lock is granted or a deadlock is found;
-    /// nothing else interrupts it (the library has no signals; see
-    /// [`crate::locks`]). A lock set through an fd that another thread
+    /// `F_SETLKW` sleeps until the lock is granted or a deadlock is found,
+    /// or until the handle's [`Sleep`](crate::Sleep) hook interrupts it:
+    /// `EINTR`, holding nothing (see [`crate::locks`], [`crate::signal`]). A lock set through an fd that another thread
     /// closed meanwhile is removed again and the call fails with `EBADF`,
     /// as on Linux.
     ///
