@@ -25,8 +25,8 @@
 //! before a signal even with `SA_RESTART`; here the restarted sleep goes on
 //! writing (the kernel hides the restart from the hook).
 //!
-//! Without an eventfd (none could be made), the sleep parks the thread:
-//! uninterruptible, as before.
+//! Without a usable eventfd (none could be made, or its read fails), the
+//! sleep parks the thread: uninterruptible, as before.
 
 use crate::hooks::select::EventFd;
 use std::cell::RefCell;
@@ -56,8 +56,13 @@ impl Sleep for KernelSleep {
                 let ev = Arc::new(ev);
                 CURRENT.with(|c| *c.borrow_mut() = Current::Event(Arc::downgrade(&ev)));
                 // The waiter owns the eventfd: it closes with the call's
-                // last reference to the waiter.
-                Waiter::with_notify(move || ev.signal())
+                // last reference to the waiter. It also unparks the
+                // thread, for a sleep whose eventfd read failed.
+                let t = std::thread::current();
+                Waiter::with_notify(move || {
+                    ev.signal();
+                    t.unpark();
+                })
             }
             Err(_) => {
                 CURRENT.with(|c| *c.borrow_mut() = Current::Park);
@@ -81,10 +86,15 @@ impl Sleep for KernelSleep {
         // SAFETY: 8 writable bytes; our eventfd, kept open by `ev`. A raw
         // system call: the shim's own `read` hook must not see it.
         let r = unsafe { libc::syscall(libc::SYS_read, ev.0, b.as_mut_ptr(), 8) };
-        if r < 0 && crate::conv::errno() == libc::EINTR {
-            return Err(Interrupted::Eintr);
+        if r < 0 {
+            if crate::conv::errno() == libc::EINTR {
+                return Err(Interrupted::Eintr);
+            }
+            // The eventfd is unusable (closed behind the shim's back by a
+            // raw close, say): park instead of spinning on the failed read,
+            // uninterruptibly, until the waiter's unpark.
+            std::thread::park();
         }
-        // Woken (or a failed read: the caller checks again).
         Ok(())
     }
 }
