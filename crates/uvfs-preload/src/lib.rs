@@ -82,6 +82,8 @@ mod route;
 #[cfg(not(loom))]
 mod seed;
 #[cfg(not(loom))]
+mod signal;
+#[cfg(not(loom))]
 mod state;
 #[cfg(any(not(loom), test))]
 mod sync;

@@ -692,6 +692,9 @@ fn new_process() -> Process {
         .build_with_root(fs.clone());
     let _ = BUILT.set((vfs.clone(), fs));
     let mut p = Process::new(&vfs).expect("a fresh fd table");
+    // Blocking uvfs calls sleep where the kernel delivers signals into
+    // them (`crate::signal`); threads and forks inherit the hook.
+    p.set_sleep(Some(Arc::new(crate::signal::KernelSleep)));
     // The kernel's RLIMIT_NOFILE bounds the placeholders; uvfs's own table
     // must never be the tighter limit.
     let _ = p.setrlimit_nofile(uvfs::uapi::NR_OPEN, uvfs::uapi::NR_OPEN);

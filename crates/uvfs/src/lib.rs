@@ -49,6 +49,7 @@ mod primitive;
 pub mod process;
 mod reclaim;
 pub mod select;
+pub mod signal;
 pub mod stat;
 mod super_block;
 pub mod task_work;
@@ -65,6 +66,7 @@ pub use locks::{Flock, LockStats};
 pub use process::{FileType, OpenFile, Opening, Process};
 pub use reclaim::cheap_pin_asymmetric;
 pub use select::{PollFd, Waiter};
+pub use signal::{Interrupted, Signals, Sleep};
 pub use stat::{Stat, Statx};
 pub use vfs::{FsSysctls, Vfs, VfsBuilder};
 

@@ -25,14 +25,20 @@
 //! # Waiting
 //!
 //! A blocking request that meets a conflict registers a waiter naming the
-//! lock it is blocked on and sleeps on the context's condition variable.
-//! Every change to the lists that removes or alters a lock marks the
-//! waiters blocked on that lock as woken (under the context's lock, so no
-//! wake-up is lost) and wakes the sleepers; a woken waiter retries from the
-//! start, which may block it again. A sleeper that is not marked sleeps on.
-//! Unlike Linux, nothing interrupts a sleeper: the library has no signals,
-//! so `F_SETLKW` and a blocking flock return only once they hold the lock
-//! or (`F_SETLKW`) a deadlock is found.
+//! lock it is blocked on, with its call's [`Waiter`](crate::Waiter), and
+//! sleeps through the caller's [`Sleep`] hook ([`crate::signal`]). Every
+//! change to the lists that removes or alters a lock marks the waiters
+//! blocked on that lock as woken (under the context's lock, so no wake-up
+//! is lost) and wakes them; a woken waiter retries from the start, which
+//! may block it again. A sleeper that is not marked sleeps on.
+//!
+//! A sleep the hook interrupts dequeues the waiter (and its waits-for
+//! record) and makes one last try without sleeping: a lock that became
+//! free meanwhile is taken and the call succeeds (on Linux the wait
+//! checks "unblocked" before "signal pending" in the same way); otherwise
+//! it fails with `EINTR`, holding nothing, or, for a handler with
+//! `SA_RESTART` ([`Interrupted::Restart`]), blocks again (deadlock check
+//! included), as Linux restarts the call.
 //!
 //! # Deadlock detection
 //!
@@ -53,8 +59,11 @@
 
 use crate::errno::Errno;
 use crate::primitive::sync::atomic::{AtomicUsize, Ordering};
-use crate::primitive::sync::{Condvar, Mutex, MutexGuard, lock, wait};
+use crate::primitive::sync::{Mutex, MutexGuard, lock};
+use crate::select::Waiter as Wake;
+use crate::signal::{Interrupted, Sleep, Sleeper};
 use crate::uapi::{F_RDLCK, F_UNLCK, F_WRLCK};
+use std::sync::Arc;
 
 /// The largest file offset a lock can reach (Linux's `OFFSET_MAX`); a lock
 /// ending here runs to the end of any file (`l_len` 0).
@@ -187,6 +196,8 @@ struct Waiter {
     woken: bool,
     /// Whether it has a record in the global waits-for table.
     edge: bool,
+    /// The sleeping call's wake-up.
+    wake: Arc<Wake>,
 }
 
 #[derive(Debug, Default)]
@@ -212,7 +223,6 @@ impl State {
 #[derive(Debug)]
 pub struct FileLockContext {
     state: Mutex<State>,
-    cv: Condvar,
     /// The number of byte-range locks, readable without the lock: close(2)
     /// looks here first and skips the lock when it is zero. Stored under
     /// the lock; see [`FileLockContext::remove_posix`] for why a stale zero
@@ -265,7 +275,6 @@ impl FileLockContext {
     pub(crate) fn new() -> FileLockContext {
         FileLockContext {
             state: Mutex::new(State::default()),
-            cv: Condvar::new(),
             posix_nr: AtomicUsize::new(0),
         }
     }
@@ -315,7 +324,22 @@ impl FileLockContext {
     /// is `EAGAIN` without `wait`; with it the call sleeps until the lock
     /// is granted, or fails with `EDEADLK` (POSIX owners only) when waiting
     /// would close a cycle of owners waiting for each other.
+    #[cfg(test)]
     pub(crate) fn posix_lock(&self, req: &PosixRequest, wait_ok: bool) -> Result<(), Errno> {
+        self.posix_lock_wait(req, wait_ok, None)
+    }
+
+    /// [`posix_lock`](Self::posix_lock) sleeping through `hook`:
+    /// interrupted, it fails with `EINTR` unless its last try gets the
+    /// lock (see the module docs).
+    pub(crate) fn posix_lock_wait(
+        &self,
+        req: &PosixRequest,
+        wait_ok: bool,
+        hook: Option<&dyn Sleep>,
+    ) -> Result<(), Errno> {
+        let mut sl = Sleeper::new(hook);
+        let mut interrupted = false;
         let mut g = self.lock();
         loop {
             if req.ty != LockType::Unlock {
@@ -328,6 +352,9 @@ impl FileLockContext {
                 if let Some((blocker, blocker_owner)) = conflict {
                     if !wait_ok {
                         return Err(Errno::EAGAIN);
+                    }
+                    if interrupted {
+                        return Err(Errno::EINTR);
                     }
                     let token = g.id();
                     let edge = match req.owner {
@@ -346,7 +373,9 @@ impl FileLockContext {
                         }
                         Owner::File(_) => false,
                     };
-                    g = self.sleep(g, token, blocker, edge);
+                    let r;
+                    (g, r) = self.sleep(g, token, blocker, edge, &mut sl);
+                    interrupted = r == Some(Interrupted::Eintr);
                     continue;
                 }
             }
@@ -393,7 +422,23 @@ impl FileLockContext {
     /// loop): `ty` converts or removes the file's lock. A conflict is
     /// `EWOULDBLOCK` without `wait`; with it the call sleeps until granted
     /// (flock has no deadlock detection, as on Linux).
+    #[cfg(test)]
     pub(crate) fn flock(&self, file: usize, ty: LockType, wait_ok: bool) -> Result<(), Errno> {
+        self.flock_wait(file, ty, wait_ok, None)
+    }
+
+    /// [`flock`](Self::flock) sleeping through `hook`: interrupted, it
+    /// fails with `EINTR` unless its last try gets the lock (the old lock
+    /// of a conversion stays dropped, as on Linux).
+    pub(crate) fn flock_wait(
+        &self,
+        file: usize,
+        ty: LockType,
+        wait_ok: bool,
+        hook: Option<&dyn Sleep>,
+    ) -> Result<(), Errno> {
+        let mut sl = Sleeper::new(hook);
+        let mut interrupted = false;
         let write = ty == LockType::Write;
         let mut g = self.lock();
         loop {
@@ -416,8 +461,13 @@ impl FileLockContext {
                 if !wait_ok {
                     return Err(Errno::EWOULDBLOCK);
                 }
+                if interrupted {
+                    return Err(Errno::EINTR);
+                }
                 let token = g.id();
-                g = self.sleep(g, token, blocker, false);
+                let r;
+                (g, r) = self.sleep(g, token, blocker, false, &mut sl);
+                interrupted = r == Some(Interrupted::Eintr);
                 continue;
             }
             let id = g.id();
@@ -438,23 +488,29 @@ impl FileLockContext {
     }
 
     /// Registers a waiter blocked on lock `blocker` and sleeps until a
-    /// change to that lock marks it woken; returns with the lock held and
-    /// the waiter gone (its global record, if any, removed by the waker).
+    /// change to that lock marks it woken, or the hook interrupts the
+    /// sleep; returns with the lock held, the waiter gone (its global
+    /// record, if any, removed by the waker or here) and, if it was
+    /// interrupted before being woken, how.
     fn sleep<'a>(
         &'a self,
         mut g: MutexGuard<'a, State>,
         token: u64,
         blocker: u64,
         edge: bool,
-    ) -> MutexGuard<'a, State> {
+        sl: &mut Sleeper<'_>,
+    ) -> (MutexGuard<'a, State>, Option<Interrupted>) {
         g.waiters.push(Waiter {
             token,
             blocker,
             woken: false,
             edge,
+            wake: sl.waiter().clone(),
         });
         loop {
-            g = wait(&self.cv, g);
+            drop(g);
+            let r = sl.sleep();
+            g = self.lock();
             let i = g
                 .waiters
                 .iter()
@@ -462,7 +518,16 @@ impl FileLockContext {
                 .expect("a sleeping waiter stays registered until it leaves");
             if g.waiters[i].woken {
                 g.waiters.swap_remove(i);
-                return g;
+                return (g, None);
+            }
+            if let Err(how) = r {
+                // Not woken: the record is still ours to drop.
+                let w = g.waiters.swap_remove(i);
+                if w.edge {
+                    let key = self.key();
+                    edges().retain(|e| !(e.ctx == key && e.token == token));
+                }
+                return (g, Some(how));
             }
         }
     }
@@ -474,12 +539,11 @@ impl FileLockContext {
         if changed.is_empty() || g.waiters.is_empty() {
             return;
         }
-        let mut any = false;
         let mut dropped = Vec::new();
         for w in g.waiters.iter_mut() {
             if !w.woken && changed.contains(&w.blocker) {
                 w.woken = true;
-                any = true;
+                w.wake.wake();
                 if w.edge {
                     dropped.push(w.token);
                 }
@@ -488,9 +552,6 @@ impl FileLockContext {
         if !dropped.is_empty() {
             let key = self.key();
             edges().retain(|e| !(e.ctx == key && dropped.contains(&e.token)));
-        }
-        if any {
-            self.cv.notify_all();
         }
     }
 

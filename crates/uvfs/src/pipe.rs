@@ -29,15 +29,22 @@
 //! pipe reads 0 (end of file); non-blocking, `EAGAIN`. A write with no
 //! reader is `EPIPE`.
 //!
-//! **Signals.** The library has none: a blocked open, read or write waits
-//! until the other side acts (opens, reads, writes, or its last file is
-//! released); nothing interrupts it. Where Linux sends `SIGPIPE` with
-//! `EPIPE`, the library only returns `EPIPE`; the LD_PRELOAD shim raises
-//! the signal in the calling thread, as the kernel would.
+//! **Waiting and signals.** A blocked open, read or write registers its
+//! call's waiter on the pipe's readers' or writers' queue (under the
+//! pipe's lock, then checks, then sleeps: no wake-up is lost) and sleeps
+//! through the caller's [`Sleep`] hook ([`crate::signal`]), until the other
+//! side acts (opens, reads, writes, or its last file is released) or a
+//! signal interrupts it: an open then gives back its count and fails with
+//! `EINTR` unless its partner came meanwhile; a read fails with `EINTR`; a
+//! write returns what it wrote, `EINTR` if nothing; with `SA_RESTART`
+//! ([`Interrupted::Restart`]) each waits on. Where Linux sends `SIGPIPE`
+//! with `EPIPE`, the library only returns `EPIPE`; the LD_PRELOAD shim
+//! raises the signal in the calling thread, as the kernel would.
 
 use crate::errno::Errno;
-use crate::primitive::sync::{Condvar, Mutex, lock, wait};
+use crate::primitive::sync::{Mutex, MutexGuard, lock};
 use crate::select::{PollQueue, Waiter};
+use crate::signal::{Interrupted, Sleep, Sleeper};
 use crate::uapi::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -73,17 +80,17 @@ struct State {
     w_counter: u64,
     /// Pollers watching the pipe (on Linux they sit on both wait queues).
     pollers: PollQueue,
+    /// Readers waiting for data or for the last writer to go, and
+    /// read-only openers waiting for a writer (`rd_wait`).
+    rd_wait: PollQueue,
+    /// Writers waiting for room or for the last reader to go, and
+    /// write-only openers waiting for a reader (`wr_wait`).
+    wr_wait: PollQueue,
 }
 
 /// A pipe: its data and who has it open.
 pub(crate) struct Pipe {
     st: Mutex<State>,
-    /// Readers waiting for data or for the last writer to go, and read-only
-    /// openers waiting for a writer.
-    rd_wait: Condvar,
-    /// Writers waiting for room or for the last reader to go, and
-    /// write-only openers waiting for a reader.
-    wr_wait: Condvar,
 }
 
 impl Pipe {
@@ -93,12 +100,32 @@ impl Pipe {
     /// wait queues). The caller holds the pipe's lock (`st`).
     fn wake(&self, st: &mut State, rd: bool, wr: bool) {
         if rd {
-            self.rd_wait.notify_all();
+            st.rd_wait.wake_all();
         }
         if wr {
-            self.wr_wait.notify_all();
+            st.wr_wait.wake_all();
         }
         st.pollers.wake_all();
+    }
+
+    /// One interruptible sleep on the readers' (`rd`) or writers' queue:
+    /// registers the call's waiter there under the lock the caller holds,
+    /// drops it, sleeps and takes it again. The caller rechecks.
+    fn sleep<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, State>,
+        rd: bool,
+        s: &mut Sleeper<'_>,
+    ) -> (MutexGuard<'a, State>, Result<(), Interrupted>) {
+        let w = s.waiter();
+        if rd {
+            st.rd_wait.add(w);
+        } else {
+            st.wr_wait.add(w);
+        }
+        drop(st);
+        let r = s.sleep();
+        (lock(&self.st), r)
     }
 }
 
@@ -135,9 +162,9 @@ impl InodePipe {
                         r_counter: 0,
                         w_counter: 0,
                         pollers: PollQueue::default(),
+                        rd_wait: PollQueue::default(),
+                        wr_wait: PollQueue::default(),
                     }),
-                    rd_wait: Condvar::new(),
-                    wr_wait: Condvar::new(),
                 })
             })
             .clone()
@@ -172,13 +199,17 @@ pub(crate) struct FifoFile {
 
 /// `fifo_open`: opens `slot`'s pipe for reading, writing or both (as the
 /// file's `FMODE_READ`/`FMODE_WRITE` say), waiting for the other side as
-/// the module docs say. A failed open leaves the counts as they were.
+/// the module docs say, through `hook`. A failed open (an interrupted one
+/// included) leaves the counts as they were, but for the open counter it
+/// moved (a partner that opened and left counts, as on Linux).
 pub(crate) fn fifo_open(
     slot: &InodePipe,
     reader: bool,
     writer: bool,
     nonblock: bool,
+    hook: Option<&dyn Sleep>,
 ) -> Result<FifoFile, Errno> {
+    let mut sl = Sleeper::new(hook);
     let pipe = slot.get();
     let mut st = lock(&pipe.st);
     let mut hup_after = None;
@@ -193,7 +224,18 @@ pub(crate) fn fifo_open(
             if st.writers == 0 && !nonblock {
                 let seen = st.w_counter;
                 while st.w_counter == seen {
-                    st = wait(&pipe.rd_wait, st);
+                    let r;
+                    (st, r) = pipe.sleep(st, true, &mut sl);
+                    if r == Err(Interrupted::Eintr) && st.w_counter == seen {
+                        st.readers -= 1;
+                        if st.readers == 0 {
+                            pipe.wake(&mut st, false, true);
+                        }
+                        drop(st);
+                        drop(pipe);
+                        slot.put();
+                        return Err(Errno::EINTR);
+                    }
                 }
             }
         }
@@ -210,7 +252,18 @@ pub(crate) fn fifo_open(
             if st.readers == 0 {
                 let seen = st.r_counter;
                 while st.r_counter == seen {
-                    st = wait(&pipe.wr_wait, st);
+                    let r;
+                    (st, r) = pipe.sleep(st, false, &mut sl);
+                    if r == Err(Interrupted::Eintr) && st.r_counter == seen {
+                        st.writers -= 1;
+                        if st.writers == 0 {
+                            pipe.wake(&mut st, true, false);
+                        }
+                        drop(st);
+                        drop(pipe);
+                        slot.put();
+                        return Err(Errno::EINTR);
+                    }
                 }
             }
         }
@@ -324,8 +377,14 @@ impl FifoFile {
 
     /// `pipe_read` into `bufs` (a vector, as readv): what is there, up to
     /// their length; waits on an empty pipe with a writer unless
-    /// `nonblock`.
-    pub(crate) fn read(&self, bufs: &mut [&mut [u8]], nonblock: bool) -> Result<usize, Errno> {
+    /// `nonblock`, through `hook` (`EINTR` when interrupted).
+    pub(crate) fn read(
+        &self,
+        bufs: &mut [&mut [u8]],
+        nonblock: bool,
+        hook: Option<&dyn Sleep>,
+    ) -> Result<usize, Errno> {
+        let mut sl = Sleeper::new(hook);
         let total: usize = bufs.iter().map(|b| b.len()).sum();
         if total == 0 {
             return Ok(0);
@@ -362,19 +421,26 @@ impl FifoFile {
             if nonblock {
                 return Err(Errno::EAGAIN);
             }
-            st = wait(&self.pipe.rd_wait, st);
+            let r;
+            (st, r) = self.pipe.sleep(st, true, &mut sl);
+            if r == Err(Interrupted::Eintr) {
+                return Err(Errno::EINTR);
+            }
         }
     }
 
     /// `pipe_write` of `bufs`: `EPIPE` with no reader; blocking until all
     /// is written unless `nonblock`; `packet` (`O_DIRECT`) keeps each
-    /// write in buffers of its own.
+    /// write in buffers of its own. Interrupted (through `hook`), it
+    /// returns what it wrote, `EINTR` if nothing.
     pub(crate) fn write(
         &self,
         bufs: &[&[u8]],
         nonblock: bool,
         packet: bool,
+        hook: Option<&dyn Sleep>,
     ) -> Result<usize, Errno> {
+        let mut sl = Sleeper::new(hook);
         let total: usize = bufs.iter().map(|b| b.len()).sum();
         if total == 0 {
             return Ok(0);
@@ -429,7 +495,13 @@ impl FifoFile {
                     Ok(ret)
                 };
             }
-            st = wait(&self.pipe.wr_wait, st);
+            let r;
+            (st, r) = self.pipe.sleep(st, false, &mut sl);
+            if let Err(how) = r
+                && (ret > 0 || how == Interrupted::Eintr)
+            {
+                return if ret == 0 { Err(Errno::EINTR) } else { Ok(ret) };
+            }
         }
     }
 }
@@ -520,25 +592,28 @@ mod tests {
     #[test]
     fn ring_merges_and_frees() {
         let slot = InodePipe::default();
-        let f = fifo_open(&slot, true, true, true).unwrap();
+        let f = fifo_open(&slot, true, true, true, None).unwrap();
         // 70,000 bytes into an empty pipe: 16 whole pages, no merge.
-        assert_eq!(f.write(&[&[1u8; 70_000][..]], true, false), Ok(65_536));
-        assert_eq!(f.write(&[b"x"], true, false), Err(Errno::EAGAIN));
+        assert_eq!(
+            f.write(&[&[1u8; 70_000][..]], true, false, None),
+            Ok(65_536)
+        );
+        assert_eq!(f.write(&[b"x"], true, false, None), Err(Errno::EAGAIN));
         let mut b = [0u8; 100];
-        assert_eq!(f.read(&mut [&mut b[..]], true), Ok(100));
+        assert_eq!(f.read(&mut [&mut b[..]], true, None), Ok(100));
         // The first page has room only at its front: still full.
-        assert_eq!(f.write(&[b"x"], true, false), Err(Errno::EAGAIN));
+        assert_eq!(f.write(&[b"x"], true, false, None), Err(Errno::EAGAIN));
         let mut b = [0u8; 4000];
-        assert_eq!(f.read(&mut [&mut b[..]], true), Ok(4000));
+        assert_eq!(f.read(&mut [&mut b[..]], true, None), Ok(4000));
         // A slot is free; a 1-byte write takes it, then merges follow.
-        assert_eq!(f.write(&[b"a"], true, false), Ok(1));
-        assert_eq!(f.write(&[b"bc"], true, false), Ok(2));
+        assert_eq!(f.write(&[b"a"], true, false, None), Ok(1));
+        assert_eq!(f.write(&[b"bc"], true, false, None), Ok(2));
         // Readv across buffers of the ring.
         let (mut x, mut y) = (vec![0u8; 61_000], vec![0u8; 1000]);
-        let n = f.read(&mut [&mut x[..], &mut y[..]], true).unwrap();
+        let n = f.read(&mut [&mut x[..], &mut y[..]], true, None).unwrap();
         assert_eq!(n, 65_536 - 4100 + 3);
         assert_eq!(&y[n - 61_000 - 3..n - 61_000], b"abc");
-        assert_eq!(f.read(&mut [&mut x[..]], true), Err(Errno::EAGAIN));
+        assert_eq!(f.read(&mut [&mut x[..]], true, None), Err(Errno::EAGAIN));
         f.release(&slot);
         assert!(slot.is_empty());
     }
@@ -547,23 +622,75 @@ mod tests {
     fn failed_opens_leave_nothing() {
         let slot = InodePipe::default();
         assert_eq!(
-            fifo_open(&slot, false, true, true).err(),
+            fifo_open(&slot, false, true, true, None).err(),
             Some(Errno::ENXIO)
         );
         assert_eq!(
-            fifo_open(&slot, false, false, true).err(),
+            fifo_open(&slot, false, false, true, None).err(),
             Some(Errno::EINVAL)
         );
         assert!(slot.is_empty());
         // A packet write is read whole or not at all past the buffer.
-        let f = fifo_open(&slot, true, true, true).unwrap();
-        assert_eq!(f.write(&[b"abcdef"], true, true), Ok(6));
-        assert_eq!(f.write(&[b"gh"], true, true), Ok(2));
+        let f = fifo_open(&slot, true, true, true, None).unwrap();
+        assert_eq!(f.write(&[b"abcdef"], true, true, None), Ok(6));
+        assert_eq!(f.write(&[b"gh"], true, true, None), Ok(2));
         let mut b = [0u8; 4];
-        assert_eq!(f.read(&mut [&mut b[..]], true), Ok(4));
-        assert_eq!(f.read(&mut [&mut b[..]], true), Ok(2));
+        assert_eq!(f.read(&mut [&mut b[..]], true, None), Ok(4));
+        assert_eq!(f.read(&mut [&mut b[..]], true, None), Ok(2));
         assert_eq!(&b[..2], b"gh");
         f.release(&slot);
+        assert!(slot.is_empty());
+    }
+
+    /// Interrupted opens give back their count and their reference; an
+    /// interrupted read is `EINTR`; an interrupted write keeps what it
+    /// wrote, `EINTR` with nothing written. The interrupt is pending
+    /// before the sleep: decided by order, not time.
+    #[test]
+    fn pipe_interrupted_waits() {
+        use crate::signal::{Interrupted, Signals};
+        let sig = Signals::new();
+        let slot = InodePipe::default();
+        sig.interrupt(Interrupted::Eintr);
+        assert_eq!(
+            fifo_open(&slot, true, false, false, Some(&*sig)).err(),
+            Some(Errno::EINTR)
+        );
+        assert!(slot.is_empty());
+        // No reader is left: a non-blocking writer finds none.
+        assert_eq!(
+            fifo_open(&slot, false, true, true, None).err(),
+            Some(Errno::ENXIO)
+        );
+        sig.interrupt(Interrupted::Eintr);
+        assert_eq!(
+            fifo_open(&slot, false, true, false, Some(&*sig)).err(),
+            Some(Errno::EINTR)
+        );
+        assert!(slot.is_empty());
+        // A reader's read of an empty pipe with a writer.
+        let r = fifo_open(&slot, true, false, true, None).unwrap();
+        let w = fifo_open(&slot, false, true, true, None).unwrap();
+        let mut b = [0u8; 8];
+        sig.interrupt(Interrupted::Eintr);
+        assert_eq!(
+            r.read(&mut [&mut b[..]], false, Some(&*sig)),
+            Err(Errno::EINTR)
+        );
+        // A write larger than the pipe: 64 KiB go in, then the interrupt.
+        sig.interrupt(Interrupted::Eintr);
+        assert_eq!(
+            w.write(&[&[1u8; 70_000][..]], false, false, Some(&*sig)),
+            Ok(65_536)
+        );
+        sig.interrupt(Interrupted::Eintr);
+        assert_eq!(
+            w.write(&[b"x"], false, false, Some(&*sig)),
+            Err(Errno::EINTR)
+        );
+        assert_eq!(r.nread(), 65_536);
+        w.release(&slot);
+        r.release(&slot);
         assert!(slot.is_empty());
     }
 }

@@ -45,6 +45,7 @@ use crate::file_table::{
 use crate::fs::FileSystem;
 use crate::namei::{self, Nd};
 use crate::primitive::sync::{UnmodelledMutex, lock_unmodelled};
+use crate::signal::Sleep;
 use crate::task_work;
 use crate::uapi::*;
 use crate::vfs::Vfs;
@@ -183,6 +184,23 @@ struct Task {
     /// The host path the last walk escaped to (see [`namei::HostMount`]),
     /// cleared when a walk starts.
     escaped: namei::EscapeSlot,
+    /// How this thread's blocking waits sleep ([`Process::set_sleep`]):
+    /// shared by threads and forks, as signal handlers are.
+    sleep: SleepHook,
+}
+
+/// The embedder's [`Sleep`] hook, if any (a newtype for `Debug`).
+#[derive(Clone, Default)]
+struct SleepHook(Option<Arc<dyn Sleep>>);
+
+impl std::fmt::Debug for SleepHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "SleepHook(set)"
+        } else {
+            "SleepHook(none)"
+        })
+    }
 }
 
 /// A fresh credential identity: unique for the life of the library, so a
@@ -297,6 +315,7 @@ impl Process {
                 cred_id: cred_id(),
                 host: None,
                 escaped: Default::default(),
+                sleep: SleepHook::default(),
             },
         })
     }
@@ -417,6 +436,33 @@ impl Process {
         self.task.escaped.take()
     }
 
+    /// Sets how this handle's blocking calls sleep (see [`crate::signal`]):
+    /// `F_SETLKW` and its OFD form, a blocking flock, a FIFO open waiting
+    /// for its partner, a FIFO read or write that must wait. With a hook,
+    /// an interrupted sleep ends the call with `EINTR` (or, answered
+    /// [`Restart`](crate::Interrupted::Restart), waits on); `None` (the
+    /// default) sleeps until woken. Threads made by
+    /// [`new_thread`](Self::new_thread) and forks start with this
+    /// handle's hook, as they share or copy signal handlers.
+    ///
+    /// ```
+    /// use uvfs::uapi::*;
+    /// use uvfs::{Errno, FastPaths, Interrupted, Process, Signals, Vfs};
+    /// # fn main() -> Result<(), Errno> {
+    /// let vfs = Vfs::new(FastPaths::seeds());
+    /// let mut p = Process::new(&vfs)?;
+    /// p.mkfifo("/fifo", 0o644)?;
+    /// let sig = Signals::new();
+    /// p.set_sleep(Some(sig.clone()));
+    /// sig.interrupt(Interrupted::Eintr); // pending: the next sleep ends
+    /// assert_eq!(p.open("/fifo", O_RDONLY, 0), Err(Errno::EINTR));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn set_sleep(&mut self, hook: Option<Arc<dyn Sleep>>) {
+        self.task.sleep = SleepHook(hook);
+    }
+
     /// Another thread of this process: same fd table and limits
     /// (`clone(CLONE_FILES | CLONE_THREAD …)`).
     pub fn new_thread(&self) -> Process {
@@ -449,6 +495,7 @@ impl Process {
                 cred_id: cred_id(),
                 host: t.host.clone(),
                 escaped: Default::default(),
+                sleep: t.sleep.clone(),
                 shared: Shared::new(
                     s.nofile_cur.load(Ordering::Relaxed),
                     s.nofile_max.load(Ordering::Relaxed),
@@ -789,6 +836,11 @@ impl Process {
 }
 
 impl Task {
+    /// The caller's sleep hook, for a blocking wait.
+    fn sleep_hook(&self) -> Option<&dyn Sleep> {
+        self.sleep.0.as_deref()
+    }
+
     /// A path walk in this thread's context.
     fn nd(&self) -> Nd<'_> {
         Nd::with_root(&self.vfs, &self.cred, self.root()).with_host(self.host_mount())

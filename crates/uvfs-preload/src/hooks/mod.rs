@@ -26,7 +26,7 @@ mod kfds;
 mod mmap;
 mod names;
 mod open;
-mod select;
+pub(crate) mod select;
 mod stat;
 mod statfs;
 pub(crate) mod stdio;

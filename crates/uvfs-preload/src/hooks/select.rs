@@ -62,27 +62,27 @@ unsafe fn has_uvfs(fds: *const pollfd, n: nfds_t) -> bool {
 }
 
 /// An eventfd that a [`Waiter`] writes to, closed (and its number
-/// recorded as free) when the waiter goes.
-struct EventFd(c_int);
+/// recorded as free) when the waiter goes. Non-blocking here; the
+/// interruptible sleep of `crate::signal` reads a blocking one.
+pub(crate) struct EventFd(pub(crate) c_int);
 
 impl EventFd {
     fn new() -> Result<EventFd, Errno> {
+        EventFd::with_flags(libc::EFD_CLOEXEC | libc::EFD_NONBLOCK)
+    }
+
+    /// An eventfd made with `flags` (`EFD_*`).
+    pub(crate) fn with_flags(flags: c_int) -> Result<EventFd, Errno> {
         // SAFETY: plain integer arguments; a raw system call, so no
         // interposed function (and no placeholder cache) sees it.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_eventfd2,
-                0,
-                libc::EFD_CLOEXEC | libc::EFD_NONBLOCK,
-            )
-        };
+        let fd = unsafe { libc::syscall(libc::SYS_eventfd2, 0, flags) };
         if fd < 0 {
             return Err(Errno::from_raw(errno()));
         }
         Ok(EventFd(fd as c_int))
     }
 
-    fn signal(&self) {
+    pub(crate) fn signal(&self) {
         let one = 1u64.to_ne_bytes();
         // SAFETY: 8 readable bytes; our eventfd, alive while `self` is.
         unsafe { libc::syscall(libc::SYS_write, self.0, one.as_ptr(), 8) };

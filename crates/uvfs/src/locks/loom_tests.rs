@@ -111,3 +111,44 @@ fn flock_waiter_woken_by_last_close() {
         assert_empty(&c);
     });
 }
+
+static INTERRUPT: Seen<2> = Seen::new();
+
+/// An interrupt races with the grant (the holder's unlock): the blocked
+/// request either succeeds and holds its lock, or fails with `EINTR` and
+/// holds nothing; no waiter or waits-for record is left either way, and a
+/// grant is never lost (loom reports a deadlock if the request sleeps on
+/// with the lock free).
+#[test]
+fn interrupt_races_with_grant() {
+    use crate::signal::{Interrupted, Signals};
+    check(&builder(3), || {
+        let c = Arc::new(FileLockContext::new());
+        c.posix_lock(&req(1, 0, 0, LockType::Write), false).unwrap();
+        let sig = Signals::new();
+        let (c2, s2) = (c.clone(), sig.clone());
+        let t = thread::spawn(move || {
+            c2.posix_lock_wait(&req(2, 0, 0, LockType::Write), true, Some(&*s2))
+        });
+        let s3 = sig.clone();
+        let i = thread::spawn(move || s3.interrupt(Interrupted::Eintr));
+        c.posix_lock(&req(1, 0, 0, LockType::Unlock), false)
+            .unwrap();
+        let r = t.join().unwrap();
+        i.join().unwrap();
+        let held = c.test(&req(3, 0, 0, LockType::Write)).is_some();
+        match r {
+            Ok(()) => assert!(held, "granted but not held"),
+            Err(e) => {
+                assert_eq!(e, Errno::EINTR);
+                assert!(!held, "failed but held");
+            }
+        }
+        INTERRUPT.hit(usize::from(r.is_err()));
+        let s = c.stats();
+        assert_eq!((s.waiters, s.edges), (0, 0));
+        c.remove_posix(Owner::Files(2));
+        assert_empty(&c);
+    });
+    INTERRUPT.report(["granted", "interrupted"], &[0, 1]);
+}

@@ -104,3 +104,78 @@ fn deadlock_chain_limit() {
     assert!(!closes_cycle(&t, Owner::Files(21), Owner::Files(1)));
     assert!(!closes_cycle(&t[..3], Owner::Files(9), Owner::Files(1)));
 }
+
+/// Interrupted while blocked (`F_SETLKW`, flock): `EINTR`, nothing of the
+/// request left (waiter, waits-for record); with `Restart` the request
+/// blocks on and is granted once the holder lets go. Decided by order:
+/// the interrupt is pending before or during the sleep, either way the
+/// sleep ends with it.
+#[test]
+fn locks_interrupted_wait_leaves_nothing() {
+    use crate::signal::{Interrupted, Signals};
+    let c = std::sync::Arc::new(FileLockContext::new());
+    c.posix_lock(&req(1, 0, 9, LockType::Write), false).unwrap();
+    let sig = Signals::new();
+    sig.interrupt(Interrupted::Eintr);
+    assert_eq!(
+        c.posix_lock_wait(&req(2, 5, 5, LockType::Write), true, Some(&*sig)),
+        Err(Errno::EINTR)
+    );
+    assert_eq!(
+        c.stats(),
+        LockStats {
+            posix: 1,
+            ..LockStats::default()
+        }
+    );
+    // flock: owner 7 holds, 8 is interrupted.
+    c.flock(7, LockType::Write, false).unwrap();
+    sig.interrupt(Interrupted::Eintr);
+    assert_eq!(
+        c.flock_wait(8, LockType::Read, true, Some(&*sig)),
+        Err(Errno::EINTR)
+    );
+    assert_eq!(c.stats().flock, 1);
+    assert_eq!(c.stats().waiters, 0);
+    // Restart: the interrupt is taken, the request sleeps on and is
+    // granted when the holder unlocks.
+    let (c2, s2) = (c.clone(), sig.clone());
+    sig.interrupt(Interrupted::Restart);
+    let t = std::thread::spawn(move || {
+        c2.posix_lock_wait(&req(2, 5, 5, LockType::Write), true, Some(&*s2))
+    });
+    while sig.pending() || c.stats().waiters == 0 {
+        std::thread::yield_now();
+    }
+    c.posix_lock(&req(1, 0, 9, LockType::Unlock), false)
+        .unwrap();
+    assert_eq!(t.join().unwrap(), Ok(()));
+    assert_eq!(ranges(&c), [(2, 5, 5, true)]);
+    assert_eq!(c.stats().edges, 0);
+}
+
+/// An interrupt whose last try finds the lock free takes it: the holder
+/// left before the interrupted sleeper looked again.
+#[test]
+fn locks_interrupted_last_try_takes_a_free_lock() {
+    use crate::select::Waiter;
+    use crate::signal::{Interrupted, Sleep};
+    /// A hook whose sleep frees the blocker, then reports an interrupt.
+    struct FreeThenInterrupt(std::sync::Arc<FileLockContext>);
+    impl Sleep for FreeThenInterrupt {
+        fn sleep(&self, _w: &std::sync::Arc<Waiter>) -> Result<(), Interrupted> {
+            self.0.remove_posix(Owner::Files(1));
+            Err(Interrupted::Eintr)
+        }
+    }
+    let c = std::sync::Arc::new(FileLockContext::new());
+    c.posix_lock(&req(1, 0, 9, LockType::Write), false).unwrap();
+    let hook = FreeThenInterrupt(c.clone());
+    assert_eq!(
+        c.posix_lock_wait(&req(2, 0, 0, LockType::Write), true, Some(&hook)),
+        Ok(())
+    );
+    assert_eq!(ranges(&c), [(2, 0, 0, true)]);
+    assert_eq!(c.stats().waiters, 0);
+    assert_eq!(c.stats().edges, 0);
+}

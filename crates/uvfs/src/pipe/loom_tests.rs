@@ -21,10 +21,10 @@ fn blocking_opens_meet() {
         let slot = Arc::new(InodePipe::default());
         let s2 = slot.clone();
         let t = thread::spawn(move || {
-            let r = fifo_open(&s2, true, false, false).unwrap();
+            let r = fifo_open(&s2, true, false, false, None).unwrap();
             r.release(&s2);
         });
-        let w = fifo_open(&slot, false, true, false).unwrap();
+        let w = fifo_open(&slot, false, true, false, None).unwrap();
         w.release(&slot);
         t.join().unwrap();
         assert!(slot.is_empty());
@@ -39,15 +39,15 @@ fn writer_that_comes_and_goes_wakes_the_reader() {
         let slot = Arc::new(InodePipe::default());
         let s2 = slot.clone();
         let t = thread::spawn(move || {
-            let r = fifo_open(&s2, true, false, false).unwrap();
+            let r = fifo_open(&s2, true, false, false, None).unwrap();
             let mut b = [0u8; 4];
-            let n = r.read(&mut [&mut b[..]], false).unwrap();
+            let n = r.read(&mut [&mut b[..]], false, None).unwrap();
             r.release(&s2);
             n
         });
         // Whichever opens first waits for the other; the reader then
         // reads end of file once the writer is gone.
-        let w = fifo_open(&slot, false, true, false).unwrap();
+        let w = fifo_open(&slot, false, true, false, None).unwrap();
         w.release(&slot);
         let n = t.join().unwrap();
         assert!(n == 0);
@@ -60,14 +60,14 @@ fn writer_that_comes_and_goes_wakes_the_reader() {
 fn reader_woken_by_data() {
     check(&builder(3), || {
         let slot = Arc::new(InodePipe::default());
-        let rw = fifo_open(&slot, true, true, false).unwrap();
+        let rw = fifo_open(&slot, true, true, false, None).unwrap();
         let rw = Arc::new(rw);
         let rw2 = rw.clone();
         let t = thread::spawn(move || {
             let mut b = [0u8; 4];
-            rw2.read(&mut [&mut b[..]], false).unwrap()
+            rw2.read(&mut [&mut b[..]], false, None).unwrap()
         });
-        assert_eq!(rw.write(&[b"ab"], false, false), Ok(2));
+        assert_eq!(rw.write(&[b"ab"], false, false, None), Ok(2));
         assert_eq!(t.join().unwrap(), 2);
         rw.release(&slot);
         assert!(slot.is_empty());
@@ -79,13 +79,13 @@ fn reader_woken_by_data() {
 fn writer_woken_by_room() {
     check(&builder(2), || {
         let slot = Arc::new(InodePipe::default());
-        let rw = Arc::new(fifo_open(&slot, true, true, false).unwrap());
+        let rw = Arc::new(fifo_open(&slot, true, true, false, None).unwrap());
         rw.set_size(4096, false).unwrap();
-        assert_eq!(rw.write(&[&[1u8; 4096][..]], false, false), Ok(4096));
+        assert_eq!(rw.write(&[&[1u8; 4096][..]], false, false, None), Ok(4096));
         let rw2 = rw.clone();
-        let t = thread::spawn(move || rw2.write(&[b"x"], false, false));
+        let t = thread::spawn(move || rw2.write(&[b"x"], false, false, None));
         let mut b = vec![0u8; 4096];
-        assert_eq!(rw.read(&mut [&mut b[..]], false), Ok(4096));
+        assert_eq!(rw.read(&mut [&mut b[..]], false, None), Ok(4096));
         assert_eq!(t.join().unwrap(), Ok(1));
         rw.release(&slot);
         assert!(slot.is_empty());
@@ -97,12 +97,12 @@ fn writer_woken_by_room() {
 fn writer_woken_by_last_reader_leaving() {
     check(&builder(2), || {
         let slot = Arc::new(InodePipe::default());
-        let r = fifo_open(&slot, true, false, true).unwrap();
-        let w = Arc::new(fifo_open(&slot, false, true, true).unwrap());
+        let r = fifo_open(&slot, true, false, true, None).unwrap();
+        let w = Arc::new(fifo_open(&slot, false, true, true, None).unwrap());
         w.set_size(4096, false).unwrap();
-        assert_eq!(w.write(&[&[1u8; 4096][..]], false, false), Ok(4096));
+        assert_eq!(w.write(&[&[1u8; 4096][..]], false, false, None), Ok(4096));
         let (w2, s2) = (w.clone(), slot.clone());
-        let t = thread::spawn(move || w2.write(&[b"x"], false, false));
+        let t = thread::spawn(move || w2.write(&[b"x"], false, false, None));
         r.release(&slot);
         assert_eq!(t.join().unwrap(), Err(Errno::EPIPE));
         w.release(&s2);
@@ -116,14 +116,14 @@ fn writer_woken_by_last_reader_leaving() {
 fn reader_woken_by_last_writer_leaving() {
     check(&builder(3), || {
         let slot = Arc::new(InodePipe::default());
-        let w = fifo_open(&slot, true, true, false).unwrap();
-        let r = Arc::new(fifo_open(&slot, true, false, true).unwrap());
+        let w = fifo_open(&slot, true, true, false, None).unwrap();
+        let r = Arc::new(fifo_open(&slot, true, false, true, None).unwrap());
         let r2 = r.clone();
         // The read-write open counts as a reader and a writer: its
         // release leaves no writer.
         let t = thread::spawn(move || {
             let mut b = [0u8; 4];
-            r2.read(&mut [&mut b[..]], false)
+            r2.read(&mut [&mut b[..]], false, None)
         });
         w.release(&slot);
         assert_eq!(t.join().unwrap(), Ok(0));
@@ -151,10 +151,10 @@ fn poller_woken_by_data() {
     use crate::uapi::POLLIN;
     check(&builder(3), || {
         let slot = Arc::new(InodePipe::default());
-        let rw = Arc::new(fifo_open(&slot, true, true, false).unwrap());
+        let rw = Arc::new(fifo_open(&slot, true, true, false, None).unwrap());
         let rw2 = rw.clone();
         let t = thread::spawn(move || poll_until(&rw2, POLLIN));
-        assert_eq!(rw.write(&[b"a"], false, false), Ok(1));
+        assert_eq!(rw.write(&[b"a"], false, false, None), Ok(1));
         assert_eq!(t.join().unwrap(), POLLIN);
         rw.release(&slot);
         assert!(slot.is_empty());
@@ -167,13 +167,13 @@ fn poller_woken_by_room() {
     use crate::uapi::POLLOUT;
     check(&builder(2), || {
         let slot = Arc::new(InodePipe::default());
-        let rw = Arc::new(fifo_open(&slot, true, true, false).unwrap());
+        let rw = Arc::new(fifo_open(&slot, true, true, false, None).unwrap());
         rw.set_size(4096, false).unwrap();
-        assert_eq!(rw.write(&[&[1u8; 4096][..]], false, false), Ok(4096));
+        assert_eq!(rw.write(&[&[1u8; 4096][..]], false, false, None), Ok(4096));
         let rw2 = rw.clone();
         let t = thread::spawn(move || poll_until(&rw2, POLLOUT));
         let mut b = vec![0u8; 4096];
-        assert_eq!(rw.read(&mut [&mut b[..]], false), Ok(4096));
+        assert_eq!(rw.read(&mut [&mut b[..]], false, None), Ok(4096));
         assert_eq!(t.join().unwrap(), POLLOUT);
         rw.release(&slot);
         assert!(slot.is_empty());
@@ -186,8 +186,8 @@ fn poller_woken_by_last_writer_leaving() {
     use crate::uapi::{POLLHUP, POLLIN};
     check(&builder(3), || {
         let slot = Arc::new(InodePipe::default());
-        let w = fifo_open(&slot, true, true, false).unwrap();
-        let r = Arc::new(fifo_open(&slot, true, false, true).unwrap());
+        let w = fifo_open(&slot, true, true, false, None).unwrap();
+        let r = Arc::new(fifo_open(&slot, true, false, true, None).unwrap());
         let r2 = r.clone();
         let t = thread::spawn(move || poll_until(&r2, POLLIN | POLLHUP));
         w.release(&slot);
@@ -195,4 +195,44 @@ fn poller_woken_by_last_writer_leaving() {
         r.release(&slot);
         assert!(slot.is_empty());
     });
+}
+
+static OPEN_INTR: crate::primitive::model::Seen<2> = crate::primitive::model::Seen::new();
+
+/// A blocked read-only open interrupted while a non-blocking writer
+/// opens: either the writer found the reader and the open succeeds (its
+/// partner came, whatever the interrupt), or the open fails with `EINTR`
+/// and gives its reader count back, so the writer finds no reader
+/// (`ENXIO`) or came first and succeeded; never a failed open that a
+/// writer saw. The pipe goes with the last file either way.
+#[test]
+fn interrupted_open_races_with_partner() {
+    use crate::signal::{Interrupted, Signals};
+    check(&builder(3), || {
+        let slot = Arc::new(InodePipe::default());
+        let sig = Signals::new();
+        let (s2, g2) = (slot.clone(), sig.clone());
+        let t = thread::spawn(move || fifo_open(&s2, true, false, false, Some(&*g2)));
+        let g3 = sig.clone();
+        let i = thread::spawn(move || g3.interrupt(Interrupted::Eintr));
+        let w = fifo_open(&slot, false, true, true, None);
+        let r = t.join().unwrap();
+        i.join().unwrap();
+        let outcome = match (&r, &w) {
+            (Ok(_), Ok(_)) => 0,
+            (Err(Errno::EINTR), Err(Errno::ENXIO)) => 1,
+            (Err(Errno::EINTR), Ok(_)) => panic!("the writer saw a reader whose open failed"),
+            (Ok(_), Err(_)) => panic!("a reader opened without a writer"),
+            _ => panic!("unexpected: {:?} {:?}", r.as_ref().err(), w.as_ref().err()),
+        };
+        OPEN_INTR.hit(outcome);
+        if let Ok(f) = r {
+            f.release(&slot);
+        }
+        if let Ok(f) = w {
+            f.release(&slot);
+        }
+        assert!(slot.is_empty());
+    });
+    OPEN_INTR.report(["both opened", "interrupted, no reader"], &[0, 1]);
 }

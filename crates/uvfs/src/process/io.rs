@@ -308,7 +308,7 @@ impl Task {
             rw_verify_area(0, bufs.iter().map(|b| b.len()).sum())?;
             rwf_append(rwf & !RWF_NOWAIT, false, false)?;
             let nonblock = f.flags() & O_NONBLOCK != 0 || rwf & RWF_NOWAIT != 0;
-            let n = fifo.read(bufs, nonblock)?;
+            let n = fifo.read(bufs, nonblock, self.sleep_hook())?;
             if n > 0 {
                 self.touch_atime(d, f.flags());
             }
@@ -368,7 +368,7 @@ impl Task {
             rw_verify_area(0, bufs.iter().map(|b| b.len()).sum())?;
             rwf_append(rwf & !RWF_NOWAIT, false, true)?;
             let nonblock = f.flags() & O_NONBLOCK != 0 || rwf & RWF_NOWAIT != 0;
-            let n = fifo.write(bufs, nonblock, f.flags() & O_DIRECT != 0)?;
+            let n = fifo.write(bufs, nonblock, f.flags() & O_DIRECT != 0, self.sleep_hook())?;
             if n > 0 {
                 // `file_update_time`.
                 let set = SetAttr {

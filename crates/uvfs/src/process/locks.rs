@@ -83,9 +83,9 @@ impl Process {
     /// holder's pid (-1 for an OFD lock). `F_OFD_GETLK` with `F_UNLCK`
     /// reports a lock of this open file overlapping the range (Linux 6.7).
     ///
-    /// `F_SETLKW` sleeps until the lock is granted or a deadlock is found;
-    /// nothing else interrupts it (the library has no signals; see
-    /// [`crate::locks`]). A lock set through an fd that another thread
+    /// `F_SETLKW` sleeps until the lock is granted or a deadlock is found,
+    /// or until the handle's [`Sleep`](crate::Sleep) hook interrupts it:
+    /// `EINTR`, holding nothing (see [`crate::locks`], [`crate::signal`]). A lock set through an fd that another thread
     /// closed meanwhile is removed again and the call fails with `EBADF`,
     /// as on Linux.
     ///
@@ -186,7 +186,11 @@ impl Process {
                     ty,
                 };
                 let ctx: &FileLockContext = inode.lock_context_or_create()?;
-                ctx.posix_lock(&req, matches!(cmd, F_SETLKW | F_OFD_SETLKW))?;
+                ctx.posix_lock_wait(
+                    &req,
+                    matches!(cmd, F_SETLKW | F_OFD_SETLKW),
+                    self.task.sleep_hook(),
+                )?;
                 // A close of `fd` by another thread of the table may have
                 // run its lock removal before this lock existed: if the fd
                 // no longer holds the file, undo (see `remove_posix`).
@@ -211,7 +215,8 @@ impl Process {
     /// looked at); `EINVAL` for any other operation; `EBADF` for a bad or
     /// `O_PATH` fd, or a lock on a file open neither for reading nor for
     /// writing; `EWOULDBLOCK` on a conflict with `LOCK_NB`. Without it the
-    /// call sleeps until the lock is granted; nothing interrupts it.
+    /// call sleeps until the lock is granted, or fails with `EINTR` when
+    /// the handle's [`Sleep`](crate::Sleep) hook interrupts it.
     pub fn flock(&mut self, fd: i32, op: i32) -> Result<(), Errno> {
         let _call = task_work::enter();
         if op & LOCK_MAND != 0 {
@@ -235,7 +240,12 @@ impl Process {
             },
             _ => inode.lock_context_or_create()?,
         };
-        ctx.flock(file.lock_key(), ty, op & LOCK_NB == 0)
+        ctx.flock_wait(
+            file.lock_key(),
+            ty,
+            op & LOCK_NB == 0,
+            self.task.sleep_hook(),
+        )
     }
 
     /// What the lock table of the file at `fd` holds (all owners): for

@@ -286,6 +286,7 @@ impl Task {
                     fmode & FMODE_READ != 0,
                     fmode & FMODE_WRITE != 0,
                     flags & O_NONBLOCK != 0,
+                    self.sleep_hook(),
                 )?;
                 if flags & O_DIRECT != 0 {
                     fifo.release(&inode.pipe);

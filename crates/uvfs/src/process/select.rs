@@ -35,9 +35,11 @@ impl Process {
     /// `poll(fds, nfds, timeout)`: fills each entry's `revents` and
     /// returns how many are non-zero. `timeout_ms` negative waits without
     /// limit, 0 not at all. `EINVAL` when there are more entries than
-    /// RLIMIT_NOFILE allows. Nothing interrupts the wait (the library has
-    /// no signals): the LD_PRELOAD shim waits in the kernel's poll instead,
-    /// with [`poll_register`](Self::poll_register).
+    /// RLIMIT_NOFILE allows. The wait sleeps through the handle's
+    /// [`Sleep`](crate::Sleep) hook: interrupted, the call fails with
+    /// `EINTR` (with `SA_RESTART` too, as Linux's poll). The LD_PRELOAD
+    /// shim waits in the kernel's poll instead, with
+    /// [`poll_register`](Self::poll_register).
     ///
     /// ```
     /// use uvfs::uapi::*;
@@ -69,13 +71,23 @@ impl Process {
         let deadline = u64::try_from(timeout_ms)
             .ok()
             .and_then(|ms| Instant::now().checked_add(Duration::from_millis(ms)));
-        let waiter = Waiter::new();
+        let hook = self.task.sleep.0.clone();
+        let waiter = match &hook {
+            Some(h) => h.waiter(),
+            None => Waiter::new(),
+        };
         loop {
             let n = self.poll_scan(fds, Some(&waiter));
             if n > 0 {
                 return Ok(n);
             }
-            if !waiter.wait_until(deadline) {
+            let woken = match &hook {
+                None => waiter.wait_until(deadline),
+                // Interrupted: EINTR, whatever SA_RESTART says (Linux's
+                // poll never restarts after a handler).
+                Some(h) => h.sleep_until(&waiter, deadline).map_err(|_| Errno::EINTR)?,
+            };
+            if !woken {
                 return Ok(self.poll_scan(fds, None));
             }
         }

@@ -1,0 +1,100 @@
+//! The interruptible sleep of uvfs's blocking calls under the shim
+//! (`F_SETLKW`, a blocking flock, a FIFO open waiting for its partner, a
+//! FIFO read or write that must wait): the library sleeps through this
+//! [`Sleep`] hook, set on the process's handle at start-up and shared by
+//! its threads and forks (see `uvfs::signal`).
+//!
+//! Each blocking call gets an eventfd (made at its first sleep, closed when
+//! the call ends) that the call's [`Waiter`] writes to when the lock or
+//! FIFO changes; the thread sleeps in a blocking `read(2)` of it, in the
+//! kernel, so a signal is delivered into the sleep as into any system
+//! call: its handler runs there. What happens next is the kernel's own
+//! decision, made with the handler's flags: a read of an eventfd is, like
+//! the waits it stands in for (FIFO open, read and write; the lock waits),
+//! a sleep that answers "restart if the handler has `SA_RESTART`" (Linux's
+//! `-ERESTARTSYS`). So with `SA_RESTART` the kernel restarts the read and
+//! the uvfs call waits on, and without it the read fails with `EINTR` and
+//! the hook answers [`Interrupted::Eintr`]. Nothing has to know which
+//! signal came or what its handler's flags are: no `sigaction` or
+//! `signal` is interposed, so handlers installed by any means (glibc's
+//! `signal`, `sigaction`, a raw `rt_sigaction`, `sigset`) and changed at
+//! any time are seen as the kernel sees them, and a stop and continue
+//! (`SIGSTOP`, `SIGCONT`) restarts the sleep as it does the kernel's.
+//!
+//! One difference stays: Linux returns the part of a FIFO write written
+//! before a signal even with `SA_RESTART`; here the restarted sleep goes on
+//! writing (the kernel hides the restart from the hook).
+//!
+//! Without a usable eventfd (none could be made, or its read fails), the
+//! sleep parks the thread: uninterruptible, as before.
+
+use crate::hooks::select::EventFd;
+use std::cell::RefCell;
+use std::sync::{Arc, Weak};
+use uvfs::{Interrupted, Sleep, Waiter};
+
+/// The shim's [`Sleep`] hook (one for the whole process; its state is per
+/// thread).
+pub(crate) struct KernelSleep;
+
+/// The thread's sleep in progress: the eventfd its waiter writes to, or
+/// none (park).
+enum Current {
+    None,
+    Event(Weak<EventFd>),
+    Park,
+}
+
+std::thread_local! {
+    static CURRENT: RefCell<Current> = const { RefCell::new(Current::None) };
+}
+
+impl Sleep for KernelSleep {
+    fn waiter(&self) -> Arc<Waiter> {
+        match EventFd::with_flags(libc::EFD_CLOEXEC) {
+            Ok(ev) => {
+                let ev = Arc::new(ev);
+                CURRENT.with(|c| *c.borrow_mut() = Current::Event(Arc::downgrade(&ev)));
+                // The waiter owns the eventfd: it closes with the call's
+                // last reference to the waiter. It also unparks the
+                // thread, for a sleep whose eventfd read failed.
+                let t = std::thread::current();
+                Waiter::with_notify(move || {
+                    ev.signal();
+                    t.unpark();
+                })
+            }
+            Err(_) => {
+                CURRENT.with(|c| *c.borrow_mut() = Current::Park);
+                let t = std::thread::current();
+                Waiter::with_notify(move || t.unpark())
+            }
+        }
+    }
+
+    fn sleep(&self, _waiter: &Arc<Waiter>) -> Result<(), Interrupted> {
+        let ev = CURRENT.with(|c| match &*c.borrow() {
+            Current::Event(w) => w.upgrade(),
+            _ => None,
+        });
+        let Some(ev) = ev else {
+            // An unpark before the park is kept: no wake-up is lost.
+            std::thread::park();
+            return Ok(());
+        };
+        let mut b = [0u8; 8];
+        // SAFETY: 8 writable bytes; our eventfd, kept open by `ev`. A raw
+        // system call: the shim's own `read` hook must not see it.
+        let r = unsafe { libc::syscall(libc::SYS_read, ev.0, b.as_mut_ptr(), 8) };
+        if r < 0 {
+            if crate::conv::errno() == libc::EINTR {
+                return Err(Interrupted::Eintr);
+            }
+            // The eventfd is unusable (closed behind the shim's back by a
+            // raw close, say): park instead of spinning on the failed read,
+            // uninterruptibly, until the waiter's unpark.
+            std::thread::park();
+        }
+        Ok(())
+    }
+}
