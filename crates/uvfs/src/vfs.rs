@@ -197,9 +197,14 @@ impl Vfs {
             b.fast.icache_lockless,
             // `evict()` reaches the file system through the inode's
             // superblock: a lookup in an append-only table, no lock.
-            move |sb, ino| {
+            // The node's file-system object goes back after the evict,
+            // as Linux frees `i_private` in `->evict_inode`'s wake.
+            move |sb, ino, data| {
                 if let Some(sb) = table.get(sb) {
                     sb.fs.evict(ino);
+                    if let Some(d) = data {
+                        sb.fs.release_data(ino, d);
+                    }
                 }
             },
         );
@@ -383,7 +388,9 @@ fn new_sb(
     let sb = sbs.add(fs).ok_or(Errno::ENOMEM)?;
     let root_ino = sb.fs.root();
     let attr = sb.fs.getattr(root_ino)?;
-    let inode = caches.icache.iget(sb.id, root_ino, || Ok(attr))?;
+    let inode = caches
+        .icache
+        .iget_with(sb.id, root_ino, || Ok((attr, sb.fs.inode_data(root_ino))))?;
     Ok(caches.new_root(sb, inode.into_raw(), &attr))
 }
 

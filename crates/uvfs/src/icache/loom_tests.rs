@@ -195,7 +195,9 @@ fn attr(ino: Ino, nlink: u32, serial: u32) -> Attr {
 
 fn new_cache(log: &Arc<Log>, limit: usize, buckets: usize, lockless: bool) -> InodeCache {
     let log = log.clone();
-    InodeCache::new(limit, buckets, lockless, move |sb, ino| log.evict(sb, ino))
+    InodeCache::new(limit, buckets, lockless, move |sb, ino, _| {
+        log.evict(sb, ino)
+    })
 }
 
 /// Runs `model` with a `'static` borrow of `cache`, so spawned loom threads

@@ -12,7 +12,7 @@ use super::{DIRENT_SIZE, EMPTY_DIR_SIZE, MAX_FILE_SIZE, PAGE_SIZE, ROOT_INO, Tmp
 use crate::acl::PosixAcl;
 use crate::errno::Errno;
 use crate::fs::timekeeping::{coarse_mg, fine_mg};
-use crate::fs::{Attr, Ino, S_IFMT, SetAttr, SetTime, Timespec};
+use crate::fs::{Attr, Ino, Node, S_IFMT, SetAttr, SetTime, Timespec};
 use crate::primitive::sync::{
     UnmodelledRwLock, UnmodelledRwLockReadGuard, UnmodelledRwLockWriteGuard,
 };
@@ -367,8 +367,9 @@ impl Tmpfs {
     }
 
     /// setattr: mode, owner, times and (regular files) size.
-    pub(super) fn setattr_inode(&self, ino: Ino, set: &SetAttr) -> Result<Attr, Errno> {
-        let i = self.get(ino)?;
+    pub(super) fn setattr_inode(&self, n: Node<'_>, set: &SetAttr) -> Result<Attr, Errno> {
+        let ino = n.ino;
+        let i = self.node(n)?;
         let mut st = wr(&i);
         if let Some(size) = set.size {
             match st.kind {
