@@ -197,14 +197,11 @@ impl Vfs {
             b.fast.icache_lockless,
             // `evict()` reaches the file system through the inode's
             // superblock: a lookup in an append-only table, no lock.
-            // The node's file-system object goes back after the evict,
-            // as Linux frees `i_private` in `->evict_inode`'s wake.
+            // The node's file-system object goes back with the evict, as
+            // Linux's `->evict_inode` frees what `i_private` holds.
             move |sb, ino, data| {
                 if let Some(sb) = table.get(sb) {
-                    sb.fs.evict(ino);
-                    if let Some(d) = data {
-                        sb.fs.release_data(ino, d);
-                    }
+                    sb.fs.evict_node(ino, data);
                 }
             },
         );

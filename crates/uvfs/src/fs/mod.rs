@@ -608,6 +608,29 @@ pub trait FileSystem: Send + Sync + 'static {
         self.lookup(dir.ino, name).map(|a| (a, None))
     }
 
+    /// [`unlink`](Self::unlink) of `name` in `dir`, which the VFS found
+    /// to be `victim` (the file system may check that it still is).
+    fn unlink_node(&self, dir: Node<'_>, victim: Node<'_>, name: &[u8]) -> Result<(), Errno> {
+        let _ = victim;
+        self.unlink(dir.ino, name)
+    }
+
+    /// [`rmdir`](Self::rmdir) of `name` in `dir`, found to be `victim`.
+    fn rmdir_node(&self, dir: Node<'_>, victim: Node<'_>, name: &[u8]) -> Result<(), Errno> {
+        let _ = victim;
+        self.rmdir(dir.ino, name)
+    }
+
+    /// [`evict`](Self::evict), with the object the cached inode held,
+    /// which this call takes back (the default: `evict`, then
+    /// [`release_data`](Self::release_data)).
+    fn evict_node(&self, ino: Ino, data: Option<InodeData>) {
+        self.evict(ino);
+        if let Some(d) = data {
+            self.release_data(ino, d);
+        }
+    }
+
     /// [`getattr`](Self::getattr) of `n`.
     fn getattr_node(&self, n: Node<'_>) -> Result<Attr, Errno> {
         self.getattr(n.ino)

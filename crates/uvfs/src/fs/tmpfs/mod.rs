@@ -572,11 +572,19 @@ impl FileSystem for Tmpfs {
     }
 
     fn unlink(&self, dir: Ino, name: &[u8]) -> Result<(), Errno> {
-        self.unlink_name(dir, name)
+        self.unlink_name(dir.into(), None, name)
+    }
+
+    fn unlink_node(&self, dir: Node<'_>, victim: Node<'_>, name: &[u8]) -> Result<(), Errno> {
+        self.unlink_name(dir, Some(victim), name)
     }
 
     fn rmdir(&self, dir: Ino, name: &[u8]) -> Result<(), Errno> {
-        self.rmdir_name(dir, name)
+        self.rmdir_name(dir.into(), None, name)
+    }
+
+    fn rmdir_node(&self, dir: Node<'_>, victim: Node<'_>, name: &[u8]) -> Result<(), Errno> {
+        self.rmdir_name(dir, Some(victim), name)
     }
 
     fn rename(
@@ -737,7 +745,14 @@ impl FileSystem for Tmpfs {
     }
 
     fn evict(&self, ino: Ino) {
-        self.evict_inode(ino);
+        self.evict_inode(ino, None);
+    }
+
+    fn evict_node(&self, ino: Ino, data: Option<InodeData>) {
+        // SAFETY: every `InodeData` tmpfs hands out is an `Arc<Inode>`
+        // (`data_of`), and the VFS gives each back once.
+        let held = data.map(|d| unsafe { d.into_arc::<Inode>() });
+        self.evict_inode(ino, held);
     }
 }
 

@@ -250,8 +250,13 @@ impl Tmpfs {
 
     /// unlink(2): removes a non-directory's name; the inode stays until
     /// evicted.
-    pub(super) fn unlink_name(&self, dir: Ino, name: &[u8]) -> Result<(), Errno> {
-        self.with_dir_and_child(dir, name, |ds, cs, _| {
+    pub(super) fn unlink_name(
+        &self,
+        dir: Node<'_>,
+        victim: Option<Node<'_>>,
+        name: &[u8],
+    ) -> Result<(), Errno> {
+        self.with_dir_and_child(dir, victim, name, |ds, cs, _| {
             if cs.is_dir() {
                 return Err(Errno::EISDIR);
             }
@@ -269,8 +274,13 @@ impl Tmpfs {
     }
 
     /// rmdir(2): removes an empty directory's name.
-    pub(super) fn rmdir_name(&self, dir: Ino, name: &[u8]) -> Result<(), Errno> {
-        self.with_dir_and_child(dir, name, |ds, cs, _| {
+    pub(super) fn rmdir_name(
+        &self,
+        dir: Node<'_>,
+        victim: Option<Node<'_>>,
+        name: &[u8],
+    ) -> Result<(), Errno> {
+        self.with_dir_and_child(dir, victim, name, |ds, cs, _| {
             if cs.dir()?.len() > 0 {
                 return Err(Errno::ENOTEMPTY);
             }
