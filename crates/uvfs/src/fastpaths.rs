@@ -71,12 +71,16 @@ pub struct FastPaths {
     /// close; off, slots are in fd order, eight to a line, as Linux's
     /// `fdt->fd` array.
     pub fd_slot_spread: bool,
-    /// Issue 16 (uvfs's own): tmpfs's getattr, and its reads and writes of
-    /// at most four pages, work on the inode under the inode table's shard
-    /// lock without taking a reference to it (when the inode's own lock is
-    /// free; otherwise as off); off, every call takes and drops a
-    /// reference. Applies to the root tmpfs a `VfsBuilder` makes
-    /// (`Tmpfs::new` turns it on).
+    /// Issue 16 (uvfs's own): tmpfs reaches its inode without the inode
+    /// table: through the object the cached inode holds (`InodeData`,
+    /// handed to the file system's `*_node` methods: getattr, setattr,
+    /// read, write, readdir, lookup and create in a directory), and where
+    /// the VFS has none (a stat by number from the path cache), getattr
+    /// and reads and writes of at most four pages work on the inode under
+    /// the table's shard lock without taking a reference to it (when the
+    /// inode's own lock is free; otherwise as off); off, every call finds
+    /// the inode in the table and takes and drops a reference. Applies to
+    /// the root tmpfs a `VfsBuilder` makes (`Tmpfs::new` turns it on).
     pub tmpfs_borrow: bool,
     /// Issue 16 (uvfs's own): stat, lstat and fstatat answered by the path
     /// cache read the attributes without taking a reference on the
@@ -150,7 +154,7 @@ const SWITCHES: [Switch; 13] = [
     ),
     (
         "tmpfs_borrow",
-        "issue 16: tmpfs getattr and short I/O without an inode reference",
+        "issue 16: tmpfs reaches its inode through the cached inode, or borrowed from its table",
         |f| &mut f.tmpfs_borrow,
     ),
     (

@@ -22,7 +22,7 @@
 //! the search restarts, never with the hash lock held.
 
 use crate::errno::Errno;
-use crate::fs::{Attr, Ino};
+use crate::fs::{Attr, DataRef, Found, Ino, InodeData};
 use crate::locks::FileLockContext;
 use crate::primitive::hint::retry_wait;
 use crate::primitive::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -89,6 +89,12 @@ pub struct Inode {
     flctx: AtomicPtr<FileLockContext>,
     /// A FIFO's pipe while it is open (`i_pipe`): see [`crate::pipe`].
     pub(crate) pipe: crate::pipe::InodePipe,
+    /// The file system's object for the inode ([`InodeData`]'s pointer,
+    /// null if it gave none): stored while the node is `I_NEW` (before
+    /// the waiters are let go under the state lock) and taken out at
+    /// eviction (count zero, `I_FREEING`), so it is fixed while any
+    /// reference is held, and read without locks by its holders.
+    data: AtomicPtr<()>,
 }
 
 impl Drop for Inode {
@@ -127,6 +133,7 @@ impl Inode {
             io_lock: Mutex::new(()),
             flctx: AtomicPtr::new(ptr::null_mut()),
             pipe: crate::pipe::InodePipe::default(),
+            data: AtomicPtr::new(ptr::null_mut()),
         }
     }
 }
@@ -159,7 +166,7 @@ enum Find {
     Freeing(NonNull<Inode>),
 }
 
-type EvictFn = Box<dyn Fn(u64, Ino) + Send + Sync>;
+type EvictFn = Box<dyn Fn(u64, Ino, Option<InodeData>) + Send + Sync>;
 
 /// The inode cache.
 pub struct InodeCache {
@@ -197,12 +204,13 @@ impl InodeCache {
     /// power of two). `lockless` selects seed 002's search. `evict` is called
     /// for every inode dropped from the cache, with its superblock id and
     /// number, so the file system can free an unlinked one; until it returns,
-    /// an `iget` of that inode waits rather than filling a new copy.
+    /// an `iget` of that inode waits rather than filling a new copy. It also
+    /// gets the file system's object the node held ([`iget_with`](Self::iget_with)).
     pub fn new(
         limit: usize,
         buckets: usize,
         lockless: bool,
-        evict: impl Fn(u64, Ino) + Send + Sync + 'static,
+        evict: impl Fn(u64, Ino, Option<InodeData>) + Send + Sync + 'static,
     ) -> InodeCache {
         let n = buckets.max(1).next_power_of_two();
         InodeCache {
@@ -248,6 +256,19 @@ impl InodeCache {
         sb: u64,
         ino: Ino,
         fill: impl FnOnce() -> Result<Attr, Errno>,
+    ) -> Result<InodeRef<'_>, Errno> {
+        self.iget_with(sb, ino, || fill().map(|a| (a, None)))
+    }
+
+    /// [`iget`](Self::iget) whose `fill` also gives the file system's
+    /// object for the inode, which the node keeps until it is evicted
+    /// (then handed to the eviction callback). A `fill` error must come
+    /// with no object.
+    pub fn iget_with(
+        &self,
+        sb: u64,
+        ino: Ino,
+        fill: impl FnOnce() -> Result<Found, Errno>,
     ) -> Result<InodeRef<'_>, Errno> {
         let b = self.bucket(sb, ino);
         let mut fill = Some(fill);
@@ -343,9 +364,17 @@ impl InodeCache {
                 // no evict call.
                 self.unhash(new, b);
             }
+            let result = filled.map(|(attr, data)| {
+                // Before `I_NEW` clears under the state lock below: a
+                // waiter that then takes its reference sees the object.
+                if let Some(d) = data {
+                    node.data.store(d.into_raw(), Ordering::Release);
+                }
+                attr
+            });
             let mut st = lock(&node.state);
             st.flags &= !I_NEW;
-            let result = filled.map(|attr| {
+            let result = result.map(|attr| {
                 node.set_perm(&attr);
                 st.attr = Some(attr);
             });
@@ -524,7 +553,7 @@ impl InodeCache {
         // freeing it), which then drops the inode under that copy. Found by
         // the loom models in icache/loom_tests.rs (the unlinked last put,
         // and LRU eviction, each racing an iget).
-        (self.evict)(sb, ino);
+        (self.evict)(sb, ino, node.take_data());
         self.unhash(n, self.bucket(sb, ino));
         self.free_node(n);
     }
@@ -604,6 +633,7 @@ impl Drop for InodeCache {
                 (self.evict)(
                     node.sb.load(Ordering::Relaxed),
                     node.ino.load(Ordering::Relaxed),
+                    node.take_data(),
                 );
                 p = node.next.load(Ordering::Acquire);
             }
@@ -652,6 +682,11 @@ impl InodeRef<'_> {
         st.attr = Some(attr);
     }
 
+    /// The file system's object for the inode, if it gave one.
+    pub fn data(&self) -> Option<DataRef<'_>> {
+        self.node().data()
+    }
+
     /// The permission attributes (mode, uid, gid), read without locks.
     /// The mode word carries [`Attr::acl`](crate::fs::Attr::acl) above its
     /// 16 bits (bit 24 up: an access ACL, a default ACL).
@@ -696,6 +731,25 @@ impl std::fmt::Debug for InodeRef<'_> {
 }
 
 impl Inode {
+    /// The file system's object for the inode (see the field), borrowed
+    /// for as long as the caller's reference to the node.
+    #[inline]
+    pub(crate) fn data(&self) -> Option<DataRef<'_>> {
+        let p = ptr::NonNull::new(self.data.load(Ordering::Acquire))?;
+        // SAFETY: a non-null slot holds an `InodeData`'s pointer, stored
+        // before the node was handed out and taken out only at eviction,
+        // when no reference (such as the one `&self` stands for) is left.
+        Some(unsafe { DataRef::new(p) })
+    }
+
+    /// Takes the file system's object out of an unused node.
+    fn take_data(&self) -> Option<InodeData> {
+        let p = ptr::NonNull::new(self.data.swap(ptr::null_mut(), Ordering::Acquire))?;
+        // SAFETY: the slot held an `InodeData`'s pointer and its reference,
+        // which the swap moved to us alone.
+        Some(unsafe { InodeData::from_raw(p) })
+    }
+
     fn set_perm(&self, a: &Attr) {
         self.mode.store(a.snap_mode(), Ordering::Relaxed);
         self.uid.store(a.uid, Ordering::Relaxed);

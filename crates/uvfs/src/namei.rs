@@ -29,7 +29,7 @@ use crate::primitive::sync::lock;
 use crate::reclaim;
 use crate::vfs::Vfs;
 use crate::vfs_ops::inode::inode_permission;
-use crate::vfs_ops::inode::{iget, touch_atime};
+use crate::vfs_ops::inode::{iget_found, touch_atime};
 use std::ptr::NonNull;
 
 /// Follow a symlink in the last component.
@@ -673,9 +673,9 @@ impl<'a> Nd<'a> {
         {
             return Ok(dc.d_alloc(dir, name));
         }
-        match dir.sb().fs.lookup(dir.ino(), name) {
-            Ok(attr) => {
-                let inode = iget(self.vfs, dir.sb(), &attr)?;
+        match dir.sb().fs.lookup_node(dir.node(), name) {
+            Ok((attr, data)) => {
+                let inode = iget_found(self.vfs, dir.sb(), &attr, data)?;
                 Ok(dc.d_alloc_positive(dir, name, inode, &attr))
             }
             Err(Errno::ENOENT) => Ok(dc.d_alloc(dir, name)),

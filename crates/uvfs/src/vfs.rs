@@ -197,9 +197,11 @@ impl Vfs {
             b.fast.icache_lockless,
             // `evict()` reaches the file system through the inode's
             // superblock: a lookup in an append-only table, no lock.
-            move |sb, ino| {
+            // The node's file-system object goes back with the evict, as
+            // Linux's `->evict_inode` frees what `i_private` holds.
+            move |sb, ino, data| {
                 if let Some(sb) = table.get(sb) {
-                    sb.fs.evict(ino);
+                    sb.fs.evict_node(ino, data);
                 }
             },
         );
@@ -383,7 +385,9 @@ fn new_sb(
     let sb = sbs.add(fs).ok_or(Errno::ENOMEM)?;
     let root_ino = sb.fs.root();
     let attr = sb.fs.getattr(root_ino)?;
-    let inode = caches.icache.iget(sb.id, root_ino, || Ok(attr))?;
+    let inode = caches
+        .icache
+        .iget_with(sb.id, root_ino, || Ok((attr, sb.fs.inode_data(root_ino))))?;
     Ok(caches.new_root(sb, inode.into_raw(), &attr))
 }
 

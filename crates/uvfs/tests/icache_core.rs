@@ -37,7 +37,7 @@ fn cache(limit: usize, lockless: bool) -> (InodeCache, Evicted) {
     let ev: Evicted = Arc::default();
     let e = ev.clone();
     (
-        InodeCache::new(limit, 16, lockless, move |sb, ino| {
+        InodeCache::new(limit, 16, lockless, move |sb, ino, _| {
             e.lock().unwrap().push((sb, ino))
         }),
         ev,
@@ -216,5 +216,61 @@ fn stress_concurrent_iget_and_eviction() {
             *per.entry(*ino).or_default() += 1;
         }
         assert!(per.keys().all(|&i| i < 64));
+    });
+}
+
+/// The file system's object a fill gives stays with the node while it is
+/// referenced and cached, is read back through any reference, and is
+/// handed to the eviction callback (once) when the node is evicted, by the
+/// LRU or at an unlinked inode's last put; a hit keeps the first object.
+#[test]
+fn fill_data_lives_until_eviction() {
+    use uvfs::fs::InodeData;
+    both(|lockless| {
+        type Back = Arc<Mutex<Vec<(Ino, Arc<u64>)>>>;
+        let back: Back = Arc::default();
+        let b2 = back.clone();
+        let c = InodeCache::new(1, 16, lockless, move |_, ino, d: Option<InodeData>| {
+            // SAFETY: every object this test gives is an `Arc<u64>`.
+            let a = unsafe { d.expect("every node got one").into_arc::<u64>() };
+            b2.lock().unwrap().push((ino, a));
+        });
+        let obj = |v: u64| {
+            let a = Arc::new(v);
+            (a.clone(), InodeData::from_arc(a))
+        };
+        let (o7, d7) = obj(70);
+        let r = c
+            .iget_with(1, 7, move || Ok((attr(7, 1), Some(d7))))
+            .unwrap();
+        // SAFETY: an `Arc<u64>`, as above.
+        assert_eq!(unsafe { *r.data().unwrap().get::<u64>() }, 70);
+        assert_eq!(Arc::strong_count(&o7), 2);
+        // A hit: the fill (and its object) is not used.
+        let r2 = c.iget_with(1, 7, || unreachable!()).unwrap();
+        // SAFETY: as above.
+        assert_eq!(unsafe { *r2.data().unwrap().get::<u64>() }, 70);
+        drop((r, r2));
+        assert!(back.lock().unwrap().is_empty(), "cached, not evicted");
+        // A second inode pushes the first out (limit 1): its object comes back.
+        let (o8, d8) = obj(80);
+        let r8 = c
+            .iget_with(1, 8, move || Ok((attr(8, 0), Some(d8))))
+            .unwrap();
+        {
+            let got = back.lock().unwrap();
+            assert_eq!(got.len(), 1);
+            assert_eq!(got[0].0, 7);
+            assert!(Arc::ptr_eq(&got[0].1, &o7));
+        }
+        // An unlinked inode's last put evicts it at once.
+        drop(r8);
+        let got = back.lock().unwrap();
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[1].0, 8);
+        assert!(Arc::ptr_eq(&got[1].1, &o8));
+        drop(got);
+        back.lock().unwrap().clear();
+        assert_eq!((Arc::strong_count(&o7), Arc::strong_count(&o8)), (1, 1));
     });
 }

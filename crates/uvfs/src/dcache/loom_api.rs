@@ -90,7 +90,7 @@ impl World {
     /// A cache keeping `limit` unused dentries (and about `limit` hash
     /// chains, at least 2).
     pub fn new(limit: usize) -> World {
-        let icache = crate::icache::InodeCache::new(16, 2, true, |_, _| {});
+        let icache = crate::icache::InodeCache::new(16, 2, true, |_, _, _| {});
         let caches = Arc::new(Caches {
             dcache: DentryCache::new(limit, false),
             icache,

@@ -752,6 +752,17 @@ impl DentryRef {
     pub(crate) fn inode_ptr(&self) -> Option<NonNull<Inode>> {
         NonNull::new(self.inode.load(Ordering::Acquire))
     }
+
+    /// The inode as the file system's `*_node` methods take it: its number
+    /// and the file system's object the in-core inode holds (none for a
+    /// negative dentry).
+    #[inline]
+    pub(crate) fn node(&self) -> crate::fs::Node<'_> {
+        crate::fs::Node {
+            ino: self.ino(),
+            data: self.inode().and_then(|i| i.data()),
+        }
+    }
 }
 
 impl Deref for DentryRef {

@@ -287,6 +287,100 @@ pub struct FsLimits {
     pub block_size: u32,
 }
 
+/// A file system's own object for one inode, held by the cached inode
+/// from its fill to its eviction (Linux's `i_private`, or the
+/// `shmem_inode_info` around a tmpfs `struct inode`): with it the file
+/// system reaches its inode without searching a table by number. One word,
+/// so the cached inode stores it in one atomic pointer; type-erased, so
+/// only the file system that made it may read it (see
+/// [`FileSystem::inode_data`]). Not dropped on its own: whoever holds one
+/// hands it back to its file system ([`FileSystem::release_data`]).
+#[derive(Debug)]
+pub struct InodeData(std::ptr::NonNull<()>);
+
+// SAFETY: an `InodeData` is an `Arc<T>` with `T: Send + Sync` (see
+// `from_arc`), which is itself `Send` and `Sync`.
+unsafe impl Send for InodeData {}
+// SAFETY: as above.
+unsafe impl Sync for InodeData {}
+
+impl InodeData {
+    /// Wraps one reference of `a`.
+    pub fn from_arc<T: Send + Sync + 'static>(a: Arc<T>) -> InodeData {
+        let p = Arc::into_raw(a).cast_mut().cast::<()>();
+        // SAFETY: `Arc::into_raw` never returns null.
+        InodeData(unsafe { std::ptr::NonNull::new_unchecked(p) })
+    }
+
+    /// Unwraps the reference.
+    ///
+    /// # Safety
+    /// `self` was made by [`from_arc`](Self::from_arc) with this `T`.
+    pub unsafe fn into_arc<T>(self) -> Arc<T> {
+        // SAFETY: the pointer came from `Arc::<T>::into_raw` (the caller's
+        // promise) and its reference is the one `self` owns.
+        unsafe { Arc::from_raw(self.0.as_ptr().cast::<T>().cast_const()) }
+    }
+
+    /// The raw pointer, for the cached inode's slot.
+    pub(crate) fn into_raw(self) -> *mut () {
+        self.0.as_ptr()
+    }
+
+    /// Takes back a pointer given up by [`into_raw`](Self::into_raw).
+    ///
+    /// # Safety
+    /// `p` came from `into_raw`, and the caller transfers its reference.
+    pub(crate) unsafe fn from_raw(p: std::ptr::NonNull<()>) -> InodeData {
+        InodeData(p)
+    }
+}
+
+/// A borrowed [`InodeData`], alive as long as the cached inode's
+/// reference the VFS holds for the call.
+#[derive(Clone, Copy, Debug)]
+pub struct DataRef<'a>(std::ptr::NonNull<()>, std::marker::PhantomData<&'a ()>);
+
+impl<'a> DataRef<'a> {
+    /// Borrows the raw pointer of an [`InodeData`] held elsewhere.
+    ///
+    /// # Safety
+    /// `p` is an [`InodeData`]'s pointer whose reference stays held for `'a`.
+    pub(crate) unsafe fn new(p: std::ptr::NonNull<()>) -> DataRef<'a> {
+        DataRef(p, std::marker::PhantomData)
+    }
+
+    /// The object.
+    ///
+    /// # Safety
+    /// The data was made by [`InodeData::from_arc`] with this `T`.
+    pub unsafe fn get<T>(self) -> &'a T {
+        // SAFETY: the caller's promise, and the reference held for `'a`.
+        unsafe { &*self.0.as_ptr().cast::<T>().cast_const() }
+    }
+}
+
+/// An inode as the VFS names it to the file system's `*_node` methods: its
+/// number and, when the file system gave the cached inode an
+/// [`InodeData`], that object.
+#[derive(Clone, Copy, Debug)]
+pub struct Node<'a> {
+    /// The inode number.
+    pub ino: Ino,
+    /// The file system's object for it, if it gave one.
+    pub data: Option<DataRef<'a>>,
+}
+
+impl From<Ino> for Node<'_> {
+    fn from(ino: Ino) -> Self {
+        Node { ino, data: None }
+    }
+}
+
+/// An inode a lookup or create found or made: its attributes and the file
+/// system's object for the cached inode.
+pub type Found = (Attr, Option<InodeData>);
+
 /// Where `seek_data_hole` looks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Seek {
@@ -491,6 +585,85 @@ pub trait FileSystem: Send + Sync + 'static {
     /// map).
     fn mmap_file(&self, _ino: Ino, _accmode: i32) -> Result<std::os::fd::OwnedFd, Errno> {
         Err(Errno::ENODEV)
+    }
+
+    /// The object the cached inode of `ino` keeps (see [`InodeData`]);
+    /// `None` (the default) for a file system that has none. A file
+    /// system that returns one must read every [`DataRef`] it is handed as
+    /// the type it made, and take each back in
+    /// [`release_data`](Self::release_data). `ESTALE` inodes give `None`.
+    fn inode_data(&self, _ino: Ino) -> Option<InodeData> {
+        None
+    }
+
+    /// Takes back an [`InodeData`] this file system made for `ino`: the
+    /// cached inode was evicted (after [`evict`](Self::evict)), or the VFS
+    /// did not need it. The default drops nothing (a file system that
+    /// makes none gets none back).
+    fn release_data(&self, _ino: Ino, _data: InodeData) {}
+
+    /// [`lookup`](Self::lookup) in the directory `dir`, with the found
+    /// inode's object.
+    fn lookup_node(&self, dir: Node<'_>, name: &[u8]) -> Result<Found, Errno> {
+        self.lookup(dir.ino, name).map(|a| (a, None))
+    }
+
+    /// [`unlink`](Self::unlink) of `name` in `dir`, which the VFS found
+    /// to be `victim` (the file system may check that it still is).
+    fn unlink_node(&self, dir: Node<'_>, victim: Node<'_>, name: &[u8]) -> Result<(), Errno> {
+        let _ = victim;
+        self.unlink(dir.ino, name)
+    }
+
+    /// [`rmdir`](Self::rmdir) of `name` in `dir`, found to be `victim`.
+    fn rmdir_node(&self, dir: Node<'_>, victim: Node<'_>, name: &[u8]) -> Result<(), Errno> {
+        let _ = victim;
+        self.rmdir(dir.ino, name)
+    }
+
+    /// [`evict`](Self::evict), with the object the cached inode held,
+    /// which this call takes back (the default: `evict`, then
+    /// [`release_data`](Self::release_data)).
+    fn evict_node(&self, ino: Ino, data: Option<InodeData>) {
+        self.evict(ino);
+        if let Some(d) = data {
+            self.release_data(ino, d);
+        }
+    }
+
+    /// [`getattr`](Self::getattr) of `n`.
+    fn getattr_node(&self, n: Node<'_>) -> Result<Attr, Errno> {
+        self.getattr(n.ino)
+    }
+
+    /// [`setattr`](Self::setattr) of `n`.
+    fn setattr_node(&self, n: Node<'_>, set: &SetAttr) -> Result<Attr, Errno> {
+        self.setattr(n.ino, set)
+    }
+
+    /// [`create`](Self::create) in `dir`, with the new inode's object.
+    fn create_node(&self, dir: Node<'_>, name: &[u8], new: NewInode) -> Result<Found, Errno> {
+        self.create(dir.ino, name, new).map(|a| (a, None))
+    }
+
+    /// [`read`](Self::read) of `n`.
+    fn read_node(&self, n: Node<'_>, off: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.read(n.ino, off, buf)
+    }
+
+    /// [`write`](Self::write) to `n`.
+    fn write_node(&self, n: Node<'_>, off: u64, data: &[u8]) -> Result<usize, Errno> {
+        self.write(n.ino, off, data)
+    }
+
+    /// [`readdir`](Self::readdir) of `dir`.
+    fn readdir_node(
+        &self,
+        dir: Node<'_>,
+        cookie: u64,
+        emit: &mut dyn FnMut(&DirEntry) -> bool,
+    ) -> Result<(), Errno> {
+        self.readdir(dir.ino, cookie, emit)
     }
 
     /// The VFS dropped its last in-memory reference to `ino` (the inode

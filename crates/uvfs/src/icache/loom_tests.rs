@@ -2,8 +2,8 @@
 //! inode, a lockless search against an insert into the same chain, a
 //! lockless search against the eviction and reuse of the very node it stands
 //! on (the `hlist_nulls` restart), a failed fill with a waiter on its
-//! `I_NEW` inode, and the last put of an unlinked inode against an `iget` of
-//! it. Each runs with seed 002's lockless search and with the stock locked
+//! `I_NEW` inode, the last put of an unlinked inode against an `iget` of
+//! it, and the file system's object of a node seen by a waiter. Each runs with seed 002's lockless search and with the stock locked
 //! one.
 //!
 //! Run with:
@@ -195,7 +195,9 @@ fn attr(ino: Ino, nlink: u32, serial: u32) -> Attr {
 
 fn new_cache(log: &Arc<Log>, limit: usize, buckets: usize, lockless: bool) -> InodeCache {
     let log = log.clone();
-    InodeCache::new(limit, buckets, lockless, move |sb, ino| log.evict(sb, ino))
+    InodeCache::new(limit, buckets, lockless, move |sb, ino, _| {
+        log.evict(sb, ino)
+    })
 }
 
 /// Runs `model` with a `'static` borrow of `cache`, so spawned loom threads
@@ -637,4 +639,64 @@ fn unlinked_last_put_vs_two_igets_lockless() {
 fn unlinked_last_put_vs_two_igets_locked() {
     static STATS: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
     unlinked_put_vs_iget(false, 2, 2, &STATS);
+}
+
+// ---------------------------------------------------------------------------
+// 6. The file system's object (`InodeData`) of a node filled under a waiter.
+// ---------------------------------------------------------------------------
+
+/// Two threads iget inode 7 on an empty cache, each fill giving an object
+/// (an `Arc<u32>` holding the fill's serial). Whichever fills, the other
+/// waits on `I_NEW` and then reads the object through its reference
+/// without a lock: it must see the object, and the one of the life it got
+/// (the serial in its attributes). After both puts, evicting the cache
+/// (`shrink_to(0)`) hands that object, and only it, to the evict callback.
+fn data_vs_waiter(lockless: bool) {
+    use crate::fs::InodeData;
+    check(&builder(3), move || {
+        let back: Arc<std::sync::Mutex<Vec<u32>>> = Arc::default();
+        let b2 = back.clone();
+        let serial = Arc::new(AtomicUsize::new(0));
+        let cache = InodeCache::new(4, 1, lockless, move |_, _, d: Option<InodeData>| {
+            // SAFETY: every object of this model is an `Arc<u32>`.
+            let v = *unsafe { d.expect("the node had one").into_arc::<u32>() };
+            b2.lock().unwrap().push(v);
+        });
+        with_cache(cache, |c| {
+            let fill = |serial: Arc<AtomicUsize>| {
+                move || {
+                    let s = serial.fetch_add(1, SeqCst) as u32;
+                    Ok::<_, Errno>((attr(7, 1, s), Some(InodeData::from_arc(Arc::new(s)))))
+                }
+            };
+            let seen = |r: &InodeRef<'_>| {
+                // SAFETY: an `Arc<u32>`, as above.
+                let v = *unsafe { r.data().expect("object visible").get::<u32>() };
+                assert_eq!(v, r.attr().uid, "the object of another life");
+            };
+            let s2 = serial.clone();
+            let t = thread::spawn(move || {
+                let r = c.iget_with(SB, 7, fill(s2)).unwrap();
+                seen(&r);
+            });
+            let r = c.iget_with(SB, 7, fill(serial.clone())).unwrap();
+            seen(&r);
+            let uid = r.attr().uid;
+            drop(r);
+            t.join().unwrap();
+            assert_eq!(serial.load(SeqCst), 1, "one fill");
+            c.shrink_to(0);
+            assert_eq!(*back.lock().unwrap(), vec![uid]);
+        });
+    });
+}
+
+#[test]
+fn data_vs_waiter_lockless() {
+    data_vs_waiter(true);
+}
+
+#[test]
+fn data_vs_waiter_locked() {
+    data_vs_waiter(false);
 }

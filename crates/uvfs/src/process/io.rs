@@ -331,7 +331,7 @@ impl Task {
             if b.is_empty() {
                 continue;
             }
-            let n = d.sb().fs.read(d.ino(), off, b)?;
+            let n = d.sb().fs.read_node(d.node(), off, b)?;
             done += n;
             off += n as u64;
             if n < b.len() {
@@ -393,13 +393,13 @@ impl Task {
         let append =
             rwf_append(rwf, ftype(d) == S_IFDIR, true)?.unwrap_or(f.flags() & O_APPEND != 0);
         let fs = &d.sb().fs;
-        let ino = d.ino();
+        let node = d.node();
         // Appends and privilege removal read the size and mode and then
         // write: serialized per inode, as `inode_lock` does in
         // `generic_file_write_iter`.
         let _g = d.lock_inode();
         let mut off = match at {
-            _ if append => fs.getattr(ino)?.size,
+            _ if append => fs.getattr_node(node)?.size,
             At::Pos => pos.get(),
             At::Off(o) => o,
         };
@@ -415,7 +415,7 @@ impl Task {
             if b.is_empty() {
                 continue;
             }
-            match fs.write(ino, off, b) {
+            match fs.write_node(node, off, b) {
                 Ok(n) => {
                     done += n;
                     off += n as u64;
@@ -516,7 +516,7 @@ impl Process {
             let mut next = pos.get();
             let mut too_small = false;
             let mut stopped = false;
-            d.sb().fs.readdir(d.ino(), pos.get(), &mut |e| {
+            d.sb().fs.readdir_node(d.node(), pos.get(), &mut |e| {
                 if !put_dirent64(buf, at, e.ino, e.next as i64, d_type(e.file_type), &e.name) {
                     too_small = at == 0;
                     stopped = true;

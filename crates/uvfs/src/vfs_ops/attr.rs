@@ -11,7 +11,7 @@ use crate::vfs::Vfs;
 
 /// Applies `set` to `d`'s inode; returns the new attributes.
 pub(crate) fn notify_change(vfs: &Vfs, d: &DentryRef, set: &SetAttr) -> Result<Attr, Errno> {
-    let a = d.sb().fs.setattr(d.ino(), set)?;
+    let a = d.sb().fs.setattr_node(d.node(), set)?;
     cache_attr(vfs, d, a);
     Ok(a)
 }

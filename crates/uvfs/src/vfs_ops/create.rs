@@ -6,13 +6,13 @@
 
 use super::VfsOps;
 use super::inode::inode_permission;
-use super::inode::{attr_of, iget, mark_changed, mode_is_dir, perm_of};
+use super::inode::{attr_of, iget, iget_found, mark_changed, mode_is_dir, perm_of};
 use crate::acl::{AclType, PosixAcl};
 use crate::cred::{self, Cap, MAY_EXEC, MAY_WRITE};
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
 use crate::fs::{
-    Attr, HAS_DEFAULT_ACL, NewInode, S_IFBLK, S_IFCHR, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG,
+    Attr, Found, HAS_DEFAULT_ACL, NewInode, S_IFBLK, S_IFCHR, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG,
 };
 use crate::primitive::sync::lock;
 use std::sync::Arc;
@@ -67,12 +67,12 @@ impl VfsOps<'_> {
         dir: &DentryRef,
         d: &DentryRef,
         mode: u32,
-        make: impl FnOnce(NewInode) -> Result<Attr, Errno>,
+        make: impl FnOnce(NewInode) -> Result<Found, Errno>,
     ) -> Result<(), Errno> {
         let dattr = perm_of(dir)?;
         self.may_create(dir, &dattr)?;
-        let attr = make(self.new_inode(dir, &dattr, mode)?)?;
-        let inode = iget(self.vfs, dir.sb(), &attr)?;
+        let (attr, data) = make(self.new_inode(dir, &dattr, mode)?)?;
+        let inode = iget_found(self.vfs, dir.sb(), &attr, data)?;
         self.vfs.caches().dcache.instantiate(d, inode, &attr);
         mark_changed(dir);
         Ok(())
@@ -87,7 +87,7 @@ impl VfsOps<'_> {
         mode: u32,
     ) -> Result<(), Errno> {
         self.make_node(dir, d, S_IFREG | (mode & 0o7777), |new| {
-            dir.sb().fs.create(dir.ino(), name, new)
+            dir.sb().fs.create_node(dir.node(), name, new)
         })
     }
 
@@ -135,7 +135,7 @@ impl VfsOps<'_> {
             d.set_complete();
         }
         let r = self.make_node(dir, d, S_IFDIR | (mode & 0o1777), |new| {
-            dir.sb().fs.mkdir(dir.ino(), name, new)
+            dir.sb().fs.mkdir(dir.ino(), name, new).map(|a| (a, None))
         });
         if r.is_err() && complete {
             d.clear_complete();
@@ -152,7 +152,10 @@ impl VfsOps<'_> {
         target: &[u8],
     ) -> Result<(), Errno> {
         self.make_node(dir, d, S_IFLNK | 0o777, |new| {
-            dir.sb().fs.symlink(dir.ino(), name, target, new)
+            dir.sb()
+                .fs
+                .symlink(dir.ino(), name, target, new)
+                .map(|a| (a, None))
         })
     }
 

@@ -6,7 +6,7 @@ use crate::acl::AclType;
 use crate::cred::{self, Cred};
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
-use crate::fs::{Attr, HAS_ACCESS_ACL, S_IFDIR, S_IFMT};
+use crate::fs::{Attr, HAS_ACCESS_ACL, InodeData, S_IFDIR, S_IFMT};
 use crate::super_block::SuperBlock;
 use crate::vfs::Vfs;
 use std::ptr::NonNull;
@@ -19,12 +19,33 @@ pub(crate) fn iget(
     sb: &SuperBlock,
     attr: &Attr,
 ) -> Result<NonNull<crate::icache::Inode>, Errno> {
+    iget_found(vfs, sb, attr, None)
+}
+
+/// [`iget`] with the file system's object for the inode when its answer
+/// carried one (`lookup_node`, `create_node`); on a miss without one the
+/// file system is asked for it ([`FileSystem::inode_data`]), and one the
+/// cache did not need (the inode was cached) goes back to it.
+///
+/// [`FileSystem::inode_data`]: crate::fs::FileSystem::inode_data
+pub(crate) fn iget_found(
+    vfs: &Vfs,
+    sb: &SuperBlock,
+    attr: &Attr,
+    data: Option<InodeData>,
+) -> Result<NonNull<crate::icache::Inode>, Errno> {
     let a = *attr;
+    let data = std::cell::Cell::new(data);
     let filled = std::cell::Cell::new(false);
-    let r = vfs.caches().icache.iget(sb.id, attr.ino, || {
+    let r = vfs.caches().icache.iget_with(sb.id, attr.ino, || {
         filled.set(true);
-        Ok(a)
-    })?;
+        let d = data.take().or_else(|| sb.fs.inode_data(a.ino));
+        Ok((a, d))
+    });
+    if let Some(d) = data.take() {
+        sb.fs.release_data(a.ino, d);
+    }
+    let r = r?;
     // A cached inode gets the fresh attributes; a just-filled one has them.
     if !filled.get() {
         r.set_attr(*attr);
@@ -71,7 +92,7 @@ pub(crate) fn touch_atime(vfs: &Vfs, d: &DentryRef) {
         no_ctime: true,
         ..crate::fs::SetAttr::default()
     };
-    if let Ok(a) = d.sb().fs.setattr(d.ino(), &set) {
+    if let Ok(a) = d.sb().fs.setattr_node(d.node(), &set) {
         cache_attr(vfs, d, a);
     }
 }
@@ -90,7 +111,7 @@ pub(crate) fn refresh(vfs: &Vfs, d: &DentryRef) {
     if d.is_negative() {
         return;
     }
-    match d.sb().fs.getattr(d.ino()) {
+    match d.sb().fs.getattr_node(d.node()) {
         Ok(a) => cache_attr(vfs, d, a),
         Err(_) => with_cached_inode(vfs, d, |r| {
             let mut a = r.attr();
@@ -105,7 +126,7 @@ pub(crate) fn attr_of(d: &DentryRef) -> Result<Attr, Errno> {
     if d.is_negative() {
         return Err(Errno::ENOENT);
     }
-    d.sb().fs.getattr(d.ino())
+    d.sb().fs.getattr_node(d.node())
 }
 
 /// The permission attributes (type, mode bits, owner, group, inode number)

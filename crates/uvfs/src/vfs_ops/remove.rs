@@ -49,10 +49,10 @@ impl VfsOps<'_> {
     ) -> Result<(), Errno> {
         self.may_delete(dir, d, rmdir)?;
         if rmdir {
-            dir.sb().fs.rmdir(dir.ino(), name)?;
+            dir.sb().fs.rmdir_node(dir.node(), d.node(), name)?;
             d.set_dead_dir();
         } else {
-            dir.sb().fs.unlink(dir.ino(), name)?;
+            dir.sb().fs.unlink_node(dir.node(), d.node(), name)?;
         }
         refresh(self.vfs, d);
         mark_changed(dir);

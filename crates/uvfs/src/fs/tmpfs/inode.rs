@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::dir::{Dir, check_name};
 use super::pages::RegFile;
-use super::{DIRENT_SIZE, EMPTY_DIR_SIZE, MAX_FILE_SIZE, PAGE_SIZE, ROOT_INO, Tmpfs};
+use super::{DIRENT_SIZE, EMPTY_DIR_SIZE, Held, MAX_FILE_SIZE, PAGE_SIZE, ROOT_INO, Tmpfs};
 use crate::acl::PosixAcl;
 use crate::errno::Errno;
 use crate::fs::timekeeping::{coarse_mg, fine_mg};
-use crate::fs::{Attr, Ino, S_IFMT, SetAttr, SetTime, Timespec};
+use crate::fs::{Attr, Ino, Node, S_IFMT, SetAttr, SetTime, Timespec};
 use crate::primitive::sync::{
     UnmodelledRwLock, UnmodelledRwLockReadGuard, UnmodelledRwLockWriteGuard,
 };
@@ -332,43 +332,49 @@ impl Tmpfs {
     }
 
     /// Locks `dir` and its child `name` (in inode order), re-checking the
-    /// name; `f` runs with both states.
+    /// name; `f` runs with both states. `victim`, when the caller knows
+    /// the child (the VFS holds its dentry), is used if the name still
+    /// leads to it, so neither inode is searched for in the table.
     pub(super) fn with_dir_and_child<R>(
         &self,
-        dir: Ino,
+        dir: Node<'_>,
+        victim: Option<Node<'_>>,
         name: &[u8],
         f: impl FnOnce(&mut State, &mut State, Ino) -> Result<R, Errno>,
     ) -> Result<R, Errno> {
         check_name(name)?;
+        let d = self.node(dir)?;
+        let dino = dir.ino;
         loop {
-            let (d, child) = self.peek(dir, name)?;
+            let child = rd(&d).dir()?.get(name).map(|s| s.ino);
             let child = child.ok_or(Errno::ENOENT)?;
-            let Ok(c) = self.get(child) else { continue };
-            if child == dir {
+            let c = match victim {
+                Some(v) if v.ino == child => self.node(v),
+                _ => self.get(child).map(Held::Owned),
+            };
+            let Ok(c) = c else { continue };
+            if child == dino {
                 return Err(Errno::EINVAL);
             }
-            let mut arcs = [d, c];
-            arcs.sort_by_key(|i| i.ino);
-            let mut g = lock_all(&arcs);
-            let still = find(&mut g, dir)
-                .and_then(|s| s.dir().ok()?.get(name))
-                .map(|s| s.ino);
+            let (mut ds, mut cs) = if dino < child {
+                let ds = wr(&d);
+                (ds, wr(&c))
+            } else {
+                let cs = wr(&c);
+                (wr(&d), cs)
+            };
+            let still = ds.dir().ok().and_then(|x| x.get(name)).map(|s| s.ino);
             if still != Some(child) {
                 continue;
             }
-            let (a, b) = g.split_at_mut(1);
-            let (ds, cs) = if a[0].0 == dir {
-                (&mut *a[0].1, &mut *b[0].1)
-            } else {
-                (&mut *b[0].1, &mut *a[0].1)
-            };
-            return f(ds, cs, child);
+            return f(&mut ds, &mut cs, child);
         }
     }
 
     /// setattr: mode, owner, times and (regular files) size.
-    pub(super) fn setattr_inode(&self, ino: Ino, set: &SetAttr) -> Result<Attr, Errno> {
-        let i = self.get(ino)?;
+    pub(super) fn setattr_inode(&self, n: Node<'_>, set: &SetAttr) -> Result<Attr, Errno> {
+        let ino = n.ino;
+        let i = self.node(n)?;
         let mut st = wr(&i);
         if let Some(size) = set.size {
             match st.kind {
@@ -443,8 +449,14 @@ impl Tmpfs {
 
     /// Frees inode `ino` once it has no name left (the VFS calls this when
     /// the last reference goes): its pages and its inode count.
-    pub(super) fn evict_inode(&self, ino: Ino) {
-        let Ok(i) = self.get(ino) else { return };
+    pub(super) fn evict_inode(&self, ino: Ino, held: Option<Arc<Inode>>) {
+        let i = match held {
+            Some(i) => i,
+            None => {
+                let Ok(i) = self.get(ino) else { return };
+                i
+            }
+        };
         let mut st = wr(&i);
         if st.nlink != 0 || ino == ROOT_INO {
             return;

@@ -12,7 +12,7 @@ use super::pages::{FALLOC_KNOWN, FALLOC_MAX_NEW_PAGES, Page, RegFile};
 use super::pool::{POOL_MIN_PAGES, PageBuf};
 use super::{MAX_FILE_SIZE, PAGE_SIZE, Tmpfs};
 use crate::errno::Errno;
-use crate::fs::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, Ino, Seek};
+use crate::fs::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, Ino, Node, Seek};
 
 /// The longest write [`Tmpfs::write_pages`] makes under the inode
 /// table's shard lock (four pages: a copy of well under a microsecond).
@@ -20,9 +20,11 @@ const BORROW_WRITE_MAX: usize = 4 * PAGE_SIZE as usize;
 
 impl Tmpfs {
     /// read(2) of a regular file: holes and unwritten pages read as zeros.
-    pub(super) fn read_pages(&self, ino: Ino, off: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+    pub(super) fn read_pages(&self, n: Node<'_>, off: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+        let ino = n.ino;
         // The short way, as for a write (see `write_pages`).
-        if buf.len() <= BORROW_WRITE_MAX
+        if (n.data.is_none() || !self.borrow)
+            && buf.len() <= BORROW_WRITE_MAX
             && let Some(r) = self.with_inode(ino, |i| {
                 let st = i.st.try_read().ok()?;
                 if matches!(st.kind, Kind::Reg(RegFile::Memfd(_))) {
@@ -33,19 +35,21 @@ impl Tmpfs {
         {
             return r;
         }
-        let i = self.get(ino)?;
+        let i = self.node(n)?;
         let st = rd(&i);
         read_locked(&st, off, buf)
     }
 
     /// write(2) to a regular file: allocates pages as it goes; a short count
     /// when the space limit is reached part way, `ENOSPC` when at once.
-    pub(super) fn write_pages(&self, ino: Ino, off: u64, data: &[u8]) -> Result<usize, Errno> {
+    pub(super) fn write_pages(&self, n: Node<'_>, off: u64, data: &[u8]) -> Result<usize, Errno> {
+        let ino = n.ino;
         // The short way for a short write whose inode's lock is free (see
         // `with_inode`): no reference taken. A memfd-backed file goes the
         // long way (its write may take long), and so does every write with
         // a directory store (the first one makes the file there).
-        if data.len() <= BORROW_WRITE_MAX
+        if (n.data.is_none() || !self.borrow)
+            && data.len() <= BORROW_WRITE_MAX
             && self.store.is_none()
             && let Some(r) = self.with_inode(ino, |i| {
                 let mut st = i.st.try_write().ok()?;
@@ -57,7 +61,7 @@ impl Tmpfs {
         {
             return r;
         }
-        let i = self.get(ino)?;
+        let i = self.node(n)?;
         let mut st = wr(&i);
         self.write_locked(&mut st, off, data)
     }

@@ -93,7 +93,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{Attr, DirEntry, FileSystem, FsLimits, Ino, NewInode, S_IFDIR, Seek, SetAttr, StatFs};
+use super::{
+    Attr, DirEntry, FileSystem, Found, FsLimits, Ino, InodeData, NewInode, Node, S_IFDIR, Seek,
+    SetAttr, StatFs,
+};
 use crate::errno::Errno;
 
 mod dir;
@@ -288,7 +291,7 @@ impl Tmpfs {
             kind: Kind::Dir(Box::new(Dir::new())),
             xattrs: None,
         };
-        fs.insert_inode(ROOT_INO, ROOT_INO, root, None);
+        let _ = fs.insert_inode(ROOT_INO, ROOT_INO, root, None);
         fs
     }
 
@@ -301,6 +304,21 @@ impl Tmpfs {
     fn get(&self, ino: Ino) -> Result<Arc<Inode>, Errno> {
         let map = self.shard(ino).read().unwrap_or_else(|e| e.into_inner());
         map.get(&ino).cloned().ok_or(Errno::ESTALE)
+    }
+
+    /// The inode `n` names: with `FastPaths::tmpfs_borrow` on, the object
+    /// the VFS's cached inode holds (see [`FileSystem::inode_data`]),
+    /// without a table search or a reference; otherwise (the stock side of
+    /// the switch, or no object) inode `n.ino` from the table.
+    #[inline]
+    fn node<'a>(&self, n: Node<'a>) -> Result<Held<'a>, Errno> {
+        match n.data {
+            // SAFETY: the VFS hands tmpfs only the objects tmpfs made, in
+            // `inode_data`, `lookup_node` and `create_node`: each an
+            // `Arc<Inode>` through `data_of`.
+            Some(d) if self.borrow => Ok(Held::Borrowed(unsafe { d.get::<Inode>() })),
+            _ => self.get(n.ino).map(Held::Owned),
+        }
     }
 
     /// Runs `f` on inode `ino` under its shard's read lock, without taking
@@ -326,14 +344,14 @@ impl Tmpfs {
         f(map.get(&ino)?)
     }
 
-    /// Enters a new inode in the table.
+    /// Enters a new inode in the table; returns it.
     fn insert_inode(
         &self,
         ino: Ino,
         parent: Ino,
         mut st: State,
         xattrs: Option<Box<inode::XattrSet>>,
-    ) {
+    ) -> Arc<Inode> {
         st.xattrs = xattrs;
         let inode = Arc::new(Inode {
             ino,
@@ -343,7 +361,8 @@ impl Tmpfs {
         self.shard(ino)
             .write()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(ino, inode);
+            .insert(ino, inode.clone());
+        inode
     }
 
     /// Takes `n` from `counter` unless that would pass `max`.
@@ -445,10 +464,38 @@ impl FileSystem for Tmpfs {
     }
 
     fn lookup(&self, dir: Ino, name: &[u8]) -> Result<Attr, Errno> {
+        self.lookup_name(dir.into(), name).map(|(a, _)| a)
+    }
+
+    fn lookup_node(&self, dir: Node<'_>, name: &[u8]) -> Result<Found, Errno> {
         self.lookup_name(dir, name)
+            .map(|(a, i)| (a, Some(data_of(i))))
+    }
+
+    fn inode_data(&self, ino: Ino) -> Option<InodeData> {
+        self.get(ino).ok().map(data_of)
+    }
+
+    fn release_data(&self, _ino: Ino, data: InodeData) {
+        // SAFETY: every `InodeData` tmpfs hands out is an `Arc<Inode>`
+        // (`data_of`), and the VFS gives each back once.
+        drop(unsafe { data.into_arc::<Inode>() });
     }
 
     fn getattr(&self, ino: Ino) -> Result<Attr, Errno> {
+        self.getattr_node(ino.into())
+    }
+
+    fn getattr_node(&self, n: Node<'_>) -> Result<Attr, Errno> {
+        let ino = n.ino;
+        // The cached inode's object: no table search, and the inode's lock
+        // may be waited for (no shard lock is held).
+        if n.data.is_some() && self.borrow {
+            let i = self.node(n)?;
+            let st = rd(&i);
+            st.mark_ctime_queried();
+            return Ok(self.attr(ino, &st));
+        }
         // The short way: the state read under the shard's lock, if its
         // lock is free and the file's data is not in a memfd (whose size
         // is read from the kernel).
@@ -471,11 +518,25 @@ impl FileSystem for Tmpfs {
     }
 
     fn setattr(&self, ino: Ino, set: &SetAttr) -> Result<Attr, Errno> {
-        self.setattr_inode(ino, set)
+        self.setattr_inode(ino.into(), set)
+    }
+
+    fn setattr_node(&self, n: Node<'_>, set: &SetAttr) -> Result<Attr, Errno> {
+        self.setattr_inode(n, set)
     }
 
     fn create(&self, dir: Ino, name: &[u8], new: NewInode) -> Result<Attr, Errno> {
+        self.create_node(dir.into(), name, new).map(|(a, d)| {
+            if let Some(d) = d {
+                self.release_data(a.ino, d);
+            }
+            a
+        })
+    }
+
+    fn create_node(&self, dir: Node<'_>, name: &[u8], new: NewInode) -> Result<Found, Errno> {
         self.make_node(dir, name, new, Kind::Reg(RegFile::default()))
+            .map(|(a, i)| (a, Some(data_of(i))))
     }
 
     fn mknod(&self, dir: Ino, name: &[u8], new: NewInode, rdev: u64) -> Result<Attr, Errno> {
@@ -483,18 +544,19 @@ impl FileSystem for Tmpfs {
         // have their own calls.
         match new.mode & crate::fs::S_IFMT {
             crate::fs::S_IFREG => self.create(dir, name, new),
-            crate::fs::S_IFIFO | crate::fs::S_IFSOCK => {
-                self.make_node(dir, name, new, Kind::Special { rdev: 0 })
-            }
-            crate::fs::S_IFCHR | crate::fs::S_IFBLK => {
-                self.make_node(dir, name, new, Kind::Special { rdev })
-            }
+            crate::fs::S_IFIFO | crate::fs::S_IFSOCK => self
+                .make_node(dir.into(), name, new, Kind::Special { rdev: 0 })
+                .map(|(a, _)| a),
+            crate::fs::S_IFCHR | crate::fs::S_IFBLK => self
+                .make_node(dir.into(), name, new, Kind::Special { rdev })
+                .map(|(a, _)| a),
             _ => Err(Errno::EINVAL),
         }
     }
 
     fn mkdir(&self, dir: Ino, name: &[u8], new: NewInode) -> Result<Attr, Errno> {
-        self.make_node(dir, name, new, Kind::Dir(Box::new(Dir::new())))
+        self.make_node(dir.into(), name, new, Kind::Dir(Box::new(Dir::new())))
+            .map(|(a, _)| a)
     }
 
     fn symlink(&self, dir: Ino, name: &[u8], target: &[u8], new: NewInode) -> Result<Attr, Errno> {
@@ -510,11 +572,19 @@ impl FileSystem for Tmpfs {
     }
 
     fn unlink(&self, dir: Ino, name: &[u8]) -> Result<(), Errno> {
-        self.unlink_name(dir, name)
+        self.unlink_name(dir.into(), None, name)
+    }
+
+    fn unlink_node(&self, dir: Node<'_>, victim: Node<'_>, name: &[u8]) -> Result<(), Errno> {
+        self.unlink_name(dir, Some(victim), name)
     }
 
     fn rmdir(&self, dir: Ino, name: &[u8]) -> Result<(), Errno> {
-        self.rmdir_name(dir, name)
+        self.rmdir_name(dir.into(), None, name)
+    }
+
+    fn rmdir_node(&self, dir: Node<'_>, victim: Node<'_>, name: &[u8]) -> Result<(), Errno> {
+        self.rmdir_name(dir, Some(victim), name)
     }
 
     fn rename(
@@ -552,11 +622,19 @@ impl FileSystem for Tmpfs {
     }
 
     fn read(&self, ino: Ino, off: u64, buf: &mut [u8]) -> Result<usize, Errno> {
-        self.read_pages(ino, off, buf)
+        self.read_pages(ino.into(), off, buf)
+    }
+
+    fn read_node(&self, n: Node<'_>, off: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.read_pages(n, off, buf)
     }
 
     fn write(&self, ino: Ino, off: u64, data: &[u8]) -> Result<usize, Errno> {
-        self.write_pages(ino, off, data)
+        self.write_pages(ino.into(), off, data)
+    }
+
+    fn write_node(&self, n: Node<'_>, off: u64, data: &[u8]) -> Result<usize, Errno> {
+        self.write_pages(n, off, data)
     }
 
     fn fallocate(&self, ino: Ino, mode: u32, off: u64, len: u64) -> Result<(), Errno> {
@@ -570,6 +648,15 @@ impl FileSystem for Tmpfs {
     fn readdir(
         &self,
         dir: Ino,
+        cookie: u64,
+        emit: &mut dyn FnMut(&DirEntry) -> bool,
+    ) -> Result<(), Errno> {
+        self.readdir_from(dir.into(), cookie, emit)
+    }
+
+    fn readdir_node(
+        &self,
+        dir: Node<'_>,
         cookie: u64,
         emit: &mut dyn FnMut(&DirEntry) -> bool,
     ) -> Result<(), Errno> {
@@ -658,7 +745,37 @@ impl FileSystem for Tmpfs {
     }
 
     fn evict(&self, ino: Ino) {
-        self.evict_inode(ino);
+        self.evict_inode(ino, None);
+    }
+
+    fn evict_node(&self, ino: Ino, data: Option<InodeData>) {
+        // SAFETY: every `InodeData` tmpfs hands out is an `Arc<Inode>`
+        // (`data_of`), and the VFS gives each back once.
+        let held = data.map(|d| unsafe { d.into_arc::<Inode>() });
+        self.evict_inode(ino, held);
+    }
+}
+
+/// An inode as the cached inode's object (see [`FileSystem::inode_data`]).
+fn data_of(i: Arc<Inode>) -> InodeData {
+    InodeData::from_arc(i)
+}
+
+/// An inode reached through [`Tmpfs::node`]: borrowed from the VFS's cached
+/// inode, or a reference taken from the table.
+enum Held<'a> {
+    Borrowed(&'a Inode),
+    Owned(Arc<Inode>),
+}
+
+impl std::ops::Deref for Held<'_> {
+    type Target = Inode;
+    #[inline]
+    fn deref(&self) -> &Inode {
+        match self {
+            Held::Borrowed(i) => i,
+            Held::Owned(i) => i,
+        }
     }
 }
 

@@ -14,7 +14,7 @@ use super::{DIR_OFFSET_EOD, SHORT_SYMLINK_LEN, SYMLINK_MAX, Tmpfs};
 use crate::errno::Errno;
 use crate::fs::timekeeping::coarse_mg;
 use crate::fs::{
-    Attr, DirEntry, Ino, NewInode, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, S_ISGID, Timespec,
+    Attr, DirEntry, Ino, NewInode, Node, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, S_ISGID, Timespec,
 };
 
 /// The state of a new inode of `kind` named in the directory whose state
@@ -70,13 +70,14 @@ impl Tmpfs {
     /// `name` in `dir`.
     pub(super) fn make_node(
         &self,
-        dir: Ino,
+        dir_node: Node<'_>,
         name: &[u8],
         new: NewInode,
         kind: Kind,
-    ) -> Result<Attr, Errno> {
+    ) -> Result<(Attr, Arc<Inode>), Errno> {
         check_name(name)?;
-        let d = self.get(dir)?;
+        let dir = dir_node.ino;
+        let d = self.node(dir_node)?;
         let mut ds = wr(&d);
         if ds.dir()?.get(name).is_some() {
             return Err(Errno::EEXIST);
@@ -108,13 +109,13 @@ impl Tmpfs {
         // (`inode_set_ctime_current(dir)`), as in `shmem_mknod`.
         let (ftype, st, xattrs) = new_state(&ds, new, kind, coarse_mg());
         let attr = self.attr(ino, &st);
-        self.insert_inode(ino, dir, st, xattrs);
+        let i = self.insert_inode(ino, dir, st, xattrs);
         ds.dir_mut()?.insert(name, ino, ftype, offset);
         if is_dir {
             ds.nlink += 1;
         }
         ds.stamp_mc_current();
-        Ok(attr)
+        Ok((attr, i))
     }
 
     /// symlink(2): a new symlink `name` in `dir` pointing at `target`.
@@ -146,7 +147,7 @@ impl Tmpfs {
             target: target.into(),
             has_page: target.len() >= SHORT_SYMLINK_LEN,
         };
-        self.make_node(dir, name, new, kind)
+        self.make_node(dir.into(), name, new, kind).map(|(a, _)| a)
     }
 
     /// `O_TMPFILE`: a new regular file with no name (link count 0) that
@@ -182,7 +183,7 @@ impl Tmpfs {
             xattrs: None,
         };
         let attr = self.attr(ino, &st);
-        self.insert_inode(ino, dir, st, XattrSet::with_acls(new.acl, None));
+        let _ = self.insert_inode(ino, dir, st, XattrSet::with_acls(new.acl, None));
         Ok(attr)
     }
 
@@ -249,8 +250,13 @@ impl Tmpfs {
 
     /// unlink(2): removes a non-directory's name; the inode stays until
     /// evicted.
-    pub(super) fn unlink_name(&self, dir: Ino, name: &[u8]) -> Result<(), Errno> {
-        self.with_dir_and_child(dir, name, |ds, cs, _| {
+    pub(super) fn unlink_name(
+        &self,
+        dir: Node<'_>,
+        victim: Option<Node<'_>>,
+        name: &[u8],
+    ) -> Result<(), Errno> {
+        self.with_dir_and_child(dir, victim, name, |ds, cs, _| {
             if cs.is_dir() {
                 return Err(Errno::EISDIR);
             }
@@ -268,8 +274,13 @@ impl Tmpfs {
     }
 
     /// rmdir(2): removes an empty directory's name.
-    pub(super) fn rmdir_name(&self, dir: Ino, name: &[u8]) -> Result<(), Errno> {
-        self.with_dir_and_child(dir, name, |ds, cs, _| {
+    pub(super) fn rmdir_name(
+        &self,
+        dir: Node<'_>,
+        victim: Option<Node<'_>>,
+        name: &[u8],
+    ) -> Result<(), Errno> {
+        self.with_dir_and_child(dir, victim, name, |ds, cs, _| {
             if cs.dir()?.len() > 0 {
                 return Err(Errno::ENOTEMPTY);
             }
@@ -293,16 +304,23 @@ impl Tmpfs {
 
     /// Looks `name` up in `dir` (a name whose inode is gone meanwhile is
     /// looked up again).
-    pub(super) fn lookup_name(&self, dir: Ino, name: &[u8]) -> Result<Attr, Errno> {
+    pub(super) fn lookup_name(
+        &self,
+        dir: Node<'_>,
+        name: &[u8],
+    ) -> Result<(Attr, Arc<Inode>), Errno> {
         check_name(name)?;
+        let d = self.node(dir)?;
         loop {
-            let (_, child) = self.peek(dir, name)?;
+            let child = rd(&d).dir()?.get(name).map(|s| s.ino);
             let child = child.ok_or(Errno::ENOENT)?;
             // The entry may go away between the two locks: retry then.
             if let Ok(c) = self.get(child) {
                 let st = rd(&c);
                 if st.nlink > 0 {
-                    return Ok(self.attr(child, &st));
+                    let a = self.attr(child, &st);
+                    drop(st);
+                    return Ok((a, c));
                 }
             }
         }
@@ -312,11 +330,12 @@ impl Tmpfs {
     /// first, each with the cookie to resume after it.
     pub(super) fn readdir_from(
         &self,
-        dir: Ino,
+        dir_node: Node<'_>,
         cookie: u64,
         emit: &mut dyn FnMut(&DirEntry) -> bool,
     ) -> Result<(), Errno> {
-        let d = self.get(dir)?;
+        let dir = dir_node.ino;
+        let d = self.node(dir_node)?;
         let mut pos = cookie;
         // `.` and `..` (dir_emit_dots).
         {
