@@ -76,6 +76,8 @@ mod numbering;
 #[cfg(not(loom))]
 mod path;
 #[cfg(not(loom))]
+mod placeholders;
+#[cfg(not(loom))]
 mod refuse;
 #[cfg(not(loom))]
 mod route;

@@ -28,9 +28,12 @@
 //! Without a usable eventfd (none could be made, or its read fails), the
 //! sleep parks the thread: uninterruptible, as before.
 
-use crate::hooks::select::EventFd;
+use crate::conv::errno;
+use crate::placeholders::hole_lower;
+use libc::c_int;
 use std::cell::RefCell;
 use std::sync::{Arc, Weak};
+use uvfs::Errno;
 use uvfs::{Interrupted, Sleep, Waiter};
 
 /// The shim's [`Sleep`] hook (one for the whole process; its state is per
@@ -96,5 +99,41 @@ impl Sleep for KernelSleep {
             std::thread::park();
         }
         Ok(())
+    }
+}
+
+/// An eventfd that a [`Waiter`] writes to, closed (and its number
+/// recorded as free) when the waiter goes. Non-blocking here; the
+/// interruptible sleep of `crate::signal` reads a blocking one.
+pub(crate) struct EventFd(pub(crate) c_int);
+
+impl EventFd {
+    pub(crate) fn new() -> Result<EventFd, Errno> {
+        EventFd::with_flags(libc::EFD_CLOEXEC | libc::EFD_NONBLOCK)
+    }
+
+    /// An eventfd made with `flags` (`EFD_*`).
+    pub(crate) fn with_flags(flags: c_int) -> Result<EventFd, Errno> {
+        // SAFETY: plain integer arguments; a raw system call, so no
+        // interposed function (and no placeholder cache) sees it.
+        let fd = unsafe { libc::syscall(libc::SYS_eventfd2, 0, flags) };
+        if fd < 0 {
+            return Err(Errno::from_raw(errno()));
+        }
+        Ok(EventFd(fd as c_int))
+    }
+
+    pub(crate) fn signal(&self) {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: 8 readable bytes; our eventfd, alive while `self` is.
+        unsafe { libc::syscall(libc::SYS_write, self.0, one.as_ptr(), 8) };
+    }
+}
+
+impl Drop for EventFd {
+    fn drop(&mut self) {
+        // SAFETY: our own fd, closed once.
+        unsafe { libc::syscall(libc::SYS_close, self.0) };
+        hole_lower(self.0);
     }
 }

@@ -84,8 +84,9 @@ use crate::conv::errno_of;
 pub(crate) use crate::fdmap::{Fd, FdMap};
 use crate::fork_gate;
 use crate::guard::{Busy, Local, busy, local};
-use crate::numbering::{self, Numbering};
 use crate::path::{Route, prefix, prefix_raw};
+pub(crate) use crate::placeholders::hole_lower;
+use crate::placeholders::{NUMBERING, Sys};
 use crate::route::{Dir, route};
 use rustix::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::cell::{Cell, UnsafeCell};
@@ -108,40 +109,6 @@ const _: () = assert!(crate::route::AT_FDCWD == AT_FDCWD);
 
 /// `UVFS_FD_CACHE` when unset.
 const DEFAULT_FD_CACHE: usize = 16;
-
-/// The placeholders' cache and mark (see [`Numbering`]).
-static NUMBERING: Numbering = Numbering::new();
-
-/// The kernel as the numbering sees it: raw syscalls.
-struct Sys;
-
-impl numbering::Kernel for Sys {
-    type Error = Errno;
-
-    fn open_placeholder(&mut self) -> Result<i32, Errno> {
-        rustix::fs::openat(
-            rustix::fs::CWD,
-            c"/dev/null",
-            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
-            rustix::fs::Mode::empty(),
-        )
-        .map(IntoRawFd::into_raw_fd)
-        .map_err(errno_of)
-    }
-
-    fn close_placeholder(&mut self, k: i32) {
-        // SAFETY: a placeholder the shim opened and no longer maps (the
-        // numbering's contract).
-        unsafe { rustix::io::close(k) };
-    }
-}
-
-/// Records that number `k` may now be free in the kernel (called after the
-/// number is freed: by an interposed kernel close, or the shim's own).
-/// Lock-free; a plain load when `k` is not below the mark.
-pub(crate) fn hole_lower(k: i32) {
-    NUMBERING.hole_lower(k);
-}
 
 /// Called before every interposed kernel call that makes an fd: flushes the
 /// cache so the kernel picks the number Linux would. One load when the cache

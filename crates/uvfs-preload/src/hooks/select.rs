@@ -34,7 +34,8 @@ use crate::conv::{errno, set_errno};
 use crate::dispatch::is_uvfs;
 use crate::guard::{busy, run};
 use crate::interpose::real;
-use crate::state::{hole_lower, with_state};
+use crate::signal::EventFd;
+use crate::state::with_state;
 use libc::{c_int, c_long, nfds_t, pollfd, sigset_t, timespec, timeval};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -61,48 +62,12 @@ unsafe fn has_uvfs(fds: *const pollfd, n: nfds_t) -> bool {
     s.iter().any(|e| e.fd >= 0 && is_uvfs(e.fd))
 }
 
-/// An eventfd that a [`Waiter`] writes to, closed (and its number
-/// recorded as free) when the waiter goes. Non-blocking here; the
-/// interruptible sleep of `crate::signal` reads a blocking one.
-pub(crate) struct EventFd(pub(crate) c_int);
-
-impl EventFd {
-    fn new() -> Result<EventFd, Errno> {
-        EventFd::with_flags(libc::EFD_CLOEXEC | libc::EFD_NONBLOCK)
-    }
-
-    /// An eventfd made with `flags` (`EFD_*`).
-    pub(crate) fn with_flags(flags: c_int) -> Result<EventFd, Errno> {
-        // SAFETY: plain integer arguments; a raw system call, so no
-        // interposed function (and no placeholder cache) sees it.
-        let fd = unsafe { libc::syscall(libc::SYS_eventfd2, 0, flags) };
-        if fd < 0 {
-            return Err(Errno::from_raw(errno()));
-        }
-        Ok(EventFd(fd as c_int))
-    }
-
-    pub(crate) fn signal(&self) {
-        let one = 1u64.to_ne_bytes();
-        // SAFETY: 8 readable bytes; our eventfd, alive while `self` is.
-        unsafe { libc::syscall(libc::SYS_write, self.0, one.as_ptr(), 8) };
-    }
-}
-
 /// Empties eventfd `fd` (non-blocking) after it fired.
 fn drain(fd: c_int) {
     let mut b = [0u8; 8];
     // SAFETY: 8 writable bytes; a non-blocking eventfd the caller keeps
     // alive.
     unsafe { libc::syscall(libc::SYS_read, fd, b.as_mut_ptr(), 8) };
-}
-
-impl Drop for EventFd {
-    fn drop(&mut self) {
-        // SAFETY: our own fd, closed once.
-        unsafe { libc::syscall(libc::SYS_close, self.0) };
-        hole_lower(self.0);
-    }
 }
 
 /// The sleep of a mixed poll: the waiter and the eventfd it signals.
