@@ -47,19 +47,25 @@ const SEEDS: u64 = 24;
 
 /// How the mount serves regular files: every read and write a request
 /// (`Off`), through FUSE passthrough (`On`), or in no-open mode
-/// (`NoOpen`: no OPEN or OPENDIR requests, fh 0 and per-inode handles).
+/// (`NoOpen`: no OPEN or OPENDIR requests, fh 0 and per-inode handles),
+/// or with the kernel's writeback cache (`Writeback`: writes buffered in
+/// the page cache, size and mtime kept by the kernel).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Pt {
     Off,
     On,
     NoOpen,
+    Writeback,
 }
 
 impl Pt {
     /// `UVFS_DIFF_PASSTHROUGH=1`: the seed replayed or minimized is the
-    /// passthrough passes'; `UVFS_DIFF_NO_OPEN=1`: the no-open passes'.
+    /// passthrough passes'; `UVFS_DIFF_NO_OPEN=1`: the no-open passes';
+    /// `UVFS_DIFF_WRITEBACK=1`: the writeback passes'.
     fn from_env() -> Pt {
-        if std::env::var_os("UVFS_DIFF_NO_OPEN").is_some() {
+        if std::env::var_os("UVFS_DIFF_WRITEBACK").is_some() {
+            Pt::Writeback
+        } else if std::env::var_os("UVFS_DIFF_NO_OPEN").is_some() {
             Pt::NoOpen
         } else if std::env::var_os("UVFS_DIFF_PASSTHROUGH").is_some() {
             Pt::On
@@ -124,6 +130,7 @@ impl MountSandbox {
                 Pt::Off => &["--passthrough", "off"][..],
                 Pt::On => &["--passthrough", "on"],
                 Pt::NoOpen => &["--no-open"],
+                Pt::Writeback => &["--writeback"],
             })
             .arg(&dir)
             .stdin(Stdio::null())
@@ -451,6 +458,20 @@ fn path_ops_on_a_no_open_mount_match_the_host_kernel() {
 #[test]
 fn path_ops_as_a_user_on_a_no_open_mount_match_the_host_kernel() {
     run_seeds(Who::User, Pt::NoOpen, USER_SEEDS);
+}
+
+/// The root pass with the writeback cache (`--writeback`).
+/// `UVFS_DIFF_WRITEBACK=1` with `UVFS_DIFF_SEED=N` replays one seed.
+#[test]
+fn path_ops_on_a_writeback_mount_match_the_host_kernel() {
+    run_seeds(Who::Root, Pt::Writeback, SEEDS);
+}
+
+/// The user pass with the writeback cache: a write-only open is served
+/// by a read-write handle, and the kernel's kept mtime is set as root.
+#[test]
+fn path_ops_as_a_user_on_a_writeback_mount_match_the_host_kernel() {
+    run_seeds(Who::User, Pt::Writeback, USER_SEEDS);
 }
 
 /// The same as an unprivileged user on both sides (the mount's server
