@@ -73,13 +73,26 @@ fn syscalls_match_the_host_tmpfs_with_writeback() {
     compare_semantics_known("semantics-wb", &["--writeback"], &WRITEBACK_KNOWN);
 }
 
+/// semantics.py with the writeback cache in no-open mode (the two
+/// combine: no-open's per-inode handle is read-write already).
+#[test]
+fn syscalls_match_the_host_tmpfs_with_writeback_without_open() {
+    skip_unless_fuse!();
+    compare_semantics_known(
+        "semantics-wb-noopen",
+        &["--writeback", "--no-open"],
+        &WRITEBACK_KNOWN,
+    );
+}
+
 /// The modes the data and ACL scripts run in: passthrough, plain,
 /// no-open (which turns passthrough off), and writeback (likewise).
-const MODES: [(&str, &[&str]); 4] = [
+const MODES: [(&str, &[&str]); 5] = [
     ("pt", &["--passthrough", "on"]),
     ("plain", &["--passthrough", "off"]),
     ("noopen", &["--no-open"]),
     ("wb", &["--writeback"]),
+    ("wb-noopen", &["--writeback", "--no-open"]),
 ];
 
 /// file_data.py, with passthrough, without, and in no-open mode.
@@ -90,7 +103,7 @@ fn file_data_matches_the_host_tmpfs() {
         let tag = &format!("file-data-{mode}");
         let (host, mount) = run_script(tag, args, FILE_DATA);
         assert!(host.contains("user data own"), "{host}");
-        let known: &[(&str, &[&str])] = if mode == "wb" {
+        let known: &[(&str, &[&str])] = if mode.starts_with("wb") {
             &WRITEBACK_FILE_DATA
         } else {
             &[]
