@@ -944,10 +944,11 @@ impl Filesystem for UvfsFuse {
         reply: ReplyWrite,
     ) {
         // The open's flags (`O_APPEND` among them) come in `_flags`, but
-        // the offset already says where the data goes: without a writeback
-        // cache the kernel placed an O_APPEND write at the size it caches,
-        // under the inode's lock, and uvfs is the only writer behind the
-        // mount. So the write lands at `offset`, with or without an OPEN.
+        // the offset already says where the data goes: the kernel placed
+        // an O_APPEND write at the size it caches, under the inode's lock
+        // (with the writeback cache the page it wrote back), and uvfs is
+        // the only writer behind the mount. So the write lands at
+        // `offset`, with or without an OPEN.
         let r = self.with(req, |p| {
             let fd = self.io_fd(p, ino, fh)?;
             let off = i64::try_from(offset).map_err(|_| Errno::EFBIG)?;
