@@ -558,6 +558,11 @@ pub struct FuseArgs {
     /// for an A/B).
     #[arg(long)]
     pub no_open: bool,
+    /// Mount the `uvfs` side (passthrough off) with `--writeback`: the
+    /// kernel's writeback cache (run the section with and without it, in
+    /// turn, for an A/B).
+    #[arg(long)]
+    pub writeback: bool,
     /// Both uvfs mounts' space limit (their --size: bytes, or K, M, G);
     /// with passthrough the limit is a private kernel tmpfs's.
     #[arg(long, value_name = "BYTES")]
@@ -984,6 +989,7 @@ fn fuse(a: &FuseArgs) -> ExitCode {
         passthrough: !a.no_passthrough,
         size: a.size.clone(),
         no_open: a.no_open,
+        writeback: a.writeback,
     };
     match crate::fuse::measure(&cfg) {
         Ok(r) => {

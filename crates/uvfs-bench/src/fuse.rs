@@ -120,6 +120,9 @@ pub struct FuseConfig {
     /// The `uvfs` side (passthrough off) mounted with `--no-open` (no OPEN
     /// or OPENDIR requests; docs/fuse.md). Its command line says so.
     pub no_open: bool,
+    /// The `uvfs` side (passthrough off) mounted with `--writeback` (the
+    /// kernel's writeback cache). Its command line says so.
+    pub writeback: bool,
 }
 
 /// One backend's figure on one test.
@@ -501,7 +504,8 @@ pub fn mount_floor(parent: &Path, opts: &FloorOptions) -> Result<MountGuard, Str
 
 /// Mounts uvfs at a fresh directory under `parent`:
 /// `BIN mount --daemon --threads N --fastpaths F --passthrough P
-/// [--size S] [--no-open] DIR`, which returns once the mount is live.
+/// [--size S] [EXTRA...] DIR` (`extra`: `--no-open`, `--writeback`),
+/// which returns once the mount is live.
 /// Returns the guard and the command line.
 pub fn mount_uvfs(
     bin: &Path,
@@ -510,14 +514,14 @@ pub fn mount_uvfs(
     fastpaths: &str,
     passthrough: &str,
     size: Option<&str>,
-    no_open: bool,
+    extra: &[&str],
 ) -> Result<(MountGuard, String), String> {
     let g = MountGuard::new(mount_point(parent)?);
     let size = size
         .map(|s| vec!["--size".to_string(), s.to_string()])
         .unwrap_or_default()
         .into_iter()
-        .chain(no_open.then(|| "--no-open".to_string()));
+        .chain(extra.iter().map(|a| a.to_string()));
     let args = [
         "mount".to_string(),
         "--daemon".into(),
@@ -653,7 +657,7 @@ pub fn measure(cfg: &FuseConfig) -> Result<FuseReport, String> {
         UvfsSource::Path(p) => Err(format!("--uvfs {}: no such file", p.display())),
         UvfsSource::Build => build_uvfs(),
     };
-    let mount = |pt: &str, no_open: bool| match &bin {
+    let mount = |pt: &str, extra: &[&str]| match &bin {
         Ok(b) => match mount_uvfs(
             b,
             &cfg.mount_parent,
@@ -661,19 +665,28 @@ pub fn measure(cfg: &FuseConfig) -> Result<FuseReport, String> {
             &cfg.fastpaths,
             pt,
             cfg.size.as_deref(),
-            no_open,
+            extra,
         ) {
             Ok((g, line)) => (Some(g), Some(line), None),
             Err(e) => (None, None, Some(e)),
         },
         Err(e) => (None, None, Some(e.clone())),
     };
-    let (uvfs, uvfs_command, uvfs_skipped) = mount("off", cfg.no_open);
+    let (uvfs, uvfs_command, uvfs_skipped) = mount(
+        "off",
+        &[
+            cfg.no_open.then_some("--no-open"),
+            cfg.writeback.then_some("--writeback"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>(),
+    );
     if let Some(why) = &uvfs_skipped {
         println!("uvfs mount: skipped: {why}");
     }
     let (uvfs_pt, uvfs_pt_command, uvfs_pt_skipped) = if cfg.passthrough {
-        mount("on", false)
+        mount("on", &[])
     } else {
         (None, None, Some("--no-passthrough".to_string()))
     };

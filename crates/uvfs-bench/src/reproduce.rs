@@ -673,6 +673,7 @@ fn run_fuse(budget: &Budget, host_dir: &Path) -> (Option<FuseReport>, Option<Str
         passthrough: true,
         size: None,
         no_open: false,
+        writeback: false,
     };
     match fuse::measure(&cfg) {
         Ok(r) => (Some(r), None),

@@ -55,16 +55,23 @@ pub struct ServeOptions {
     /// off).
     #[arg(long)]
     pub no_open: bool,
+    /// The kernel's writeback cache (FUSE_WRITEBACK_CACHE): writes gather
+    /// in the mount's page cache and reach the server in batches; the
+    /// kernel keeps size and mtime. Not with --passthrough=on (auto turns
+    /// passthrough off).
+    #[arg(long)]
+    pub writeback: bool,
     /// Write the tree out to this host directory after unmount.
     #[arg(long, value_name = "HOSTDIR")]
     pub dump_to: Option<PathBuf>,
 }
 
 impl ServeOptions {
-    /// `--no-open` leaves no OPEN to answer through passthrough: `auto`
-    /// turns it off (`on` with it is refused by [`check_options`]).
+    /// `--no-open` leaves no OPEN to answer through passthrough, and
+    /// `--writeback` wants the page cache passthrough bypasses: `auto`
+    /// turns it off (`on` with either is refused by [`check_options`]).
     pub fn settle_passthrough(&mut self) {
-        if self.no_open && self.passthrough == Passthrough::Auto {
+        if (self.no_open || self.writeback) && self.passthrough == Passthrough::Auto {
             self.passthrough = Passthrough::Off;
         }
     }
@@ -186,6 +193,11 @@ pub fn check_options(opts: &ServeOptions) -> Result<(), String> {
     if opts.no_open && opts.passthrough == Passthrough::On {
         return Err(
             "--no-open with --passthrough=on: passthrough hands the kernel its backing file in the reply to OPEN, which --no-open does away with (use one or the other)".into(),
+        );
+    }
+    if opts.writeback && opts.passthrough == Passthrough::On {
+        return Err(
+            "--writeback with --passthrough=on: passthrough's reads and writes bypass the page cache the writeback cache keeps (use one or the other)".into(),
         );
     }
     if opts.passthrough == Passthrough::On && !has_cap_sys_admin() {
@@ -439,7 +451,8 @@ pub fn start(
         .with_passthrough(served.passthrough)
         .with_kernel_limit(served.kernel_limit)
         .with_passthrough_on_said(say_passthrough_on)
-        .with_no_open(opts.no_open);
+        .with_no_open(opts.no_open)
+        .with_writeback(opts.writeback);
     let mut config = Config::default();
     config.mount_options = vec![
         MountOption::FSName("uvfs".into()),

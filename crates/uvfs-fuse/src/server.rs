@@ -97,6 +97,13 @@ pub struct UvfsFuse {
     /// to a server that asked for the mode: OPEN and OPENDIR are answered
     /// `ENOSYS`, and fh 0 in a request means "the inode's own handle".
     no_open: bool,
+    /// The writeback cache asked for ([`Self::with_writeback`]).
+    writeback_wanted: bool,
+    /// `FUSE_WRITEBACK_CACHE` negotiated: the kernel keeps size and mtime
+    /// of regular files, writes back pages through any handle (a write-only
+    /// open is served by a read-write one), and sends the times it kept in
+    /// SETATTR.
+    writeback: bool,
 }
 
 /// Lists the directory open as `fd` from the cookie `offset` (readdir and
@@ -170,6 +177,8 @@ impl UvfsFuse {
             posix_acl: false,
             no_open_wanted: false,
             no_open: false,
+            writeback_wanted: false,
+            writeback: false,
         })
     }
 
@@ -208,6 +217,16 @@ impl UvfsFuse {
     /// stderr).
     pub fn with_no_open(mut self, on: bool) -> UvfsFuse {
         self.no_open_wanted = on;
+        self
+    }
+
+    /// Asks for the kernel's writeback cache (before the session starts;
+    /// the caller keeps passthrough off): at `FUSE_INIT`, if the kernel
+    /// offers `FUSE_WRITEBACK_CACHE`, writes gather in the mount's page
+    /// cache and reach the server in batches (said on stderr where not
+    /// offered).
+    pub fn with_writeback(mut self, on: bool) -> UvfsFuse {
+        self.writeback_wanted = on;
         self
     }
 
@@ -542,6 +561,23 @@ impl Filesystem for UvfsFuse {
                 );
             }
         }
+        // Writeback cache: the kernel buffers writes in the page cache,
+        // keeps the size and mtime of regular files itself and places
+        // O_APPEND writes at its own size (the server drops O_APPEND from
+        // its handles in every mode).
+        if self.writeback_wanted {
+            if config
+                .capabilities()
+                .contains(InitFlags::FUSE_WRITEBACK_CACHE)
+            {
+                self.writeback = true;
+                want |= InitFlags::FUSE_WRITEBACK_CACHE;
+            } else {
+                eprintln!(
+                    "uvfs: --writeback: the kernel does not offer FUSE_WRITEBACK_CACHE; writes go through as usual"
+                );
+            }
+        }
         let _ = config.add_capabilities(want & config.capabilities());
         // POSIX ACLs (`system.posix_acl_*`, which uvfs's tmpfs holds): with
         // FUSE_POSIX_ACL the kernel checks access with them itself (the
@@ -597,7 +633,7 @@ impl Filesystem for UvfsFuse {
         size: Option<u64>,
         atime: Option<TimeOrNow>,
         mtime: Option<TimeOrNow>,
-        _ctime: Option<SystemTime>,
+        ctime: Option<SystemTime>,
         fh: Option<FileHandle>,
         _crtime: Option<SystemTime>,
         _chgtime: Option<SystemTime>,
@@ -622,7 +658,39 @@ impl Filesystem for UvfsFuse {
             // times), then this change; a size change of the server's own
             // is no write past it.
             self.pt_sync(p, uino, fd);
-            let r = self.setattr_node(p, fd, mode, uid, gid, size, atime, mtime, fh);
+            // Writeback cache: a SETATTR with FATTR_CTIME carries the
+            // times the kernel kept for writes it buffered (no program
+            // sets ctime); that mtime is the kernel's to set, not the
+            // caller's (who may hold write permission without owning).
+            // The kernel made the caller's checks of the times first
+            // (default_permissions): a utime(NULL) by a writer who does not
+            // own the file arrives as an explicit mtime, which uvfs would
+            // refuse the caller. So such times are set as root.
+            let kept = self.writeback && ctime.is_some() && (atime.is_some() || mtime.is_some());
+            let (atime, mtime, times) = if kept {
+                (None, None, Some((atime, mtime)))
+            } else {
+                (atime, mtime, None)
+            };
+            let others = mode.is_some() || uid.is_some() || gid.is_some() || size.is_some();
+            let r = if !kept || others {
+                self.setattr_node(p, fd, mode, uid, gid, size, atime, mtime, fh)
+            } else {
+                Self::fstat(p, fd)
+            };
+            let r = match (r, times) {
+                (Ok(_), Some((a, m))) => {
+                    let cred = p.cred().clone();
+                    p.set_cred(Cred::root());
+                    let times = [timespec_of(a), timespec_of(m)];
+                    let r = p
+                        .utimensat(fd, "", Some(times), AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW)
+                        .and_then(|()| Self::fstat(p, fd));
+                    p.set_cred(cred);
+                    r
+                }
+                (r, _) => r,
+            };
             self.pt.absorb(uino);
             r
         });
@@ -808,9 +876,12 @@ impl Filesystem for UvfsFuse {
             if trunc {
                 self.pt_sync(p, uino, fd);
             }
-            let h = self.open_node(p, fd, flags.0)?;
+            let mut h = self.open_node(p, fd, flags.0)?;
             if trunc {
                 self.pt.absorb(uino);
+            }
+            if self.writeback && flags.0 & O_ACCMODE == O_WRONLY {
+                h = Self::widen_to_rdwr(p, h)?;
             }
             let pt = self.pt_attach(p, uino, h, |k| reply.open_backing(k));
             Ok((h, pt))
@@ -873,10 +944,11 @@ impl Filesystem for UvfsFuse {
         reply: ReplyWrite,
     ) {
         // The open's flags (`O_APPEND` among them) come in `_flags`, but
-        // the offset already says where the data goes: without a writeback
-        // cache the kernel placed an O_APPEND write at the size it caches,
-        // under the inode's lock, and uvfs is the only writer behind the
-        // mount. So the write lands at `offset`, with or without an OPEN.
+        // the offset already says where the data goes: the kernel placed
+        // an O_APPEND write at the size it caches, under the inode's lock
+        // (with the writeback cache the page it wrote back), and uvfs is
+        // the only writer behind the mount. So the write lands at
+        // `offset`, with or without an OPEN.
         let r = self.with(req, |p| {
             let fd = self.io_fd(p, ino, fh)?;
             let off = i64::try_from(offset).map_err(|_| Errno::EFBIG)?;
@@ -1202,6 +1274,9 @@ impl Filesystem for UvfsFuse {
                     let _ = p.close(fd);
                     Ok((0, a, false))
                 }
+                Ok(a) if self.writeback && flags & O_ACCMODE == O_WRONLY => {
+                    Ok((Self::widen_to_rdwr(p, fd)?, a, false))
+                }
                 Ok(a) => {
                     let uino = self.ino(a.ino);
                     let pt = self.pt_attach(p, uino, fd, |k| reply.open_backing(k));
@@ -1272,6 +1347,16 @@ impl Filesystem for UvfsFuse {
         whence: i32,
         reply: ReplyLseek,
     ) {
+        // Writeback cache: data the kernel still holds dirty is not in
+        // uvfs yet, so uvfs's holes may be data (a pwrite past the end
+        // not written back: SEEK_DATA answered ENXIO, and `cp` would
+        // copy zeros). ENOSYS makes the kernel answer every SEEK_DATA and
+        // SEEK_HOLE itself for the rest of the mount, seeing the whole
+        // file as data (coarser than tmpfs, never wrong; docs/fuse.md).
+        if self.writeback {
+            reply.error(FErrno::ENOSYS);
+            return;
+        }
         // The kernel sends only SEEK_DATA and SEEK_HOLE; the handle's own
         // position is the server's, never the caller's (so a no-open
         // inode's shared handle may answer several callers).

@@ -69,6 +69,12 @@ fn refusals_exit_2_and_mount_nothing() {
         d.path(),
         "--no-open with --passthrough=on",
     );
+    // Passthrough's I/O bypasses the page cache the writeback cache keeps.
+    refused(
+        &["--writeback", "--passthrough", "on", ds],
+        d.path(),
+        "--writeback with --passthrough=on",
+    );
     // --passthrough=on needs CAP_SYS_ADMIN (registering a backing file):
     // refused before mounting when the server would not have it (root
     // without it in its bounding set, through setpriv).

@@ -37,6 +37,7 @@
 #[path = "../../uvfs/tests/support/mod.rs"]
 mod support;
 
+use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -47,19 +48,25 @@ const SEEDS: u64 = 24;
 
 /// How the mount serves regular files: every read and write a request
 /// (`Off`), through FUSE passthrough (`On`), or in no-open mode
-/// (`NoOpen`: no OPEN or OPENDIR requests, fh 0 and per-inode handles).
+/// (`NoOpen`: no OPEN or OPENDIR requests, fh 0 and per-inode handles),
+/// or with the kernel's writeback cache (`Writeback`: writes buffered in
+/// the page cache, size and mtime kept by the kernel).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Pt {
     Off,
     On,
     NoOpen,
+    Writeback,
 }
 
 impl Pt {
     /// `UVFS_DIFF_PASSTHROUGH=1`: the seed replayed or minimized is the
-    /// passthrough passes'; `UVFS_DIFF_NO_OPEN=1`: the no-open passes'.
+    /// passthrough passes'; `UVFS_DIFF_NO_OPEN=1`: the no-open passes';
+    /// `UVFS_DIFF_WRITEBACK=1`: the writeback passes'.
     fn from_env() -> Pt {
-        if std::env::var_os("UVFS_DIFF_NO_OPEN").is_some() {
+        if std::env::var_os("UVFS_DIFF_WRITEBACK").is_some() {
+            Pt::Writeback
+        } else if std::env::var_os("UVFS_DIFF_NO_OPEN").is_some() {
             Pt::NoOpen
         } else if std::env::var_os("UVFS_DIFF_PASSTHROUGH").is_some() {
             Pt::On
@@ -124,6 +131,7 @@ impl MountSandbox {
                 Pt::Off => &["--passthrough", "off"][..],
                 Pt::On => &["--passthrough", "on"],
                 Pt::NoOpen => &["--no-open"],
+                Pt::Writeback => &["--writeback"],
             })
             .arg(&dir)
             .stdin(Stdio::null())
@@ -249,6 +257,165 @@ fn fuse_artefact(op: &Op, host: &Res, mount: &Res) -> Option<&'static str> {
     }
 }
 
+/// With the writeback cache the server answers LSEEK ENOSYS (dirty data
+/// is not in uvfs yet) and the kernel's generic llseek sees the whole
+/// file as data: SEEK_DATA at `off` is `off` (tmpfs: the next data, or
+/// ENXIO in a final hole), SEEK_HOLE is the size (tmpfs: an earlier hole).
+/// Recognised only in those shapes.
+fn writeback_seek(op: &Op, host: &Res, mount: &Res) -> Option<&'static str> {
+    const WHY: &str = "SEEK_DATA/SEEK_HOLE by the kernel's generic llseek (writeback cache)";
+    match (op, host, mount) {
+        (Op::Lseek(_, off, 3), Ok(Val::Num(_)) | Err(libc::ENXIO), Ok(Val::Num(m)))
+            if *m == *off =>
+        {
+            Some(WHY)
+        }
+        (Op::Lseek(_, _, 4), Ok(Val::Num(h)), Ok(Val::Num(m))) if h <= m => Some(WHY),
+        _ => None,
+    }
+}
+
+const WB_DUMP_WHY: &str = "a file's data map from the kernel's generic llseek (writeback cache): one segment, holes read as zeros";
+
+/// A dump's data segments (`[s, e) bytes`) as (offset, bytes read, end).
+fn dump_segments(run: &[Obs]) -> Option<Vec<(usize, Vec<u8>, usize)>> {
+    let mut v = Vec::new();
+    for o in run {
+        let Ok(Val::Bytes(b)) = &o.res else { continue };
+        let close = b.iter().position(|&c| c == b')')?;
+        let head = std::str::from_utf8(&b[1..close]).ok()?;
+        let (s, e) = head.split_once(", ")?;
+        let (s, e): (i64, i64) = (s.parse().ok()?, e.parse().ok()?);
+        if e <= s || b.len() < close + 2 {
+            continue;
+        }
+        v.push((s as usize, b[close + 2..].to_vec(), e as usize));
+    }
+    Some(v)
+}
+
+/// With the writeback cache the mount's SEEK_DATA/SEEK_HOLE see the whole
+/// file as data, so a file's dump is one segment from 0 where tmpfs's
+/// has one per data extent. Where every byte the mount read is the
+/// host's (zero in the host's holes; unknown only past what the host's
+/// 4 MiB budget read) and both dumps end alike, the mount's dump entries
+/// become the host's. Past the mount's own budget the host's data is not
+/// checked.
+fn writeback_dumps(
+    host: &Log,
+    m: &mut Log,
+    seen: &mut std::collections::BTreeMap<&'static str, usize>,
+) {
+    let (mut hi, mut ui) = (0, 0);
+    while hi < host.obs.len() && ui < m.obs.len() {
+        let what = host.obs[hi].what.clone();
+        if !what.starts_with("dump data ") || m.obs[ui].what != what {
+            hi += 1;
+            ui += 1;
+            continue;
+        }
+        let hn = host.obs[hi..].iter().take_while(|o| o.what == what).count();
+        let un = m.obs[ui..].iter().take_while(|o| o.what == what).count();
+        let (hr, ur) = (&host.obs[hi..hi + hn], &m.obs[ui..ui + un]);
+        let same_end = match (hr.last().map(|o| &o.res), ur.last().map(|o| &o.res)) {
+            (Some(Err(a)), Some(Err(b))) => a == b,
+            (Some(Ok(_)), Some(Ok(_))) => true,
+            // The mount's one segment used up the 4 MiB budget.
+            (Some(Err(_)), Some(Ok(_))) => dump_segments(ur)
+                .is_some_and(|us| us.iter().map(|(_, d, _)| d.len()).sum::<usize>() == 4 << 20),
+            _ => false,
+        };
+        let agree = same_end
+            && match (dump_segments(hr), dump_segments(ur)) {
+                (Some(hs), Some(us)) => us.iter().all(|(s, data, _)| {
+                    data.iter().enumerate().all(|(k, &c)| {
+                        let at = s + k;
+                        match hs.iter().find(|(hs, _, he)| (*hs..*he).contains(&at)) {
+                            Some((hs, hd, _)) => hd.get(at - hs).is_none_or(|&h| h == c),
+                            None => c == 0,
+                        }
+                    })
+                }),
+                _ => false,
+            };
+        let differ = hn != un || hr.iter().zip(ur).any(|(a, b)| a.res != b.res);
+        if agree && differ {
+            let fresh: Vec<Obs> = hr
+                .iter()
+                .map(|o| Obs {
+                    what: o.what.clone(),
+                    res: o.res.clone(),
+                })
+                .collect();
+            m.obs.splice(ui..ui + un, fresh);
+            *seen.entry(WB_DUMP_WHY).or_default() += 1;
+        }
+        hi += hn;
+        ui += hn;
+    }
+}
+
+const WB_ATIME_WHY: &str =
+    "atime stamped by the kernel's read to fill a partly written page (writeback cache)";
+const WB_TIMES_WHY: &str = "mtime/ctime not moved within the clock's tick: the kernel keeps a file's times with the writeback cache, coarse-grained (tmpfs's are multigrain)";
+
+/// With the writeback cache the kernel stamps a regular file's mtime and
+/// ctime itself, at the coarse clock: a change in the same tick as the
+/// stat before leaves them as they were, where tmpfs's multigrain clock
+/// moves them. Where the host's time moved since its last stat of the
+/// inode and the mount's did not, the mount's is moved by a nanosecond
+/// (and stays moved, so a later unchanged time still reads as
+/// unchanged; not an old time set explicitly); a mount time that moved where the host's did not is left
+/// for the comparison to report.
+fn coarse_times(
+    hs: &St,
+    us: &mut St,
+    last_h: &mut HashMap<(u64, u64), (Ts, Ts)>,
+    last_u: &mut HashMap<(u64, u64), (Ts, Ts, i64, i64)>,
+    seen: &mut std::collections::BTreeMap<&'static str, usize>,
+) {
+    // A statx not asked for the times (tmpfs leaves them zero) is no
+    // observation of them.
+    if hs
+        .statx
+        .is_some_and(|(m, _, _)| m & STATX_CMTIME != STATX_CMTIME)
+    {
+        return;
+    }
+    let (orig_m, orig_c) = (us.mtime, us.ctime);
+    let before_h = last_h.insert((hs.dev, hs.ino), (hs.mtime, hs.ctime));
+    let before_u = last_u.get(&(us.dev, us.ino)).copied();
+    let (mut bm, mut bc) = before_u.map_or((0, 0), |(_, _, bm, bc)| (bm, bc));
+    if let (Some((hm, hc)), Some((um, uc, _, _))) = (before_h, before_u) {
+        if hm != hs.mtime && um == orig_m {
+            bm += 1;
+            *seen.entry(WB_TIMES_WHY).or_default() += 1;
+        }
+        if hc != hs.ctime && uc == orig_c {
+            bc += 1;
+            *seen.entry(WB_TIMES_WHY).or_default() += 1;
+        }
+    }
+    // A time set explicitly (to the generator's old times) is compared
+    // exactly: no nanosecond added, and none carried past it.
+    if orig_m.sec < OLD_TIME {
+        bm = 0;
+    }
+    if orig_c.sec < OLD_TIME {
+        bc = 0;
+    }
+    last_u.insert((us.dev, us.ino), (orig_m, orig_c, bm, bc));
+    let add = |t: Ts, n: i64| {
+        let ns = t.nsec + n;
+        Ts {
+            sec: t.sec + ns / 1_000_000_000,
+            nsec: ns % 1_000_000_000,
+        }
+    };
+    us.mtime = add(orig_m, bm);
+    us.ctime = add(orig_c, bc);
+}
+
 const STATX_WHY: &str = "statx without btime and tmpfs's attribute mask (no FUSE_STATX in fuser)";
 const MGTIME_WHY: &str =
     "statx not asked for mtime/ctime: tmpfs (multigrain times) leaves them out, FUSE fills them";
@@ -257,6 +424,8 @@ const ZERO_RANGE_WHY: &str =
     "fallocate ZERO_RANGE: FUSE drops set-ID bits before the server refuses the mode";
 const HOLE_WHY: &str =
     "SEEK_HOLE past i64::MAX (tmpfs's overflowed offset) refused by FUSE's lseek";
+const WB_BLOCKS_WHY: &str =
+    "st_blocks below tmpfs's: data still dirty in the kernel's writeback cache";
 const ATIME_WHY: &str =
     "atime not stamped by a read served from the page cache (FUSE inodes are S_NOATIME)";
 
@@ -280,12 +449,25 @@ const STATX_CMTIME: u32 = 0xc0;
 /// set, the read was served from the kernel's page cache and never reached
 /// the server (FUSE inodes are `S_NOATIME`: only the server stamps atime,
 /// on the reads it sees; `keep_cache` keeps later reads in the cache).
+///
+/// With the writeback cache (`pt` [`Pt::Writeback`]): a regular file's
+/// st_blocks on the mount counts only the data the kernel has written
+/// back, so where it is below the host's (same size) it is the host's.
 fn patch_stats(
     ops: &[Op],
     host: &Log,
     m: &mut Log,
+    pt: Pt,
     seen: &mut std::collections::BTreeMap<&'static str, usize>,
 ) {
+    if pt == Pt::Writeback {
+        writeback_dumps(host, m, seen);
+    }
+    // Writeback: per inode, the last times seen on each side (the mount's
+    // as the kernel reported them) and the nanoseconds added to the
+    // mount's so far.
+    let mut last_h: HashMap<(u64, u64), (Ts, Ts)> = HashMap::new();
+    let mut last_u: HashMap<(u64, u64), (Ts, Ts, i64, i64)> = HashMap::new();
     for (i, (h, u)) in host.obs.iter().zip(m.obs.iter_mut()).enumerate() {
         // Linux's tmpfs reports the hole after data in a file's last page
         // below i64::MAX at an offset that overflowed (negative); FUSE's
@@ -303,6 +485,29 @@ fn patch_stats(
         let (Ok(Val::Stat(hs)), Ok(Val::Stat(us))) = (&h.res, &mut u.res) else {
             continue;
         };
+        if pt == Pt::Writeback
+            && us.mode & libc::S_IFMT == libc::S_IFREG
+            && us.size == hs.size
+            && us.blocks < hs.blocks
+        {
+            us.blocks = hs.blocks;
+            *seen.entry(WB_BLOCKS_WHY).or_default() += 1;
+        }
+        if pt == Pt::Writeback && us.mode & libc::S_IFMT == libc::S_IFREG {
+            coarse_times(hs, us, &mut last_h, &mut last_u, seen);
+            // The kernel fills a partly written page by reading it from
+            // the server, which stamps atime where the program read
+            // nothing: only on a file written since (mtime recent on both
+            // sides), a mount atime newer than the host's.
+            if us.atime.sec >= OLD_TIME
+                && hs.mtime.sec >= OLD_TIME
+                && us.mtime.sec >= OLD_TIME
+                && (hs.atime.sec, hs.atime.nsec) < (us.atime.sec, us.atime.nsec)
+            {
+                us.atime = hs.atime;
+                *seen.entry(WB_ATIME_WHY).or_default() += 1;
+            }
+        }
         if hs.atime.sec >= OLD_TIME && us.atime.sec < OLD_TIME && hs.ino != 0 {
             us.atime = hs.atime;
             *seen.entry(ATIME_WHY).or_default() += 1;
@@ -362,9 +567,12 @@ fn first_real_difference(
     }
     loop {
         let mut m = mount_run(ops.clone(), top.to_vec(), who, pt);
-        patch_stats(&ops, &host, &mut m, seen);
+        patch_stats(&ops, &host, &mut m, pt, seen);
         let (i, report) = compare_at(seed, "mount", &ops, &host, &m)?;
         let why = match (ops.get(i), host.obs.get(i), m.obs.get(i)) {
+            (Some(op), Some(h), Some(u)) if pt == Pt::Writeback => {
+                fuse_artefact(op, &h.res, &u.res).or_else(|| writeback_seek(op, &h.res, &u.res))
+            }
             (Some(op), Some(h), Some(u)) => fuse_artefact(op, &h.res, &u.res),
             _ => None,
         };
@@ -453,6 +661,20 @@ fn path_ops_as_a_user_on_a_no_open_mount_match_the_host_kernel() {
     run_seeds(Who::User, Pt::NoOpen, USER_SEEDS);
 }
 
+/// The root pass with the writeback cache (`--writeback`).
+/// `UVFS_DIFF_WRITEBACK=1` with `UVFS_DIFF_SEED=N` replays one seed.
+#[test]
+fn path_ops_on_a_writeback_mount_match_the_host_kernel() {
+    run_seeds(Who::Root, Pt::Writeback, SEEDS);
+}
+
+/// The user pass with the writeback cache: a write-only open is served
+/// by a read-write handle, and the kernel's kept times are set as root.
+#[test]
+fn path_ops_as_a_user_on_a_writeback_mount_match_the_host_kernel() {
+    run_seeds(Who::User, Pt::Writeback, USER_SEEDS);
+}
+
 /// The same as an unprivileged user on both sides (the mount's server
 /// checks every request as its caller). `UVFS_DIFF_USER=1` with
 /// `UVFS_DIFF_SEED=N` replays one seed of this pass.
@@ -495,7 +717,7 @@ fn minimize_a_mount_mismatch() {
     let first = |o: &[Op]| {
         let (o, h, _) = host_run_in_thread_as(HostJob::Replay(o.to_vec()), top.clone(), who);
         let mut m = mount_run(o.clone(), top.clone(), who, pt);
-        patch_stats(&o, &h, &mut m, &mut Default::default());
+        patch_stats(&o, &h, &mut m, pt, &mut Default::default());
         let (i, r) = compare_at(0, "mount", &o, &h, &m)?;
         let res = |l: &Log| l.obs.get(i).map_or(String::new(), |x| show_res(&x.res));
         let what = h.obs.get(i).map_or("", |x| x.what.as_str());

@@ -15,12 +15,14 @@ use support::*;
 
 /// Runs `script` on the host's tmpfs and on a mount, then again on a
 /// mount in no-open mode (`--no-open`: no OPEN or OPENDIR requests, I/O
-/// through per-inode handles, the kernel alone checking opens).
+/// through per-inode handles, the kernel alone checking opens), and on a
+/// mount with the writeback cache (`--writeback`).
 fn same(tag: &str, script: &str) {
     skip_unless_fuse!();
     for (tag, args) in [
         (tag.to_string(), &[][..]),
         (format!("{tag}-noopen"), &["--no-open"]),
+        (format!("{tag}-wb"), &["--writeback"]),
     ] {
         let (host, mount) = host_and_mount_with(&tag, args, script);
         assert!(

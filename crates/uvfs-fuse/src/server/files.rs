@@ -44,6 +44,21 @@ impl UvfsFuse {
         p.reopen(fd, sflags)
     }
 
+    /// Writeback cache: the kernel fills a partly written page by reading
+    /// it through the handle the writer opened, so a write-only open is
+    /// served by a read-write handle. The caller's open (`h`, write-only)
+    /// made the permission checks; the wider handle is opened as root and
+    /// with `O_NOATIME` (those page fills are no read of the caller's), and
+    /// `h` is closed.
+    pub(super) fn widen_to_rdwr(p: &mut Process, h: i32) -> Result<i32, Errno> {
+        let cred = p.cred().clone();
+        p.set_cred(Cred::root());
+        let r = p.reopen(h, O_RDWR | O_NOATIME);
+        let _ = p.close(h);
+        p.set_cred(cred);
+        r
+    }
+
     /// A write went past the server onto an inode's memfd (passthrough):
     /// stamps mtime and ctime as the write would have (see the
     /// `passthrough` module). `fd` is a handle on the inode; runs as root.
