@@ -325,6 +325,7 @@ impl FileLockContext {
     /// is granted, or fails with `EDEADLK` (POSIX owners only) when waiting
     /// would close a cycle of owners waiting for each other.
     #[cfg(test)]
+    #[cfg_attr(shuttle, allow(dead_code))] // the unit tests are not built under shuttle
     pub(crate) fn posix_lock(&self, req: &PosixRequest, wait_ok: bool) -> Result<(), Errno> {
         self.posix_lock_wait(req, wait_ok, None)
     }
@@ -423,6 +424,7 @@ impl FileLockContext {
     /// `EWOULDBLOCK` without `wait`; with it the call sleeps until granted
     /// (flock has no deadlock detection, as on Linux).
     #[cfg(test)]
+    #[cfg_attr(shuttle, allow(dead_code))] // the unit tests are not built under shuttle
     pub(crate) fn flock(&self, file: usize, ty: LockType, wait_ok: bool) -> Result<(), Errno> {
         self.flock_wait(file, ty, wait_ok, None)
     }
