@@ -16,7 +16,7 @@
 //! once per attribute name.
 
 use std::collections::HashMap;
-use std::ffi::{CString, OsStr};
+use std::ffi::{CStr, CString, OsStr};
 use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -335,25 +335,33 @@ pub fn xattrs_between(from: &Path, to: &Path, who: &str) -> Result<(), String> {
     host_set_all(to, host_xattrs(from)?, who)
 }
 
+/// `lsetxattr(path, name, value, 0)` on the host.
+fn lset(path: &CStr, name: &CStr, value: &[u8]) -> std::io::Result<()> {
+    // SAFETY: NUL-terminated path and name, and a value buffer of its
+    // length.
+    let r = unsafe {
+        libc::lsetxattr(
+            path.as_ptr(),
+            name.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// Sets `attrs` on the host file `hp`; one the host refuses (`EOPNOTSUPP`,
 /// `EPERM`, `EINVAL`) is skipped and said once per name after `who`.
 fn host_set_all(hp: &Path, attrs: Xattrs, who: &str) -> Result<(), String> {
     let c = cpath(hp)?;
     for (name, value) in attrs {
         let n = CString::new(name.clone()).map_err(|_| "an xattr name with a NUL")?;
-        // SAFETY: NUL-terminated path and name, and a value buffer of its
-        // length.
-        let r = unsafe {
-            libc::lsetxattr(
-                c.as_ptr(),
-                n.as_ptr(),
-                value.as_ptr().cast(),
-                value.len(),
-                0,
-            )
-        };
-        if r != 0 {
-            let e = std::io::Error::last_os_error();
+        if let Err(e) = lset(&c, &n, &value) {
             match e.raw_os_error() {
                 Some(libc::EOPNOTSUPP | libc::EPERM | libc::EINVAL) => {
                     skipped_xattr(who, &name, &hp.display().to_string(), &e.to_string())
@@ -539,22 +547,7 @@ mod tests {
     }
 
     fn host_set(path: &Path, name: &str, value: &[u8]) -> std::io::Result<()> {
-        let (c, n) = (cpath(path).unwrap(), CString::new(name).unwrap());
-        // SAFETY: NUL-terminated path and name; a value buffer of its length.
-        let r = unsafe {
-            libc::lsetxattr(
-                c.as_ptr(),
-                n.as_ptr(),
-                value.as_ptr().cast(),
-                value.len(),
-                0,
-            )
-        };
-        if r == 0 {
-            Ok(())
-        } else {
-            Err(std::io::Error::last_os_error())
-        }
+        lset(&cpath(path).unwrap(), &CString::new(name).unwrap(), value)
     }
 
     fn host_get(path: &Path, name: &str) -> Option<Vec<u8>> {

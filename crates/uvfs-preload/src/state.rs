@@ -153,6 +153,20 @@ pub(crate) struct State {
     solo: bool,
 }
 
+impl State {
+    /// A state made for one call with every other thread held out of uvfs
+    /// (no handle of this thread's: it is made, and dropped, per call).
+    fn alone() -> State {
+        State {
+            proc_: None,
+            owner: false,
+            gate: None,
+            alone: true,
+            solo: false,
+        }
+    }
+}
+
 impl Drop for State {
     fn drop(&mut self) {
         let Some(m) = self.gate.take() else {
@@ -265,13 +279,7 @@ pub(crate) fn release_gate() {
 pub(crate) fn with_state_held<R>(f: impl FnOnce(&mut State) -> R) -> R {
     debug_assert!(GATE_HELD.load(Ordering::Acquire));
     let Some(p) = state_of(local()) else {
-        let mut st = State {
-            proc_: None,
-            owner: false,
-            gate: None,
-            alone: true,
-            solo: false,
-        };
+        let mut st = State::alone();
         return f(&mut st);
     };
     // SAFETY: as in `with_state_in`: the re-entry guard keeps `f` from
@@ -415,13 +423,7 @@ pub(crate) fn with_state_in<R>(l: &Local, f: impl FnOnce(&mut State) -> R) -> R 
 #[cold]
 fn with_temporary_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
     let _inside = fork_gate::gate().enter(None, fork_gate::FORK);
-    let mut st = State {
-        proc_: None,
-        owner: false,
-        gate: None,
-        alone: true,
-        solo: false,
-    };
+    let mut st = State::alone();
     f(&mut st)
 }
 
