@@ -1,8 +1,8 @@
 //! The server's file-handle and attribute work behind the handlers: the
 //! flags and the permission check of a server-side open, passthrough's
 //! bookkeeping (the memfd's ctime watched for writes that went past the
-//! server, the backing file attached to an open), set-ID removal and
-//! setattr.
+//! server, the backing file attached to an open), set-ID removal,
+//! setattr, and COPY_FILE_RANGE's copy inside the server.
 
 use super::*;
 use crate::passthrough::Past;
@@ -276,5 +276,46 @@ impl UvfsFuse {
             p.utimensat(fd, "", Some(times), AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW)?;
         }
         Self::fstat(p, fd)
+    }
+}
+
+impl UvfsFuse {
+    /// COPY_FILE_RANGE's copy, inside the server.
+    pub(super) fn copy_range(
+        &self,
+        p: &mut Process,
+        fh_in: FileHandle,
+        offset_in: u64,
+        fh_out: FileHandle,
+        offset_out: u64,
+        len: u64,
+    ) -> Result<u64, Errno> {
+        {
+            let mut buf = vec![0u8; (len.min(1 << 20)) as usize];
+            let mut done: u64 = 0;
+            // A FUSE reply counts bytes in 32 bits.
+            let len = len.min(u64::from(u32::MAX) & !0xfff);
+            while done < len {
+                let want = (len - done).min(buf.len() as u64) as usize;
+                let n = p.pread(fh_in.0 as i32, &mut buf[..want], (offset_in + done) as i64)?;
+                if n == 0 {
+                    break;
+                }
+                let mut w = 0;
+                while w < n {
+                    match p.pwrite(
+                        fh_out.0 as i32,
+                        &buf[w..n],
+                        (offset_out + done + w as u64) as i64,
+                    ) {
+                        Ok(k) => w += k,
+                        Err(e) if done + w as u64 == 0 => return Err(e),
+                        Err(_) => return Ok(done + w as u64),
+                    }
+                }
+                done += n as u64;
+            }
+            Ok(done)
+        }
     }
 }
