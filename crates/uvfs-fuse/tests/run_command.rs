@@ -252,6 +252,31 @@ fn seed_and_dump_and_a_working_directory_inside() {
     assert_eq!(std::fs::read_dir(&at).unwrap().count(), 0);
 }
 
+/// A dump that fails after the command succeeded must not look like
+/// success: exit 1 and the reason (sysfs refuses new files, even to root).
+#[test]
+fn a_failed_dump_after_a_good_command_exits_1() {
+    skip_unless_fuse!();
+    let t = TempDir::new("run-dumpfail");
+    let at = t.path().join("at");
+    let (code, _, err) = uvfs_run(
+        t.path(),
+        &[
+            "--at",
+            at.to_str().unwrap(),
+            "--dump-to",
+            "/sys/kernel",
+            "--",
+            "sh",
+            "-c",
+            &format!("echo x > {}/f", at.display()),
+        ],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("--dump-to"), "{err}");
+    assert!(!at.exists());
+}
+
 #[test]
 fn without_root_it_runs_in_a_user_namespace() {
     skip_unless_fuse!();
