@@ -27,6 +27,42 @@
 //! - on [`Process`]: `read_file`, `write_file`, `read_dir` (typed
 //!   entries) and `open_file` ([`OpenFile`], a `std::io` stream), for Rust
 //!   callers.
+//!
+//! # Getting started
+//!
+//! A [`Vfs`] is one machine's namespace (its root is a fresh tmpfs); a
+//! [`Process`] is one thread of a process in it, and each Linux call is a
+//! method of the same name, arguments and result: an fd or a count, or
+//! the [`Errno`] Linux would set. [`FastPaths`] picks which of the
+//! kernel's fast paths run (`seeds()`: all of them, `stock()`: none).
+//!
+//! ```
+//! use uvfs::uapi::{O_CREAT, O_RDWR};
+//! use uvfs::{Errno, FastPaths, Process, Vfs};
+//!
+//! let vfs = Vfs::new(FastPaths::seeds());
+//! let mut p = Process::new(&vfs)?; // root, cwd "/", umask 022
+//! p.mkdir("/srv", 0o755)?;
+//! let fd = p.open("/srv/log", O_CREAT | O_RDWR, 0o644)?;
+//! p.write(fd, b"started\n")?;
+//! p.close(fd)?;
+//! assert_eq!(p.read_file("/srv/log")?, b"started\n");
+//! assert_eq!(p.rmdir("/srv"), Err(Errno::ENOTEMPTY));
+//! # Ok::<(), Errno>(())
+//! ```
+//!
+//! Each group of calls has a runnable example on one of its methods:
+//! opening ([`Process::open`]), reading and writing ([`Process::pread`]),
+//! attributes ([`Process::stat`]), names ([`Process::rename`]), FIFOs
+//! ([`Process::mkfifo`]), the fd table and `fcntl` ([`Process::fcntl`]),
+//! advisory locks ([`Process::fcntl_lock`]), `poll`
+//! ([`Process::poll`]), copies ([`Process::copy_file_range`]), extended
+//! attributes ([`Process::setxattr`]), `mmap` ([`Process::mmap_file`]),
+//! mounts ([`Process::mount`]), identities ([`Process::set_cred`]),
+//! interruptible sleeps ([`Process::set_sleep`]), fork and threads
+//! ([`Process`]), the namespace's limits ([`Vfs`]), the switches
+//! ([`FastPaths`]), errors ([`Errno`]) and the `std::io` layer
+//! ([`OpenFile`]).
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 

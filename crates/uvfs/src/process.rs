@@ -327,6 +327,28 @@ impl Process {
 
     /// Replaces this thread's credentials (threads created from it later
     /// and forks inherit them).
+    ///
+    /// ```
+    /// use uvfs::cred::Cred;
+    /// use uvfs::{Errno, FastPaths, Process, Vfs};
+    ///
+    /// let vfs = Vfs::new(FastPaths::seeds());
+    /// let mut root = Process::new(&vfs)?;
+    /// root.mkdir("/home", 0o755)?;
+    /// root.mkdir("/home/alice", 0o700)?;
+    /// root.chown("/home/alice", 1000, 1000)?;
+    ///
+    /// let mut alice = root.fork()?;
+    /// alice.set_cred(Cred::user(1000, 1000, vec![]));
+    /// alice.write_file("/home/alice/notes", b"mine")?;
+    /// assert_eq!(alice.write_file("/home/x", b"no"), Err(Errno::EACCES));
+    ///
+    /// let mut bob = root.fork()?;
+    /// bob.set_cred(Cred::user(1001, 1001, vec![]));
+    /// assert_eq!(bob.read_file("/home/alice/notes"), Err(Errno::EACCES));
+    /// assert_eq!(root.stat("/home/alice/notes")?.st_uid, 1000);
+    /// # Ok::<(), Errno>(())
+    /// ```
     pub fn set_cred(&mut self, cred: Cred) {
         self.task.cred = Arc::new(cred);
         self.task.cred_id = cred_id();
@@ -338,6 +360,28 @@ impl Process {
     /// is already a mountpoint resolves to the root of what is mounted
     /// there, so the new mount stacks on top and hides it, as a second
     /// `mount -t tmpfs` on one directory does on Linux.
+    ///
+    /// ```
+    /// use uvfs::cred::Cred;
+    /// use uvfs::fs::tmpfs::{Tmpfs, TmpfsOptions};
+    /// use uvfs::{Errno, FastPaths, Process, Vfs};
+    ///
+    /// let vfs = Vfs::new(FastPaths::seeds());
+    /// let mut p = Process::new(&vfs)?;
+    /// p.mkdir("/mnt", 0o755)?;
+    /// p.write_file("/mnt/under", b"x")?;
+    /// p.mount("/mnt", Tmpfs::new(TmpfsOptions::default()))?;
+    /// // The new tmpfs hides what was under it; a rename may not cross it.
+    /// assert_eq!(p.stat("/mnt/under").map(|_| ()), Err(Errno::ENOENT));
+    /// p.mkdir("/mnt/d", 0o755)?;
+    /// assert_eq!(p.rename("/mnt/d", "/d"), Err(Errno::EXDEV));
+    ///
+    /// let mut user = p.fork()?;
+    /// user.set_cred(Cred::user(1000, 1000, vec![]));
+    /// let fs = Tmpfs::new(TmpfsOptions::default());
+    /// assert_eq!(user.mount("/mnt", fs), Err(Errno::EPERM));
+    /// # Ok::<(), Errno>(())
+    /// ```
     pub fn mount<P: AsRef<[u8]>>(&mut self, path: P, fs: Arc<dyn FileSystem>) -> Result<(), Errno> {
         let _call = task_work::enter();
         if !self.task.cred.capable(crate::cred::Cap::SysAdmin) {

@@ -30,6 +30,46 @@ impl Process {
     /// directory. A file's first mapping moves its data to a kernel memfd
     /// (see the tmpfs module), so errors of that move (`ENOMEM`, `EMFILE`)
     /// may come too.
+    ///
+    /// ```
+    /// use std::os::fd::AsRawFd;
+    /// use uvfs::uapi::{O_CREAT, O_RDWR};
+    /// use uvfs::{Errno, FastPaths, Process, Vfs};
+    ///
+    /// let vfs = Vfs::new(FastPaths::seeds());
+    /// let mut p = Process::new(&vfs)?;
+    /// let fd = p.open("/data", O_CREAT | O_RDWR, 0o644)?;
+    /// p.write(fd, b"mapped")?;
+    /// let addr = p.mmap_file(fd, |kfd| {
+    ///     // SAFETY: a new shared mapping of one page at an address the
+    ///     // kernel picks; nothing else refers to that range.
+    ///     let a = unsafe {
+    ///         libc::mmap(
+    ///             std::ptr::null_mut(),
+    ///             4096,
+    ///             libc::PROT_READ | libc::PROT_WRITE,
+    ///             libc::MAP_SHARED,
+    ///             kfd.as_raw_fd(),
+    ///             0,
+    ///         )
+    ///     };
+    ///     if a == libc::MAP_FAILED {
+    ///         Err(Errno::last_os_error())
+    ///     } else {
+    ///         Ok(a.cast::<u8>())
+    ///     }
+    /// })?;
+    /// // SAFETY: the mapping is a page long and nothing else borrows it.
+    /// let bytes = unsafe { std::slice::from_raw_parts_mut(addr, 6) };
+    /// assert_eq!(bytes, b"mapped");
+    /// bytes[0] = b'M';
+    /// let mut buf = [0u8; 6];
+    /// p.pread(fd, &mut buf, 0)?; // reads see the mapping's stores
+    /// assert_eq!(&buf, b"Mapped");
+    /// // SAFETY: the page mapped above; `bytes` is not used again.
+    /// assert_eq!(unsafe { libc::munmap(addr.cast(), 4096) }, 0);
+    /// # Ok::<(), Errno>(())
+    /// ```
     pub fn mmap_file<T>(
         &mut self,
         fd: i32,
