@@ -56,11 +56,11 @@ pub enum Command {
     Compare(CompareArgs),
     /// Reproduce each seed's A/B experiment on uvfs, beside the host.
     ///
-    /// Runs each seed's experiment (DESIGN.md §1) on uvfs with the fast
+    /// Runs each seed's experiment (the README's table of fast paths) on uvfs with the fast
     /// path off (A) and on (B), interleaved A B A B in one process, and the
     /// host kernel's figure for the same test; prints before, after, change
     /// and its 95 % interval, a verdict per seed, uvfs against the host for
-    /// every test, the lab issue's targets and (on more than one CPU)
+    /// every test, the lab's targets and (on more than one CPU)
     /// scaling over tasks; last, as `uvfs-bench preload`, the C
     /// open/close loop under the LD_PRELOAD shim against the host's tmpfs
     /// (default and --full; see --no-preload and --preload), the FUSE
@@ -84,7 +84,7 @@ pub enum Command {
     /// references. Exit status 1 on an error or when resident memory grew
     /// more than --max-growth % after the warm-up.
     Soak(SoakArgs),
-    /// Issue 5's benchmark: a C open/close loop under the LD_PRELOAD shim
+    /// The shim's benchmark: a C open/close loop under the LD_PRELOAD shim
     /// against the same loop on the host's tmpfs, same run.
     ///
     /// Builds the shim (`cargo build --release -p uvfs-preload` into this
@@ -95,26 +95,30 @@ pub enum Command {
     /// shim loaded; uvfs under the shim with UVFS_FD_CACHE=0; uvfs under
     /// the shim with its default environment (UVFS_PREFIX=/uvfs in every
     /// shim run). Prints pairs/s, ns per pair, the ratio to the host's
-    /// tmpfs and the issue's target (>= 10x) per uvfs mode, and what the
+    /// tmpfs and the target (>= 10x) per uvfs mode, and what the
     /// interposition costs per call: close(-1), fstat on a kernel fd, stat
     /// of a host path, and the host open+close pair, shim loaded minus
     /// not. Exit status 1 if something failed.
     Preload(PreloadArgs),
-    /// Issue 13's lab section: the tests through FUSE. Per test, rounds
-    /// interleaving the host's tmpfs, the floor (a trivial FUSE server
-    /// answering from constants, `fuse-floor`) and the uvfs mount (`uvfs
-    /// mount --daemon`, built with `$CARGO build --release -p uvfs-fuse`
+    /// The lab's FUSE section: the tests on the host's tmpfs, a do-nothing
+    /// FUSE server and the uvfs mount.
+    ///
+    /// Per test, rounds interleaving the host's tmpfs, the floor (a
+    /// trivial FUSE server answering from constants, `fuse-floor`) and the
+    /// uvfs mount (`uvfs mount --daemon`, built with `$CARGO build --release -p uvfs-fuse`
     /// unless --uvfs names the binary; when it cannot be built or mounted
     /// the run prints `uvfs mount: skipped: REASON` and still measures the
     /// host against the floor). Prints ops/s, uvfs / floor with its
     /// spread, MB/s for the 1 MiB tests, the load average, and the
-    /// issue's goals. Needs root and /dev/fuse. Everything is unmounted
+    /// lab's goals. Needs root and /dev/fuse. Everything is unmounted
     /// at the end, on errors and on SIGINT/SIGTERM (exit status 130).
     Fuse(FuseArgs),
-    /// Issue 16's lab section: uvfs against the kernel's tmpfs (std::fs
-    /// under --dir) and the in-memory file-system crates (the `vfs`
-    /// crate's MemoryFS, wasmer's virtual-fs mem_fs; only in a build with
-    /// the `peers` feature).
+    /// The lab's peers section: uvfs against the kernel's tmpfs and the
+    /// in-memory file-system crates.
+    ///
+    /// The kernel is std::fs under --dir; the crates are the `vfs` crate's
+    /// MemoryFS and wasmer's virtual-fs mem_fs, only in a build with the
+    /// `peers` feature.
     ///
     /// Rows: open + close, open of a missing file, stat, create + write
     /// 0 bytes + close + unlink, pread and pwrite of 4 KiB (a 4-component
@@ -183,7 +187,8 @@ pub struct RunArgs {
     /// in turn; with N >= 2, task i is [writer, reader, commenter, reader,
     /// rewriter, reader, reader, reader][i mod 8] (2 = writer + reader, 5
     /// = every role).
-    /// At most 1024 each (see `run --help`).
+    /// At most 1024 each: every task is a forked process or an OS thread,
+    /// and far past the CPU count a run measures only the scheduler.
     #[arg(long, value_delimiter = ',', num_args = 1.., default_value = "1",
           value_parser = run_tasks, allow_negative_numbers = true)]
     pub tasks: Vec<usize>,

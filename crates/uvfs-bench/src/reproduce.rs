@@ -1,9 +1,9 @@
-//! `reproduce`: the project's main job. For each row of DESIGN.md §1 it
-//! runs the seed's experiment on uvfs (real path walk, dentry and inode
-//! caches, tmpfs) with the fast path off (A) and on (B), interleaved
-//! A B A B in one process, with the host kernel's figure for the same test
-//! beside it; then uvfs against the host test by test, the targets of the
-//! lab issue, and scaling over tasks where the machine has more than one
+//! `reproduce`: the project's main job. For each seed (the README's table
+//! of fast paths) it runs the seed's experiment on uvfs (real path walk,
+//! dentry and inode caches, tmpfs) with the fast path off (A) and on (B),
+//! interleaved A B A B in one process, with the host kernel's figure for
+//! the same test beside it; then uvfs against the host test by test, the
+//! lab's targets, and scaling over tasks where the machine has more than one
 //! CPU. Every figure comes from the lab's [`runner`], the same code
 //! `uvfs-bench run` uses, so a row here and a `run` of the same test agree.
 //! Last (default and `--full` profiles; `--quick` only with `--preload`;
@@ -42,7 +42,7 @@ use uvfs::FastPaths;
 mod text;
 use text::print_text;
 
-/// One seed's experiment (a row of DESIGN.md §1).
+/// One seed's experiment (a row of the README's table of fast paths).
 struct Row {
     seed: &'static str,
     test: Test,
@@ -212,7 +212,7 @@ const ROWS: &[Row] = &[
         test: Test::Stat12,
         metric: Metric::Ops,
         switch: "path_cache",
-        what: "full-path lookup cache (issue 16)",
+        what: "full-path lookup cache",
         evidence: "target: 12 components <= 1.2x 1",
         published: None,
         shape: None,
@@ -223,7 +223,7 @@ const ROWS: &[Row] = &[
         metric: Metric::Ops,
         switch: "tmpfs_borrow",
         what: "tmpfs getattr without an inode ref",
-        evidence: "uvfs only (issue 16)",
+        evidence: "uvfs only",
         published: None,
         shape: None,
     },
@@ -233,7 +233,7 @@ const ROWS: &[Row] = &[
         metric: Metric::Ops,
         switch: "stat_noref",
         what: "stat from the path cache, no dentry ref",
-        evidence: "uvfs only (issue 16)",
+        evidence: "uvfs only",
         published: None,
         shape: None,
     },
@@ -245,7 +245,7 @@ const ROWS: &[Row] = &[
         metric: Metric::Ops,
         switch: "fd_single_user",
         what: "fd table with one user: no lock",
-        evidence: "uvfs only (issue 19)",
+        evidence: "uvfs only",
         published: None,
         shape: None,
     },
@@ -255,7 +255,7 @@ const ROWS: &[Row] = &[
         metric: Metric::Ops,
         switch: "fd_single_user",
         what: "fd table with one user: no lock",
-        evidence: "uvfs only (issue 19)",
+        evidence: "uvfs only",
         published: None,
         shape: None,
     },
@@ -265,7 +265,7 @@ const ROWS: &[Row] = &[
         metric: Metric::Ops,
         switch: "fd_slot_spread",
         what: "2 threads: fds' slots on own lines",
-        evidence: "uvfs only (issue 19), 2 threads",
+        evidence: "uvfs only, 2 threads",
         published: None,
         shape: Some((Mode::Threads, 2)),
     },
@@ -275,7 +275,7 @@ const ROWS: &[Row] = &[
         metric: Metric::Ops,
         switch: "fd_slot_spread",
         what: "2 threads: fds' slots on own lines",
-        evidence: "uvfs only (issue 19), 2 threads",
+        evidence: "uvfs only, 2 threads",
         published: None,
         shape: Some((Mode::Threads, 2)),
     },
@@ -285,7 +285,7 @@ const ROWS: &[Row] = &[
         metric: Metric::Ops,
         switch: "fd_bits_lockfree",
         what: "2 threads: fd claimed by one CAS, no lock",
-        evidence: "uvfs only (issue 19), 2 threads",
+        evidence: "uvfs only, 2 threads",
         published: None,
         shape: Some((Mode::Threads, 2)),
     },
@@ -295,7 +295,7 @@ const ROWS: &[Row] = &[
         metric: Metric::Ops,
         switch: "fd_bits_lockfree",
         what: "2 threads: fd claimed by one CAS, no lock",
-        evidence: "uvfs only (issue 19), 2 threads",
+        evidence: "uvfs only, 2 threads",
         published: None,
         shape: Some((Mode::Threads, 2)),
     },
@@ -305,7 +305,7 @@ const ROWS: &[Row] = &[
         metric: Metric::Ops,
         switch: "cheap_pin",
         what: "epoch pin by a plain store (membarrier)",
-        evidence: "uvfs only (issue 19)",
+        evidence: "uvfs only",
         published: None,
         shape: None,
     },
@@ -315,7 +315,7 @@ const ROWS: &[Row] = &[
         metric: Metric::Ops,
         switch: "cheap_pin",
         what: "epoch pin by a plain store (membarrier)",
-        evidence: "uvfs only (issue 19)",
+        evidence: "uvfs only",
         published: None,
         shape: None,
     },
@@ -325,7 +325,7 @@ const ROWS: &[Row] = &[
         metric: Metric::Ops,
         switch: "cheap_pin",
         what: "2 threads: epoch pin by a plain store",
-        evidence: "uvfs only (issue 19), 2 threads",
+        evidence: "uvfs only, 2 threads",
         published: None,
         shape: Some((Mode::Threads, 2)),
     },

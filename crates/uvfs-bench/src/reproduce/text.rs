@@ -86,7 +86,7 @@ pub(super) fn print_text(r: &Reproduction) {
             );
         }
     }
-    println!("\ntargets of the lab issue");
+    println!("\nthe lab's targets");
     for t in &r.targets {
         println!(
             "{:<45} {:>8} measured {:>6}  {}",
