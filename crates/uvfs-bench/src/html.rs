@@ -76,7 +76,15 @@ fn seeds_chart(r: &Reproduction) -> Result<String, String> {
     let rows: Vec<_> = r.seeds.iter().rev().filter(|s| s.error.is_none()).collect();
     let names: Vec<String> = rows
         .iter()
-        .map(|s| format!("{} {} {}", s.seed, s.test, s.switch))
+        .map(|s| {
+            // Rows of one test and switch differ by their task count.
+            let tasks = match (s.tasks, s.mode.as_str()) {
+                (1, _) => String::new(),
+                (n, "threads") => format!(", {n} threads"),
+                (n, _) => format!(", {n} processes"),
+            };
+            format!("{} {} {}{tasks}", s.seed, s.test, s.switch)
+        })
         .collect();
     let lo = rows
         .iter()
@@ -88,7 +96,7 @@ fn seeds_chart(r: &Reproduction) -> Result<String, String> {
         .fold(5.0f64, f64::max);
     let pad = (hi - lo) * 0.08;
     let n = rows.len().max(1);
-    svg(760, 60 + 40 * n as u32, |root| {
+    svg(820, 60 + 40 * n as u32, |root| {
         let mut c = ChartBuilder::on(root)
             .caption(
                 "seed fast paths: B (on) against A (off), change with its 95% interval",
@@ -96,7 +104,7 @@ fn seeds_chart(r: &Reproduction) -> Result<String, String> {
             )
             .margin(10)
             .x_label_area_size(30)
-            .y_label_area_size(230)
+            .y_label_area_size(290)
             .build_cartesian_2d((lo - pad)..(hi + pad), rows_axis(n))
             .map_err(err)?;
         c.configure_mesh()
@@ -293,21 +301,14 @@ fn scaling_chart(r: &Reproduction, test: &str) -> Result<String, String> {
             .map(|p| (p.tasks as f64, p.ops_per_sec / m, p.stddev / m))
             .collect()
     };
-    let speedups: Vec<Vec<(f64, f64)>> = SCALING_SERIES
+    let speedups: Vec<Vec<(f64, f64, f64)>> = SCALING_SERIES
         .iter()
-        .map(|(b, md, _)| {
-            let l = line(b, md);
-            let one = l.iter().find(|p| p.0 == 1.0).map(|p| p.1);
-            match one {
-                Some(one) if one > 0.0 => l.iter().map(|&(x, y, _)| (x, y / one)).collect(),
-                _ => Vec::new(),
-            }
-        })
+        .map(|(b, md, _)| speedups(&line(b, md)))
         .collect();
     let top_speedup = speedups
         .iter()
         .flatten()
-        .map(|p| p.1)
+        .map(|p| p.1 + p.2)
         .fold(max_tasks as f64, f64::max)
         * 1.1;
     let x_range = 0.8f64..max_tasks as f64 + 0.2;
@@ -406,7 +407,7 @@ fn scaling_chart(r: &Reproduction, test: &str) -> Result<String, String> {
 
         let mut c = ChartBuilder::on(&right)
             .caption(
-                format!("{test}: speed-up over 1 task (dashed: ideal)"),
+                format!("{test}: speed-up over 1 task, ± one s.d. (dashed: ideal)"),
                 ("sans-serif", 15),
             )
             .margin(10)
@@ -434,13 +435,52 @@ fn scaling_chart(r: &Reproduction, test: &str) -> Result<String, String> {
             if l.is_empty() {
                 continue;
             }
-            c.draw_series(LineSeries::new(l.clone(), color.stroke_width(2)))
-                .map_err(err)?;
-            c.draw_series(l.into_iter().map(|p| Circle::new(p, 3, color.filled())))
-                .map_err(err)?;
+            c.draw_series(LineSeries::new(
+                l.iter().map(|&(x, y, _)| (x, y)),
+                color.stroke_width(2),
+            ))
+            .map_err(err)?;
+            c.draw_series(l.iter().filter(|p| p.2 > 0.0).map(|&(x, y, e)| {
+                PathElement::new(
+                    vec![(x, (y - e).max(0.0)), (x, y + e)],
+                    color.stroke_width(2),
+                )
+            }))
+            .map_err(err)?;
+            c.draw_series(
+                l.into_iter()
+                    .map(|(x, y, _)| Circle::new((x, y), 3, color.filled())),
+            )
+            .map_err(err)?;
         }
         Ok(())
     })
+}
+
+/// A series' speed-up over one task, from its (tasks, mean, standard
+/// deviation) points: (tasks, speed-up, spread). The speed-up is a ratio of
+/// two means, so its spread is one standard deviation of each propagated to
+/// first order, ratio × sqrt((sd / mean)² + (sd1 / mean1)²); none at one
+/// task, which is 1 by definition. Empty without a one-task point.
+fn speedups(points: &[(f64, f64, f64)]) -> Vec<(f64, f64, f64)> {
+    let Some(&(_, one, sd1)) = points.iter().find(|p| p.0 == 1.0) else {
+        return Vec::new();
+    };
+    if one <= 0.0 {
+        return Vec::new();
+    }
+    points
+        .iter()
+        .map(|&(x, y, sd)| {
+            let ratio = y / one;
+            let spread = if x == 1.0 || y <= 0.0 {
+                0.0
+            } else {
+                ratio * ((sd / y).powi(2) + (sd1 / one).powi(2)).sqrt()
+            };
+            (x, ratio, spread)
+        })
+        .collect()
 }
 
 /// `x` with its digits grouped by thousands (`1,234,567`), rounded to
@@ -687,7 +727,7 @@ pub fn page(r: &Reproduction, charts: &[(String, String)]) -> String {
             ("#d62728", "host processes"),
         ]));
     }
-    h.push_str("<h2>Targets of the lab issue</h2>\n<table><tr><th>what</th><th>goal</th><th>measured</th><th></th></tr>\n");
+    h.push_str("<h2>The lab's targets</h2>\n<table><tr><th>what</th><th>goal</th><th>measured</th><th></th></tr>\n");
     for t in &r.targets {
         let (class, word) = match t.met {
             Some(true) => ("met", "met"),
@@ -729,7 +769,7 @@ pub fn page(r: &Reproduction, charts: &[(String, String)]) -> String {
 /// The LD_PRELOAD shim's section: the modes' table and the interposition
 /// costs, or why it did not run.
 fn preload_section(h: &mut String, r: &Reproduction) {
-    h.push_str("<h2>The LD_PRELOAD shim: C open/close loop (issue 5)</h2>\n");
+    h.push_str("<h2>The LD_PRELOAD shim: C open/close loop</h2>\n");
     let Some(p) = &r.preload else {
         let _ = writeln!(
             h,
@@ -797,7 +837,7 @@ fn preload_section(h: &mut String, r: &Reproduction) {
 /// memory per empty file, what each peer cannot do; or why it did not
 /// run.
 fn peers_section(h: &mut String, r: &Reproduction) {
-    h.push_str("<h2>uvfs against the kernel and the in-memory crates (issue 16)</h2>\n");
+    h.push_str("<h2>uvfs against the kernel and the in-memory crates</h2>\n");
     let Some(p) = &r.peers else {
         let _ = writeln!(
             h,
@@ -868,9 +908,9 @@ fn peers_section(h: &mut String, r: &Reproduction) {
                  <td class=\"n\">{}</td><td>{}</td></tr>",
                 esc(&label(&m.system)),
                 group(m.files as f64),
-                opt(m.heap_bytes_per_file, 0),
-                opt(m.rss_bytes_per_file, 0),
-                opt(m.slab_bytes_per_file, 0),
+                m.heap_bytes_per_file.map_or_else(|| "–".into(), group),
+                m.rss_bytes_per_file.map_or_else(|| "–".into(), group),
+                m.slab_bytes_per_file.map_or_else(|| "–".into(), group),
                 esc(m.note.as_deref().unwrap_or(""))
             );
         }
@@ -897,7 +937,7 @@ fn peers_section(h: &mut String, r: &Reproduction) {
 /// The FUSE section: per test the host's tmpfs, the floor and uvfs, the
 /// ratio uvfs / floor, bandwidth, and the goals; or why it did not run.
 fn fuse_section(h: &mut String, r: &Reproduction) {
-    h.push_str("<h2>Through FUSE: host tmpfs, the floor, uvfs (issue 13)</h2>\n");
+    h.push_str("<h2>Through FUSE: host tmpfs, the floor, uvfs</h2>\n");
     let Some(f) = &r.fuse else {
         let _ = writeln!(
             h,
@@ -908,7 +948,7 @@ fn fuse_section(h: &mut String, r: &Reproduction) {
     };
     let _ = writeln!(
         h,
-        "<p>{}; {} rounds of {} s; median over the rounds. Floor: {}. uvfs: {}. Load average before {:?},          after {:?}. Kernel: {}. Also in <a href=\"fuse.json\">fuse.json</a>.</p>",
+        "<p>{}; {} rounds of {} s; median over the rounds. Floor: {}. uvfs: {}. Kernel: {}. Also in <a href=\"fuse.json\">fuse.json</a>.</p>",
         esc(&f.shape),
         f.rounds,
         f.seconds,
@@ -918,10 +958,9 @@ fn fuse_section(h: &mut String, r: &Reproduction) {
             (None, Some(why)) => format!("skipped: {why}"),
             (None, None) => "-".into(),
         }),
-        f.load_before,
-        f.load_after,
         esc(&f.kernel_features)
     );
+    h.push_str(&load_line(r, "fuse"));
     h.push_str(
         "<table><tr><th>test</th><th>kind</th><th>host ops/s</th><th>floor ops/s</th><th>uvfs ops/s</th>\
          <th>floor / host</th><th>uvfs / host</th><th>uvfs / floor (min .. max)</th><th>MB/s host / floor / uvfs</th></tr>\n",
@@ -929,17 +968,13 @@ fn fuse_section(h: &mut String, r: &Reproduction) {
     let num = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or_else(|| "-".to_string(), f);
     for t in &f.tests {
         let side = |b: &str| t.sides.iter().find(|s| s.backend == b);
-        let ops = |b: &str| {
-            num(side(b).map(|s| s.ops_per_sec.median), &|v| {
-                format!("{v:.0}")
-            })
-        };
+        let ops = |b: &str| num(side(b).map(|s| s.ops_per_sec.median), &|v| group(v));
         let pct = |b: &str| {
             num(side(b).map(|s| s.vs_host), &|v| {
                 format!("{:.1}%", v * 100.0)
             })
         };
-        let mb = |b: &str| num(side(b).and_then(|s| s.mb_per_sec), &|v| format!("{v:.0}"));
+        let mb = |b: &str| num(side(b).and_then(|s| s.mb_per_sec), &|v| group(v));
         let ratio = t.uvfs_vs_floor.as_ref().map_or_else(
             || "-".to_string(),
             |r| format!("{:.3} ({:.3} .. {:.3})", r.median, r.min, r.max),
@@ -991,7 +1026,22 @@ fn fuse_section(h: &mut String, r: &Reproduction) {
 
 #[cfg(test)]
 mod tests {
-    use super::{esc, group_f, log_keys};
+    use super::{esc, group_f, log_keys, speedups};
+
+    #[test]
+    fn speedups_carry_their_spread() {
+        // 1 task: 10 ± 1; 2 tasks: 18 ± 2.4 → 1.8, relative spreads 0.1 and
+        // 0.133…, combined 0.1667, so ± 0.3.
+        let s = speedups(&[(1.0, 10.0, 1.0), (2.0, 18.0, 2.4)]);
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0], (1.0, 1.0, 0.0));
+        assert_eq!(s[1].0, 2.0);
+        assert!((s[1].1 - 1.8).abs() < 1e-12, "{s:?}");
+        assert!((s[1].2 - 0.3).abs() < 1e-9, "{s:?}");
+        // No one-task point, or a zero one: nothing to divide by.
+        assert!(speedups(&[(2.0, 18.0, 2.4)]).is_empty());
+        assert!(speedups(&[(1.0, 0.0, 0.0), (2.0, 1.0, 0.1)]).is_empty());
+    }
 
     #[test]
     fn groups_digits() {
