@@ -45,9 +45,10 @@ pub enum Command {
     ///
     /// Takes `run --json` files and a report's reproduce.json, records.json
     /// or preload.json. Records are matched by test, backend, mode, tasks
-    /// and fastpaths; when none matches, says which of these differ and
-    /// exits 2. A
-    /// change is beyond noise when it exceeds --sigmas times the combined
+    /// and fastpaths (a key that comes several times in a file, as the
+    /// host's figures of a report's sections do, pairs in order); when
+    /// none matches, says which of these differ and exits 2. A change is
+    /// beyond noise when it exceeds --sigmas times the combined
     /// standard error of both runs' samples (sqrt(sd1²/n1 + sd2²/n2)) and
     /// is at least --min-change % of the base; records with fewer than 2
     /// samples on a side are reported as "noise unknown". Exit status: 1

@@ -126,13 +126,26 @@ pub fn judge(base: &Record, new: &Record, rule: Rule) -> Line {
     }
 }
 
-/// Compares every record of BASE with its match in NEW (first match wins),
-/// then lists NEW's records that BASE lacks.
+/// Compares every record of BASE with its match in NEW, then lists NEW's
+/// records that BASE lacks. A key may come more than once in a file (a
+/// report measures the host's open1 in its versus section and again in
+/// its FUSE section): the i-th record of a key in BASE pairs with the i-th
+/// of that key in NEW, so that a report compared with itself, or with
+/// another of the same profile, pairs each section's figure with its own.
 pub fn compare(base: &[Record], new: &[Record], rule: Rule) -> Vec<Line> {
     let mut lines = Vec::new();
+    let mut paired = vec![false; new.len()];
     for b in base {
-        match new.iter().find(|n| key(n) == key(b)) {
-            Some(n) => lines.push(judge(b, n, rule)),
+        let k = key(b);
+        let found = new
+            .iter()
+            .enumerate()
+            .find(|&(i, n)| !paired[i] && key(n) == k);
+        match found {
+            Some((i, n)) => {
+                paired[i] = true;
+                lines.push(judge(b, n, rule));
+            }
             None => lines.push(Line {
                 key: key(b),
                 base: Some(b.ops_per_sec),
@@ -143,17 +156,15 @@ pub fn compare(base: &[Record], new: &[Record], rule: Rule) -> Vec<Line> {
             }),
         }
     }
-    for n in new {
-        if !base.iter().any(|b| key(b) == key(n)) {
-            lines.push(Line {
-                key: key(n),
-                base: None,
-                new: Some(n.ops_per_sec),
-                change_pct: 0.0,
-                noise_pct: 0.0,
-                verdict: Verdict::New,
-            });
-        }
+    for (n, _) in new.iter().zip(&paired).filter(|(_, p)| !**p) {
+        lines.push(Line {
+            key: key(n),
+            base: None,
+            new: Some(n.ops_per_sec),
+            change_pct: 0.0,
+            noise_pct: 0.0,
+            verdict: Verdict::New,
+        });
     }
     lines
 }
@@ -373,6 +384,26 @@ mod tests {
         let lines = compare(&base, &new, Rule::default());
         assert_eq!(lines[0].verdict, Verdict::Unknown);
         assert_eq!(exit_status(&lines), 0);
+    }
+
+    /// A key twice in one file (the host's open1 of two sections of a
+    /// report): each pairs with its own, in order, so a file compared with
+    /// itself shows no change.
+    #[test]
+    fn repeated_keys_pair_in_order() {
+        let base = [
+            rec("open1", 1, &[1000.0, 1001.0, 999.0]),
+            rec("open1", 1, &[500.0, 501.0, 499.0]),
+        ];
+        let lines = compare(&base, &base, Rule::default());
+        let verdicts: Vec<Verdict> = lines.iter().map(|l| l.verdict).collect();
+        assert_eq!(verdicts, [Verdict::Noise, Verdict::Noise]);
+        assert!(lines.iter().all(|l| l.change_pct == 0.0));
+        // One more in NEW than in BASE: the extra one is new.
+        let new = [base[0].clone(), base[1].clone(), base[1].clone()];
+        let lines = compare(&base, &new, Rule::default());
+        let verdicts: Vec<Verdict> = lines.iter().map(|l| l.verdict).collect();
+        assert_eq!(verdicts, [Verdict::Noise, Verdict::Noise, Verdict::New]);
     }
 
     #[test]
