@@ -1,7 +1,10 @@
 //! The inode cache (`inode_hashtable` and `iget_locked`): in-memory inodes
 //! keyed by (superblock, inode number), with a size limit and LRU eviction
-//! of unused inodes, in front of a [`FileSystem`](crate::fs::FileSystem)
-//! that is asked for an inode's attributes only on a miss.
+//! of unused inodes, in front of a [`FileSystem`](crate::fs::FileSystem).
+//! A node keeps what the VFS reads without asking the file system (the
+//! permission attributes, the `relatime` state, the link count that decides
+//! eviction) and the file system's object; the attributes themselves are
+//! held once, by the file system, which `stat` asks.
 //!
 //! Seed 002's fast path is the lookup: with `lockless` on, `iget` searches
 //! its hash chain without the hash lock and takes the lock only to insert
@@ -47,7 +50,11 @@ struct State {
     on_lru: bool,
     /// Bumped at every free, so LRU entries of an earlier life are ignored.
     generation: u64,
-    attr: Option<Attr>,
+    /// The link count, for the last put to free an unlinked inode (the
+    /// only attribute besides the permission ones below that the cache
+    /// needs: the attributes themselves stay with the file system, which
+    /// `stat` asks, so they are not held twice).
+    nlink: u32,
     /// Threads waiting on `cv` for this node (`I_NEW` or `I_FREEING` to
     /// clear). Notifiers wake only when it is non-zero: std's condvar makes
     /// a futex syscall on every `notify_all`, waiters or not, which on the
@@ -121,7 +128,7 @@ impl Inode {
                 hashed: false,
                 on_lru: false,
                 generation: 0,
-                attr: None,
+                nlink: 0,
                 waiters: 0,
             }),
             cv: Condvar::new(),
@@ -376,7 +383,7 @@ impl InodeCache {
             st.flags &= !I_NEW;
             let result = result.map(|attr| {
                 node.set_perm(&attr);
-                st.attr = Some(attr);
+                st.nlink = attr.nlink;
             });
             let wake = st.waiters > 0;
             drop(st);
@@ -502,7 +509,7 @@ impl InodeCache {
             st.count = 0;
             st.hashed = false;
             st.on_lru = false;
-            st.attr = None;
+            st.nlink = 0;
             st.generation += 1;
             st.waiters > 0
         };
@@ -572,7 +579,7 @@ impl InodeCache {
             self.free_node(n);
             return;
         }
-        if st.attr.is_some_and(|a| a.nlink == 0) {
+        if st.nlink == 0 {
             st.flags |= I_FREEING;
             drop(st);
             self.evict_node(n);
@@ -667,19 +674,24 @@ impl InodeRef<'_> {
         self.node().sb.load(Ordering::Relaxed)
     }
 
-    /// The cached attributes.
-    pub fn attr(&self) -> Attr {
-        lock(&self.node().state)
-            .attr
-            .expect("a referenced inode is filled")
+    /// The cached link count.
+    pub fn nlink(&self) -> u32 {
+        lock(&self.node().state).nlink
     }
 
-    /// Replaces the cached attributes (after a change made through the file
-    /// system).
-    pub fn set_attr(&self, attr: Attr) {
+    /// Takes what the cache keeps of the attributes (permissions, the
+    /// `relatime` state, the link count) from `attr`, after a change made
+    /// through the file system.
+    pub fn set_attr(&self, attr: &Attr) {
         let mut st = lock(&self.node().state);
-        self.node().set_perm(&attr);
-        st.attr = Some(attr);
+        self.node().set_perm(attr);
+        st.nlink = attr.nlink;
+    }
+
+    /// Marks the inode as having no name left (its file system no longer
+    /// knows it), so its last put frees it.
+    pub fn set_unlinked(&self) {
+        lock(&self.node().state).nlink = 0;
     }
 
     /// The file system's object for the inode, if it gave one.
@@ -847,3 +859,19 @@ impl InodeCache {
 /// Loom models of the lockless search, insert, eviction and reuse.
 #[cfg(all(test, loom))]
 mod loom_tests;
+
+#[cfg(all(test, not(loom), not(shuttle)))]
+mod size_tests {
+    /// Two cache lines at most: the attributes are
+    /// the file system's (only the permission ones and the link count are
+    /// kept here) and a FIFO's pipe slot is a pointer, made at first use.
+    #[test]
+    fn node_fits_two_cache_lines() {
+        assert_eq!(std::mem::align_of::<super::Inode>(), 64);
+        assert!(
+            std::mem::size_of::<super::Inode>() <= 128,
+            "{} bytes",
+            std::mem::size_of::<super::Inode>()
+        );
+    }
+}

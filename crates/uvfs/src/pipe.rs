@@ -42,6 +42,7 @@
 //! raises the signal in the calling thread, as the kernel would.
 
 use crate::errno::Errno;
+use crate::primitive::sync::atomic::{AtomicPtr, Ordering};
 use crate::primitive::sync::{Mutex, MutexGuard, lock};
 use crate::select::{PollQueue, Waiter};
 use crate::signal::{Interrupted, Sleep, Sleeper};
@@ -130,14 +131,35 @@ impl Pipe {
 }
 
 /// What an inode holds for its pipe (`i_pipe`, and the pipe's `files`
-/// count, which Linux keeps under the inode's lock).
-#[derive(Default)]
-pub(crate) struct InodePipe(Mutex<Slot>);
+/// count, which Linux keeps under the inode's lock): one pointer to a slot
+/// made at the inode's first FIFO open and published once, so an inode
+/// that is never opened as a FIFO (nearly all) pays a word, not the slot's
+/// lock, pipe and count. The slot stays with the inode object (empty once
+/// no file of the inode is open, so the next inode in a reused cache node
+/// inherits an empty one) and is freed with it, as the lock context is.
+pub(crate) struct InodePipe(AtomicPtr<Mutex<Slot>>);
 
 #[derive(Default)]
 struct Slot {
     pipe: Option<Arc<Pipe>>,
     files: u64,
+}
+
+impl Default for InodePipe {
+    fn default() -> Self {
+        InodePipe(AtomicPtr::new(std::ptr::null_mut()))
+    }
+}
+
+impl Drop for InodePipe {
+    fn drop(&mut self) {
+        let p = self.0.load(Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: a non-null pointer came from `Box::into_raw` in
+            // `slot`, was published once and is freed only here.
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
 }
 
 impl std::fmt::Debug for InodePipe {
@@ -147,9 +169,39 @@ impl std::fmt::Debug for InodePipe {
 }
 
 impl InodePipe {
+    /// The published slot, if any open ever made one.
+    fn slot_if_any(&self) -> Option<&Mutex<Slot>> {
+        let p = self.0.load(Ordering::Acquire);
+        // SAFETY: a published slot lives as long as `self`.
+        (!p.is_null()).then(|| unsafe { &*p })
+    }
+
+    /// The slot, made and published now if there is none.
+    fn slot(&self) -> &Mutex<Slot> {
+        if let Some(s) = self.slot_if_any() {
+            return s;
+        }
+        let fresh = Box::into_raw(Box::new(Mutex::new(Slot::default())));
+        match self.0.compare_exchange(
+            std::ptr::null_mut(),
+            fresh,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            // SAFETY: just published; it lives as long as `self`.
+            Ok(_) => unsafe { &*fresh },
+            Err(won) => {
+                // SAFETY: ours, never published.
+                drop(unsafe { Box::from_raw(fresh) });
+                // SAFETY: the winner's slot lives as long as `self`.
+                unsafe { &*won }
+            }
+        }
+    }
+
     /// The pipe, made now if no open holds one; counts one more file.
     fn get(&self) -> Arc<Pipe> {
-        let mut s = lock(&self.0);
+        let mut s = lock(self.slot());
         s.files += 1;
         s.pipe
             .get_or_insert_with(|| {
@@ -172,7 +224,8 @@ impl InodePipe {
 
     /// One file less (`put_pipe_info`): the last takes the pipe down.
     fn put(&self) {
-        let mut s = lock(&self.0);
+        // A put follows its `get`, which published the slot.
+        let mut s = lock(self.slot());
         s.files -= 1;
         if s.files == 0 {
             s.pipe = None;
@@ -182,7 +235,7 @@ impl InodePipe {
     /// Whether a pipe hangs here (none once every file is gone).
     #[cfg(all(test, not(shuttle)))]
     pub(crate) fn is_empty(&self) -> bool {
-        lock(&self.0).pipe.is_none()
+        self.slot_if_any().is_none_or(|s| lock(s).pipe.is_none())
     }
 }
 

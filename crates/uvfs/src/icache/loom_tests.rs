@@ -131,15 +131,15 @@ impl Log {
     /// returns the serial of the fill it came from.
     fn hold(&self, r: &InodeRef<'_>, ino: Ino) -> usize {
         assert_eq!((r.sb(), r.ino()), (SB, ino), "iget of {ino} returned {r:?}");
-        let a = r.attr();
+        let (_, uid, gid) = r.perm();
         assert_eq!(
-            a.ino, ino,
-            "iget of {ino} returned the attributes of {}",
-            a.ino
+            Ino::from(gid),
+            ino,
+            "iget of {ino} returned the attributes of {gid}"
         );
         assert!(r.count() >= 1);
         self.held[ino as usize].fetch_add(1, SeqCst);
-        a.uid as usize
+        uid as usize
     }
 
     /// Ends [`hold`](Log::hold) and drops the reference.
@@ -180,7 +180,9 @@ fn attr(ino: Ino, nlink: u32, serial: u32) -> Attr {
         mode: S_IFREG | 0o644,
         nlink,
         uid: serial,
-        gid: 0,
+        // The number again, where the node keeps it (its permission
+        // attributes), so a reference shows which fill it came from.
+        gid: ino as u32,
         size: 0,
         blocks: 0,
         blksize: 4096,
@@ -257,7 +259,7 @@ fn concurrent_miss(lockless: bool, threads: usize, preemptions: usize) {
             let refs: Vec<_> = others.into_iter().map(|t| t.join().unwrap()).collect();
             for r in &refs {
                 assert!(InodeRef::ptr_eq(&a, r), "two in-memory inodes for 7");
-                assert_eq!(r.attr().uid as usize, serial);
+                assert_eq!(r.perm().1 as usize, serial);
             }
             assert_eq!(a.count(), threads);
             assert_eq!(log.fills(7), 1, "inode 7 filled twice");
@@ -672,7 +674,7 @@ fn data_vs_waiter(lockless: bool) {
             let seen = |r: &InodeRef<'_>| {
                 // SAFETY: an `Arc<u32>`, as above.
                 let v = *unsafe { r.data().expect("object visible").get::<u32>() };
-                assert_eq!(v, r.attr().uid, "the object of another life");
+                assert_eq!(v, r.perm().1, "the object of another life");
             };
             let s2 = serial.clone();
             let t = thread::spawn(move || {
@@ -681,7 +683,7 @@ fn data_vs_waiter(lockless: bool) {
             });
             let r = c.iget_with(SB, 7, fill(serial.clone())).unwrap();
             seen(&r);
-            let uid = r.attr().uid;
+            let uid = r.perm().1;
             drop(r);
             t.join().unwrap();
             assert_eq!(serial.load(SeqCst), 1, "one fill");

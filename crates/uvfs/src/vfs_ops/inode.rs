@@ -48,7 +48,7 @@ pub(crate) fn iget_found(
     let r = r?;
     // A cached inode gets the fresh attributes; a just-filled one has them.
     if !filled.get() {
-        r.set_attr(*attr);
+        r.set_attr(attr);
     }
     Ok(r.into_raw())
 }
@@ -57,7 +57,7 @@ pub(crate) fn iget_found(
 /// copy and the walk's snapshot), after a change made through the file
 /// system.
 pub(crate) fn cache_attr(vfs: &Vfs, d: &DentryRef, a: Attr) {
-    with_cached_inode(vfs, d, |r| r.set_attr(a));
+    with_cached_inode(vfs, d, |r| r.set_attr(&a));
     d.set_perm(a.snap_mode(), a.uid, a.gid);
 }
 
@@ -113,11 +113,7 @@ pub(crate) fn refresh(vfs: &Vfs, d: &DentryRef) {
     }
     match d.sb().fs.getattr_node(d.node()) {
         Ok(a) => cache_attr(vfs, d, a),
-        Err(_) => with_cached_inode(vfs, d, |r| {
-            let mut a = r.attr();
-            a.nlink = 0;
-            r.set_attr(a);
-        }),
+        Err(_) => with_cached_inode(vfs, d, |r| r.set_unlinked()),
     }
 }
 
