@@ -27,7 +27,9 @@
 //! publishes a new chunk, so an install is one release store, a lookup is
 //! never broken by growth, and nothing needs reclaiming. The chunk holding
 //! an fd is found with one `ilog2`, branch-free, so the seed-003 masked
-//! lookup keeps its shape: mask, one chunk load, one slot load, mask.
+//! lookup keeps its shape: mask, one chunk load, one slot load, mask. An fd
+//! below 64 (the first chunk) skips the `ilog2` behind one branch on the
+//! already-masked index (about forty instructions fewer per dup + close).
 //!
 //! The parts, along `fs/file.c`'s lines: `bitmap` (the three bitmaps and
 //! the lowest-free search), `chunks` (the slot array and its growth),

@@ -162,15 +162,36 @@ impl Key {
         }
         // Words equal up to `n` mean equal keys: word 1 holds the path's
         // length and the group count, which fix `n`.
-        let mut hash = 0u64;
-        for w in &words[..n] {
-            hash = (hash.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
-        }
-        hash ^= hash >> 29;
         self.n = n;
-        self.hash = hash;
+        self.hash = hash_words(&words[..n]);
         true
     }
+}
+
+/// The hash of a key's words. Each pair of words is mixed by one folded
+/// 64x64->128-bit multiply that does not depend on the running hash, which
+/// only rotates and xors them in: the multiplies run side by side, where a
+/// multiply per word on the running hash made one dependency chain of
+/// about five cycles a word (some 40 cycles for a three-component path, a
+/// tenth of an open answered by the cache).
+#[inline(always)]
+fn hash_words(words: &[u64]) -> u64 {
+    const K0: u64 = 0xa076_1d64_78bd_642f;
+    const K1: u64 = 0xe703_7ed1_a0b4_28db;
+    #[inline(always)]
+    fn fold(a: u64, b: u64) -> u64 {
+        let p = u128::from(a) * u128::from(b);
+        p as u64 ^ (p >> 64) as u64
+    }
+    let mut h = words.len() as u64;
+    let mut pairs = words.chunks_exact(2);
+    for p in &mut pairs {
+        h = h.rotate_left(23) ^ fold(p[0] ^ K0, p[1] ^ K1);
+    }
+    if let [w] = pairs.remainder() {
+        h = h.rotate_left(23) ^ fold(w ^ K0, K1);
+    }
+    fold(h ^ K1, K0)
 }
 
 /// What a slot held for a key.

@@ -892,13 +892,23 @@ impl Task {
 
     /// The root directory walks start `/` at and stop `..` at: the VFS's,
     /// or the one `chroot` set.
+    #[inline]
     fn root(&self) -> namei::DentryCow<'_> {
-        if self.fs.chrooted.load(Ordering::Acquire)
-            && let Some(r) = lock_unmodelled(&self.fs.root).clone()
-        {
-            return namei::DentryCow::Own(r);
+        if self.fs.chrooted.load(Ordering::Acquire) {
+            return self.chroot_root();
         }
         namei::DentryCow::Ref(self.vfs.root())
+    }
+
+    /// [`root`](Self::root) after a `chroot`: the root `chroot` set (a
+    /// reference taken under its lock), out of the inlined common case.
+    #[cold]
+    #[inline(never)]
+    fn chroot_root(&self) -> namei::DentryCow<'_> {
+        match lock_unmodelled(&self.fs.root).clone() {
+            Some(r) => namei::DentryCow::Own(r),
+            None => namei::DentryCow::Ref(self.vfs.root()),
+        }
     }
 
     /// The host mount a walk reads symlinks' absolute targets against, its

@@ -31,6 +31,15 @@ impl ReservedFd<'_> {
         if file.is_typesafe() != self.table.typesafe {
             return Err(Errno::EINVAL);
         }
+        Ok(self.install_own(file))
+    }
+
+    /// [`install`](Self::install) of a file known to belong to this table's
+    /// file-memory mode (one already installed in the table: dup), without
+    /// the check.
+    #[inline(always)]
+    pub(super) fn install_own(self, file: FileRef) -> u32 {
+        debug_assert_eq!(file.is_typesafe(), self.table.typesafe);
         let fd = self.fd;
         let table = self.table;
         std::mem::forget(self);
@@ -42,7 +51,7 @@ impl ReservedFd<'_> {
             "fd_install over an installed file"
         );
         slot.store(file.into_raw().as_ptr(), Ordering::Release);
-        Ok(fd)
+        fd
     }
 }
 

@@ -101,6 +101,19 @@ impl FdTable {
     /// The slot for `fd`.
     #[inline(always)]
     pub(super) fn slot(&self, fd: usize) -> &Slot {
+        if fd < NR_OPEN_DEFAULT {
+            // The first chunk (fds 0..63, what almost every call touches):
+            // no chunk search, and a rotation within its six bits.
+            let off = spread_pos(fd, BASE_SHIFT, self.spread);
+            let chunk = self.chunks[0].load(Ordering::Acquire);
+            #[cfg(loom)]
+            assert!(!chunk.is_null(), "chunk 0 not published");
+            debug_assert!(!chunk.is_null());
+            // SAFETY: chunk 0 (64 slots) is published by `FdTable::new`,
+            // before the table is shared, and lives as long as the table;
+            // `off` < 64 (`spread_pos` permutes 0..64).
+            return unsafe { &*chunk.add(off) };
+        }
         let (k, off) = chunk_of(fd);
         // log2 of chunk k's length: 6 for chunks 0 and 1, then k + 5.
         let m = (k as u32 + BASE_SHIFT - 1).max(BASE_SHIFT);

@@ -121,7 +121,7 @@ impl FdTable {
     /// # Safety
     /// The caller guarantees no one closes or replaces `fd` while the borrow
     /// lives: it is the table's only user and does not close it itself.
-    #[inline]
+    #[inline(always)]
     pub unsafe fn lookup_borrowed(&self, fd: i32) -> Option<&File> {
         let f = if self.masked {
             self.lookup_masked(fd as u32).0

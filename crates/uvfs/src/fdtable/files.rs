@@ -179,7 +179,9 @@ impl Files {
         file.get();
         let r = ReservedFd { table, fd: new };
         // SAFETY: `get` just took the reference the new slot will own.
-        r.install(unsafe { FileRef::from_raw(std::ptr::NonNull::from(file)) })
+        let file = unsafe { FileRef::from_raw(std::ptr::NonNull::from(file)) };
+        // The file came from this table's own slot: the same file memory.
+        Ok(r.install_own(file))
     }
 
     /// As [`fdget`](Self::fdget), with the table operations that leave
