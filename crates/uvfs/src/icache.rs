@@ -87,6 +87,9 @@ pub struct Inode {
     /// open, so the next inode in this node inherits an empty one) and
     /// freed with the cache.
     flctx: AtomicPtr<FileLockContext>,
+    /// The regular-file opens leases are judged by (`i_writecount`,
+    /// `i_readcount`): zero again once no file of the inode is open.
+    pub(crate) opens: crate::locks::OpenCounts,
     /// A FIFO's pipe while it is open (`i_pipe`): see [`crate::pipe`].
     pub(crate) pipe: crate::pipe::InodePipe,
     /// The file system's object for the inode ([`InodeData`]'s pointer,
@@ -132,6 +135,7 @@ impl Inode {
             atime_sec: AtomicU64::new(0),
             io_lock: Mutex::new(()),
             flctx: AtomicPtr::new(ptr::null_mut()),
+            opens: crate::locks::OpenCounts::default(),
             pipe: crate::pipe::InodePipe::default(),
             data: AtomicPtr::new(ptr::null_mut()),
         }

@@ -252,11 +252,17 @@ impl Process {
     /// tests and consistency checks. `EBADF` if `fd` is not open.
     pub fn lock_stats(&mut self, fd: i32) -> Result<LockStats, Errno> {
         let file = self.files.get(fd).ok_or(Errno::EBADF)?;
-        Ok(file
-            .dentry()
-            .and_then(|d| d.inode())
-            .and_then(|i| i.lock_context())
-            .map(FileLockContext::stats)
-            .unwrap_or_default())
+        let Some(inode) = file.dentry().and_then(|d| d.inode()) else {
+            return Ok(LockStats::default());
+        };
+        let (writers, readers) = inode.opens.load();
+        Ok(LockStats {
+            writers,
+            readers,
+            ..inode
+                .lock_context()
+                .map(FileLockContext::stats)
+                .unwrap_or_default()
+        })
     }
 }
