@@ -173,11 +173,6 @@ pub struct LockStats {
     pub edges: usize,
     /// Leases.
     pub leases: usize,
-    /// The inode's opens counted as writers, for the leases
-    /// ([`Process::lock_stats`](crate::Process::lock_stats) only).
-    pub writers: u32,
-    /// The inode's opens counted as readers only (the same).
-    pub readers: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -585,7 +580,6 @@ impl FileLockContext {
             waiters: g.waiters.len(),
             edges: edges().iter().filter(|e| e.ctx == key).count(),
             leases: g.leases.len(),
-            ..LockStats::default()
         }
     }
 }

@@ -195,17 +195,18 @@ impl Lease {
 
 /// `lease_modify` on lease `i`: sets its type (`Some(write)`) and clears
 /// what that answers, or removes it (`None`), clearing the holder file's
-/// signal owner and signal as Linux does. Returns the lease id for the
-/// wake-up of its waiters.
-fn modify(g: &mut State, i: usize, to: Option<bool>, delown: bool) -> u64 {
+/// signal owner and signal (`delown`) as Linux does. Returns the lease id
+/// when something changed, for the wake-up of its waiters.
+fn modify(g: &mut State, i: usize, to: Option<bool>, delown: bool) -> Option<u64> {
     let l = &mut g.leases[i];
     match to {
         Some(write) => {
+            let changed = l.write != write || (!write && l.downgrade_pending);
             l.write = write;
             if !write {
                 l.downgrade_pending = false;
             }
-            l.id
+            changed.then_some(l.id)
         }
         None => {
             let l = g.leases.remove(i);
@@ -217,7 +218,7 @@ fn modify(g: &mut State, i: usize, to: Option<bool>, delown: bool) -> u64 {
                     sig: 0,
                 });
             }
-            l.id
+            Some(l.id)
         }
     }
 }
@@ -228,10 +229,10 @@ fn time_out(g: &mut State, now: Instant, changed: &mut Vec<u64>) {
     let mut i = 0;
     while i < g.leases.len() {
         if past(g.leases[i].downgrade_time) {
-            changed.push(modify(g, i, Some(false), true));
+            changed.extend(modify(g, i, Some(false), true));
         }
         if past(g.leases[i].break_time) {
-            changed.push(modify(g, i, None, true));
+            changed.extend(modify(g, i, None, true));
             continue;
         }
         i += 1;
@@ -273,7 +274,7 @@ impl FileLockContext {
         let mine = g.leases.iter().position(|l| l.holder.key == h.key);
         if ty == F_UNLCK {
             let i = mine.ok_or(Errno::EAGAIN)?;
-            changed.push(modify(g, i, None, true));
+            changed.extend(modify(g, i, None, true));
             return Ok(());
         }
         let write = ty == F_WRLCK;
@@ -289,7 +290,7 @@ impl FileLockContext {
         }
         if let Some(i) = mine {
             g.leases[i].holder.fd = h.fd;
-            changed.push(modify(g, i, Some(write), false));
+            changed.extend(modify(g, i, Some(write), false));
             return Ok(());
         }
         let id = g.id();
@@ -342,7 +343,7 @@ impl FileLockContext {
         if let Some(i) = g.leases.iter().position(|l| l.holder.key == key) {
             let id = modify(&mut g, i, None, false);
             self.store_lease_nr(&g);
-            self.wake(&mut g, &[id]);
+            self.wake(&mut g, id.as_slice());
         }
     }
 

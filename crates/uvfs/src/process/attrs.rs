@@ -205,7 +205,7 @@ impl Process {
             false,
             vfs.lease_break_time(),
             self.task.sleep.0.as_deref(),
-            &|n| vfs.lease_notify().lease_break(n),
+            &|n| self.task.notify_lease_break(n),
         )
         .and_then(|()| self.task.do_truncate(&d, len, false));
         inode.opens.put(true);

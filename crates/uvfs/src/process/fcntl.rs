@@ -71,9 +71,30 @@ fn pid_exists(kind: i32, pid: i32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
-/// `F_GETOWN`: the owner, a process group as a negative number.
+/// Whether a task of the owner's kind has the id now (`pid_task`): a
+/// thread for `F_OWNER_TID`, a process (a thread-group leader) for
+/// `F_OWNER_PID`, a member for `F_OWNER_PGRP`. A lease names the calling
+/// thread as a process, as Linux does: from a thread other than the main
+/// one that is no process, so `F_GETOWN` reads 0 and a break signals
+/// nobody.
+pub(crate) fn owner_alive(kind: i32, pid: i32) -> bool {
+    if pid <= 0 || kind != F_OWNER_PID {
+        return pid > 0 && pid_exists(kind, pid);
+    }
+    std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("Tgid:"))
+            .is_some_and(|t| t.trim() == pid.to_string())
+    })
+}
+
+/// `F_GETOWN`: the owner, a process group as a negative number; 0 when
+/// no task of its kind has the id any more (Linux's `pid_task` check).
 pub(super) fn getown(file: &File) -> i32 {
     let o = file.owner();
+    if !owner_alive(o.kind, o.pid) {
+        return 0;
+    }
     if o.kind == F_OWNER_PGRP {
         -o.pid
     } else {
@@ -130,7 +151,8 @@ pub(super) fn setsig(file: &File, sig: i32) -> Result<i32, Errno> {
 /// `F_SETLEASE` (`fcntl_setlease`, `generic_setlease`): the checks above,
 /// then the lease rules of [`crate::locks`]'s lease module. A new or
 /// changed lease makes the caller's process the file's owner if it had
-/// none (`lease_setup`); removing one clears the owner and the signal.
+/// none (`lease_setup`: the calling thread's id, typed as a process, see
+/// [`owner_alive`]); removing one clears the owner and the signal.
 pub(super) fn setlease(cred: &Cred, file: &File, fd: i32, arg: i32) -> Result<i32, Errno> {
     if !matches!(arg, F_RDLCK | F_WRLCK | F_UNLCK) {
         return Err(Errno::EINVAL);
@@ -158,7 +180,9 @@ pub(super) fn setlease(cred: &Cred, file: &File, fd: i32, arg: i32) -> Result<i3
     };
     ctx.setlease(&inode.opens, holder, arg)?;
     if arg != F_UNLCK {
-        let me = std::process::id() as i32;
+        // `task_pid(current)`, typed as a process: the calling thread.
+        // SAFETY: no arguments, no effect.
+        let me = unsafe { libc::gettid() };
         file.update_owner(|o| {
             if o.pid == 0 {
                 FOwner {

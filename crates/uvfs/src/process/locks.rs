@@ -252,17 +252,22 @@ impl Process {
     /// tests and consistency checks. `EBADF` if `fd` is not open.
     pub fn lock_stats(&mut self, fd: i32) -> Result<LockStats, Errno> {
         let file = self.files.get(fd).ok_or(Errno::EBADF)?;
-        let Some(inode) = file.dentry().and_then(|d| d.inode()) else {
-            return Ok(LockStats::default());
-        };
-        let (writers, readers) = inode.opens.load();
-        Ok(LockStats {
-            writers,
-            readers,
-            ..inode
-                .lock_context()
-                .map(FileLockContext::stats)
-                .unwrap_or_default()
-        })
+        Ok(file
+            .dentry()
+            .and_then(|d| d.inode())
+            .and_then(|i| i.lock_context())
+            .map(FileLockContext::stats)
+            .unwrap_or_default())
+    }
+
+    /// The opens of the inode of the file at `fd` that leases are judged
+    /// by: `(writers, readers)` (Linux's `i_writecount`, `i_readcount`;
+    /// regular files only). For tests. `EBADF` if `fd` is not open.
+    pub fn open_counts(&mut self, fd: i32) -> Result<(u32, u32), Errno> {
+        let file = self.files.get(fd).ok_or(Errno::EBADF)?;
+        Ok(file
+            .dentry()
+            .and_then(|d| d.inode())
+            .map_or((0, 0), |i| i.opens.load()))
     }
 }

@@ -340,7 +340,7 @@ impl Task {
             flags & O_NONBLOCK != 0,
             self.vfs.lease_break_time(),
             self.sleep_hook(),
-            &|n| self.vfs.lease_notify().lease_break(n),
+            &|n| self.notify_lease_break(n),
         );
         if let Err(e) = r {
             if let Some((inode, write)) = counted {
@@ -349,6 +349,14 @@ impl Task {
             return Err(e);
         }
         Ok(counted)
+    }
+
+    /// Hands a lease break's notice to the Vfs's hook, when a task of the
+    /// owner's kind has its id (`send_sigio` finds no task otherwise).
+    pub(super) fn notify_lease_break(&self, n: crate::LeaseBreak) {
+        if super::fcntl::owner_alive(n.kind, n.pid) {
+            self.vfs.lease_notify().lease_break(n);
+        }
     }
 
     /// An open's `O_TRUNC` of a regular file (`handle_truncate`).
