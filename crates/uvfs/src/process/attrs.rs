@@ -202,7 +202,7 @@ impl Process {
         let r = crate::locks::break_lease_if_any(
             inode.lock_context(),
             true,
-            false,
+            !self.task.lease_wait,
             vfs.lease_break_time(),
             self.task.sleep.0.as_deref(),
             &|n| self.task.notify_lease_break(n),

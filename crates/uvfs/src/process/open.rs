@@ -337,7 +337,7 @@ impl Task {
         let r = crate::locks::break_lease_if_any(
             inode.lock_context(),
             flags & O_ACCMODE != O_RDONLY,
-            flags & O_NONBLOCK != 0,
+            flags & O_NONBLOCK != 0 || !self.lease_wait,
             self.vfs.lease_break_time(),
             self.sleep_hook(),
             &|n| self.notify_lease_break(n),
