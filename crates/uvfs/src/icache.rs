@@ -794,7 +794,9 @@ impl Inode {
     /// (`locks_inode_context`).
     #[inline]
     pub(crate) fn lock_context(&self) -> Option<&FileLockContext> {
-        let p = self.flctx.load(Ordering::Acquire);
+        // SeqCst (a plain load on x86): an open's look for leases pairs
+        // with the setter's publication (see `locks/lease.rs`).
+        let p = self.flctx.load(Ordering::SeqCst);
         // SAFETY: a published context lives as long as the node.
         (!p.is_null()).then(|| unsafe { &*p })
     }
@@ -810,7 +812,7 @@ impl Inode {
         match self.flctx.compare_exchange(
             ptr::null_mut(),
             fresh,
-            Ordering::AcqRel,
+            Ordering::SeqCst,
             Ordering::Acquire,
         ) {
             // SAFETY: just published; it lives as long as the node.
