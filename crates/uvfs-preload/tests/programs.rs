@@ -1423,5 +1423,11 @@ int main(int argc, char **argv) {
 
 #[test]
 fn c_leases() {
-    run_c("cleases-build", C_LEASES, true, &[], &[("c-leases", &[][..])]);
+    run_c(
+        "cleases-build",
+        C_LEASES,
+        true,
+        &[],
+        &[("c-leases", &[][..])],
+    );
 }

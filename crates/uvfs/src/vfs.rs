@@ -15,8 +15,8 @@ use crate::fs::tmpfs::{Tmpfs, TmpfsOptions};
 use crate::icache::InodeCache;
 use crate::mount::Mounts;
 use crate::path_cache::PathCache;
-use crate::super_block::SuperBlocks;
 use crate::signal::{LeaseBreaks, LeaseNotify};
+use crate::super_block::SuperBlocks;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -291,7 +291,10 @@ impl Vfs {
     /// The lease breaks recorded by the default hook since the last call
     /// (none when the builder was given a hook).
     pub fn take_lease_breaks(&self) -> Vec<crate::LeaseBreak> {
-        self.lease_breaks.as_ref().map(|r| r.take()).unwrap_or_default()
+        self.lease_breaks
+            .as_ref()
+            .map(|r| r.take())
+            .unwrap_or_default()
     }
 
     /// The type-stable file pool (used when `typesafe_files` is on).

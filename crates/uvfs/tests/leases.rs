@@ -187,7 +187,11 @@ fn compare(name: &str, steps: &[Step]) {
     for fast in fasts() {
         let got = run_uvfs(fast, steps);
         for (i, (w, g)) in want.iter().zip(&got).enumerate() {
-            assert_eq!(w, g, "{name}: step {i} {:?} ({fast}); steps {steps:?}", steps[i]);
+            assert_eq!(
+                w, g,
+                "{name}: step {i} {:?} ({fast}); steps {steps:?}",
+                steps[i]
+            );
         }
     }
 }
@@ -393,7 +397,10 @@ fn nonblocking_break_notifies_the_owner() {
         assert_eq!(p.fcntl(fd, F_SETLEASE, WR as u64), Ok(0));
         assert_eq!(p.fcntl(fd, F_GETOWN, 0), Ok(me));
         let mut q = Process::new(&vfs).unwrap();
-        assert_eq!(q.open("/f", O_RDONLY | O_NONBLOCK, 0), Err(Errno::EWOULDBLOCK));
+        assert_eq!(
+            q.open("/f", O_RDONLY | O_NONBLOCK, 0),
+            Err(Errno::EWOULDBLOCK)
+        );
         let n = vfs.take_lease_breaks();
         assert_eq!(
             n,
@@ -406,19 +413,28 @@ fn nonblocking_break_notifies_the_owner() {
         );
         assert_eq!(p.fcntl(fd, F_GETLEASE, 0), Ok(RD));
         // Already being broken for a reader: a second reader sends nothing.
-        assert_eq!(q.open("/f", O_RDONLY | O_NONBLOCK, 0), Err(Errno::EWOULDBLOCK));
+        assert_eq!(
+            q.open("/f", O_RDONLY | O_NONBLOCK, 0),
+            Err(Errno::EWOULDBLOCK)
+        );
         assert!(vfs.take_lease_breaks().is_empty());
         // A writer breaks it further, with the F_SETSIG signal; an owner of
         // 0 gets none.
         p.fcntl(fd, F_SETSIG, 40).unwrap();
-        assert_eq!(q.open("/f", O_WRONLY | O_NONBLOCK, 0), Err(Errno::EWOULDBLOCK));
+        assert_eq!(
+            q.open("/f", O_WRONLY | O_NONBLOCK, 0),
+            Err(Errno::EWOULDBLOCK)
+        );
         assert_eq!(vfs.take_lease_breaks()[0].sig, 40);
         assert_eq!(p.fcntl(fd, F_GETLEASE, 0), Ok(UN));
         // The failed opens are uncounted; the holder's unlock ends it.
         let s = stats(&mut p, fd);
         assert_eq!((s.leases, s.writers, s.readers), (1, 0, 1));
         assert_eq!(p.fcntl(fd, F_SETLEASE, UN as u64), Ok(0));
-        assert_eq!((p.fcntl(fd, F_GETOWN, 0), p.fcntl(fd, F_GETSIG, 0)), (Ok(0), Ok(0)));
+        assert_eq!(
+            (p.fcntl(fd, F_GETOWN, 0), p.fcntl(fd, F_GETSIG, 0)),
+            (Ok(0), Ok(0))
+        );
         let w = q.open("/f", O_WRONLY | O_NONBLOCK, 0).unwrap();
         assert_eq!(stats(&mut q, w).writers, 1);
         q.close(w).unwrap();
@@ -430,7 +446,10 @@ fn nonblocking_break_notifies_the_owner() {
         let ex = p.fcntl_getown_ex(fd).unwrap();
         // SAFETY: no arguments.
         assert_eq!((ex.kind, ex.pid), (F_OWNER_PID, unsafe { libc::gettid() }));
-        assert_eq!(q.open("/f", O_WRONLY | O_NONBLOCK, 0), Err(Errno::EWOULDBLOCK));
+        assert_eq!(
+            q.open("/f", O_WRONLY | O_NONBLOCK, 0),
+            Err(Errno::EWOULDBLOCK)
+        );
         assert!(vfs.take_lease_breaks().is_empty());
     }
 }
@@ -450,7 +469,10 @@ fn lease_released_at_the_last_close() {
         p.close(d).unwrap();
         // The fork's copy still holds the open file.
         assert_eq!(child.fcntl(d, F_GETLEASE, 0), Ok(RD));
-        assert_eq!(child.open("/f", O_WRONLY | O_NONBLOCK, 0), Err(Errno::EAGAIN));
+        assert_eq!(
+            child.open("/f", O_WRONLY | O_NONBLOCK, 0),
+            Err(Errno::EAGAIN)
+        );
         drop(child);
         let w = p.open("/f", O_WRONLY | O_NONBLOCK, 0).unwrap();
         let s = stats(&mut p, w);
@@ -467,7 +489,8 @@ fn blocked_break_ends_when_the_holder_answers() {
         let (vfs, rx) = vfs_with(fast, Duration::ZERO);
         let mut p = Process::new(&vfs).unwrap();
         let fd = p.open("/f", O_CREAT | O_RDONLY, 0o644).unwrap();
-        p.fcntl(fd, F_SETOWN, u64::from(std::process::id())).unwrap();
+        p.fcntl(fd, F_SETOWN, u64::from(std::process::id()))
+            .unwrap();
         p.fcntl(fd, F_SETLEASE, WR as u64).unwrap();
         let mut q = Process::new(&vfs).unwrap();
         let reader = std::thread::spawn(move || {
@@ -504,7 +527,8 @@ fn break_time_ends_the_break_by_force() {
         let (vfs, rx) = vfs_with(fast, Duration::from_millis(20));
         let mut p = Process::new(&vfs).unwrap();
         let fd = p.open("/f", O_CREAT | O_RDONLY, 0o644).unwrap();
-        p.fcntl(fd, F_SETOWN, u64::from(std::process::id())).unwrap();
+        p.fcntl(fd, F_SETOWN, u64::from(std::process::id()))
+            .unwrap();
         p.fcntl(fd, F_SETLEASE, WR as u64).unwrap();
         let mut q = Process::new(&vfs).unwrap();
         let r = q.open("/f", O_RDONLY, 0).unwrap();
@@ -529,7 +553,8 @@ fn waiting_open_interrupted() {
         let (vfs, rx) = vfs_with(fast, Duration::ZERO);
         let mut p = Process::new(&vfs).unwrap();
         let fd = p.open("/f", O_CREAT | O_RDONLY, 0o644).unwrap();
-        p.fcntl(fd, F_SETOWN, u64::from(std::process::id())).unwrap();
+        p.fcntl(fd, F_SETOWN, u64::from(std::process::id()))
+            .unwrap();
         p.fcntl(fd, F_SETLEASE, RD as u64).unwrap();
         let mut q = Process::new(&vfs).unwrap();
         let sig = Signals::new();

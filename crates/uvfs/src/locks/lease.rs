@@ -478,7 +478,6 @@ impl FileLockContext {
             }
         }
     }
-
 }
 
 fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {

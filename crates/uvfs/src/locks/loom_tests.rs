@@ -181,14 +181,7 @@ fn lease_setter_races_with_opener() {
         let (c2, n2) = (c.clone(), counts.clone());
         let opener = thread::spawn(move || {
             n2.get(true);
-            let r = break_lease_if_any(
-                Some(&*c2),
-                true,
-                true,
-                Duration::ZERO,
-                None,
-                &|_| {},
-            );
+            let r = break_lease_if_any(Some(&*c2), true, true, Duration::ZERO, None, &|_| {});
             if r.is_err() {
                 n2.put(true);
             }
@@ -207,7 +200,8 @@ fn lease_setter_races_with_opener() {
             _ => 2,
         });
         if set {
-            c.setlease(&counts, holder(1, Some(false)), F_UNLCK).unwrap();
+            c.setlease(&counts, holder(1, Some(false)), F_UNLCK)
+                .unwrap();
         }
         if opened {
             counts.put(true);
@@ -233,9 +227,8 @@ fn lease_breaker_woken_by_unlock_or_close() {
             counts.get(true);
             c.setlease(&counts, holder(1, Some(true)), F_WRLCK).unwrap();
             let c2 = c.clone();
-            let t = thread::spawn(move || {
-                c2.break_lease(true, false, Duration::ZERO, None, &|_| {})
-            });
+            let t =
+                thread::spawn(move || c2.break_lease(true, false, Duration::ZERO, None, &|_| {}));
             if close {
                 c.remove_file(1);
             } else {

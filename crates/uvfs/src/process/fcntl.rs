@@ -28,8 +28,8 @@
 use crate::cred::{self, Cap, Cred};
 use crate::errno::Errno;
 use crate::file_table::{FMODE_CAN_ODIRECT, FMODE_COUNTED, FMODE_WRITE, FOwner, File};
-use crate::locks::{FilePtr, Holder};
 use crate::fs::{S_IFDIR, S_IFMT, S_IFREG};
+use crate::locks::{FilePtr, Holder};
 use crate::uapi::*;
 
 /// `S_IFIFO`: pipes use `O_DIRECT` for packet mode, whatever the file
