@@ -11,11 +11,12 @@
 //!   exactly what the caller's own file contributes. A file that already
 //!   holds a lease changes its type in place; `F_UNLCK` removes it (and
 //!   clears the file's signal owner and signal); a new lease sets the
-//!   file's owner to the caller's process when it had none. A write lease
+//!   file's owner, when it had none, to the calling thread typed as a
+//!   process (no process unless it is the main thread). A write lease
 //!   is refused while another file holds any lease, and no new lease is
 //!   given while some lease is being broken for a writer.
 //! - An open that conflicts (for writing, against any lease; for reading,
-//!   against a write lease) starts a break: each conflicting lease not yet
+//!   against a write lease; the holder's own opens too) starts a break: each conflicting lease not yet
 //!   being broken that way is marked (unlock pending for a writer,
 //!   downgrade pending for a reader) with a deadline of
 //!   `lease-break-time` seconds (0: none), and its holder is sent its
