@@ -37,8 +37,33 @@ use uvfs::Errno;
 use uvfs::{Interrupted, Sleep, Waiter};
 
 /// The shim's [`Sleep`] hook (one for the whole process; its state is per
-/// thread).
+/// thread). A wait with a time limit (a lease break's) is not
+/// interruptible: the default `sleep_until` waits on the waiter itself.
 pub(crate) struct KernelSleep;
+
+/// The shim's lease-break hook: the kernel's signal to the lease holder's
+/// owner, sent with kill(2) (a process group: to `-pgrp`; a thread:
+/// tgkill within this process).
+pub(crate) struct KillNotify;
+
+impl uvfs::LeaseNotify for KillNotify {
+    fn lease_break(&self, n: uvfs::LeaseBreak) {
+        // SAFETY: sending a signal; no memory is involved.
+        unsafe {
+            match n.kind {
+                uvfs::uapi::F_OWNER_PGRP => {
+                    libc::kill(-n.pid, n.sig);
+                }
+                uvfs::uapi::F_OWNER_TID => {
+                    libc::syscall(libc::SYS_tgkill, libc::getpid(), n.pid, n.sig);
+                }
+                _ => {
+                    libc::kill(n.pid, n.sig);
+                }
+            }
+        }
+    }
+}
 
 /// The thread's sleep in progress: the eventfd its waiter writes to, or
 /// none (park).

@@ -658,12 +658,18 @@ fn new_process() -> Process {
     let fs: Arc<dyn FileSystem> = Tmpfs::new(TmpfsOptions::default());
     let vfs: Arc<Vfs> = Vfs::builder()
         .fastpaths(FastPaths::seeds())
+        .lease_notify(Arc::new(crate::signal::KillNotify))
         .build_with_root(fs.clone());
     let _ = BUILT.set((vfs.clone(), fs));
     let mut p = Process::new(&vfs).expect("a fresh fd table");
     // Blocking uvfs calls sleep where the kernel delivers signals into
     // them (`crate::signal`); threads and forks inherit the hook.
     p.set_sleep(Some(Arc::new(crate::signal::KernelSleep)));
+    // An open or truncate that must wait for a lease break fails under the
+    // state (`EWOULDBLOCK`, the break started) and is retried outside it
+    // on a thread handle that waits (hooks/open.rs, hooks/io.rs), so the
+    // holder's own calls get through meanwhile.
+    p.set_lease_break_wait(false);
     // The kernel's RLIMIT_NOFILE bounds the placeholders; uvfs's own table
     // must never be the tighter limit.
     let _ = p.setrlimit_nofile(uvfs::uapi::NR_OPEN, uvfs::uapi::NR_OPEN);

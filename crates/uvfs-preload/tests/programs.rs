@@ -1349,3 +1349,85 @@ int main(int argc, char **argv) {
 fn c_locks() {
     run_c("clocks-build", C_LOCKS, true, &[], &[("c-locks", &[][..])]);
 }
+
+const C_LEASES: &str = r#"
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t got;
+static char path[4096];
+
+static void on_sig(int s) { (void)s; got++; }
+
+static void show(const char *what, int r) {
+    printf("%s %d errno %d\n", what, r, r < 0 ? errno : 0);
+    errno = 0;
+}
+
+static void *writer(void *x) {
+    int fd = open(path, O_WRONLY);
+    *(int *)x = fd >= 0 ? 0 : errno;
+    if (fd >= 0) close(fd);
+    return 0;
+}
+
+static void *truncater(void *x) {
+    *(int *)x = truncate(path, 0) == 0 ? 0 : errno;
+    return 0;
+}
+
+static void wait_for(int n) { while (got < n) sched_yield(); }
+
+int main(int argc, char **argv) {
+    snprintf(path, sizeof path, "%s/leases.file", argv[1]);
+    signal(SIGUSR1, on_sig);
+    int fa = open(path, O_CREAT | O_RDONLY, 0644);
+    show("setsig", fcntl(fa, F_SETSIG, SIGUSR1));
+    show("write lease", fcntl(fa, F_SETLEASE, F_WRLCK));
+    show("getlease", fcntl(fa, F_GETLEASE));
+    show("owner is me", fcntl(fa, F_GETOWN) == getpid());
+    show("reader nonblock", open(path, O_RDONLY | O_NONBLOCK));
+    wait_for(1);
+    show("getlease in break", fcntl(fa, F_GETLEASE));
+    show("downgrade", fcntl(fa, F_SETLEASE, F_RDLCK));
+    int r = -1;
+    pthread_t t;
+    pthread_create(&t, 0, writer, &r);
+    wait_for(2);
+    show("getlease in write break", fcntl(fa, F_GETLEASE));
+    show("read lease refused", fcntl(fa, F_SETLEASE, F_RDLCK));
+    show("unlock", fcntl(fa, F_SETLEASE, F_UNLCK));
+    pthread_join(t, 0);
+    show("writer errno", r);
+    show("owner cleared", fcntl(fa, F_GETOWN));
+    show("sig cleared", fcntl(fa, F_GETSIG));
+    fcntl(fa, F_SETSIG, SIGUSR1);
+    fcntl(fa, F_SETOWN, getpid());
+    show("read lease", fcntl(fa, F_SETLEASE, F_RDLCK));
+    pthread_create(&t, 0, truncater, &r);
+    wait_for(3);
+    show("getlease in truncate break", fcntl(fa, F_GETLEASE));
+    close(fa);
+    pthread_join(t, 0);
+    show("truncate errno", r);
+    show("signals", got);
+    return 0;
+}
+"#;
+
+#[test]
+fn c_leases() {
+    run_c(
+        "cleases-build",
+        C_LEASES,
+        true,
+        &[],
+        &[("c-leases", &[][..])],
+    );
+}

@@ -94,6 +94,9 @@ pub struct Inode {
     /// open, so the next inode in this node inherits an empty one) and
     /// freed with the cache.
     flctx: AtomicPtr<FileLockContext>,
+    /// The regular-file opens leases are judged by (`i_writecount`,
+    /// `i_readcount`): zero again once no file of the inode is open.
+    pub(crate) opens: crate::locks::OpenCounts,
     /// A FIFO's pipe while it is open (`i_pipe`): see [`crate::pipe`].
     pub(crate) pipe: crate::pipe::InodePipe,
     /// The file system's object for the inode ([`InodeData`]'s pointer,
@@ -139,6 +142,7 @@ impl Inode {
             atime_sec: AtomicU64::new(0),
             io_lock: Mutex::new(()),
             flctx: AtomicPtr::new(ptr::null_mut()),
+            opens: crate::locks::OpenCounts::default(),
             pipe: crate::pipe::InodePipe::default(),
             data: AtomicPtr::new(ptr::null_mut()),
         }
@@ -802,7 +806,9 @@ impl Inode {
     /// (`locks_inode_context`).
     #[inline]
     pub(crate) fn lock_context(&self) -> Option<&FileLockContext> {
-        let p = self.flctx.load(Ordering::Acquire);
+        // SeqCst (a plain load on x86): an open's look for leases pairs
+        // with the setter's publication (see `locks/lease.rs`).
+        let p = self.flctx.load(Ordering::SeqCst);
         // SAFETY: a published context lives as long as the node.
         (!p.is_null()).then(|| unsafe { &*p })
     }
@@ -818,7 +824,7 @@ impl Inode {
         match self.flctx.compare_exchange(
             ptr::null_mut(),
             fresh,
-            Ordering::AcqRel,
+            Ordering::SeqCst,
             Ordering::Acquire,
         ) {
             // SAFETY: just published; it lives as long as the node.

@@ -102,7 +102,7 @@ pub use locks::{Flock, LockStats};
 pub use process::{FileType, OpenFile, Opening, Process};
 pub use reclaim::cheap_pin_asymmetric;
 pub use select::{PollFd, Waiter};
-pub use signal::{Interrupted, Signals, Sleep};
+pub use signal::{Interrupted, LeaseBreak, LeaseBreaks, LeaseNotify, Signals, Sleep};
 pub use stat::{Stat, Statx};
 pub use vfs::{FsSysctls, Vfs, VfsBuilder};
 

@@ -65,6 +65,10 @@ use crate::signal::{Interrupted, Sleep, Sleeper};
 use crate::uapi::{F_RDLCK, F_UNLCK, F_WRLCK};
 use std::sync::Arc;
 
+mod lease;
+pub use lease::LeaseBreak;
+pub(crate) use lease::{FilePtr, Holder, OpenCounts, break_lease_if_any};
+
 /// The largest file offset a lock can reach (Linux's `OFFSET_MAX`); a lock
 /// ending here runs to the end of any file (`l_len` 0).
 pub const OFFSET_MAX: i64 = i64::MAX;
@@ -167,6 +171,8 @@ pub struct LockStats {
     pub waiters: usize,
     /// Records of the global waits-for table naming this context.
     pub edges: usize,
+    /// Leases.
+    pub leases: usize,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -209,6 +215,8 @@ struct State {
     /// flock locks, oldest first.
     flock: Vec<FileLock>,
     waiters: Vec<Waiter>,
+    /// Leases, oldest first (see [`lease`]).
+    leases: Vec<lease::Lease>,
     next_id: u64,
 }
 
@@ -228,6 +236,9 @@ pub struct FileLockContext {
     /// the lock; see [`FileLockContext::remove_posix`] for why a stale zero
     /// cannot be seen by a close that must remove something.
     posix_nr: AtomicUsize,
+    /// The number of leases, readable without the lock: an open looks here
+    /// once (see [`lease`]).
+    lease_nr: AtomicUsize,
 }
 
 /// One record of the global waits-for table: `waiter`'s request `token` in
@@ -276,6 +287,7 @@ impl FileLockContext {
         FileLockContext {
             state: Mutex::new(State::default()),
             posix_nr: AtomicUsize::new(0),
+            lease_nr: AtomicUsize::new(0),
         }
     }
 
@@ -479,9 +491,10 @@ impl FileLockContext {
     }
 
     /// The last close of the open file `file` (`locks_remove_file`): its
-    /// OFD locks and its flock lock go.
+    /// OFD locks, its flock lock and its lease go.
     pub(crate) fn remove_file(&self, file: usize) {
         self.remove_posix(Owner::File(file));
+        self.remove_lease(file);
         let mut g = self.lock();
         if let Some(i) = g.flock.iter().position(|l| l.file == file) {
             let old = g.flock.remove(i);
@@ -566,6 +579,7 @@ impl FileLockContext {
             flock: g.flock.len(),
             waiters: g.waiters.len(),
             edges: edges().iter().filter(|e| e.ctx == key).count(),
+            leases: g.leases.len(),
         }
     }
 }

@@ -187,6 +187,9 @@ struct Task {
     /// How this thread's blocking waits sleep ([`Process::set_sleep`]):
     /// shared by threads and forks, as signal handlers are.
     sleep: SleepHook,
+    /// Whether an open may wait for a lease break
+    /// ([`Process::set_lease_break_wait`]); copied by threads and forks.
+    lease_wait: bool,
 }
 
 /// The embedder's [`Sleep`] hook, if any (a newtype for `Debug`).
@@ -316,6 +319,7 @@ impl Process {
                 host: None,
                 escaped: Default::default(),
                 sleep: SleepHook::default(),
+                lease_wait: true,
             },
         })
     }
@@ -507,6 +511,15 @@ impl Process {
         self.task.sleep = SleepHook(hook);
     }
 
+    /// Whether an open (or truncate) that meets a lease being broken may
+    /// wait for the holder (default `true`). With `false` it fails with
+    /// `EWOULDBLOCK` as an `O_NONBLOCK` open does, the break started: for
+    /// an embedder that must not sleep in that call (the LD_PRELOAD shim,
+    /// under its lock) and then retries it on a handle that waits.
+    pub fn set_lease_break_wait(&mut self, wait: bool) {
+        self.task.lease_wait = wait;
+    }
+
     /// Another thread of this process: same fd table and limits
     /// (`clone(CLONE_FILES | CLONE_THREAD …)`).
     pub fn new_thread(&self) -> Process {
@@ -540,6 +553,7 @@ impl Process {
                 host: t.host.clone(),
                 escaped: Default::default(),
                 sleep: t.sleep.clone(),
+                lease_wait: t.lease_wait,
                 shared: Shared::new(
                     s.nofile_cur.load(Ordering::Relaxed),
                     s.nofile_max.load(Ordering::Relaxed),
@@ -723,8 +737,8 @@ impl Process {
     ///
     /// Process ids given to `F_SETOWN` are the host's (a uvfs process is a
     /// host process or part of one): an id no host process or group has is
-    /// `ESRCH`, as Linux finds it. `F_GETOWN` reports the owner set, without
-    /// Linux's re-check that it is still alive.
+    /// `ESRCH`, as Linux finds it. `F_GETOWN` reports 0 once no task of
+    /// the owner's kind has the id, as Linux's re-check finds it.
     ///
     /// The fd table and fcntl (`dup`, `dup2`, `dup3`, `close`,
     /// `close_range`, `fcntl`):
@@ -788,9 +802,9 @@ impl Process {
             F_GETSIG => Ok(file.owner().sig),
             F_SETSIG => fcntl::setsig(&file, arg as i32),
             F_GETOWN_EX | F_SETOWN_EX => Err(Errno::EFAULT),
-            F_GETLEASE => Ok(F_UNLCK),
+            F_GETLEASE => Ok(fcntl::getlease(&file)),
             F_NOTIFY => fcntl::notify(&file, arg),
-            F_SETLEASE => fcntl::setlease(&self.task.cred, &file, arg as i32),
+            F_SETLEASE => fcntl::setlease(&self.task.cred, &file, fd, arg as i32),
             F_GET_SEALS => fcntl::get_seals(&file),
             F_ADD_SEALS => fcntl::add_seals(&file, arg as u32),
             // Only pipes have a size (`get_pipe_info`).

@@ -40,6 +40,7 @@
 //! only with nothing read); a write that wrote part returns that count,
 //! `EINTR` only with nothing written (whatever `SA_RESTART` says).
 
+pub use crate::locks::LeaseBreak;
 use crate::primitive::sync::{Mutex, lock};
 use crate::select::Waiter;
 use std::sync::Arc;
@@ -87,6 +88,38 @@ pub trait Sleep: Send + Sync {
             None => self.sleep(waiter).map(|()| true),
             Some(_) => Ok(waiter.wait_until(deadline)),
         }
+    }
+}
+
+/// An embedder's signal sender for lease breaks: the library cannot send
+/// host signals itself, so a break hands the holder's notice
+/// ([`LeaseBreak`]: owner, signal, fd) to this hook
+/// ([`VfsBuilder::lease_notify`](crate::VfsBuilder::lease_notify)), called
+/// by the breaking thread outside every lock. A shim sends the signal
+/// (`kill(pid, sig)`, to `-pid` for a process group); the default,
+/// [`LeaseBreaks`], records it. Must not call into uvfs.
+pub trait LeaseNotify: Send + Sync {
+    /// The lease holder is to be sent `n.sig`.
+    fn lease_break(&self, n: LeaseBreak);
+}
+
+/// The default [`LeaseNotify`]: keeps the notices for the embedder (or a
+/// test) to read with [`take`](Self::take).
+#[derive(Debug, Default)]
+pub struct LeaseBreaks {
+    log: std::sync::Mutex<Vec<LeaseBreak>>,
+}
+
+impl LeaseBreaks {
+    /// The notices recorded since the last call, oldest first.
+    pub fn take(&self) -> Vec<LeaseBreak> {
+        std::mem::take(&mut *self.log.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+impl LeaseNotify for LeaseBreaks {
+    fn lease_break(&self, n: LeaseBreak) {
+        self.log.lock().unwrap_or_else(|p| p.into_inner()).push(n);
     }
 }
 
@@ -186,6 +219,16 @@ impl<'a> Sleeper<'a> {
             Some(h) => h.waiter(),
             None => Waiter::new(),
         })
+    }
+
+    /// As [`sleep`](Self::sleep), ending also at `deadline` (none: no
+    /// limit): `Ok(false)` once the time ran out unwoken.
+    pub(crate) fn sleep_until(&mut self, deadline: Option<Instant>) -> Result<bool, Interrupted> {
+        let w = self.waiter().clone();
+        match self.hook {
+            Some(h) => h.sleep_until(&w, deadline),
+            None => Ok(w.wait_until(deadline)),
+        }
     }
 
     /// Sleeps until the waiter is woken or (with a hook) interrupted.

@@ -230,6 +230,9 @@ pub const F_GETOWN: i32 = 9;
 pub const F_SETSIG: i32 = 10;
 /// fcntl: the signal set by `F_SETSIG`.
 pub const F_GETSIG: i32 = 11;
+/// The signal a file's owner gets when its `F_SETSIG` signal is 0
+/// (x86-64 numbering).
+pub const SIGIO: i32 = 29;
 /// fcntl: set the owner from a `struct f_owner_ex` ([`FOwnerEx`]).
 pub const F_SETOWN_EX: i32 = 15;
 /// fcntl: the owner as a `struct f_owner_ex` ([`FOwnerEx`]).

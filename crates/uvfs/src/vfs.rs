@@ -15,8 +15,10 @@ use crate::fs::tmpfs::{Tmpfs, TmpfsOptions};
 use crate::icache::InodeCache;
 use crate::mount::Mounts;
 use crate::path_cache::PathCache;
+use crate::signal::{LeaseBreaks, LeaseNotify};
 use crate::super_block::SuperBlocks;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The `fs.protected_*` sysctls (Linux's `fs/namei.c`), fixed when a
 /// [`Vfs`] is built. The default is the kernel's own (every one 0);
@@ -69,13 +71,25 @@ impl FsSysctls {
 }
 
 /// How a [`Vfs`] is built.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct VfsBuilder {
     sysctls: FsSysctls,
     fast: FastPaths,
     dcache_limit: usize,
     icache_limit: usize,
     root: TmpfsOptions,
+    lease_break_time: Duration,
+    lease_notify: Option<Arc<dyn LeaseNotify>>,
+}
+
+impl std::fmt::Debug for VfsBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VfsBuilder")
+            .field("sysctls", &self.sysctls)
+            .field("fast", &self.fast)
+            .field("lease_break_time", &self.lease_break_time)
+            .finish_non_exhaustive()
+    }
 }
 
 impl VfsBuilder {
@@ -107,6 +121,22 @@ impl VfsBuilder {
     /// owned by root).
     pub fn root_options(mut self, opts: TmpfsOptions) -> Self {
         self.root = opts;
+        self
+    }
+
+    /// How long a lease break may take before the lease is downgraded or
+    /// removed by force (`fs.lease-break-time`, default 45 s; zero: no
+    /// limit, as Linux's 0).
+    pub fn lease_break_time(mut self, t: Duration) -> Self {
+        self.lease_break_time = t;
+        self
+    }
+
+    /// The hook that sends a lease holder its signal when its lease is
+    /// broken (default: a [`LeaseBreaks`] recorder, read with
+    /// [`Vfs::take_lease_breaks`]).
+    pub fn lease_notify(mut self, hook: Arc<dyn LeaseNotify>) -> Self {
+        self.lease_notify = Some(hook);
         self
     }
 
@@ -155,6 +185,10 @@ pub struct Vfs {
     mounts: Mounts,
     /// The full-path cache, when `path_cache` is on.
     path_cache: Option<PathCache>,
+    lease_break_time: Duration,
+    lease_notify: Arc<dyn LeaseNotify>,
+    /// The default notify hook's records, when it is the default.
+    lease_breaks: Option<Arc<LeaseBreaks>>,
 }
 
 impl std::fmt::Debug for Vfs {
@@ -184,6 +218,8 @@ impl Vfs {
                 mode: 0o755,
                 ..TmpfsOptions::default()
             },
+            lease_break_time: Duration::from_secs(45),
+            lease_notify: None,
         }
     }
 
@@ -210,6 +246,13 @@ impl Vfs {
             icache,
         });
         let root = new_sb(&caches, &sbs, fs).expect("the root file system has a root inode");
+        let (lease_notify, lease_breaks) = match b.lease_notify {
+            Some(h) => (h, None),
+            None => {
+                let rec = Arc::new(LeaseBreaks::default());
+                (rec.clone() as Arc<dyn LeaseNotify>, Some(rec))
+            }
+        };
         Arc::new(Vfs {
             fast: b.fast,
             sysctls: b.sysctls,
@@ -219,6 +262,9 @@ impl Vfs {
             root,
             mounts: Mounts::default(),
             path_cache: b.fast.path_cache.then(PathCache::new),
+            lease_break_time: b.lease_break_time,
+            lease_notify,
+            lease_breaks,
         })
     }
 
@@ -230,6 +276,25 @@ impl Vfs {
     /// The `fs.protected_*` sysctls this instance applies.
     pub fn sysctls(&self) -> &FsSysctls {
         &self.sysctls
+    }
+
+    /// `fs.lease-break-time` for this instance.
+    pub fn lease_break_time(&self) -> Duration {
+        self.lease_break_time
+    }
+
+    /// The lease-break hook.
+    pub(crate) fn lease_notify(&self) -> &dyn LeaseNotify {
+        &*self.lease_notify
+    }
+
+    /// The lease breaks recorded by the default hook since the last call
+    /// (none when the builder was given a hook).
+    pub fn take_lease_breaks(&self) -> Vec<crate::LeaseBreak> {
+        self.lease_breaks
+            .as_ref()
+            .map(|r| r.take())
+            .unwrap_or_default()
     }
 
     /// The type-stable file pool (used when `typesafe_files` is on).

@@ -685,8 +685,8 @@ fn fcntl_cases(pid: i32, pgrp: i32) -> Vec<(usize, i32, i64)> {
             (F_GETLEASE, 0),
             (F_SETLEASE, 7),
             (F_SETLEASE, F_UNLCK as i64),
-            // A writer stays open, so a lease meets a conflict on both
-            // sides (uvfs grants none: see the ignored test).
+            // A writer stays open, so a lease on the named file meets a
+            // conflict on both sides.
             (F_SETLEASE, F_RDLCK as i64),
             (F_SETLEASE, F_WRLCK as i64),
             (F_GETOWN, 0),
@@ -715,11 +715,9 @@ fn fcntl_cases(pid: i32, pgrp: i32) -> Vec<(usize, i32, i64)> {
             (F_NOTIFY, DN_MULTISHOT as i64),
             (F_NOTIFY, 1),
         ] {
-            // The O_TMPFILE file is open once, read-write: Linux grants
-            // a lease on it (the ignored test).
-            if fd == 5 && cmd == F_SETLEASE && arg != F_UNLCK as i64 && arg != 7 {
-                continue;
-            }
+            // The O_TMPFILE file is open once, read-write: a write lease
+            // is granted on it, a read lease refused (tests/leases.rs has
+            // the grant rules).
             if fd == 4 && cmd == F_NOTIFY && arg == 1 {
                 continue;
             }
@@ -832,32 +830,6 @@ fn fcntl_owner_signal_lease_seal_pipe_and_created_commands() {
         ex.push((ours(p.fcntl_getown_ex(fds[3]).map(|_| 0)), 0, 0));
         assert_eq!(want_ex, ex, "{fast}");
     }
-}
-
-/// Known difference: uvfs grants no lease. Linux grants a read lease on a
-/// file nobody has open for writing (and a write lease to the only open);
-/// uvfs answers `EAGAIN`, as Linux does when another open conflicts,
-/// because it does not track the opens of an inode nor break leases.
-#[test]
-#[ignore = "known difference: leases are never granted (docs/semantics.md)"]
-fn known_difference_leases_are_not_granted() {
-    let t = TempDir::new("lease");
-    let f = c(&format!("{}/f", t.as_str()));
-    // SAFETY: valid C string; our fd.
-    let want = unsafe {
-        let fd = libc::open(f.as_ptr(), libc::O_CREAT | libc::O_RDONLY, 0o644);
-        let r = host(libc::fcntl(fd, F_SETLEASE, F_RDLCK).into());
-        let g = host(libc::fcntl(fd, F_GETLEASE).into());
-        libc::close(fd);
-        (r, g)
-    };
-    let mut p = proc_for(uvfs::FastPaths::seeds());
-    let fd = p.open("/f", O_CREAT | O_RDONLY, 0o644).unwrap();
-    let got = (
-        ours(p.fcntl(fd, F_SETLEASE, F_RDLCK as u64)),
-        ours(p.fcntl(fd, F_GETLEASE, 0)),
-    );
-    assert_eq!(want, got);
 }
 
 /// `struct f_owner_ex` as the host's fcntl takes it.

@@ -313,15 +313,39 @@ pub unsafe extern "C" fn truncate(path: *const c_char, len: off_t) -> c_int {
         // call).
         unsafe { real!(truncate: fn(*const c_char, off_t) -> c_int)(p, len) }
     };
+    /// Done, or a lease break to wait for outside the state.
+    enum Step {
+        Done(c_int),
+        Wait(uvfs::Process, Vec<u8>),
+    }
     // SAFETY: the caller's path, valid per the contract.
-    unsafe {
-        path_call(AT_FDCWD, path, -1, kernel, |s, d, p| {
-            if d != AT_FDCWD {
-                // Only AT_FDCWD routes reach here for a non-at call.
-                return Err(Errno::EBADF);
-            }
-            s.p().truncate(p, len).map(|()| 0)
-        })
+    let step = unsafe {
+        path_call(
+            AT_FDCWD,
+            path,
+            Step::Done(-1),
+            |d, p| Step::Done(kernel(d, p)),
+            |s, d, p| {
+                if d != AT_FDCWD {
+                    // Only AT_FDCWD routes reach here for a non-at call.
+                    return Err(Errno::EBADF);
+                }
+                match s.p().truncate(p, len) {
+                    Ok(()) => Ok(Step::Done(0)),
+                    // The state's process does not wait for a lease break
+                    // (see `state::new_process`): a thread handle does.
+                    Err(Errno::EWOULDBLOCK) => Ok(Step::Wait(s.p().new_thread(), p.to_vec())),
+                    Err(e) => Err(e),
+                }
+            },
+        )
+    };
+    match step {
+        Step::Done(r) => r,
+        Step::Wait(mut t, p) => crate::guard::run(-1, || {
+            t.set_lease_break_wait(true);
+            t.truncate(&p, len).map(|()| 0)
+        }),
     }
 }
 

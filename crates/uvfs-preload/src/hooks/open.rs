@@ -60,23 +60,38 @@ unsafe fn do_openat(
                         path: p.to_vec(),
                     })
                 } else {
-                    uvfs_open(s, d, p, flags, mode).map(Step::Done)
+                    match uvfs_open(s, d, p, flags, mode) {
+                        // A lease break under way (the state's process does
+                        // not wait): wait for it outside the state.
+                        Err(Errno::EWOULDBLOCK) if flags & libc::O_NONBLOCK == 0 => {
+                            let k = s.placeholder()?;
+                            Ok(Step::Sleep {
+                                k,
+                                thread: s.p().new_thread(),
+                                d,
+                                path: p.to_vec(),
+                            })
+                        }
+                        r => r.map(Step::Done),
+                    }
                 }
             },
         )
     };
     match step {
         Step::Done(r) => r,
-        // A FIFO's open waits for the other end: on a thread handle of its
-        // own, outside the state and the fork gate (the other end's open,
-        // by another thread, must get through), with the fd number
-        // reserved meanwhile.
+        // A FIFO's open waits for the other end, and an open meeting a
+        // lease break for the holder: on a thread handle of its own,
+        // outside the state and the fork gate (the other end's open, the
+        // holder's fcntl, by another thread, must get through), with the
+        // fd number reserved meanwhile.
         Step::Sleep {
             k,
             mut thread,
             d,
             path,
         } => run(-1, || {
+            thread.set_lease_break_wait(true);
             let r = thread.openat(d, &path, flags, mode);
             with_state(|s| match r {
                 Ok(u) => {

@@ -43,6 +43,10 @@ pub const FMODE_PATH: u32 = 1 << 14;
 pub const FMODE_OPENED: u32 = 1 << 19;
 /// The open created the file (`FMODE_CREATED`; `F_CREATED_QUERY`).
 pub const FMODE_CREATED: u32 = 1 << 20;
+/// uvfs's own: the open is counted in its inode's open counts (a regular
+/// file open for reading or writing; Linux's `FMODE_WRITER` and its
+/// reader count), uncounted by the final release.
+pub const FMODE_COUNTED: u32 = 1 << 16;
 /// The file supports direct I/O (`FMODE_CAN_ODIRECT`: tmpfs sets it on
 /// regular files): `O_DIRECT` is refused on other files.
 pub const FMODE_CAN_ODIRECT: u32 = 1 << 22;
@@ -478,6 +482,11 @@ pub(crate) unsafe fn release(f: NonNull<File>) {
             && let Some(ctx) = file.lock_context()
         {
             ctx.remove_file(file.lock_key());
+        }
+        if file.mode() & FMODE_COUNTED != 0
+            && let Some(inode) = file.dentry().and_then(|d| d.inode())
+        {
+            inode.opens.put(file.mode() & FMODE_WRITE != 0);
         }
         if let Some(ops) = file.ops() {
             ops.release(file);

@@ -152,3 +152,91 @@ fn interrupt_races_with_grant() {
     });
     INTERRUPT.report(["granted", "interrupted"], &[0, 1]);
 }
+
+fn holder(key: usize, counted: Option<bool>) -> Holder {
+    Holder {
+        key,
+        file: None,
+        fd: 3,
+        counted,
+    }
+}
+
+static LEASE_RACE: Seen<3> = Seen::new();
+
+/// The lockless half of leases: a read-lease setter (insert, fence, look
+/// at the counts) races with an opener for writing (count, fence, look for
+/// leases, break without waiting). Never both unaware: an open that
+/// succeeded (its count kept) never coexists with a lease that is not
+/// being broken. Ends with the lease and the count given back.
+#[test]
+fn lease_setter_races_with_opener() {
+    use crate::uapi::{F_RDLCK, F_UNLCK};
+    use std::time::Duration;
+    check(&builder(3), || {
+        let c = Arc::new(FileLockContext::new());
+        let counts = Arc::new(OpenCounts::default());
+        // The setter's own file, open for reading.
+        counts.get(false);
+        let (c2, n2) = (c.clone(), counts.clone());
+        let opener = thread::spawn(move || {
+            n2.get(true);
+            let r = break_lease_if_any(Some(&*c2), true, true, Duration::ZERO, None, &|_| {});
+            if r.is_err() {
+                n2.put(true);
+            }
+            r.is_ok()
+        });
+        let set = c.setlease(&counts, holder(1, Some(false)), F_RDLCK).is_ok();
+        let opened = opener.join().unwrap();
+        let ty = c.getlease(1);
+        assert!(
+            !(opened && set && ty == F_RDLCK),
+            "an open for writing succeeded beside an unbroken read lease"
+        );
+        LEASE_RACE.hit(match (set, opened) {
+            (true, false) => 0,
+            (false, true) => 1,
+            _ => 2,
+        });
+        if set {
+            c.setlease(&counts, holder(1, Some(false)), F_UNLCK)
+                .unwrap();
+        }
+        if opened {
+            counts.put(true);
+        }
+        counts.put(false);
+        assert_eq!(counts.load(), (0, 0));
+        assert_empty(&c);
+    });
+    LEASE_RACE.report(["lease first", "open first", "both"], &[0, 1]);
+}
+
+/// A blocked breaker (an open for writing) is woken by the holder's
+/// unlock or by the holder file's last close, whatever the interleaving:
+/// no lost wake-up (loom reports a deadlock if the breaker sleeps on).
+#[test]
+fn lease_breaker_woken_by_unlock_or_close() {
+    use crate::uapi::{F_UNLCK, F_WRLCK};
+    use std::time::Duration;
+    for close in [false, true] {
+        check(&builder(3), move || {
+            let c = Arc::new(FileLockContext::new());
+            let counts = Arc::new(OpenCounts::default());
+            counts.get(true);
+            c.setlease(&counts, holder(1, Some(true)), F_WRLCK).unwrap();
+            let c2 = c.clone();
+            let t =
+                thread::spawn(move || c2.break_lease(true, false, Duration::ZERO, None, &|_| {}));
+            if close {
+                c.remove_file(1);
+            } else {
+                c.setlease(&counts, holder(1, Some(true)), F_UNLCK).unwrap();
+            }
+            assert_eq!(t.join().unwrap(), Ok(()));
+            counts.put(true);
+            assert_empty(&c);
+        });
+    }
+}

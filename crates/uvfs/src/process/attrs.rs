@@ -194,7 +194,22 @@ impl Process {
             _ => return Err(Errno::EINVAL),
         }
         inode_permission(&self.task.cred, d.sb(), &a, MAY_WRITE)?;
-        self.task.do_truncate(&d, len, false)
+        // `vfs_truncate`: counted as a writer while it works, it breaks
+        // every lease as an open for writing would, waiting.
+        let inode = d.inode().ok_or(Errno::ENOENT)?;
+        inode.opens.get(true);
+        let vfs = &self.task.vfs;
+        let r = crate::locks::break_lease_if_any(
+            inode.lock_context(),
+            true,
+            !self.task.lease_wait,
+            vfs.lease_break_time(),
+            self.task.sleep.0.as_deref(),
+            &|n| self.task.notify_lease_break(n),
+        )
+        .and_then(|()| self.task.do_truncate(&d, len, false));
+        inode.opens.put(true);
+        r
     }
 }
 

@@ -16,7 +16,8 @@
 //! - `F_SETLEASE`: a lease type other than read, write or unlock is
 //!   `EINVAL` before anything else; then the caller must own the file or
 //!   hold `CAP_LEASE` (`EACCES`), the file must be regular (`EINVAL`);
-//!   removing a lease that is not there is `EAGAIN`.
+//!   removing a lease that is not there is `EAGAIN`; then the grant rules
+//!   (`EAGAIN` on a conflicting open or lease: see `locks/lease.rs`).
 //! - `F_ADD_SEALS`: the fd must be open for writing (`EPERM`), before the
 //!   seal bits are checked (`EINVAL`), before the file is asked whether it
 //!   takes seals at all (`EINVAL`) and whether it is sealed against more
@@ -26,8 +27,9 @@
 
 use crate::cred::{self, Cap, Cred};
 use crate::errno::Errno;
-use crate::file_table::{FMODE_CAN_ODIRECT, FMODE_WRITE, FOwner, File};
+use crate::file_table::{FMODE_CAN_ODIRECT, FMODE_COUNTED, FMODE_WRITE, FOwner, File};
 use crate::fs::{S_IFDIR, S_IFMT, S_IFREG};
+use crate::locks::{FilePtr, Holder};
 use crate::uapi::*;
 
 /// `S_IFIFO`: pipes use `O_DIRECT` for packet mode, whatever the file
@@ -69,9 +71,30 @@ fn pid_exists(kind: i32, pid: i32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
-/// `F_GETOWN`: the owner, a process group as a negative number.
+/// Whether a task of the owner's kind has the id now (`pid_task`): a
+/// thread for `F_OWNER_TID`, a process (a thread-group leader) for
+/// `F_OWNER_PID`, a member for `F_OWNER_PGRP`. A lease names the calling
+/// thread as a process, as Linux does: from a thread other than the main
+/// one that is no process, so `F_GETOWN` reads 0 and a break signals
+/// nobody.
+pub(crate) fn owner_alive(kind: i32, pid: i32) -> bool {
+    if pid <= 0 || kind != F_OWNER_PID {
+        return pid > 0 && pid_exists(kind, pid);
+    }
+    std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("Tgid:"))
+            .is_some_and(|t| t.trim() == pid.to_string())
+    })
+}
+
+/// `F_GETOWN`: the owner, a process group as a negative number; 0 when
+/// no task of its kind has the id any more (Linux's `pid_task` check).
 pub(super) fn getown(file: &File) -> i32 {
     let o = file.owner();
+    if !owner_alive(o.kind, o.pid) {
+        return 0;
+    }
     if o.kind == F_OWNER_PGRP {
         -o.pid
     } else {
@@ -125,26 +148,61 @@ pub(super) fn setsig(file: &File, sig: i32) -> Result<i32, Errno> {
     Ok(0)
 }
 
-/// `F_SETLEASE`. uvfs grants no lease (a known difference, listed in
-/// `docs/semantics.md`): every request that passes Linux's checks meets
-/// the answer Linux gives when another open conflicts, `EAGAIN`; removing
-/// a lease finds none, which is `EAGAIN` too.
-pub(super) fn setlease(cred: &Cred, file: &File, arg: i32) -> Result<i32, Errno> {
+/// `F_SETLEASE` (`fcntl_setlease`, `generic_setlease`): the checks above,
+/// then the lease rules of [`crate::locks`]'s lease module. A new or
+/// changed lease makes the caller's process the file's owner if it had
+/// none (`lease_setup`: the calling thread's id, typed as a process, see
+/// [`owner_alive`]); removing one clears the owner and the signal.
+pub(super) fn setlease(cred: &Cred, file: &File, fd: i32, arg: i32) -> Result<i32, Errno> {
     if !matches!(arg, F_RDLCK | F_WRLCK | F_UNLCK) {
         return Err(Errno::EINVAL);
     }
-    let attr = file
-        .dentry()
-        .and_then(|d| d.inode_perm())
-        .map(|p| p.attr())
-        .ok_or(Errno::EINVAL)?;
+    let d = file.dentry().ok_or(Errno::EINVAL)?;
+    let attr = d.inode_perm().map(|p| p.attr()).ok_or(Errno::EINVAL)?;
     if attr.uid != cred.fsuid && !cred.capable(Cap::Lease) {
         return Err(Errno::EACCES);
     }
     if attr.mode & S_IFMT != S_IFREG {
         return Err(Errno::EINVAL);
     }
-    Err(Errno::EAGAIN)
+    let inode = d.inode().ok_or(Errno::EINVAL)?;
+    let ctx = match (arg, inode.lock_context()) {
+        (F_UNLCK, None) => return Err(Errno::EAGAIN),
+        (F_UNLCK, Some(c)) => c,
+        _ => inode.lock_context_or_create()?,
+    };
+    let m = file.mode();
+    let holder = Holder {
+        key: file.lock_key(),
+        file: Some(FilePtr::new(file)),
+        fd,
+        counted: (m & FMODE_COUNTED != 0).then_some(m & FMODE_WRITE != 0),
+    };
+    ctx.setlease(&inode.opens, holder, arg)?;
+    if arg != F_UNLCK {
+        // `task_pid(current)`, typed as a process: the calling thread.
+        // SAFETY: no arguments, no effect.
+        let me = unsafe { libc::gettid() };
+        file.update_owner(|o| {
+            if o.pid == 0 {
+                FOwner {
+                    kind: F_OWNER_PID,
+                    pid: me,
+                    sig: o.sig,
+                }
+            } else {
+                o
+            }
+        });
+    }
+    Ok(0)
+}
+
+/// `F_GETLEASE`: the file's lease type (during a break, the type it is
+/// being broken to), `F_UNLCK` for none, on any file.
+pub(super) fn getlease(file: &File) -> i32 {
+    file.lock_context()
+        .map_or(F_UNLCK, |c| c.getlease(file.lock_key()))
 }
 
 /// `F_NOTIFY` (`fcntl_dirnotify`): an argument without events removes the

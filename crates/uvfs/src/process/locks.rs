@@ -259,4 +259,15 @@ impl Process {
             .map(FileLockContext::stats)
             .unwrap_or_default())
     }
+
+    /// The opens of the inode of the file at `fd` that leases are judged
+    /// by: `(writers, readers)` (Linux's `i_writecount`, `i_readcount`;
+    /// regular files only). For tests. `EBADF` if `fd` is not open.
+    pub fn open_counts(&mut self, fd: i32) -> Result<(u32, u32), Errno> {
+        let file = self.files.get(fd).ok_or(Errno::EBADF)?;
+        Ok(file
+            .dentry()
+            .and_then(|d| d.inode())
+            .map_or((0, 0), |i| i.opens.load()))
+    }
 }

@@ -6,7 +6,7 @@ use super::{Opening, Process, Task};
 use crate::cred::{self, MAY_READ, MAY_WRITE};
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
-use crate::file_table::{FMODE_CAN_ODIRECT, FMODE_CREATED, FMODE_READ, FMODE_WRITE};
+use crate::file_table::{FMODE_CAN_ODIRECT, FMODE_COUNTED, FMODE_CREATED, FMODE_READ, FMODE_WRITE};
 use crate::fs::{
     Attr, S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK, SetAttr, SetTime,
 };
@@ -261,17 +261,19 @@ impl Task {
         if flags & O_NOATIME != 0 && !cred::inode_owner_or_capable(&self.cred, &attr) {
             return Err(Errno::EPERM);
         }
-        if trunc && ftype == S_IFREG {
-            let mut set = SetAttr {
-                size: Some(0),
-                mtime: Some(SetTime::Now),
-                ..SetAttr::default()
-            };
-            if let Some(m) = cred::remove_privs_on_write(&self.cred, &attr) {
-                set.mode = Some(m);
+        if ftype == S_IFREG {
+            // `do_dentry_open`'s counts and `break_lease`, then
+            // `handle_truncate`: a truncate that fails uncounts the open.
+            let counted = self.count_open(&d, op, flags)?;
+            if trunc && let Err(e) = self.open_truncate(&d, &attr) {
+                if let Some((inode, write)) = counted {
+                    inode.opens.put(write);
+                }
+                return Err(e);
             }
-            let _io = d.lock_inode();
-            self.setattr(&d, &set)?;
+            if counted.is_some() {
+                op.add_mode(FMODE_COUNTED);
+            }
         }
         // `do_dentry_open`: the file type's own open first (a FIFO's
         // rendezvous; `ENXIO` for a device with no driver and for a socket
@@ -314,6 +316,63 @@ impl Task {
         Ok(())
     }
 
+    /// Counts a regular file's open in its inode (a writer, or a reader
+    /// for an open for reading only; an open for neither is not counted)
+    /// and breaks the leases it conflicts with (`break_lease`, by the
+    /// access mode: anything but `O_RDONLY` breaks as a writer). Returns
+    /// the inode and kind counted; a failed break uncounts.
+    fn count_open<'d>(
+        &self,
+        d: &'d DentryRef,
+        op: &Opening<'_>,
+        flags: i32,
+    ) -> Result<Option<(&'d crate::icache::Inode, bool)>, Errno> {
+        let inode = d.inode().ok_or(Errno::ENOENT)?;
+        let fmode = op.file().mode();
+        let counted = (fmode & (FMODE_READ | FMODE_WRITE) != 0).then(|| {
+            let write = fmode & FMODE_WRITE != 0;
+            inode.opens.get(write);
+            (inode, write)
+        });
+        let r = crate::locks::break_lease_if_any(
+            inode.lock_context(),
+            flags & O_ACCMODE != O_RDONLY,
+            flags & O_NONBLOCK != 0 || !self.lease_wait,
+            self.vfs.lease_break_time(),
+            self.sleep_hook(),
+            &|n| self.notify_lease_break(n),
+        );
+        if let Err(e) = r {
+            if let Some((inode, write)) = counted {
+                inode.opens.put(write);
+            }
+            return Err(e);
+        }
+        Ok(counted)
+    }
+
+    /// Hands a lease break's notice to the Vfs's hook, when a task of the
+    /// owner's kind has its id (`send_sigio` finds no task otherwise).
+    pub(super) fn notify_lease_break(&self, n: crate::LeaseBreak) {
+        if super::fcntl::owner_alive(n.kind, n.pid) {
+            self.vfs.lease_notify().lease_break(n);
+        }
+    }
+
+    /// An open's `O_TRUNC` of a regular file (`handle_truncate`).
+    fn open_truncate(&self, d: &DentryRef, attr: &Attr) -> Result<(), Errno> {
+        let mut set = SetAttr {
+            size: Some(0),
+            mtime: Some(SetTime::Now),
+            ..SetAttr::default()
+        };
+        if let Some(m) = cred::remove_privs_on_write(&self.cred, attr) {
+            set.mode = Some(m);
+        }
+        let _io = d.lock_inode();
+        self.setattr(d, &set).map(|_| ())
+    }
+
     /// `O_TMPFILE`: an unnamed regular file in `dir`, with an unhashed
     /// dentry; `linkat` with `AT_EMPTY_PATH` can give it a name unless
     /// `O_EXCL` was given.
@@ -326,8 +385,16 @@ impl Task {
     ) -> Result<(), Errno> {
         let d = self.ops().tmpfile(&dir, mode, flags & O_EXCL != 0)?;
         // A regular file; not `FMODE_CREATED` (host: `F_CREATED_QUERY` is 0
-        // on an `O_TMPFILE` fd).
+        // on an `O_TMPFILE` fd). Counted as any open (a new inode has no
+        // lease to break).
         op.add_mode(FMODE_CAN_ODIRECT);
+        if let Some(inode) = d.inode() {
+            let fmode = op.file().mode();
+            if fmode & (FMODE_READ | FMODE_WRITE) != 0 {
+                inode.opens.get(fmode & FMODE_WRITE != 0);
+                op.add_mode(FMODE_COUNTED);
+            }
+        }
         op.set_path(d);
         Ok(())
     }
