@@ -66,6 +66,11 @@ const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
 /// (said once).
 static GAVE_UP: AtomicBool = AtomicBool::new(false);
 
+/// Whether the tree could not get a server (or `UVFS_TREE=0`).
+pub(crate) fn gave_up() -> bool {
+    GAVE_UP.load(Ordering::Acquire)
+}
+
 /// Writes one line to stderr with a raw write (no stdio, no shim).
 fn say(msg: &str) {
     let line = format!("uvfs-preload: {msg}\n");
@@ -364,8 +369,12 @@ fn start_server() -> Result<(), String> {
         unsafe { libc::syscall(libc::SYS_umount2, cpre.as_ptr(), libc::MNT_DETACH) };
         return Err(e);
     }
-    set_client();
+    // A client only once every fd is reopened: a call whose ticket
+    // (`restart::Ticket`) reads "client" looks the fd map up after it
+    // changed, and one whose ticket does not and that enters the gate
+    // after this starts again.
     reopen_all(&pre);
+    set_client();
     crate::state::release_gate();
     Ok(())
 }
