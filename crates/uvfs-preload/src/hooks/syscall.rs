@@ -135,6 +135,20 @@ const SYSCALLS: &[Sys] = &[
     sys(libc::SYS_fallocate, b"fallocate\0", Fd(0), Int),
     sys(libc::SYS_flock, b"flock\0", Fd(0), Int),
     sys(libc::SYS_mmap, b"mmap\0", Fd(4), Long),
+    // Served since the tree's switch work (a uvfs fd or path here reached
+    // the kernel, which saw the placeholder or a host path), one family a
+    // row. On 64-bit Linux `preadv`'s offset travels whole in `pos_l`, as
+    // libc's takes it.
+    sys(libc::SYS_preadv, b"preadv\0", Fd(0), Long), sys(libc::SYS_pwritev, b"pwritev\0", Fd(0), Long),
+    sys(libc::SYS_sendfile, b"sendfile\0", Fds(0, 1), Long), sys(libc::SYS_copy_file_range, b"copy_file_range\0", Fds(0, 2), Long), sys(libc::SYS_splice, b"splice\0", Fds(0, 2), Long),
+    sys(libc::SYS_readahead, b"readahead\0", Fd(0), Long), sys(libc::SYS_sync_file_range, b"sync_file_range\0", Fd(0), Int), sys(libc::SYS_syncfs, b"syncfs\0", Fd(0), Int),
+    sys(libc::SYS_getxattr, b"getxattr\0", Path(0), Long), sys(libc::SYS_lgetxattr, b"lgetxattr\0", Path(0), Long), sys(libc::SYS_fgetxattr, b"fgetxattr\0", Fd(0), Long),
+    sys(libc::SYS_setxattr, b"setxattr\0", Path(0), Int), sys(libc::SYS_lsetxattr, b"lsetxattr\0", Path(0), Int), sys(libc::SYS_fsetxattr, b"fsetxattr\0", Fd(0), Int),
+    sys(libc::SYS_listxattr, b"listxattr\0", Path(0), Long), sys(libc::SYS_llistxattr, b"llistxattr\0", Path(0), Long), sys(libc::SYS_flistxattr, b"flistxattr\0", Fd(0), Long),
+    sys(libc::SYS_removexattr, b"removexattr\0", Path(0), Int), sys(libc::SYS_lremovexattr, b"lremovexattr\0", Path(0), Int), sys(libc::SYS_fremovexattr, b"fremovexattr\0", Fd(0), Int),
+    sys(libc::SYS_execve, b"execve\0", Path(0), Int), sys(libc::SYS_execveat, b"execveat\0", At(0, 1), Int),
+    sys(libc::SYS_chroot, b"chroot\0", Path(0), Int), sys(libc::SYS_umount2, b"umount2\0", Path(0), Int),
+    sys(libc::SYS_inotify_add_watch, b"inotify_add_watch\0", Path(1), Int), sys(libc::SYS_name_to_handle_at, b"name_to_handle_at\0", At(0, 1), Int),
     #[cfg(target_arch = "x86_64")]
     sys(libc::SYS_open, b"open\0", Path(0), Int),
     #[cfg(target_arch = "x86_64")]
@@ -169,6 +183,10 @@ const SYSCALLS: &[Sys] = &[
     sys(libc::SYS_lchown, b"lchown\0", Path(0), Int),
     #[cfg(target_arch = "x86_64")]
     sys(libc::SYS_dup2, b"dup2\0", Fds(0, 1), Int),
+    #[cfg(target_arch = "x86_64")]
+    sys(libc::SYS_futimesat, b"futimesat\0", At(0, 1), Int),
+    #[cfg(target_arch = "x86_64")]
+    sys(libc::SYS_getdents, b"\0", Fd(0), Long),
 ];
 
 /// The numbers of [`SYSCALLS`] as a bitmap, so that every other call
@@ -233,6 +251,19 @@ fn ours(ops: Operands, a: &[c_long; 6]) -> bool {
 /// `a` are the program's arguments to that system call.
 unsafe fn through_libc(i: usize, mut a: [c_long; 6]) -> c_long {
     let s = &SYSCALLS[i];
+    if s.libc == b"\0" {
+        // No libc function means the same (the old `getdents`, whose
+        // records the shim does not make): refused, never the placeholder.
+        set_errno(
+            refuse!(
+                "syscall",
+                "with a uvfs fd for a call without a libc equivalent",
+                EOPNOTSUPP
+            )
+            .raw(),
+        );
+        return -1;
+    }
     let mut f = FOUND[i].load(Ordering::Relaxed);
     if f == 0 {
         // SAFETY: a NUL-terminated name; the global scope finds the shim's
