@@ -43,6 +43,7 @@ unsafe fn do_openat(
             }
         }
     };
+    let t = Ticket::take();
     // SAFETY: the caller's path, valid per the contract.
     let step = unsafe {
         path_call(
@@ -80,6 +81,16 @@ unsafe fn do_openat(
             let r = thread.openat(d, &path, flags, mode);
             with_state(|s| match r {
                 Ok(u) => {
+                    if t.switched() {
+                        // It slept across the tree's switch: the FIFO it
+                        // opened is the private uvfs's, as the FIFOs open
+                        // at the switch are, not the mount's.
+                        static SAID: crate::refuse::Said = crate::refuse::Said::new();
+                        crate::refuse::said_once(
+                            &SAID,
+                            "a uvfs FIFO open that waited across the process tree's switch to its mount opened the process's private FIFO: the tree's other processes open the mount's, a different pipe",
+                        );
+                    }
                     s.map(k, u);
                     Ok(k)
                 }
