@@ -388,50 +388,56 @@ fn fd_io<T, F: FnOnce(&mut Process, i32) -> Result<T, Errno>>(
 pub(crate) fn fd_call_sleeping<T>(
     fd: c_int,
     fail: T,
-    kernel: impl FnOnce() -> T,
-    uvfs: impl FnOnce(&mut Process, i32) -> Result<T, Errno>,
+    kernel: impl Fn() -> T,
+    uvfs: impl Fn(&mut Process, i32) -> Result<T, Errno>,
 ) -> T {
-    match FDMAP.get(fd) {
-        Fd::Kernel => kernel(),
-        Fd::Uvfs(_) if busy() => kernel(),
-        Fd::Stale => {
-            set_errno(libc::EBADF);
-            fail
-        }
-        Fd::Uvfs(_) => {
-            let t = Ticket::take();
-            let mut raced = false;
-            let r = run(fail, || {
-                let (mut thread, u) = with_state(|s| {
-                    // The fd is looked up again inside the gate: after the
-                    // tree's switch it is the kernel's, and the call
-                    // starts again.
-                    if matches!(FDMAP.get(fd), Fd::Kernel) {
-                        raced = true;
-                        return Err(unchanged());
-                    }
-                    let u = s.ufd(fd)?;
-                    Ok::<_, Errno>((s.p().new_thread(), u))
-                })?;
-                uvfs(&mut thread, u)
-            });
-            if raced {
-                return kernel();
+    let mut fail = fail;
+    loop {
+        let t = Ticket::take();
+        match FDMAP.get(fd) {
+            Fd::Kernel => return kernel(),
+            Fd::Uvfs(_) if busy() => return kernel(),
+            Fd::Stale => {
+                set_errno(libc::EBADF);
+                return fail;
             }
-            if t.switched() {
-                // The tree's switch came while this call slept on the
-                // process's private uvfs: what it waited for (a lock) was
-                // taken there, where no other process can see it. Done
-                // again on the mount, where the fd is now, and said once.
-                static SAID: crate::refuse::Said = crate::refuse::Said::new();
-                crate::refuse::said_once(
-                    &SAID,
-                    "a lock wait that slept across the process tree's switch to its mount was done again there (the lock it got on the process's private uvfs holds nothing)",
-                );
-                return kernel();
-            }
-            r
+            Fd::Uvfs(_) => {}
         }
+        let mut raced = false;
+        let r = run(fail, || {
+            let (mut thread, u) = with_state(|s| {
+                // The fd is looked up again inside the gate, after the
+                // switch check: a call that raced the switch starts again.
+                if t.switched() {
+                    raced = true;
+                    return Err(unchanged());
+                }
+                let u = s.ufd(fd)?;
+                Ok::<_, Errno>((s.p().new_thread(), u))
+            })?;
+            // The tree's switch cancels the wait (`EINTR`).
+            crate::signal::cancellable(|| uvfs(&mut thread, u))
+        });
+        // Read inside the gate, where the switch is settled (the switch
+        // itself may have woken this call: its reopening closes the
+        // private fds, releasing their locks).
+        if !raced && !with_state(|_| t.switched()) {
+            return r;
+        }
+        if !raced && !matches!(FDMAP.get(fd), Fd::Uvfs(_)) {
+            // The call slept across the switch on the process's private
+            // uvfs (cancelled there, or what it got was taken where no
+            // other process can see it): made again on the mount, where
+            // its fd is now, and said once.
+            static SAID: crate::refuse::Said = crate::refuse::Said::new();
+            crate::refuse::said_once(
+                &SAID,
+                "a lock wait that slept across the process tree's switch to its mount was done again there (the lock it got on the process's private uvfs holds nothing)",
+            );
+        }
+        // Again, where the fd is now: the mount's, or the private uvfs's
+        // for an fd kept there (unlinked); `r` stands for a failure.
+        fail = r;
     }
 }
 

@@ -375,6 +375,10 @@ fn start_server() -> Result<(), String> {
     // after this starts again.
     reopen_all(&pre);
     set_client();
+    // A lock wait asleep on the private uvfs (outside the gate) would
+    // wait there for an unlock that now goes to the mount: woken, it
+    // answers `EINTR` and is made again on the mount (`dispatch`).
+    crate::signal::cancel_lock_waits();
     crate::state::release_gate();
     Ok(())
 }

@@ -4,7 +4,7 @@
 //! `dup2`'d onto a uvfs number, a uvfs fd onto a kernel number).
 
 use crate::conv::set_errno;
-use crate::dispatch::{Ticket, fd_call, gated, is_uvfs, path_call};
+use crate::dispatch::{RESTART, Ticket, fd_call, gated, is_uvfs, path_call, restartable};
 use crate::fdops::{self, uvfs_open};
 use crate::guard::{busy, run};
 use crate::interpose::{forward, real};
@@ -76,13 +76,20 @@ unsafe fn do_openat(
             k,
             mut thread,
             d,
-            path,
-        } => run(-1, || {
-            let r = thread.openat(d, &path, flags, mode);
+            path: upath,
+        } => restartable(-1, || {
+            // The tree's switch cancels the wait (`EINTR`): the other end
+            // would now open the mount's FIFO.
+            let r = crate::signal::cancellable(|| thread.openat(d, &upath, flags, mode));
             with_state(|s| match r {
+                Err(Errno::EINTR) if t.switched() => {
+                    // Again, on the mount's FIFO.
+                    s.release(k);
+                    Err(RESTART)
+                }
                 Ok(u) => {
                     if t.switched() {
-                        // It slept across the tree's switch: the FIFO it
+                        // Its other end came before the switch: the FIFO it
                         // opened is the private uvfs's, as the FIFOs open
                         // at the switch are, not the mount's.
                         static SAID: crate::refuse::Said = crate::refuse::Said::new();
@@ -99,7 +106,9 @@ unsafe fn do_openat(
                     Err(e)
                 }
             })
-        }),
+        })
+        // SAFETY: the caller's path, valid per the contract.
+        .unwrap_or_else(|| unsafe { do_openat(dirfd, path, flags, mode, at) }),
     }
 }
 
