@@ -173,3 +173,111 @@ fn calls_that_raced_the_switch_start_again_on_the_mount() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// A thread asleep in a lock wait on the private uvfs when the switch
+/// comes: the lock it waits for is held through another fd of the process,
+/// whose unlock would go to the mount after the switch and never wake it.
+/// The switch wakes the wait (the holder's private fd is closed when it is
+/// reopened, its lock released; a wait it did not wake is cancelled), and
+/// it is made again on the mount, where the holder's fd holds no lock:
+/// the worker gets the lock there (the holder's fd then conflicts with
+/// it), and that is said once. Before, the worker got the lock on the
+/// private copy, silently, and the holder could lock again on the mount.
+const LOCK_WAIT: &str = r#"
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+static int a, b, got = -2;
+static pid_t tid;
+static void *worker(void *x) {
+    tid = syscall(SYS_gettid);
+    struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+    got = fcntl(b, F_OFD_SETLKW, &l);
+    return x;
+}
+/* Whether thread `t` sleeps in a read (the shim's wait on its eventfd). */
+static int in_read(pid_t t) {
+    char p[64], s[256] = {0};
+    snprintf(p, sizeof p, "/proc/self/task/%d/syscall", t);
+    FILE *f = fopen(p, "r");
+    if (!f) return 0;
+    fgets(s, sizeof s, f);
+    fclose(f);
+    return atoi(s) == SYS_read;
+}
+int main(int argc, char **argv) {
+    char path[4096];
+    alarm(20);
+    mkdir(argv[1], 0755);
+    snprintf(path, sizeof path, "%s/lock", argv[1]);
+    a = open(path, O_RDWR | O_CREAT, 0644);
+    int linked = argc > 2;
+    if (linked) {
+        /* The holder's file loses its name (it stays private at the
+           switch); the worker's is reached by a second name (reopened
+           through the mount). */
+        char other[4096];
+        snprintf(other, sizeof other, "%s/lock2", argv[1]);
+        if (link(path, other) != 0) return 3;
+        b = open(other, O_RDWR);
+        unlink(path);
+    } else {
+        b = open(path, O_RDWR);
+    }
+    struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+    if (a < 0 || b < 0 || fcntl(a, F_OFD_SETLK, &l) != 0) return 2;
+    pthread_t t;
+    pthread_create(&t, 0, worker, 0);
+    while (!tid || !in_read(tid)) usleep(1000);
+    int st = system("true");
+    pthread_join(t, 0);
+    /* The worker's lock is the mount's now: `a`, another open file of
+       the same file, conflicts with it there. */
+    int again = fcntl(a, F_OFD_SETLK, &l);
+    printf("system %d worker %d relock %d errno %d\n", st, got, again, again ? errno : 0);
+    return 0;
+}
+"#;
+
+/// Runs the lock program with `args` and checks its stdout (`want`) and
+/// the one line said on stderr.
+fn lock_wait(name: &str, args: &[&str], want: &str) {
+    let Some((out, err)) = support::tree::run_c_in_tree(name, LOCK_WAIT, args) else {
+        return;
+    };
+    assert_eq!(out, want);
+    let said = err
+        .matches("uvfs-preload: a lock wait that slept across")
+        .count();
+    assert_eq!(said, 1, "{err}");
+}
+
+/// The holder's file kept private (no name) while the worker's moves to
+/// the mount: nothing there holds the lock, and nothing in the private
+/// copy would ever release it. The switch cancels the private wait; made
+/// again on the mount it gets the lock at once. Without the cancel the
+/// worker waits for ever (`alarm` ends the run).
+#[test]
+fn a_lock_wait_the_switch_leaves_without_a_holder_is_cancelled() {
+    lock_wait(
+        "race-lock-kept",
+        &["$U", "linked"],
+        "system 0 worker 0 relock 0 errno 0\n",
+    );
+}
+
+#[test]
+fn a_lock_wait_asleep_at_the_switch_is_made_again_on_the_mount() {
+    lock_wait(
+        "race-lock",
+        &["$U"],
+        "system 0 worker 0 relock -1 errno 11\n",
+    );
+}
