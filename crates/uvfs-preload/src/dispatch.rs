@@ -381,11 +381,12 @@ fn fd_io<T, F: FnOnce(&mut Process, i32) -> Result<T, Errno>>(
     }
 }
 
-/// As [`fd_call`], for a call that may sleep (a lock wait): a thread
+/// As [`fd_call`], for a call that may sleep (a lock wait, hook `call`): a thread
 /// handle on the uvfs process is taken under the lock, and `uvfs` runs on
 /// it after the lock is released, so the other threads' calls (the unlock
 /// that wakes this one among them) go on meanwhile.
 pub(crate) fn fd_call_sleeping<T>(
+    call: &'static str,
     fd: c_int,
     fail: T,
     kernel: impl Fn() -> T,
@@ -432,7 +433,9 @@ pub(crate) fn fd_call_sleeping<T>(
             static SAID: crate::refuse::Said = crate::refuse::Said::new();
             crate::refuse::said_once(
                 &SAID,
-                "a lock wait that slept across the process tree's switch to its mount was done again there (the lock it got on the process's private uvfs holds nothing)",
+                &format!(
+                    "{call}: a lock wait asleep on the process's private uvfs when the process tree switched to its mount was made again on the mount (a lock taken there would hold nothing)"
+                ),
             );
         }
         // Again, where the fd is now: the mount's, or the private uvfs's

@@ -254,7 +254,7 @@ fn lock_wait(name: &str, args: &[&str], want: &str) {
     };
     assert_eq!(out, want);
     let said = err
-        .matches("uvfs-preload: a lock wait that slept across")
+        .matches("uvfs-preload: fcntl: a lock wait asleep on the process's private uvfs")
         .count();
     assert_eq!(said, 1, "{err}");
 }
