@@ -339,18 +339,23 @@ fn start_server() -> Result<(), String> {
     // SAFETY: getpid has no preconditions.
     let source = CString::new(format!("{SOURCE}:{}", unsafe { libc::getpid() }))
         .map_err(|_| "mount source")?;
-    // SAFETY: NUL-terminated strings; the fd in the options is open.
-    if unsafe {
-        libc::syscall(
-            libc::SYS_mount,
-            source.as_ptr(),
-            cpre.as_ptr(),
-            c"fuse.uvfs".as_ptr(),
-            libc::MS_NOSUID | libc::MS_NODEV,
-            data.as_ptr(),
-        )
-    } != 0
-    {
+    // Inside the guard: the shim's `syscall` would take `SYS_mount` on a
+    // uvfs path for the program's and refuse it.
+    let mounted = {
+        let _busy = Busy::enter();
+        // SAFETY: NUL-terminated strings; the fd in the options is open.
+        unsafe {
+            libc::syscall(
+                libc::SYS_mount,
+                source.as_ptr(),
+                cpre.as_ptr(),
+                c"fuse.uvfs".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV,
+                data.as_ptr(),
+            )
+        }
+    };
+    if mounted != 0 {
         return Err(back(format!(
             "mount on {}: {}",
             String::from_utf8_lossy(&pre),
@@ -365,7 +370,9 @@ fn start_server() -> Result<(), String> {
     crate::state::hold_gate();
     if let Err(e) = fork_server(setup, vfs, fs) {
         crate::state::release_gate();
-        // SAFETY: a NUL-terminated path: our own mount, in our namespace.
+        let _busy = Busy::enter();
+        // SAFETY: a NUL-terminated path: our own mount, in our namespace
+        // (inside the guard, as the mount above).
         unsafe { libc::syscall(libc::SYS_umount2, cpre.as_ptr(), libc::MNT_DETACH) };
         return Err(e);
     }

@@ -156,6 +156,9 @@ int main(int argc, char **argv) {
     n = syscall(SYS_preadv, h, &iv, 1, 0, 0);
     printf("preadv %ld: %.*s\n", n, (int)(n > 0 ? n : 0), buf);
     R("syncfs", syscall(SYS_syncfs, h));
+    R("dup3 to 120", syscall(SYS_dup3, h, 120, 0));
+    R("close_range 120", syscall(SYS_close_range, 120, 120, 0));
+    R("fcntl after close_range", syscall(SYS_fcntl, 120, F_GETFD));
     R("close h", syscall(SYS_close, h));
     R("unlinkat h", syscall(SYS_unlinkat, AT_FDCWD, at("d/h"), 0));
 #ifdef SYS_open
