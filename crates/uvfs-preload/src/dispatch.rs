@@ -7,7 +7,8 @@
 
 use crate::conv::{cbytes, errno, set_errno};
 use crate::guard::{Local, busy, local, run, run_in};
-use crate::path::{Route, early_outside, is_client, loaded, prefix};
+use crate::path::{Route, early_outside, loaded, prefix};
+pub(crate) use crate::restart::{RESTART, Ticket};
 use crate::route::{Dir, route_abs};
 use crate::state::{FDMAP, Fd, State, with_state, with_state_in};
 use libc::{c_char, c_int};
@@ -15,23 +16,62 @@ use std::ffi::CString;
 use uvfs::uapi::AT_FDCWD;
 use uvfs::{Errno, Process};
 
-/// Whether a call that read `was` ([`is_client`]) before it looked its fd
-/// or path up reached uvfs after the process became a client of its tree
-/// (`namespace`: the switch holds every other thread out of uvfs, so a
-/// call inside the gate reads it settled). Its fd was reopened through the
-/// mount and its uvfs fd closed meanwhile, or its path now belongs to the
-/// mount: the call starts again, on the kernel's side. A process is a
-/// client for good, so a call starts again at most once.
-#[inline]
-fn switched(was: bool) -> bool {
-    !was && is_client()
-}
-
 /// What a call that raced the switch returns before it starts again: the
 /// errno it found, so that `run` leaves errno as it was.
 #[cold]
 fn unchanged() -> Errno {
     Errno::from_raw(errno())
+}
+
+/// Runs `f`, the uvfs side of hook `call`, which looked its fd or path up
+/// after taking `t`, in [`run`]'s frame. `None` when the tree's switch came
+/// between the look-up and the gate (`f` answered [`RESTART`], as
+/// [`Ticket::check`] does inside the gate): errno is left as it was and the
+/// caller starts the call again, on the kernel's side now (its fd was
+/// reopened through the mount, its path belongs to the mount).
+pub(crate) fn restartable<T>(fail: T, f: impl FnOnce() -> Result<T, Errno>) -> Option<T> {
+    let mut raced = false;
+    let r = run(fail, || match f() {
+        Err(e) if e == RESTART => {
+            raced = true;
+            Err(unchanged())
+        }
+        r => r,
+    });
+    (!raced).then_some(r)
+}
+
+/// [`restartable`] for a uvfs side that runs on this thread's state, the
+/// switch checked first inside the gate. The test hook
+/// ([`Ticket::park`]) parks hook `call` here, between its look-up and the
+/// gate.
+pub(crate) fn gated<T>(
+    call: &'static str,
+    t: Ticket,
+    fail: T,
+    f: impl FnOnce(&mut State) -> Result<T, Errno>,
+) -> Option<T> {
+    t.park(call);
+    restartable(fail, || {
+        with_state(|s| {
+            t.check()?;
+            f(s)
+        })
+    })
+}
+
+/// [`gated`] for the calls that return an error number instead of setting
+/// errno (`posix_fallocate`, `posix_fadvise`): errno is left as it was.
+pub(crate) fn gated_rc(
+    call: &'static str,
+    t: Ticket,
+    f: impl FnOnce(&mut State) -> Result<(), Errno>,
+) -> Option<c_int> {
+    let saved = errno();
+    let r = gated(call, t, -1, |s| f(s).map(|()| 0))?;
+    let e = if r < 0 { errno() } else { 0 };
+    set_errno(saved);
+    Some(e)
 }
 
 /// Where `path` (relative to `dirfd`) goes. `None`: `dirfd` is a stale
@@ -131,7 +171,7 @@ pub(crate) unsafe fn path_call<T>(
     }
     // SAFETY: non-NULL and valid per the contract.
     let p = unsafe { cbytes(path) };
-    let was = is_client();
+    let t = Ticket::take();
     match route(dirfd, p) {
         None => {
             set_errno(libc::EBADF);
@@ -153,7 +193,7 @@ pub(crate) unsafe fn path_call<T>(
                 with_state(|s| {
                     // (The switch checked first: `uvfs` stays for the
                     // call's second start.)
-                    let Some(uvfs) = uvfs.take_if(|_| !switched(was)) else {
+                    let Some(uvfs) = uvfs.take_if(|_| !t.switched()) else {
                         raced = true;
                         return Err(unchanged());
                     };
@@ -195,7 +235,7 @@ pub(crate) unsafe fn path2_call(
     }
     // SAFETY: valid C strings per the callers' contracts.
     let (b1, b2) = unsafe { (cbytes(p1), cbytes(p2)) };
-    let was = is_client();
+    let t = Ticket::take();
     let (Some(r1), Some(r2)) = (route(d1, b1), route(d2, b2)) else {
         set_errno(libc::EBADF);
         return -1;
@@ -216,7 +256,7 @@ pub(crate) unsafe fn path2_call(
         (Route::Uvfs(ud1, up1), Route::Uvfs(ud2, up2)) => {
             let mut uvfs = Some(uvfs);
             let r = run(-1, || {
-                with_state(|s| match uvfs.take_if(|_| !switched(was)) {
+                with_state(|s| match uvfs.take_if(|_| !t.switched()) {
                     Some(f) => f(s.p(), ud1, &up1, ud2, &up2).map(|()| 0),
                     None => Err(unchanged()),
                 })
@@ -249,7 +289,7 @@ pub(crate) fn fd_call<T>(
     kernel: impl FnOnce() -> T,
     uvfs: impl FnOnce(&mut State, i32) -> Result<T, Errno>,
 ) -> T {
-    let was = is_client();
+    let t = Ticket::take();
     match FDMAP.get(fd) {
         Fd::Kernel => kernel(),
         Fd::Stale => {
@@ -266,7 +306,7 @@ pub(crate) fn fd_call<T>(
             // `u` as read above: another thread closing or replacing `fd`
             // meanwhile is the program's race, as on Linux.
             let r = run_in(l, fail, || {
-                with_state_in(l, |s| match uvfs.take_if(|_| !switched(was)) {
+                with_state_in(l, |s| match uvfs.take_if(|_| !t.switched()) {
                     Some(f) => f(s, u),
                     None => Err(unchanged()),
                 })
@@ -291,7 +331,7 @@ pub(crate) fn fd_call_io<T>(
     kernel: impl FnOnce() -> T,
     uvfs: impl FnOnce(&mut Process, i32) -> Result<T, Errno>,
 ) -> T {
-    let was = is_client();
+    let t = Ticket::take();
     match FDMAP.get(fd) {
         Fd::Kernel => kernel(),
         Fd::Stale => {
@@ -304,7 +344,7 @@ pub(crate) fn fd_call_io<T>(
                 return kernel();
             }
             let mut uvfs = Some(uvfs);
-            let r = run_in(l, fail, || fd_io(l, u, was, &mut uvfs));
+            let r = run_in(l, fail, || fd_io(l, u, t, &mut uvfs));
             match uvfs {
                 Some(f) => fd_call_io(fd, r, kernel, f),
                 None => r,
@@ -318,7 +358,7 @@ pub(crate) fn fd_call_io<T>(
 fn fd_io<T, F: FnOnce(&mut Process, i32) -> Result<T, Errno>>(
     l: &Local,
     u: i32,
-    was: bool,
+    t: Ticket,
     uvfs: &mut Option<F>,
 ) -> Result<T, Errno> {
     let mut call = |p: &mut Process, u: i32| match uvfs.take() {
@@ -326,7 +366,7 @@ fn fd_io<T, F: FnOnce(&mut Process, i32) -> Result<T, Errno>>(
         None => Err(Errno::EIO),
     };
     let sleeper = with_state_in(l, |s| {
-        if switched(was) {
+        if t.switched() {
             // Left in `uvfs`: the caller starts the call again.
             Err(unchanged())
         } else if s.p().may_block(u) {
@@ -341,44 +381,66 @@ fn fd_io<T, F: FnOnce(&mut Process, i32) -> Result<T, Errno>>(
     }
 }
 
-/// As [`fd_call`], for a call that may sleep (a lock wait): a thread
+/// As [`fd_call`], for a call that may sleep (a lock wait, hook `call`): a thread
 /// handle on the uvfs process is taken under the lock, and `uvfs` runs on
 /// it after the lock is released, so the other threads' calls (the unlock
 /// that wakes this one among them) go on meanwhile.
 pub(crate) fn fd_call_sleeping<T>(
+    call: &'static str,
     fd: c_int,
     fail: T,
-    kernel: impl FnOnce() -> T,
-    uvfs: impl FnOnce(&mut Process, i32) -> Result<T, Errno>,
+    kernel: impl Fn() -> T,
+    uvfs: impl Fn(&mut Process, i32) -> Result<T, Errno>,
 ) -> T {
-    match FDMAP.get(fd) {
-        Fd::Kernel => kernel(),
-        Fd::Uvfs(_) if busy() => kernel(),
-        Fd::Stale => {
-            set_errno(libc::EBADF);
-            fail
-        }
-        Fd::Uvfs(_) => {
-            let mut raced = false;
-            let r = run(fail, || {
-                let (mut thread, u) = with_state(|s| {
-                    // The fd is looked up again inside the gate: after the
-                    // tree's switch it is the kernel's, and the call
-                    // starts again.
-                    if matches!(FDMAP.get(fd), Fd::Kernel) {
-                        raced = true;
-                        return Err(unchanged());
-                    }
-                    let u = s.ufd(fd)?;
-                    Ok::<_, Errno>((s.p().new_thread(), u))
-                })?;
-                uvfs(&mut thread, u)
-            });
-            if raced {
-                return kernel();
+    let mut fail = fail;
+    loop {
+        let t = Ticket::take();
+        match FDMAP.get(fd) {
+            Fd::Kernel => return kernel(),
+            Fd::Uvfs(_) if busy() => return kernel(),
+            Fd::Stale => {
+                set_errno(libc::EBADF);
+                return fail;
             }
-            r
+            Fd::Uvfs(_) => {}
         }
+        let mut raced = false;
+        let r = run(fail, || {
+            let (mut thread, u) = with_state(|s| {
+                // The fd is looked up again inside the gate, after the
+                // switch check: a call that raced the switch starts again.
+                if t.switched() {
+                    raced = true;
+                    return Err(unchanged());
+                }
+                let u = s.ufd(fd)?;
+                Ok::<_, Errno>((s.p().new_thread(), u))
+            })?;
+            // The tree's switch cancels the wait (`EINTR`).
+            crate::signal::cancellable(|| uvfs(&mut thread, u))
+        });
+        // Read inside the gate, where the switch is settled (the switch
+        // itself may have woken this call: its reopening closes the
+        // private fds, releasing their locks).
+        if !raced && !with_state(|_| t.switched()) {
+            return r;
+        }
+        if !raced && !matches!(FDMAP.get(fd), Fd::Uvfs(_)) {
+            // The call slept across the switch on the process's private
+            // uvfs (cancelled there, or what it got was taken where no
+            // other process can see it): made again on the mount, where
+            // its fd is now, and said once.
+            static SAID: crate::refuse::Said = crate::refuse::Said::new();
+            crate::refuse::said_once(
+                &SAID,
+                &format!(
+                    "{call}: a lock wait asleep on the process's private uvfs when the process tree switched to its mount was made again on the mount (a lock taken there would hold nothing)"
+                ),
+            );
+        }
+        // Again, where the fd is now: the mount's, or the private uvfs's
+        // for an fd kept there (unlinked); `r` stands for a failure.
+        fail = r;
     }
 }
 

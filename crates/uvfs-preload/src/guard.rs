@@ -97,14 +97,3 @@ pub(crate) fn run_in<T>(l: &Local, fail: T, f: impl FnOnce() -> Result<T, Errno>
         }
     }
 }
-
-/// As [`run`], for the calls that return an error number instead of setting
-/// errno (`posix_fallocate`, `posix_fadvise`).
-pub(crate) fn run_rc(f: impl FnOnce() -> Result<(), Errno>) -> i32 {
-    let _b = Busy::enter();
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(Ok(())) => 0,
-        Ok(Err(e)) => e.raw(),
-        Err(_) => libc::EIO,
-    }
-}

@@ -29,6 +29,9 @@
 //! - `namespace`: one uvfs for the whole process tree: at the first
 //!   child or exec, a server forked to serve the VFS through a FUSE mount
 //!   on the prefix in a private mount namespace, the process a client;
+//! - `restart`: the rule for a call that raced the tree's switch (a
+//!   ticket taken before the look-up, checked inside the gate) and its
+//!   test hook;
 //! - `path`: the prefix; `route`: where a path goes, a pure function of
 //!   the prefix, the directory and the path (fuzzed on its own);
 //!   `fdmap`: the lock-free map from kernel fd numbers to uvfs fds;
@@ -80,6 +83,8 @@ mod placeholders;
 #[cfg(not(loom))]
 mod refuse;
 #[cfg(not(loom))]
+mod restart;
+#[cfg(not(loom))]
 mod route;
 #[cfg(not(loom))]
 mod seed;
@@ -110,6 +115,7 @@ extern "C" fn init() {
     });
     fork_gate::at_load();
     namespace::at_load();
+    restart::at_load();
     seed::register_dump();
     path::set_loaded();
 }

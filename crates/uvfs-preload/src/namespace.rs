@@ -66,6 +66,11 @@ const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
 /// (said once).
 static GAVE_UP: AtomicBool = AtomicBool::new(false);
 
+/// Whether the tree could not get a server (or `UVFS_TREE=0`).
+pub(crate) fn gave_up() -> bool {
+    GAVE_UP.load(Ordering::Acquire)
+}
+
 /// Writes one line to stderr with a raw write (no stdio, no shim).
 fn say(msg: &str) {
     let line = format!("uvfs-preload: {msg}\n");
@@ -334,18 +339,23 @@ fn start_server() -> Result<(), String> {
     // SAFETY: getpid has no preconditions.
     let source = CString::new(format!("{SOURCE}:{}", unsafe { libc::getpid() }))
         .map_err(|_| "mount source")?;
-    // SAFETY: NUL-terminated strings; the fd in the options is open.
-    if unsafe {
-        libc::syscall(
-            libc::SYS_mount,
-            source.as_ptr(),
-            cpre.as_ptr(),
-            c"fuse.uvfs".as_ptr(),
-            libc::MS_NOSUID | libc::MS_NODEV,
-            data.as_ptr(),
-        )
-    } != 0
-    {
+    // Inside the guard: the shim's `syscall` would take `SYS_mount` on a
+    // uvfs path for the program's and refuse it.
+    let mounted = {
+        let _busy = Busy::enter();
+        // SAFETY: NUL-terminated strings; the fd in the options is open.
+        unsafe {
+            libc::syscall(
+                libc::SYS_mount,
+                source.as_ptr(),
+                cpre.as_ptr(),
+                c"fuse.uvfs".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV,
+                data.as_ptr(),
+            )
+        }
+    };
+    if mounted != 0 {
         return Err(back(format!(
             "mount on {}: {}",
             String::from_utf8_lossy(&pre),
@@ -360,12 +370,22 @@ fn start_server() -> Result<(), String> {
     crate::state::hold_gate();
     if let Err(e) = fork_server(setup, vfs, fs) {
         crate::state::release_gate();
-        // SAFETY: a NUL-terminated path: our own mount, in our namespace.
+        let _busy = Busy::enter();
+        // SAFETY: a NUL-terminated path: our own mount, in our namespace
+        // (inside the guard, as the mount above).
         unsafe { libc::syscall(libc::SYS_umount2, cpre.as_ptr(), libc::MNT_DETACH) };
         return Err(e);
     }
-    set_client();
+    // A client only once every fd is reopened: a call whose ticket
+    // (`restart::Ticket`) reads "client" looks the fd map up after it
+    // changed, and one whose ticket does not and that enters the gate
+    // after this starts again.
     reopen_all(&pre);
+    set_client();
+    // A lock wait asleep on the private uvfs (outside the gate) would
+    // wait there for an unlock that now goes to the mount: woken, it
+    // answers `EINTR` and is made again on the mount (`dispatch`).
+    crate::signal::cancel_lock_waits();
     crate::state::release_gate();
     Ok(())
 }

@@ -8,26 +8,45 @@ pub(crate) use crate::route::Route;
 /// `UVFS_PREFIX` is not an absolute path other than `/` (the shim then
 /// passes everything through).
 pub(crate) fn prefix() -> Option<&'static [u8]> {
-    if CLIENT.load(std::sync::atomic::Ordering::Relaxed) {
+    if MODE.load(std::sync::atomic::Ordering::Relaxed) & CLIENT != 0 {
         return None;
     }
     prefix_raw()
 }
 
-/// The process is a client of its tree's server (see `namespace`): the
-/// prefix is a FUSE mount of this mount namespace, every path goes to the
-/// kernel unchanged and [`prefix`] answers `None`.
-static CLIENT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// [`MODE`]'s bit: the process is a client of its tree's server (see
+/// `namespace`): the prefix is a FUSE mount of this mount namespace, every
+/// path goes to the kernel unchanged and [`prefix`] answers `None`.
+pub(crate) const CLIENT: u8 = 1;
+
+/// [`MODE`]'s bit: `UVFS_TEST_PARK` was set at load (`dispatch::Ticket`'s
+/// test hook). In the same word as [`CLIENT`], so a call that reads the
+/// switch reads this with the same load.
+pub(crate) const PARK: u8 = 2;
+
+/// [`CLIENT`] and [`PARK`].
+static MODE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
 
 /// Makes this process a client (for good: its children and the programs it
 /// execs are too).
 pub(crate) fn set_client() {
-    CLIENT.store(true, std::sync::atomic::Ordering::Release);
+    MODE.fetch_or(CLIENT, std::sync::atomic::Ordering::Release);
+}
+
+/// Arms the test hook ([`PARK`]; from the library constructor).
+pub(crate) fn set_park() {
+    MODE.fetch_or(PARK, std::sync::atomic::Ordering::Release);
 }
 
 /// Whether this process is a client of its tree's server.
 pub(crate) fn is_client() -> bool {
-    CLIENT.load(std::sync::atomic::Ordering::Acquire)
+    mode() & CLIENT != 0
+}
+
+/// [`CLIENT`] and [`PARK`] as they stand (one load).
+#[inline]
+pub(crate) fn mode() -> u8 {
+    MODE.load(std::sync::atomic::Ordering::Acquire)
 }
 
 /// Set at the end of the library constructor. Before it, a hook runs on

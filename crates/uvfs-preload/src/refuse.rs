@@ -22,12 +22,8 @@ impl Said {
 /// and gives back `e` for the caller to fail with. The line is written
 /// with one raw `write` to fd 2 (never through libc's stdio or the shim).
 pub(crate) fn say(said: &Said, call: &str, what: &str, e: Errno) -> Errno {
-    let pid = rustix::process::getpid().as_raw_nonzero().get();
-    if said.0.swap(pid, Ordering::Relaxed) != pid {
-        let name = e.name().unwrap_or("error");
-        let msg = format!("uvfs-preload: {call} {what} is not supported ({name})\n");
-        let _ = rustix::io::write(rustix::stdio::stderr(), msg.as_bytes());
-    }
+    let name = e.name().unwrap_or("error");
+    said_once(said, &format!("{call} {what} is not supported ({name})"));
     e
 }
 
@@ -40,3 +36,12 @@ macro_rules! refuse {
     }};
 }
 pub(crate) use refuse;
+
+/// Writes `uvfs-preload: {line}` on stderr once per process (`said`).
+pub(crate) fn said_once(said: &Said, line: &str) {
+    let pid = rustix::process::getpid().as_raw_nonzero().get();
+    if said.0.swap(pid, Ordering::Relaxed) != pid {
+        let msg = format!("uvfs-preload: {line}\n");
+        let _ = rustix::io::write(rustix::stdio::stderr(), msg.as_bytes());
+    }
+}

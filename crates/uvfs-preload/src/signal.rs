@@ -32,6 +32,7 @@ use crate::conv::errno;
 use crate::placeholders::hole_lower;
 use libc::c_int;
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, Weak};
 use uvfs::Errno;
 use uvfs::{Interrupted, Sleep, Waiter};
@@ -75,6 +76,105 @@ enum Current {
 
 std::thread_local! {
     static CURRENT: RefCell<Current> = const { RefCell::new(Current::None) };
+    /// This thread's wait that the tree's switch may cancel (armed by
+    /// [`cancellable`] for the call; this thread's own reference to the
+    /// registered eventfd keeps its address from being reused while it is
+    /// registered).
+    static LOCK_WAIT: RefCell<LockWait> = const { RefCell::new(LockWait::Off) };
+}
+
+/// This thread's lock wait, as the switch sees it.
+enum LockWait {
+    /// Not in a [`cancellable`] call.
+    Off,
+    /// In one, not registered (yet, or no free slot).
+    Armed,
+    /// Registered at this slot of [`LOCK_WAITS`], with this thread's own
+    /// reference to the eventfd there.
+    At(usize, Arc<EventFd>),
+}
+
+/// The eventfds of the lock waits sleeping now (`Arc::into_raw`, null
+/// when free), which the tree's switch wakes and cancels
+/// ([`cancel_lock_waits`]). Lock-free, so a fork never copies it locked:
+/// whoever swaps a pointer out owns that reference. A wait that finds no
+/// free slot is not cancellable (it waits on, as before).
+static LOCK_WAITS: [AtomicPtr<EventFd>; 64] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 64];
+
+/// Runs `f` (a lock call that may sleep, on uvfs) with its sleep
+/// cancellable by the tree's switch: the sleep then answers `EINTR`, and
+/// the caller, seeing the switch, makes the call again on the mount.
+pub(crate) fn cancellable<R>(f: impl FnOnce() -> R) -> R {
+    LOCK_WAIT.with(|w| *w.borrow_mut() = LockWait::Armed);
+    let r = f();
+    if let LockWait::At(i, ev) = LOCK_WAIT.with(|w| w.replace(LockWait::Off)) {
+        let mine = Arc::as_ptr(&ev).cast_mut();
+        if LOCK_WAITS[i]
+            .compare_exchange(
+                mine,
+                std::ptr::null_mut(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
+        {
+            // SAFETY: the slot's reference, made by `Arc::into_raw` in
+            // `register` and swapped out here, so owned here.
+            drop(unsafe { Arc::from_raw(mine) });
+        }
+    }
+    r
+}
+
+/// Registers `ev` if this thread is in a [`cancellable`] call.
+fn register(ev: &Arc<EventFd>) {
+    LOCK_WAIT.with(|w| {
+        let mut w = w.borrow_mut();
+        if !matches!(*w, LockWait::Armed) {
+            return;
+        }
+        let raw = Arc::into_raw(ev.clone()).cast_mut();
+        for (i, slot) in LOCK_WAITS.iter().enumerate() {
+            if slot
+                .compare_exchange(
+                    std::ptr::null_mut(),
+                    raw,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_ok()
+            {
+                *w = LockWait::At(i, ev.clone());
+                return;
+            }
+        }
+        // SAFETY: made by `Arc::into_raw` just above, placed nowhere.
+        drop(unsafe { Arc::from_raw(raw) });
+    });
+}
+
+/// Whether this thread's registered lock wait was cancelled (its slot
+/// emptied by [`cancel_lock_waits`]).
+fn cancelled() -> bool {
+    LOCK_WAIT.with(|w| match &*w.borrow() {
+        LockWait::At(i, ev) => LOCK_WAITS[*i].load(Ordering::Acquire) != Arc::as_ptr(ev).cast_mut(),
+        _ => false,
+    })
+}
+
+/// The tree's switch: wakes every registered lock wait, whose sleep then
+/// answers `EINTR` (what it waited for is on the private uvfs, where the
+/// thread that would release it no longer goes).
+pub(crate) fn cancel_lock_waits() {
+    for slot in &LOCK_WAITS {
+        let p = slot.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        if !p.is_null() {
+            // SAFETY: a reference made by `Arc::into_raw` in `register`,
+            // swapped out here, so owned here.
+            let ev = unsafe { Arc::from_raw(p) };
+            ev.signal();
+        }
+    }
 }
 
 impl Sleep for KernelSleep {
@@ -82,6 +182,7 @@ impl Sleep for KernelSleep {
         match EventFd::with_flags(libc::EFD_CLOEXEC) {
             Ok(ev) => {
                 let ev = Arc::new(ev);
+                register(&ev);
                 CURRENT.with(|c| *c.borrow_mut() = Current::Event(Arc::downgrade(&ev)));
                 // The waiter owns the eventfd: it closes with the call's
                 // last reference to the waiter. It also unparks the
@@ -122,6 +223,9 @@ impl Sleep for KernelSleep {
             // raw close, say): park instead of spinning on the failed read,
             // uninterruptibly, until the waiter's unpark.
             std::thread::park();
+        }
+        if cancelled() {
+            return Err(Interrupted::Eintr);
         }
         Ok(())
     }

@@ -13,7 +13,7 @@
 //! it to the kernel.
 
 use crate::conv::cbytes;
-use crate::dispatch::route_unguarded;
+use crate::dispatch::{RESTART, Ticket, route_unguarded};
 use crate::path::Route;
 use crate::state::{State, with_state};
 use libc::{c_char, c_int};
@@ -63,12 +63,15 @@ fn random_u64() -> u64 {
 /// runs `make` on the state with the uvfs route of each name tried, until
 /// it gives something other than `EEXIST`. The template keeps the last name
 /// tried (glibc's behaviour); on `EINVAL` it is left untouched. A name that
-/// does not route to uvfs (only possible if the prefix moved under the
-/// caller's feet) is `EXDEV`.
+/// does not route to uvfs is `EXDEV`; [`RESTART`] (the template's `X`s
+/// put back) when the tree's switch came since `t`, inside the gate or
+/// before a name's route.
 ///
 /// # Safety
 /// `tmpl` is a writable, NUL-terminated string.
 pub(crate) unsafe fn gen_tempname<T>(
+    call: &'static str,
+    t: Ticket,
     tmpl: *mut c_char,
     suffix: c_int,
     mut make: impl FnMut(&mut State, i32, &[u8]) -> Result<T, Errno>,
@@ -86,10 +89,27 @@ pub(crate) unsafe fn gen_tempname<T>(
         // SAFETY: the filled template, still a C string.
         let path = unsafe { cbytes(tmpl) };
         let r = match route_unguarded(AT_FDCWD, path) {
-            Some(Route::Uvfs(d, p)) => with_state(|s| make(s, d, &p)),
+            Some(Route::Uvfs(d, p)) => {
+                // The test hook: between the route and the gate.
+                t.park(call);
+                with_state(|s| {
+                    t.check()?;
+                    make(s, d, &p)
+                })
+            }
+            _ if t.switched() => Err(RESTART),
             _ => Err(Errno::EXDEV),
         };
         match r {
+            Err(e) if e == RESTART => {
+                // The tree's switch came: the template as it was, for the
+                // call's second start on the kernel's side.
+                for i in 0..6 {
+                    // SAFETY: within the template's six `X`s, as above.
+                    unsafe { *tmpl.add(at + i) = b'X' as c_char };
+                }
+                return Err(RESTART);
+            }
             Err(Errno::EEXIST) => continue,
             r => return r,
         }

@@ -23,6 +23,7 @@ const PROG: &str = r##"
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -138,6 +139,28 @@ int main(int argc, char **argv) {
     printf("getcwd %s, ends with /d: %s\n", n > 0 ? "ok" : "failed",
            n > 2 && strcmp(buf + strlen(buf) - 2, "/d") == 0 ? "yes" : "no");
     R("relative newfstatat", syscall(SYS_newfstatat, AT_FDCWD, "g", &st, 0));
+    /* Served through the shim's functions since the switch work: before,
+       the kernel got the placeholder or a host path. */
+    long h = syscall(SYS_openat, AT_FDCWD, at("d/h"), O_CREAT | O_RDWR, 0644);
+    loff_t ci = 0;
+    R("copy_file_range", syscall(SYS_copy_file_range, g, &ci, h, NULL, 3, 0));
+    off_t so = 0;
+    R("sendfile", syscall(SYS_sendfile, h, g, &so, 2));
+    R("fsetxattr", syscall(SYS_fsetxattr, h, "user.k", "v1", 2, 0));
+    n = syscall(SYS_fgetxattr, h, "user.k", buf, sizeof buf);
+    printf("fgetxattr %ld: %.*s\n", n, (int)(n > 0 ? n : 0), buf);
+    R("getxattr", syscall(SYS_getxattr, at("d/h"), "user.k", buf, sizeof buf));
+    R("removexattr", syscall(SYS_removexattr, at("d/h"), "user.k"));
+    R("getxattr removed", syscall(SYS_getxattr, at("d/h"), "user.k", buf, sizeof buf));
+    struct iovec iv = { buf, 5 };
+    n = syscall(SYS_preadv, h, &iv, 1, 0, 0);
+    printf("preadv %ld: %.*s\n", n, (int)(n > 0 ? n : 0), buf);
+    R("syncfs", syscall(SYS_syncfs, h));
+    R("dup3 to 120", syscall(SYS_dup3, h, 120, 0));
+    R("close_range 120", syscall(SYS_close_range, 120, 120, 0));
+    R("fcntl after close_range", syscall(SYS_fcntl, 120, F_GETFD));
+    R("close h", syscall(SYS_close, h));
+    R("unlinkat h", syscall(SYS_unlinkat, AT_FDCWD, at("d/h"), 0));
 #ifdef SYS_open
     long lf = syscall(SYS_open, at("d/legacy"), O_CREAT | O_WRONLY, 0600);
     printf("open: %s\n", lf >= 0 ? "fd" : strerrorname_np(errno));

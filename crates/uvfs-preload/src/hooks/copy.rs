@@ -8,11 +8,12 @@
 //! systems of different types.
 
 use crate::conv::set_errno;
-use crate::dispatch::{fd_call, is_uvfs};
+use crate::dispatch::{Ticket, fd_call, gated, is_uvfs};
 use crate::fdops;
 use crate::guard::busy;
 use crate::interpose::{forward, real};
 use libc::{c_int, c_uint, loff_t, off_t, size_t, ssize_t};
+use uvfs::Errno;
 
 /// Copies up to `len` bytes from `fin` (at `*off_in` if given, else its
 /// position) to `fout` (at `*off_out` if given) through the shim's own
@@ -150,7 +151,11 @@ pub unsafe extern "C" fn copy_file_range(
     len: size_t,
     flags: c_uint,
 ) -> ssize_t {
-    let (ui, uo) = (is_uvfs(fin), is_uvfs(fout));
+    let t = Ticket::take();
+    let ui = is_uvfs(fin);
+    // The test hook: a switch between the two look-ups.
+    t.park("copy_file_range");
+    let uo = is_uvfs(fout);
     if busy() || !ui && !uo {
         // SAFETY: the caller's arguments, unchanged, valid per the contract.
         return unsafe {
@@ -178,17 +183,19 @@ pub unsafe extern "C" fn copy_file_range(
             },
         );
     }
-    if flags != 0 {
-        set_errno(libc::EINVAL);
-        return -1;
-    }
-    if ui != uo {
-        // Linux refuses a copy between file systems of different types.
-        set_errno(libc::EXDEV);
-        return -1;
-    }
-    // SAFETY: the caller's offset pointers, valid per the contract.
-    unsafe { copy_through(fin, off_in, fout, off_out, len.min(0x7fff_f000)) }
+    // One uvfs fd, one kernel fd: Linux refuses a copy between file
+    // systems of different types (`EINVAL` for flags first). Decided
+    // inside the gate: a switch between the look-ups made both the
+    // mount's, and the call starts again.
+    let e = if flags != 0 {
+        Errno::EINVAL
+    } else {
+        Errno::EXDEV
+    };
+    gated("copy_file_range", t, -1, |_| Err(e)).unwrap_or_else(|| {
+        // SAFETY: the caller's arguments, valid per the contract.
+        unsafe { copy_file_range(fin, off_in, fout, off_out, len, flags) }
+    })
 }
 
 /// Whether kernel fd `fd` is ready for `events` now (a zero-timeout

@@ -7,12 +7,12 @@
 //! uvfs directory is built from such a stream too.
 
 use crate::conv::{errno, set_errno};
-use crate::dispatch::{is_uvfs, is_uvfs_path, path_call, with_kernel_path};
+use crate::dispatch::{Ticket, gated, is_uvfs, is_uvfs_path, path_call, with_kernel_path};
 use crate::fdops::{uvfs_close, uvfs_open};
-use crate::guard::{busy, run};
+use crate::guard::busy;
 use crate::interpose::{forward, real};
 use crate::refuse::refuse;
-use crate::state::{State, before_kernel_fd, hole_lower, with_state};
+use crate::state::{State, before_kernel_fd, hole_lower};
 use libc::{c_char, c_int, c_long};
 use uvfs::Errno;
 use uvfs::uapi::{AT_FDCWD, O_CLOEXEC, O_DIRECTORY, O_RDONLY};
@@ -112,11 +112,13 @@ pub unsafe extern "C" fn opendir(path: *const c_char) -> *mut libc::DIR {
 /// No pointer arguments; the stream takes `fd` over from the caller.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fdopendir(fd: c_int) -> *mut libc::DIR {
+    // SAFETY: no pointers; the caller's own fd.
+    let kernel = || unsafe { real!(fdopendir: fn(c_int) -> *mut libc::DIR)(fd) };
+    let t = Ticket::take();
     if !is_uvfs(fd) || busy() {
-        // SAFETY: no pointers; the caller's own fd.
-        return unsafe { real!(fdopendir: fn(c_int) -> *mut libc::DIR)(fd) };
+        return kernel();
     }
-    run(std::ptr::null_mut(), || with_state(|s| new_dir(s, fd)))
+    gated("fdopendir", t, std::ptr::null_mut(), |s| new_dir(s, fd)).unwrap_or_else(kernel)
 }
 
 /// The next entry of a uvfs stream (NULL at the end, errno untouched, or
@@ -124,21 +126,26 @@ pub unsafe extern "C" fn fdopendir(fd: c_int) -> *mut libc::DIR {
 fn next(d: &mut UDir) -> *mut libc::dirent64 {
     let fd = d.fd;
     if d.pos >= d.len {
-        let n = if is_uvfs(fd) {
-            run(-1isize, || {
-                with_state(|s| {
+        let t = Ticket::take();
+        let buf = &mut d.buf;
+        let n = is_uvfs(fd)
+            .then(|| {
+                gated("readdir", t, -1isize, |s| {
                     let u = s.ufd(fd)?;
-                    Ok(s.p().getdents64(u, &mut d.buf)? as isize)
+                    Ok(s.p().getdents64(u, buf)? as isize)
                 })
             })
-        } else {
-            // A stream opened on uvfs whose fd was reopened through the
-            // tree's mount (see `namespace`): the kernel's records.
-            // SAFETY: the stream's own buffer, writable for its length.
-            unsafe {
-                libc::syscall(libc::SYS_getdents64, fd, d.buf.as_mut_ptr(), d.buf.len()) as isize
-            }
-        };
+            .flatten()
+            .unwrap_or_else(|| {
+                // A stream opened on uvfs whose fd was reopened through
+                // the tree's mount (see `namespace`), at the offset uvfs
+                // had reached: the kernel's records from there (those
+                // already in the buffer were returned first).
+                // SAFETY: the stream's own buffer, writable for its length.
+                unsafe {
+                    libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), buf.len()) as isize
+                }
+            });
         if n <= 0 {
             return std::ptr::null_mut();
         }
@@ -285,14 +292,18 @@ pub unsafe extern "C" fn closedir(dir: *mut libc::DIR) -> c_int {
     // SAFETY: made by `new_dir` with Box::into_raw; the magic is cleared so
     // a use after close is not taken for a live stream.
     drop(unsafe { Box::from_raw(dir.cast::<UDir>()) });
-    if !is_uvfs(fd) {
+    let kernel = || {
         // Reopened through the tree's mount: the kernel's fd.
         // SAFETY: the stream owned the fd.
         let r = unsafe { real!(close: fn(c_int) -> c_int)(fd) };
         hole_lower(fd);
-        return r;
+        r
+    };
+    let t = Ticket::take();
+    if !is_uvfs(fd) {
+        return kernel();
     }
-    run(-1, || with_state(|s| uvfs_close(s, fd)))
+    gated("closedir", t, -1, |s| uvfs_close(s, fd)).unwrap_or_else(kernel)
 }
 
 /// `dirfd`.
@@ -312,14 +323,14 @@ pub unsafe extern "C" fn dirfd(dir: *mut libc::DIR) -> c_int {
 
 fn seek(d: &mut UDir, to: i64) {
     let fd = d.fd;
-    if is_uvfs(fd) {
-        let _ = run(-1, || {
-            with_state(|s| {
-                let u = s.ufd(fd)?;
-                s.p().lseek(u, to, libc::SEEK_SET)
-            })
-        });
-    } else {
+    let t = Ticket::take();
+    let done = is_uvfs(fd)
+        && gated("seekdir", t, -1, |s| {
+            let u = s.ufd(fd)?;
+            s.p().lseek(u, to, libc::SEEK_SET)
+        })
+        .is_some();
+    if !done {
         // SAFETY: the stream's fd (reopened through the tree's mount).
         unsafe { libc::syscall(libc::SYS_lseek, fd, to, libc::SEEK_SET) };
     }

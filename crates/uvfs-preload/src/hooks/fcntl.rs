@@ -80,7 +80,7 @@ unsafe fn do_fcntl(fd: c_int, cmd: c_int, arg: c_ulong, real64: bool) -> c_int {
         };
         // SAFETY: for these commands `arg` is a `struct flock *`, valid
         // per the contract.
-        return fd_call_sleeping(fd, -1, kernel, |p, u| unsafe {
+        return fd_call_sleeping("fcntl", fd, -1, kernel, |p, u| unsafe {
             uvfs_lock(p, u, cmd, arg as *mut libc::flock)
         });
     }
@@ -213,7 +213,7 @@ pub unsafe extern "C" fn lockf(fd: c_int, cmd: c_int, len: off_t) -> c_int {
         Ok(0)
     };
     if fcmd == libc::F_SETLKW {
-        fd_call_sleeping(fd, -1, kernel, uvfs)
+        fd_call_sleeping("lockf", fd, -1, kernel, uvfs)
     } else {
         fd_call(fd, -1, kernel, |s, u| uvfs(s.p(), u))
     }
@@ -234,7 +234,7 @@ pub unsafe extern "C" fn flock(fd: c_int, op: c_int) -> c_int {
     let kernel = || unsafe { real!(flock: fn(c_int, c_int) -> c_int)(fd, op) };
     let uvfs = |p: &mut Process, u: i32| p.flock(u, op).map(|()| 0);
     if op & libc::LOCK_NB == 0 && op & (libc::LOCK_SH | libc::LOCK_EX) != 0 {
-        fd_call_sleeping(fd, -1, kernel, uvfs)
+        fd_call_sleeping("flock", fd, -1, kernel, uvfs)
     } else {
         fd_call(fd, -1, kernel, |s, u| uvfs(s.p(), u))
     }

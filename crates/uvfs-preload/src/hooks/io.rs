@@ -7,11 +7,10 @@
 //! are [`fdops`]'s, which the stdio streams and the copy loop share.
 
 use crate::conv::{buf_mut, buf_ref, iovs};
-use crate::dispatch::{fd_call, fd_call_io, is_uvfs, path_call};
+use crate::dispatch::{Ticket, fd_call, fd_call_io, gated_rc, is_uvfs, path_call};
 use crate::fdops;
-use crate::guard::{busy, run_rc};
+use crate::guard::busy;
 use crate::interpose::{forward, real};
-use crate::state::with_state;
 use libc::{c_char, c_int, c_void, iovec, off_t, size_t, ssize_t};
 use uvfs::uapi::AT_FDCWD;
 use uvfs::{Errno, Process};
@@ -398,16 +397,18 @@ forward! {
 /// No pointer arguments.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn posix_fallocate(fd: c_int, off: off_t, len: off_t) -> c_int {
+    // SAFETY: no pointers; any values are valid arguments.
+    let kernel =
+        || unsafe { real!(posix_fallocate: fn(c_int, off_t, off_t) -> c_int)(fd, off, len) };
+    let t = Ticket::take();
     if !is_uvfs(fd) || busy() {
-        // SAFETY: no pointers; any values are valid arguments.
-        return unsafe { real!(posix_fallocate: fn(c_int, off_t, off_t) -> c_int)(fd, off, len) };
+        return kernel();
     }
-    run_rc(|| {
-        with_state(|s| {
-            let u = s.ufd(fd)?;
-            s.p().fallocate(u, 0, off, len)
-        })
+    gated_rc("posix_fallocate", t, |s| {
+        let u = s.ufd(fd)?;
+        s.p().fallocate(u, 0, off, len)
     })
+    .unwrap_or_else(kernel)
 }
 
 forward! {
@@ -420,24 +421,27 @@ forward! {
 /// No pointer arguments.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn posix_fadvise(fd: c_int, off: off_t, len: off_t, advice: c_int) -> c_int {
-    if !is_uvfs(fd) || busy() {
+    let kernel = || {
         // SAFETY: no pointers; any values are valid arguments.
-        return unsafe {
+        unsafe {
             real!(posix_fadvise: fn(c_int, off_t, off_t, c_int) -> c_int)(fd, off, len, advice)
-        };
+        }
+    };
+    let t = Ticket::take();
+    if !is_uvfs(fd) || busy() {
+        return kernel();
     }
     // tmpfs ignores advice (Linux: generic_fadvise on shmem is a no-op
     // after the argument checks).
-    run_rc(|| {
-        with_state(|s| {
-            let u = s.ufd(fd)?;
-            s.p().fstat(u)?;
-            if !(0..=5).contains(&advice) || len < 0 {
-                return Err(Errno::EINVAL);
-            }
-            Ok(())
-        })
+    gated_rc("posix_fadvise", t, |s| {
+        let u = s.ufd(fd)?;
+        s.p().fstat(u)?;
+        if !(0..=5).contains(&advice) || len < 0 {
+            return Err(Errno::EINVAL);
+        }
+        Ok(())
     })
+    .unwrap_or_else(kernel)
 }
 
 forward! {

@@ -6,8 +6,9 @@
 //! through uvfs see the mapping's bytes. See `docs/preload.md`, "mmap".
 
 use crate::conv::set_errno;
+use crate::dispatch::{Ticket, gated};
 use crate::interpose::{forward, real};
-use crate::state::{FDMAP, Fd, with_state};
+use crate::state::{FDMAP, Fd};
 use libc::{c_int, c_void, off_t, size_t};
 use std::os::fd::AsRawFd;
 
@@ -52,6 +53,7 @@ pub unsafe extern "C" fn mmap(
     fd: c_int,
     off: off_t,
 ) -> *mut c_void {
+    let t = Ticket::take();
     if flags & libc::MAP_ANONYMOUS == 0 && !crate::guard::busy() {
         match FDMAP.get(fd) {
             Fd::Kernel => {}
@@ -68,9 +70,9 @@ pub unsafe extern "C" fn mmap(
                 return libc::MAP_FAILED;
             }
             Fd::Uvfs(_) => {
-                let r = crate::guard::run(Err(uvfs::Errno::EIO), || {
-                    Ok(with_state(|s| {
-                        let u = s.ufd(fd)?;
+                let r = gated("mmap", t, Err(uvfs::Errno::EIO), |s| {
+                    // (An error of the call itself is the inner one.)
+                    Ok(s.ufd(fd).and_then(|u| {
                         s.p().mmap_file(u, |k| {
                             // SAFETY: the caller's arguments under its
                             // contract, on a kernel fd alive for the call.
@@ -84,15 +86,21 @@ pub unsafe extern "C" fn mmap(
                         })
                     }))
                 });
-                return match r {
-                    Ok(p) => p,
-                    // SAFETY: the caller's arguments under its contract.
-                    Err(uvfs::Errno::ENODEV) => unsafe { mmap_dir(addr, len, prot, flags, off) },
-                    Err(e) => {
-                        set_errno(e.raw());
-                        libc::MAP_FAILED
-                    }
-                };
+                // `None`: the switch came between; `fd` is the mount's
+                // now, for the kernel's call below.
+                if let Some(r) = r {
+                    return match r {
+                        Ok(p) => p,
+                        // SAFETY: the caller's arguments under its contract.
+                        Err(uvfs::Errno::ENODEV) => unsafe {
+                            mmap_dir(addr, len, prot, flags, off)
+                        },
+                        Err(e) => {
+                            set_errno(e.raw());
+                            libc::MAP_FAILED
+                        }
+                    };
+                }
             }
         }
     }

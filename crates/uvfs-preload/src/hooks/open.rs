@@ -4,7 +4,7 @@
 //! `dup2`'d onto a uvfs number, a uvfs fd onto a kernel number).
 
 use crate::conv::set_errno;
-use crate::dispatch::{fd_call, is_uvfs, path_call};
+use crate::dispatch::{RESTART, Ticket, fd_call, gated, is_uvfs, path_call, restartable};
 use crate::fdops::{self, uvfs_open};
 use crate::guard::{busy, run};
 use crate::interpose::{forward, real};
@@ -43,6 +43,7 @@ unsafe fn do_openat(
             }
         }
     };
+    let t = Ticket::take();
     // SAFETY: the caller's path, valid per the contract.
     let step = unsafe {
         path_call(
@@ -89,12 +90,29 @@ unsafe fn do_openat(
             k,
             mut thread,
             d,
-            path,
-        } => run(-1, || {
+            path: upath,
+        } => restartable(-1, || {
+            // The tree's switch cancels the wait (`EINTR`): the other end
+            // (or the lease's holder) is now the mount's.
             thread.set_lease_break_wait(true);
-            let r = thread.openat(d, &path, flags, mode);
+            let r = crate::signal::cancellable(|| thread.openat(d, &upath, flags, mode));
             with_state(|s| match r {
+                Err(Errno::EINTR) if t.switched() => {
+                    // Again, on the mount's FIFO.
+                    s.release(k);
+                    Err(RESTART)
+                }
                 Ok(u) => {
+                    if t.switched() {
+                        // Its other end came before the switch: the FIFO it
+                        // opened is the private uvfs's, as the FIFOs open
+                        // at the switch are, not the mount's.
+                        static SAID: crate::refuse::Said = crate::refuse::Said::new();
+                        crate::refuse::said_once(
+                            &SAID,
+                            "a uvfs FIFO open that waited across the process tree's switch to its mount opened the process's private FIFO: the tree's other processes open the mount's, a different pipe",
+                        );
+                    }
                     s.map(k, u);
                     Ok(k)
                 }
@@ -103,7 +121,9 @@ unsafe fn do_openat(
                     Err(e)
                 }
             })
-        }),
+        })
+        // SAFETY: the caller's path, valid per the contract.
+        .unwrap_or_else(|| unsafe { do_openat(dirfd, path, flags, mode, at) }),
     }
 }
 
@@ -305,15 +325,22 @@ pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
     )
 }
 
-/// dup2/dup3 with `new` already known to differ from `old`; `kernel` is the
-/// next definition's call.
-fn do_dup3(old: c_int, new: c_int, cloexec: bool, kernel: impl FnOnce() -> c_int) -> c_int {
+/// dup2/dup3 (`call`) with `new` already known to differ from `old`;
+/// `kernel` is the next definition's call.
+fn do_dup3(
+    call: &'static str,
+    old: c_int,
+    new: c_int,
+    cloexec: bool,
+    kernel: impl FnOnce() -> c_int,
+) -> c_int {
     // The memfd holding a mapped uvfs file's data is not a number the
     // program may take: as one out of range.
     if !busy() && uvfs::fs::tmpfs::holds_kernel_fd(new) {
         set_errno(libc::EBADF);
         return -1;
     }
+    let t = Ticket::take();
     match (FDMAP.get(old), FDMAP.get(new)) {
         (Fd::Stale, _) => {
             set_errno(libc::EBADF);
@@ -336,29 +363,29 @@ fn do_dup3(old: c_int, new: c_int, cloexec: bool, kernel: impl FnOnce() -> c_int
                 Ok(r)
             })
         }),
-        (Fd::Uvfs(_), _) => run(-1, || {
-            with_state(|s| {
-                let u = s.ufd(old)?;
-                if new < 0 {
-                    return Err(Errno::EBADF);
-                }
-                let flags = if cloexec { libc::O_CLOEXEC } else { 0 };
-                if let Fd::Uvfs(un) = FDMAP.get(new) {
-                    s.p().dup3(u, un, flags)?;
-                    return Ok(new);
-                }
-                let u2 = s.p().dup(u)?;
-                if let Err(e) = s.placeholder_at(new) {
-                    let _ = s.p().close(u2);
-                    return Err(e);
-                }
-                if cloexec {
-                    let _ = s.p().fcntl(u2, libc::F_SETFD, libc::FD_CLOEXEC as u64);
-                }
-                s.map(new, u2);
-                Ok(new)
-            })
-        }),
+        (Fd::Uvfs(_), _) => gated(call, t, -1, |s| {
+            let u = s.ufd(old)?;
+            if new < 0 {
+                return Err(Errno::EBADF);
+            }
+            let flags = if cloexec { libc::O_CLOEXEC } else { 0 };
+            if let Fd::Uvfs(un) = FDMAP.get(new) {
+                s.p().dup3(u, un, flags)?;
+                return Ok(new);
+            }
+            let u2 = s.p().dup(u)?;
+            if let Err(e) = s.placeholder_at(new) {
+                let _ = s.p().close(u2);
+                return Err(e);
+            }
+            if cloexec {
+                let _ = s.p().fcntl(u2, libc::F_SETFD, libc::FD_CLOEXEC as u64);
+            }
+            s.map(new, u2);
+            Ok(new)
+        })
+        // The switch came between: `old` is the kernel's now.
+        .unwrap_or_else(|| do_dup3(call, old, new, cloexec, kernel)),
     }
 }
 
@@ -373,7 +400,7 @@ pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
     if old == new {
         return fd_call(old, -1, kernel, |_, _| Ok(new));
     }
-    do_dup3(old, new, false, kernel)
+    do_dup3("dup2", old, new, false, kernel)
 }
 
 /// `dup3`.
@@ -391,5 +418,5 @@ pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
         }
         return kernel();
     }
-    do_dup3(old, new, flags & libc::O_CLOEXEC != 0, kernel)
+    do_dup3("dup3", old, new, flags & libc::O_CLOEXEC != 0, kernel)
 }

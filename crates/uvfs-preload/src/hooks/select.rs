@@ -31,8 +31,8 @@
 //! back into its `timeval`, as Linux does.
 
 use crate::conv::{errno, set_errno};
-use crate::dispatch::is_uvfs;
-use crate::guard::{busy, run};
+use crate::dispatch::{Ticket, is_uvfs, restartable};
+use crate::guard::busy;
 use crate::interpose::real;
 use crate::signal::EventFd;
 use crate::state::with_state;
@@ -93,26 +93,35 @@ fn deadline_after(d: Option<Duration>) -> Option<Instant> {
     d.and_then(|d| Instant::now().checked_add(d))
 }
 
+/// What is left of `limit` (`None`: no limit) since `start`.
+fn left_after(limit: Option<Duration>, start: Instant) -> Option<Duration> {
+    limit.map(|l| l.saturating_sub(start.elapsed()))
+}
+
+/// `d` as the kernel's timespec.
+fn timespec_of(d: Duration) -> timespec {
+    timespec {
+        tv_sec: d.as_secs() as libc::time_t,
+        tv_nsec: d.subsec_nanos() as c_long,
+    }
+}
+
 /// The kernel's timespec for what is left until `deadline` (NULL: none).
 fn left(deadline: Option<Instant>) -> Option<timespec> {
-    deadline.map(|d| {
-        let l = d.saturating_duration_since(Instant::now());
-        timespec {
-            tv_sec: l.as_secs() as libc::time_t,
-            tv_nsec: l.subsec_nanos() as c_long,
-        }
-    })
+    deadline.map(|d| timespec_of(d.saturating_duration_since(Instant::now())))
 }
 
 /// Scans the uvfs entries of `fds` (`uv`: their indices), registering
 /// `waiter` if any; a stale placeholder is `POLLNVAL`. Returns how many
 /// have a non-zero `revents` (written into `fds`).
 fn scan_uvfs(
+    t: Ticket,
     fds: &mut [pollfd],
     uv: &[usize],
     waiter: Option<&Arc<Waiter>>,
 ) -> Result<usize, Errno> {
     with_state(|s| {
+        t.check()?;
         let mut set: Vec<PollFd> = uv
             .iter()
             .map(|&i| PollFd {
@@ -186,8 +195,11 @@ fn scan_kernel(
 
 /// A poll of a set holding uvfs fds, with a time limit (`None`: none) and
 /// the signal mask for the sleep: the count of entries with a non-zero
-/// `revents`.
+/// `revents`. [`RESTART`](crate::dispatch::RESTART) when the tree's switch came after `t` (the set's
+/// uvfs fds are the mount's now).
 fn mixed_poll(
+    call: &'static str,
+    t: Ticket,
     fds: &mut [pollfd],
     limit: Option<Duration>,
     sigmask: *const sigset_t,
@@ -210,13 +222,15 @@ fn mixed_poll(
             kern.push(i)
         }
     }
+    // The test hook: between the look-ups and the gate.
+    t.park(call);
     let deadline = deadline_after(limit);
     let zero = timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // The first scan, without sleeping.
-    let nu = scan_uvfs(fds, &uv, None)?;
+    let nu = scan_uvfs(t, fds, &uv, None)?;
     let (nk, _) = scan_kernel(fds, &kern, None, Some(zero), sigmask)?;
     if nu + nk > 0 || limit == Some(Duration::ZERO) {
         return Ok((nu + nk) as c_int);
@@ -224,7 +238,7 @@ fn mixed_poll(
     let sleep = Sleep::new()?;
     loop {
         // Register, then look: a change after the look wakes the eventfd.
-        let nu = scan_uvfs(fds, &uv, Some(&sleep.waiter))?;
+        let nu = scan_uvfs(t, fds, &uv, Some(&sleep.waiter))?;
         let tmo = if nu > 0 { Some(zero) } else { left(deadline) };
         let (nk, fired) = scan_kernel(fds, &kern, Some(sleep.ev), tmo, sigmask)?;
         if nu + nk > 0 {
@@ -237,7 +251,7 @@ fn mixed_poll(
         if deadline.is_some_and(|d| Instant::now() >= d) {
             // The time ran out: one last look at the uvfs entries, as
             // Linux scans once more.
-            let nu = scan_uvfs(fds, &uv, None)?;
+            let nu = scan_uvfs(t, fds, &uv, None)?;
             return Ok(nu as c_int);
         }
     }
@@ -258,15 +272,23 @@ unsafe fn entries<'a>(fds: *mut pollfd, n: nfds_t) -> &'a mut [pollfd] {
 /// `fds` points at `n` writable entries (or is NULL with `n` 0).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn poll(fds: *mut pollfd, n: nfds_t, timeout: c_int) -> c_int {
+    let t = Ticket::take();
     // SAFETY: the caller's set, per the contract.
     if !unsafe { has_uvfs(fds, n) } {
         // SAFETY: the caller's arguments, unchanged.
         return unsafe { real!(poll: fn(*mut pollfd, nfds_t, c_int) -> c_int)(fds, n, timeout) };
     }
     let limit = u64::try_from(timeout).ok().map(Duration::from_millis);
+    let start = Instant::now();
     // SAFETY: `n` writable entries per the contract.
     let set = unsafe { entries(fds, n) };
-    run(-1, || mixed_poll(set, limit, std::ptr::null()))
+    restartable(-1, || mixed_poll("poll", t, set, limit, std::ptr::null())).unwrap_or_else(|| {
+        // The switch came: again, for the time left.
+        let rest =
+            left_after(limit, start).map_or(-1, |r| r.as_millis().min(i32::MAX as u128) as c_int);
+        // SAFETY: the caller's set, per the contract.
+        unsafe { poll(fds, n, rest) }
+    })
 }
 
 /// `ppoll`: as [`poll`] with a `timespec` limit (`EINVAL` if invalid) and
@@ -282,6 +304,7 @@ pub unsafe extern "C" fn ppoll(
     tmo: *const timespec,
     sigmask: *const sigset_t,
 ) -> c_int {
+    let t = Ticket::take();
     // SAFETY: the caller's set, per the contract.
     if !unsafe { has_uvfs(fds, n) } {
         // SAFETY: the caller's arguments, unchanged.
@@ -296,9 +319,17 @@ pub unsafe extern "C" fn ppoll(
         }
         Some(t) => Some(Duration::new(t.tv_sec as u64, t.tv_nsec as u32)),
     };
+    let start = Instant::now();
     // SAFETY: `n` writable entries per the contract.
     let set = unsafe { entries(fds, n) };
-    run(-1, || mixed_poll(set, limit, sigmask))
+    restartable(-1, || mixed_poll("ppoll", t, set, limit, sigmask)).unwrap_or_else(|| {
+        let rest = left_after(limit, start).map(timespec_of);
+        let tp = rest
+            .as_ref()
+            .map_or(std::ptr::null(), |r| r as *const timespec);
+        // SAFETY: the caller's set and mask; `tp` NULL or alive for the call.
+        unsafe { ppoll(fds, n, tp, sigmask) }
+    })
 }
 
 /// `__poll_chk`: `poll` after fortify's check that the array holds `n`
@@ -409,6 +440,7 @@ unsafe fn select_entries(nfds: usize, sets: [*mut u64; 3]) -> Option<Vec<pollfd>
 /// # Safety
 /// Each set is NULL or holds `nfds` bits.
 unsafe fn select_check(
+    t: Ticket,
     nfds: c_int,
     sets: [*mut u64; 3],
     fds: &mut [pollfd],
@@ -446,7 +478,10 @@ unsafe fn select_check(
     let mut skip = vec![false; fds.len()];
     for (e, sk) in fds.iter_mut().zip(skip.iter_mut()) {
         if is_uvfs(e.fd) {
-            with_state(|s| s.ufd(e.fd))?;
+            with_state(|s| {
+                t.check()?;
+                s.ufd(e.fd)
+            })?;
         } else {
             // SAFETY: a plain fcntl query of a number.
             if unsafe { libc::syscall(libc::SYS_fcntl, e.fd, libc::F_GETFD) } < 0 {
@@ -464,6 +499,8 @@ unsafe fn select_check(
 /// Each set is NULL or holds `nfds` bits (every fd of `fds` is below
 /// `nfds`); `sigmask` is NULL or valid.
 unsafe fn mixed_select(
+    call: &'static str,
+    t: Ticket,
     nfds: c_int,
     mut fds: Vec<pollfd>,
     sets: [*mut u64; 3],
@@ -472,8 +509,8 @@ unsafe fn mixed_select(
 ) -> Result<c_int, Errno> {
     let numbers: Vec<usize> = fds.iter().map(|e| e.fd as usize).collect();
     // SAFETY: the caller's sets, per the contract.
-    let skip = unsafe { select_check(nfds, sets, &mut fds)? };
-    mixed_poll(&mut fds, limit, sigmask)?;
+    let skip = unsafe { select_check(t, nfds, sets, &mut fds)? };
+    mixed_poll(call, t, &mut fds, limit, sigmask)?;
     let mut n = 0;
     for ((e, &fd), _) in fds.iter().zip(&numbers).zip(&skip).filter(|(_, s)| !**s) {
         for (s, mask) in sets.into_iter().zip([READ_SET, WRITE_SET, EX_SET]) {
@@ -521,6 +558,7 @@ pub unsafe extern "C" fn select(
     x: *mut libc::fd_set,
     tv: *mut timeval,
 ) -> c_int {
+    let t = Ticket::take();
     let sets = [r, w, x].map(|s| s.cast::<u64>());
     // SAFETY: the caller's sets, `nfds` bits each per the contract.
     let fds = unsafe { uvfs_entries(nfds, sets) };
@@ -545,16 +583,19 @@ pub unsafe extern "C" fn select(
     };
     let start = Instant::now();
     // SAFETY: the caller's sets per the contract.
-    let r = run(-1, || unsafe {
-        mixed_select(nfds, fds, sets, limit, std::ptr::null())
+    let res = restartable(-1, || unsafe {
+        mixed_select("select", t, nfds, fds, sets, limit, std::ptr::null())
     });
     // SAFETY: NULL or valid per the contract.
-    if let (Some(l), Some(t)) = (limit, unsafe { tv.as_mut() }) {
+    if let (Some(l), Some(tvp)) = (limit, unsafe { tv.as_mut() }) {
         let rest = l.saturating_sub(start.elapsed());
-        t.tv_sec = rest.as_secs() as libc::time_t;
-        t.tv_usec = rest.subsec_micros() as libc::suseconds_t;
+        tvp.tv_sec = rest.as_secs() as libc::time_t;
+        tvp.tv_usec = rest.subsec_micros() as libc::suseconds_t;
     }
-    r
+    // The switch came (the sets untouched): again, for the time left
+    // (just written back).
+    // SAFETY: the caller's arguments, valid per the contract.
+    res.unwrap_or_else(|| unsafe { select(nfds, r, w, x, tv) })
 }
 
 /// `pselect`: as [`select`] with a `timespec` limit (left unchanged) and a
@@ -572,6 +613,7 @@ pub unsafe extern "C" fn pselect(
     ts: *const timespec,
     sigmask: *const sigset_t,
 ) -> c_int {
+    let t = Ticket::take();
     let sets = [r, w, x].map(|s| s.cast::<u64>());
     // SAFETY: the caller's sets, `nfds` bits each per the contract.
     let fds = unsafe { uvfs_entries(nfds, sets) };
@@ -592,8 +634,18 @@ pub unsafe extern "C" fn pselect(
         }
         Some(t) => Some(Duration::new(t.tv_sec as u64, t.tv_nsec as u32)),
     };
+    let start = Instant::now();
     // SAFETY: the caller's sets and mask per the contract.
-    run(-1, || unsafe {
-        mixed_select(nfds, fds, sets, limit, sigmask)
+    restartable(-1, || unsafe {
+        mixed_select("pselect", t, nfds, fds, sets, limit, sigmask)
+    })
+    .unwrap_or_else(|| {
+        // The switch came (the sets untouched): again, for the time left.
+        let rest = left_after(limit, start).map(timespec_of);
+        let tp = rest
+            .as_ref()
+            .map_or(std::ptr::null(), |r| r as *const timespec);
+        // SAFETY: the caller's sets and mask; `tp` NULL or alive for the call.
+        unsafe { pselect(nfds, r, w, x, tp, sigmask) }
     })
 }

@@ -9,9 +9,12 @@
 //! uvfs fd mapped at 0, 1 or 2 takes over the standard stream.
 
 use crate::conv::cbytes;
-use crate::dispatch::{is_uvfs, is_uvfs_path, path_call, route_unguarded, with_kernel_path};
+use crate::dispatch::{
+    RESTART, Ticket, is_uvfs, is_uvfs_path, path_call, restartable, route_unguarded,
+    with_kernel_path,
+};
 use crate::fdops::{self, uvfs_close, uvfs_open};
-use crate::guard::{busy, run};
+use crate::guard::busy;
 use crate::interpose::{forward, real};
 use crate::path::Route;
 use crate::state::{before_kernel_fd, with_state};
@@ -203,14 +206,18 @@ pub unsafe extern "C" fn fopen64(path: *const c_char, mode: *const c_char) -> *m
 /// `mode` is NULL or a valid C string; the stream takes `fd` over.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fdopen(fd: c_int, mode: *const c_char) -> *mut FILE {
+    // SAFETY: the caller's arguments, unchanged, valid per the contract.
+    let kernel = || unsafe { real!(fdopen: fn(c_int, *const c_char) -> *mut FILE)(fd, mode) };
+    let t = Ticket::take();
     if !is_uvfs(fd) || busy() || mode.is_null() {
-        // SAFETY: the caller's arguments, unchanged, valid per the contract.
-        return unsafe { real!(fdopen: fn(c_int, *const c_char) -> *mut FILE)(fd, mode) };
+        return kernel();
     }
-    run(std::ptr::null_mut(), || {
+    restartable(std::ptr::null_mut(), || {
         // SAFETY: the caller's mode string.
         let want = mode_flags(unsafe { cbytes(mode) })?;
+        t.park("fdopen");
         with_state(|s| {
+            t.check()?;
             let u = s.ufd(fd)?;
             let have = s.p().fcntl(u, libc::F_GETFL, 0)?;
             let acc = have & libc::O_ACCMODE;
@@ -233,6 +240,7 @@ pub unsafe extern "C" fn fdopen(fd: c_int, mode: *const c_char) -> *mut FILE {
         // contract.
         unsafe { stream(fd, mode) }
     })
+    .unwrap_or_else(kernel)
 }
 
 /// `freopen`/`freopen64`: to a uvfs path, the stream closed and a cookie
@@ -381,25 +389,35 @@ pub(crate) fn adopt_std(k: c_int) {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tmpfile() -> *mut FILE {
     let tmpdir = c"/tmp";
-    // SAFETY: a literal C string.
-    if !unsafe { is_uvfs_path(tmpdir.as_ptr()) } {
+    let kernel = || {
         before_kernel_fd();
         // SAFETY: no arguments.
-        return unsafe { real!(tmpfile: fn() -> *mut FILE)() };
+        unsafe { real!(tmpfile: fn() -> *mut FILE)() }
+    };
+    let tk = Ticket::take();
+    // SAFETY: a literal C string.
+    if !unsafe { is_uvfs_path(tmpdir.as_ptr()) } {
+        return kernel();
     }
-    run(std::ptr::null_mut(), || {
+    restartable(std::ptr::null_mut(), || {
         let Some(Route::Uvfs(d, p)) = route_unguarded(AT_FDCWD, tmpdir.to_bytes()) else {
-            return Err(Errno::EXDEV);
+            return Err(if tk.switched() { RESTART } else { Errno::EXDEV });
         };
         let unnamed = libc::O_RDWR | libc::O_TMPFILE | libc::O_EXCL;
-        let k = match with_state(|s| uvfs_open(s, d, &p, unnamed, 0o600)) {
+        tk.park("tmpfile");
+        let made = with_state(|s| {
+            tk.check()?;
+            uvfs_open(s, d, &p, unnamed, 0o600)
+        });
+        let k = match made {
+            Err(e) if e == RESTART => return Err(e),
             Ok(k) => k,
             Err(_) => {
                 let mut t = *b"/tmp/tmpfXXXXXX\0";
                 let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL;
                 // SAFETY: a writable, NUL-terminated template of our own.
                 unsafe {
-                    gen_tempname(t.as_mut_ptr().cast(), 0, |s, d, p| {
+                    gen_tempname("tmpfile", tk, t.as_mut_ptr().cast(), 0, |s, d, p| {
                         let k = uvfs_open(s, d, p, flags, 0o600)?;
                         let _ = s.p().unlinkat(d, p, 0);
                         Ok(k)
@@ -414,6 +432,7 @@ pub unsafe extern "C" fn tmpfile() -> *mut FILE {
             })
         })
     })
+    .unwrap_or_else(kernel)
 }
 
 forward! {

@@ -6,9 +6,8 @@
 //! returns a stream, and lives with the other streams in `stdio`.)
 
 use crate::conv::cbytes;
-use crate::dispatch::{is_uvfs_path, route};
+use crate::dispatch::{Ticket, is_uvfs_path, restartable, route};
 use crate::fdops::uvfs_open;
-use crate::guard::run;
 use crate::interpose::{forward, real};
 use crate::path::Route;
 use crate::state::before_kernel_fd;
@@ -21,13 +20,19 @@ use uvfs::uapi::{AT_FDCWD, AT_SYMLINK_NOFOLLOW};
 /// `O_RDWR | O_CREAT | O_EXCL` plus the caller's flags other than the
 /// access mode, mode 0600 (less the umask).
 ///
+/// `None`: the tree's switch came since `t` (the template as it was).
+///
 /// # Safety
 /// `tmpl` is a writable, NUL-terminated string.
-unsafe fn mkstemp_uvfs(tmpl: *mut c_char, suffix: c_int, flags: c_int) -> c_int {
+unsafe fn mkstemp_uvfs(t: Ticket, tmpl: *mut c_char, suffix: c_int, flags: c_int) -> Option<c_int> {
     let flags = (flags & !libc::O_ACCMODE) | libc::O_RDWR | libc::O_CREAT | libc::O_EXCL;
-    run(-1, || {
+    restartable(-1, || {
         // SAFETY: the caller's template, writable per the contract.
-        unsafe { gen_tempname(tmpl, suffix, |s, d, p| uvfs_open(s, d, p, flags, 0o600)) }
+        unsafe {
+            gen_tempname("mkstemp", t, tmpl, suffix, |s, d, p| {
+                uvfs_open(s, d, p, flags, 0o600)
+            })
+        }
     })
 }
 
@@ -73,14 +78,22 @@ unsafe fn do_mkstemp(
     flags: c_int,
     kernel: impl FnOnce(*mut c_char) -> c_int,
 ) -> c_int {
+    let tk = Ticket::take();
     // SAFETY: the caller's template, a C string per the contract.
-    if !unsafe { is_uvfs_path(t) } {
-        before_kernel_fd();
-        // SAFETY: as above.
-        return unsafe { kernel_template(t, kernel) };
+    let uv = unsafe { is_uvfs_path(t) };
+    // `None`: the switch came between, the template as it was.
+    let made = uv
+        .then(|| {
+            // SAFETY: the caller's template, writable per the contract.
+            unsafe { mkstemp_uvfs(tk, t, suffix, flags) }
+        })
+        .flatten();
+    if let Some(r) = made {
+        return r;
     }
-    // SAFETY: the caller's template, writable per the contract.
-    unsafe { mkstemp_uvfs(t, suffix, flags) }
+    before_kernel_fd();
+    // SAFETY: as above.
+    unsafe { kernel_template(t, kernel) }
 }
 
 /// `mkstemp`.
@@ -149,6 +162,7 @@ forward! {
 /// `t` is NULL or a writable, NUL-terminated template.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mkdtemp(t: *mut c_char) -> *mut c_char {
+    let tk = Ticket::take();
     // SAFETY: the caller's template, a C string per the contract.
     if !unsafe { is_uvfs_path(t) } {
         // SAFETY: the caller's template, or a writable copy of the host
@@ -157,11 +171,20 @@ pub unsafe extern "C" fn mkdtemp(t: *mut c_char) -> *mut c_char {
             unsafe { kernel_template(t, |k| real!(mkdtemp: fn(*mut c_char) -> *mut c_char)(k)) };
         return if r.is_null() { r } else { t };
     }
-    let r = run(-1, || {
+    let r = restartable(-1, || {
         // SAFETY: the caller's template, writable per the contract.
-        unsafe { gen_tempname(t, 0, |s, d, p| s.p().mkdirat(d, p, 0o700).map(|()| 0)) }
+        unsafe {
+            gen_tempname("mkdtemp", tk, t, 0, |s, d, p| {
+                s.p().mkdirat(d, p, 0o700).map(|()| 0)
+            })
+        }
     });
-    if r < 0 { std::ptr::null_mut() } else { t }
+    match r {
+        // SAFETY: the caller's template, as above (the kernel's side now).
+        None => unsafe { mkdtemp(t) },
+        Some(r) if r < 0 => std::ptr::null_mut(),
+        Some(_) => t,
+    }
 }
 
 /// `mktemp`: a name that did not exist when it was made (glibc's `lstat`
@@ -172,6 +195,7 @@ pub unsafe extern "C" fn mkdtemp(t: *mut c_char) -> *mut c_char {
 /// `t` is NULL or a writable, NUL-terminated template.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mktemp(t: *mut c_char) -> *mut c_char {
+    let tk = Ticket::take();
     // SAFETY: the caller's template, a C string per the contract.
     if !unsafe { is_uvfs_path(t) } {
         // SAFETY: the caller's template, or a writable copy of the host
@@ -189,10 +213,10 @@ pub unsafe extern "C" fn mktemp(t: *mut c_char) -> *mut c_char {
         }
         return t;
     }
-    let r = run(-1, || {
+    let r = restartable(-1, || {
         // SAFETY: the caller's template, writable per the contract.
         unsafe {
-            gen_tempname(t, 0, |s, d, p| {
+            gen_tempname("mktemp", tk, t, 0, |s, d, p| {
                 match s.p().fstatat(d, p, AT_SYMLINK_NOFOLLOW) {
                     Ok(_) | Err(Errno::EOVERFLOW) => Err(Errno::EEXIST),
                     Err(Errno::ENOENT) => Ok(0),
@@ -201,9 +225,15 @@ pub unsafe extern "C" fn mktemp(t: *mut c_char) -> *mut c_char {
             })
         }
     });
-    if r < 0 {
-        // SAFETY: a non-NULL (it routed to uvfs) writable template.
-        unsafe { *t = 0 };
+    match r {
+        // SAFETY: the caller's template, as above (the kernel's side now).
+        None => unsafe { mktemp(t) },
+        Some(r) => {
+            if r < 0 {
+                // SAFETY: a non-NULL (it routed to uvfs) writable template.
+                unsafe { *t = 0 };
+            }
+            t
+        }
     }
-    t
 }

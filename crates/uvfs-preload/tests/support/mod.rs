@@ -1,8 +1,9 @@
 //! What the integration tests share: the shim itself, and ([`cprog`])
 //! scratch directories, C programs compiled at test time and runs under
-//! the shim.
+//! the shim; ([`tree`]) runs in a process tree.
 
 pub mod cprog;
+pub mod tree;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
