@@ -187,6 +187,10 @@ impl Process {
     /// assert_eq!(p.read(r, &mut buf)?, 0); // no writer left: end of file
     /// # Ok::<(), Errno>(())
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// Those of [`mknodat`](Self::mknodat) for a FIFO.
     pub fn mkfifo<P: AsRef<[u8]>>(&mut self, path: P, mode: u32) -> Result<(), Errno> {
         self.mkfifoat(AT_FDCWD, path, mode)
     }
@@ -194,6 +198,10 @@ impl Process {
     /// `mkfifoat(dirfd, path, mode)`: `mknodat(dirfd, path, mode |
     /// S_IFIFO, 0)`, as glibc makes it (type bits in `mode` make an
     /// unknown type: `EINVAL`).
+    ///
+    /// # Errors
+    ///
+    /// Those of [`mknodat`](Self::mknodat) for a FIFO.
     pub fn mkfifoat<P: AsRef<[u8]>>(
         &mut self,
         dirfd: i32,
@@ -754,7 +762,17 @@ impl Process {
     /// `getcwd()`: the absolute path of the current directory; `ENOENT` if
     /// it was removed, `ENAMETOOLONG` if the path and its terminating NUL
     /// do not fit in `PATH_MAX` (4,096) bytes: Linux builds it in one
-    /// page-sized buffer.
+    /// page-sized buffer. A current directory outside the root (after a
+    /// [`chroot`](Self::chroot)) comes back as `(unreachable)` followed by
+    /// its path from the VFS's root, as the system call gives it (glibc's
+    /// wrapper turns that into `ENOENT`; `docs/semantics.md`, "getcwd").
+    /// Unlike the C call there is no buffer: the path comes back as a
+    /// `Vec` without the NUL, so there is no `ERANGE`.
+    ///
+    /// # Errors
+    ///
+    /// - `ENOENT`: the current directory was removed;
+    /// - `ENAMETOOLONG`: the path with its NUL is longer than 4,096 bytes.
     pub fn getcwd(&mut self) -> Result<Vec<u8>, Errno> {
         let _call = task_work::enter();
         let cwd = self.task.cwd();
@@ -777,6 +795,15 @@ impl Process {
     /// current directory stays where it is (possibly outside). Checks as
     /// Linux: the lookup (`ENOENT`, `ENOTDIR`, …), then search permission
     /// on the directory (`EACCES`), then `CAP_SYS_CHROOT` (`EPERM`).
+    /// Files opened before keep leading out (`docs/semantics.md`,
+    /// "chroot").
+    ///
+    /// # Errors
+    ///
+    /// - the walk's [common errors](crate::process#errors-common-to-the-calls);
+    /// - `ENOTDIR`: `path` is not a directory;
+    /// - `EACCES`: no search permission on it;
+    /// - `EPERM`: the caller's effective ids lack `CAP_SYS_CHROOT`.
     pub fn chroot<P: AsRef<[u8]>>(&mut self, path: P) -> Result<(), Errno> {
         let _call = task_work::enter();
         let d = self.resolve(AT_FDCWD, path.as_ref(), FOLLOW | DIRECTORY)?;
@@ -803,7 +830,12 @@ impl Process {
     /// included): what `readlink("/proc/self/fd/N")` names, for a file with
     /// a name. `EBADF` for no such fd; `ENOENT` if the file was removed
     /// (Linux's link then ends in " (deleted)") or has no name (a pipe, an
-    /// `O_TMPFILE` file never linked).
+    /// `O_TMPFILE` file never linked). Not a Linux call.
+    ///
+    /// # Errors
+    ///
+    /// - `EBADF`: `fd` is not open;
+    /// - `ENOENT`: the file was removed or has no name (see above).
     pub fn fd_path(&mut self, fd: i32) -> Result<Vec<u8>, Errno> {
         let _call = task_work::enter();
         let file = self.files.get(fd).ok_or(Errno::EBADF)?;
