@@ -332,8 +332,12 @@ pub fn open_flags_to_file(flags: i32) -> (i32, u32) {
 
 impl Process {
     /// A new process (one thread) with an empty fd table and the default
-    /// limits, running as root (may raise its hard limit), in `/` with
-    /// umask 022.
+    /// limits (`RLIMIT_NOFILE` 1,024 soft, `NR_OPEN` hard), running as
+    /// root (may raise its hard limit), in `/` with umask 022.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`: the fd table could not be allocated.
     pub fn new(vfs: &Arc<Vfs>) -> Result<Process, Errno> {
         Ok(Process {
             files: Files::new(vfs.fastpaths())?,
@@ -549,8 +553,14 @@ impl Process {
 
     /// `fork()`: a new process with a copy of the fd table (same files, one
     /// more reference each; fds reserved by an open in progress are free in
-    /// the copy), of the limits, and new credentials equal to this
-    /// thread's (Linux's `copy_creds`: only threads share the object).
+    /// the copy), of the limits, of the root, current directory and
+    /// umask, and new credentials equal to this thread's (Linux's
+    /// `copy_creds`: only threads share the object). Both processes share
+    /// the open files (their positions and status flags) and the VFS.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`: the copy of the fd table could not be allocated.
     pub fn fork(&mut self) -> Result<Process, Errno> {
         let _call = task_work::enter();
         let files = self.files.copy(None)?;
@@ -589,6 +599,10 @@ impl Process {
 
     /// `unshare(CLONE_FILES)`: gives this thread a private copy of the fd
     /// table if it is shared.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`: the copy could not be allocated.
     pub fn unshare_files(&mut self) -> Result<(), Errno> {
         let _call = task_work::enter();
         self.unshare_below(None)
@@ -603,7 +617,12 @@ impl Process {
     }
 
     /// The fd-table part of `execve`: unshare the table, then close every
-    /// close-on-exec fd.
+    /// close-on-exec fd (their flush errors are not reported).
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`: the private copy could not be allocated (nothing was
+    /// closed).
     pub fn exec(&mut self) -> Result<(), Errno> {
         let _call = task_work::enter();
         self.unshare_below(None)?;
@@ -620,9 +639,16 @@ impl Process {
         )
     }
 
-    /// `setrlimit(RLIMIT_NOFILE)`: `EINVAL` if soft > hard; `EPERM` if hard
-    /// exceeds `NR_OPEN`, or raises the current hard limit without
-    /// `CAP_SYS_RESOURCE`.
+    /// `setrlimit(RLIMIT_NOFILE)`: sets the soft and hard limits on fd
+    /// numbers for the whole process. Open fds at or above a lowered limit
+    /// stay open, as on Linux; new ones are allocated below it.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL`: `soft > hard`;
+    /// - `EPERM`: `hard` exceeds `NR_OPEN`, or raises the current hard
+    ///   limit without `CAP_SYS_RESOURCE`
+    ///   ([`set_cap_sys_resource`](Self::set_cap_sys_resource)).
     pub fn setrlimit_nofile(&mut self, soft: u64, hard: u64) -> Result<(), Errno> {
         if soft > hard {
             return Err(Errno::EINVAL);
@@ -652,7 +678,18 @@ impl Process {
     /// walk and the file system's open: check the flags (`EINVAL`), reserve
     /// the lowest free fd, allocate the file object, run `open`, then install
     /// the file; if `open` fails, the never-opened file is cleaned up
-    /// (`fput_badopen`) and the fd is released.
+    /// (`fput_badopen`) and the fd is released. Not a Linux call: it lets
+    /// an embedder install files of its own (with [`FileOps`] hooks); such
+    /// a file has no dentry, so calls that need one refuse it (each says
+    /// with what).
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL`: a bad flag combination, as for
+    ///   [`openat`](Self::openat);
+    /// - `EMFILE`: no fd free below `RLIMIT_NOFILE`;
+    /// - `ENOMEM`: the file object could not be allocated;
+    /// - whatever `open` returns.
     pub fn open_with(
         &mut self,
         flags: i32,
