@@ -432,6 +432,19 @@ impl Process {
     ///
     /// This is how a file server holding `O_PATH` handles opens a file for
     /// a request (libfuse's passthrough_ll opens `/proc/self/fd/N`).
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL`: a bad flag combination (as for
+    ///   [`openat`](Self::openat)), `O_TMPFILE`, `O_DIRECT` on a directory
+    ///   or FIFO;
+    /// - `EMFILE`: no fd free below `RLIMIT_NOFILE`;
+    /// - `EBADF`: `fd` is not open, or its file has no dentry;
+    /// - `EEXIST`: `O_CREAT | O_EXCL` without `O_PATH`;
+    /// - `ELOOP`: `O_NOFOLLOW` without `O_PATH`, or the fd is a symlink's
+    ///   `O_PATH` fd;
+    /// - `EISDIR`, `ENOTDIR`, `EACCES`, `EPERM`, `ENXIO`, `EINTR`: as for
+    ///   `openat`, from the checks of the open itself.
     pub fn reopen(&mut self, fd: i32, flags: i32) -> Result<i32, Errno> {
         super::check_open_flags(flags)?;
         if flags & O_TMPFILE == O_TMPFILE {
