@@ -173,7 +173,7 @@ impl Process {
     /// # Errors
     ///
     /// - `EINVAL`: an unknown flag, `AT_STATX_FORCE_SYNC` with
-    ///   `AT_STATX_DONT_SYNC`, or `STATX__RESERVED` in `mask` (before the
+    ///   `AT_STATX_DONT_SYNC`, or `STATX_RESERVED` in `mask` (before the
     ///   path);
     /// - the walk's [common errors](crate::process#errors-common-to-the-calls).
     pub fn statx<P: AsRef<[u8]>>(
@@ -396,7 +396,8 @@ impl Process {
     /// - the walk's [common errors](crate::process#errors-common-to-the-calls);
     /// - `EPERM`: a new owner without `CAP_CHOWN` (giving a file to oneself
     ///   when one owns it is no change); a new group without `CAP_CHOWN`
-    ///   unless the caller owns the file and is in that group; clearing
+    ///   unless the caller owns the file and the group is its current one
+    ///   or one the caller is in; clearing
     ///   set-ID bits of a file the caller neither owns nor has
     ///   `CAP_FOWNER` for (so even `chown(path, -1, -1)` can fail).
     pub fn chown<P: AsRef<[u8]>>(&mut self, path: P, uid: u32, gid: u32) -> Result<(), Errno> {
