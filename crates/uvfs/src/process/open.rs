@@ -56,9 +56,10 @@ impl Process {
         self.openat(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode)
     }
 
-    /// `openat(dirfd, path, flags, mode)`: opens the file at `path`, a
-    /// relative path starting at the directory `dirfd` refers to
-    /// (`AT_FDCWD`: the current directory), and returns the lowest free fd.
+    /// `openat(dirfd, path, flags, mode)`: opens the file at `path` and
+    /// returns the lowest free fd. A relative `path` starts at the
+    /// directory open at `dirfd` (`AT_FDCWD`: the current directory); an
+    /// absolute one ignores `dirfd`.
     /// As in Linux, the fd is reserved before the path is looked at
     /// (`EMFILE` wins over `ENOENT`), and a failed open releases its file
     /// object through the failed-open path.
@@ -96,7 +97,8 @@ impl Process {
     ///   slash included), or opening a directory for writing or with
     ///   `O_TRUNC`;
     /// - `ENOTDIR`: `O_DIRECTORY` and the file is not a directory;
-    /// - `ELOOP`: `O_NOFOLLOW` and `path` ends in a symlink;
+    /// - `ELOOP`: `O_NOFOLLOW` (without `O_PATH`) and `path` ends in a
+    ///   symlink;
     /// - `EACCES`: the file's mode or ACL denies the access mode (or write
     ///   for `O_TRUNC`); creating without write and search permission on
     ///   the directory; an `O_CREAT` open of someone else's file in a
