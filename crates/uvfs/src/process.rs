@@ -416,6 +416,13 @@ impl Process {
     /// assert_eq!(user.mount("/mnt", fs), Err(Errno::EPERM));
     /// # Ok::<(), Errno>(())
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// - `EPERM`: the caller lacks `CAP_SYS_ADMIN` (checked first);
+    /// - the walk's [common errors](crate::process#errors-common-to-the-calls);
+    /// - `ENOTDIR`: `path` is not a directory;
+    /// - `ENOMEM`: no room for another superblock.
     pub fn mount<P: AsRef<[u8]>>(&mut self, path: P, fs: Arc<dyn FileSystem>) -> Result<(), Errno> {
         let _call = task_work::enter();
         if !self.task.cred.capable(crate::cred::Cap::SysAdmin) {
@@ -1014,20 +1021,32 @@ impl Process {
         Ok(())
     }
 
-    /// `fget`: a counted reference to the file at `fd`, `EBADF` if none or
-    /// if it is an `O_PATH` file.
+    /// `fget`: a counted reference to the file at `fd`, for a caller that
+    /// works on the file object itself.
+    ///
+    /// # Errors
+    ///
+    /// `EBADF`: `fd` is not open, or is `O_PATH`.
     pub fn fget(&mut self, fd: i32) -> Result<FileRef, Errno> {
         self.files.get_mask(fd, FMODE_PATH).ok_or(Errno::EBADF)
     }
 
     /// `fget_raw`: as [`fget`](Self::fget), `O_PATH` files included.
+    ///
+    /// # Errors
+    ///
+    /// `EBADF`: `fd` is not open.
     pub fn fget_raw(&mut self, fd: i32) -> Result<FileRef, Errno> {
         self.files.get(fd).ok_or(Errno::EBADF)
     }
 
     /// Runs `f` on the file at `fd` (not `O_PATH`), borrowing the table's
     /// reference when the table is not shared (`fdget` light), taking one
-    /// otherwise. `EBADF` if there is no such file.
+    /// otherwise.
+    ///
+    /// # Errors
+    ///
+    /// `EBADF`: `fd` is not open, or is `O_PATH`.
     pub fn with_file<R>(&mut self, fd: i32, f: impl FnOnce(&File) -> R) -> Result<R, Errno> {
         let _call = task_work::enter();
         let file = self.files.fdget(fd, FMODE_PATH).ok_or(Errno::EBADF)?;
