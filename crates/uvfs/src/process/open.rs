@@ -41,6 +41,10 @@ impl Process {
     /// # Ok(())
     /// # }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// Those of [`openat`](Self::openat).
     pub fn open<P: AsRef<[u8]>>(&mut self, path: P, flags: i32, mode: u32) -> Result<i32, Errno> {
         self.openat(AT_FDCWD, path, flags, mode)
     }
