@@ -837,10 +837,13 @@ impl Process {
     /// (`docs/semantics.md`, "Known differences kept").
     ///
     /// `F_SETFL` changes only `O_APPEND`, `O_NONBLOCK`, `O_NOATIME` and
-    /// `O_DIRECT`; the other bits of `arg` are ignored (`O_ASYNC` too: no
-    /// uvfs file has a `fasync` operation). The advisory-lock commands are
-    /// [`fcntl_lock`](Self::fcntl_lock) (here they are `EFAULT`, as for a bad
-    /// pointer).
+    /// `O_DIRECT`; the other bits of `arg` are ignored. Difference from
+    /// Linux: `O_ASYNC` is ignored on every file, where Linux records it on
+    /// a FIFO (its `F_GETFL` then shows it; host 6.18) and would send
+    /// `SIGIO`; uvfs has no `fasync` and sends no signals.
+    ///
+    /// The advisory-lock commands are [`fcntl_lock`](Self::fcntl_lock)
+    /// (here they are `EFAULT`, as for a bad pointer).
     ///
     /// # Errors
     ///
