@@ -19,6 +19,36 @@
 //! `std_io` adds what a Rust user expects on top: [`Process::read_file`],
 //! [`Process::write_file`], [`Process::read_dir`] with typed entries, and
 //! [`OpenFile`], an open file that is `std::io::{Read, Write, Seek}`.
+//!
+//! # Errors common to the calls
+//!
+//! Each call's `# Errors` section lists what that call itself checks.
+//! Calls that take a path can also fail in the walk, as on Linux:
+//!
+//! - `ENAMETOOLONG`: the path is `PATH_MAX` (4,096) bytes or longer, or
+//!   one of its names is longer than the file system allows (255 bytes
+//!   on tmpfs);
+//! - `EINVAL`: the path contains a NUL byte. A C caller cannot pass one
+//!   (the kernel's copy stops at it); uvfs refuses such a path rather than
+//!   cutting it short (listed in `docs/status.md`, "Path walk");
+//! - `ENOENT`: a name on the way does not exist, the path is empty (an
+//!   `*at` call with `AT_EMPTY_PATH` excepted), a symlink on the way has an
+//!   empty target, or the directory was removed;
+//! - `ENOTDIR`: a name on the way, or `dirfd`, is not a directory, or the
+//!   path ends in `/` on something that is not one;
+//! - `EACCES`: no search (execute) permission on a directory on the way;
+//!   following a symlink that `fs.protected_symlinks` protects
+//!   ([`FsSysctls`](crate::FsSysctls));
+//! - `ELOOP`: more than 40 symlinks followed in one walk;
+//! - `EBADF`: a relative path with a `dirfd` that is neither open nor
+//!   `AT_FDCWD` (an absolute path never looks at `dirfd`);
+//! - `EXDEV`: with a host mount set ([`Process::set_host_mount`]), an
+//!   absolute symlink led out of the VFS ([`Process::take_escape`] says
+//!   where).
+//!
+//! Calls on an fd fail with `EBADF` when the fd is not open. An `O_PATH`
+//! fd counts as not open for every call that reads, writes or changes
+//! the file through it; the calls that accept one say so.
 
 mod attrs;
 mod fcntl;
@@ -305,8 +335,12 @@ pub fn open_flags_to_file(flags: i32) -> (i32, u32) {
 
 impl Process {
     /// A new process (one thread) with an empty fd table and the default
-    /// limits, running as root (may raise its hard limit), in `/` with
-    /// umask 022.
+    /// limits (`RLIMIT_NOFILE` 1,024 soft, `NR_OPEN` hard), running as
+    /// root (may raise its hard limit), in `/` with umask 022.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`: the fd table could not be allocated.
     pub fn new(vfs: &Arc<Vfs>) -> Result<Process, Errno> {
         Ok(Process {
             files: Files::new(vfs.fastpaths())?,
@@ -386,6 +420,13 @@ impl Process {
     /// assert_eq!(user.mount("/mnt", fs), Err(Errno::EPERM));
     /// # Ok::<(), Errno>(())
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// - `EPERM`: the caller lacks `CAP_SYS_ADMIN` (checked first);
+    /// - the walk's [common errors](crate::process#errors-common-to-the-calls);
+    /// - `ENOTDIR`: `path` is not a directory;
+    /// - `ENOMEM`: no room for another superblock.
     pub fn mount<P: AsRef<[u8]>>(&mut self, path: P, fs: Arc<dyn FileSystem>) -> Result<(), Errno> {
         let _call = task_work::enter();
         if !self.task.cred.capable(crate::cred::Cap::SysAdmin) {
@@ -532,8 +573,14 @@ impl Process {
 
     /// `fork()`: a new process with a copy of the fd table (same files, one
     /// more reference each; fds reserved by an open in progress are free in
-    /// the copy), of the limits, and new credentials equal to this
-    /// thread's (Linux's `copy_creds`: only threads share the object).
+    /// the copy), of the limits, of the root, current directory and
+    /// umask, and new credentials equal to this thread's (Linux's
+    /// `copy_creds`: only threads share the object). Both processes share
+    /// the open files (their positions and status flags) and the VFS.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`: the copy of the fd table could not be allocated.
     pub fn fork(&mut self) -> Result<Process, Errno> {
         let _call = task_work::enter();
         let files = self.files.copy(None)?;
@@ -573,6 +620,10 @@ impl Process {
 
     /// `unshare(CLONE_FILES)`: gives this thread a private copy of the fd
     /// table if it is shared.
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`: the copy could not be allocated.
     pub fn unshare_files(&mut self) -> Result<(), Errno> {
         let _call = task_work::enter();
         self.unshare_below(None)
@@ -587,7 +638,12 @@ impl Process {
     }
 
     /// The fd-table part of `execve`: unshare the table, then close every
-    /// close-on-exec fd.
+    /// close-on-exec fd (their flush errors are not reported).
+    ///
+    /// # Errors
+    ///
+    /// `ENOMEM`: the private copy could not be allocated (nothing was
+    /// closed).
     pub fn exec(&mut self) -> Result<(), Errno> {
         let _call = task_work::enter();
         self.unshare_below(None)?;
@@ -604,9 +660,16 @@ impl Process {
         )
     }
 
-    /// `setrlimit(RLIMIT_NOFILE)`: `EINVAL` if soft > hard; `EPERM` if hard
-    /// exceeds `NR_OPEN`, or raises the current hard limit without
-    /// `CAP_SYS_RESOURCE`.
+    /// `setrlimit(RLIMIT_NOFILE)`: sets the soft and hard limits on fd
+    /// numbers for the whole process. Open fds at or above a lowered limit
+    /// stay open, as on Linux; new ones are allocated below it.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL`: `soft > hard`;
+    /// - `EPERM`: `hard` exceeds `NR_OPEN`, or raises the current hard
+    ///   limit without `CAP_SYS_RESOURCE`
+    ///   ([`set_cap_sys_resource`](Self::set_cap_sys_resource)).
     pub fn setrlimit_nofile(&mut self, soft: u64, hard: u64) -> Result<(), Errno> {
         if soft > hard {
             return Err(Errno::EINVAL);
@@ -636,7 +699,18 @@ impl Process {
     /// walk and the file system's open: check the flags (`EINVAL`), reserve
     /// the lowest free fd, allocate the file object, run `open`, then install
     /// the file; if `open` fails, the never-opened file is cleaned up
-    /// (`fput_badopen`) and the fd is released.
+    /// (`fput_badopen`) and the fd is released. Not a Linux call: it lets
+    /// an embedder install files of its own (with [`FileOps`] hooks); such
+    /// a file has no dentry, so calls that need one refuse it (each says
+    /// with what).
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL`: a bad flag combination, as for
+    ///   [`openat`](Self::openat);
+    /// - `EMFILE`: no fd free below `RLIMIT_NOFILE`;
+    /// - `ENOMEM`: the file object could not be allocated;
+    /// - whatever `open` returns.
     pub fn open_with(
         &mut self,
         flags: i32,
@@ -677,9 +751,21 @@ impl Process {
         }
     }
 
-    /// `close(fd)`. The file's flush runs, then the final release, at once
-    /// (seed 000) or from the deferred queue as the call returns (stock).
-    /// The fd is closed even when flush reports an error.
+    /// `close(fd)`: frees the fd; the open file goes when its last fd
+    /// (and last other reference) is gone. The file's flush runs, then the
+    /// final release, at once (seed 000) or from the deferred queue as the
+    /// call returns (stock). Any close of an fd releases the POSIX record
+    /// locks this process holds on that file, as on Linux. The fd is closed
+    /// even when flush reports an error.
+    ///
+    /// # Errors
+    ///
+    /// - `EBADF`: `fd` is not open (or is still being opened by another
+    ///   thread);
+    /// - whatever the flush of a file made by
+    ///   [`open_with`](Self::open_with) reports, with the kernel's restart
+    ///   codes turned into `EINTR` (the fd is gone either way). tmpfs
+    ///   files and FIFOs have nothing to flush and never fail here.
     pub fn close(&mut self, fd: i32) -> Result<(), Errno> {
         let _call = task_work::enter();
         let file = self.files.close(fd)?;
@@ -704,19 +790,42 @@ impl Process {
         })
     }
 
-    /// `dup(fd)`.
+    /// `dup(fd)`: a new fd, the lowest free one, for the same open file
+    /// (sharing its position and status flags); close-on-exec is clear on
+    /// it. `O_PATH` fds may be duplicated.
+    ///
+    /// # Errors
+    ///
+    /// - `EBADF`: `fd` is not open;
+    /// - `EMFILE`: no fd free below `RLIMIT_NOFILE`.
     pub fn dup(&mut self, fd: i32) -> Result<i32, Errno> {
         let _call = task_work::enter();
         Ok(self.files.dup(fd, self.task.nofile())? as i32)
     }
 
-    /// `dup2(old, new)`.
+    /// `dup2(old, new)`: makes fd `new` refer to `old`'s open file,
+    /// closing what `new` referred to first (its flush errors are not
+    /// reported, as on Linux); close-on-exec is clear on `new`. With
+    /// `old == new` it only checks that `old` is open. Returns `new`.
+    ///
+    /// # Errors
+    ///
+    /// - `EBADF`: `new` is negative or not below `RLIMIT_NOFILE` (checked
+    ///   first), or `old` is not open;
+    /// - `EBUSY`: `new` is reserved by an open in progress in another
+    ///   thread (Linux's race answer).
     pub fn dup2(&mut self, old: i32, new: i32) -> Result<i32, Errno> {
         let _call = task_work::enter();
         Ok(self.files.dup2(old, new, self.task.nofile())? as i32)
     }
 
-    /// `dup3(old, new, flags)`.
+    /// `dup3(old, new, flags)`: [`dup2`](Self::dup2), with `flags` 0 or
+    /// `O_CLOEXEC` (sets close-on-exec on `new`).
+    ///
+    /// # Errors
+    ///
+    /// Those of `dup2`, and `EINVAL` for another flag or for `old == new`
+    /// (checked before anything else).
     pub fn dup3(&mut self, old: i32, new: i32, flags: i32) -> Result<i32, Errno> {
         let _call = task_work::enter();
         Ok(self.files.dup3(old, new, flags, self.task.nofile())? as i32)
@@ -739,6 +848,47 @@ impl Process {
     /// host process or part of one): an id no host process or group has is
     /// `ESRCH`, as Linux finds it. `F_GETOWN` reports 0 once no task of
     /// the owner's kind has the id, as Linux's re-check finds it.
+    /// `F_SETLEASE`/`F_GETLEASE` follow Linux's lease rules
+    /// (`docs/locks.md`, "Leases"): a conflicting open or truncate breaks
+    /// the lease, notifies its owner through the [`LeaseNotify`
+    /// hook](crate::LeaseNotify) and waits for it.
+    ///
+    /// `F_SETFL` changes only `O_APPEND`, `O_NONBLOCK`, `O_NOATIME` and
+    /// `O_DIRECT`; the other bits of `arg` are ignored. Difference from
+    /// Linux: `O_ASYNC` is ignored on every file, where Linux records it on
+    /// a FIFO (its `F_GETFL` then shows it; host 6.18) and would send
+    /// `SIGIO`; uvfs has no `fasync` and sends no signals.
+    ///
+    /// The advisory-lock commands are [`fcntl_lock`](Self::fcntl_lock)
+    /// (here they are `EFAULT`, as for a bad pointer).
+    ///
+    /// # Errors
+    ///
+    /// - `EBADF`: `fd` is not open; an `O_PATH` fd with a command other
+    ///   than those above; `F_GETPIPE_SZ`/`F_SETPIPE_SZ` on anything but a
+    ///   FIFO; `F_DUPFD_QUERY` with `arg` not an open fd;
+    /// - `EINVAL`: an unknown command; `F_DUPFD*` with `arg` at or above
+    ///   `RLIMIT_NOFILE`; `F_SETFL` adding `O_DIRECT` to a directory or
+    ///   another file that cannot do direct I/O; `F_SETOWN` of `i32::MIN`;
+    ///   `F_SETSIG` past 64; `F_SETLEASE` with a bad type or on a
+    ///   non-regular file; `F_NOTIFY` asking for events (no dnotify);
+    ///   `F_GET_SEALS`/`F_ADD_SEALS` on a file that has no seals (a
+    ///   directory) or unknown seal bits; `F_SETPIPE_SZ` past 2^31;
+    /// - `EMFILE`: `F_DUPFD*` with no fd free at or above `arg`;
+    /// - `EPERM`: `F_SETFL` adding `O_NOATIME` to a file the caller neither
+    ///   owns nor has `CAP_FOWNER` for; `F_ADD_SEALS` on a sealed file
+    ///   (every tmpfs file is) or an fd not open for writing;
+    ///   `F_SETPIPE_SZ` past 1 MiB without `CAP_SYS_RESOURCE`;
+    /// - `ESRCH`: `F_SETOWN` of an id no host process or group has;
+    /// - `EACCES`: `F_SETLEASE` by a caller that does not own the file
+    ///   and lacks `CAP_LEASE`;
+    /// - `EAGAIN`: `F_SETLEASE` of a read lease on a file someone has open
+    ///   for writing, of a write lease on a file open elsewhere, a lease
+    ///   another file's lease forbids, or `F_UNLCK` with no lease held;
+    /// - `EBUSY`: `F_SETPIPE_SZ` smaller than the data the pipe holds;
+    /// - `ENOTDIR`: `F_NOTIFY` on a file that is not a directory;
+    /// - `EFAULT`: the commands that take a pointer (`F_GETOWN_EX`,
+    ///   `F_SETOWN_EX`, the lock commands): use their own methods.
     ///
     /// The fd table and fcntl (`dup`, `dup2`, `dup3`, `close`,
     /// `close_range`, `fcntl`):
@@ -835,22 +985,43 @@ impl Process {
 
     /// `fcntl(fd, F_GETOWN_EX, &owner)`: the signal owner as a
     /// `struct f_owner_ex` (a file never given one: `F_OWNER_TID`, 0).
+    ///
+    /// # Errors
+    ///
+    /// `EBADF`: `fd` is not open, or is `O_PATH`.
     pub fn fcntl_getown_ex(&mut self, fd: i32) -> Result<FOwnerEx, Errno> {
         let _call = task_work::enter();
         let file = self.files.fdget(fd, FMODE_PATH).ok_or(Errno::EBADF)?;
         Ok(fcntl::getown_ex(&file))
     }
 
-    /// `fcntl(fd, F_SETOWN_EX, &owner)`: `EINVAL` for an unknown type,
-    /// `ESRCH` for an id no host thread, process or group has.
+    /// `fcntl(fd, F_SETOWN_EX, &owner)`: sets who receives the file's
+    /// signals: a host thread (`F_OWNER_TID`), process (`F_OWNER_PID`) or
+    /// process group (`F_OWNER_PGRP`); id 0 clears the owner. uvfs sends
+    /// no signals itself: the owner is kept for a front end.
+    ///
+    /// # Errors
+    ///
+    /// - `EBADF`: `fd` is not open, or is `O_PATH`;
+    /// - `EINVAL`: an unknown type;
+    /// - `ESRCH`: an id no host thread, process or group has.
     pub fn fcntl_setown_ex(&mut self, fd: i32, owner: FOwnerEx) -> Result<(), Errno> {
         let _call = task_work::enter();
         let file = self.files.fdget(fd, FMODE_PATH).ok_or(Errno::EBADF)?;
         fcntl::setown_ex(&file, owner)
     }
 
-    /// `close_range(first, last, flags)` with `CLOSE_RANGE_UNSHARE` and
-    /// `CLOSE_RANGE_CLOEXEC`; `EINVAL` for other flags or `first > last`.
+    /// `close_range(first, last, flags)`: closes every open fd from
+    /// `first` to `last` inclusive (fds past the table's end are simply
+    /// not open; `u32::MAX` means "to the end"). `flags`:
+    /// `CLOSE_RANGE_UNSHARE` first gives this thread a private copy of a
+    /// shared fd table; `CLOSE_RANGE_CLOEXEC` marks the fds close-on-exec
+    /// instead of closing them. Flush errors are not reported.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL`: another flag, or `first > last`;
+    /// - `ENOMEM`: the private copy could not be allocated.
     pub fn close_range(&mut self, first: u32, last: u32, flags: u32) -> Result<(), Errno> {
         let _call = task_work::enter();
         if flags & !(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC) != 0 || first > last {
@@ -872,20 +1043,32 @@ impl Process {
         Ok(())
     }
 
-    /// `fget`: a counted reference to the file at `fd`, `EBADF` if none or
-    /// if it is an `O_PATH` file.
+    /// `fget`: a counted reference to the file at `fd`, for a caller that
+    /// works on the file object itself.
+    ///
+    /// # Errors
+    ///
+    /// `EBADF`: `fd` is not open, or is `O_PATH`.
     pub fn fget(&mut self, fd: i32) -> Result<FileRef, Errno> {
         self.files.get_mask(fd, FMODE_PATH).ok_or(Errno::EBADF)
     }
 
     /// `fget_raw`: as [`fget`](Self::fget), `O_PATH` files included.
+    ///
+    /// # Errors
+    ///
+    /// `EBADF`: `fd` is not open.
     pub fn fget_raw(&mut self, fd: i32) -> Result<FileRef, Errno> {
         self.files.get(fd).ok_or(Errno::EBADF)
     }
 
     /// Runs `f` on the file at `fd` (not `O_PATH`), borrowing the table's
     /// reference when the table is not shared (`fdget` light), taking one
-    /// otherwise. `EBADF` if there is no such file.
+    /// otherwise.
+    ///
+    /// # Errors
+    ///
+    /// `EBADF`: `fd` is not open, or is `O_PATH`.
     pub fn with_file<R>(&mut self, fd: i32, f: impl FnOnce(&File) -> R) -> Result<R, Errno> {
         let _call = task_work::enter();
         let file = self.files.fdget(fd, FMODE_PATH).ok_or(Errno::EBADF)?;

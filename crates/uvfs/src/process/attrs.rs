@@ -42,7 +42,14 @@ impl Process {
         file.dentry().cloned().ok_or(Errno::EBADF)
     }
 
-    /// `stat(path)`.
+    /// `stat(path)`: the attributes of the file at `path`, following a
+    /// symlink at the end. The same as [`fstatat`](Self::fstatat) with
+    /// `AT_FDCWD` and no flags. No permission on the file itself is
+    /// needed, only search permission on the way.
+    ///
+    /// # Errors
+    ///
+    /// The walk's [common errors](crate::process#errors-common-to-the-calls) only.
     ///
     /// Attributes (the `stat` family and `statx`, `chmod`, `chown`,
     /// `utimensat`, `access`, `umask`, `truncate`):
@@ -67,20 +74,64 @@ impl Process {
         self.fstatat(AT_FDCWD, path, 0)
     }
 
-    /// `lstat(path)`.
+    /// `lstat(path)`: as [`stat`](Self::stat), but a symlink at the end
+    /// is described itself (`S_IFLNK`, its target's length as size).
+    ///
+    /// # Errors
+    ///
+    /// The walk's [common errors](crate::process#errors-common-to-the-calls) only.
     pub fn lstat<P: AsRef<[u8]>>(&mut self, path: P) -> Result<Stat, Errno> {
         self.fstatat(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW)
     }
 
-    /// `fstat(fd)`.
+    /// `fstat(fd)`: the attributes of the file open at `fd`, an `O_PATH`
+    /// fd included.
+    ///
+    /// # Errors
+    ///
+    /// `EBADF`: `fd` is not open, or its file has no dentry (one made by
+    /// [`open_with`](Self::open_with)).
     pub fn fstat(&mut self, fd: i32) -> Result<Stat, Errno> {
         let _call = task_work::enter();
         let d = self.fd_dentry(fd, 0)?;
         stat_of(&d)
     }
 
-    /// `fstatat(dirfd, path, flags)` with `AT_SYMLINK_NOFOLLOW`,
-    /// `AT_EMPTY_PATH`, `AT_NO_AUTOMOUNT`; `EINVAL` for other flags.
+    /// `fstatat(dirfd, path, flags)` (`newfstatat`): [`stat`](Self::stat)
+    /// of `path` relative to the directory open at `dirfd` (`AT_FDCWD`:
+    /// the current directory). `flags`: `AT_SYMLINK_NOFOLLOW` (as
+    /// [`lstat`](Self::lstat)), `AT_EMPTY_PATH` (an empty `path` means the
+    /// file `dirfd` itself refers to, which may be any file, `O_PATH`
+    /// included: then it is [`fstat`](Self::fstat)), `AT_NO_AUTOMOUNT`
+    /// (accepted; there are no automounts).
+    ///
+    /// ```
+    /// use uvfs::fs::{S_IFDIR, S_IFMT};
+    /// use uvfs::uapi::*;
+    /// use uvfs::{Errno, FastPaths, Process, Vfs};
+    /// # fn main() -> Result<(), Errno> {
+    /// let vfs = Vfs::new(FastPaths::seeds());
+    /// let mut p = Process::new(&vfs)?;
+    /// p.mkdir("/d", 0o755)?;
+    /// p.write_file("/d/f", b"12345")?;
+    /// p.symlink("f", "/d/l")?;
+    /// let d = p.open("/d", O_PATH | O_DIRECTORY, 0)?;
+    /// assert_eq!(p.fstatat(d, "f", 0)?.st_size, 5);
+    /// // The link itself: its size is its target's length.
+    /// assert_eq!(p.fstatat(d, "l", AT_SYMLINK_NOFOLLOW)?.st_size, 1);
+    /// // An empty path names the fd's own file, with AT_EMPTY_PATH only.
+    /// assert_eq!(p.fstatat(d, "", AT_EMPTY_PATH)?.st_mode & S_IFMT, S_IFDIR);
+    /// assert_eq!(p.fstatat(d, "", 0), Err(Errno::ENOENT));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL`: another flag (before the path is looked at);
+    /// - the walk's [common errors](crate::process#errors-common-to-the-calls);
+    ///   `EBADF` for a `dirfd` that is not open, also with `AT_EMPTY_PATH`
+    ///   and an empty path.
     pub fn fstatat<P: AsRef<[u8]>>(
         &mut self,
         dirfd: i32,
@@ -109,9 +160,22 @@ impl Process {
         stat_of(&d)
     }
 
-    /// `statx(dirfd, path, flags, mask)`: every basic field, the birth time
-    /// and the mount id; `EINVAL` for unknown flags or the reserved mask
-    /// bit.
+    /// `statx(dirfd, path, flags, mask)`: the extended attributes of
+    /// `path`, resolved as [`fstatat`](Self::fstatat) resolves it, with
+    /// `AT_SYMLINK_NOFOLLOW`, `AT_EMPTY_PATH`, `AT_NO_AUTOMOUNT` and one of
+    /// the `AT_STATX_*_SYNC` values (all alike: nothing is remote). As
+    /// Linux 6.18 fills it for tmpfs: the basic fields and the mount id
+    /// always; mtime and ctime only when `mask` asks for either; the birth
+    /// time when asked; `STATX_MNT_ID_UNIQUE` gives the unique mount id in
+    /// place of the reusable one. `stx_mask` says what was filled; fields
+    /// left out are zero.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL`: an unknown flag, `AT_STATX_FORCE_SYNC` with
+    ///   `AT_STATX_DONT_SYNC`, or `STATX_RESERVED` in `mask` (before the
+    ///   path);
+    /// - the walk's [common errors](crate::process#errors-common-to-the-calls).
     pub fn statx<P: AsRef<[u8]>>(
         &mut self,
         dirfd: i32,
@@ -161,8 +225,22 @@ impl Process {
         Ok(sx)
     }
 
-    /// `truncate(path, len)`: `EINVAL` for a negative length or a
-    /// non-regular file, `EISDIR`, `EACCES` without write permission.
+    /// `truncate(path, len)`: sets the size of the regular file at `path`
+    /// (following symlinks) to `len`, cutting it or extending it with
+    /// zeros. Unlike [`ftruncate`](Self::ftruncate), mtime and ctime are
+    /// stamped only if the size changes, as on Linux's tmpfs. Drops set-ID
+    /// bits as a write does.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL`: a negative `len` (before the path); a file that is
+    ///   neither regular nor a directory;
+    /// - the walk's [common errors](crate::process#errors-common-to-the-calls);
+    /// - `EISDIR`: a directory;
+    /// - `EACCES`: no write permission on the file;
+    /// - `EFBIG`: `len` past the file system's largest file size;
+    /// - `EINTR`: waiting for a lease's holder to give up its lease (a
+    ///   truncate breaks leases as a write open does) was interrupted.
     pub fn truncate<P: AsRef<[u8]>>(&mut self, path: P, len: i64) -> Result<(), Errno> {
         self.truncateat(AT_FDCWD, path, len, 0)
     }
@@ -173,7 +251,11 @@ impl Process {
     /// must apply truncate(2)'s rules (permission checked on the file, no
     /// open needed, mtime and ctime stamped only if the size changes,
     /// unlike ftruncate): a FUSE setattr of the size without a handle.
-    /// `EINVAL` for other flags.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`truncate`](Self::truncate), and `EINVAL` for another
+    /// flag.
     pub fn truncateat<P: AsRef<[u8]>>(
         &mut self,
         dirfd: i32,
@@ -235,20 +317,48 @@ impl Task {
 }
 
 impl Process {
-    /// `chmod(path, mode)`.
+    /// `chmod(path, mode)`: sets the permission bits of the file at
+    /// `path` (following symlinks) to `mode & 0o7777`. `S_ISGID` is dropped
+    /// when the caller is neither in the file's group nor has
+    /// `CAP_FSETID`, as on Linux; a POSIX access ACL is rewritten to match.
+    /// Stamps ctime.
+    ///
+    /// # Errors
+    ///
+    /// - the walk's [common errors](crate::process#errors-common-to-the-calls);
+    /// - `EPERM`: the caller neither owns the file (by fsuid) nor has
+    ///   `CAP_FOWNER` (never `EACCES`: only ownership matters).
     pub fn chmod<P: AsRef<[u8]>>(&mut self, path: P, mode: u32) -> Result<(), Errno> {
         self.fchmodat(AT_FDCWD, path, mode, 0)
     }
 
-    /// `fchmod(fd, mode)` (`O_PATH` fds: `EBADF`, as Linux).
+    /// `fchmod(fd, mode)`: [`chmod`](Self::chmod) of the file open at
+    /// `fd`, whatever its access mode.
+    ///
+    /// # Errors
+    ///
+    /// - `EBADF`: `fd` is not open, or is `O_PATH` (as on Linux; use
+    ///   [`fchmodat`](Self::fchmodat) with `AT_EMPTY_PATH` for one);
+    /// - `EPERM`: as for `chmod`.
     pub fn fchmod(&mut self, fd: i32, mode: u32) -> Result<(), Errno> {
         let _call = task_work::enter();
         let d = self.fd_dentry(fd, crate::file_table::FMODE_PATH)?;
         self.task.do_chmod(&d, mode)
     }
 
-    /// `fchmodat(dirfd, path, mode, flags)` (`fchmodat2`): with
-    /// `AT_SYMLINK_NOFOLLOW` on a symlink, `EOPNOTSUPP`.
+    /// `fchmodat(dirfd, path, mode, flags)` (Linux's `fchmodat2`; plain
+    /// `fchmodat` is this with `flags` 0): [`chmod`](Self::chmod) of `path`
+    /// relative to `dirfd`, with `AT_SYMLINK_NOFOLLOW` and
+    /// `AT_EMPTY_PATH`.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL`: another flag (before the path);
+    /// - the walk's [common errors](crate::process#errors-common-to-the-calls);
+    /// - `EOPNOTSUPP`: the file is a symlink (reached with
+    ///   `AT_SYMLINK_NOFOLLOW`, or an `O_PATH` fd of one with
+    ///   `AT_EMPTY_PATH`): a symlink's mode cannot change, as on Linux;
+    /// - `EPERM`: as for `chmod`.
     pub fn fchmodat<P: AsRef<[u8]>>(
         &mut self,
         dirfd: i32,
@@ -291,24 +401,60 @@ impl Task {
 }
 
 impl Process {
-    /// `chown(path, uid, gid)` (`u32::MAX` leaves an id unchanged).
+    /// `chown(path, uid, gid)`: changes the owner and group of the file
+    /// at `path` (following symlinks); `u32::MAX` (the C call's -1) leaves
+    /// an id unchanged. On anything but a directory it also clears
+    /// `S_ISUID`, and `S_ISGID` when group execute is set (or the caller
+    /// is neither in the group nor has `CAP_FSETID`), root's chown
+    /// included, as on Linux. Stamps ctime even when nothing changes.
+    ///
+    /// # Errors
+    ///
+    /// - the walk's [common errors](crate::process#errors-common-to-the-calls);
+    /// - `EPERM`: a new owner without `CAP_CHOWN` (giving a file to oneself
+    ///   when one owns it is no change); a new group without `CAP_CHOWN`
+    ///   unless the caller owns the file and the group is its current one
+    ///   or one the caller is in; clearing
+    ///   set-ID bits of a file the caller neither owns nor has
+    ///   `CAP_FOWNER` for (so even `chown(path, -1, -1)` can fail).
     pub fn chown<P: AsRef<[u8]>>(&mut self, path: P, uid: u32, gid: u32) -> Result<(), Errno> {
         self.fchownat(AT_FDCWD, path, uid, gid, 0)
     }
 
-    /// `lchown(path, uid, gid)`.
+    /// `lchown(path, uid, gid)`: [`chown`](Self::chown) of a symlink
+    /// itself when `path` ends in one.
+    ///
+    /// # Errors
+    ///
+    /// Those of `chown`.
     pub fn lchown<P: AsRef<[u8]>>(&mut self, path: P, uid: u32, gid: u32) -> Result<(), Errno> {
         self.fchownat(AT_FDCWD, path, uid, gid, AT_SYMLINK_NOFOLLOW)
     }
 
-    /// `fchown(fd, uid, gid)`.
+    /// `fchown(fd, uid, gid)`: [`chown`](Self::chown) of the file open
+    /// at `fd`, whatever its access mode.
+    ///
+    /// # Errors
+    ///
+    /// - `EBADF`: `fd` is not open, or is `O_PATH` (use
+    ///   [`fchownat`](Self::fchownat) with `AT_EMPTY_PATH`);
+    /// - `EPERM`: as for `chown`.
     pub fn fchown(&mut self, fd: i32, uid: u32, gid: u32) -> Result<(), Errno> {
         let _call = task_work::enter();
         let d = self.fd_dentry(fd, crate::file_table::FMODE_PATH)?;
         self.task.do_chown(&d, uid, gid)
     }
 
-    /// `fchownat(dirfd, path, uid, gid, flags)`.
+    /// `fchownat(dirfd, path, uid, gid, flags)`: [`chown`](Self::chown)
+    /// of `path` relative to `dirfd`, with `AT_SYMLINK_NOFOLLOW` (as
+    /// [`lchown`](Self::lchown)) and `AT_EMPTY_PATH` (the fd's own file,
+    /// `O_PATH` included).
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL`: another flag (before the path);
+    /// - the walk's [common errors](crate::process#errors-common-to-the-calls);
+    /// - `EPERM`: as for `chown`.
     pub fn fchownat<P: AsRef<[u8]>>(
         &mut self,
         dirfd: i32,
@@ -325,18 +471,43 @@ impl Process {
         self.task.do_chown(&d, uid, gid)
     }
 
-    /// `umask(mask)`: sets the mask, returns the old one.
+    /// `umask(mask)`: sets the file-creation mask to `mask & 0o777` and
+    /// returns the old one. The mask is shared by the threads of a process
+    /// (until [`unshare_fs`](Self::unshare_fs)) and copied by
+    /// [`fork`](Self::fork). It does not apply in a directory with a
+    /// default ACL. Cannot fail.
     pub fn umask(&mut self, mask: u32) -> u32 {
         self.task.fs.umask.swap(mask & 0o777, Ordering::Relaxed)
     }
 
-    /// `access(path, mode)`.
+    /// `access(path, mode)`: whether the caller's real (not effective)
+    /// uid and gid may read (`R_OK`), write (`W_OK`) or execute/search
+    /// (`X_OK`) the file at `path`, or, with `F_OK` (0), whether it exists.
+    /// The same as [`faccessat`](Self::faccessat) with `AT_FDCWD` and no
+    /// flags.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL`: a bit other than `R_OK | W_OK | X_OK` in `mode`;
+    /// - the walk's [common errors](crate::process#errors-common-to-the-calls) (with the real ids'
+    ///   search permission);
+    /// - `EACCES`: an access asked for is denied.
     pub fn access<P: AsRef<[u8]>>(&mut self, path: P, mode: i32) -> Result<(), Errno> {
         self.faccessat(AT_FDCWD, path, mode, 0)
     }
 
-    /// `faccessat(dirfd, path, mode, flags)` (`faccessat2`): checks with
-    /// the real ids unless `AT_EACCESS`.
+    /// `faccessat(dirfd, path, mode, flags)` (Linux's `faccessat2`):
+    /// [`access`](Self::access) of `path` relative to `dirfd`; checks with
+    /// the real ids unless `AT_EACCESS` (then the effective ones); with
+    /// `AT_SYMLINK_NOFOLLOW` a symlink at the end is checked itself, with
+    /// `AT_EMPTY_PATH` the fd's own file.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL`: a bad `mode` bit, then another flag (both before the
+    ///   path);
+    /// - the walk's [common errors](crate::process#errors-common-to-the-calls);
+    /// - `EACCES`: an access asked for is denied.
     pub fn faccessat<P: AsRef<[u8]>>(
         &mut self,
         dirfd: i32,
@@ -378,9 +549,40 @@ impl Process {
         inode_permission(&cred, d.sb(), &attr_of(&d)?, mask)
     }
 
-    /// `utimensat(dirfd, path, times, flags)`: `None` or `UTIME_NOW` sets
-    /// now, `UTIME_OMIT` leaves a time alone; `EINVAL` for nanoseconds out
-    /// of range.
+    /// `utimensat(dirfd, path, times, flags)`: sets the access and
+    /// modification times (`times[0]`, `times[1]`) of `path` relative to
+    /// `dirfd`, with `AT_SYMLINK_NOFOLLOW` and `AT_EMPTY_PATH`. `None`, or
+    /// `UTIME_NOW` in a `tv_nsec`, means now; `UTIME_OMIT` leaves that time
+    /// alone. Both `UTIME_OMIT` returns 0 at once, without looking at the
+    /// flags or the path, as Linux does. Stamps ctime.
+    ///
+    /// ```
+    /// use uvfs::uapi::*;
+    /// use uvfs::{Errno, FastPaths, Process, Vfs};
+    /// # fn main() -> Result<(), Errno> {
+    /// let vfs = Vfs::new(FastPaths::seeds());
+    /// let mut p = Process::new(&vfs)?;
+    /// p.write_file("/f", b"")?;
+    /// let when = Timespec { tv_sec: 1_000_000_000, tv_nsec: 0 };
+    /// let keep = Timespec { tv_sec: 0, tv_nsec: UTIME_OMIT };
+    /// p.utimensat(AT_FDCWD, "/f", Some([keep, when]), 0)?; // mtime only
+    /// assert_eq!(p.stat("/f")?.st_mtime, 1_000_000_000);
+    /// let bad = Timespec { tv_sec: 0, tv_nsec: 1_000_000_000 };
+    /// assert_eq!(p.utimensat(AT_FDCWD, "/f", Some([bad, bad]), 0), Err(Errno::EINVAL));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL`: another flag (before the path); a `tv_nsec` outside
+    ///   0..1e9 that is neither `UTIME_NOW` nor `UTIME_OMIT` (after the
+    ///   path, as Linux checks);
+    /// - the walk's [common errors](crate::process#errors-common-to-the-calls);
+    /// - `EPERM`: setting a time other than now (or omitted) on a file the
+    ///   caller neither owns nor has `CAP_FOWNER` for;
+    /// - `EACCES`: setting both to now on such a file without write
+    ///   permission on it.
     pub fn utimensat<P: AsRef<[u8]>>(
         &mut self,
         dirfd: i32,
@@ -401,7 +603,14 @@ impl Process {
         self.task.do_utimes(&d, times)
     }
 
-    /// `futimens(fd, times)`.
+    /// `futimens(fd, times)`: [`utimensat`](Self::utimensat) of the file
+    /// open at `fd`, whatever its access mode.
+    ///
+    /// # Errors
+    ///
+    /// - `EBADF`: `fd` is negative (glibc's check, before `times`), not
+    ///   open, or `O_PATH`;
+    /// - `EINVAL`, `EPERM`, `EACCES`: as for `utimensat`.
     pub fn futimens(&mut self, fd: i32, times: Option<[Timespec; 2]>) -> Result<(), Errno> {
         let _call = task_work::enter();
         // glibc's futimens refuses a negative fd before any syscall.

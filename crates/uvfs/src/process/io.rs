@@ -137,12 +137,33 @@ impl Process {
             .is_some_and(|f| FifoFile::of(&f).is_some())
     }
 
-    /// `read(fd, buf)`.
+    /// `read(fd, buf)`: reads up to `buf.len()` bytes at the file
+    /// position and moves the position past them; 0 at end of file. A
+    /// FIFO read waits for data while a writer is open (not with
+    /// `O_NONBLOCK`) and returns 0 once no writer is left.
+    ///
+    /// # Errors
+    ///
+    /// - `EBADF`: `fd` is not open, is `O_PATH`, or is not open for
+    ///   reading;
+    /// - `EISDIR`: `fd` is a directory (use
+    ///   [`getdents64`](Self::getdents64));
+    /// - `EINVAL`: the position plus the length would pass `i64::MAX`; a
+    ///   file opened by [`open_with`](Self::open_with) with no dentry;
+    /// - `EAGAIN`: an empty FIFO, non-blocking, with a writer;
+    /// - `EINTR`: an empty FIFO's wait was interrupted
+    ///   ([`set_sleep`](Self::set_sleep)).
     pub fn read(&mut self, fd: i32, buf: &mut [u8]) -> Result<usize, Errno> {
         self.on_file(fd, |p, f| p.do_read(f, &mut [buf], At::Pos, 0))
     }
 
-    /// `pread(fd, buf, off)`: `EINVAL` for a negative offset.
+    /// `pread(fd, buf, off)`: [`read`](Self::read) at offset `off`,
+    /// leaving the file position alone.
+    ///
+    /// # Errors
+    ///
+    /// Those of `read`, and: `EINVAL` for a negative `off` (before `fd` is
+    /// looked at); `ESPIPE` on a FIFO.
     ///
     /// Reading and writing (`read`, `write`, their positional and vector
     /// forms, `lseek`, `ftruncate`, `fallocate`, `getdents64`):
@@ -170,8 +191,15 @@ impl Process {
         self.on_file(fd, |p, f| p.do_read(f, &mut [buf], At::Off(off), 0))
     }
 
-    /// `readv(fd, bufs)`: `EINVAL` past 1024 buffers, once the fd and its
-    /// read mode have passed (`vfs_readv` imports the vector after them).
+    /// `readv(fd, bufs)`: [`read`](Self::read) into each buffer in turn,
+    /// as one call (it stops at the first short buffer). A vector of only
+    /// empty buffers returns 0 before the file type is looked at.
+    ///
+    /// # Errors
+    ///
+    /// Those of `read`, in this order: the fd and its read mode (`EBADF`),
+    /// then `EINVAL` for more than 1,024 buffers (`UIO_MAXIOV`; Linux's
+    /// `vfs_readv` reads the vector after the fd checks), then the rest.
     pub fn readv(&mut self, fd: i32, bufs: &mut [&mut [u8]]) -> Result<usize, Errno> {
         self.on_file(fd, |p, f| {
             if f.mode() & FMODE_READ == 0 {
@@ -188,21 +216,53 @@ impl Process {
         })
     }
 
-    /// `write(fd, buf)`.
+    /// `write(fd, buf)`: writes `buf` at the file position (at the end
+    /// with `O_APPEND`), moves the position past it and returns the count
+    /// written, which is short only when the file system fills up part
+    /// way. Drops the set-user-ID bit, and set-group-ID with group execute,
+    /// when the writer lacks `CAP_FSETID`, as Linux does; stamps mtime and
+    /// ctime. A FIFO write of up to 4,096 bytes (`PIPE_BUF`) is atomic; a
+    /// longer one waits for room unless `O_NONBLOCK`.
+    ///
+    /// # Errors
+    ///
+    /// - `EBADF`: `fd` is not open, is `O_PATH`, or is not open for
+    ///   writing;
+    /// - `EINVAL`: the position plus the length would pass `i64::MAX`; a
+    ///   file opened by [`open_with`](Self::open_with) with no dentry;
+    /// - `EFBIG`: the position is at or past the file system's largest
+    ///   file size (for a non-empty `buf`);
+    /// - `ENOSPC`: no byte could be written for lack of space (the tmpfs
+    ///   size limit);
+    /// - `EPIPE`: a FIFO with no reader (uvfs sends no `SIGPIPE`:
+    ///   `docs/semantics.md`, "Signals");
+    /// - `EAGAIN`: a full FIFO, non-blocking;
+    /// - `EINTR`: a FIFO write interrupted before writing anything.
     pub fn write(&mut self, fd: i32, buf: &[u8]) -> Result<usize, Errno> {
         self.on_file(fd, |p, f| p.do_write(f, &[buf], At::Pos, 0))
     }
 
-    /// `pwrite(fd, buf, off)`: `EINVAL` for a negative offset; ignores
-    /// `O_APPEND`'s position only as Linux does (it still appends).
+    /// `pwrite(fd, buf, off)`: [`write`](Self::write) at offset `off`,
+    /// leaving the file position alone. On an `O_APPEND` file it still
+    /// appends, ignoring `off`, as Linux does (POSIX says otherwise).
+    ///
+    /// # Errors
+    ///
+    /// Those of `write`, and: `EINVAL` for a negative `off` (before `fd` is
+    /// looked at); `ESPIPE` on a FIFO.
     pub fn pwrite(&mut self, fd: i32, buf: &[u8], off: i64) -> Result<usize, Errno> {
         // A negative offset is refused before the fd is looked at.
         let off = u64::try_from(off).map_err(|_| Errno::EINVAL)?;
         self.on_file(fd, |p, f| p.do_write(f, &[buf], At::Off(off), 0))
     }
 
-    /// `writev(fd, bufs)`: `EINVAL` past 1024 buffers, once the fd and its
-    /// write mode have passed.
+    /// `writev(fd, bufs)`: [`write`](Self::write) of the buffers, in
+    /// order, as one call. A vector of only empty buffers returns 0.
+    ///
+    /// # Errors
+    ///
+    /// Those of `write`, in this order: the fd and its write mode
+    /// (`EBADF`), then `EINVAL` for more than 1,024 buffers, then the rest.
     pub fn writev(&mut self, fd: i32, bufs: &[&[u8]]) -> Result<usize, Errno> {
         self.on_file(fd, |p, f| {
             if f.mode() & FMODE_WRITE == 0 {
@@ -220,11 +280,25 @@ impl Process {
 }
 
 impl Process {
-    /// `preadv2(fd, bufs, off, flags)`: at `off`, or at (and moving) the
-    /// file position when `off` is -1; `EINVAL` for another negative
-    /// offset, before the fd. The `RWF_*` flags as `rwf_append` says,
-    /// checked only once there is something to transfer (an empty vector
-    /// returns 0 whatever the flags).
+    /// `preadv2(fd, bufs, off, flags)`: [`readv`](Self::readv) at `off`,
+    /// or at (and moving) the file position when `off` is -1. `flags`:
+    /// `RWF_HIPRI`, `RWF_DSYNC`, `RWF_SYNC`, `RWF_NOSIGNAL` and
+    /// `RWF_APPEND`/`RWF_NOAPPEND` are accepted (they change nothing on a
+    /// read); on a FIFO `RWF_NOWAIT` makes the read non-blocking. The flags
+    /// are checked only once there is something to transfer: an empty
+    /// vector returns 0 whatever they are. `docs/semantics.md`
+    /// ("preadv2/pwritev2") has the order of checks.
+    ///
+    /// # Errors
+    ///
+    /// Those of `readv`, and:
+    ///
+    /// - `EINVAL`: a negative `off` other than -1 (before `fd`);
+    ///   `RWF_APPEND` with `RWF_NOAPPEND`;
+    /// - `ESPIPE`: an offset on a FIFO;
+    /// - `EOPNOTSUPP`: an unknown flag, or `RWF_NOWAIT` (on a regular
+    ///   file), `RWF_ATOMIC`, `RWF_DONTCACHE`, which tmpfs cannot do; on a
+    ///   directory, any flag but `RWF_HIPRI` (before its `EISDIR`).
     pub fn preadv2(
         &mut self,
         fd: i32,
@@ -253,9 +327,16 @@ impl Process {
         })
     }
 
-    /// `pwritev2(fd, bufs, off, flags)`: as [`preadv2`](Self::preadv2);
-    /// `RWF_APPEND` appends (moving the position only when `off` is -1),
-    /// `RWF_NOAPPEND` writes at the offset on an `O_APPEND` file.
+    /// `pwritev2(fd, bufs, off, flags)`: [`writev`](Self::writev) at
+    /// `off`, or at (and moving) the file position when `off` is -1; the
+    /// flags as for [`preadv2`](Self::preadv2), and `RWF_APPEND` appends
+    /// (moving the position only when `off` is -1), `RWF_NOAPPEND` writes
+    /// at the offset on an `O_APPEND` file.
+    ///
+    /// # Errors
+    ///
+    /// Those of `writev`, and those `preadv2` adds for the offset and the
+    /// flags.
     pub fn pwritev2(
         &mut self,
         fd: i32,
@@ -438,9 +519,25 @@ impl Task {
 }
 
 impl Process {
-    /// `lseek(fd, off, whence)`: `SEEK_SET`, `SEEK_CUR`, `SEEK_END`,
-    /// `SEEK_DATA`, `SEEK_HOLE` on regular files; on directories `SEEK_SET`
-    /// and `SEEK_CUR` move the readdir cookie.
+    /// `lseek(fd, off, whence)`: sets the file position and returns it.
+    /// On regular files `whence` is `SEEK_SET`, `SEEK_CUR`, `SEEK_END`,
+    /// `SEEK_DATA` (the next byte in an allocated page at or after `off`)
+    /// or `SEEK_HOLE` (the next hole; end of file counts as one). On
+    /// directories `SEEK_SET` and `SEEK_CUR` move the readdir cookie (see
+    /// [`getdents64`](Self::getdents64)). An `O_PATH` fd is refused.
+    ///
+    /// # Errors
+    ///
+    /// - `EBADF`: `fd` is not open, or is `O_PATH`;
+    /// - `EINVAL`: an unknown `whence` (on a directory, anything but
+    ///   `SEEK_SET` and `SEEK_CUR`); a resulting position below 0 or past
+    ///   `i64::MAX`;
+    /// - `ENXIO`: `SEEK_DATA`/`SEEK_HOLE` with `off` negative or at or past
+    ///   the end of file, or `SEEK_DATA` with no data after `off`;
+    /// - `ESPIPE`: a FIFO.
+    ///
+    /// Like Linux's tmpfs, `SEEK_HOLE` in a file of nearly 2^63 bytes can
+    /// return `i64::MIN` (`docs/semantics.md`, "SEEK_DATA/SEEK_HOLE").
     pub fn lseek(&mut self, fd: i32, off: i64, whence: i32) -> Result<i64, Errno> {
         self.on_file(fd, |_, f| {
             if FifoFile::of(f).is_some() {
@@ -502,9 +599,56 @@ impl Process {
         })
     }
 
-    /// `getdents64(fd, buf)`: as many `linux_dirent64` records as fit,
-    /// resuming at the file position (a readdir cookie); `EINVAL` if not
-    /// even one fits, `ENOTDIR` on a non-directory.
+    /// `getdents64(fd, buf)`: fills `buf` with as many `linux_dirent64`
+    /// records as fit, starting at the file position, and returns the
+    /// bytes used; 0 at the end. Each record's `d_off` is a cookie: the
+    /// position after that entry, which [`lseek`](Self::lseek) with
+    /// `SEEK_SET` accepts to resume there. `.` and `..` come first. Once
+    /// the end is reached the position stays there, so entries made later
+    /// are not listed by the same open file. [`readdir`](Self::readdir) and
+    /// [`read_dir`](Self::read_dir) parse the records for you.
+    ///
+    /// Difference from Linux: resuming at a cookie whose entry was removed
+    /// meanwhile repeats no entry (Linux 6.18 starts over from the first;
+    /// `docs/status.md`, "Known differences").
+    ///
+    /// ```
+    /// use uvfs::stat::parse_dirents64;
+    /// use uvfs::uapi::*;
+    /// use uvfs::{Errno, FastPaths, Process, Vfs};
+    /// # fn main() -> Result<(), Errno> {
+    /// let vfs = Vfs::new(FastPaths::seeds());
+    /// let mut p = Process::new(&vfs)?;
+    /// p.mkdir("/d", 0o755)?;
+    /// for name in ["a", "b", "c"] {
+    ///     p.write_file(format!("/d/{name}"), b"")?;
+    /// }
+    /// let dir = p.open("/d", O_RDONLY | O_DIRECTORY, 0)?;
+    /// let mut buf = [0u8; 4096];
+    /// let n = p.getdents64(dir, &mut buf)?;
+    /// let all = parse_dirents64(&buf[..n]);
+    /// let names: Vec<&[u8]> = all.iter().map(|e| &e.name[..]).collect();
+    /// assert_eq!(names[..2], [&b"."[..], &b".."[..]]);
+    /// assert_eq!(p.getdents64(dir, &mut buf)?, 0); // at the end
+    ///
+    /// // Go back to the cookie after the third entry, and read on from there.
+    /// p.lseek(dir, all[2].d_off, SEEK_SET)?;
+    /// let n = p.getdents64(dir, &mut buf)?;
+    /// assert_eq!(parse_dirents64(&buf[..n]).len(), 2);
+    /// // A buffer too small for one record.
+    /// p.lseek(dir, 0, SEEK_SET)?;
+    /// assert_eq!(p.getdents64(dir, &mut buf[..8]), Err(Errno::EINVAL));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// - `EBADF`: `fd` is not open, or is `O_PATH`;
+    /// - `ENOTDIR`: `fd` is not a directory;
+    /// - `EINVAL`: `buf` cannot hold even the next record (the position
+    ///   still moves to that record's cookie, as on Linux); a file with no
+    ///   dentry ([`open_with`](Self::open_with)).
     pub fn getdents64(&mut self, fd: i32, buf: &mut [u8]) -> Result<usize, Errno> {
         self.on_file(fd, |p, f| {
             let d = dentry(f)?;
@@ -552,8 +696,18 @@ impl Process {
         })
     }
 
-    /// `ftruncate(fd, len)`: `EINVAL` for a negative length or a file not
-    /// open for writing or not regular.
+    /// `ftruncate(fd, len)`: sets the size of the regular file open at
+    /// `fd` to `len`, cutting it or extending it with zeros, and stamps
+    /// mtime and ctime (even when the size does not change). Drops set-ID
+    /// bits as a write does.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL`: a negative `len` (before `fd` is looked at); a file not
+    ///   regular or not open for writing (Linux answers `EINVAL` here, not
+    ///   `EBADF`);
+    /// - `EBADF`: `fd` is not open, or is `O_PATH`;
+    /// - `EFBIG`: `len` is past the file system's largest file size.
     pub fn ftruncate(&mut self, fd: i32, len: i64) -> Result<(), Errno> {
         // A negative length is refused before the fd is looked at.
         let len = u64::try_from(len).map_err(|_| Errno::EINVAL)?;
@@ -605,9 +759,28 @@ impl Task {
 }
 
 impl Process {
-    /// `fallocate(fd, mode, off, len)` with mode 0, `KEEP_SIZE`, or
-    /// `PUNCH_HOLE | KEEP_SIZE`. The mode is judged before the fd's write
-    /// mode (`falloc_mode_ok`).
+    /// `fallocate(fd, mode, off, len)`: with mode 0, allocates the pages
+    /// of `off..off + len` and extends the file to cover them; with
+    /// `FALLOC_FL_KEEP_SIZE`, allocates without changing the size; with
+    /// `FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE`, frees the range (it
+    /// reads back as zeros). Other modes are what tmpfs does not do.
+    /// Drops set-ID bits as a write does. The mode is judged before the
+    /// fd's write mode, as on Linux (`docs/semantics.md`, "fallocate").
+    ///
+    /// # Errors
+    ///
+    /// - `EBADF`: `fd` is not open or is `O_PATH`; then, after the
+    ///   arguments, not open for writing;
+    /// - `EINVAL`: `off` negative or `len` not positive;
+    /// - `EOPNOTSUPP`: an unknown mode bit, two operations at once, a hole
+    ///   punch without `KEEP_SIZE`, collapse, insert or write-zeroes with
+    ///   it; then (after the fd's checks) zero-range, collapse, insert,
+    ///   unshare and write-zeroes, which tmpfs does not do;
+    /// - `ESPIPE`: a FIFO; `EISDIR`: a directory; `ENODEV`: another
+    ///   non-regular file;
+    /// - `EFBIG`: `off + len` is past the largest file size;
+    /// - `ENOSPC`: the tmpfs size limit is reached (nothing is left
+    ///   allocated).
     pub fn fallocate(&mut self, fd: i32, mode: i32, off: i64, len: i64) -> Result<(), Errno> {
         self.on_file(fd, |p, f| {
             if off < 0 || len <= 0 {
@@ -644,8 +817,14 @@ impl Process {
         })
     }
 
-    /// `fsync(fd)`: nothing to write back on tmpfs; `EINVAL` on a FIFO
-    /// (pipes have no fsync operation).
+    /// `fsync(fd)`: nothing to write back on tmpfs (all of it lives in
+    /// memory), so it only checks the fd. Any file open for reading or
+    /// writing may be synced, a directory included.
+    ///
+    /// # Errors
+    ///
+    /// - `EBADF`: `fd` is not open, or is `O_PATH`;
+    /// - `EINVAL`: a FIFO (pipes have no fsync operation).
     pub fn fsync(&mut self, fd: i32) -> Result<(), Errno> {
         self.on_file(fd, |_, f| {
             if FifoFile::of(f).is_some() {
@@ -655,7 +834,12 @@ impl Process {
         })
     }
 
-    /// `fdatasync(fd)`.
+    /// `fdatasync(fd)`: as [`fsync`](Self::fsync) (there is no metadata to
+    /// skip writing back).
+    ///
+    /// # Errors
+    ///
+    /// Those of `fsync`.
     pub fn fdatasync(&mut self, fd: i32) -> Result<(), Errno> {
         self.fsync(fd)
     }

@@ -85,9 +85,32 @@ impl Process {
     ///
     /// `F_SETLKW` sleeps until the lock is granted or a deadlock is found,
     /// or until the handle's [`Sleep`](crate::Sleep) hook interrupts it:
-    /// `EINTR`, holding nothing (see [`crate::locks`], [`crate::signal`]). A lock set through an fd that another thread
-    /// closed meanwhile is removed again and the call fails with `EBADF`,
-    /// as on Linux.
+    /// `EINTR`, holding nothing (see [`crate::locks`], [`crate::signal`]).
+    /// A lock set through an fd that another thread closed meanwhile is
+    /// removed again and the call fails with `EBADF`, as on Linux.
+    ///
+    /// A POSIX lock belongs to the process's fd table: any close of any
+    /// fd of the file releases it. An OFD
+    /// lock belongs to the open file and goes at its last close. The
+    /// semantics, with what differs from Linux, are in `docs/locks.md`.
+    ///
+    /// # Errors
+    ///
+    /// - `EBADF`: `fd` is not open or is `O_PATH`; a read lock on a file not
+    ///   open for reading, a write lock on one not open for writing; the
+    ///   fd was closed while the lock was being set;
+    /// - `EINVAL`: an unknown command; a bad `l_type` (for `F_GETLK`,
+    ///   `F_UNLCK` too) or `l_whence`; a range starting before 0; a
+    ///   non-zero `l_pid` with `F_OFD_*`;
+    /// - `EOVERFLOW`: the range's start or end is past `OFFSET_MAX`;
+    /// - `EAGAIN`: `F_SETLK`/`F_OFD_SETLK` and another owner's lock
+    ///   conflicts;
+    /// - `EDEADLK`: `F_SETLKW` would wait for an owner that waits for this
+    ///   one;
+    /// - `EINTR`: `F_SETLKW`/`F_OFD_SETLKW` interrupted by the sleep hook;
+    /// - `ENOLCK`: the file has no inode (one made by
+    ///   [`open_with`](Self::open_with): uvfs's answer, Linux has no such
+    ///   file), or the lock table could not be allocated.
     ///
     /// Advisory locks (`fcntl` record and OFD locks, `flock`):
     ///
@@ -99,12 +122,14 @@ impl Process {
     /// let mut p = Process::new(&vfs)?;
     /// use uvfs::Flock;
     /// let fd = p.open("/f", O_RDWR | O_CREAT, 0o644)?;
-    /// let mut whole = Flock { l_type: F_WRLCK as i16, l_whence: 0, l_start: 0, l_len: 0, l_pid: 0 };
+    /// let mut whole = Flock { l_type: F_WRLCK as i16, l_whence: 0, l_start: 0, l_len: 0, l_pid: 0
+    /// };
     /// p.fcntl_lock(fd, F_SETLK, &mut whole)?;
     /// // Another process sees the lock and who holds it.
     /// let mut q = Process::new(&vfs)?;
     /// let qfd = q.open("/f", O_RDWR, 0)?;
-    /// let mut probe = Flock { l_type: F_RDLCK as i16, l_whence: 0, l_start: 0, l_len: 1, l_pid: 0 };
+    /// let mut probe = Flock { l_type: F_RDLCK as i16, l_whence: 0, l_start: 0, l_len: 1, l_pid: 0
+    /// };
     /// q.fcntl_lock(qfd, F_GETLK, &mut probe)?;
     /// assert_eq!((probe.l_type, probe.l_pid), (F_WRLCK as i16, p.getpid()));
     /// assert_eq!(q.fcntl_lock(qfd, F_SETLK, &mut probe), Err(Errno::EAGAIN));
@@ -217,6 +242,33 @@ impl Process {
     /// writing; `EWOULDBLOCK` on a conflict with `LOCK_NB`. Without it the
     /// call sleeps until the lock is granted, or fails with `EINTR` when
     /// the handle's [`Sleep`](crate::Sleep) hook interrupts it.
+    ///
+    /// ```
+    /// use uvfs::uapi::*;
+    /// use uvfs::{Errno, FastPaths, Process, Vfs};
+    /// # fn main() -> Result<(), Errno> {
+    /// let vfs = Vfs::new(FastPaths::seeds());
+    /// let mut p = Process::new(&vfs)?;
+    /// let a = p.open("/f", O_RDWR | O_CREAT, 0o644)?;
+    /// let b = p.open("/f", O_RDONLY, 0)?; // another open file
+    /// p.flock(a, LOCK_EX)?;
+    /// // Owned by the open file, not the process: `b` conflicts with `a`.
+    /// assert_eq!(p.flock(b, LOCK_SH | LOCK_NB), Err(Errno::EWOULDBLOCK));
+    /// let dup = p.dup(a)?;
+    /// p.flock(dup, LOCK_UN)?; // a dup shares (and here drops) `a`'s lock
+    /// p.flock(b, LOCK_SH | LOCK_NB)?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL`: an operation other than the three (before `fd`);
+    /// - `EBADF`: `fd` is not open or is `O_PATH`; locking a file open
+    ///   neither for reading nor for writing;
+    /// - `EWOULDBLOCK`: `LOCK_NB` and another open file's lock conflicts;
+    /// - `EINTR`: a wait interrupted by the sleep hook;
+    /// - `ENOLCK`: as for [`fcntl_lock`](Self::fcntl_lock).
     pub fn flock(&mut self, fd: i32, op: i32) -> Result<(), Errno> {
         let _call = task_work::enter();
         if op & LOCK_MAND != 0 {
@@ -249,7 +301,11 @@ impl Process {
     }
 
     /// What the lock table of the file at `fd` holds (all owners): for
-    /// tests and consistency checks. `EBADF` if `fd` is not open.
+    /// tests and consistency checks. Not a Linux call.
+    ///
+    /// # Errors
+    ///
+    /// `EBADF`: `fd` is not open.
     pub fn lock_stats(&mut self, fd: i32) -> Result<LockStats, Errno> {
         let file = self.files.get(fd).ok_or(Errno::EBADF)?;
         Ok(file

@@ -22,14 +22,10 @@ impl Process {
     /// returns (a mapping keeps its own reference). On success the file's
     /// access time is marked, as Linux's `shmem_mmap` does.
     ///
-    /// Errors before `map` runs: `EBADF` for a closed or `O_PATH` fd;
-    /// `ENODEV` for a file that cannot be mapped (a directory, or a file
-    /// system without [`mmap_file`](crate::fs::FileSystem::mmap_file)),
-    /// which Linux reports only after its checks of the length and flags:
-    /// a caller that wants Linux's order makes the same call on a kernel
-    /// directory. A file's first mapping moves its data to a kernel memfd
-    /// (see the tmpfs module), so errors of that move (`ENOMEM`, `EMFILE`)
-    /// may come too.
+    /// Difference from Linux: `ENODEV` comes before the checks of the
+    /// length and flags, which the kernel makes only inside `map`; a
+    /// caller that wants Linux's order makes the same call on a kernel
+    /// directory.
     ///
     /// ```
     /// use std::os::fd::AsRawFd;
@@ -70,6 +66,19 @@ impl Process {
     /// assert_eq!(unsafe { libc::munmap(addr.cast(), 4096) }, 0);
     /// # Ok::<(), Errno>(())
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// Before `map` runs:
+    ///
+    /// - `EBADF`: `fd` is not open, or is `O_PATH`;
+    /// - `ENODEV`: a file that cannot be mapped (a directory, a file with
+    ///   no dentry, or a file system without
+    ///   [`mmap_file`](crate::fs::FileSystem::mmap_file));
+    /// - `ENOMEM`, `EMFILE`: a file's first mapping moves its data to a
+    ///   kernel memfd (see the tmpfs module), which can fail so.
+    ///
+    /// Then whatever `map` returns.
     pub fn mmap_file<T>(
         &mut self,
         fd: i32,

@@ -60,12 +60,34 @@ impl Process {
         f(dir, &p.last, &d)
     }
 
-    /// `mkdir(path, mode)`.
+    /// `mkdir(path, mode)`: makes a directory at `path` (relative to the
+    /// current directory); the same as [`mkdirat`](Self::mkdirat) with
+    /// `AT_FDCWD`.
+    ///
+    /// # Errors
+    ///
+    /// Those of `mkdirat`.
     pub fn mkdir<P: AsRef<[u8]>>(&mut self, path: P, mode: u32) -> Result<(), Errno> {
         self.mkdirat(AT_FDCWD, path, mode)
     }
 
-    /// `mkdirat(dirfd, path, mode)`.
+    /// `mkdirat(dirfd, path, mode)`: makes an empty directory at `path`,
+    /// relative to the directory open at `dirfd`, with the permission bits
+    /// and sticky bit of `mode` less the umask (or masked by the parent's
+    /// default ACL, which it inherits). It belongs to the caller's fsuid
+    /// and fsgid, or to the parent's group when the parent is set-group-ID
+    /// (then it is set-group-ID too). A trailing slash is allowed.
+    ///
+    /// # Errors
+    ///
+    /// - the walk's [common errors](crate::process#errors-common-to-the-calls) for the parent
+    ///   directory;
+    /// - `EEXIST`: the name exists (a dangling symlink included), or is
+    ///   `.`, `..` or `/`;
+    /// - `EACCES`: no write or search permission on the parent directory;
+    /// - `ENOENT`: the parent directory was removed;
+    /// - `ENOSPC`: the file system is out of inodes;
+    /// - `EMLINK`: the parent has the most links a directory can have.
     pub fn mkdirat<P: AsRef<[u8]>>(&mut self, dirfd: i32, path: P, mode: u32) -> Result<(), Errno> {
         let _call = task_work::enter();
         self.with_new_name(dirfd, path.as_ref(), true, |dir, name, d| {
@@ -73,7 +95,12 @@ impl Process {
         })
     }
 
-    /// `mknod(path, mode, dev)`: see [`mknodat`](Self::mknodat).
+    /// `mknod(path, mode, dev)`: [`mknodat`](Self::mknodat) with
+    /// `AT_FDCWD`.
+    ///
+    /// # Errors
+    ///
+    /// Those of `mknodat`.
     pub fn mknod<P: AsRef<[u8]>>(&mut self, path: P, mode: u32, dev: u64) -> Result<(), Errno> {
         self.mknodat(AT_FDCWD, path, mode, dev)
     }
@@ -88,6 +115,23 @@ impl Process {
     /// dangling symlink, `ENOENT` for a trailing slash); the directory's
     /// permission; then `CAP_MKNOD` for a device (`EPERM`), except a
     /// character device 0/0 (a whiteout), which anyone may make.
+    ///
+    /// Device and socket nodes can be made and listed but open to `ENXIO`
+    /// (`docs/semantics.md`, "Special files").
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL`: `dev` past 32 bits; an unknown file type;
+    /// - `EPERM`: `S_IFDIR` (use [`mkdir`](Self::mkdir)); a device other
+    ///   than 0/0 without `CAP_MKNOD`;
+    /// - the walk's [common errors](crate::process#errors-common-to-the-calls) for the parent
+    ///   directory;
+    /// - `EEXIST`: the name exists (a dangling symlink included), or is
+    ///   `.`, `..` or `/`;
+    /// - `EACCES`: no write or search permission on the parent directory;
+    /// - `ENOENT`: the parent directory was removed;
+    /// - `ENOENT` also: `path` ends in a slash;
+    /// - `ENOSPC`: the file system is out of inodes.
     pub fn mknodat<P: AsRef<[u8]>>(
         &mut self,
         dirfd: i32,
@@ -143,6 +187,10 @@ impl Process {
     /// assert_eq!(p.read(r, &mut buf)?, 0); // no writer left: end of file
     /// # Ok::<(), Errno>(())
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// Those of [`mknodat`](Self::mknodat) for a FIFO.
     pub fn mkfifo<P: AsRef<[u8]>>(&mut self, path: P, mode: u32) -> Result<(), Errno> {
         self.mkfifoat(AT_FDCWD, path, mode)
     }
@@ -150,6 +198,10 @@ impl Process {
     /// `mkfifoat(dirfd, path, mode)`: `mknodat(dirfd, path, mode |
     /// S_IFIFO, 0)`, as glibc makes it (type bits in `mode` make an
     /// unknown type: `EINVAL`).
+    ///
+    /// # Errors
+    ///
+    /// Those of [`mknodat`](Self::mknodat) for a FIFO.
     pub fn mkfifoat<P: AsRef<[u8]>>(
         &mut self,
         dirfd: i32,
@@ -159,7 +211,12 @@ impl Process {
         self.mknodat(dirfd, path, crate::fs::S_IFIFO | mode, 0)
     }
 
-    /// `symlink(target, linkpath)`.
+    /// `symlink(target, linkpath)`: [`symlinkat`](Self::symlinkat) with
+    /// `AT_FDCWD`.
+    ///
+    /// # Errors
+    ///
+    /// Those of `symlinkat`.
     pub fn symlink<T: AsRef<[u8]>, P: AsRef<[u8]>>(
         &mut self,
         target: T,
@@ -168,8 +225,25 @@ impl Process {
         self.symlinkat(target, AT_FDCWD, linkpath)
     }
 
-    /// `symlinkat(target, newdirfd, linkpath)`: `ENOENT` for an empty
-    /// target.
+    /// `symlinkat(target, newdirfd, linkpath)`: makes a symlink at
+    /// `linkpath` (relative to `newdirfd`) holding `target`, which is
+    /// stored as given and not looked at (it may dangle). Mode 0777, owned
+    /// by the caller's fsuid and fsgid.
+    ///
+    /// # Errors
+    ///
+    /// - `ENOENT`: an empty `target` (before `linkpath`); `linkpath` ends
+    ///   in a slash;
+    /// - `ENAMETOOLONG`, `EINVAL`: `target` is `PATH_MAX` bytes or longer,
+    ///   or holds a NUL byte (as for a path);
+    /// - the walk's [common errors](crate::process#errors-common-to-the-calls) for the parent
+    ///   directory;
+    /// - `EEXIST`: the name exists (a dangling symlink included), or is
+    ///   `.`, `..` or `/`;
+    /// - `EACCES`: no write or search permission on the parent directory;
+    /// - `ENOENT`: the parent directory was removed;
+    /// - `ENOSPC`: the file system is out of inodes or pages (a long
+    ///   target takes a page).
     pub fn symlinkat<T: AsRef<[u8]>, P: AsRef<[u8]>>(
         &mut self,
         target: T,
@@ -186,17 +260,49 @@ impl Process {
         })
     }
 
-    /// `unlink(path)`.
+    /// `unlink(path)`: [`unlinkat`](Self::unlinkat) with `AT_FDCWD` and
+    /// no flags.
+    ///
+    /// # Errors
+    ///
+    /// Those of `unlinkat` without `AT_REMOVEDIR`.
     pub fn unlink<P: AsRef<[u8]>>(&mut self, path: P) -> Result<(), Errno> {
         self.unlinkat(AT_FDCWD, path, 0)
     }
 
-    /// `rmdir(path)`.
+    /// `rmdir(path)`: [`unlinkat`](Self::unlinkat) with `AT_FDCWD` and
+    /// `AT_REMOVEDIR`.
+    ///
+    /// # Errors
+    ///
+    /// Those of `unlinkat` with `AT_REMOVEDIR`.
     pub fn rmdir<P: AsRef<[u8]>>(&mut self, path: P) -> Result<(), Errno> {
         self.unlinkat(AT_FDCWD, path, AT_REMOVEDIR)
     }
 
-    /// `unlinkat(dirfd, path, flags)`, with `AT_REMOVEDIR` for rmdir.
+    /// `unlinkat(dirfd, path, flags)`: removes the name `path` (relative
+    /// to `dirfd`): a file's name with flags 0 (the file itself goes with
+    /// its last name and last open), an empty directory with
+    /// `AT_REMOVEDIR`. A symlink at the end is removed, not followed.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL`: another flag (before the path); `AT_REMOVEDIR` of a
+    ///   path ending in `.`;
+    /// - the walk's [common errors](crate::process#errors-common-to-the-calls) for the parent
+    ///   directory;
+    /// - `ENOENT`: the name does not exist;
+    /// - `EISDIR`: without `AT_REMOVEDIR`, the name is a directory, or the
+    ///   path ends in `.`, `..` or `/` (Linux's answer; POSIX allows
+    ///   `EPERM`);
+    /// - `ENOTDIR`: without `AT_REMOVEDIR`, a trailing slash on a
+    ///   non-directory; with it, the name is not a directory;
+    /// - `ENOTEMPTY`: `AT_REMOVEDIR` of a directory with entries, or of a
+    ///   path ending in `..`;
+    /// - `EBUSY`: `AT_REMOVEDIR` of `/`; the name is a mountpoint;
+    /// - `EACCES`: no write or search permission on the parent directory;
+    /// - `EPERM`: the parent is sticky and the caller owns neither it nor
+    ///   the file and lacks `CAP_FOWNER`.
     pub fn unlinkat<P: AsRef<[u8]>>(
         &mut self,
         dirfd: i32,
@@ -233,7 +339,8 @@ impl Process {
         self.task.ops().remove(dir, &d, &p.last, rmdir)
     }
 
-    /// `rename(old, new)`.
+    /// `rename(old, new)`: [`renameat2`](Self::renameat2) with
+    /// `AT_FDCWD` for both and no flags.
     ///
     /// Names (`mkdir`, `rmdir`, `unlink`, `rename`, `renameat2`, `link`,
     /// `symlink`, `readlink`, `chdir`, `getcwd`):
@@ -255,11 +362,20 @@ impl Process {
     /// # Ok(())
     /// # }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// Those of `renameat2`.
     pub fn rename<P: AsRef<[u8]>, Q: AsRef<[u8]>>(&mut self, old: P, new: Q) -> Result<(), Errno> {
         self.renameat2(AT_FDCWD, old, AT_FDCWD, new, 0)
     }
 
-    /// `renameat(olddirfd, old, newdirfd, new)`.
+    /// `renameat(olddirfd, old, newdirfd, new)`:
+    /// [`renameat2`](Self::renameat2) with no flags.
+    ///
+    /// # Errors
+    ///
+    /// Those of `renameat2`.
     pub fn renameat<P: AsRef<[u8]>, Q: AsRef<[u8]>>(
         &mut self,
         od: i32,
@@ -276,6 +392,41 @@ impl Process {
     /// caller; anyone may ask, as Linux needs no `CAP_MKNOD` for it since
     /// 5.8). `RENAME_EXCHANGE` with either of the others is `EINVAL`; a
     /// file system without whiteouts answers `EINVAL` too.
+    ///
+    /// Without flags it moves the name `old` (relative to `olddirfd`) to
+    /// `new` (relative to `newdirfd`), replacing what `new` named in one
+    /// step: a file replaces a file, a directory an empty directory. A
+    /// symlink is moved, not followed. Renaming a name onto another name
+    /// of the same file does nothing. `RENAME_NOREPLACE` refuses to
+    /// replace; `RENAME_EXCHANGE` swaps the two names, which must both
+    /// exist. Both must be on one mount.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL`: an unknown flag, or `RENAME_EXCHANGE` with another
+    ///   (before the paths); moving a directory into its own subtree;
+    ///   exchanging a directory with one of its ancestors;
+    /// - the walk's [common errors](crate::process#errors-common-to-the-calls) for both parent
+    ///   directories;
+    /// - `EXDEV`: the two parents are on different mounts;
+    /// - `EBUSY`: `old` ends in `.`, `..` or `/`, or `new` does (without
+    ///   `RENAME_NOREPLACE`); either name is a mountpoint;
+    /// - `ENOENT`: `old` does not exist; `RENAME_EXCHANGE` and `new` does
+    ///   not; the new parent was removed;
+    /// - `EEXIST`: `RENAME_NOREPLACE` and `new` exists (or ends in `.`,
+    ///   `..`, `/`);
+    /// - `ENOTDIR`: a trailing slash on a name that is not (or whose
+    ///   replacement is not) a directory; a directory onto a
+    ///   non-directory;
+    /// - `EISDIR`: a non-directory onto a directory;
+    /// - `ENOTEMPTY`: a directory onto a non-empty directory, or onto one
+    ///   of its own ancestors;
+    /// - `EACCES`: no write or search permission on either parent; moving
+    ///   a directory to another parent without write permission on it (its
+    ///   `..` changes);
+    /// - `EPERM`: a sticky parent whose entry the caller may not remove;
+    /// - `EMLINK`: the new parent has the most links a directory can have;
+    /// - `ENOSPC`: `RENAME_WHITEOUT` with the file system out of inodes.
     pub fn renameat2<P: AsRef<[u8]>, Q: AsRef<[u8]>>(
         &mut self,
         od: i32,
@@ -379,7 +530,12 @@ impl Process {
         )
     }
 
-    /// `link(old, new)`.
+    /// `link(old, new)`: [`linkat`](Self::linkat) with `AT_FDCWD` for
+    /// both and no flags (a symlink `old` is linked itself, not followed).
+    ///
+    /// # Errors
+    ///
+    /// Those of `linkat`.
     pub fn link<P: AsRef<[u8]>, Q: AsRef<[u8]>>(&mut self, old: P, new: Q) -> Result<(), Errno> {
         self.linkat(AT_FDCWD, old, AT_FDCWD, new, 0)
     }
@@ -392,6 +548,46 @@ impl Process {
     /// since has new ones) or the caller holds `CAP_DAC_READ_SEARCH`;
     /// otherwise it is `ENOENT`, after the fd's own checks (`EBADF`,
     /// `ENOTDIR`). Then `fs.protected_hardlinks` (`may_linkat`).
+    ///
+    /// Gives the file `old` (relative to `olddirfd`; a symlink at the end
+    /// is linked itself unless `AT_SYMLINK_FOLLOW`) the new name `new`
+    /// (relative to `newdirfd`). With `AT_EMPTY_PATH` and an empty `old`,
+    /// the file is the one open at `olddirfd`: this is how an `O_TMPFILE`
+    /// file gets a name (`docs/semantics.md`, "linkat(AT_EMPTY_PATH)").
+    ///
+    /// ```
+    /// use uvfs::uapi::*;
+    /// use uvfs::{Errno, FastPaths, Process, Vfs};
+    /// # fn main() -> Result<(), Errno> {
+    /// let vfs = Vfs::new(FastPaths::seeds());
+    /// let mut p = Process::new(&vfs)?;
+    /// p.mkdir("/d", 0o755)?;
+    /// // An unnamed file, written, then given a name once complete.
+    /// let fd = p.open("/d", O_TMPFILE | O_WRONLY, 0o644)?;
+    /// p.write(fd, b"all or nothing")?;
+    /// p.linkat(fd, "", AT_FDCWD, "/d/ready", AT_EMPTY_PATH)?;
+    /// assert_eq!(p.read_file("/d/ready")?, b"all or nothing");
+    /// assert_eq!(p.linkat(fd, "", AT_FDCWD, "/d/ready", AT_EMPTY_PATH), Err(Errno::EEXIST));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL`: another flag (before the paths);
+    /// - the walk's [common errors](crate::process#errors-common-to-the-calls) for `old` and for
+    ///   the parent of `new`;
+    /// - `ENOENT`: an empty `old` without `AT_EMPTY_PATH`; `AT_EMPTY_PATH`
+    ///   from an fd opened with other credentials, by a caller without
+    ///   `CAP_DAC_READ_SEARCH`; the file was unlinked (an `O_TMPFILE` file
+    ///   made with `O_EXCL` cannot be linked either); `new` ends in a
+    ///   slash; the new parent was removed;
+    /// - `EEXIST`: `new` exists, or is `.`, `..` or `/`;
+    /// - `EXDEV`: `old` and `new` are on different mounts;
+    /// - `EPERM`: `old` is a directory; `fs.protected_hardlinks` refuses
+    ///   the source;
+    /// - `EACCES`: no write or search permission on the new parent;
+    /// - `EMLINK`: the file has the most links it can have.
     pub fn linkat<P: AsRef<[u8]>, Q: AsRef<[u8]>>(
         &mut self,
         od: i32,
@@ -460,14 +656,30 @@ impl Process {
         if safe { Ok(()) } else { Err(Errno::EPERM) }
     }
 
-    /// `readlink(path, buf)`: the target's bytes that fit; `EINVAL` for an
-    /// empty buffer or a non-symlink.
+    /// `readlink(path, buf)`: copies the target of the symlink at `path`
+    /// into `buf`, cut to fit, with no NUL added, and returns the bytes
+    /// copied (a result equal to `buf.len()` may mean it was cut).
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL`: an empty `buf` (before the path); `path` is not a
+    ///   symlink;
+    /// - the walk's [common errors](crate::process#errors-common-to-the-calls).
     pub fn readlink<P: AsRef<[u8]>>(&mut self, path: P, buf: &mut [u8]) -> Result<usize, Errno> {
         self.readlinkat(AT_FDCWD, path, buf)
     }
 
-    /// `readlinkat(dirfd, path, buf)`; an empty path reads the symlink
-    /// `dirfd` itself refers to (an `O_PATH | O_NOFOLLOW` fd).
+    /// `readlinkat(dirfd, path, buf)`: [`readlink`](Self::readlink) of
+    /// `path` relative to `dirfd`; an empty path reads the symlink `dirfd`
+    /// itself refers to (an `O_PATH | O_NOFOLLOW` fd), with no flag needed.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL`: an empty `buf`; a non-empty `path` that is not a
+    ///   symlink;
+    /// - `ENOENT`: an empty `path` and `dirfd` is not a symlink (or is
+    ///   `AT_FDCWD`);
+    /// - the walk's [common errors](crate::process#errors-common-to-the-calls).
     pub fn readlinkat<P: AsRef<[u8]>>(
         &mut self,
         dirfd: i32,
@@ -503,14 +715,29 @@ impl Process {
         Ok(n)
     }
 
-    /// `chdir(path)`: `ENOTDIR`, `EACCES` without search permission.
+    /// `chdir(path)`: makes the directory at `path` the current
+    /// directory, for this thread and the threads sharing its fs_struct
+    /// (see [`unshare_fs`](Self::unshare_fs)).
+    ///
+    /// # Errors
+    ///
+    /// - the walk's [common errors](crate::process#errors-common-to-the-calls);
+    /// - `ENOTDIR`: `path` is not a directory;
+    /// - `EACCES`: no search permission on it.
     pub fn chdir<P: AsRef<[u8]>>(&mut self, path: P) -> Result<(), Errno> {
         let _call = task_work::enter();
         let d = self.resolve(AT_FDCWD, path.as_ref(), FOLLOW | DIRECTORY)?;
         self.task.set_cwd(d)
     }
 
-    /// `fchdir(fd)`.
+    /// `fchdir(fd)`: [`chdir`](Self::chdir) to the directory open at
+    /// `fd`, an `O_PATH` fd included.
+    ///
+    /// # Errors
+    ///
+    /// - `EBADF`: `fd` is not open;
+    /// - `ENOTDIR`: it is not a directory;
+    /// - `EACCES`: no search permission on it.
     pub fn fchdir(&mut self, fd: i32) -> Result<(), Errno> {
         let _call = task_work::enter();
         let file = self.files.get(fd).ok_or(Errno::EBADF)?;
@@ -535,7 +762,17 @@ impl Process {
     /// `getcwd()`: the absolute path of the current directory; `ENOENT` if
     /// it was removed, `ENAMETOOLONG` if the path and its terminating NUL
     /// do not fit in `PATH_MAX` (4,096) bytes: Linux builds it in one
-    /// page-sized buffer.
+    /// page-sized buffer. A current directory outside the root (after a
+    /// [`chroot`](Self::chroot)) comes back as `(unreachable)` followed by
+    /// its path from the VFS's root, as the system call gives it (glibc's
+    /// wrapper turns that into `ENOENT`; `docs/semantics.md`, "getcwd").
+    /// Unlike the C call there is no buffer: the path comes back as a
+    /// `Vec` without the NUL, so there is no `ERANGE`.
+    ///
+    /// # Errors
+    ///
+    /// - `ENOENT`: the current directory was removed;
+    /// - `ENAMETOOLONG`: the path with its NUL is longer than 4,096 bytes.
     pub fn getcwd(&mut self) -> Result<Vec<u8>, Errno> {
         let _call = task_work::enter();
         let cwd = self.task.cwd();
@@ -558,6 +795,15 @@ impl Process {
     /// current directory stays where it is (possibly outside). Checks as
     /// Linux: the lookup (`ENOENT`, `ENOTDIR`, …), then search permission
     /// on the directory (`EACCES`), then `CAP_SYS_CHROOT` (`EPERM`).
+    /// Files opened before keep leading out (`docs/semantics.md`,
+    /// "chroot").
+    ///
+    /// # Errors
+    ///
+    /// - the walk's [common errors](crate::process#errors-common-to-the-calls);
+    /// - `ENOTDIR`: `path` is not a directory;
+    /// - `EACCES`: no search permission on it;
+    /// - `EPERM`: the caller's effective ids lack `CAP_SYS_CHROOT`.
     pub fn chroot<P: AsRef<[u8]>>(&mut self, path: P) -> Result<(), Errno> {
         let _call = task_work::enter();
         let d = self.resolve(AT_FDCWD, path.as_ref(), FOLLOW | DIRECTORY)?;
@@ -584,7 +830,12 @@ impl Process {
     /// included): what `readlink("/proc/self/fd/N")` names, for a file with
     /// a name. `EBADF` for no such fd; `ENOENT` if the file was removed
     /// (Linux's link then ends in " (deleted)") or has no name (a pipe, an
-    /// `O_TMPFILE` file never linked).
+    /// `O_TMPFILE` file never linked). Not a Linux call.
+    ///
+    /// # Errors
+    ///
+    /// - `EBADF`: `fd` is not open;
+    /// - `ENOENT`: the file was removed or has no name (see above).
     pub fn fd_path(&mut self, fd: i32) -> Result<Vec<u8>, Errno> {
         let _call = task_work::enter();
         let file = self.files.get(fd).ok_or(Errno::EBADF)?;

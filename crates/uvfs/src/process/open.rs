@@ -19,7 +19,10 @@ use crate::vfs_ops::attr::notify_change;
 use std::sync::atomic::Ordering;
 
 impl Process {
-    /// `open(path, flags, mode)`.
+    /// `open(path, flags, mode)`: opens (or, with `O_CREAT`, creates) the
+    /// file at `path`, relative to the current directory, and returns the
+    /// lowest free fd. The same as [`openat`](Self::openat) with
+    /// `AT_FDCWD`; that call's documentation lists the flags and errors.
     ///
     /// Opening files (`open`, `openat`, `creat`, `O_TMPFILE`, `reopen`):
     ///
@@ -38,18 +41,84 @@ impl Process {
     /// # Ok(())
     /// # }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// Those of [`openat`](Self::openat).
     pub fn open<P: AsRef<[u8]>>(&mut self, path: P, flags: i32, mode: u32) -> Result<i32, Errno> {
         self.openat(AT_FDCWD, path, flags, mode)
     }
 
-    /// `creat(path, mode)`: `open` with `O_CREAT | O_WRONLY | O_TRUNC`.
+    /// `creat(path, mode)`: [`open`](Self::open) with
+    /// `O_CREAT | O_WRONLY | O_TRUNC`: creates the file, or empties an
+    /// existing one, and opens it for writing.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`openat`](Self::openat) for these flags.
     pub fn creat<P: AsRef<[u8]>>(&mut self, path: P, mode: u32) -> Result<i32, Errno> {
         self.openat(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode)
     }
 
-    /// `openat(dirfd, path, flags, mode)`. As in Linux, the fd is reserved
-    /// before the path is looked at (`EMFILE` wins over `ENOENT`), and a
-    /// failed open releases its file object through the failed-open path.
+    /// `openat(dirfd, path, flags, mode)`: opens the file at `path` and
+    /// returns the lowest free fd. A relative `path` starts at the
+    /// directory open at `dirfd` (`AT_FDCWD`: the current directory); an
+    /// absolute one ignores `dirfd`.
+    /// As in Linux, the fd is reserved before the path is looked at
+    /// (`EMFILE` wins over `ENOENT`), and a failed open releases its file
+    /// object through the failed-open path.
+    ///
+    /// `flags`: an access mode (`O_RDONLY`, `O_WRONLY`, `O_RDWR`; 3 opens
+    /// for neither but is checked as read-write), and any of `O_CREAT`,
+    /// `O_EXCL`, `O_TRUNC`, `O_APPEND`, `O_NONBLOCK`, `O_DIRECTORY`,
+    /// `O_NOFOLLOW`, `O_CLOEXEC`, `O_NOATIME`, `O_DIRECT`, `O_PATH` (keeps
+    /// only `O_DIRECTORY`, `O_NOFOLLOW` and `O_CLOEXEC` and opens for
+    /// neither reading nor writing), `O_TMPFILE` (an unnamed regular file
+    /// in the directory `path` names; see [`linkat`](Self::linkat) to name
+    /// it) and the flags Linux accepts and ignores here (`O_SYNC`,
+    /// `O_DSYNC`, `O_NOCTTY`, `O_LARGEFILE`, ...). Unknown bits are
+    /// ignored, as by `open(2)`. `mode` is the new file's permission bits
+    /// (less the umask, or masked by the directory's default ACL) and is
+    /// read only with `O_CREAT` or `O_TMPFILE`.
+    ///
+    /// Differences from Linux: character and block devices and socket
+    /// nodes open to `ENXIO` (there are no drivers), and a path with a NUL
+    /// byte is `EINVAL` (`docs/semantics.md`, "Special files"; see the
+    /// [common errors](crate::process#errors-common-to-the-calls)).
+    ///
+    /// # Errors
+    ///
+    /// The walk's [common errors](crate::process#errors-common-to-the-calls),
+    /// then:
+    ///
+    /// - `EINVAL`: `O_CREAT` with `O_DIRECTORY`; `O_TMPFILE` read-only;
+    ///   `O_DIRECT` on a directory or a FIFO;
+    /// - `EMFILE`: no fd free below `RLIMIT_NOFILE`;
+    /// - `ENOENT`: the file does not exist and `O_CREAT` was not given;
+    /// - `EEXIST`: `O_CREAT | O_EXCL` and the name exists (a symlink
+    ///   included, even a dangling one);
+    /// - `EISDIR`: `O_CREAT` on a directory (`.`, `..`, `/`, a trailing
+    ///   slash included), or opening a directory for writing or with
+    ///   `O_TRUNC`;
+    /// - `ENOTDIR`: `O_DIRECTORY` and the file is not a directory;
+    /// - `ELOOP`: `O_NOFOLLOW` (without `O_PATH`) and `path` ends in a
+    ///   symlink;
+    /// - `EACCES`: the file's mode or ACL denies the access mode (or write
+    ///   for `O_TRUNC`); creating without write and search permission on
+    ///   the directory; an `O_CREAT` open of someone else's file in a
+    ///   sticky directory under `fs.protected_regular`/`protected_fifos`;
+    /// - `EPERM`: `O_NOATIME` by a caller that neither owns the file nor
+    ///   has `CAP_FOWNER`;
+    /// - `ENOSPC`: creating, and the file system is out of inodes (or the
+    ///   directory out of entry offsets);
+    /// - `ENXIO`: a device or socket node; a FIFO opened `O_WRONLY |
+    ///   O_NONBLOCK` with no reader;
+    /// - `EINTR`: a FIFO open waiting for its partner, or an open waiting
+    ///   for a lease's holder, was interrupted ([`set_sleep`](Self::set_sleep));
+    /// - `EWOULDBLOCK`: the open conflicts with a lease (a write open with
+    ///   any lease, a read open with a write lease) and `O_NONBLOCK` was
+    ///   given: the break has started, nothing was opened
+    ///   (`docs/locks.md`, "Leases").
     pub fn openat<P: AsRef<[u8]>>(
         &mut self,
         dirfd: i32,
@@ -440,6 +509,19 @@ impl Process {
     ///
     /// This is how a file server holding `O_PATH` handles opens a file for
     /// a request (libfuse's passthrough_ll opens `/proc/self/fd/N`).
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL`: a bad flag combination (as for
+    ///   [`openat`](Self::openat)), `O_TMPFILE`, `O_DIRECT` on a directory
+    ///   or FIFO;
+    /// - `EMFILE`: no fd free below `RLIMIT_NOFILE`;
+    /// - `EBADF`: `fd` is not open, or its file has no dentry;
+    /// - `EEXIST`: `O_CREAT | O_EXCL` without `O_PATH`;
+    /// - `ELOOP`: `O_NOFOLLOW` without `O_PATH`, or the fd is a symlink's
+    ///   `O_PATH` fd;
+    /// - `EISDIR`, `ENOTDIR`, `EACCES`, `EPERM`, `ENXIO`, `EINTR`: as for
+    ///   `openat`, from the checks of the open itself.
     pub fn reopen(&mut self, fd: i32, flags: i32) -> Result<i32, Errno> {
         super::check_open_flags(flags)?;
         if flags & O_TMPFILE == O_TMPFILE {

@@ -41,6 +41,13 @@ impl Process {
     /// shim waits in the kernel's poll instead, with
     /// [`poll_register`](Self::poll_register).
     ///
+    /// Each entry is judged as Linux's `do_pollfd` does: a negative fd is
+    /// skipped, a closed or `O_PATH` fd gives `POLLNVAL` (not an error),
+    /// regular files and directories are always ready for reading and
+    /// writing, and FIFOs as `docs/semantics.md` ("poll, FIONREAD")
+    /// describes. There is no `ppoll` signal mask (uvfs has no signals of
+    /// its own).
+    ///
     /// ```
     /// use uvfs::uapi::*;
     /// use uvfs::{FastPaths, PollFd, Process, Vfs};
@@ -62,6 +69,11 @@ impl Process {
     /// # Ok(())
     /// # }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL`: more entries than the soft `RLIMIT_NOFILE`;
+    /// - `EINTR`: the wait was interrupted by the sleep hook.
     pub fn poll(&mut self, fds: &mut [PollFd], timeout_ms: i32) -> Result<usize, Errno> {
         let _call = task_work::enter();
         self.poll_nfds_ok(fds.len())?;
@@ -135,6 +147,11 @@ impl Process {
     /// position, truncated to an `int` as Linux stores it (negative past
     /// the end). Anything else (a directory): `ENOTTY`. `EBADF` for a
     /// closed or `O_PATH` fd.
+    ///
+    /// # Errors
+    ///
+    /// - `EBADF`: `fd` is not open, or is `O_PATH`;
+    /// - `ENOTTY`: neither a FIFO nor a regular file.
     pub fn ioctl_fionread(&mut self, fd: i32) -> Result<i32, Errno> {
         let _call = task_work::enter();
         let file = self.files.fdget(fd, FMODE_PATH).ok_or(Errno::EBADF)?;

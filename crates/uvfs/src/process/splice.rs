@@ -103,8 +103,18 @@ impl Process {
         Ok(done)
     }
 
-    /// `copy_file_range(fd_in, off_in, fd_out, off_out, len, flags)`; see
-    /// the module docs for the order of checks.
+    /// `copy_file_range(fd_in, off_in, fd_out, off_out, len, flags)`:
+    /// copies up to `len` bytes from the regular file at `fd_in` to the
+    /// one at `fd_out` and returns the count (0 at the input's end). An
+    /// offset given as `Some` is read and moved by the count, leaving that
+    /// file's position alone; `None` uses and moves the file's position.
+    /// `flags` must be 0. The checks come in Linux's order (listed in the
+    /// source, `process/splice.rs`).
+    ///
+    /// As on Linux for tmpfs, which has no copy operation of its own, both
+    /// files must be on one mount (`EXDEV` otherwise), and a FIFO on either
+    /// side is `EINVAL` (`docs/semantics.md`, "copy_file_range,
+    /// sendfile").
     ///
     /// Copies inside the VFS (`copy_file_range`, `sendfile`):
     ///
@@ -127,6 +137,18 @@ impl Process {
     /// # Ok(())
     /// # }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// - `EBADF`: either fd not open or `O_PATH`; the input not open for
+    ///   reading, the output not open for writing or open with `O_APPEND`;
+    /// - `EINVAL`: `flags` not 0; a file that is neither regular nor a
+    ///   directory; overlapping ranges in one file; a negative offset;
+    /// - `EISDIR`: a directory on either side;
+    /// - `EXDEV`: the files are on different mounts;
+    /// - `EOVERFLOW`: an offset plus `len` wraps;
+    /// - `EFBIG`: the output offset is at or past the largest file size;
+    /// - `ENOSPC`: nothing could be written for lack of space.
     pub fn copy_file_range(
         &mut self,
         fd_in: i32,
@@ -214,8 +236,24 @@ impl Process {
         Ok(n)
     }
 
-    /// `sendfile(out_fd, in_fd, offset, count)` between files; see the
-    /// module docs.
+    /// `sendfile(out_fd, in_fd, offset, count)` between regular files:
+    /// copies up to `count` bytes from `in_fd` (at `*offset`, which then
+    /// moves, or with `None` at its file position, which then moves) to
+    /// `out_fd` at its file position, and returns the count, checking in
+    /// Linux's order. Difference from Linux: FIFOs and
+    /// sockets are not supported on either side (`EINVAL`;
+    /// `docs/semantics.md`, "Known differences kept").
+    ///
+    /// # Errors
+    ///
+    /// - `EBADF`: either fd not open or `O_PATH`; the input not open for
+    ///   reading, the output not open for writing;
+    /// - `EINVAL`: a negative offset; the output opened with `O_APPEND`;
+    ///   either file not regular (a directory or a FIFO included);
+    /// - `EOVERFLOW`: the input offset is at the largest size a file can
+    ///   have;
+    /// - `EFBIG`, `ENOSPC`: as for [`write`](Self::write), when nothing
+    ///   could be written.
     pub fn sendfile(
         &mut self,
         out_fd: i32,

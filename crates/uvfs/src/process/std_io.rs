@@ -134,35 +134,64 @@ impl OpenFile<'_> {
         self.fd
     }
 
-    /// fstat(2).
+    /// fstat(2): [`Process::fstat`] of this file.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`Process::fstat`] (none for a file opened by path).
     pub fn metadata(&mut self) -> Result<Stat, Errno> {
         self.p.fstat(self.fd)
     }
 
-    /// ftruncate(2).
+    /// ftruncate(2): [`Process::ftruncate`] to `len` bytes.
+    ///
+    /// # Errors
+    ///
+    /// `EFBIG` for a `len` past `i64::MAX`, then those of
+    /// [`Process::ftruncate`] (`EINVAL` when not open for writing).
     pub fn set_len(&mut self, len: u64) -> Result<(), Errno> {
         let len = i64::try_from(len).map_err(|_| Errno::EFBIG)?;
         self.p.ftruncate(self.fd, len)
     }
 
-    /// fsync(2).
+    /// fsync(2): [`Process::fsync`] (nothing to write back on tmpfs).
+    ///
+    /// # Errors
+    ///
+    /// Those of [`Process::fsync`] (`EINVAL` on a FIFO).
     pub fn sync_all(&mut self) -> Result<(), Errno> {
         self.p.fsync(self.fd)
     }
 
     /// pread(2): reads at `off` without moving the file position.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for an `off` past `i64::MAX`, then those of
+    /// [`Process::pread`].
     pub fn read_at(&mut self, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
         let off = i64::try_from(off).map_err(|_| Errno::EINVAL)?;
         self.p.pread(self.fd, buf, off)
     }
 
-    /// pwrite(2): writes at `off` without moving the file position.
+    /// pwrite(2): writes at `off` without moving the file position (an
+    /// `O_APPEND` file still appends, as on Linux).
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for an `off` past `i64::MAX`, then those of
+    /// [`Process::pwrite`].
     pub fn write_at(&mut self, buf: &[u8], off: u64) -> Result<usize, Errno> {
         let off = i64::try_from(off).map_err(|_| Errno::EINVAL)?;
         self.p.pwrite(self.fd, buf, off)
     }
 
     /// Closes the file and returns close(2)'s result.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`Process::close`]: a flush error of a file made by
+    /// [`Process::open_with`]; the fd is closed either way.
     pub fn close(self) -> Result<(), Errno> {
         // Not dropped: the close below is the only one.
         let mut this = std::mem::ManuallyDrop::new(self);
@@ -220,7 +249,11 @@ impl Seek for OpenFile<'_> {
 
 impl Process {
     /// open(2) of `path` as an [`OpenFile`] (`O_CLOEXEC` added, as std
-    /// does).
+    /// does), closed when dropped.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`open`](Self::open).
     pub fn open_file<P: AsRef<[u8]>>(
         &mut self,
         path: P,
@@ -233,6 +266,12 @@ impl Process {
 
     /// The whole contents of the file at `path` (open, fstat for the size
     /// hint, read until end of file, close), as `std::fs::read`.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`open`](Self::open) read-only, then of
+    /// [`read`](Self::read) (`EISDIR` for a directory); the file is
+    /// closed either way.
     pub fn read_file<P: AsRef<[u8]>>(&mut self, path: P) -> Result<Vec<u8>, Errno> {
         let fd = self.open(path, O_RDONLY | O_CLOEXEC, 0)?;
         let r = self.read_all(fd);
@@ -265,6 +304,13 @@ impl Process {
     /// and writes all of `data`, as `std::fs::write`. A write that stops
     /// short (the file system full) ends with its error (`ENOSPC`); what
     /// was written stays, as with std.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`open`](Self::open) with
+    /// `O_WRONLY | O_CREAT | O_TRUNC` (`EISDIR` for a directory), then of
+    /// [`write`](Self::write) (`ENOSPC`, `EFBIG`); the file is closed
+    /// either way.
     pub fn write_file<P: AsRef<[u8]>>(&mut self, path: P, data: &[u8]) -> Result<(), Errno> {
         let fd = self.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)?;
         let mut done = 0;
@@ -291,6 +337,13 @@ impl Process {
     /// The entries of the directory at `path`, without `.` and `..`, as
     /// `std::fs::read_dir`: opened with `O_DIRECTORY`, read with
     /// getdents64 in batches, closed when the iterator is dropped.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`open`](Self::open) with `O_DIRECTORY` (`ENOTDIR` for a
+    /// file that is not a directory, `EACCES` without read permission); an
+    /// error of a later [`getdents64`](Self::getdents64) comes as the
+    /// iterator's item.
     pub fn read_dir<P: AsRef<[u8]>>(&mut self, path: P) -> Result<ReadDir<'_>, Errno> {
         let fd = self.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0)?;
         let mut it = self.readdir(fd);

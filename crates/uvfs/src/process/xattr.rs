@@ -175,8 +175,31 @@ impl Process {
         Ok(out.len())
     }
 
-    /// `getxattr(path, name, buf)`: the value's length; with an empty
-    /// `buf`, only the length.
+    /// `getxattr(path, name, buf)`: copies the value of the extended
+    /// attribute `name` of the file at `path` (following symlinks) into
+    /// `buf` and returns its length; with an empty `buf`, only the length.
+    /// `system.posix_acl_access`/`_default` read the POSIX ACLs in the
+    /// kernel's format. No permission is checked for ACLs
+    /// (`docs/semantics.md`, "Extended attributes", "POSIX ACLs").
+    ///
+    /// # Errors
+    ///
+    /// In this order:
+    ///
+    /// - `ERANGE`: `name` is empty or longer than 255 bytes (it ends at a
+    ///   NUL byte, as the kernel copies it), before the path;
+    /// - the walk's [common errors](crate::process#errors-common-to-the-calls); `EBADF` for the `f`
+    ///   form's fd not open or
+    ///   `O_PATH`;
+    /// - `ENODATA`: no such attribute; also `trusted.*` without
+    ///   `CAP_SYS_ADMIN` and `user.*` on a file that is neither regular nor
+    ///   a directory (as if absent);
+    /// - `EACCES`: no read permission on the file (`user.*`, `trusted.*`);
+    /// - `EOPNOTSUPP`: a namespace the file system does not hold (tmpfs
+    ///   holds `user.`, `trusted.`, `security.` and the POSIX ACLs);
+    ///   `system.posix_acl_*` on a symlink;
+    /// - `EINVAL`: a bare namespace prefix as the name;
+    /// - `ERANGE`: `buf` is not empty but too small for the value.
     pub fn getxattr<P: AsRef<[u8]>>(
         &mut self,
         path: P,
@@ -186,7 +209,12 @@ impl Process {
         self.do_getxattr(Target::Path(AT_FDCWD, path.as_ref(), FOLLOW), name, buf)
     }
 
-    /// `lgetxattr`: as [`getxattr`](Self::getxattr) on a symlink itself.
+    /// `lgetxattr(path, name, buf)`: as [`getxattr`](Self::getxattr), on
+    /// a symlink itself when `path` ends in one.
+    ///
+    /// # Errors
+    ///
+    /// Those of `getxattr`.
     pub fn lgetxattr<P: AsRef<[u8]>>(
         &mut self,
         path: P,
@@ -196,13 +224,22 @@ impl Process {
         self.do_getxattr(Target::Path(AT_FDCWD, path.as_ref(), 0), name, buf)
     }
 
-    /// `fgetxattr(fd, name, buf)`.
+    /// `fgetxattr(fd, name, buf)`: [`getxattr`](Self::getxattr) of the
+    /// file open at `fd` (any access mode, not `O_PATH`).
+    ///
+    /// # Errors
+    ///
+    /// Those of `getxattr`, with `EBADF` for the fd in place of the walk's.
     pub fn fgetxattr(&mut self, fd: i32, name: &[u8], buf: &mut [u8]) -> Result<usize, Errno> {
         self.do_getxattr(Target::Fd(fd), name, buf)
     }
 
-    /// `setxattr(path, name, value, flags)` with `XATTR_CREATE`,
-    /// `XATTR_REPLACE`.
+    /// `setxattr(path, name, value, flags)`: sets the extended attribute
+    /// `name` of the file at `path` (following symlinks) to `value`;
+    /// `flags` 0 creates or replaces, `XATTR_CREATE` only creates,
+    /// `XATTR_REPLACE` only replaces. Stamps ctime. Setting
+    /// `system.posix_acl_*` sets an ACL (and may change the mode); an
+    /// empty value removes it.
     ///
     /// Extended attributes (`setxattr`, `getxattr`, `listxattr`,
     /// `removexattr`, their `l`, `f` and `*at` forms):
@@ -225,6 +262,28 @@ impl Process {
     /// # Ok(())
     /// # }
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// In this order:
+    ///
+    /// - `EINVAL`: `flags` other than `XATTR_CREATE`/`XATTR_REPLACE`;
+    /// - `ERANGE`: `name` empty or longer than 255 bytes;
+    /// - `E2BIG`: `value` longer than 64 KiB;
+    /// - the walk's [common errors](crate::process#errors-common-to-the-calls); `EBADF` for the `f`
+    ///   form's fd not open or
+    ///   `O_PATH`;
+    /// - `EPERM`: `trusted.*` or `security.*` without `CAP_SYS_ADMIN`;
+    ///   `user.*` on a file neither regular nor a directory, or in a
+    ///   sticky directory the caller neither owns nor has `CAP_FOWNER`
+    ///   for; a POSIX ACL on a file the caller does not own;
+    /// - `EACCES`: no write permission on the file; a default ACL on a
+    ///   non-directory;
+    /// - `EOPNOTSUPP`: a namespace the file system does not hold; an ACL
+    ///   on a symlink or of another version than 2;
+    /// - `EINVAL`: a bare namespace prefix; an ACL value that is not valid;
+    /// - `EEXIST`: `XATTR_CREATE` and the attribute exists;
+    /// - `ENODATA`: `XATTR_REPLACE` (or a removal) and it does not.
     pub fn setxattr<P: AsRef<[u8]>>(
         &mut self,
         path: P,
@@ -240,7 +299,13 @@ impl Process {
         )
     }
 
-    /// `lsetxattr`.
+    /// `lsetxattr(path, name, value, flags)`: as
+    /// [`setxattr`](Self::setxattr), on a symlink itself when `path` ends
+    /// in one (where `user.*` is `EPERM`).
+    ///
+    /// # Errors
+    ///
+    /// Those of `setxattr`.
     pub fn lsetxattr<P: AsRef<[u8]>>(
         &mut self,
         path: P,
@@ -256,7 +321,12 @@ impl Process {
         )
     }
 
-    /// `fsetxattr(fd, name, value, flags)`.
+    /// `fsetxattr(fd, name, value, flags)`: [`setxattr`](Self::setxattr)
+    /// of the file open at `fd` (any access mode, not `O_PATH`).
+    ///
+    /// # Errors
+    ///
+    /// Those of `setxattr`, with `EBADF` for the fd in place of the walk's.
     pub fn fsetxattr(
         &mut self,
         fd: i32,
@@ -267,33 +337,73 @@ impl Process {
         self.do_setxattr(Target::Fd(fd), name, Some(value), flags)
     }
 
-    /// `listxattr(path, buf)`: the names, each NUL-terminated; with an
-    /// empty `buf`, only the length.
+    /// `listxattr(path, buf)`: the names of the file's extended
+    /// attributes, each followed by a NUL, ACLs first; with an empty `buf`,
+    /// only the length. No permission is checked; `trusted.*` names are
+    /// left out for callers without `CAP_SYS_ADMIN`. Difference from
+    /// Linux: the names come in name order, where Linux's tmpfs gives a
+    /// hash order (`docs/semantics.md`, "Known differences kept").
+    ///
+    /// # Errors
+    ///
+    /// - the walk's [common errors](crate::process#errors-common-to-the-calls); `EBADF` for the `f`
+    ///   form's fd not open or
+    ///   `O_PATH`;
+    /// - `ERANGE`: `buf` is not empty but too small for the list;
+    /// - `E2BIG`: the list does not fit even in 64 KiB, the most the
+    ///   kernel returns.
     pub fn listxattr<P: AsRef<[u8]>>(&mut self, path: P, buf: &mut [u8]) -> Result<usize, Errno> {
         self.do_listxattr(Target::Path(AT_FDCWD, path.as_ref(), FOLLOW), buf)
     }
 
-    /// `llistxattr`.
+    /// `llistxattr(path, buf)`: as [`listxattr`](Self::listxattr), on a
+    /// symlink itself when `path` ends in one.
+    ///
+    /// # Errors
+    ///
+    /// Those of `listxattr`.
     pub fn llistxattr<P: AsRef<[u8]>>(&mut self, path: P, buf: &mut [u8]) -> Result<usize, Errno> {
         self.do_listxattr(Target::Path(AT_FDCWD, path.as_ref(), 0), buf)
     }
 
-    /// `flistxattr(fd, buf)`.
+    /// `flistxattr(fd, buf)`: [`listxattr`](Self::listxattr) of the file
+    /// open at `fd` (not `O_PATH`).
+    ///
+    /// # Errors
+    ///
+    /// Those of `listxattr`, with `EBADF` for the fd in place of the walk's.
     pub fn flistxattr(&mut self, fd: i32, buf: &mut [u8]) -> Result<usize, Errno> {
         self.do_listxattr(Target::Fd(fd), buf)
     }
 
-    /// `removexattr(path, name)`.
+    /// `removexattr(path, name)`: removes the extended attribute `name`
+    /// (an ACL included; removing an absent ACL succeeds). Stamps ctime.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`setxattr`](Self::setxattr) but `E2BIG` and the flags';
+    /// `ENODATA` when there is no such attribute.
     pub fn removexattr<P: AsRef<[u8]>>(&mut self, path: P, name: &[u8]) -> Result<(), Errno> {
         self.do_setxattr(Target::Path(AT_FDCWD, path.as_ref(), FOLLOW), name, None, 0)
     }
 
-    /// `lremovexattr`.
+    /// `lremovexattr(path, name)`: as [`removexattr`](Self::removexattr),
+    /// on a symlink itself when `path` ends in one.
+    ///
+    /// # Errors
+    ///
+    /// Those of `removexattr`.
     pub fn lremovexattr<P: AsRef<[u8]>>(&mut self, path: P, name: &[u8]) -> Result<(), Errno> {
         self.do_setxattr(Target::Path(AT_FDCWD, path.as_ref(), 0), name, None, 0)
     }
 
-    /// `fremovexattr(fd, name)`.
+    /// `fremovexattr(fd, name)`: [`removexattr`](Self::removexattr) of
+    /// the file open at `fd` (not `O_PATH`).
+    ///
+    /// # Errors
+    ///
+    /// Those of `removexattr`, with `EBADF` for the fd in place of the
+    /// walk's.
     pub fn fremovexattr(&mut self, fd: i32, name: &[u8]) -> Result<(), Errno> {
         self.do_setxattr(Target::Fd(fd), name, None, 0)
     }
@@ -303,7 +413,16 @@ impl Process {
 /// `AT_SYMLINK_NOFOLLOW` and `AT_EMPTY_PATH` (`EINVAL` for other flags,
 /// checked first). The shim routes every xattr path call through these.
 impl Process {
-    /// `getxattrat(dirfd, path, flags, name, buf)`.
+    /// `getxattrat(dirfd, path, flags, name, buf)` (Linux 6.13): [`getxattr`](Self::getxattr) of
+    /// `path`
+    /// relative to `dirfd`, with `AT_SYMLINK_NOFOLLOW` and `AT_EMPTY_PATH`.
+    /// Linux passes the value and its flags in a `struct xattr_args`; here
+    /// they are plain arguments.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for another `AT_*` flag (checked first), then those of
+    /// `getxattr`.
     pub fn getxattrat<P: AsRef<[u8]>>(
         &mut self,
         dirfd: i32,
@@ -316,7 +435,16 @@ impl Process {
         self.do_getxattr(Target::Path(dirfd, path.as_ref(), lf), name, buf)
     }
 
-    /// `setxattrat(dirfd, path, flags, name, value, xattr_flags)`.
+    /// `setxattrat(dirfd, path, flags, name, value, xattr_flags)` (Linux 6.13):
+    /// [`setxattr`](Self::setxattr) of `path`
+    /// relative to `dirfd`, with `AT_SYMLINK_NOFOLLOW` and `AT_EMPTY_PATH`.
+    /// Linux passes the value and its flags in a `struct xattr_args`; here
+    /// they are plain arguments.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for another `AT_*` flag (checked first), then those of
+    /// `setxattr`.
     pub fn setxattrat<P: AsRef<[u8]>>(
         &mut self,
         dirfd: i32,
@@ -335,7 +463,16 @@ impl Process {
         )
     }
 
-    /// `listxattrat(dirfd, path, flags, buf)`.
+    /// `listxattrat(dirfd, path, flags, buf)` (Linux 6.13): [`listxattr`](Self::listxattr) of
+    /// `path`
+    /// relative to `dirfd`, with `AT_SYMLINK_NOFOLLOW` and `AT_EMPTY_PATH`.
+    /// Linux passes the value and its flags in a `struct xattr_args`; here
+    /// they are plain arguments.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for another `AT_*` flag (checked first), then those of
+    /// `listxattr`.
     pub fn listxattrat<P: AsRef<[u8]>>(
         &mut self,
         dirfd: i32,
@@ -347,7 +484,16 @@ impl Process {
         self.do_listxattr(Target::Path(dirfd, path.as_ref(), lf), buf)
     }
 
-    /// `removexattrat(dirfd, path, flags, name)`.
+    /// `removexattrat(dirfd, path, flags, name)` (Linux 6.13): [`removexattr`](Self::removexattr)
+    /// of `path`
+    /// relative to `dirfd`, with `AT_SYMLINK_NOFOLLOW` and `AT_EMPTY_PATH`.
+    /// Linux passes the value and its flags in a `struct xattr_args`; here
+    /// they are plain arguments.
+    ///
+    /// # Errors
+    ///
+    /// `EINVAL` for another `AT_*` flag (checked first), then those of
+    /// `removexattr`.
     pub fn removexattrat<P: AsRef<[u8]>>(
         &mut self,
         dirfd: i32,
