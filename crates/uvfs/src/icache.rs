@@ -209,6 +209,19 @@ unsafe impl Send for InodeRef<'_> {}
 // SAFETY: as above.
 unsafe impl Sync for InodeRef<'_> {}
 
+/// The bucket of (`sb`, `ino`) among `n` (a power of two).
+///
+/// The number itself picks the bucket, offset per superblock by a scrambled
+/// superblock id: a file system hands out numbers in runs (tmpfs: a run per
+/// thread, as Linux's `shmem_reserve_inode` batches), so the inodes made one
+/// after another share bucket cache lines (8 buckets a line) instead of each
+/// touching a cold line of the table, and the numbers of one superblock never
+/// collide until they wrap the table. Linux hashes its inode table (`hash()`
+/// in fs/inode.c), but its tmpfs never inserts new inodes there at all.
+pub(crate) fn bucket_of(sb: u64, ino: Ino, n: usize) -> usize {
+    (ino ^ sb.rotate_left(32).wrapping_mul(0x9e37_79b9_7f4a_7c15)) as usize & (n - 1)
+}
+
 impl InodeCache {
     /// A cache holding at most `limit` inodes when none is in use (inodes in
     /// use are never evicted), with `buckets` hash chains (rounded up to a
@@ -254,8 +267,7 @@ impl InodeCache {
     }
 
     fn bucket(&self, sb: u64, ino: Ino) -> usize {
-        let h = (ino ^ sb.rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        (h >> 32) as usize & (self.buckets.len() - 1)
+        bucket_of(sb, ino, self.buckets.len())
     }
 
     /// `iget_locked` + fill: the cached inode for (`sb`, `ino`), or a new

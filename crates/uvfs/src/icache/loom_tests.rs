@@ -218,12 +218,10 @@ fn with_cache(cache: InodeCache, model: impl FnOnce(&'static InodeCache)) {
     drop(unsafe { Box::from_raw(raw) });
 }
 
-/// The cache's bucket for (`sb`, `ino`) among `n` (a power of two): a copy
-/// of `InodeCache::bucket`, used only to pick inode numbers that share a
-/// chain or do not.
+/// The cache's bucket for (`sb`, `ino`) among `n` (a power of two), used
+/// only to pick inode numbers that share a chain or do not.
 fn bucket(sb: u64, ino: Ino, n: usize) -> usize {
-    let h = (ino ^ sb.rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    (h >> 32) as usize & (n - 1)
+    super::bucket_of(sb, ino, n)
 }
 
 fn both(mut f: impl FnMut(bool)) {

@@ -199,10 +199,26 @@ impl std::hash::Hasher for InoHasher {
 
 type InoHash = std::hash::BuildHasherDefault<InoHasher>;
 
+/// Inode numbers a thread takes at a time (Linux's `SHMEM_INO_BATCH`).
+const INO_BATCH: u64 = 1024;
+
+/// The next [`Tmpfs::id`].
+static NEXT_TMPFS_ID: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// This thread's run of inode numbers: the file system's id, the next
+    /// number, the end of the run ([`Tmpfs::new_ino`]).
+    static INO_RUN: std::cell::Cell<(u64, Ino, Ino)> = const { std::cell::Cell::new((0, 0, 0)) };
+}
+
 /// An in-memory tmpfs. See the [module docs](self).
 pub struct Tmpfs {
     shards: Box<[Shard]>,
+    /// The next number no thread has taken (see [`Tmpfs::new_ino`]).
     next_ino: AtomicU64,
+    /// This file system's id among every tmpfs the process made: tells a
+    /// thread's run of numbers of this one from a run of another.
+    id: u64,
     max_pages: Option<u64>,
     max_inodes: Option<u64>,
     used_pages: AtomicU64,
@@ -269,6 +285,7 @@ impl Tmpfs {
         let fs = Tmpfs {
             shards,
             next_ino: AtomicU64::new(ROOT_INO + 1),
+            id: NEXT_TMPFS_ID.fetch_add(1, Ordering::Relaxed),
             max_pages,
             max_inodes,
             used_pages: AtomicU64::new(0),
@@ -293,6 +310,34 @@ impl Tmpfs {
         };
         let _ = fs.insert_inode(ROOT_INO, ROOT_INO, root, None);
         fs
+    }
+
+    /// A number for a new inode. Each thread takes a run of [`INO_BATCH`]
+    /// numbers from the shared counter and hands them out one by one, as
+    /// Linux's tmpfs does for its internal mounts (`shmem_reserve_inode`'s
+    /// per-CPU batches; a mounted tmpfs takes one number at a time under its
+    /// `stat_lock`). So a thread's new inodes have consecutive numbers, which
+    /// the inode cache's buckets turn into neighbouring slots, and two
+    /// threads making files at once neither share the counter's cache line
+    /// per file nor each other's bucket lines. Numbers stay unique: a run is
+    /// used only by its thread and only for this file system (its `id`,
+    /// never reused); a thread that moves to another tmpfs drops the rest of
+    /// its run, as a CPU's batch is dropped by nothing but use. One thread
+    /// alone sees the numbers in order, as before.
+    pub(crate) fn new_ino(&self) -> Ino {
+        let take = |run: &std::cell::Cell<(u64, Ino, Ino)>| {
+            let (id, next, end) = run.get();
+            if id == self.id && next < end {
+                run.set((id, next + 1, end));
+                return next;
+            }
+            let start = self.next_ino.fetch_add(INO_BATCH, Ordering::Relaxed);
+            run.set((self.id, start + 1, start + INO_BATCH));
+            start
+        };
+        INO_RUN
+            .try_with(take)
+            .unwrap_or_else(|_| self.next_ino.fetch_add(1, Ordering::Relaxed))
     }
 
     /// The shard of the inode table that holds `ino`.

@@ -103,7 +103,7 @@ impl Tmpfs {
                 return Err(e);
             }
         };
-        let ino = self.next_ino.fetch_add(1, Ordering::Relaxed);
+        let ino = self.new_ino();
         // `simple_inode_init_ts`: a new inode nobody has queried, so the
         // coarse clock; the directory's stamp is its own
         // (`inode_set_ctime_current(dir)`), as in `shmem_mknod`.
@@ -165,7 +165,7 @@ impl Tmpfs {
             new.gid
         };
         drop(ds);
-        let ino = self.next_ino.fetch_add(1, Ordering::Relaxed);
+        let ino = self.new_ino();
         let st = State {
             mode: S_IFREG | (new.mode & 0o7777),
             uid: new.uid,

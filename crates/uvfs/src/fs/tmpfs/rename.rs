@@ -396,7 +396,7 @@ impl Rename<'_> {
                     kind,
                     coarse_mg(),
                 );
-                let ino = self.fs.next_ino.fetch_add(1, Ordering::Relaxed);
+                let ino = self.fs.new_ino();
                 let attr = self.fs.attr(ino, &st);
                 self.fs.insert_inode(ino, self.odir, st, xattrs);
                 r.od.dir_mut()?.insert(self.oname, ino, S_IFCHR, wo);
