@@ -365,6 +365,17 @@ fn vfs_with(fast: FastPaths, t: Duration) -> (Arc<Vfs>, mpsc::Receiver<LeaseBrea
     (vfs, rx)
 }
 
+/// A process holding `ty`'s lease on `/f` (made, opened read-only, the
+/// test's process its owner), and the lease's fd.
+fn holder(vfs: &Arc<Vfs>, ty: i32) -> (Process, i32) {
+    let mut p = Process::new(vfs).unwrap();
+    let fd = p.open("/f", O_CREAT | O_RDONLY, 0o644).unwrap();
+    p.fcntl(fd, F_SETOWN, u64::from(std::process::id()))
+        .unwrap();
+    p.fcntl(fd, F_SETLEASE, ty as u64).unwrap();
+    (p, fd)
+}
+
 /// The lock table's counts and the inode's open counts.
 struct Stats {
     leases: usize,
@@ -487,11 +498,7 @@ fn lease_released_at_the_last_close() {
 fn blocked_break_ends_when_the_holder_answers() {
     for fast in fasts() {
         let (vfs, rx) = vfs_with(fast, Duration::ZERO);
-        let mut p = Process::new(&vfs).unwrap();
-        let fd = p.open("/f", O_CREAT | O_RDONLY, 0o644).unwrap();
-        p.fcntl(fd, F_SETOWN, u64::from(std::process::id()))
-            .unwrap();
-        p.fcntl(fd, F_SETLEASE, WR as u64).unwrap();
+        let (mut p, fd) = holder(&vfs, WR);
         let mut q = Process::new(&vfs).unwrap();
         let reader = std::thread::spawn(move || {
             let r = q.open("/f", O_RDONLY, 0);
@@ -525,11 +532,7 @@ fn blocked_break_ends_when_the_holder_answers() {
 fn break_time_ends_the_break_by_force() {
     for fast in fasts() {
         let (vfs, rx) = vfs_with(fast, Duration::from_millis(20));
-        let mut p = Process::new(&vfs).unwrap();
-        let fd = p.open("/f", O_CREAT | O_RDONLY, 0o644).unwrap();
-        p.fcntl(fd, F_SETOWN, u64::from(std::process::id()))
-            .unwrap();
-        p.fcntl(fd, F_SETLEASE, WR as u64).unwrap();
+        let (mut p, fd) = holder(&vfs, WR);
         let mut q = Process::new(&vfs).unwrap();
         let r = q.open("/f", O_RDONLY, 0).unwrap();
         assert_eq!(rx.try_recv().map(|n| n.fd), Ok(fd));
@@ -551,11 +554,7 @@ fn break_time_ends_the_break_by_force() {
 fn waiting_open_interrupted() {
     for fast in fasts() {
         let (vfs, rx) = vfs_with(fast, Duration::ZERO);
-        let mut p = Process::new(&vfs).unwrap();
-        let fd = p.open("/f", O_CREAT | O_RDONLY, 0o644).unwrap();
-        p.fcntl(fd, F_SETOWN, u64::from(std::process::id()))
-            .unwrap();
-        p.fcntl(fd, F_SETLEASE, RD as u64).unwrap();
+        let (mut p, fd) = holder(&vfs, RD);
         let mut q = Process::new(&vfs).unwrap();
         let sig = Signals::new();
         q.set_sleep(Some(sig.clone() as Arc<dyn uvfs::Sleep>));
