@@ -73,6 +73,7 @@ pub mod errno;
 pub mod fastpaths;
 pub mod fdtable;
 pub mod file_table;
+mod fown;
 pub mod fs;
 pub mod icache;
 pub mod locks;

@@ -67,7 +67,7 @@ use std::sync::Arc;
 
 mod lease;
 pub use lease::LeaseBreak;
-pub(crate) use lease::{FilePtr, Holder, OpenCounts, break_lease_if_any};
+pub(crate) use lease::{Holder, OpenCounts, OwnerPtr, break_lease_if_any};
 
 /// The largest file offset a lock can reach (Linux's `OFFSET_MAX`); a lock
 /// ending here runs to the end of any file (`l_len` 0).

@@ -16,6 +16,8 @@ pub mod pool;
 
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
+use crate::fown::FOwnCell;
+pub use crate::fown::FOwner;
 use crate::locks::{FileLockContext, Owner};
 use crate::primitive::cell::UnsafeCell;
 use crate::primitive::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
@@ -90,7 +92,7 @@ pub struct File {
     cred_id: UnsafeCell<u64>,
     /// The owner that receives the file's signals and the signal
     /// (`f_owner`: `F_SETOWN`, `F_SETSIG`), packed: see [`FOwner`].
-    fown: AtomicU64,
+    fown: FOwnCell,
     /// The deferred release's queue item (the kernel's `f_task_work`).
     work: Callback,
     /// The type-stable pool the object lives in, or `None` for a heap object
@@ -117,7 +119,7 @@ impl File {
             ops: UnsafeCell::new(None),
             path: UnsafeCell::new(None),
             cred_id: UnsafeCell::new(0),
-            fown: AtomicU64::new(0),
+            fown: FOwnCell::new(),
             work: Callback::new(release_work),
             pool,
         }
@@ -137,7 +139,7 @@ impl File {
         // SAFETY: exclusive ownership per the contract above.
         file.mode.with_mut(|m| unsafe { *m = mode });
         file.pos.store(0, Ordering::Relaxed);
-        file.fown.store(0, Ordering::Relaxed);
+        file.fown.clear();
         // The release store pairs with inc-not-zero's acquire: a stale reader
         // that wins the increment sees the fields written above.
         file.count.store(1, Ordering::Release);
@@ -228,16 +230,18 @@ impl File {
 
     /// The signal owner (`f_owner`).
     pub fn owner(&self) -> FOwner {
-        FOwner::unpack(self.fown.load(Ordering::Relaxed))
+        self.fown.get()
     }
 
     /// Changes the signal owner with `f` (`F_SETOWN`, `F_SETSIG`).
     pub fn update_owner(&self, f: impl Fn(FOwner) -> FOwner) {
-        let _ = self
-            .fown
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| {
-                Some(f(FOwner::unpack(w)).pack())
-            });
+        self.fown.update(f)
+    }
+
+    /// The cell holding the signal owner, for a lease that must read or
+    /// clear it while the file is alive (see `locks::lease::OwnerPtr`).
+    pub(crate) fn owner_cell(&self) -> &FOwnCell {
+        &self.fown
     }
 
     /// The current reference count (racy by nature; for tests and stats).
@@ -611,34 +615,6 @@ pub(crate) fn alloc_heap(flags: i32, mode: u32) -> Result<FileRef, Errno> {
     let f = NonNull::from(Box::leak(b));
     // SAFETY: fresh object, ours alone.
     Ok(unsafe { File::init(f, flags, mode) })
-}
-
-/// Who receives a file's signals (`struct fown_struct`): a thread, a
-/// process or a process group, and the signal (0: `SIGIO`). Stored packed
-/// in one word so `F_SETOWN` and `F_SETSIG` need no lock.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FOwner {
-    /// `F_OWNER_TID`, `F_OWNER_PID` or `F_OWNER_PGRP` (the `f_owner_ex`
-    /// type; a file never given an owner reports `F_OWNER_TID`).
-    pub kind: i32,
-    /// The id, positive; 0: no owner.
-    pub pid: i32,
-    /// The signal, `0..=64`.
-    pub sig: i32,
-}
-
-impl FOwner {
-    fn pack(self) -> u64 {
-        u64::from(self.pid as u32) | (u64::from(self.kind as u8) << 32) | ((self.sig as u64) << 40)
-    }
-
-    fn unpack(w: u64) -> FOwner {
-        FOwner {
-            pid: w as u32 as i32,
-            kind: i32::from((w >> 32) as u8),
-            sig: ((w >> 40) & 0xff) as i32,
-        }
-    }
 }
 
 #[cfg(all(test, not(loom)))]

@@ -44,7 +44,7 @@
 
 use super::{FileLockContext, State};
 use crate::errno::Errno;
-use crate::file_table::{FOwner, File};
+use crate::fown::{FOwnCell, FOwner};
 use crate::primitive::sync::MutexGuard;
 #[cfg(loom)]
 use crate::primitive::sync::atomic::fence;
@@ -111,40 +111,43 @@ fn model_fence() {
     fence(Ordering::SeqCst);
 }
 
-/// A lease request's holder: the open file (its identity, and the object
-/// whose owner a break signals) and the fd it was set through.
+/// A lease request's holder: the open file (its identity, and the cell of
+/// its signal owner, whom a break signals) and the fd it was set through.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Holder {
-    /// The file's identity ([`File::lock_key`]).
+    /// The file's identity (the open file's `lock_key`).
     pub(crate) key: usize,
-    /// The file, for its signal owner; `None` in models (no signal).
-    pub(crate) file: Option<FilePtr>,
+    /// The file's signal owner; `None` in models (no signal).
+    pub(crate) file: Option<OwnerPtr>,
     /// The fd named in the signal (`si_fd`).
     pub(crate) fd: i32,
     /// How the file is counted in [`OpenCounts`] (see `conflict`).
     pub(crate) counted: Option<bool>,
 }
 
-/// A pointer to the open file holding a lease. The lease is removed, under
-/// the context's lock, by the file's final release before the object is
-/// freed or reused, so a lease found under that lock names a live file.
+/// A pointer to the signal-owner cell of the open file holding a lease
+/// (the cell lives in the file object). The lease is removed, under the
+/// context's lock, by the file's final release before the object is freed
+/// or reused, so a lease found under that lock names a live file and so a
+/// live cell.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct FilePtr(NonNull<File>);
+pub(crate) struct OwnerPtr(NonNull<FOwnCell>);
 
 // SAFETY: only dereferenced under the context's lock while the lease is
-// listed, when the file is alive (see the type); `File` is `Sync`.
-unsafe impl Send for FilePtr {}
+// listed, when the file holding the cell is alive (see the type); the cell
+// is an atomic word.
+unsafe impl Send for OwnerPtr {}
 
-impl FilePtr {
-    pub(crate) fn new(f: &File) -> FilePtr {
-        FilePtr(NonNull::from(f))
+impl OwnerPtr {
+    pub(crate) fn new(cell: &FOwnCell) -> OwnerPtr {
+        OwnerPtr(NonNull::from(cell))
     }
 
     /// # Safety
     /// The lease naming the file is still listed and the caller holds the
     /// context's lock.
-    unsafe fn get(&self) -> &File {
-        // SAFETY: per the contract, the file is alive.
+    unsafe fn get(&self) -> &FOwnCell {
+        // SAFETY: per the contract, the file holding the cell is alive.
         unsafe { self.0.as_ref() }
     }
 }
@@ -201,7 +204,7 @@ impl Lease {
     fn notice(&self) -> Option<LeaseBreak> {
         let f = self.holder.file?;
         // SAFETY: the lease is listed and the caller holds the lock.
-        let o = unsafe { f.get() }.owner();
+        let o = unsafe { f.get() }.get();
         (o.pid != 0).then_some(LeaseBreak {
             kind: o.kind,
             pid: o.pid,
@@ -230,7 +233,7 @@ fn modify(g: &mut State, i: usize, to: Option<bool>, delown: bool) -> Option<u64
             let l = g.leases.remove(i);
             if delown && let Some(f) = l.holder.file {
                 // SAFETY: the lease was listed until now, under the lock.
-                unsafe { f.get() }.update_owner(|_| FOwner {
+                unsafe { f.get() }.update(|_| FOwner {
                     kind: F_OWNER_PID,
                     pid: 0,
                     sig: 0,

@@ -29,7 +29,7 @@ use crate::cred::{self, Cap, Cred};
 use crate::errno::Errno;
 use crate::file_table::{FMODE_CAN_ODIRECT, FMODE_COUNTED, FMODE_WRITE, FOwner, File};
 use crate::fs::{S_IFDIR, S_IFMT, S_IFREG};
-use crate::locks::{FilePtr, Holder};
+use crate::locks::{Holder, OwnerPtr};
 use crate::uapi::*;
 
 /// `S_IFIFO`: pipes use `O_DIRECT` for packet mode, whatever the file
@@ -174,7 +174,7 @@ pub(super) fn setlease(cred: &Cred, file: &File, fd: i32, arg: i32) -> Result<i3
     let m = file.mode();
     let holder = Holder {
         key: file.lock_key(),
-        file: Some(FilePtr::new(file)),
+        file: Some(OwnerPtr::new(file.owner_cell())),
         fd,
         counted: (m & FMODE_COUNTED != 0).then_some(m & FMODE_WRITE != 0),
     };
