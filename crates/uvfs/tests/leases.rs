@@ -376,6 +376,22 @@ fn holder(vfs: &Arc<Vfs>, ty: i32) -> (Process, i32) {
     (p, fd)
 }
 
+/// `q` opening `/f` with `flags` on a thread of its own (an open that may
+/// wait for a break); joined, it gives `q` back with the open's result.
+fn opening(mut q: Process, flags: i32) -> std::thread::JoinHandle<(Process, Result<i32, Errno>)> {
+    std::thread::spawn(move || {
+        let r = q.open("/f", flags, 0);
+        (q, r)
+    })
+}
+
+/// Waits until `n` opens are asleep on the lease of `fd`'s file.
+fn wait_for_waiters(p: &mut Process, fd: i32, n: usize) {
+    while stats(p, fd).waiters != n {
+        std::thread::yield_now();
+    }
+}
+
 /// The lock table's counts and the inode's open counts.
 struct Stats {
     leases: usize,
@@ -499,11 +515,8 @@ fn blocked_break_ends_when_the_holder_answers() {
     for fast in fasts() {
         let (vfs, rx) = vfs_with(fast, Duration::ZERO);
         let (mut p, fd) = holder(&vfs, WR);
-        let mut q = Process::new(&vfs).unwrap();
-        let reader = std::thread::spawn(move || {
-            let r = q.open("/f", O_RDONLY, 0);
-            (q, r)
-        });
+        let q = Process::new(&vfs).unwrap();
+        let reader = opening(q, O_RDONLY);
         let n = rx.recv().unwrap();
         assert_eq!(n.fd, fd);
         assert_eq!(p.fcntl(fd, F_GETLEASE, 0), Ok(RD));
@@ -567,25 +580,15 @@ fn waiting_open_interrupted() {
         assert_eq!(p.fcntl(fd, F_GETLEASE, 0), Ok(UN));
         // During the sleep.
         let s2 = sig.clone();
-        let t = std::thread::spawn(move || {
-            let r = q.open("/f", O_WRONLY, 0);
-            (q, r)
-        });
-        while stats(&mut p, fd).waiters != 1 {
-            std::thread::yield_now();
-        }
+        let t = opening(q, O_WRONLY);
+        wait_for_waiters(&mut p, fd, 1);
         s2.interrupt(Interrupted::Eintr);
-        let (mut q, r) = t.join().unwrap();
+        let (q, r) = t.join().unwrap();
         assert_eq!(r, Err(Errno::EINTR));
         assert_eq!(stats(&mut p, fd).writers, 0);
         // Restart: waits on; the unlock lets it in.
-        let t = std::thread::spawn(move || {
-            let r = q.open("/f", O_WRONLY, 0);
-            (q, r)
-        });
-        while stats(&mut p, fd).waiters != 1 {
-            std::thread::yield_now();
-        }
+        let t = opening(q, O_WRONLY);
+        wait_for_waiters(&mut p, fd, 1);
         sig.interrupt(Interrupted::Restart);
         while sig.pending() {
             std::thread::yield_now();
