@@ -280,16 +280,10 @@ impl Process {
         // every lease as an open for writing would, waiting.
         let inode = d.inode().ok_or(Errno::ENOENT)?;
         inode.opens.get(true);
-        let vfs = &self.task.vfs;
-        let r = crate::locks::break_lease_if_any(
-            inode.lock_context(),
-            true,
-            !self.task.lease_wait,
-            vfs.lease_break_time(),
-            self.task.sleep.0.as_deref(),
-            &|n| self.task.notify_lease_break(n),
-        )
-        .and_then(|()| self.task.do_truncate(&d, len, false));
+        let r = self
+            .task
+            .break_leases(inode, true, false)
+            .and_then(|()| self.task.do_truncate(&d, len, false));
         inode.opens.put(true);
         r
     }

@@ -403,13 +403,10 @@ impl Task {
             inode.opens.get(write);
             (inode, write)
         });
-        let r = crate::locks::break_lease_if_any(
-            inode.lock_context(),
+        let r = self.break_leases(
+            inode,
             flags & O_ACCMODE != O_RDONLY,
-            flags & O_NONBLOCK != 0 || !self.lease_wait,
-            self.vfs.lease_break_time(),
-            self.sleep_hook(),
-            &|n| self.notify_lease_break(n),
+            flags & O_NONBLOCK != 0,
         );
         if let Err(e) = r {
             if let Some((inode, write)) = counted {
@@ -420,9 +417,32 @@ impl Task {
         Ok(counted)
     }
 
+    /// `break_lease` for an open or a truncate of `inode`: breaks the
+    /// leases it conflicts with (all of them for a writer, write leases
+    /// for a reader), the notices to the Vfs's hook, and waits for their
+    /// holders unless `nonblock` or this task does not wait for breaks
+    /// (`EWOULDBLOCK` then, the break started). Costs one load when the
+    /// inode has no lease.
+    #[inline]
+    pub(super) fn break_leases(
+        &self,
+        inode: &crate::icache::Inode,
+        want_write: bool,
+        nonblock: bool,
+    ) -> Result<(), Errno> {
+        crate::locks::break_lease_if_any(
+            inode.lock_context(),
+            want_write,
+            nonblock || !self.lease_wait,
+            self.vfs.lease_break_time(),
+            self.sleep_hook(),
+            &|n| self.notify_lease_break(n),
+        )
+    }
+
     /// Hands a lease break's notice to the Vfs's hook, when a task of the
     /// owner's kind has its id (`send_sigio` finds no task otherwise).
-    pub(super) fn notify_lease_break(&self, n: crate::LeaseBreak) {
+    fn notify_lease_break(&self, n: crate::LeaseBreak) {
         if super::fcntl::owner_alive(n.kind, n.pid) {
             self.vfs.lease_notify().lease_break(n);
         }
