@@ -564,6 +564,12 @@ pub struct FuseArgs {
     /// for an A/B).
     #[arg(long)]
     pub no_open: bool,
+    /// Mount the `uvfs` side with `--passthrough on` (OPEN answered, each
+    /// regular file's reads and writes passed to its backing memfd), and
+    /// leave out the `uvfs-pt` mount. Compare it with a floor in the same
+    /// settings: `--floor-kernel-open --floor-passthrough`.
+    #[arg(long, conflicts_with_all = ["no_open", "writeback", "no_passthrough"])]
+    pub uvfs_passthrough: bool,
     /// Mount the `uvfs` side (passthrough off) with `--writeback`: the
     /// kernel's writeback cache (run the section with and without it, in
     /// turn, for an A/B).
@@ -594,6 +600,12 @@ pub struct FuseArgs {
     /// sends them straight to a host file.
     #[arg(long)]
     pub floor_passthrough: bool,
+    /// The floor mounted without `default_permissions` (uvfs's mounts
+    /// always have it: with it the kernel checks permissions itself and
+    /// fetches a directory's attributes again after every create or
+    /// unlink in it, two `GETATTR`s per create + unlink).
+    #[arg(long)]
+    pub floor_no_default_permissions: bool,
 }
 
 /// `fuse-floor`'s options.
@@ -619,6 +631,10 @@ pub struct FuseFloorArgs {
     /// there without reaching the server.
     #[arg(long, value_name = "DIR")]
     pub passthrough: Option<PathBuf>,
+    /// Mount without `default_permissions` (the kernel then checks no
+    /// permissions on this mount, and the floor checks none either).
+    #[arg(long)]
+    pub no_default_permissions: bool,
     /// Unmount and exit when the parent process dies (the lab's children).
     #[arg(long, hide = true)]
     pub die_with_parent: bool,
@@ -956,6 +972,7 @@ fn fuse(a: &FuseArgs) -> ExitCode {
             no_open: !a.floor_kernel_open,
             writeback: !a.floor_no_writeback,
             passthrough: a.floor_passthrough.then(crate::reproduce::host_dir),
+            default_permissions: !a.floor_no_default_permissions,
         },
         Err(e) => {
             eprintln!("uvfs-bench fuse: --floor-ttl: {e}");
@@ -996,6 +1013,7 @@ fn fuse(a: &FuseArgs) -> ExitCode {
         size: a.size.clone(),
         no_open: a.no_open,
         writeback: a.writeback,
+        uvfs_passthrough: a.uvfs_passthrough,
     };
     match crate::fuse::measure(&cfg) {
         Ok(r) => {
@@ -1034,6 +1052,7 @@ fn fuse_floor(a: &FuseFloorArgs) -> ExitCode {
             no_open: !a.kernel_open,
             writeback: !a.no_writeback,
             passthrough: a.passthrough.clone(),
+            default_permissions: !a.no_default_permissions,
         },
         Err(e) => {
             eprintln!("uvfs-bench fuse-floor: --ttl: {e}");

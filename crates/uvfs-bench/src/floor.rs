@@ -65,6 +65,12 @@ pub struct FloorOptions {
     /// kernel allows it only without the writeback cache (which is then
     /// not asked for) and without `FOPEN_KEEP_CACHE` on those replies.
     pub passthrough: Option<std::path::PathBuf>,
+    /// Mount with `default_permissions`, as uvfs's mounts are: the kernel
+    /// checks each access against the attributes it holds, and after a
+    /// create or unlink in a directory (which marks the directory's
+    /// attributes stale) it fetches them with a `GETATTR` before the next
+    /// check there. Without it the floor and the kernel check nothing.
+    pub default_permissions: bool,
 }
 
 impl Default for FloorOptions {
@@ -75,6 +81,7 @@ impl Default for FloorOptions {
             no_open: true,
             writeback: true,
             passthrough: None,
+            default_permissions: true,
         }
     }
 }
@@ -84,7 +91,7 @@ impl FloorOptions {
     pub fn describe(&self) -> String {
         format!(
             "{} worker thread(s) with clone_fd; entry/attr/negative timeouts {} s; {}; {}; \
-             parallel dirops; max_write 1 MiB; KEEP_CACHE{}",
+             parallel dirops; max_write 1 MiB; KEEP_CACHE{}{}",
             self.threads,
             self.ttl.as_secs_f64(),
             if self.no_open {
@@ -104,6 +111,11 @@ impl FloorOptions {
                     d.display()
                 ),
                 None => String::new(),
+            },
+            if self.default_permissions {
+                "; default_permissions"
+            } else {
+                "; no default_permissions"
             }
         )
     }
@@ -716,6 +728,9 @@ pub fn serve(dir: &Path, opts: FloorOptions) -> Result<(), String> {
         MountOption::NoDev,
         MountOption::NoSuid,
     ];
+    if opts.default_permissions {
+        config.mount_options.push(MountOption::DefaultPermissions);
+    }
     config.acl = fuser::SessionACL::All;
     config.n_threads = Some(opts.threads.max(1));
     config.clone_fd = true;

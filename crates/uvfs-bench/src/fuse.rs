@@ -123,6 +123,9 @@ pub struct FuseConfig {
     /// The `uvfs` side (passthrough off) mounted with `--writeback` (the
     /// kernel's writeback cache). Its command line says so.
     pub writeback: bool,
+    /// The `uvfs` side mounted with `--passthrough on` instead of off (the
+    /// `uvfs-pt` mount is then left out: it would be the same).
+    pub uvfs_passthrough: bool,
 }
 
 /// One backend's figure on one test.
@@ -485,6 +488,9 @@ pub fn mount_floor(parent: &Path, opts: &FloorOptions) -> Result<MountGuard, Str
     if let Some(d) = &opts.passthrough {
         cmd.arg("--passthrough").arg(d);
     }
+    if !opts.default_permissions {
+        cmd.arg("--no-default-permissions");
+    }
     let child = cmd
         .arg(&g.dir)
         .stdin(Stdio::null())
@@ -673,7 +679,7 @@ pub fn measure(cfg: &FuseConfig) -> Result<FuseReport, String> {
         Err(e) => (None, None, Some(e.clone())),
     };
     let (uvfs, uvfs_command, uvfs_skipped) = mount(
-        "off",
+        if cfg.uvfs_passthrough { "on" } else { "off" },
         &[
             cfg.no_open.then_some("--no-open"),
             cfg.writeback.then_some("--writeback"),
@@ -685,7 +691,13 @@ pub fn measure(cfg: &FuseConfig) -> Result<FuseReport, String> {
     if let Some(why) = &uvfs_skipped {
         println!("uvfs mount: skipped: {why}");
     }
-    let (uvfs_pt, uvfs_pt_command, uvfs_pt_skipped) = if cfg.passthrough {
+    let (uvfs_pt, uvfs_pt_command, uvfs_pt_skipped) = if cfg.uvfs_passthrough {
+        (
+            None,
+            None,
+            Some("--uvfs-passthrough: the uvfs side has passthrough".to_string()),
+        )
+    } else if cfg.passthrough {
         mount("on", &[])
     } else {
         (None, None, Some("--no-passthrough".to_string()))

@@ -658,6 +658,10 @@ fn run_fuse(budget: &Budget, host_dir: &Path) -> (Option<FuseReport>, Option<Str
         "fuse: the tests through FUSE: host tmpfs, the floor, the uvfs mount ({} rounds of {} s)",
         budget.fuse_rounds, budget.fuse_seconds
     );
+    // Like for like: the `uvfs` side and the floor in the same settings
+    // (no-open, default_permissions, write-through), so uvfs / floor is
+    // the server's own work; `uvfs-pt` is the mount as root gets it by
+    // default (passthrough: OPEN answered), for the bandwidth goals.
     let cfg = FuseConfig {
         tests: fuse::TESTS.to_vec(),
         rounds: budget.fuse_rounds,
@@ -668,12 +672,16 @@ fn run_fuse(budget: &Budget, host_dir: &Path) -> (Option<FuseReport>, Option<Str
         uvfs: UvfsSource::Build,
         host_parent: host_dir.to_path_buf(),
         mount_parent: std::env::temp_dir(),
-        floor: FloorOptions::default(),
+        floor: FloorOptions {
+            writeback: false,
+            ..FloorOptions::default()
+        },
         progress: false,
         passthrough: true,
         size: None,
-        no_open: false,
+        no_open: true,
         writeback: false,
+        uvfs_passthrough: false,
     };
     match fuse::measure(&cfg) {
         Ok(r) => (Some(r), None),

@@ -46,6 +46,20 @@ fn floor_mounts() -> usize {
         .count()
 }
 
+/// The super block options of the mount at `dir` (after the source in
+/// its /proc/self/mountinfo line), or "" when nothing is mounted there.
+fn super_options(dir: &std::path::Path) -> String {
+    let d = format!(" {} ", dir.display());
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(&d))
+        .filter_map(|l| l.split(" - ").nth(1))
+        .map(str::to_owned)
+        .next_back()
+        .unwrap_or_default()
+}
+
 /// Waits (at most a minute, checking a condition, not measuring time)
 /// until `f` holds.
 fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
@@ -81,6 +95,9 @@ fn floor_serves_tests_through_the_mount_backend_and_unmounts() {
     wait_for("the floor is mounted", || {
         fuse::mounted(&dir).is_some_and(|(t, src)| t == "fuse" && src == "uvfs-floor")
     });
+    // Mounted as uvfs's mounts are: the kernel checks permissions.
+    let opts = super_options(&dir);
+    assert!(opts.contains("default_permissions"), "{opts}");
     let d = dir.to_str().unwrap();
     let json = tmpdir("floor-json").join("r.json");
     let mut failures = Vec::new();
@@ -370,10 +387,12 @@ fn a_uvfs_stand_in_gets_its_ratio_and_goals() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// `fuse --no-open` mounts the `uvfs` side with `uvfs mount --no-open`
-/// (and says so in its command line); without it, no `--no-open`.
+/// `fuse --no-open` mounts the `uvfs` side with `uvfs mount --no-open`,
+/// `fuse --uvfs-passthrough` with `--passthrough on` (and no second,
+/// `uvfs-pt`, mount); each says so in its command line. Without either:
+/// `--passthrough off` and no `--no-open`.
 #[test]
-fn no_open_reaches_the_uvfs_mount() {
+fn no_open_and_passthrough_reach_the_uvfs_mount() {
     if skip() {
         return;
     }
@@ -402,9 +421,12 @@ fn no_open_reaches_the_uvfs_mount() {
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    for no_open in [true, false] {
+    for (k, flag) in ["--no-open", "--uvfs-passthrough", ""]
+        .into_iter()
+        .enumerate()
+    {
         let _ = std::fs::remove_file(&argv);
-        let out_dir = dir.join(format!("out-{no_open}"));
+        let out_dir = dir.join(format!("out-{k}"));
         let mut args = vec![
             "fuse",
             "--rounds",
@@ -415,28 +437,47 @@ fn no_open_reaches_the_uvfs_mount() {
             "0",
             "--tests",
             "stat1",
-            "--no-passthrough",
             "--uvfs",
             script.to_str().unwrap(),
             "--out",
             out_dir.to_str().unwrap(),
         ];
-        if no_open {
-            args.push("--no-open");
+        // uvfs-pt left out: by --no-passthrough, or by --uvfs-passthrough.
+        args.push(if flag == "--uvfs-passthrough" {
+            flag
+        } else {
+            "--no-passthrough"
+        });
+        if flag == "--no-open" {
+            args.push(flag);
         }
         let (code, out, err) = run(&args);
-        assert_eq!(code, Some(0), "{out}\n{err}");
+        assert_eq!(code, Some(0), "{flag}: {out}\n{err}");
         let lines = std::fs::read_to_string(&argv).unwrap();
-        // One uvfs mount (uvfs-pt left out).
+        // One uvfs mount.
         assert_eq!(lines.lines().count(), 1, "{lines}");
-        assert_eq!(lines.contains(" --no-open "), no_open, "{lines}");
+        assert_eq!(
+            lines.contains(" --no-open "),
+            flag == "--no-open",
+            "{lines}"
+        );
+        let pt = if flag == "--uvfs-passthrough" {
+            "--passthrough on "
+        } else {
+            "--passthrough off "
+        };
+        assert!(lines.contains(pt), "{flag}: {lines}");
         let r: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(out_dir.join("fuse.json")).unwrap())
                 .unwrap();
         let cmd = r["uvfs_command"].as_str().unwrap();
-        assert_eq!(cmd.contains("--no-open"), no_open, "{cmd}");
+        assert_eq!(cmd.contains("--no-open"), flag == "--no-open", "{cmd}");
+        assert!(cmd.contains(pt), "{flag}: {cmd}");
         wait_for("the stand-in's floor has gone", || floor_mounts() == 0);
     }
+    // The two uvfs sides cannot be asked for together.
+    let (code, _, err) = run(&["fuse", "--uvfs-passthrough", "--no-open", "--no-uvfs"]);
+    assert_eq!(code, Some(2), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -455,6 +496,7 @@ fn floor_passthrough_serves_reads_and_writes() {
         .arg("fuse-floor")
         .arg("--passthrough")
         .arg(&backing)
+        .arg("--no-default-permissions")
         .arg(&dir)
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
@@ -463,6 +505,11 @@ fn floor_passthrough_serves_reads_and_writes() {
     wait_for("the floor is mounted", || {
         fuse::mounted(&dir).is_some_and(|(t, src)| t == "fuse" && src == "uvfs-floor")
     });
+    let opts = super_options(&dir);
+    assert!(
+        !opts.is_empty() && !opts.contains("default_permissions"),
+        "{opts}"
+    );
     let d = dir.to_str().unwrap();
     let mut results = Vec::new();
     for test in ["read1", "write1", "seqread", "seqwrite"] {
