@@ -51,6 +51,12 @@ pub(crate) fn sigpipe<T>(r: Result<T, Errno>) -> Result<T, Errno> {
 /// Closes uvfs fd `k` (the caller holds the state).
 pub(crate) fn uvfs_close(s: &mut State, k: c_int) -> Result<c_int, Errno> {
     let u = s.ufd(k)?;
+    uvfs_close_mapped(s, k, u)
+}
+
+/// [`uvfs_close`] of `k`, already looked up as uvfs fd `u`.
+#[inline]
+fn uvfs_close_mapped(s: &mut State, k: c_int, u: i32) -> Result<c_int, Errno> {
     let r = s.p().close(u);
     s.release(k);
     r.map(|()| 0)
@@ -77,7 +83,9 @@ pub(crate) unsafe fn close(fd: c_int) -> c_int {
             hole_lower(fd);
             r
         },
-        |s, _| uvfs_close(s, fd),
+        // `u` as `fd_call` read it: another thread closing or replacing
+        // `fd` meanwhile is the program's race, as on Linux.
+        |s, u| uvfs_close_mapped(s, fd, u),
     )
 }
 

@@ -318,17 +318,43 @@ impl Gate {
     /// destroyed at exit) holds every other thread out until the result is
     /// dropped, as a fork does: such a call may then use the owner's handle.
     /// Also gives the gate's word as read on the way in (its [`SHARED`] bit).
-    #[inline]
+    /// (Inlined into every call's path: the first attempt's flag store,
+    /// fence and load; the rest, rare, out of line.)
+    #[inline(always)]
     pub(crate) fn enter(&self, mine: Option<&Mine>, mask: u8) -> (Inside<'_>, u8) {
         let Some(&Mine(slot)) = mine else {
-            self.before_fork();
-            return (Inside::Alone(self), self.word.load(Ordering::Acquire));
+            return self.enter_alone();
         };
         let asymmetric = self.asymmetric.load(std::sync::atomic::Ordering::Relaxed);
+        match self.try_enter(slot, mask, asymmetric) {
+            Ok(word) => (Inside::Flagged(slot), word),
+            Err(pending) => self.enter_after_wait(slot, mask, asymmetric, pending),
+        }
+    }
+
+    /// [`Gate::enter`] without a slot.
+    #[cold]
+    #[inline(never)]
+    fn enter_alone(&self) -> (Inside<'_>, u8) {
+        self.before_fork();
+        (Inside::Alone(self), self.word.load(Ordering::Acquire))
+    }
+
+    /// [`Gate::enter`] after a first attempt found `pending`.
+    #[cold]
+    #[inline(never)]
+    fn enter_after_wait(
+        &self,
+        slot: &'static Slot,
+        mask: u8,
+        asymmetric: bool,
+        mut pending: u8,
+    ) -> (Inside<'_>, u8) {
         loop {
+            self.wait(pending, mask);
             match self.try_enter(slot, mask, asymmetric) {
                 Ok(word) => return (Inside::Flagged(slot), word),
-                Err(pending) => self.wait(pending, mask),
+                Err(p) => pending = p,
             }
         }
     }

@@ -116,6 +116,7 @@ extern "C" fn init() {
     fork_gate::at_load();
     namespace::at_load();
     restart::at_load();
+    guard::at_load();
     seed::register_dump();
     path::set_loaded();
 }

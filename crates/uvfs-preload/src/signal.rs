@@ -96,10 +96,55 @@ enum LockWait {
 
 /// The eventfds of the lock waits sleeping now (`Arc::into_raw`, null
 /// when free), which the tree's switch wakes and cancels
-/// ([`cancel_lock_waits`]). Lock-free, so a fork never copies it locked:
-/// whoever swaps a pointer out owns that reference. A wait that finds no
-/// free slot is not cancellable (it waits on, as before).
-static LOCK_WAITS: [AtomicPtr<EventFd>; 64] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 64];
+/// ([`cancel_lock_waits`]), in chunks of [`CHUNK`] slots made as the waits
+/// need them and never freed (slot `i` is slot `i % CHUNK` of chunk
+/// `i / CHUNK`). Lock-free, so a fork never copies it locked: whoever
+/// swaps a pointer out owns that reference. A wait that finds no free slot
+/// among all [`NCHUNKS`] chunks (65,536 waits asleep at once) is not
+/// cancellable (it waits on).
+static LOCK_WAITS: [AtomicPtr<Chunk>; NCHUNKS] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; NCHUNKS];
+
+const CHUNK: usize = 64;
+const NCHUNKS: usize = 1024;
+type Chunk = [AtomicPtr<EventFd>; CHUNK];
+
+/// Chunk `c` of [`LOCK_WAITS`], made first if `make` (whoever publishes
+/// it first wins; a chunk is never freed).
+fn chunk(c: usize, make: bool) -> Option<&'static Chunk> {
+    let p = LOCK_WAITS[c].load(Ordering::Acquire);
+    if !p.is_null() {
+        // SAFETY: a published chunk is never freed and was initialized
+        // before its release.
+        return Some(unsafe { &*p });
+    }
+    if !make {
+        return None;
+    }
+    let b = Box::into_raw(Box::new(
+        [const { AtomicPtr::new(std::ptr::null_mut()) }; CHUNK],
+    ));
+    match LOCK_WAITS[c].compare_exchange(
+        std::ptr::null_mut(),
+        b,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    ) {
+        // SAFETY: just published, never freed.
+        Ok(_) => Some(unsafe { &*b }),
+        Err(other) => {
+            // SAFETY: `b` was never published; this is its only owner.
+            drop(unsafe { Box::from_raw(b) });
+            // SAFETY: as in the first case.
+            Some(unsafe { &*other })
+        }
+    }
+}
+
+/// Slot `i` of [`LOCK_WAITS`], whose chunk exists (a wait registered there).
+fn slot(i: usize) -> &'static AtomicPtr<EventFd> {
+    &chunk(i / CHUNK, false).expect("a registered wait's chunk")[i % CHUNK]
+}
 
 /// Runs `f` (a lock call that may sleep, on uvfs) with its sleep
 /// cancellable by the tree's switch: the sleep then answers `EINTR`, and
@@ -109,7 +154,7 @@ pub(crate) fn cancellable<R>(f: impl FnOnce() -> R) -> R {
     let r = f();
     if let LockWait::At(i, ev) = LOCK_WAIT.with(|w| w.replace(LockWait::Off)) {
         let mine = Arc::as_ptr(&ev).cast_mut();
-        if LOCK_WAITS[i]
+        if slot(i)
             .compare_exchange(
                 mine,
                 std::ptr::null_mut(),
@@ -134,18 +179,20 @@ fn register(ev: &Arc<EventFd>) {
             return;
         }
         let raw = Arc::into_raw(ev.clone()).cast_mut();
-        for (i, slot) in LOCK_WAITS.iter().enumerate() {
-            if slot
-                .compare_exchange(
+        for c in 0..NCHUNKS {
+            let Some(ch) = chunk(c, true) else { break };
+            for (j, s) in ch.iter().enumerate() {
+                if s.compare_exchange(
                     std::ptr::null_mut(),
                     raw,
                     Ordering::AcqRel,
                     Ordering::Acquire,
                 )
                 .is_ok()
-            {
-                *w = LockWait::At(i, ev.clone());
-                return;
+                {
+                    *w = LockWait::At(c * CHUNK + j, ev.clone());
+                    return;
+                }
             }
         }
         // SAFETY: made by `Arc::into_raw` just above, placed nowhere.
@@ -157,7 +204,7 @@ fn register(ev: &Arc<EventFd>) {
 /// emptied by [`cancel_lock_waits`]).
 fn cancelled() -> bool {
     LOCK_WAIT.with(|w| match &*w.borrow() {
-        LockWait::At(i, ev) => LOCK_WAITS[*i].load(Ordering::Acquire) != Arc::as_ptr(ev).cast_mut(),
+        LockWait::At(i, ev) => slot(*i).load(Ordering::Acquire) != Arc::as_ptr(ev).cast_mut(),
         _ => false,
     })
 }
@@ -166,8 +213,10 @@ fn cancelled() -> bool {
 /// answers `EINTR` (what it waited for is on the private uvfs, where the
 /// thread that would release it no longer goes).
 pub(crate) fn cancel_lock_waits() {
-    for slot in &LOCK_WAITS {
-        let p = slot.swap(std::ptr::null_mut(), Ordering::AcqRel);
+    // Every chunk is looked at (a later one may be published while an
+    // earlier load still reads null).
+    for s in (0..NCHUNKS).filter_map(|c| chunk(c, false)).flatten() {
+        let p = s.swap(std::ptr::null_mut(), Ordering::AcqRel);
         if !p.is_null() {
             // SAFETY: a reference made by `Arc::into_raw` in `register`,
             // swapped out here, so owned here.

@@ -255,6 +255,12 @@ extern "C" fn atfork_release() {
     }
 }
 
+extern "C" fn atfork_child() {
+    // The owner exists here only if it is the thread that forked.
+    crate::guard::forget_owner(true);
+    atfork_release();
+}
+
 /// Holds every other thread out of uvfs (as a `fork` does) until
 /// [`release_gate`]: the tree's switch, whose own forks then leave the gate
 /// to it. Meanwhile this thread reaches its state through
@@ -332,7 +338,7 @@ fn register_atfork() {
             libc::pthread_atfork(
                 Some(atfork_prepare),
                 Some(atfork_release),
-                Some(atfork_release),
+                Some(atfork_child),
             )
         };
     });
@@ -346,6 +352,11 @@ impl Drop for Owned {
     fn drop(&mut self) {
         let p = self.0.replace(std::ptr::null_mut());
         if !p.is_null() {
+            // SAFETY: a state pointer is only ever made by `new_state`.
+            if unsafe { &*p }.owner {
+                // A later thread may get this one's thread block.
+                crate::guard::forget_owner(false);
+            }
             // A call from a later destructor makes a state for itself.
             local().state.set(std::ptr::null_mut());
             // SAFETY: made by `Box::into_raw` in `new_state` and owned by
@@ -371,6 +382,7 @@ fn state_of(l: &Local) -> Option<*mut State> {
 
 #[cold]
 fn new_state(l: &Local) -> Option<*mut State> {
+    register_atfork();
     let p = Box::into_raw(Box::new(State {
         proc_: None,
         owner: false,
@@ -401,7 +413,8 @@ pub(crate) fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
 /// [`with_state`] with this thread's block `l` already looked up.
 #[inline]
 pub(crate) fn with_state_in<R>(l: &Local, f: impl FnOnce(&mut State) -> R) -> R {
-    register_atfork();
+    // (The fork handlers are registered by the library constructor, or by
+    // the thread's first call, `new_state`, if it came before.)
     let Some(p) = state_of(l) else {
         return with_temporary_state(f);
     };
@@ -422,6 +435,7 @@ pub(crate) fn with_state_in<R>(l: &Local, f: impl FnOnce(&mut State) -> R) -> R 
 
 #[cold]
 fn with_temporary_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
+    register_atfork();
     let _inside = fork_gate::gate().enter(None, fork_gate::FORK);
     let mut st = State::alone();
     f(&mut st)
@@ -477,6 +491,10 @@ impl State {
                     // (a thread that reads no owner there must leave the
                     // owner reading its SHARED mark).
                     OWNER.store(std::ptr::from_ref(me).cast_mut(), Ordering::SeqCst);
+                    // Outside any library call (the process is built):
+                    // this thread reaches its block and queue by its
+                    // thread pointer from now on.
+                    crate::guard::set_owner();
                     None
                 }
             }
@@ -581,7 +599,10 @@ impl State {
     /// Maps placeholder `k` to uvfs fd `u`.
     pub(crate) fn map(&mut self, k: i32, u: i32) {
         FDMAP.set(k, u + 1);
-        if let Some(cb) = callbacks() {
+        // Only 0, 1 and 2 have a standard stream to take over.
+        if (0..=2).contains(&k)
+            && let Some(cb) = callbacks()
+        {
             (cb.mapped)(k);
         }
     }

@@ -25,6 +25,8 @@ const PROG: &str = r##"
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <poll.h>
+#include <sys/select.h>
 #include <unistd.h>
 
 static char D[4096];
@@ -156,6 +158,36 @@ int main(int argc, char **argv) {
     n = syscall(SYS_preadv, h, &iv, 1, 0, 0);
     printf("preadv %ld: %.*s\n", n, (int)(n > 0 ? n : 0), buf);
     R("syncfs", syscall(SYS_syncfs, h));
+    /* Served since the table became complete: before, the kernel got the
+       placeholder /dev/null, silently. */
+    struct iovec wv = { "XY", 2 };
+    R("pwritev2 at 1", syscall(SYS_pwritev2, h, &wv, 1, 1, 0, 0));
+    R("pwritev2 RWF_APPEND", syscall(SYS_pwritev2, h, &wv, 1, 0, 0, RWF_APPEND));
+    R("pwritev2 bad flag", syscall(SYS_pwritev2, h, &wv, 1, 0, 0, 0x40000000));
+    memset(buf, 0, 16);
+    struct iovec rv = { buf, 16 };
+    n = syscall(SYS_preadv2, h, &rv, 1, 0, 0, 0);
+    printf("preadv2 %ld: %.*s\n", n, (int)(n > 0 ? n : 0), buf);
+    R("fadvise64", syscall(SYS_fadvise64, h, 0, 0, POSIX_FADV_SEQUENTIAL));
+    R("fadvise64 bad advice", syscall(SYS_fadvise64, h, 0, 0, 99));
+    struct pollfd pf[2] = { { h, POLLIN | POLLOUT, 0 }, { g, POLLIN, 0 } };
+    struct timespec zero = { 0, 0 };
+    R("ppoll", syscall(SYS_ppoll, pf, 2, &zero, NULL, 8));
+    printf("  revents %x %x\n", pf[0].revents, pf[1].revents);
+    fd_set rs, ws;
+    FD_ZERO(&rs); FD_ZERO(&ws);
+    FD_SET(h, &rs); FD_SET(g, &ws);
+    struct { const sigset_t *ss; size_t len; } mask = { NULL, 8 };
+    R("pselect6", syscall(SYS_pselect6, (h > g ? h : g) + 1, &rs, &ws, NULL, &zero, &mask));
+    printf("  set %d %d\n", FD_ISSET(h, &rs), FD_ISSET(g, &ws));
+#ifdef SYS_poll
+    pf[0].revents = pf[1].revents = 0;
+    R("poll", syscall(SYS_poll, pf, 2, 0));
+    printf("  revents %x %x\n", pf[0].revents, pf[1].revents);
+    struct timeval tv = { 0, 0 };
+    FD_ZERO(&rs); FD_SET(g, &rs);
+    R("select", syscall(SYS_select, g + 1, &rs, NULL, NULL, &tv));
+#endif
     R("dup3 to 120", syscall(SYS_dup3, h, 120, 0));
     R("close_range 120", syscall(SYS_close_range, 120, 120, 0));
     R("fcntl after close_range", syscall(SYS_fcntl, 120, F_GETFD));
@@ -275,4 +307,226 @@ fn a_raw_fork_or_clone_child_writes_into_the_parents_uvfs() {
             err(&u)
         );
     }
+}
+
+/// The refusals: each system call below, made raw with a uvfs fd or path,
+/// fails with the errno Linux gives for a file of the kind it cannot use
+/// there (or EOPNOTSUPP/ENOSYS), says so once on stderr, and never reaches
+/// the kernel: a seccomp filter makes each of these calls fail with
+/// `ENOTRECOVERABLE` in the kernel, which the last lines show (the same
+/// calls with kernel fds get it).
+const REFUSE_PROG: &str = r##"
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/aio_abi.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/inotify.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <time.h>
+#include <unistd.h>
+
+#define R(what, call) do { errno = 0; long r_ = (call); \
+    printf("%s: %ld%s%s\n", what, r_, r_ < 0 ? " " : "", r_ < 0 ? strerrorname_np(errno) : ""); } while (0)
+
+static const int TRAPPED[] = {
+    SYS_tee, SYS_vmsplice, SYS_epoll_ctl, SYS_epoll_pwait, SYS_inotify_add_watch,
+    SYS_connect, SYS_getsockopt, SYS_timerfd_gettime, SYS_signalfd4, SYS_io_submit,
+    SYS_io_uring_enter, SYS_io_uring_register, 451 /* cachestat */, 463 /* setxattrat */,
+    468 /* file_getattr */, SYS_open_tree, SYS_kcmp, SYS_waitid, SYS_pidfd_send_signal,
+    SYS_sendto, SYS_bind, SYS_mq_notify, SYS_setns,
+};
+
+/* Every call in TRAPPED that reaches the kernel fails with ENOTRECOVERABLE. */
+static void trap(void) {
+    enum { N = sizeof TRAPPED / sizeof TRAPPED[0] };
+    struct sock_filter f[N + 3];
+    int k = 0;
+    f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+    for (int i = 0; i < N; i++)
+        f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TRAPPED[i], N - i, 0);
+    f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOTRECOVERABLE);
+    struct sock_fprog prog = { (unsigned short)k, f };
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog)) {
+        perror("seccomp");
+        exit(3);
+    }
+}
+
+int main(int argc, char **argv) {
+    char path[4200], sock[4200];
+    snprintf(path, sizeof path, "%s/f", argv[1]);
+    snprintf(sock, sizeof sock, "%s/sock", argv[1]);
+    mkdir(argv[1], 0755);
+    int u = open(path, O_CREAT | O_RDWR, 0644);
+    int p[2], q[2];
+    pipe(p);
+    pipe(q);
+    int ep = epoll_create1(0);
+    int s = socket(AF_UNIX, SOCK_DGRAM, 0);
+    /* After the kernel fds (each kernel fd made empties the placeholder
+       cache): a cached placeholder, closed to the program. */
+    int stale = dup(u);
+    close(stale);
+    struct sockaddr_un un = { .sun_family = AF_UNIX };
+    snprintf(un.sun_path, sizeof un.sun_path, "%s", sock);
+    trap();
+    char b[256];
+    struct iovec iv = { b, 1 };
+    struct epoll_event ev = { EPOLLIN, { 0 } };
+    struct sockaddr_in in = { .sin_family = AF_INET, .sin_port = htons(9) };
+    socklen_t len = sizeof(int);
+    int v;
+    sigset_t mask;
+    sigemptyset(&mask);
+    struct itimerspec its;
+    struct iocb cb = { 0 };
+    cb.aio_lio_opcode = IOCB_CMD_PREAD;
+    cb.aio_fildes = u;
+    cb.aio_buf = (uint64_t)(uintptr_t)b;
+    cb.aio_nbytes = 1;
+    struct iocb *cbp = &cb;
+    siginfo_t si;
+    R("tee", syscall(SYS_tee, u, p[1], 1, 0));
+    R("tee again", syscall(SYS_tee, p[0], u, 1, 0));
+    R("vmsplice", syscall(SYS_vmsplice, u, &iv, 1, 0));
+    R("epoll_ctl add", syscall(SYS_epoll_ctl, ep, EPOLL_CTL_ADD, u, &ev));
+    R("epoll_ctl on it", syscall(SYS_epoll_ctl, u, EPOLL_CTL_ADD, p[0], &ev));
+    R("epoll_pwait", syscall(SYS_epoll_pwait, u, &ev, 1, 0, NULL, 8));
+    R("inotify_add_watch", syscall(SYS_inotify_add_watch, u, "/", IN_ALL_EVENTS));
+    R("connect", syscall(SYS_connect, u, &in, sizeof in));
+    R("getsockopt", syscall(SYS_getsockopt, u, SOL_SOCKET, SO_TYPE, &v, &len));
+    R("timerfd_gettime", syscall(SYS_timerfd_gettime, u, &its));
+    R("signalfd4", syscall(SYS_signalfd4, u, &mask, 8, 0));
+    R("io_submit", syscall(SYS_io_submit, 0, 1, &cbp));
+    R("io_uring_enter", syscall(SYS_io_uring_enter, u, 0, 0, 0, NULL, 0));
+    R("io_uring_register files", syscall(SYS_io_uring_register, p[0], 2, &u, 1));
+    R("cachestat", syscall(451, u, b, b, 0));
+    R("setxattrat", syscall(463, AT_FDCWD, path, 0, "user.k", b, 32));
+    R("file_getattr", syscall(468, AT_FDCWD, path, b, 32, 0));
+    R("open_tree", syscall(SYS_open_tree, AT_FDCWD, path, 0));
+    R("kcmp", syscall(SYS_kcmp, getpid(), getpid(), 0, u, u));
+    R("waitid P_PIDFD", syscall(SYS_waitid, 3, u, &si, WEXITED, NULL));
+    R("pidfd_send_signal", syscall(SYS_pidfd_send_signal, u, 0, NULL, 0));
+    R("sendto a socket path", syscall(SYS_sendto, s, "x", 1, 0, &un, sizeof un));
+    R("bind a socket path", syscall(SYS_bind, s, &un, sizeof un));
+    R("mq_notify", syscall(SYS_mq_notify, u, NULL));
+    R("setns", syscall(SYS_setns, u, 0));
+    /* A closed fd is EBADF, as Linux says, without a word. */
+    R("tee of a closed uvfs fd", syscall(SYS_tee, stale, p[1], 1, 0));
+    /* The same calls with kernel fds reach the kernel (the filter). */
+    R("tee of pipes", syscall(SYS_tee, p[0], q[1], 1, 0));
+    R("io_uring_register of pipes", syscall(SYS_io_uring_register, p[0], 2, &q[0], 1));
+    return 0;
+}
+"##;
+
+#[test]
+fn unlisted_calls_with_a_uvfs_operand_are_refused_never_reaching_the_kernel() {
+    if !cfg!(target_arch = "x86_64") {
+        eprintln!("SKIP: the refusal table is x86-64's");
+        return;
+    }
+    let sc = Scratch::new("raw-refused");
+    let Some(bin) = compile_c(&sc, REFUSE_PROG) else {
+        return;
+    };
+    let uv = sc.join("uvfs");
+    let uv = uv.to_str().unwrap();
+    let d = format!("{uv}/d");
+    let u = run(
+        &[&bin, &d],
+        true,
+        &[("UVFS_PREFIX", uv), ("UVFS_TREE", "0")],
+    );
+    assert!(u.status.success(), "{:?}\n{}", u.status, err(&u));
+    assert_eq!(
+        out(&u),
+        "tee: -1 EINVAL\n\
+         tee again: -1 EINVAL\n\
+         vmsplice: -1 EBADF\n\
+         epoll_ctl add: -1 EPERM\n\
+         epoll_ctl on it: -1 EINVAL\n\
+         epoll_pwait: -1 EINVAL\n\
+         inotify_add_watch: -1 EINVAL\n\
+         connect: -1 ENOTSOCK\n\
+         getsockopt: -1 ENOTSOCK\n\
+         timerfd_gettime: -1 EINVAL\n\
+         signalfd4: -1 EINVAL\n\
+         io_submit: -1 EOPNOTSUPP\n\
+         io_uring_enter: -1 EOPNOTSUPP\n\
+         io_uring_register files: -1 EOPNOTSUPP\n\
+         cachestat: -1 EOPNOTSUPP\n\
+         setxattrat: -1 ENOSYS\n\
+         file_getattr: -1 ENOSYS\n\
+         open_tree: -1 EOPNOTSUPP\n\
+         kcmp: -1 EOPNOTSUPP\n\
+         waitid P_PIDFD: -1 EBADF\n\
+         pidfd_send_signal: -1 EBADF\n\
+         sendto a socket path: -1 EOPNOTSUPP\n\
+         bind a socket path: -1 EOPNOTSUPP\n\
+         mq_notify: -1 EBADF\n\
+         setns: -1 EINVAL\n\
+         tee of a closed uvfs fd: -1 EBADF\n\
+         tee of pipes: -1 ENOTRECOVERABLE\n\
+         io_uring_register of pipes: -1 ENOTRECOVERABLE\n",
+        "stderr:\n{}",
+        err(&u)
+    );
+    let said = |call: &str, what: &str, e: &str| {
+        format!("uvfs-preload: syscall(SYS_{call}) {what} is not supported ({e})\n")
+    };
+    let fd = "with a uvfs fd";
+    let path = "on a uvfs path";
+    let want: String = [
+        said("tee", fd, "EINVAL"),
+        said("vmsplice", fd, "EBADF"),
+        said("epoll_ctl", fd, "EPERM"),
+        said("epoll_ctl", fd, "EINVAL"),
+        said("epoll_pwait", fd, "EINVAL"),
+        said("inotify_add_watch", fd, "EINVAL"),
+        said("connect", fd, "ENOTSOCK"),
+        said("getsockopt", fd, "ENOTSOCK"),
+        said("timerfd_gettime", fd, "EINVAL"),
+        said("signalfd4", fd, "EINVAL"),
+        said("io_submit", fd, "EOPNOTSUPP"),
+        said("io_uring_enter", fd, "EOPNOTSUPP"),
+        said("io_uring_register", fd, "EOPNOTSUPP"),
+        said("cachestat", fd, "EOPNOTSUPP"),
+        said("setxattrat", path, "ENOSYS"),
+        said("file_getattr", path, "ENOSYS"),
+        said("open_tree", path, "EOPNOTSUPP"),
+        said("kcmp", fd, "EOPNOTSUPP"),
+        said("waitid", fd, "EBADF"),
+        said("pidfd_send_signal", fd, "EBADF"),
+        said(
+            "sendto",
+            "with a socket path under the prefix",
+            "EOPNOTSUPP",
+        ),
+        "uvfs-preload: bind of a socket under the prefix is not supported (EOPNOTSUPP)\n".into(),
+        said("mq_notify", fd, "EBADF"),
+        said("setns", fd, "EINVAL"),
+    ]
+    .concat();
+    assert_eq!(err(&u), want);
+    assert!(
+        !std::path::Path::new(uv).exists(),
+        "a raw syscall reached the host at the prefix's path"
+    );
 }

@@ -194,12 +194,15 @@ const LOCK_WAIT: &str = r#"
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-static int a, b, got = -2;
-static pid_t tid;
+#define MAXW 100
+static int a, bs[MAXW], gots[MAXW], nw = 1;
+static pid_t tids[MAXW];
+/* Worker `x` waits for the whole file (one worker) or its own byte. */
 static void *worker(void *x) {
-    tid = syscall(SYS_gettid);
-    struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-    got = fcntl(b, F_OFD_SETLKW, &l);
+    long i = (long)x;
+    struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = nw > 1 ? i : 0, .l_len = nw > 1 };
+    tids[i] = syscall(SYS_gettid);
+    gots[i] = fcntl(bs[i], F_OFD_SETLKW, &l);
     return x;
 }
 /* Whether thread `t` sleeps in a read (the shim's wait on its eventfd). */
@@ -219,29 +222,42 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/lock", argv[1]);
     a = open(path, O_RDWR | O_CREAT, 0644);
     int linked = argc > 2;
+    if (argc > 3) nw = atoi(argv[3]);
+    if (nw < 1 || nw > MAXW) return 4;
     if (linked) {
         /* The holder's file loses its name (it stays private at the
-           switch); the worker's is reached by a second name (reopened
+           switch); the workers' is reached by a second name (reopened
            through the mount). */
         char other[4096];
         snprintf(other, sizeof other, "%s/lock2", argv[1]);
         if (link(path, other) != 0) return 3;
-        b = open(other, O_RDWR);
+        for (int i = 0; i < nw; i++) bs[i] = open(other, O_RDWR);
         unlink(path);
     } else {
-        b = open(path, O_RDWR);
+        for (int i = 0; i < nw; i++) bs[i] = open(path, O_RDWR);
     }
     struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-    if (a < 0 || b < 0 || fcntl(a, F_OFD_SETLK, &l) != 0) return 2;
-    pthread_t t;
-    pthread_create(&t, 0, worker, 0);
-    while (!tid || !in_read(tid)) usleep(1000);
+    if (a < 0 || fcntl(a, F_OFD_SETLK, &l) != 0) return 2;
+    pthread_t t[MAXW];
+    for (long i = 0; i < nw; i++) {
+        if (bs[i] < 0) return 2;
+        gots[i] = -2;
+        pthread_create(&t[i], 0, worker, (void *)i);
+    }
+    for (int i = 0; i < nw; i++)
+        while (!tids[i] || !in_read(tids[i])) usleep(1000);
     int st = system("true");
-    pthread_join(t, 0);
+    for (int i = 0; i < nw; i++) pthread_join(t[i], 0);
+    if (nw > 1) {
+        int ok = 0;
+        for (int i = 0; i < nw; i++) ok += gots[i] == 0;
+        printf("system %d workers locked %d of %d\n", st, ok, nw);
+        return 0;
+    }
     /* The worker's lock is the mount's now: `a`, another open file of
        the same file, conflicts with it there. */
     int again = fcntl(a, F_OFD_SETLK, &l);
-    printf("system %d worker %d relock %d errno %d\n", st, got, again, again ? errno : 0);
+    printf("system %d worker %d relock %d errno %d\n", st, gots[0], again, again ? errno : 0);
     return 0;
 }
 "#;
@@ -279,5 +295,18 @@ fn a_lock_wait_asleep_at_the_switch_is_made_again_on_the_mount() {
         "race-lock",
         &["$U"],
         "system 0 worker 0 relock -1 errno 11\n",
+    );
+}
+
+/// More lock waits asleep at the switch than the 64 slots the
+/// cancellable waits once had: every one is cancelled and made again on
+/// the mount, where each gets its own byte at once (a wait left without a
+/// slot would sleep on the private copy until the program's `alarm`).
+#[test]
+fn seventy_lock_waits_asleep_at_the_switch_are_all_cancelled() {
+    lock_wait(
+        "race-lock-many",
+        &["$U", "linked", "70"],
+        "system 0 workers locked 70 of 70\n",
     );
 }

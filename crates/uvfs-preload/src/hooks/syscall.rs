@@ -31,8 +31,11 @@ use crate::guard::busy;
 use crate::interpose::real;
 use crate::path::Route;
 use crate::refuse::refuse;
+use crate::state::{FDMAP, Fd as FdKind};
 use libc::{c_char, c_int, c_long};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use uvfs::Errno;
+use uvfs::Errno as E;
 use uvfs::uapi::AT_FDCWD;
 
 /// What in a listed call's arguments may be the shim's.
@@ -54,6 +57,33 @@ enum Operands {
     /// Always made through the libc function, which sorts every fd it
     /// touches itself (`close_range`: a range may hold uvfs fds).
     Any,
+    /// Argument `i` points to `struct pollfd[n]`, `n` argument `j`.
+    Polls(usize, usize),
+    /// Argument 0 is `nfds` and arguments 1 to 3 are `fd_set`s (`select`).
+    Sets,
+    /// Argument `i` points to an `AF_UNIX` (or other) address of the
+    /// length in argument `j`: its path is checked as a path.
+    Sockaddr(usize, usize),
+    /// `io_submit`'s array of `struct iocb *` (argument 2, its length in
+    /// argument 1): each one's fd and, with `IOCB_FLAG_RESFD`, its eventfd.
+    Iocbs,
+    /// `io_uring_register(fd, opcode, arg, n)`: the ring's fd, and the fds
+    /// of `IORING_REGISTER_FILES` (an `int[n]`).
+    UringRegister,
+    /// `kcmp(pid1, pid2, KCMP_FILE, fd1, fd2)`: an fd of this process.
+    Kcmp,
+    /// `waitid(P_PIDFD, fd, …)`.
+    WaitPidfd,
+    /// `fsconfig(fd, cmd, key, value, aux)`: the context's fd, `aux` for
+    /// `FSCONFIG_SET_FD`, and `value` relative to `aux` for
+    /// `FSCONFIG_SET_PATH(_EMPTY)`.
+    Fsconfig,
+    /// `landlock_add_rule(ruleset, LANDLOCK_RULE_PATH_BENEATH, attr, 0)`:
+    /// the ruleset's fd and the rule's `parent_fd`.
+    Landlock,
+    /// `mount(source, …, flags)`'s source, a path only with `MS_BIND` or
+    /// `MS_MOVE` (else a device name or a file system's own word).
+    MountSource,
 }
 
 /// What the libc function returns: `int` (sign-extended from 32 bits, the
@@ -63,6 +93,9 @@ enum Operands {
 enum Ret {
     Int,
     Long,
+    /// An error number, 0 for success (`posix_fadvise`): turned into -1
+    /// and errno.
+    Rc,
 }
 
 /// One listed call: its number, the interposed libc function that means the
@@ -76,6 +109,10 @@ struct Sys {
     ret: Ret,
     /// The argument set to 0 for the libc function, if any.
     zero: Option<usize>,
+    /// Rewrites the system call's arguments into the libc function's where
+    /// they differ beyond [`Sys::zero`] (`preadv2`'s flags, `pselect6`'s
+    /// signal mask).
+    fix: Option<fn(&mut [c_long; 6])>,
 }
 
 const fn sys(nr: c_long, libc: &'static [u8], ops: Operands, ret: Ret) -> Sys {
@@ -85,11 +122,34 @@ const fn sys(nr: c_long, libc: &'static [u8], ops: Operands, ret: Ret) -> Sys {
         ops,
         ret,
         zero: None,
+        fix: None,
     }
 }
 
-use Operands::{Any, At, At2, Fd, Fds, Path, Paths};
-use Ret::{Int, Long};
+/// `preadv2`/`pwritev2`: the system call's `(fd, iov, n, pos_l, pos_h,
+/// flags)` is libc's `(fd, iov, n, offset, flags)` (on 64-bit Linux
+/// `pos_l` holds the whole offset).
+fn flags_from_5(a: &mut [c_long; 6]) {
+    a[4] = a[5];
+    a[5] = 0;
+}
+
+/// `pselect6`: the sixth argument points to `{ const sigset_t *, size_t }`
+/// where libc's `pselect` takes the `sigset_t *` itself.
+fn pselect_mask(a: &mut [c_long; 6]) {
+    let p = a[5] as *const c_long;
+    if !p.is_null() {
+        // SAFETY: the program's pointer to that pair, per the system
+        // call's contract.
+        a[5] = unsafe { p.read_unaligned() };
+    }
+}
+
+use Operands::{
+    Any, At, At2, Fd, Fds, Fsconfig, Iocbs, Kcmp, Landlock, MountSource, Path, Paths, Polls, Sets,
+    Sockaddr, UringRegister, WaitPidfd,
+};
+use Ret::{Int, Long, Rc};
 
 /// The file calls the hook looks at (the names end in NUL for `dlsym`).
 #[rustfmt::skip]
@@ -194,6 +254,127 @@ const SYSCALLS: &[Sys] = &[
     #[cfg(target_arch = "x86_64")] sys(libc::SYS_utimes, b"utimes\0", Path(0), Int),
     // No libc function: refused with a uvfs fd (`through_libc`).
     #[cfg(target_arch = "x86_64")] sys(libc::SYS_getdents, b"\0", Fd(0), Long),
+    // Served since the table became complete (each reached the kernel,
+    // which saw the placeholder, silently).
+    Sys { fix: Some(flags_from_5), ..sys(libc::SYS_preadv2, b"preadv2\0", Fd(0), Long) },
+    Sys { fix: Some(flags_from_5), ..sys(libc::SYS_pwritev2, b"pwritev2\0", Fd(0), Long) },
+    sys(libc::SYS_fadvise64, b"posix_fadvise\0", Fd(0), Rc),
+    sys(libc::SYS_ppoll, b"ppoll\0", Polls(0, 1), Int),
+    Sys { fix: Some(pselect_mask), ..sys(libc::SYS_pselect6, b"pselect\0", Sets, Int) },
+    sys(libc::SYS_bind, b"bind\0", Sockaddr(1, 2), Int), sys(libc::SYS_connect, b"connect\0", Sockaddr(1, 2), Int),
+    sys(libc::SYS_sendmsg, b"sendmsg\0", Any, Long), sys(libc::SYS_sendmmsg, b"sendmmsg\0", Any, Int),
+    #[cfg(target_arch = "x86_64")] sys(libc::SYS_poll, b"poll\0", Polls(0, 1), Int),
+    #[cfg(target_arch = "x86_64")] sys(libc::SYS_select, b"select\0", Sets, Int),
+];
+
+/// A system call refused when one of its operands is the shim's (a uvfs fd
+/// or a stale placeholder, a path under the prefix), with the error Linux
+/// gives for a file of the kind it cannot use there (a uvfs fd is a tmpfs
+/// file to the program), or `EOPNOTSUPP`/`ENOSYS` where uvfs has no such
+/// object; said once per call on stderr. Checked before [`SYSCALLS`], so a
+/// served call's other fds (the inotify fd of `inotify_add_watch`, the
+/// socket of `connect`) are refused here rather than reach the kernel.
+struct Refused {
+    nr: c_long,
+    name: &'static str,
+    ops: Operands,
+    errno: Errno,
+}
+
+const fn no(nr: c_long, name: &'static str, ops: Operands, errno: Errno) -> Refused {
+    Refused {
+        nr,
+        name,
+        ops,
+        errno,
+    }
+}
+
+/// Numbers the `libc` crate does not name yet (the same on every
+/// architecture: calls added since Linux 5.1 share one table).
+const SYS_CACHESTAT: c_long = 451;
+const SYS_SETXATTRAT: c_long = 463;
+const SYS_GETXATTRAT: c_long = 464;
+const SYS_LISTXATTRAT: c_long = 465;
+const SYS_REMOVEXATTRAT: c_long = 466;
+const SYS_OPEN_TREE_ATTR: c_long = 467;
+const SYS_FILE_GETATTR: c_long = 468;
+const SYS_FILE_SETATTR: c_long = 469;
+
+/// Every other system call with an fd or a path among its arguments (the
+/// x86-64 table, Linux 6.18), by what a uvfs operand means there.
+#[rustfmt::skip]
+const REFUSED: &[Refused] = &[
+    // Sockets: a uvfs fd is no socket (`bind`, `connect` and `sendmsg`
+    // are served for their addresses and passed fds above).
+    no(libc::SYS_bind, "bind", Fd(0), E::ENOTSOCK), no(libc::SYS_connect, "connect", Fd(0), E::ENOTSOCK),
+    no(libc::SYS_accept, "accept", Fd(0), E::ENOTSOCK), no(libc::SYS_accept4, "accept4", Fd(0), E::ENOTSOCK),
+    no(libc::SYS_listen, "listen", Fd(0), E::ENOTSOCK), no(libc::SYS_shutdown, "shutdown", Fd(0), E::ENOTSOCK),
+    no(libc::SYS_sendto, "sendto", Fd(0), E::ENOTSOCK), no(libc::SYS_sendto, "sendto", Sockaddr(4, 5), E::EOPNOTSUPP),
+    no(libc::SYS_recvfrom, "recvfrom", Fd(0), E::ENOTSOCK), no(libc::SYS_sendmsg, "sendmsg", Fd(0), E::ENOTSOCK),
+    no(libc::SYS_recvmsg, "recvmsg", Fd(0), E::ENOTSOCK), no(libc::SYS_sendmmsg, "sendmmsg", Fd(0), E::ENOTSOCK),
+    no(libc::SYS_recvmmsg, "recvmmsg", Fd(0), E::ENOTSOCK),
+    no(libc::SYS_getsockname, "getsockname", Fd(0), E::ENOTSOCK), no(libc::SYS_getpeername, "getpeername", Fd(0), E::ENOTSOCK),
+    no(libc::SYS_setsockopt, "setsockopt", Fd(0), E::ENOTSOCK), no(libc::SYS_getsockopt, "getsockopt", Fd(0), E::ENOTSOCK),
+    // epoll: tmpfs files and directories cannot be watched (`EPERM`, as
+    // Linux says for them; a uvfs FIFO, which Linux would add, included),
+    // and a uvfs fd is no epoll instance.
+    no(libc::SYS_epoll_ctl, "epoll_ctl", Fd(0), E::EINVAL), no(libc::SYS_epoll_ctl, "epoll_ctl", Fd(2), E::EPERM),
+    no(libc::SYS_epoll_pwait, "epoll_pwait", Fd(0), E::EINVAL), no(libc::SYS_epoll_pwait2, "epoll_pwait2", Fd(0), E::EINVAL),
+    #[cfg(target_arch = "x86_64")] no(libc::SYS_epoll_wait, "epoll_wait", Fd(0), E::EINVAL),
+    // Pipes only.
+    no(libc::SYS_tee, "tee", Fds(0, 1), E::EINVAL), no(libc::SYS_vmsplice, "vmsplice", Fd(0), E::EBADF),
+    // Other kinds of kernel objects a uvfs fd is not.
+    no(libc::SYS_inotify_add_watch, "inotify_add_watch", Fd(0), E::EINVAL),
+    no(libc::SYS_inotify_rm_watch, "inotify_rm_watch", Fd(0), E::EINVAL),
+    no(libc::SYS_fanotify_mark, "fanotify_mark", Fd(0), E::EINVAL),
+    no(libc::SYS_signalfd4, "signalfd4", Fd(0), E::EINVAL),
+    #[cfg(target_arch = "x86_64")] no(libc::SYS_signalfd, "signalfd", Fd(0), E::EINVAL),
+    no(libc::SYS_timerfd_settime, "timerfd_settime", Fd(0), E::EINVAL),
+    no(libc::SYS_timerfd_gettime, "timerfd_gettime", Fd(0), E::EINVAL),
+    no(libc::SYS_mq_timedsend, "mq_timedsend", Fd(0), E::EBADF), no(libc::SYS_mq_timedreceive, "mq_timedreceive", Fd(0), E::EBADF),
+    no(libc::SYS_mq_notify, "mq_notify", Fd(0), E::EBADF), no(libc::SYS_mq_getsetattr, "mq_getsetattr", Fd(0), E::EBADF),
+    no(libc::SYS_perf_event_open, "perf_event_open", Fd(3), E::EBADF),
+    no(libc::SYS_setns, "setns", Fd(0), E::EINVAL),
+    no(libc::SYS_pidfd_send_signal, "pidfd_send_signal", Fd(0), E::EBADF),
+    no(libc::SYS_pidfd_getfd, "pidfd_getfd", Fd(0), E::EBADF),
+    no(libc::SYS_process_madvise, "process_madvise", Fd(0), E::EBADF),
+    no(libc::SYS_process_mrelease, "process_mrelease", Fd(0), E::EBADF),
+    no(libc::SYS_waitid, "waitid", WaitPidfd, E::EBADF),
+    no(libc::SYS_kcmp, "kcmp", Kcmp, E::EOPNOTSUPP),
+    no(libc::SYS_landlock_add_rule, "landlock_add_rule", Landlock, E::EBADFD),
+    no(libc::SYS_landlock_restrict_self, "landlock_restrict_self", Fd(0), E::EBADFD),
+    // Asynchronous I/O: the kernel would run it on the placeholder (and
+    // the fds inside io_uring's submission ring are not seen at all).
+    no(libc::SYS_io_submit, "io_submit", Iocbs, E::EOPNOTSUPP),
+    no(libc::SYS_io_uring_enter, "io_uring_enter", Fd(0), E::EOPNOTSUPP),
+    no(libc::SYS_io_uring_register, "io_uring_register", UringRegister, E::EOPNOTSUPP),
+    // Files the kernel itself would have to read, or hints on its pages.
+    no(libc::SYS_finit_module, "finit_module", Fd(0), E::EOPNOTSUPP),
+    no(libc::SYS_kexec_file_load, "kexec_file_load", Fds(0, 1), E::EOPNOTSUPP),
+    no(SYS_CACHESTAT, "cachestat", Fd(0), E::EOPNOTSUPP),
+    no(libc::SYS_quotactl_fd, "quotactl_fd", Fd(0), E::EOPNOTSUPP),
+    // Mounts: uvfs is not part of the kernel's mount tree.
+    no(libc::SYS_mount, "mount", MountSource, E::EOPNOTSUPP),
+    no(libc::SYS_open_tree, "open_tree", At(0, 1), E::EOPNOTSUPP),
+    no(SYS_OPEN_TREE_ATTR, "open_tree_attr", At(0, 1), E::EOPNOTSUPP),
+    no(libc::SYS_move_mount, "move_mount", At2(0, 1, 2, 3), E::EOPNOTSUPP),
+    no(libc::SYS_fspick, "fspick", At(0, 1), E::EOPNOTSUPP),
+    no(libc::SYS_fsconfig, "fsconfig", Fsconfig, E::EOPNOTSUPP),
+    no(libc::SYS_fsmount, "fsmount", Fd(0), E::EOPNOTSUPP),
+    no(libc::SYS_mount_setattr, "mount_setattr", At(0, 1), E::EOPNOTSUPP),
+    no(libc::SYS_pivot_root, "pivot_root", Paths(0, 1), E::EINVAL),
+    no(libc::SYS_acct, "acct", Path(0), E::EOPNOTSUPP),
+    no(libc::SYS_swapon, "swapon", Path(0), E::EINVAL), no(libc::SYS_swapoff, "swapoff", Path(0), E::EINVAL),
+    no(libc::SYS_quotactl, "quotactl", Path(1), E::EOPNOTSUPP),
+    #[cfg(target_arch = "x86_64")] no(libc::SYS_uselib, "uselib", Path(0), E::ENOSYS),
+    // Newer calls with no libc function yet, which programs try before
+    // their older equivalents: `ENOSYS` makes them fall back (to the path
+    // and `f*` xattr calls, to the `FS_IOC_FSGETXATTR` ioctl), which the
+    // shim serves.
+    no(SYS_SETXATTRAT, "setxattrat", At(0, 1), E::ENOSYS), no(SYS_GETXATTRAT, "getxattrat", At(0, 1), E::ENOSYS),
+    no(SYS_LISTXATTRAT, "listxattrat", At(0, 1), E::ENOSYS), no(SYS_REMOVEXATTRAT, "removexattrat", At(0, 1), E::ENOSYS),
+    no(SYS_FILE_GETATTR, "file_getattr", At(0, 1), E::ENOSYS), no(SYS_FILE_SETATTR, "file_setattr", At(0, 1), E::ENOSYS),
 ];
 
 /// The numbers of [`SYSCALLS`] as a bitmap, so that every other call
@@ -207,8 +388,19 @@ const LISTED: [u64; 8] = {
         m[nr / 64] |= 1 << (nr % 64);
         i += 1;
     }
+    let mut i = 0;
+    while i < REFUSED.len() {
+        let nr = REFUSED[i].nr as usize;
+        assert!(nr < 512, "a refused system call number beyond the bitmap");
+        m[nr / 64] |= 1 << (nr % 64);
+        i += 1;
+    }
     m
 };
+
+/// Each [`REFUSED`] row's "already said" mark.
+static REFUSED_SAID: [crate::refuse::Said; REFUSED.len()] =
+    [const { crate::refuse::Said::new() }; REFUSED.len()];
 
 /// Whether `n` is one of [`SYSCALLS`]' numbers.
 #[inline]
@@ -242,15 +434,153 @@ fn path_is_ours(dirfd: c_long, p: c_long) -> bool {
 /// Whether a listed call's operands involve the shim.
 fn ours(ops: Operands, a: &[c_long; 6]) -> bool {
     let cwd = AT_FDCWD as c_long;
+    let fd = |i: usize| is_uvfs(a[i] as c_int);
     match ops {
-        Fd(i) => is_uvfs(a[i] as c_int),
-        Fds(i, j) => is_uvfs(a[i] as c_int) || is_uvfs(a[j] as c_int),
+        Fd(i) => fd(i),
+        Fds(i, j) => fd(i) || fd(j),
         Path(i) => path_is_ours(cwd, a[i]),
         Paths(i, j) => path_is_ours(cwd, a[i]) || path_is_ours(cwd, a[j]),
         At(d, p) => path_is_ours(a[d], a[p]),
         At2(d, p, e, q) => path_is_ours(a[d], a[p]) || path_is_ours(a[e], a[q]),
         Any => true,
+        // SAFETY: the program's pointers, of the shapes the system call
+        // takes; each is read within the length it gives (so for the next
+        // four).
+        Polls(p, n) => unsafe { polls_ours(a[p], a[n]) },
+        // SAFETY: as above.
+        Sets => unsafe { sets_ours(a) },
+        // SAFETY: as above.
+        Sockaddr(p, n) => unsafe { sockaddr_ours(a[p], a[n]) },
+        // SAFETY: as above.
+        Iocbs => unsafe { iocbs_ours(a[1], a[2]) },
+        // SAFETY: as above.
+        UringRegister => fd(0) || unsafe { uring_files_ours(a) },
+        Kcmp => {
+            // KCMP_FILE (0): two fd numbers, each of process pid1 or pid2.
+            let me = c_long::from(rustix::process::getpid().as_raw_nonzero().get());
+            a[2] == 0 && ((a[0] == me && fd(3)) || (a[1] == me && fd(4)))
+        }
+        // P_PIDFD (3).
+        WaitPidfd => a[0] == 3 && fd(1),
+        Fsconfig => {
+            // FSCONFIG_SET_PATH (3), FSCONFIG_SET_PATH_EMPTY (4): `value`
+            // relative to dirfd `aux`; FSCONFIG_SET_FD (5): `aux`.
+            fd(0)
+                || (matches!(a[1], 3 | 4) && a[3] != 0 && path_is_ours(a[4], a[3]))
+                || (a[1] == 5 && fd(4))
+        }
+        MountSource => {
+            a[3] & (libc::MS_BIND | libc::MS_MOVE) as c_long != 0 && path_is_ours(cwd, a[0])
+        }
+        // LANDLOCK_RULE_PATH_BENEATH (1): `{ u64 allowed_access; s32
+        // parent_fd }`, packed.
+        Landlock => {
+            fd(0) || {
+                let attr = a[2] as *const u8;
+                // SAFETY: as above.
+                a[1] == 1
+                    && !attr.is_null()
+                    && is_uvfs(unsafe { attr.add(8).cast::<i32>().read_unaligned() })
+            }
+        }
     }
+}
+
+/// Whether `struct pollfd[n]` at `p` holds a uvfs fd.
+///
+/// # Safety
+/// `p` is NULL or points to `n` `pollfd`s.
+unsafe fn polls_ours(p: c_long, n: c_long) -> bool {
+    let p = p as *const libc::pollfd;
+    if p.is_null() || n <= 0 {
+        return false;
+    }
+    // SAFETY: `n` readable entries, per the contract (a bad pointer is the
+    // program's fault, as in libc's own `poll`).
+    (0..n as usize).any(|i| is_uvfs(unsafe { p.add(i).read_unaligned() }.fd))
+}
+
+/// Whether `select`'s sets (arguments 1 to 3, `nfds` argument 0) hold a
+/// uvfs fd.
+///
+/// # Safety
+/// Each set is NULL or points to an `fd_set` covering `nfds`.
+unsafe fn sets_ours(a: &[c_long; 6]) -> bool {
+    let n = a[0].clamp(0, libc::FD_SETSIZE as c_long) as c_int;
+    [a[1], a[2], a[3]].iter().any(|&set| {
+        let set = set as *const libc::fd_set;
+        // SAFETY: per the contract.
+        !set.is_null() && (0..n).any(|fd| unsafe { libc::FD_ISSET(fd, set) } && is_uvfs(fd))
+    })
+}
+
+/// Whether the address at `p` (`len` bytes) is an `AF_UNIX` path the shim
+/// routes (under the prefix, or one it rewrites).
+///
+/// # Safety
+/// `p` is NULL or points to `len` readable bytes.
+unsafe fn sockaddr_ours(p: c_long, len: c_long) -> bool {
+    let off = std::mem::offset_of!(libc::sockaddr_un, sun_path);
+    let Ok(len) = usize::try_from(len) else {
+        return false;
+    };
+    let p = p as *const u8;
+    if p.is_null() || len <= off || len > std::mem::size_of::<libc::sockaddr_un>() {
+        return false;
+    }
+    // SAFETY: `len` readable bytes, per the contract.
+    let raw = unsafe { std::slice::from_raw_parts(p, len) };
+    if c_int::from(u16::from_ne_bytes([raw[0], raw[1]])) != libc::AF_UNIX {
+        return false;
+    }
+    let path = &raw[off..];
+    let path = &path[..path.iter().position(|&c| c == 0).unwrap_or(path.len())];
+    !path.is_empty() && !matches!(route(AT_FDCWD, path), Some(Route::Kernel))
+}
+
+/// Whether `io_submit`'s `n` control blocks at `pp` name a uvfs fd.
+///
+/// # Safety
+/// `pp` is NULL or points to `n` pointers to `struct iocb`.
+unsafe fn iocbs_ours(n: c_long, pp: c_long) -> bool {
+    let pp = pp as *const *const u8;
+    if pp.is_null() || n <= 0 {
+        return false;
+    }
+    (0..n as usize).any(|i| {
+        // SAFETY: per the contract; `struct iocb` has `aio_fildes` (u32)
+        // at 20, `aio_flags` at 56 and `aio_resfd` at 60.
+        unsafe {
+            let cb = pp.add(i).read_unaligned();
+            !cb.is_null()
+                && (is_uvfs(cb.add(20).cast::<i32>().read_unaligned())
+                    || (cb.add(56).cast::<u32>().read_unaligned() & 1 != 0
+                        && is_uvfs(cb.add(60).cast::<i32>().read_unaligned())))
+        }
+    })
+}
+
+/// Whether `io_uring_register(fd, IORING_REGISTER_FILES (2) or
+/// IORING_REGISTER_FILES_UPDATE (6), arg, n)` registers a uvfs fd.
+///
+/// # Safety
+/// `arg` is what that opcode takes.
+unsafe fn uring_files_ours(a: &[c_long; 6]) -> bool {
+    let (files, n) = match a[1] {
+        2 => (a[2] as *const i32, a[3]),
+        // `struct io_uring_files_update { u32 offset; u32 resv; u64 fds; }`.
+        // SAFETY: per the contract.
+        6 if a[2] != 0 => (
+            unsafe { (a[2] as *const u64).add(1).read_unaligned() } as *const i32,
+            a[3],
+        ),
+        _ => return false,
+    };
+    if files.is_null() || n <= 0 {
+        return false;
+    }
+    // SAFETY: `n` fds, per the contract.
+    (0..n as usize).any(|i| is_uvfs(unsafe { files.add(i).read_unaligned() }))
 }
 
 /// Calls listed call `i` through its libc function.
@@ -286,17 +616,56 @@ unsafe fn through_libc(i: usize, mut a: [c_long; 6]) -> c_long {
     if let Some(z) = s.zero {
         a[z] = 0;
     }
+    if let Some(fix) = s.fix {
+        fix(&mut a);
+    }
     // SAFETY: `f` is the non-NULL address of the C function named in the
     // table, which takes at most six integer or pointer arguments; see
     // `Six`.
     let f = unsafe { std::mem::transmute::<usize, Six>(f) };
     // SAFETY: the program's arguments, per the contract.
     let r = unsafe { f(a[0], a[1], a[2], a[3], a[4], a[5]) };
-    if s.ret == Int {
-        r as c_int as c_long
-    } else {
-        r
+    match s.ret {
+        Int => r as c_int as c_long,
+        Long => r,
+        Rc => match r as c_int {
+            0 => 0,
+            e => {
+                set_errno(e);
+                -1
+            }
+        },
     }
+}
+
+/// Refuses `REFUSED[i]` (arguments `a`): its errno, and one line on
+/// stderr per process; but `EBADF`, silently, for an fd operand that is a
+/// cached placeholder (closed, as far as the program knows: Linux's answer
+/// for a closed fd).
+fn refuse_row(i: usize, a: &[c_long; 6]) -> c_long {
+    let r = &REFUSED[i];
+    let stale = |i: usize| FDMAP.get(a[i] as c_int) == FdKind::Stale;
+    if match r.ops {
+        Fd(i) => stale(i),
+        Fds(i, j) => stale(i) || stale(j),
+        _ => false,
+    } {
+        set_errno(libc::EBADF);
+        return -1;
+    }
+    let what = match r.ops {
+        Path(_) | Paths(..) | At(..) | At2(..) | MountSource => "on a uvfs path",
+        Sockaddr(..) => "with a socket path under the prefix",
+        _ => "with a uvfs fd",
+    };
+    let e = crate::refuse::say(
+        &REFUSED_SAID[i],
+        &format!("syscall(SYS_{})", r.name),
+        what,
+        r.errno,
+    );
+    set_errno(e.raw());
+    -1
 }
 
 /// `SYS_fork`'s and `SYS_vfork`'s numbers (x86-64 only; aarch64 has
@@ -372,6 +741,9 @@ pub unsafe extern "C" fn syscall(
         libc::SYS_openat2 => return openat2(a, next),
         libc::SYS_getcwd => return getcwd(a, next),
         _ => {}
+    }
+    if let Some(i) = (0..REFUSED.len()).find(|&i| REFUSED[i].nr == n && ours(REFUSED[i].ops, &a)) {
+        return refuse_row(i, &a);
     }
     match SYSCALLS.iter().position(|s| s.nr == n) {
         // SAFETY: the program's arguments to system call `n`.
@@ -460,14 +832,14 @@ fn getcwd(a: [c_long; 6], next: impl FnOnce() -> c_long) -> c_long {
 
 #[cfg(test)]
 mod tests {
-    use super::{SYSCALLS, listed};
+    use super::{REFUSED, SYSCALLS, listed};
 
     #[test]
     fn the_bitmap_holds_exactly_the_listed_numbers() {
         for n in -5..600 {
             assert_eq!(
                 listed(n),
-                SYSCALLS.iter().any(|s| s.nr == n),
+                SYSCALLS.iter().any(|s| s.nr == n) || REFUSED.iter().any(|r| r.nr == n),
                 "system call {n}"
             );
         }
