@@ -613,7 +613,9 @@ fn stress_openers_against_a_leasing_thread() {
     use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
     const OPENERS: usize = 3;
     const ROUNDS: usize = 300;
-    for fast in fasts() {
+    // Both presets, and seeds with the opens counted in the inode.
+    let lazy_off = FastPaths::seeds().with("open_count_lazy", false);
+    for fast in fasts().into_iter().chain([lazy_off]) {
         let (vfs, _rx) = vfs_with(fast, Duration::ZERO);
         let mut p = Process::new(&vfs).unwrap();
         let keep = p.open("/f", O_CREAT | O_RDONLY, 0o644).unwrap();
