@@ -329,6 +329,16 @@ const ROWS: &[Row] = &[
         published: None,
         shape: Some((Mode::Threads, 2)),
     },
+    Row {
+        seed: "019",
+        test: Test::Open1,
+        metric: Metric::Ops,
+        switch: "open_count_lazy",
+        what: "lease open count in the file, not the inode",
+        evidence: "uvfs only",
+        published: None,
+        shape: None,
+    },
 ];
 
 /// The tests compared with the host, one task, processes mode.

@@ -103,12 +103,21 @@ pub struct FastPaths {
     /// reservation with one `fetch_and`, neither taking the lock; off, every
     /// allocation takes the table's lock, as Linux takes `file_lock`.
     pub fd_bits_lockfree: bool,
+    /// Issue 19 (uvfs's own): an open of a regular file counts itself for
+    /// leases (Linux's `i_writecount`/`i_readcount`) by a plain store of
+    /// its inode into its own file object, with no atomic read-modify-write
+    /// on the inode and none at the close; `F_SETLEASE`, which needs the
+    /// counts, issues `membarrier` and counts the files of the type-stable
+    /// pool open on the inode. Needs `typesafe_files` (heap files are
+    /// counted in the inode as off); off, every open and final release of
+    /// a regular file increments and decrements the inode's counts.
+    pub open_count_lazy: bool,
 }
 
 /// Name, description and accessor of every switch, in a stable order.
 type Switch = (&'static str, &'static str, fn(&mut FastPaths) -> &mut bool);
 
-const SWITCHES: [Switch; 13] = [
+const SWITCHES: [Switch; 14] = [
     (
         "close_sync",
         "seed 000: close(2) releases the file synchronously",
@@ -172,6 +181,11 @@ const SWITCHES: [Switch; 13] = [
         "issue 19: a shared table claims fds 0..63 by one CAS, without the lock",
         |f| &mut f.fd_bits_lockfree,
     ),
+    (
+        "open_count_lazy",
+        "issue 19: an open counts itself for leases in its own file; F_SETLEASE scans the pool",
+        |f| &mut f.open_count_lazy,
+    ),
 ];
 
 /// The seed switches (the first six of [`SWITCHES`]): the ones
@@ -195,6 +209,7 @@ impl FastPaths {
             stat_noref: false,
             cheap_pin: false,
             fd_bits_lockfree: false,
+            open_count_lazy: false,
         }
     }
 
@@ -215,6 +230,7 @@ impl FastPaths {
             stat_noref: true,
             cheap_pin: true,
             fd_bits_lockfree: true,
+            open_count_lazy: true,
         }
     }
 
@@ -251,8 +267,8 @@ impl FastPaths {
 
     /// Every combination of the seed switches (2^6 values), with the
     /// switches beyond the seeds (`fd_single_user`, `path_cache`,
-    /// `fd_slot_spread`, `tmpfs_borrow`, `stat_noref`, `cheap_pin`) on in
-    /// half of them (by the parity of the seed switches that are on;
+    /// `fd_slot_spread`, `tmpfs_borrow`, `stat_noref`, `cheap_pin`,
+    /// `fd_bits_lockfree`, `open_count_lazy`) on in half of them (by the parity of the seed switches that are on;
     /// `stock()` and `seeds()` are among them as themselves); then, for
     /// each switch beyond the seeds, `seeds()` with it alone off and
     /// `stock()` with it alone on. For tests that check the switches never
@@ -356,7 +372,7 @@ mod tests {
     #[test]
     fn display_round_trips_every_combination() {
         let all: Vec<_> = FastPaths::all_combinations().collect();
-        assert_eq!(all.len(), 78);
+        assert_eq!(all.len(), 80);
         assert!(all.contains(&FastPaths::seeds()));
         assert!(all.contains(&FastPaths::stock()));
         assert!(all.contains(&FastPaths::seeds().with("fd_single_user", false)));

@@ -348,10 +348,9 @@ impl<'a> Nd<'a> {
             };
         }
         if let Some(pc) = self.vfs.path_cache() {
-            if let Some(r) = self.lookup_cached(pc, start, path, flags) {
-                return r;
-            }
-        } else if let Some(r) = self.lookup_rcu(start, path, flags) {
+            return self.lookup_cached(pc, start, path, flags);
+        }
+        if let Some(r) = self.lookup_rcu(start, path, flags) {
             return r.result;
         }
         self.lookup_locked(start, path, flags)
@@ -687,22 +686,34 @@ impl<'a> Nd<'a> {
     /// the lockless walk answers and its answer is remembered. `None` to
     /// fall back to the locked walk (see [`path_cache`](crate::path_cache)
     /// for why an entry stays true).
-    #[inline]
+    ///
+    /// Returns the answer itself, falling back in here, rather than an
+    /// `Option` for `lookup` to unwrap: unwrapping copied the 16-byte
+    /// answer through the stack, loading it as one word just stored as two
+    /// (its tag, its pointer), which the CPU cannot forward from the store
+    /// buffer and so waits for.
     fn lookup_cached(
         &self,
         pc: &PathCache,
         start: &DentryRef,
         path: &[u8],
         flags: u32,
-    ) -> Option<Result<DentryRef, Errno>> {
+    ) -> Result<DentryRef, Errno> {
         let mut key = Key::empty();
         if !self.key(&mut key, start, path, flags) {
-            return self.lookup_rcu(start, path, flags).map(|e| e.result);
+            return match self.lookup_rcu(start, path, flags) {
+                Some(e) => e.result,
+                None => self.lookup_locked(start, path, flags),
+            };
         }
-        if let Some(r) = pc.find(&self.vfs.caches().dcache, &key) {
-            return Some(r);
+        match pc.find(&self.vfs.caches().dcache, &key) {
+            Some(Ok(d)) => Ok(d),
+            Some(Err(e)) => Err(e),
+            None => match self.fill_cached(pc, &key, start, path, flags) {
+                Some(r) => r,
+                None => self.lookup_locked(start, path, flags),
+            },
         }
-        self.fill_cached(pc, &key, start, path, flags)
     }
 
     /// Fills `key` (an empty one) for a lookup of `path` from `start`;

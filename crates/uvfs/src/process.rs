@@ -954,7 +954,13 @@ impl Process {
             F_GETOWN_EX | F_SETOWN_EX => Err(Errno::EFAULT),
             F_GETLEASE => Ok(fcntl::getlease(&file)),
             F_NOTIFY => fcntl::notify(&file, arg),
-            F_SETLEASE => fcntl::setlease(&self.task.cred, &file, fd, arg as i32),
+            F_SETLEASE => fcntl::setlease(
+                &self.task.cred,
+                self.task.vfs.file_pool(),
+                &file,
+                fd,
+                arg as i32,
+            ),
             F_GET_SEALS => fcntl::get_seals(&file),
             F_ADD_SEALS => fcntl::add_seals(&file, arg as u32),
             // Only pipes have a size (`get_pipe_info`).

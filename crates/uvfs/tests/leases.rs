@@ -184,7 +184,13 @@ fn compare(name: &str, steps: &[Step]) {
     let t = TempDir::new(&format!("lease-{name}"));
     let path = format!("{}/f", t.as_str());
     let want = run_host(&path, steps);
-    for fast in fasts() {
+    // Both presets, seeds with the opens counted in the inode, and stock
+    // with `open_count_lazy` on (heap files: counted in the inode too).
+    let more = [
+        FastPaths::seeds().with("open_count_lazy", false),
+        FastPaths::stock().with("open_count_lazy", true),
+    ];
+    for fast in fasts().into_iter().chain(more) {
         let got = run_uvfs(fast, steps);
         for (i, (w, g)) in want.iter().zip(&got).enumerate() {
             assert_eq!(
@@ -613,7 +619,9 @@ fn stress_openers_against_a_leasing_thread() {
     use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
     const OPENERS: usize = 3;
     const ROUNDS: usize = 300;
-    for fast in fasts() {
+    // Both presets, and seeds with the opens counted in the inode.
+    let lazy_off = FastPaths::seeds().with("open_count_lazy", false);
+    for fast in fasts().into_iter().chain([lazy_off]) {
         let (vfs, _rx) = vfs_with(fast, Duration::ZERO);
         let mut p = Process::new(&vfs).unwrap();
         let keep = p.open("/f", O_CREAT | O_RDONLY, 0o644).unwrap();
@@ -661,5 +669,50 @@ fn stress_openers_against_a_leasing_thread() {
             (0, 0, 0, 1),
             "{fast}"
         );
+    }
+}
+
+/// The opens leases are judged by, counted in the inode or in the files
+/// (`open_count_lazy`, which needs the file pool): readers, writers,
+/// `O_PATH` and access mode 3 (neither), a dup (one file), an open that
+/// failed on a lease (uncounted), and every count gone with the last close.
+#[test]
+fn open_counts_in_the_inode_or_in_the_files() {
+    let combos = [
+        FastPaths::seeds(),
+        FastPaths::stock(),
+        FastPaths::seeds().with("open_count_lazy", false),
+        FastPaths::stock().with("open_count_lazy", true),
+    ];
+    for fast in combos {
+        let vfs = Vfs::new(fast);
+        let mut p = Process::new(&vfs).unwrap();
+        let r1 = p.open("/f", O_CREAT | O_RDONLY, 0o644).unwrap();
+        assert_eq!(p.open_counts(r1), Ok((0, 1)), "{fast}");
+        let r2 = p.open("/f", O_RDONLY, 0).unwrap();
+        let w = p.open("/f", O_WRONLY, 0).unwrap();
+        let path = p.open("/f", O_PATH, 0).unwrap();
+        let neither = p.open("/f", 3, 0).unwrap();
+        let d = p.dup(w).unwrap();
+        assert_eq!(p.open_counts(r1), Ok((1, 2)), "{fast}");
+        // A write lease needs the caller's file to be the only open.
+        assert_eq!(p.fcntl(r1, F_SETLEASE, WR as u64), Err(Errno::EAGAIN));
+        for fd in [r2, w, path, neither, d] {
+            p.close(fd).unwrap();
+        }
+        assert_eq!(p.open_counts(r1), Ok((0, 1)), "{fast}");
+        assert_eq!(p.fcntl(r1, F_SETLEASE, WR as u64), Ok(0), "{fast}");
+        assert_eq!(p.fcntl(r1, F_GETLEASE, 0), Ok(WR), "{fast}");
+        // An open that was counted, then failed on the lease, is uncounted.
+        assert_eq!(
+            p.open("/f", O_RDONLY | O_NONBLOCK, 0),
+            Err(Errno::EWOULDBLOCK),
+            "{fast}"
+        );
+        assert_eq!(p.open_counts(r1), Ok((0, 1)), "{fast}");
+        p.close(r1).unwrap();
+        let r = p.open("/f", O_RDONLY, 0).unwrap();
+        assert_eq!(p.open_counts(r), Ok((0, 1)), "{fast}");
+        p.close(r).unwrap();
     }
 }

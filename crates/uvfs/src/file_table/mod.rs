@@ -98,6 +98,11 @@ pub struct File {
     /// The type-stable pool the object lives in, or `None` for a heap object
     /// freed after a grace period.
     pool: Option<&'static FilePool>,
+    /// `FastPaths::open_count_lazy`: while the file counts as an open of
+    /// its inode for leases outside the inode's atomics, the inode's
+    /// address with bit 0 set for a writer; else 0. Written by the file's
+    /// opener and its final release, read by [`FilePool::lazy_opens`].
+    counted: AtomicUsize,
 }
 
 // SAFETY: the fields are atomics, a mutex, and cells written only while the
@@ -122,6 +127,7 @@ impl File {
             fown: FOwnCell::new(),
             work: Callback::new(release_work),
             pool,
+            counted: AtomicUsize::new(0),
         }
     }
 
@@ -198,6 +204,40 @@ impl File {
     /// The file's identity as the owner of its OFD and flock locks.
     pub(crate) fn lock_key(&self) -> usize {
         self as *const File as usize
+    }
+
+    /// `FastPaths::open_count_lazy`'s count of an open: marks this file
+    /// (being opened, in a type-stable pool) as an open of the inode at
+    /// `inode` (its address), a writer if `write`, with a plain store,
+    /// then [`reclaim::light_fence`]: the opener's look for leases that
+    /// follows and a lease setter's [`FilePool::lazy_opens`] (after its
+    /// heavy fence) cannot both miss each other. False (nothing done) for
+    /// a heap file, which the caller counts in the inode.
+    #[inline]
+    pub(crate) fn count_lazy(&self, inode: usize, write: bool) -> bool {
+        if self.pool.is_none() {
+            return false;
+        }
+        debug_assert!(inode & 1 == 0 && inode != 0);
+        self.counted
+            .store(inode | usize::from(write), Ordering::Relaxed);
+        #[cfg(all(test, loom))]
+        if pool::BREAK_LAZY_FENCE.with(std::cell::Cell::get) {
+            return true;
+        }
+        reclaim::light_fence();
+        true
+    }
+
+    /// Undoes [`count_lazy`](Self::count_lazy) (a failed open, the final
+    /// release); whether the file was counted that way.
+    #[inline]
+    pub(crate) fn uncount_lazy(&self) -> bool {
+        if self.counted.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
+        self.counted.store(0, Ordering::Release);
+        true
     }
 
     /// Removes the byte-range locks of the fd table `owner` on this file's
@@ -488,6 +528,7 @@ pub(crate) unsafe fn release(f: NonNull<File>) {
             ctx.remove_file(file.lock_key());
         }
         if file.mode() & FMODE_COUNTED != 0
+            && !file.uncount_lazy()
             && let Some(inode) = file.dentry().and_then(|d| d.inode())
         {
             inode.opens.put(file.mode() & FMODE_WRITE != 0);
@@ -519,6 +560,10 @@ unsafe fn free(f: NonNull<File>) {
     unsafe { f.as_ref() }
         .cred_id
         .with_mut(|c| unsafe { *c = 0 });
+    // A failed open undoes its lazy count itself; this keeps a free object
+    // from ever counting as an open.
+    // SAFETY: as above.
+    unsafe { f.as_ref() }.uncount_lazy();
     // SAFETY: as above.
     match unsafe { f.as_ref() }.pool {
         // SAFETY: pooled objects go back to the pool they came from.

@@ -16,6 +16,14 @@ use crate::primitive::sync::atomic::{AtomicUsize, Ordering};
 use crate::primitive::sync::{Mutex, lock};
 use std::ptr::NonNull;
 
+// Loom models only: `File::count_lazy` without its fence, to show the
+// model of it fails then. A std thread-local: loom runs a model's threads
+// on the test's own thread.
+#[cfg(all(test, loom))]
+std::thread_local! {
+    pub(super) static BREAK_LAZY_FENCE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// Objects per slab.
 pub const SLAB_OBJECTS: usize = if cfg!(loom) { 2 } else { 64 };
 /// Free objects a magazine holds before a free hands [`BATCH`] of them back
@@ -41,6 +49,8 @@ unsafe impl Send for FreePtr {}
 pub struct FilePool {
     depot: Mutex<Vec<FreePtr>>,
     objects: AtomicUsize,
+    /// Every slab carved, for [`lazy_opens`](Self::lazy_opens)' scan.
+    slabs: Mutex<Vec<&'static [File]>>,
     /// Under loom, whether this is the magazine pool ([`GLOBAL`]): loom's
     /// `GLOBAL` is a lazy static, and comparing against its address would
     /// make every pool's every allocation an access to it (an extra
@@ -55,6 +65,7 @@ pub struct FilePool {
 static GLOBAL: FilePool = FilePool {
     depot: Mutex::new(Vec::new()),
     objects: AtomicUsize::new(0),
+    slabs: Mutex::new(Vec::new()),
 };
 
 // Under loom the magazine pool is a lazy static, which loom makes afresh for
@@ -68,6 +79,7 @@ loom::lazy_static! {
     static ref GLOBAL: FilePool = FilePool {
         depot: Mutex::new(Vec::new()),
         objects: AtomicUsize::new(0),
+        slabs: Mutex::new(Vec::new()),
         magazines: true,
     };
 }
@@ -147,6 +159,7 @@ impl FilePool {
         Box::leak(Box::new(FilePool {
             depot: Mutex::new(Vec::new()),
             objects: AtomicUsize::new(0),
+            slabs: Mutex::new(Vec::new()),
             #[cfg(loom)]
             magazines: false,
         }))
@@ -211,10 +224,19 @@ impl FilePool {
         slab.try_reserve_exact(SLAB_OBJECTS)
             .map_err(|_| Errno::ENOMEM)?;
         slab.extend((0..SLAB_OBJECTS).map(|_| File::empty(Some(self))));
-        // Type-stable: the slab is never freed.
-        let slab: &'static mut [File] = Box::leak(slab.into_boxed_slice());
+        // Listed before any of its objects is handed out: a lease setter
+        // whose scan misses the slab took the list's lock first, after its
+        // heavy fence, so an opener using one of these objects opens after
+        // that fence and sees the setter's lease.
+        let mut slabs = lock(&self.slabs);
+        slabs.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+        // Type-stable: the slab is never freed. Shared: every field a user
+        // of an object writes is an atomic or a cell.
+        let slab: &'static [File] = Box::leak(slab.into_boxed_slice());
         self.objects.fetch_add(SLAB_OBJECTS, Ordering::Relaxed);
-        let mut ptrs = slab.iter_mut().map(|f| FreePtr(NonNull::from(f)));
+        slabs.push(slab);
+        drop(slabs);
+        let mut ptrs = slab.iter().map(|f| FreePtr(NonNull::from(f)));
         let first = ptrs.next().map(|p| p.0).ok_or(Errno::ENOMEM)?;
         #[cfg(any(loom, not(shuttle)))]
         if to_magazine
@@ -250,6 +272,33 @@ impl FilePool {
             }
         }
         lock(&self.depot).push(FreePtr(f));
+    }
+}
+
+impl FilePool {
+    /// `FastPaths::open_count_lazy`'s counts for a lease setter: how many
+    /// files of the pool count as opens of the inode at `inode` (its
+    /// address), `(writers, readers)`. Runs [`reclaim::heavy_fence`]
+    /// first: an opener whose mark this scan misses sees the setter's
+    /// lease, which the caller stored before (the pair of fences in
+    /// [`File::count_lazy`]). Costs a load per object the pool ever carved.
+    ///
+    /// [`reclaim::heavy_fence`]: crate::reclaim::heavy_fence
+    pub(crate) fn lazy_opens(&self, inode: usize) -> (u32, u32) {
+        crate::reclaim::heavy_fence();
+        let slabs = lock(&self.slabs);
+        let (mut w, mut r) = (0u32, 0u32);
+        for f in slabs.iter().flat_map(|s| s.iter()) {
+            let c = f.counted.load(Ordering::Relaxed);
+            if c & !1 == inode {
+                if c & 1 != 0 {
+                    w += 1;
+                } else {
+                    r += 1;
+                }
+            }
+        }
+        (w, r)
     }
 }
 
@@ -394,6 +443,88 @@ mod loom_tests {
                 pool.objects() <= 2 * SLAB_OBJECTS,
                 "both refills carved a slab"
             );
+        });
+    }
+
+    static LAZY_RACE: crate::primitive::model::Seen<3> = crate::primitive::model::Seen::new();
+
+    /// `FastPaths::open_count_lazy`'s Dekker pair on the real objects: a
+    /// read-lease setter (its own file counted lazily as a reader) races
+    /// an opener for writing that counts itself in its file object (a
+    /// plain store and the light fence, a `SeqCst` fence under loom as
+    /// `membarrier` guarantees), then looks for leases and breaks without
+    /// waiting; the setter counts by the pool's scan after the heavy fence.
+    /// Never both unaware: an open that succeeded (its mark kept) never
+    /// coexists with a read lease that is not being broken. Ends with no
+    /// lease and no file counted.
+    #[test]
+    fn lazy_open_count_against_lease_setter() {
+        lazy_open_count_model(true);
+        LAZY_RACE.report(["lease first", "open first", "both"], &[0, 1]);
+    }
+
+    /// The same model with the opener's fence left out: loom finds the
+    /// schedule where the open and the lease both succeed unaware of each
+    /// other (the model can fail).
+    #[test]
+    #[should_panic(expected = "beside an unbroken read lease")]
+    fn lazy_open_count_fails_without_the_opener_fence() {
+        BREAK_LAZY_FENCE.with(|b| b.set(true));
+        lazy_open_count_model(false);
+    }
+
+    /// The model; `record`: count its outcomes in [`LAZY_RACE`].
+    fn lazy_open_count_model(record: bool) {
+        use crate::locks::{FileLockContext, Holder, OpenCounts, break_lease_if_any};
+        use crate::uapi::{F_RDLCK, F_UNLCK};
+        use loom::sync::Arc;
+        use std::time::Duration;
+        // Any even address stands for the inode.
+        const INODE: usize = 0x1000;
+        builder().check(move || {
+            let holder = Holder {
+                key: 1,
+                file: None,
+                fd: 3,
+                counted: Some(false),
+            };
+            let pool = FilePool::global();
+            let c = Arc::new(FileLockContext::new());
+            let counts = OpenCounts::default();
+            let own = alloc(pool);
+            assert!(own.count_lazy(INODE, false));
+            let theirs = alloc(pool);
+            let c2 = c.clone();
+            let opener = thread::spawn(move || {
+                assert!(theirs.count_lazy(INODE, true));
+                let r = break_lease_if_any(Some(&*c2), true, true, Duration::ZERO, None, &|_| {});
+                if r.is_err() {
+                    theirs.uncount_lazy();
+                }
+                (r.is_ok(), theirs)
+            });
+            let lazy = || pool.lazy_opens(INODE);
+            let set = c.setlease(&counts, &lazy, holder, F_RDLCK).is_ok();
+            let (opened, theirs) = opener.join().unwrap();
+            let ty = c.getlease(1);
+            assert!(
+                !(opened && set && ty == F_RDLCK),
+                "an open for writing succeeded beside an unbroken read lease"
+            );
+            if record {
+                LAZY_RACE.hit(match (set, opened) {
+                    (true, false) => 0,
+                    (false, true) => 1,
+                    _ => 2,
+                });
+            }
+            if set {
+                c.setlease(&counts, &lazy, holder, F_UNLCK).unwrap();
+            }
+            assert_eq!(theirs.uncount_lazy(), opened);
+            assert!(own.uncount_lazy());
+            assert_eq!(pool.lazy_opens(INODE), (0, 0));
+            assert_eq!(c.stats(), crate::locks::LockStats::default());
         });
     }
 }

@@ -93,12 +93,16 @@ impl OpenCounts {
     /// `check_conflicting_open`: whether the opens of the inode forbid a
     /// lease of type `write` to a file counted as `own` (`Some(true)`: a
     /// writer, `Some(false)`: a reader, `None`: neither).
-    fn conflict(&self, write: bool, own: Option<bool>) -> bool {
-        let w = self.write.load(Ordering::SeqCst);
+    /// `lazy` gives the opens counted outside these atomics
+    /// (`FastPaths::open_count_lazy`: the file pool's scan, which fences
+    /// first), added to them.
+    fn conflict(&self, write: bool, own: Option<bool>, lazy: &dyn Fn() -> (u32, u32)) -> bool {
+        let (lw, lr) = lazy();
+        let w = self.write.load(Ordering::SeqCst) + lw;
         if !write {
             return w != 0;
         }
-        let r = self.read.load(Ordering::SeqCst);
+        let r = self.read.load(Ordering::SeqCst) + lr;
         w != u32::from(own == Some(true)) || r != u32::from(own == Some(false))
     }
 }
@@ -275,10 +279,18 @@ impl FileLockContext {
     /// `F_SETLEASE` with a valid type, after the permission and file-type
     /// checks (`generic_setlease`): `EAGAIN` when the opens conflict, when
     /// another file's lease forbids it, or for `F_UNLCK` without a lease.
-    pub(crate) fn setlease(&self, counts: &OpenCounts, h: Holder, ty: i32) -> Result<(), Errno> {
+    /// The opens are `counts` plus what `lazy` reports (see
+    /// `OpenCounts::conflict`); `lazy` runs under the context's lock.
+    pub(crate) fn setlease(
+        &self,
+        counts: &OpenCounts,
+        lazy: &dyn Fn() -> (u32, u32),
+        h: Holder,
+        ty: i32,
+    ) -> Result<(), Errno> {
         let mut g = self.lock();
         let mut changed = Vec::new();
-        let r = self.setlease_locked(&mut g, counts, h, ty, &mut changed);
+        let r = self.setlease_locked(&mut g, (counts, lazy), h, ty, &mut changed);
         self.store_lease_nr(&g);
         self.wake(&mut g, &changed);
         r
@@ -287,7 +299,7 @@ impl FileLockContext {
     fn setlease_locked(
         &self,
         g: &mut MutexGuard<'_, State>,
-        counts: &OpenCounts,
+        (counts, lazy): (&OpenCounts, &dyn Fn() -> (u32, u32)),
         h: Holder,
         ty: i32,
         changed: &mut Vec<u64>,
@@ -300,7 +312,7 @@ impl FileLockContext {
         }
         let write = ty == F_WRLCK;
         time_out(g, Instant::now(), changed);
-        if counts.conflict(write, h.counted) {
+        if counts.conflict(write, h.counted, lazy) {
             return Err(Errno::EAGAIN);
         }
         let mine = g.leases.iter().position(|l| l.holder.key == h.key);
@@ -328,7 +340,7 @@ impl FileLockContext {
         // An opener that counted itself after the check above may have
         // missed the lease: look again (module docs).
         model_fence();
-        if counts.conflict(write, h.counted) {
+        if counts.conflict(write, h.counted, lazy) {
             g.leases.pop();
             return Err(Errno::EAGAIN);
         }

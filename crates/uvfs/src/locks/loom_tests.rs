@@ -187,7 +187,9 @@ fn lease_setter_races_with_opener() {
             }
             r.is_ok()
         });
-        let set = c.setlease(&counts, holder(1, Some(false)), F_RDLCK).is_ok();
+        let set = c
+            .setlease(&counts, &|| (0, 0), holder(1, Some(false)), F_RDLCK)
+            .is_ok();
         let opened = opener.join().unwrap();
         let ty = c.getlease(1);
         assert!(
@@ -200,7 +202,7 @@ fn lease_setter_races_with_opener() {
             _ => 2,
         });
         if set {
-            c.setlease(&counts, holder(1, Some(false)), F_UNLCK)
+            c.setlease(&counts, &|| (0, 0), holder(1, Some(false)), F_UNLCK)
                 .unwrap();
         }
         if opened {
@@ -225,14 +227,16 @@ fn lease_breaker_woken_by_unlock_or_close() {
             let c = Arc::new(FileLockContext::new());
             let counts = Arc::new(OpenCounts::default());
             counts.get(true);
-            c.setlease(&counts, holder(1, Some(true)), F_WRLCK).unwrap();
+            c.setlease(&counts, &|| (0, 0), holder(1, Some(true)), F_WRLCK)
+                .unwrap();
             let c2 = c.clone();
             let t =
                 thread::spawn(move || c2.break_lease(true, false, Duration::ZERO, None, &|_| {}));
             if close {
                 c.remove_file(1);
             } else {
-                c.setlease(&counts, holder(1, Some(true)), F_UNLCK).unwrap();
+                c.setlease(&counts, &|| (0, 0), holder(1, Some(true)), F_UNLCK)
+                    .unwrap();
             }
             assert_eq!(t.join().unwrap(), Ok(()));
             counts.put(true);

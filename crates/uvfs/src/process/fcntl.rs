@@ -153,7 +153,13 @@ pub(super) fn setsig(file: &File, sig: i32) -> Result<i32, Errno> {
 /// changed lease makes the caller's process the file's owner if it had
 /// none (`lease_setup`: the calling thread's id, typed as a process, see
 /// [`owner_alive`]); removing one clears the owner and the signal.
-pub(super) fn setlease(cred: &Cred, file: &File, fd: i32, arg: i32) -> Result<i32, Errno> {
+pub(super) fn setlease(
+    cred: &Cred,
+    pool: &crate::file_table::pool::FilePool,
+    file: &File,
+    fd: i32,
+    arg: i32,
+) -> Result<i32, Errno> {
     if !matches!(arg, F_RDLCK | F_WRLCK | F_UNLCK) {
         return Err(Errno::EINVAL);
     }
@@ -178,7 +184,9 @@ pub(super) fn setlease(cred: &Cred, file: &File, fd: i32, arg: i32) -> Result<i3
         fd,
         counted: (m & FMODE_COUNTED != 0).then_some(m & FMODE_WRITE != 0),
     };
-    ctx.setlease(&inode.opens, holder, arg)?;
+    // The opens `FastPaths::open_count_lazy` counted in their own files.
+    let addr = std::ptr::from_ref(inode) as usize;
+    ctx.setlease(&inode.opens, &|| pool.lazy_opens(addr), holder, arg)?;
     if arg != F_UNLCK {
         // `task_pid(current)`, typed as a process: the calling thread.
         // SAFETY: no arguments, no effect.

@@ -318,12 +318,16 @@ impl Process {
 
     /// The opens of the inode of the file at `fd` that leases are judged
     /// by: `(writers, readers)` (Linux's `i_writecount`, `i_readcount`;
-    /// regular files only). For tests. `EBADF` if `fd` is not open.
+    /// regular files only), those counted in the inode and those counted
+    /// in their files (`FastPaths::open_count_lazy`). For tests. `EBADF`
+    /// if `fd` is not open.
     pub fn open_counts(&mut self, fd: i32) -> Result<(u32, u32), Errno> {
         let file = self.files.get(fd).ok_or(Errno::EBADF)?;
-        Ok(file
-            .dentry()
-            .and_then(|d| d.inode())
-            .map_or((0, 0), |i| i.opens.load()))
+        let pool = self.task.vfs.file_pool();
+        Ok(file.dentry().and_then(|d| d.inode()).map_or((0, 0), |i| {
+            let (w, r) = i.opens.load();
+            let (lw, lr) = pool.lazy_opens(std::ptr::from_ref(i) as usize);
+            (w + lw, r + lr)
+        }))
     }
 }

@@ -335,8 +335,8 @@ impl Task {
             // `handle_truncate`: a truncate that fails uncounts the open.
             let counted = self.count_open(&d, op, flags)?;
             if trunc && let Err(e) = self.open_truncate(&d, &attr) {
-                if let Some((inode, write)) = counted {
-                    inode.opens.put(write);
+                if let Some(c) = counted {
+                    c.undo(op.file());
                 }
                 return Err(e);
             }
@@ -395,13 +395,21 @@ impl Task {
         d: &'d DentryRef,
         op: &Opening<'_>,
         flags: i32,
-    ) -> Result<Option<(&'d crate::icache::Inode, bool)>, Errno> {
+    ) -> Result<Option<Counted<'d>>, Errno> {
         let inode = d.inode().ok_or(Errno::ENOENT)?;
         let fmode = op.file().mode();
         let counted = (fmode & (FMODE_READ | FMODE_WRITE) != 0).then(|| {
             let write = fmode & FMODE_WRITE != 0;
-            inode.opens.get(write);
-            (inode, write)
+            // `FastPaths::open_count_lazy`: a plain store into the file
+            // (a pool object), else the inode's atomic count.
+            let lazy = self.vfs.fastpaths().open_count_lazy
+                && op
+                    .file()
+                    .count_lazy(std::ptr::from_ref(inode) as usize, write);
+            if !lazy {
+                inode.opens.get(write);
+            }
+            Counted { inode, write, lazy }
         });
         let r = self.break_leases(
             inode,
@@ -409,8 +417,8 @@ impl Task {
             flags & O_NONBLOCK != 0,
         );
         if let Err(e) = r {
-            if let Some((inode, write)) = counted {
-                inode.opens.put(write);
+            if let Some(c) = counted {
+                c.undo(op.file());
             }
             return Err(e);
         }
@@ -562,5 +570,25 @@ impl Process {
             // existing, so the open goes on as one without it.
             p.task.do_open(d, flags & !(O_CREAT | O_EXCL), false, op)
         })
+    }
+}
+
+/// How an open was counted for leases ([`Task::count_open`]).
+#[derive(Clone, Copy)]
+struct Counted<'d> {
+    inode: &'d crate::icache::Inode,
+    write: bool,
+    /// In the file itself (`FastPaths::open_count_lazy`), not the inode.
+    lazy: bool,
+}
+
+impl Counted<'_> {
+    /// Uncounts the open of `file` (a failed open).
+    fn undo(self, file: &crate::file_table::File) {
+        if self.lazy {
+            file.uncount_lazy();
+        } else {
+            self.inode.opens.put(self.write);
+        }
     }
 }

@@ -72,6 +72,34 @@ pub fn cheap_pin_asymmetric() -> Option<bool> {
     None
 }
 
+/// The cheap side of an asymmetric Dekker pair (store, fence, load on
+/// both sides; at least one side sees the other's store): a compiler fence
+/// where the process has `membarrier` (the other side's
+/// [`heavy_fence`] then runs a full barrier on every CPU running a thread
+/// of the process), a `SeqCst` fence otherwise. Under loom and shuttle a
+/// `SeqCst` fence, the guarantee `membarrier` gives (as the cheap pin's
+/// models take it, `reclaim/loom_tests.rs`). Used by
+/// `FastPaths::open_count_lazy`'s opener.
+#[inline]
+pub(crate) fn light_fence() {
+    #[cfg(not(any(loom, shuttle)))]
+    if local::fences() == domain::Fences::Asymmetric {
+        std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+        return;
+    }
+    crate::primitive::sync::atomic::fence(crate::primitive::sync::atomic::Ordering::SeqCst);
+}
+
+/// The costly side of the pair [`light_fence`] describes: `membarrier`
+/// (where the process has it), then a `SeqCst` fence.
+pub(crate) fn heavy_fence() {
+    #[cfg(not(any(loom, shuttle)))]
+    if local::fences() == domain::Fences::Asymmetric {
+        membarrier::expedited();
+    }
+    crate::primitive::sync::atomic::fence(crate::primitive::sync::atomic::Ordering::SeqCst);
+}
+
 #[cfg(not(any(loom, shuttle)))]
 unsafe fn drop_box<T>(p: *mut ()) {
     // SAFETY: `p` came from `Box::<T>::into_raw` (see `defer_drop_box`) and
