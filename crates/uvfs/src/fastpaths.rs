@@ -103,12 +103,19 @@ pub struct FastPaths {
     /// reservation with one `fetch_and`, neither taking the lock; off, every
     /// allocation takes the table's lock, as Linux takes `file_lock`.
     pub fd_bits_lockfree: bool,
+    /// Issue 16 (uvfs's own, Linux's `path_parentat` in RCU mode): the
+    /// directory of a name to be created or removed (open with
+    /// `O_CREAT`, mkdir, unlink, rename, …) is found by the lockless walk,
+    /// taking one reference, on the directory itself; off, by the walk with
+    /// references, which locks a hash bucket and takes and drops a
+    /// reference at every component.
+    pub rcu_parent: bool,
 }
 
 /// Name, description and accessor of every switch, in a stable order.
 type Switch = (&'static str, &'static str, fn(&mut FastPaths) -> &mut bool);
 
-const SWITCHES: [Switch; 13] = [
+const SWITCHES: [Switch; 14] = [
     (
         "close_sync",
         "seed 000: close(2) releases the file synchronously",
@@ -172,6 +179,11 @@ const SWITCHES: [Switch; 13] = [
         "issue 19: a shared table claims fds 0..63 by one CAS, without the lock",
         |f| &mut f.fd_bits_lockfree,
     ),
+    (
+        "rcu_parent",
+        "issue 16: the parent of a name to create or remove found by the lockless walk",
+        |f| &mut f.rcu_parent,
+    ),
 ];
 
 /// The seed switches (the first six of [`SWITCHES`]): the ones
@@ -195,6 +207,7 @@ impl FastPaths {
             stat_noref: false,
             cheap_pin: false,
             fd_bits_lockfree: false,
+            rcu_parent: false,
         }
     }
 
@@ -215,6 +228,7 @@ impl FastPaths {
             stat_noref: true,
             cheap_pin: true,
             fd_bits_lockfree: true,
+            rcu_parent: true,
         }
     }
 
@@ -356,7 +370,7 @@ mod tests {
     #[test]
     fn display_round_trips_every_combination() {
         let all: Vec<_> = FastPaths::all_combinations().collect();
-        assert_eq!(all.len(), 78);
+        assert_eq!(all.len(), 80);
         assert!(all.contains(&FastPaths::seeds()));
         assert!(all.contains(&FastPaths::stock()));
         assert!(all.contains(&FastPaths::seeds().with("fd_single_user", false)));
