@@ -146,6 +146,26 @@ pub enum Command {
         #[arg(long, default_value = "/dev/shm")]
         dir: PathBuf,
     },
+    /// One row of `peers` on one system, repeated for SECS seconds: a
+    /// target for perf; prints the row's operations per second.
+    #[command(hide = true)]
+    PeersLoop {
+        /// The row's key, as in peers.json (dir-create, dir-stat-each, …).
+        row: String,
+        /// How long.
+        #[arg(default_value_t = 5.0, value_parser = finite_positive,
+              allow_negative_numbers = true)]
+        secs: f64,
+        /// kernel, uvfs, vfs-memoryfs or virtual-fs.
+        #[arg(long, default_value = "uvfs")]
+        system: String,
+        /// Empty files of the one-directory rows.
+        #[arg(long, default_value_t = 10_000)]
+        files: usize,
+        /// The kernel's work directory's parent.
+        #[arg(long, default_value = "/dev/shm")]
+        dir: PathBuf,
+    },
     /// Mount the floor (a trivial FUSE server that stores no data) at DIR
     /// and serve it in the foreground until `umount DIR` or SIGINT/SIGTERM.
     FuseFloor(FuseFloorArgs),
@@ -763,6 +783,31 @@ pub fn main(cli: Cli) -> ExitCode {
                 },
                 Err(e) => {
                     eprintln!("uvfs-bench peers-memory: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        Command::PeersLoop {
+            row,
+            secs,
+            system,
+            files,
+            dir,
+        } => {
+            let r = crate::peers::System::from_key(&system).and_then(|s| {
+                let row = crate::peers::one::row_from_key(&row)?;
+                crate::peers::one::run(s, row, secs, files, &dir).map(|v| (row, v))
+            });
+            match r {
+                Ok((row, (wall, cpu))) => {
+                    println!(
+                        "{} on {system}: {wall:.0} ops/s, {cpu:.0} per CPU-second",
+                        row.key()
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("uvfs-bench peers-loop: {e}");
                     ExitCode::from(2)
                 }
             }

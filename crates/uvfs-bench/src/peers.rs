@@ -668,6 +668,7 @@ impl Peer for Uvfs {
 
 #[cfg(feature = "peers")]
 mod crates;
+pub mod one;
 
 /// A system, made.
 fn make(system: System, host_parent: &Path) -> Result<Box<dyn Peer>, String> {

@@ -237,6 +237,16 @@ const ROWS: &[Row] = &[
         published: None,
         shape: None,
     },
+    Row {
+        seed: "016",
+        test: Test::Unlink1,
+        metric: Metric::Ops,
+        switch: "rcu_parent",
+        what: "create/unlink: parent by the lockless walk",
+        evidence: "uvfs only",
+        published: None,
+        shape: None,
+    },
     // Not a kernel seed: uvfs's own fast path (issue 19), numbered after
     // its issue so the rows stay sorted; no published figure.
     Row {

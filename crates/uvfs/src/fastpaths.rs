@@ -112,12 +112,19 @@ pub struct FastPaths {
     /// counted in the inode as off); off, every open and final release of
     /// a regular file increments and decrements the inode's counts.
     pub open_count_lazy: bool,
+    /// Issue 16 (uvfs's own, Linux's `path_parentat` in RCU mode): the
+    /// directory of a name to be created or removed (open with
+    /// `O_CREAT`, mkdir, unlink, rename, …) is found by the lockless walk,
+    /// taking one reference, on the directory itself; off, by the walk with
+    /// references, which locks a hash bucket and takes and drops a
+    /// reference at every component.
+    pub rcu_parent: bool,
 }
 
 /// Name, description and accessor of every switch, in a stable order.
 type Switch = (&'static str, &'static str, fn(&mut FastPaths) -> &mut bool);
 
-const SWITCHES: [Switch; 14] = [
+const SWITCHES: [Switch; 15] = [
     (
         "close_sync",
         "seed 000: close(2) releases the file synchronously",
@@ -185,6 +192,9 @@ const SWITCHES: [Switch; 14] = [
         "open_count_lazy",
         "issue 19: an open counts itself for leases in its own file; F_SETLEASE scans the pool",
         |f| &mut f.open_count_lazy,
+        "rcu_parent",
+        "issue 16: the parent of a name to create or remove found by the lockless walk",
+        |f| &mut f.rcu_parent,
     ),
 ];
 
@@ -210,6 +220,7 @@ impl FastPaths {
             cheap_pin: false,
             fd_bits_lockfree: false,
             open_count_lazy: false,
+            rcu_parent: false,
         }
     }
 
@@ -231,6 +242,7 @@ impl FastPaths {
             cheap_pin: true,
             fd_bits_lockfree: true,
             open_count_lazy: true,
+            rcu_parent: true,
         }
     }
 

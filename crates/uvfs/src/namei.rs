@@ -423,6 +423,11 @@ impl<'a> Nd<'a> {
         if path.is_empty() {
             return Err(Errno::ENOENT);
         }
+        if self.vfs.fastpaths().rcu_parent
+            && let Some(p) = self.lookup_parent_rcu(&start, path, links)
+        {
+            return Ok(p);
+        }
         let mut w = Walk { cur: start, links };
         let (kind, last, trailing) = self.link_path_walk(&mut w, path)?;
         let last = last.to_vec();
@@ -648,9 +653,11 @@ impl<'a> Nd<'a> {
             return Err(Errno::ENOENT);
         }
         let dc = &self.vfs.caches().dcache;
-        if let Some(d) = dc.lookup_locked(dir, name) {
-            return Ok(d);
-        }
+        let dying = match dc.search_locked(dir, name) {
+            crate::dcache::Search::Hit(d) => return Ok(d),
+            crate::dcache::Search::Dying => true,
+            crate::dcache::Search::Miss => false,
+        };
         // The file system's own name limit (`ENAMETOOLONG`), before it is
         // asked and before anything is cached under the name.
         if name.len() > dir.sb().limits.name_max {
@@ -659,15 +666,14 @@ impl<'a> Nd<'a> {
         // A complete directory (every positive entry cached, see
         // `Dentry::is_complete`) need not ask the file system about a
         // well-formed name the cache lacks, unless the name's dentry is
-        // dying (the search above skipped it, and its killer may not have
-        // cleared the mark yet): that is checked first, under the bucket
-        // lock, so the mark read after it reflects any eviction that has
-        // unhashed the name.
-        if !name.is_empty()
+        // dying (its killer may not have cleared the mark yet): the search
+        // above, under the bucket lock, told that too, so the mark read
+        // after it reflects any eviction that has unhashed the name.
+        if !dying
+            && !name.is_empty()
             && name != b"."
             && name != b".."
             && !name.contains(&b'/')
-            && !dc.has_dying(dir, name)
             && dir.is_complete()
         {
             return Ok(dc.d_alloc(dir, name));
@@ -751,6 +757,87 @@ impl<'a> Nd<'a> {
         };
         pc.put(key, generation, end.dentry, end.seq, outcome);
         Some(end.result)
+    }
+
+    /// [`lookup_parent_counted`](Self::lookup_parent_counted) by the
+    /// lockless walk (`FastPaths::rcu_parent`; Linux's `path_parentat`
+    /// in RCU mode): every component but the last is looked up without
+    /// locks or references, and one reference is taken, on the directory
+    /// holding the last component, after checking that nothing the walk
+    /// read changed. `None` to fall back to the walk with references: a
+    /// component missing from the cache or negative, `..`, a symlink, a
+    /// mountpoint, a non-directory, a search permission denied or
+    /// decided by an ACL, a path of slashes alone, or a change met on the
+    /// way. So an answer is always one the walk with references gives,
+    /// and every error comes from that walk.
+    fn lookup_parent_rcu(&self, start: &DentryRef, path: &[u8], links: u32) -> Option<Parent> {
+        let dc = &self.vfs.caches().dcache;
+        let _pin = reclaim::pin_with(dc.cheap_pin());
+        let mut rest = path;
+        let mut cur: NonNull<Dentry> = start.as_ptr();
+        if rest.first() == Some(&b'/') {
+            cur = self.root.as_ptr();
+            rest = trim_slashes(rest);
+        }
+        if rest.is_empty() {
+            return None;
+        }
+        // SAFETY: pinned, and `cur` is referenced by the caller or the VFS.
+        let mut seq = unsafe { cur.as_ref() }.read_seq()?;
+        // SAFETY: as above.
+        let mut snap = unsafe { cur.as_ref() }.snap()?;
+        let check_search = !self.cred.capable(crate::cred::Cap::DacReadSearch);
+        loop {
+            if !snap.is_dir() {
+                return None;
+            }
+            // `may_lookup` on every directory, the last one's included,
+            // as the walk with references does.
+            if check_search {
+                let a = snap.attr();
+                if a.acl & crate::fs::HAS_ACCESS_ACL != 0
+                    || permission(self.cred, &a, MAY_EXEC).is_err()
+                {
+                    return None;
+                }
+            }
+            let (end, hash) = crate::dcache::hash_component(cur.as_ptr(), rest);
+            let name = &rest[..end];
+            let after = trim_slashes(&rest[end..]);
+            if after.is_empty() {
+                let dir = DentryRef::legitimize(cur, seq)?;
+                return Some(Parent {
+                    dir,
+                    last: name.to_vec(),
+                    kind: kind_of(name),
+                    trailing: end < rest.len(),
+                    links,
+                });
+            }
+            match name {
+                b"." => {}
+                b".." => return None,
+                _ => {
+                    let child = dc.lookup_rcu_hashed(cur, name, hash)?;
+                    // SAFETY: pinned.
+                    if !unsafe { cur.as_ref() }.seq_valid(seq) {
+                        return None;
+                    }
+                    cur = child.dentry;
+                    seq = child.seq;
+                    // SAFETY: pinned; reached through the cache.
+                    let d = unsafe { cur.as_ref() };
+                    if !d.mounted_ptr().is_null() {
+                        return None;
+                    }
+                    snap = d.snap()?;
+                    if snap.is_symlink() {
+                        return None;
+                    }
+                }
+            }
+            rest = after;
+        }
     }
 
     /// The lockless walk; `None` to fall back to the locked walk.

@@ -82,6 +82,10 @@ struct World {
     /// Each process's directory fd (opened with `O_PATH`), or -1.
     dirfds: Vec<i32>,
     mounts: usize,
+    /// Changes made by any of the processes, not root alone (so that a
+    /// create or a removal meets search permission denied on the way to
+    /// its directory: `rcu_parent`'s fallback).
+    any_changer: bool,
 }
 
 impl World {
@@ -119,12 +123,19 @@ impl World {
             procs,
             dirfds,
             mounts: 0,
+            any_changer: false,
         }
     }
 
-    /// One change, made by root.
+    /// One change, made by root (or, with `any_changer`, by any process,
+    /// from its cwd for a relative path).
     fn change(&mut self, rng: &mut Rng) -> String {
-        let p = &mut self.procs[0];
+        let who = if self.any_changer {
+            rng.below(self.procs.len())
+        } else {
+            0
+        };
+        let p = &mut self.procs[who];
         let (a, b) = (path(rng), path(rng));
         match rng.below(12) {
             0 | 1 => format!("rename {a} {b} -> {:?}", p.rename(&a, &b)),
@@ -278,6 +289,63 @@ fn cache_on_and_off_agree_under_both_presets() {
     }
 }
 
+/// `rcu_parent` (the directory of a name to create or remove found by the
+/// lockless walk) against the walk with references, changes made by every
+/// credential (so search permission is denied on the way now and then),
+/// under both presets, with and without the path cache and with a small
+/// dentry cache: every result the same.
+#[test]
+fn rcu_parent_on_and_off_agree() {
+    let runs = [
+        (FastPaths::seeds(), 1 << 20, [3u64, 0x17, 0xface]),
+        (FastPaths::stock(), 1 << 20, [3, 0x17, 777]),
+        (
+            FastPaths::seeds().with("path_cache", false),
+            1 << 20,
+            [5, 6, 8],
+        ),
+        (FastPaths::seeds(), 12, [11, 0xbee, 98]),
+    ];
+    for (preset, limit, seeds) in runs {
+        for seed in seeds {
+            let world = |on: bool| {
+                let mut w = World::new(preset.with("rcu_parent", on), limit);
+                w.any_changer = true;
+                w.run(seed)
+            };
+            let (off, on) = (world(false), world(true));
+            // Changes, not lookups: each line is "STEP: WHAT ...".
+            let made = [
+                "rename",
+                "chmod",
+                "chown",
+                "mount",
+                "symlink",
+                "unlink+create",
+                "mkdir",
+                "rmdir",
+                "create",
+            ];
+            let changes = |what: &str| {
+                off.iter().any(|l| {
+                    let e = l.split_once(": ").map_or("", |(_, e)| e);
+                    made.iter().any(|m| e.starts_with(&format!("{m} "))) && e.contains(what)
+                })
+            };
+            for what in ["Ok(())", "EACCES", "ENOENT", "ENOTDIR", "EEXIST"] {
+                assert!(changes(what), "seed {seed}: no {what} in the run");
+            }
+            for (x, y) in off.iter().zip(&on) {
+                assert_eq!(
+                    x, y,
+                    "{preset} dcache limit {limit} seed {seed}: rcu_parent off (left) vs on (right)"
+                );
+            }
+            assert_eq!(off.len(), on.len());
+        }
+    }
+}
+
 /// Lookups racing a renamer. The renamer moves `/x/a` to `/x/b` and back
 /// (or, with `exchange`, swaps `/x/a` and `/x/b`, two trees of the same
 /// shape), counting each rename's start and its return (odd: one in
@@ -411,5 +479,156 @@ fn lookup_never_returns_the_old_target_after_exchange_returned() {
         FastPaths::stock().with("path_cache", true),
     ] {
         race(fast, true);
+    }
+}
+
+/// Creates racing a renamer (`rcu_parent`'s lockless walk to the
+/// directory): as [`race`], but each reader creates a name 11 components
+/// deep through `/x/a/…` or `/x/b/…` and then finds where it landed,
+/// through directory fds opened on the trees' deepest directories before
+/// the renames began (an fd follows its directory, not a name). With
+/// the counts stable around the create, a create through a path that no
+/// longer exists must fail with `ENOENT`, and one through a path that
+/// exists must land in the tree the path names then.
+fn race_create(fast: FastPaths, exchange: bool) {
+    const RENAMES: u64 = 400;
+    let vfs = Vfs::new(fast);
+    let mut p = Process::new(&vfs).unwrap();
+    p.mkdir("/x", 0o755).unwrap();
+    let tree = |p: &mut Process, top: &str| -> String {
+        let mut dir = top.to_owned();
+        p.mkdir(&dir, 0o755).unwrap();
+        for i in 1..=10 {
+            dir = format!("{dir}/d{i}");
+            p.mkdir(&dir, 0o755).unwrap();
+        }
+        dir
+    };
+    let deep_a = tree(&mut p, "/x/a");
+    let deep_b = if exchange {
+        tree(&mut p, "/x/b")
+    } else {
+        deep_a.replacen("/x/a/", "/x/b/", 1)
+    };
+    let done = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let checks = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(AtomicBool::new(false));
+    // The readers open their fds before the first rename.
+    let ready = Arc::new(std::sync::Barrier::new(3));
+    let checked = std::thread::scope(|s| {
+        let readers: Vec<_> = (0..2)
+            .map(|k| {
+                let (vfs, done, stop) = (vfs.clone(), done.clone(), stop.clone());
+                let (checks, failed) = (checks.clone(), failed.clone());
+                let (deep_a, deep_b) = (deep_a.clone(), deep_b.clone());
+                let ready = ready.clone();
+                s.spawn(move || -> Result<u64, String> {
+                    let mut q = Process::new(&vfs).unwrap();
+                    // Opened before any rename: tree A's deepest directory
+                    // and (exchange) tree B's.
+                    let fda = q.open(&deep_a, O_PATH | O_DIRECTORY, 0).unwrap();
+                    let fdb = if exchange {
+                        q.open(&deep_b, O_PATH | O_DIRECTORY, 0).unwrap()
+                    } else {
+                        -1
+                    };
+                    ready.wait();
+                    let name = format!("n{k}");
+                    let mut checked = 0u64;
+                    while !stop.load(Ordering::Acquire) {
+                        for (dir, path_a) in [(&deep_a, true), (&deep_b, false)] {
+                            let path = format!("{dir}/{name}");
+                            let before = done.load(Ordering::Acquire);
+                            let r = q.open(&path, O_CREAT | O_EXCL | O_WRONLY, 0o644);
+                            let after = done.load(Ordering::Acquire);
+                            if let Ok(fd) = r {
+                                q.close(fd).unwrap();
+                            }
+                            let in_a = q.unlinkat(fda, &name, 0).is_ok();
+                            let in_b = fdb >= 0 && q.unlinkat(fdb, &name, 0).is_ok();
+                            if before != after || before % 2 == 1 {
+                                continue;
+                            }
+                            // Which tree the path names now (None: none).
+                            let at_a = before / 2 % 2 == 0;
+                            let names_a = match (exchange, path_a == at_a) {
+                                (false, true) | (true, true) => Some(true),
+                                (false, false) => None,
+                                (true, false) => Some(false),
+                            };
+                            let got = match (r.is_ok(), in_a, in_b) {
+                                (true, true, false) => Some(true),
+                                (true, false, true) => Some(false),
+                                (false, false, false) if r == Err(Errno::ENOENT) => None,
+                                _ => {
+                                    failed.store(true, Ordering::Release);
+                                    return Err(format!(
+                                        "{fast}: create {path}: {r:?}, in A {in_a}, in B {in_b}"
+                                    ));
+                                }
+                            };
+                            if got != names_a {
+                                failed.store(true, Ordering::Release);
+                                return Err(format!(
+                                    "{fast}: create {path} after {before} counts: landed in \
+                                     {got:?} (Some(true): A), want {names_a:?}"
+                                ));
+                            }
+                            checked += 1;
+                            checks.fetch_add(1, Ordering::Release);
+                        }
+                    }
+                    Ok(checked)
+                })
+            })
+            .collect();
+        ready.wait();
+        for i in 0..RENAMES {
+            done.fetch_add(1, Ordering::Release);
+            if exchange {
+                p.renameat2(AT_FDCWD, "/x/a", AT_FDCWD, "/x/b", RENAME_EXCHANGE)
+                    .unwrap();
+            } else if i % 2 == 0 {
+                p.rename("/x/a", "/x/b").unwrap();
+            } else {
+                p.rename("/x/b", "/x/a").unwrap();
+            }
+            done.fetch_add(1, Ordering::Release);
+            let target = checks.load(Ordering::Acquire) + 3;
+            while checks.load(Ordering::Acquire) < target && !failed.load(Ordering::Acquire) {
+                std::thread::yield_now();
+            }
+            if failed.load(Ordering::Acquire) {
+                break;
+            }
+        }
+        stop.store(true, Ordering::Release);
+        let mut sum = 0;
+        for r in readers {
+            sum += r.join().unwrap().unwrap_or_else(|e| panic!("{e}"));
+        }
+        sum
+    });
+    assert!(checked >= RENAMES, "{fast}: {checked} creates checked");
+}
+
+#[test]
+fn create_never_lands_by_the_old_path_after_rename_returned() {
+    for fast in [
+        FastPaths::seeds(),
+        FastPaths::stock().with("rcu_parent", true),
+    ] {
+        race_create(fast, false);
+    }
+}
+
+#[test]
+fn create_never_lands_by_the_old_path_after_exchange_returned() {
+    for fast in [
+        FastPaths::seeds(),
+        FastPaths::stock().with("rcu_parent", true),
+    ] {
+        race_create(fast, true);
     }
 }

@@ -91,7 +91,10 @@ pub(super) unsafe fn kill(d: NonNull<Dentry>) {
         // SAFETY: per the contract (and the loop: parents are killed only
         // after winning their own DEAD transition below).
         let dr = unsafe { d.as_ref() };
-        let caches = dr.sb.caches.clone();
+        // Borrowed, not cloned (no count taken on the shared `Arc`): the
+        // dentry, and with it its superblock's reference to the caches,
+        // lives until `defer_drop_box` below, after the last use.
+        let caches = &dr.sb.caches;
         let cache = &caches.dcache;
         if dr.flags.load(Ordering::Acquire) & HASHED != 0 {
             // Evicted while its name exists: the parent is no longer

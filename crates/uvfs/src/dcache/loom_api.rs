@@ -222,6 +222,36 @@ impl World {
         }
     }
 
+    /// The dentry-cache side of `Nd::lookup_parent_rcu`
+    /// (`FastPaths::rcu_parent`): from `start`, one lockless step per
+    /// name of `dirs` without references (the directory's count read
+    /// before the search and validated after it, the child's snapshot
+    /// read), then the last directory reached legitimized at the count
+    /// read when it was found: the directory a create or a removal of a
+    /// name below `dirs` works in. `None`: the walk falls back.
+    pub fn parent_walk(&self, start: &DentryRef, dirs: &[&[u8]]) -> Option<(DentryRef, u32)> {
+        let _pin = reclaim::pin();
+        let mut cur = start.as_ptr();
+        // SAFETY: `start` is referenced.
+        let mut seq = unsafe { cur.as_ref() }.read_seq()?;
+        for name in dirs {
+            let child = self.dc().lookup_rcu(cur, name)?;
+            // SAFETY: reached through the cache; dentries are never freed
+            // under loom.
+            if !unsafe { cur.as_ref() }.seq_valid(seq) {
+                return None;
+            }
+            cur = child.dentry;
+            seq = child.seq;
+            // SAFETY: as above.
+            let snap = unsafe { cur.as_ref() }.snap()?;
+            if !snap.is_dir() {
+                return None;
+            }
+        }
+        DentryRef::legitimize(cur, seq).map(|d| (d, seq))
+    }
+
     /// The locked search (`lookup_fast` of the ref-walk).
     pub fn lookup_locked(&self, parent: &DentryRef, name: &[u8]) -> Option<DentryRef> {
         self.dc().lookup_locked(parent, name)

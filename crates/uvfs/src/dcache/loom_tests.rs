@@ -188,6 +188,76 @@ fn rename_over_victim_vs_step_new_name() {
     SEEN.report(["fallback", "S", "T"], &[0, 1, 2]);
 }
 
+/// The parent walk of `FastPaths::rcu_parent` racing a rename. P is the
+/// directory `p` in R (inode 10), C the directory `p/c` (inode 11), Q the
+/// directory `q`. B renames C to `q/c2` (with `move_p`, P to `q/p2`
+/// instead). A walks to the directory of `p/c/new`: steps `p` and `c`
+/// without references, then legitimizes C.
+///
+/// A may fall back, or get C at the count it had while it was `c` in P:
+/// C's first count (moving P leaves C's name and parent alone, so C keeps
+/// that count, and the walk that read `p` before the move is one that ran
+/// before it). Never C at its count after its own move (it is no longer
+/// `p/c`), never a dead dentry.
+fn rename_vs_parent_walk(move_p: bool, yields: bool, seen: &'static Seen<2>) {
+    // Four dentries and two steps: more operations in one execution than
+    // loom's default bound of branches allows.
+    let mut b = builder(4);
+    b.max_branches = 10_000;
+    check(&b, move || {
+        let w = Arc::new(World::new(8));
+        let r = w.root();
+        let q = w.create(r, b"q", 2, true);
+        let pd = w.create(r, b"p", 10, true);
+        let c = w.create(&pd, b"c", 11, true);
+        let (ca, c0) = (addr(&c), state(&w, addr(&c)).seq);
+        let known = vec![addr(r), addr(&q), addr(&pd), ca];
+
+        let (w2, q2, pd2, c2) = (w.clone(), q.clone(), pd.clone(), c.clone());
+        let b = thread::spawn(move || {
+            if move_p {
+                w2.d_move(&pd2, &q2, b"p2");
+            } else {
+                w2.d_move(&c2, &q2, b"c2");
+            }
+        });
+        reader_yields(yields);
+        let got = w.parent_walk(w.root(), &[b"p", b"c"]);
+        b.join().unwrap();
+
+        match &got {
+            None => seen.hit(0),
+            Some((d, seq)) => {
+                assert_eq!((addr(d), *seq), (ca, c0), "C {ca:#x} at {c0}");
+                assert!(!state(&w, ca).dead, "legitimized a dead dentry");
+                seen.hit(1);
+            }
+        }
+        drop(got);
+        if !move_p {
+            assert_eq!(state(&w, ca).seq, c0 + 4, "d_move: two write sections");
+        }
+        drop((pd, c, q));
+        settle(&w, &known, 1);
+    });
+}
+
+#[test]
+fn rename_vs_parent_walk_last() {
+    static SEEN: Seen<2> = Seen::new();
+    rename_vs_parent_walk(false, false, &SEEN);
+    rename_vs_parent_walk(false, true, &SEEN);
+    SEEN.report(["fallback", "C"], &[0, 1]);
+}
+
+#[test]
+fn rename_vs_parent_walk_middle() {
+    static SEEN: Seen<2> = Seen::new();
+    rename_vs_parent_walk(true, false, &SEEN);
+    rename_vs_parent_walk(true, true, &SEEN);
+    SEEN.report(["fallback", "C"], &[0, 1]);
+}
+
 /// Names that share a hash chain with `a` (the models' first name).
 fn chain_mates(w: &World, n: usize) -> Vec<&'static [u8]> {
     const NAMES: &[u8] = b"cdefghijklmnopqrstuvwxyz";

@@ -97,6 +97,7 @@ mod table;
 use dput::dput;
 pub(crate) use hash::{hash_component, zero_bytes};
 use hash::{name_eq, name_hash};
+pub(crate) use table::Search;
 
 /// The caches every superblock of one VFS shares (Linux has one dentry hash
 /// and one inode hash for the whole system). Field order matters: dentries

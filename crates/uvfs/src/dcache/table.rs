@@ -141,9 +141,24 @@ impl DentryCache {
     /// Searches `parent`'s child `name` under the bucket lock, taking a
     /// reference on a hit.
     pub(crate) fn lookup_locked(&self, parent: &DentryRef, name: &[u8]) -> Option<DentryRef> {
+        match self.search_locked(parent, name) {
+            Search::Hit(d) => Some(d),
+            Search::Dying | Search::Miss => None,
+        }
+    }
+
+    /// Searches `parent`'s child `name` under the bucket lock, in one pass:
+    /// a live match, referenced ([`Search::Hit`]); else whether a match was
+    /// hashed but dying (`DEAD` set by a final put or the shrinker, not
+    /// unhashed yet: the name may still exist), [`Search::Dying`]; else
+    /// [`Search::Miss`]. Under the bucket lock, so a `Miss` comes after the
+    /// unhash of any such dentry, and so after whatever its killer did
+    /// before unhashing (see [`Dentry::is_complete`]).
+    pub(crate) fn search_locked(&self, parent: &DentryRef, name: &[u8]) -> Search {
         let hash = name_hash(parent.0.as_ptr(), name);
         let b = self.bucket(hash);
         let _g = self.bucket_lock(b);
+        let mut dying = false;
         let mut p = self.buckets[b].load(Ordering::Acquire);
         while let Some(d) = NonNull::new(p) {
             // SAFETY: hashed dentries are alive while the bucket lock is held
@@ -154,41 +169,16 @@ impl DentryCache {
                 // SAFETY: the name of a hashed dentry is only replaced under
                 // this bucket lock (rehash) or its parent's dir lock.
                 && unsafe { &*dr.name.load(Ordering::Acquire) }.with(|n| name_eq(n, name))
-                && dr.get_not_dead()
             {
-                dr.flags.fetch_or(REFERENCED, Ordering::Relaxed);
-                return Some(DentryRef(d));
+                if dr.get_not_dead() {
+                    dr.flags.fetch_or(REFERENCED, Ordering::Relaxed);
+                    return Search::Hit(DentryRef(d));
+                }
+                dying = true;
             }
             p = dr.next.load(Ordering::Acquire);
         }
-        None
-    }
-
-    /// Whether `parent`'s child `name` is hashed but dying (`DEAD` set by
-    /// a final put or the shrinker, not unhashed yet): a search misses it,
-    /// though the name may still exist. Searched under the bucket lock, so
-    /// a `false` comes after the unhash of any such dentry, and so after
-    /// whatever its killer did before unhashing (see
-    /// [`Dentry::is_complete`]).
-    pub(crate) fn has_dying(&self, parent: &DentryRef, name: &[u8]) -> bool {
-        let hash = name_hash(parent.0.as_ptr(), name);
-        let b = self.bucket(hash);
-        let _g = self.bucket_lock(b);
-        let mut p = self.buckets[b].load(Ordering::Acquire);
-        while let Some(d) = NonNull::new(p) {
-            // SAFETY: hashed dentries are alive while the bucket lock is held.
-            let dr = unsafe { d.as_ref() };
-            if dr.hash.load(Ordering::Relaxed) == hash
-                && dr.parent.load(Ordering::Relaxed) == parent.0.as_ptr()
-                // SAFETY: as in `lookup_locked`.
-                && unsafe { &*dr.name.load(Ordering::Acquire) }.with(|n| name_eq(n, name))
-                && dr.count.load(Ordering::Acquire) & DEAD != 0
-            {
-                return true;
-            }
-            p = dr.next.load(Ordering::Acquire);
-        }
-        false
+        if dying { Search::Dying } else { Search::Miss }
     }
 
     /// A fresh, unhashed, unlisted child of `parent` named `name` holding a
@@ -373,4 +363,14 @@ impl DentryCache {
         self.d_move(a, pb, b_name);
         self.d_move(b, pa, a_name);
     }
+}
+
+/// What [`DentryCache::search_locked`] found.
+pub(crate) enum Search {
+    /// A live dentry, referenced.
+    Hit(DentryRef),
+    /// No live one; one hashed but dying.
+    Dying,
+    /// Neither.
+    Miss,
 }

@@ -210,11 +210,15 @@ impl Dir {
     /// The index of the entry (live or removed) at `offset`, or where one
     /// would go.
     fn find_offset(&self, offset: u32) -> Result<usize, usize> {
-        // The common case first: the newest entry.
-        if let Some(l) = self.entries.last()
-            && l.offset == offset
-        {
-            return Ok(self.entries.len() - 1);
+        // The common cases first: the newest entry, or past it (a new
+        // offset): no search over a large directory's cold lines.
+        if let Some(l) = self.entries.last() {
+            if l.offset == offset {
+                return Ok(self.entries.len() - 1);
+            }
+            if l.offset < offset {
+                return Err(self.entries.len());
+            }
         }
         self.entries.binary_search_by_key(&offset, |e| e.offset)
     }
@@ -227,6 +231,15 @@ impl Dir {
             .expect("a linked offset has an entry");
         debug_assert!(!self.entries[i].is_removed());
         i
+    }
+
+    /// As [`at`](Self::at), trying index `hint` first (a neighbour in the
+    /// listing is usually the next slot up or down).
+    fn at_near(&self, offset: u32, hint: Option<usize>) -> usize {
+        match hint {
+            Some(h) if self.entries.get(h).is_some_and(|e| e.offset == offset) => h,
+            _ => self.at(offset),
+        }
     }
 
     pub(super) fn get(&self, name: &[u8]) -> Option<&Slot> {
@@ -347,14 +360,16 @@ impl Dir {
             .0;
         let i = i as usize;
         let (prev, next) = (self.entries[i].prev, self.entries[i].next);
+        // The usual neighbours: the newer entry one slot up, the older one
+        // one slot down.
         if prev == NONE {
             self.head = next;
         } else {
-            let p = self.at(prev);
+            let p = self.at_near(prev, Some(i + 1));
             self.entries[p].next = next;
         }
         if next != NONE {
-            let n = self.at(next);
+            let n = self.at_near(next, i.checked_sub(1));
             self.entries[n].prev = prev;
         }
         let e = &mut self.entries[i];

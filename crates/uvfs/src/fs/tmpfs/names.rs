@@ -374,30 +374,52 @@ impl Tmpfs {
             }
         }
         // Entries, a batch per lock hold so `emit` runs unlocked; each
-        // batch resumes as a caller holding the cookie would.
+        // batch resumes as a caller holding the cookie would. The batch is
+        // copied out as records and one buffer of names, and handed to
+        // `emit` through one reused entry: no allocation per entry.
+        let mut recs: Vec<BatchRec> = Vec::with_capacity(READDIR_BATCH);
+        let mut names: Vec<u8> = Vec::new();
+        let mut e = DirEntry {
+            ino: 0,
+            file_type: 0,
+            name: Vec::new(),
+            pos: 0,
+            next: 0,
+        };
         loop {
-            let batch: Vec<DirEntry> = {
+            recs.clear();
+            names.clear();
+            {
                 let st = rd(&d);
                 let dd = st.dir()?;
                 let Some(from) = dd.resume(pos) else {
                     return Ok(());
                 };
-                dd.list_from(from, READDIR_BATCH)
-                    .map(|(slot, next)| DirEntry {
+                for (slot, next) in dd.list_from(from, READDIR_BATCH) {
+                    names.extend_from_slice(slot.name());
+                    recs.push(BatchRec {
                         ino: slot.ino,
                         file_type: slot.ftype(),
-                        name: slot.name().to_vec(),
                         pos: slot.offset(),
                         next,
-                    })
-                    .collect()
-            };
-            let Some(last) = batch.last() else {
+                        name_end: names.len(),
+                    });
+                }
+            }
+            let Some(last) = recs.last() else {
                 return Ok(());
             };
-            let (last_next, full) = (last.next, batch.len() == READDIR_BATCH);
-            for e in &batch {
-                if !emit(e) {
+            let (last_next, full) = (last.next, recs.len() == READDIR_BATCH);
+            let mut start = 0;
+            for r in &recs {
+                e.ino = r.ino;
+                e.file_type = r.file_type;
+                e.pos = r.pos;
+                e.next = r.next;
+                e.name.clear();
+                e.name.extend_from_slice(&names[start..r.name_end]);
+                start = r.name_end;
+                if !emit(&e) {
                     return Ok(());
                 }
             }
@@ -407,4 +429,14 @@ impl Tmpfs {
             pos = last_next;
         }
     }
+}
+
+/// One entry of a readdir batch, its name in the batch's buffer of names
+/// (ending at `name_end`, starting where the previous one ended).
+struct BatchRec {
+    ino: Ino,
+    file_type: u32,
+    pos: u64,
+    next: u64,
+    name_end: usize,
 }
