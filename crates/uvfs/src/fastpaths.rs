@@ -103,12 +103,19 @@ pub struct FastPaths {
     /// reservation with one `fetch_and`, neither taking the lock; off, every
     /// allocation takes the table's lock, as Linux takes `file_lock`.
     pub fd_bits_lockfree: bool,
+    /// Issues 16 and 19 (uvfs's own): tmpfs publishes each inode's
+    /// attributes under a sequence count whenever a writer lets its lock
+    /// go, and `stat`, `fstat` and the read path's size check read them
+    /// without the inode's lock (retrying while a writer is between its
+    /// first and last store); off, they take the inode's read lock. Applies
+    /// to the root tmpfs a `VfsBuilder` makes (`Tmpfs::new` turns it on).
+    pub lockless_attrs: bool,
 }
 
 /// Name, description and accessor of every switch, in a stable order.
 type Switch = (&'static str, &'static str, fn(&mut FastPaths) -> &mut bool);
 
-const SWITCHES: [Switch; 13] = [
+const SWITCHES: [Switch; 14] = [
     (
         "close_sync",
         "seed 000: close(2) releases the file synchronously",
@@ -172,6 +179,11 @@ const SWITCHES: [Switch; 13] = [
         "issue 19: a shared table claims fds 0..63 by one CAS, without the lock",
         |f| &mut f.fd_bits_lockfree,
     ),
+    (
+        "lockless_attrs",
+        "issues 16, 19: stat and read's size check without the tmpfs inode's lock",
+        |f| &mut f.lockless_attrs,
+    ),
 ];
 
 /// The seed switches (the first six of [`SWITCHES`]): the ones
@@ -195,6 +207,7 @@ impl FastPaths {
             stat_noref: false,
             cheap_pin: false,
             fd_bits_lockfree: false,
+            lockless_attrs: false,
         }
     }
 
@@ -215,6 +228,7 @@ impl FastPaths {
             stat_noref: true,
             cheap_pin: true,
             fd_bits_lockfree: true,
+            lockless_attrs: true,
         }
     }
 
@@ -356,7 +370,7 @@ mod tests {
     #[test]
     fn display_round_trips_every_combination() {
         let all: Vec<_> = FastPaths::all_combinations().collect();
-        assert_eq!(all.len(), 78);
+        assert_eq!(all.len(), 80);
         assert!(all.contains(&FastPaths::seeds()));
         assert!(all.contains(&FastPaths::stock()));
         assert!(all.contains(&FastPaths::seeds().with("fd_single_user", false)));
