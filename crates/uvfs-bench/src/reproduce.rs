@@ -349,6 +349,26 @@ const ROWS: &[Row] = &[
         published: None,
         shape: None,
     },
+    Row {
+        seed: "019",
+        test: Test::Stat1,
+        metric: Metric::Ops,
+        switch: "lockless_attrs",
+        what: "stat without the tmpfs inode's lock",
+        evidence: "uvfs only",
+        published: None,
+        shape: None,
+    },
+    Row {
+        seed: "019",
+        test: Test::Read1,
+        metric: Metric::Ops,
+        switch: "lockless_attrs",
+        what: "read's end-of-file check without the lock",
+        evidence: "uvfs only",
+        published: None,
+        shape: None,
+    },
 ];
 
 /// The tests compared with the host, one task, processes mode.

@@ -119,12 +119,19 @@ pub struct FastPaths {
     /// references, which locks a hash bucket and takes and drops a
     /// reference at every component.
     pub rcu_parent: bool,
+    /// Issues 16 and 19 (uvfs's own): tmpfs publishes each inode's
+    /// attributes under a sequence count whenever a writer lets its lock
+    /// go, and `stat`, `fstat` and the read path's size check read them
+    /// without the inode's lock (retrying while a writer is between its
+    /// first and last store); off, they take the inode's read lock. Applies
+    /// to the root tmpfs a `VfsBuilder` makes (`Tmpfs::new` turns it on).
+    pub lockless_attrs: bool,
 }
 
 /// Name, description and accessor of every switch, in a stable order.
 type Switch = (&'static str, &'static str, fn(&mut FastPaths) -> &mut bool);
 
-const SWITCHES: [Switch; 15] = [
+const SWITCHES: [Switch; 16] = [
     (
         "close_sync",
         "seed 000: close(2) releases the file synchronously",
@@ -192,9 +199,16 @@ const SWITCHES: [Switch; 15] = [
         "open_count_lazy",
         "issue 19: an open counts itself for leases in its own file; F_SETLEASE scans the pool",
         |f| &mut f.open_count_lazy,
+    ),
+    (
         "rcu_parent",
         "issue 16: the parent of a name to create or remove found by the lockless walk",
         |f| &mut f.rcu_parent,
+    ),
+    (
+        "lockless_attrs",
+        "issues 16, 19: stat and read's size check without the tmpfs inode's lock",
+        |f| &mut f.lockless_attrs,
     ),
 ];
 
@@ -221,6 +235,7 @@ impl FastPaths {
             fd_bits_lockfree: false,
             open_count_lazy: false,
             rcu_parent: false,
+            lockless_attrs: false,
         }
     }
 
@@ -243,6 +258,7 @@ impl FastPaths {
             fd_bits_lockfree: true,
             open_count_lazy: true,
             rcu_parent: true,
+            lockless_attrs: true,
         }
     }
 
@@ -384,7 +400,7 @@ mod tests {
     #[test]
     fn display_round_trips_every_combination() {
         let all: Vec<_> = FastPaths::all_combinations().collect();
-        assert_eq!(all.len(), 80);
+        assert_eq!(all.len(), 84);
         assert!(all.contains(&FastPaths::seeds()));
         assert!(all.contains(&FastPaths::stock()));
         assert!(all.contains(&FastPaths::seeds().with("fd_single_user", false)));

@@ -772,6 +772,14 @@ impl Inode {
         Some(unsafe { DataRef::new(p) })
     }
 
+    /// The raw pointer of the file system's object, for a caller holding
+    /// no reference on the node (`Dentry::node_pinned`), which must check
+    /// the node is still the one it meant before using it.
+    #[inline]
+    pub(crate) fn data_ptr(&self) -> Option<NonNull<()>> {
+        ptr::NonNull::new(self.data.load(Ordering::Acquire))
+    }
+
     /// Takes the file system's object out of an unused node.
     fn take_data(&self) -> Option<InodeData> {
         let p = ptr::NonNull::new(self.data.swap(ptr::null_mut(), Ordering::Acquire))?;

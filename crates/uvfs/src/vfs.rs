@@ -143,8 +143,8 @@ impl VfsBuilder {
     /// Builds the VFS with a fresh tmpfs as its root.
     pub fn build(self) -> Arc<Vfs> {
         let opts = self.root;
-        let borrow = self.fast.tmpfs_borrow;
-        Vfs::with_root(self, Tmpfs::with_borrow(opts, borrow))
+        let (borrow, lockless) = (self.fast.tmpfs_borrow, self.fast.lockless_attrs);
+        Vfs::with_root(self, Tmpfs::with_switches(opts, borrow, lockless))
     }
 
     /// Builds the VFS with `fs` as its root file system.

@@ -521,6 +521,38 @@ impl Dentry {
         self.seq.load(Ordering::Relaxed) == seq
     }
 
+    /// The inode as [`DentryRef::node`] gives it, for a caller that holds
+    /// no reference on the dentry but a reclaim pin (`stat` answered by the
+    /// path cache): `None` for a negative dentry, an inode without a
+    /// file-system object, or one the dentry let go meanwhile. The object
+    /// is the one the inode held while the dentry still held the inode (the
+    /// dentry's inode pointer is read again after the object's pointer); it
+    /// may be evicted from then on, so only a file system that frees its
+    /// objects after a grace period may read it
+    /// ([`FileSystem::getattr_pinned`](crate::fs::FileSystem::getattr_pinned)).
+    #[inline]
+    pub(crate) fn node_pinned(&self) -> Option<crate::fs::Node<'_>> {
+        let n = self.inode.load(Ordering::Acquire);
+        // SAFETY: in-core inodes are type-stable: their memory lives as
+        // long as the cache, which outlives every dentry (and this call,
+        // made on a dentry the caller's pin keeps readable).
+        let p = unsafe { NonNull::new(n)?.as_ref() }.data_ptr()?;
+        // The object's load (acquire) is ordered before this one: if the
+        // dentry still holds the same inode, it held it when the object
+        // was read, so the object is that inode's, not a later life's.
+        if self.inode.load(Ordering::Acquire) != n {
+            return None;
+        }
+        Some(crate::fs::Node {
+            ino: self.ino(),
+            // SAFETY: `p` is the inode's `InodeData` pointer, read while
+            // the dentry held the inode; its file system keeps the object
+            // past the caller's pin if it reads it at all (the contract of
+            // `getattr_pinned`, the only user).
+            data: Some(unsafe { crate::fs::DataRef::new(p) }),
+        })
+    }
+
     /// The lockless snapshot of the inode's walk attributes; `None` for a
     /// negative dentry. Validate with [`seq_valid`](Self::seq_valid).
     #[inline]

@@ -636,6 +636,18 @@ pub trait FileSystem: Send + Sync + 'static {
         self.getattr(n.ino)
     }
 
+    /// [`getattr_node`](Self::getattr_node) of a node the caller reached
+    /// without a reference, inside a reclaim pin (`stat` answered by the
+    /// path cache, `FastPaths::stat_noref`): `n.data` may belong to an
+    /// inode being evicted meanwhile. A file system answers only if it
+    /// frees the objects it hands out after a grace period (so each
+    /// outlives the caller's pin) and can read the attributes without
+    /// waiting; `None` (the default) sends the caller the usual way.
+    fn getattr_pinned(&self, n: Node<'_>) -> Option<Attr> {
+        let _ = n;
+        None
+    }
+
     /// [`setattr`](Self::setattr) of `n`.
     fn setattr_node(&self, n: Node<'_>, set: &SetAttr) -> Result<Attr, Errno> {
         self.setattr(n.ino, set)

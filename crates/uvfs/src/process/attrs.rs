@@ -148,7 +148,17 @@ impl Process {
             // An inode gone meanwhile (`ESTALE`) makes it a miss: the
             // lookup goes on and returns the dentry.
             let found = self.resolve_ino(dirfd, path.as_ref(), lf, |d, ino| {
-                let a = d.sb().fs.getattr(ino).ok()?;
+                let fs = &d.sb().fs;
+                // The inode's own object when the file system can read it
+                // pinned (tmpfs with `lockless_attrs`), else by number.
+                let pinned = d
+                    .node_pinned()
+                    .filter(|n| n.ino == ino)
+                    .and_then(|n| fs.getattr_pinned(n));
+                let a = match pinned {
+                    Some(a) => a,
+                    None => fs.getattr(ino).ok()?,
+                };
                 Some(Stat::from_attr(&a, d.sb().dev))
             })?;
             return match found {

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::dir::{Dir, check_name};
 use super::pages::RegFile;
+use super::published::{AttrCell, Snapshot};
 use super::{DIRENT_SIZE, EMPTY_DIR_SIZE, Held, MAX_FILE_SIZE, PAGE_SIZE, ROOT_INO, Tmpfs};
 use crate::acl::PosixAcl;
 use crate::errno::Errno;
@@ -263,6 +264,50 @@ impl State {
         self.set_mtime(now);
         self.set_ctime(now);
     }
+
+    /// The attributes for lockless readers ([`Tmpfs::attr`]'s, packed), or
+    /// `None` where they must ask the lock: a file whose data is in a
+    /// memfd (its size is the kernel's), a device node (its number is not
+    /// published); the cell refuses what does not fit its words.
+    pub(super) fn snapshot(&self) -> Option<Snapshot> {
+        let (size, pages) = match &self.kind {
+            Kind::Reg(RegFile::Pages(f)) => (f.size, u32::try_from(f.pages.len()).ok()?),
+            Kind::Reg(RegFile::Memfd(_)) | Kind::Special { .. } => return None,
+            Kind::Dir(d) => (EMPTY_DIR_SIZE + DIRENT_SIZE * d.len(), 0),
+            Kind::Symlink { target, has_page } => (target.len() as u64, u32::from(*has_page)),
+        };
+        Some(Snapshot {
+            mode: self.mode,
+            uid: self.uid,
+            gid: self.gid,
+            nlink: self.nlink,
+            size,
+            pages,
+            acl: self.acl,
+            times: [self.atime(), self.mtime(), self.ctime(), self.btime()],
+        })
+    }
+}
+
+/// The attributes of inode `ino` from a lockless snapshot (as
+/// [`Tmpfs::attr`] gives them from the state).
+pub(super) fn attr_of_snapshot(ino: Ino, s: &Snapshot) -> Attr {
+    Attr {
+        ino,
+        mode: s.mode,
+        nlink: s.nlink,
+        uid: s.uid,
+        gid: s.gid,
+        size: s.size,
+        blocks: u64::from(s.pages) * (PAGE_SIZE / 512),
+        blksize: PAGE_SIZE as u32,
+        atime: s.times[ATIME],
+        mtime: s.times[MTIME],
+        ctime: s.times[CTIME],
+        btime: s.times[BTIME],
+        rdev: 0,
+        acl: s.acl,
+    }
 }
 
 /// One inode as the table holds it.
@@ -272,6 +317,27 @@ pub(super) struct Inode {
     /// the rename mutex.
     pub(super) parent: AtomicU64,
     pub(super) st: UnmodelledRwLock<State>,
+    /// `FastPaths::lockless_attrs`: the attributes as the last writer left
+    /// them, for `stat` and the read path without the lock (see
+    /// [`WrGuard`]); never published with the switch off. It also holds
+    /// the lockless readers' half of [`State::ctime_queried`] (which they
+    /// cannot reach): the next writer folds it into the state when it takes
+    /// the lock ([`wr`]).
+    pub(super) attrs: AttrCell,
+}
+
+impl Inode {
+    /// The inode's attributes without its lock, if published.
+    #[inline]
+    pub(super) fn snapshot(&self) -> Option<Snapshot> {
+        self.attrs.read()
+    }
+
+    /// Marks the ctime reported by a lockless `stat` (`fill_mg_cmtime`).
+    #[inline]
+    pub(super) fn mark_ctime_queried(&self) {
+        self.attrs.mark_queried();
+    }
 }
 
 /// Read-locks an inode (a poisoned lock is taken as it is).
@@ -279,13 +345,61 @@ pub(super) fn rd(i: &Inode) -> UnmodelledRwLockReadGuard<'_, State> {
     i.st.read().unwrap_or_else(|e| e.into_inner())
 }
 
+/// An inode's write lock: derefs to its state, and publishes the state's
+/// attributes for lockless readers (`Inode::attrs`) when it drops, before
+/// the lock goes, so a change is visible to them once its call returns.
+pub(super) struct WrGuard<'a> {
+    i: &'a Inode,
+    g: UnmodelledRwLockWriteGuard<'a, State>,
+}
+
+impl WrGuard<'_> {
+    fn new<'a>(i: &'a Inode, mut g: UnmodelledRwLockWriteGuard<'a, State>) -> WrGuard<'a> {
+        // A lockless stat's ctime mark joins the state's, where
+        // `set_ctime_current` reads it and a new ctime clears it; the
+        // publication of a new ctime clears the cell's.
+        if i.attrs.queried() {
+            *g.ctime_queried.get_mut() = true;
+        }
+        WrGuard { i, g }
+    }
+}
+
+impl std::ops::Deref for WrGuard<'_> {
+    type Target = State;
+    #[inline]
+    fn deref(&self) -> &State {
+        &self.g
+    }
+}
+
+impl std::ops::DerefMut for WrGuard<'_> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut State {
+        &mut self.g
+    }
+}
+
+impl Drop for WrGuard<'_> {
+    fn drop(&mut self) {
+        if self.i.attrs.is_on() {
+            self.i.attrs.publish(self.g.snapshot().as_ref());
+        }
+    }
+}
+
 /// Write-locks an inode (a poisoned lock is taken as it is).
-pub(super) fn wr(i: &Inode) -> UnmodelledRwLockWriteGuard<'_, State> {
-    i.st.write().unwrap_or_else(|e| e.into_inner())
+pub(super) fn wr(i: &Inode) -> WrGuard<'_> {
+    WrGuard::new(i, i.st.write().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Write-locks an inode if no one holds its lock.
+pub(super) fn try_wr(i: &Inode) -> Option<WrGuard<'_>> {
+    i.st.try_write().ok().map(|g| WrGuard::new(i, g))
 }
 
 /// The write guards of a sorted, deduplicated set of inodes.
-pub(super) type Guards<'a> = Vec<(Ino, UnmodelledRwLockWriteGuard<'a, State>)>;
+pub(super) type Guards<'a> = Vec<(Ino, WrGuard<'a>)>;
 
 /// Write-locks `inodes`, which the caller has sorted by inode number.
 pub(super) fn lock_all(inodes: &[Arc<Inode>]) -> Guards<'_> {
@@ -457,19 +571,29 @@ impl Tmpfs {
                 i
             }
         };
-        let mut st = wr(&i);
+        let removed = self.evict_locked(ino, &i);
+        // The cached inode's reference and the table's, each possibly the
+        // last: dropped after a grace period if readers may hold the inode
+        // without one (`drop_inode`).
+        self.drop_inode(i);
+        if let Some(r) = removed {
+            self.drop_inode(r);
+        }
+    }
+
+    /// The body of [`evict_inode`](Self::evict_inode): frees `i` if it has
+    /// no name left; the table's reference, if this call took it out.
+    fn evict_locked(&self, ino: Ino, i: &Inode) -> Option<Arc<Inode>> {
+        let mut st = wr(i);
         if st.nlink != 0 || ino == ROOT_INO {
-            return;
+            return None;
         }
         // Only the caller that takes the inode out of the table frees it.
         let removed = self
             .shard(ino)
             .write()
             .unwrap_or_else(|e| e.into_inner())
-            .remove(&ino);
-        if removed.is_none() {
-            return;
-        }
+            .remove(&ino)?;
         self.release_pages(st.pages_held());
         match &mut st.kind {
             Kind::Reg(f) => f.clear(),
@@ -477,5 +601,6 @@ impl Tmpfs {
             Kind::Dir(_) | Kind::Special { .. } => {}
         }
         self.release_inode();
+        Some(removed)
     }
 }

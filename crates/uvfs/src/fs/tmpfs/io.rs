@@ -7,12 +7,12 @@
 
 use std::collections::btree_map::Entry;
 
-use super::inode::{Kind, State, rd, wr};
+use super::inode::{Kind, State, rd, try_wr, wr};
 use super::pages::{FALLOC_KNOWN, FALLOC_MAX_NEW_PAGES, Page, RegFile};
 use super::pool::{POOL_MIN_PAGES, PageBuf};
 use super::{MAX_FILE_SIZE, PAGE_SIZE, Tmpfs};
 use crate::errno::Errno;
-use crate::fs::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, Ino, Node, Seek};
+use crate::fs::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, Ino, Node, S_IFMT, S_IFREG, Seek};
 
 /// The longest write [`Tmpfs::write_pages`] makes under the inode
 /// table's shard lock (four pages: a copy of well under a microsecond).
@@ -36,6 +36,14 @@ impl Tmpfs {
             return r;
         }
         let i = self.node(n)?;
+        // `FastPaths::lockless_attrs`: a read at or past the end needs no
+        // page, so no lock (the size as the last writer published it).
+        if let Some(s) = i.snapshot()
+            && s.mode & S_IFMT == S_IFREG
+            && off >= s.size
+        {
+            return Ok(0);
+        }
         let st = rd(&i);
         read_locked(&st, off, buf)
     }
@@ -52,7 +60,7 @@ impl Tmpfs {
             && data.len() <= BORROW_WRITE_MAX
             && self.store.is_none()
             && let Some(r) = self.with_inode(ino, |i| {
-                let mut st = i.st.try_write().ok()?;
+                let mut st = try_wr(i)?;
                 if matches!(st.kind, Kind::Reg(RegFile::Memfd(_))) {
                     return None;
                 }

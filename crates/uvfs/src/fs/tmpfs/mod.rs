@@ -107,6 +107,7 @@ mod memfd;
 mod names;
 mod pages;
 pub(crate) mod pool;
+mod published;
 mod rename;
 mod xattr;
 
@@ -234,6 +235,10 @@ pub struct Tmpfs {
     /// inode under its shard's read lock, without taking a reference (see
     /// [`with_inode`](Tmpfs::with_inode)).
     borrow: bool,
+    /// `FastPaths::lockless_attrs`: every inode publishes its attributes
+    /// for `stat` and the read path to read without its lock (see
+    /// `published`).
+    lockless: bool,
 }
 
 /// The size of one tmpfs inode as allocated (behind its `Arc`), pages and
@@ -263,17 +268,22 @@ impl Tmpfs {
         Ok(Arc::new(fs))
     }
 
-    /// Mounts a fresh tmpfs, with `FastPaths::tmpfs_borrow` as given (the
-    /// root file system a `VfsBuilder` makes; [`new`](Tmpfs::new) turns it
-    /// on).
-    pub(crate) fn with_borrow(opts: TmpfsOptions, borrow: bool) -> Arc<Tmpfs> {
-        let mut fs = Tmpfs::build(opts);
+    /// Mounts a fresh tmpfs, with `FastPaths::tmpfs_borrow` and
+    /// `FastPaths::lockless_attrs` as given (the root file system a
+    /// `VfsBuilder` makes; [`new`](Tmpfs::new) turns both on).
+    pub(crate) fn with_switches(opts: TmpfsOptions, borrow: bool, lockless: bool) -> Arc<Tmpfs> {
+        let mut fs = Tmpfs::build_with(opts, lockless);
         fs.borrow = borrow;
         Arc::new(fs)
     }
 
     /// The file system with its root directory, not yet shared.
     fn build(opts: TmpfsOptions) -> Tmpfs {
+        Tmpfs::build_with(opts, true)
+    }
+
+    /// [`build`](Tmpfs::build) with `FastPaths::lockless_attrs` as given.
+    fn build_with(opts: TmpfsOptions, lockless: bool) -> Tmpfs {
         let max_pages = opts
             .size_bytes
             .filter(|&b| b > 0)
@@ -294,6 +304,7 @@ impl Tmpfs {
             dir_offset_max: DIR_OFFSET_EOD - 1,
             store: None,
             borrow: true,
+            lockless,
         };
         let now = super::timekeeping::coarse_mg();
         let root = State {
@@ -389,6 +400,33 @@ impl Tmpfs {
         f(map.get(&ino)?)
     }
 
+    /// Whether the VFS may read inodes' attributes through objects it
+    /// reached without a reference (`getattr_pinned`): both
+    /// `FastPaths::tmpfs_borrow` and `FastPaths::lockless_attrs`. Then
+    /// every reference to an inode the table or the cached inode gives up
+    /// is dropped after a grace period ([`drop_inode`](Tmpfs::drop_inode)).
+    #[inline]
+    fn pinned_reads(&self) -> bool {
+        self.borrow && self.lockless
+    }
+
+    /// Drops the table's or the cached inode's reference to an inode: after
+    /// a grace period when [`pinned_reads`](Tmpfs::pinned_reads) (a reader
+    /// pinned before the reference went may still be reading the inode;
+    /// any reference taken from the table meanwhile is dropped later still,
+    /// so the inode is freed once no such reader is left), else at once.
+    fn drop_inode(&self, i: Arc<Inode>) {
+        if !self.pinned_reads() {
+            drop(i);
+            return;
+        }
+        let p = std::ptr::NonNull::new(Arc::into_raw(i).cast_mut()).expect("an Arc's pointer");
+        // SAFETY: `p` holds the reference `i` held, which no one reaches
+        // through it again (the table and the cached inode let it go
+        // before calling this); `Inode::free` drops exactly that reference.
+        unsafe { crate::reclaim::defer_free(p) };
+    }
+
     /// Enters a new inode in the table; returns it.
     fn insert_inode(
         &self,
@@ -398,10 +436,13 @@ impl Tmpfs {
         xattrs: Option<Box<inode::XattrSet>>,
     ) -> Arc<Inode> {
         st.xattrs = xattrs;
+        let snap = if self.lockless { st.snapshot() } else { None };
+        let attrs = published::AttrCell::new(self.lockless, snap.as_ref());
         let inode = Arc::new(Inode {
             ino,
             parent: AtomicU64::new(parent),
             st: UnmodelledRwLock::new(st),
+            attrs,
         });
         self.shard(ino)
             .write()
@@ -524,7 +565,7 @@ impl FileSystem for Tmpfs {
     fn release_data(&self, _ino: Ino, data: InodeData) {
         // SAFETY: every `InodeData` tmpfs hands out is an `Arc<Inode>`
         // (`data_of`), and the VFS gives each back once.
-        drop(unsafe { data.into_arc::<Inode>() });
+        self.drop_inode(unsafe { data.into_arc::<Inode>() });
     }
 
     fn getattr(&self, ino: Ino) -> Result<Attr, Errno> {
@@ -537,6 +578,11 @@ impl FileSystem for Tmpfs {
         // may be waited for (no shard lock is held).
         if n.data.is_some() && self.borrow {
             let i = self.node(n)?;
+            // `FastPaths::lockless_attrs`: no lock at all.
+            if let Some(s) = i.snapshot() {
+                i.mark_ctime_queried();
+                return Ok(inode::attr_of_snapshot(ino, &s));
+            }
             let st = rd(&i);
             st.mark_ctime_queried();
             return Ok(self.attr(ino, &st));
@@ -545,6 +591,10 @@ impl FileSystem for Tmpfs {
         // lock is free and the file's data is not in a memfd (whose size
         // is read from the kernel).
         if let Some(a) = self.with_inode(ino, |i| {
+            if let Some(s) = i.snapshot() {
+                i.mark_ctime_queried();
+                return Some(inode::attr_of_snapshot(ino, &s));
+            }
             let st = i.st.try_read().ok()?;
             if matches!(st.kind, Kind::Reg(RegFile::Memfd(_))) {
                 return None;
@@ -560,6 +610,23 @@ impl FileSystem for Tmpfs {
         // must show in them.
         st.mark_ctime_queried();
         Ok(self.attr(ino, &st))
+    }
+
+    fn getattr_pinned(&self, n: Node<'_>) -> Option<Attr> {
+        if !self.pinned_reads() {
+            return None;
+        }
+        // SAFETY: the VFS hands tmpfs only the objects tmpfs made (each an
+        // `Arc<Inode>` through `data_of`); with `pinned_reads` every such
+        // reference tmpfs lets go is dropped after a grace period
+        // (`drop_inode`), so the inode outlives the caller's pin.
+        let i = unsafe { n.data?.get::<Inode>() };
+        if i.ino != n.ino {
+            return None;
+        }
+        let s = i.snapshot()?;
+        i.mark_ctime_queried();
+        Some(inode::attr_of_snapshot(n.ino, &s))
     }
 
     fn setattr(&self, ino: Ino, set: &SetAttr) -> Result<Attr, Errno> {
@@ -798,6 +865,14 @@ impl FileSystem for Tmpfs {
         // (`data_of`), and the VFS gives each back once.
         let held = data.map(|d| unsafe { d.into_arc::<Inode>() });
         self.evict_inode(ino, held);
+    }
+}
+
+impl crate::reclaim::Free for Inode {
+    unsafe fn free(p: std::ptr::NonNull<Inode>) {
+        // SAFETY: `p` came from `Arc::into_raw` in `Tmpfs::drop_inode`,
+        // with the reference it held, released once here.
+        drop(unsafe { Arc::from_raw(p.as_ptr()) });
     }
 }
 

@@ -1,0 +1,386 @@
+//! An inode's attributes as `stat` and the read path read them without the
+//! inode's lock (`FastPaths::lockless_attrs`): a copy the writers publish
+//! under a sequence count, the way Linux's `i_size_seqcount` lets a 32-bit
+//! reader load `i_size` (here for every attribute `stat` reports).
+//!
+//! The writers are serialized by the inode's write lock; each publishes the
+//! whole set when it lets the lock go (see `inode::WrGuard`), so a reader
+//! sees either the attributes before a change or after it, never a mix,
+//! and sees a change once the call that made it has returned. Every word
+//! is an atomic and the count follows the fence-based recipe of Boehm's
+//! "Can seqlocks get along with programming language memory models?"
+//! (2012): a reader that took any word of a write in progress also sees
+//! that write's odd count and retries. A data structure only: it knows no
+//! inode.
+
+use crate::fs::Timespec;
+
+/// What a reader gets: the attributes of one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Snapshot {
+    pub(super) mode: u32,
+    pub(super) uid: u32,
+    pub(super) gid: u32,
+    pub(super) nlink: u32,
+    pub(super) size: u64,
+    /// Pages held (8 blocks each), below [`PAGES_LIMIT`].
+    pub(super) pages: u32,
+    /// [`Attr::acl`](crate::fs::Attr::acl)'s flags.
+    pub(super) acl: u8,
+    /// atime, mtime, ctime, btime.
+    pub(super) times: [Timespec; 4],
+}
+
+/// Set in the mode word when the last writer left no snapshot: the
+/// reader asks the lock (a file whose data is in a memfd, a device node,
+/// a time or a page count that does not fit the packed words).
+const NONE: u32 = 1 << 31;
+/// Pages a publication holds (24 bits); a file with more is not
+/// published.
+const PAGES_LIMIT: u32 = 1 << 24;
+/// Set in the mode word of a cell that is never published (the switch is
+/// off): with [`NONE`], from the start.
+const OFF: u32 = 1 << 29;
+/// Where the ACL flags sit in the mode word (the mode takes 16 bits).
+const ACL_SHIFT: u32 = 16;
+/// How many times a reader retries a snapshot a writer keeps changing
+/// before it asks the lock (which waits for the writer instead).
+const TRIES: usize = 32;
+/// Bits of a packed time's nanoseconds.
+const NSEC_BITS: u32 = 30;
+/// Packed times hold seconds in 34 signed bits (about 1697 to 2242).
+const SEC_LIMIT: i64 = 1 << 33;
+
+/// Packs a time into one word, if it fits.
+fn pack(t: Timespec) -> Option<u64> {
+    ((-SEC_LIMIT..SEC_LIMIT).contains(&t.sec) && t.nsec < 1 << NSEC_BITS)
+        .then(|| ((t.sec as u64) << NSEC_BITS) | u64::from(t.nsec))
+}
+
+fn unpack(w: u64) -> Timespec {
+    Timespec {
+        sec: (w as i64) >> NSEC_BITS,
+        nsec: (w & ((1 << NSEC_BITS) - 1)) as u32,
+    }
+}
+
+/// A publication's words, as the cell stores them.
+#[derive(Clone, Copy)]
+struct Words {
+    /// The mode and the ACL flags above it.
+    mode: u32,
+    uid: u32,
+    gid: u32,
+    nlink: u32,
+    pages: u32,
+    size: u64,
+    times: [u64; 4],
+}
+
+impl Words {
+    /// The words of `snap`; `None` if there is none or it does not fit.
+    fn of(snap: Option<&Snapshot>) -> Option<Words> {
+        let s = snap?;
+        let t = s.times;
+        if s.pages >= PAGES_LIMIT {
+            return None;
+        }
+        Some(Words {
+            mode: (s.mode & 0xffff) | (u32::from(s.acl) << ACL_SHIFT),
+            uid: s.uid,
+            gid: s.gid,
+            nlink: s.nlink,
+            pages: s.pages,
+            size: s.size,
+            times: [pack(t[0])?, pack(t[1])?, pack(t[2])?, pack(t[3])?],
+        })
+    }
+}
+
+/// The cell, written once for two sets of atomics: std's for tmpfs (also
+/// under loom, as the inode's lock is unmodelled, so the models that build
+/// a whole VFS do not multiply their states with every inode's words) and
+/// loom's for this cell's own models.
+macro_rules! attr_cell {
+    () => {
+        /// The published attributes of one inode (64 bytes), with the readers'
+        /// ctime mark beside them and, in the mode word, whether the cell is used
+        /// at all.
+        pub(crate) struct AttrCell {
+            /// Even: stable; odd: a writer is between its first and last store.
+            seq: AtomicU32,
+            /// The mode, the ACL flags above it, [`NONE`] at the top.
+            mode: AtomicU32,
+            uid: AtomicU32,
+            gid: AtomicU32,
+            nlink: AtomicU32,
+            /// The page count's low 16 bits and high 8.
+            pages: AtomicU16,
+            pages_hi: AtomicU8,
+            /// Set (to 1) by a reader that reported the ctime
+            /// ([`mark_queried`](Self::mark_queried)); cleared by the publication
+            /// of a new ctime. Readers and the writer only store to it.
+            queried: AtomicU8,
+            size: AtomicU64,
+            /// The four times, packed ([`pack`]).
+            times: [AtomicU64; 4],
+        }
+
+        impl AttrCell {
+            /// A cell holding `snap` (or nothing), not yet shared; `None` with
+            /// `on` false: a cell that is never published ([`is_on`](Self::is_on)).
+            pub(crate) fn new(on: bool, snap: Option<&Snapshot>) -> AttrCell {
+                let c = AttrCell {
+                    seq: AtomicU32::new(0),
+                    mode: AtomicU32::new(if on { NONE } else { NONE | OFF }),
+                    uid: AtomicU32::new(0),
+                    gid: AtomicU32::new(0),
+                    nlink: AtomicU32::new(0),
+                    pages: AtomicU16::new(0),
+                    pages_hi: AtomicU8::new(0),
+                    queried: AtomicU8::new(0),
+                    size: AtomicU64::new(0),
+                    times: std::array::from_fn(|_| AtomicU64::new(0)),
+                };
+                if on {
+                    c.store(Words::of(snap));
+                }
+                c
+            }
+
+            /// Whether writers publish into this cell (the mark never changes).
+            #[inline]
+            pub(crate) fn is_on(&self) -> bool {
+                self.mode.load(Ordering::Relaxed) & OFF == 0
+            }
+
+            /// Marks the ctime as reported by a lockless reader (`fill_mg_cmtime`'s
+            /// `I_CTIME_QUERIED`): a plain store, the first time after each new
+            /// ctime. A mark made while a writer is between its lock and its
+            /// publication may be cleared by that publication: that reader ran
+            /// alongside the change, and Linux gives such a reader no guarantee
+            /// either (its `inode_set_ctime_current` keeps the coarse time it took
+            /// when a concurrent `stat` marks the old ctime).
+            #[inline]
+            pub(crate) fn mark_queried(&self) {
+                if self.queried.load(Ordering::Relaxed) == 0 {
+                    self.queried.store(1, Ordering::Relaxed);
+                }
+            }
+
+            /// Whether a lockless reader marked the ctime since it last changed
+            /// (read by the writer that holds the inode's lock).
+            #[inline]
+            pub(crate) fn queried(&self) -> bool {
+                self.queried.load(Ordering::Relaxed) != 0
+            }
+
+            /// Publishes `snap` (`None`: readers must ask the lock). Only one
+            /// writer at a time: the caller holds the inode's write lock (or the
+            /// cell is not shared yet). A publication equal to the last one stores
+            /// nothing (a write in the same clock tick as the last, an overwrite:
+            /// readers' copies of the line stay valid); the readers' ctime mark
+            /// stays while the ctime does.
+            pub(crate) fn publish(&self, snap: Option<&Snapshot>) {
+                let new = Words::of(snap);
+                let old_mode = self.mode.load(Ordering::Relaxed);
+                let was = old_mode & NONE == 0;
+                let new_ctime = match &new {
+                    Some(w) if was => {
+                        if self.holds(w, old_mode) {
+                            return;
+                        }
+                        self.times[2].load(Ordering::Relaxed) != w.times[2]
+                    }
+                    None if !was => return,
+                    _ => true,
+                };
+                let s = self.seq.load(Ordering::Relaxed);
+                self.seq.store(s.wrapping_add(1), Ordering::Relaxed);
+                // The odd count is ordered before every word below: a reader whose
+                // loads see any of them sees it after its acquire fence.
+                fence(Ordering::Release);
+                self.store(new);
+                self.seq.store(s.wrapping_add(2), Ordering::Release);
+                // The readers' mark was for the old ctime.
+                if new_ctime {
+                    self.queried.store(0, Ordering::Relaxed);
+                }
+            }
+
+            /// Whether the last publication stored `w` (read by the only writer;
+            /// `mode`: the mode word as it loaded it), word by word.
+            fn holds(&self, w: &Words, mode: u32) -> bool {
+                mode & !OFF == w.mode
+                    && self.size.load(Ordering::Relaxed) == w.size
+                    && self.times[1].load(Ordering::Relaxed) == w.times[1]
+                    && self.times[2].load(Ordering::Relaxed) == w.times[2]
+                    && self.pages() == w.pages
+                    && self.nlink.load(Ordering::Relaxed) == w.nlink
+                    && self.uid.load(Ordering::Relaxed) == w.uid
+                    && self.gid.load(Ordering::Relaxed) == w.gid
+                    && self.times[0].load(Ordering::Relaxed) == w.times[0]
+                    && self.times[3].load(Ordering::Relaxed) == w.times[3]
+            }
+
+            /// The page count's two words (read by the writer, or by a reader
+            /// whose count check covers them).
+            fn pages(&self) -> u32 {
+                u32::from(self.pages.load(Ordering::Relaxed))
+                    | (u32::from(self.pages_hi.load(Ordering::Relaxed)) << 16)
+            }
+
+            /// Stores `w` (`None`: nothing published).
+            fn store(&self, w: Option<Words>) {
+                let Some(w) = w else {
+                    self.mode.store(NONE, Ordering::Relaxed);
+                    return;
+                };
+                self.mode.store(w.mode, Ordering::Relaxed);
+                self.uid.store(w.uid, Ordering::Relaxed);
+                self.gid.store(w.gid, Ordering::Relaxed);
+                self.nlink.store(w.nlink, Ordering::Relaxed);
+                self.pages.store(w.pages as u16, Ordering::Relaxed);
+                self.pages_hi
+                    .store((w.pages >> 16) as u8, Ordering::Relaxed);
+                self.size.store(w.size, Ordering::Relaxed);
+                for (a, t) in self.times.iter().zip(w.times) {
+                    a.store(t, Ordering::Relaxed);
+                }
+            }
+
+            /// The attributes the last writer published, or `None` when it left
+            /// none or writers kept changing them (ask the lock then).
+            #[inline]
+            pub(crate) fn read(&self) -> Option<Snapshot> {
+                for _ in 0..TRIES {
+                    let s1 = self.seq.load(Ordering::Acquire);
+                    if s1 & 1 != 0 {
+                        crate::primitive::hint::spin_loop();
+                        continue;
+                    }
+                    let mode = self.mode.load(Ordering::Relaxed);
+                    let snap = Snapshot {
+                        mode: mode & 0xffff,
+                        acl: ((mode >> ACL_SHIFT) & 0xff) as u8,
+                        uid: self.uid.load(Ordering::Relaxed),
+                        gid: self.gid.load(Ordering::Relaxed),
+                        nlink: self.nlink.load(Ordering::Relaxed),
+                        pages: self.pages(),
+                        size: self.size.load(Ordering::Relaxed),
+                        times: [
+                            unpack(self.times[0].load(Ordering::Relaxed)),
+                            unpack(self.times[1].load(Ordering::Relaxed)),
+                            unpack(self.times[2].load(Ordering::Relaxed)),
+                            unpack(self.times[3].load(Ordering::Relaxed)),
+                        ],
+                    };
+                    // The loads above are ordered before the count's re-read: if
+                    // any of them saw a later writer's store, so does this load.
+                    fence(Ordering::Acquire);
+                    if self.seq.load(Ordering::Relaxed) == s1 {
+                        return (mode & NONE == 0).then_some(snap);
+                    }
+                    crate::primitive::hint::retry_wait();
+                }
+                None
+            }
+        }
+    };
+}
+
+/// The cell tmpfs uses: std's atomics in every build.
+mod unmodelled {
+    use super::{ACL_SHIFT, NONE, OFF, Snapshot, TRIES, Words, unpack};
+    use std::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering, fence};
+    attr_cell!();
+}
+
+/// The same cell on loom's atomics, for the models (which use only part
+/// of it).
+#[cfg(all(test, loom))]
+#[allow(dead_code)]
+mod modelled {
+    use super::{ACL_SHIFT, NONE, OFF, Snapshot, TRIES, Words, unpack};
+    use loom::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering, fence};
+    attr_cell!();
+}
+
+pub(super) use unmodelled::AttrCell;
+
+#[cfg(all(test, loom))]
+mod loom_tests;
+
+// Loom's and shuttle's atomics are bigger and live only inside a model.
+#[cfg(all(test, not(any(loom, shuttle))))]
+mod tests {
+    use super::*;
+
+    fn snap(k: u32) -> Snapshot {
+        let t = Timespec {
+            sec: i64::from(k) - 5,
+            nsec: k * 7,
+        };
+        Snapshot {
+            mode: 0o100644 | k,
+            uid: k,
+            gid: k + 1,
+            nlink: k + 2,
+            size: u64::from(k) << 33,
+            pages: k + 3,
+            acl: 3,
+            times: [t; 4],
+        }
+    }
+
+    #[test]
+    fn round_trips_and_refuses_what_does_not_fit() {
+        let c = AttrCell::new(true, None);
+        assert_eq!(c.read(), None);
+        for k in [0, 1, 77] {
+            c.publish(Some(&snap(k)));
+            assert_eq!(c.read(), Some(snap(k)));
+        }
+        let mut far = snap(2);
+        far.times[3].sec = SEC_LIMIT;
+        c.publish(Some(&far));
+        assert_eq!(c.read(), None);
+        far.times[3].sec = -SEC_LIMIT;
+        c.publish(Some(&far));
+        assert_eq!(c.read(), Some(far));
+        far.pages = PAGES_LIMIT - 1;
+        c.publish(Some(&far));
+        assert_eq!(c.read(), Some(far));
+        far.pages = PAGES_LIMIT;
+        c.publish(Some(&far));
+        assert_eq!(c.read(), None);
+        c.publish(None);
+        assert_eq!(c.read(), None);
+    }
+
+    #[test]
+    fn the_ctime_mark_stays_apart_and_goes_with_a_publication() {
+        let c = AttrCell::new(true, Some(&snap(4)));
+        assert!(c.is_on() && !c.queried());
+        c.mark_queried();
+        assert!(c.queried());
+        assert_eq!(c.read(), Some(snap(4)));
+        // A change that leaves the ctime keeps the mark; a new ctime
+        // clears it.
+        let mut same_ctime = snap(4);
+        same_ctime.size += 1;
+        c.publish(Some(&same_ctime));
+        assert!(c.queried());
+        assert_eq!(c.read(), Some(same_ctime));
+        c.publish(Some(&snap(5)));
+        assert!(!c.queried());
+        let off = AttrCell::new(false, None);
+        assert!(!off.is_on());
+        assert_eq!(off.read(), None);
+    }
+
+    #[test]
+    fn the_cell_is_one_cache_line() {
+        assert_eq!(std::mem::size_of::<AttrCell>(), 64);
+    }
+}
