@@ -609,7 +609,8 @@ pub struct FuseArgs {
     /// (0: the kernel caches no names or attributes).
     #[arg(long, value_name = "SECS", default_value_t = 3600.0)]
     pub floor_ttl: f64,
-    /// The floor answers OPEN, OPENDIR and FLUSH instead of ENOSYS.
+    /// The floor answers OPEN and OPENDIR instead of ENOSYS (FLUSH stays
+    /// ENOSYS, as uvfs's server answers it).
     #[arg(long)]
     pub floor_kernel_open: bool,
     /// The floor without the writeback cache.
@@ -639,8 +640,8 @@ pub struct FuseFloorArgs {
     /// Entry, attribute and negative-entry timeout in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 3600.0)]
     pub ttl: f64,
-    /// Answer OPEN, OPENDIR and FLUSH (with FOPEN_KEEP_CACHE) instead of
-    /// ENOSYS.
+    /// Answer OPEN and OPENDIR (with FOPEN_KEEP_CACHE) instead of ENOSYS
+    /// (FLUSH is ENOSYS either way, as uvfs's server answers it).
     #[arg(long)]
     pub kernel_open: bool,
     /// Do not ask for the writeback cache.

@@ -432,8 +432,8 @@ fn assert_children_got_copies(out: &str, err: &str) {
         1,
         "{err}"
     );
-    let closed = dev_fuse_closed_to_users()
-        && err.contains("(/dev/fuse: Permission denied (os error 13))");
+    let closed =
+        dev_fuse_closed_to_users() && err.contains("(/dev/fuse: Permission denied (os error 13))");
     assert!(err.contains("several threads") || closed, "{err}");
 }
 
