@@ -346,6 +346,57 @@ fn rcu_parent_on_and_off_agree() {
     }
 }
 
+/// The counters a renamer and its readers share in [`race`] and
+/// [`race_create`].
+struct Flags<'a> {
+    /// Bumped before and after each rename (odd: one is under way).
+    done: &'a AtomicU64,
+    /// Checks the readers counted.
+    checks: &'a AtomicU64,
+    /// Set by a reader that saw a wrong answer.
+    failed: &'a AtomicBool,
+    /// Tells the readers to finish.
+    stop: &'a AtomicBool,
+}
+
+/// The renamer's side of both races: `renames` renames of /x/a to /x/b
+/// and back (or exchanges of the two). After each it waits until the
+/// readers have counted three more checks, so that one is of this state
+/// (each reader may still count one of the state before), or until one
+/// failed (then it stops at once). Returns the readers' checks, summed.
+fn renamer<'s>(
+    p: &mut Process,
+    renames: u64,
+    exchange: bool,
+    f: Flags<'_>,
+    readers: Vec<std::thread::ScopedJoinHandle<'s, Result<u64, String>>>,
+) -> u64 {
+    for i in 0..renames {
+        f.done.fetch_add(1, Ordering::Release);
+        if exchange {
+            p.renameat2(AT_FDCWD, "/x/a", AT_FDCWD, "/x/b", RENAME_EXCHANGE)
+                .unwrap();
+        } else if i % 2 == 0 {
+            p.rename("/x/a", "/x/b").unwrap();
+        } else {
+            p.rename("/x/b", "/x/a").unwrap();
+        }
+        f.done.fetch_add(1, Ordering::Release);
+        let target = f.checks.load(Ordering::Acquire) + 3;
+        while f.checks.load(Ordering::Acquire) < target && !f.failed.load(Ordering::Acquire) {
+            std::thread::yield_now();
+        }
+        if f.failed.load(Ordering::Acquire) {
+            break;
+        }
+    }
+    f.stop.store(true, Ordering::Release);
+    readers
+        .into_iter()
+        .map(|r| r.join().unwrap().unwrap_or_else(|e| panic!("{e}")))
+        .sum()
+}
+
 /// Lookups racing a renamer. The renamer moves `/x/a` to `/x/b` and back
 /// (or, with `exchange`, swaps `/x/a` and `/x/b`, two trees of the same
 /// shape), counting each rename's start and its return (odd: one in
@@ -430,34 +481,13 @@ fn race(fast: FastPaths, exchange: bool) {
                 })
             })
             .collect();
-        for i in 0..RENAMES {
-            done.fetch_add(1, Ordering::Release);
-            if exchange {
-                p.renameat2(AT_FDCWD, "/x/a", AT_FDCWD, "/x/b", RENAME_EXCHANGE)
-                    .unwrap();
-            } else if i % 2 == 0 {
-                p.rename("/x/a", "/x/b").unwrap();
-            } else {
-                p.rename("/x/b", "/x/a").unwrap();
-            }
-            done.fetch_add(1, Ordering::Release);
-            // A lookup is checked in this state before it changes again:
-            // each reader may still count one check of the state before,
-            // so three more counts include one of this.
-            let target = checks.load(Ordering::Acquire) + 3;
-            while checks.load(Ordering::Acquire) < target && !failed.load(Ordering::Acquire) {
-                std::thread::yield_now();
-            }
-            if failed.load(Ordering::Acquire) {
-                break;
-            }
-        }
-        stop.store(true, Ordering::Release);
-        let mut sum = 0;
-        for r in readers {
-            sum += r.join().unwrap().unwrap_or_else(|e| panic!("{e}"));
-        }
-        sum
+        let flags = Flags {
+            done: &done,
+            checks: &checks,
+            failed: &failed,
+            stop: &stop,
+        };
+        renamer(&mut p, RENAMES, exchange, flags, readers)
     });
     assert!(checked >= RENAMES, "{fast}: {checked} lookups checked");
 }
@@ -584,31 +614,13 @@ fn race_create(fast: FastPaths, exchange: bool) {
             })
             .collect();
         ready.wait();
-        for i in 0..RENAMES {
-            done.fetch_add(1, Ordering::Release);
-            if exchange {
-                p.renameat2(AT_FDCWD, "/x/a", AT_FDCWD, "/x/b", RENAME_EXCHANGE)
-                    .unwrap();
-            } else if i % 2 == 0 {
-                p.rename("/x/a", "/x/b").unwrap();
-            } else {
-                p.rename("/x/b", "/x/a").unwrap();
-            }
-            done.fetch_add(1, Ordering::Release);
-            let target = checks.load(Ordering::Acquire) + 3;
-            while checks.load(Ordering::Acquire) < target && !failed.load(Ordering::Acquire) {
-                std::thread::yield_now();
-            }
-            if failed.load(Ordering::Acquire) {
-                break;
-            }
-        }
-        stop.store(true, Ordering::Release);
-        let mut sum = 0;
-        for r in readers {
-            sum += r.join().unwrap().unwrap_or_else(|e| panic!("{e}"));
-        }
-        sum
+        let flags = Flags {
+            done: &done,
+            checks: &checks,
+            failed: &failed,
+            stop: &stop,
+        };
+        renamer(&mut p, RENAMES, exchange, flags, readers)
     });
     assert!(checked >= RENAMES, "{fast}: {checked} creates checked");
 }
