@@ -29,7 +29,7 @@
 //! run in progress.
 
 use crate::floor::{FSNAME, FloorOptions};
-use crate::preload::{Figure, median, target_dir_of};
+use crate::preload::{Figure, Workspace, median};
 use crate::report::{self, Machine, Record};
 use crate::runner::{self, Backend, Mode, RunConfig};
 use crate::workloads::{Params, SEQ_REQUEST, Test};
@@ -564,21 +564,12 @@ pub fn mount_uvfs(
 /// The uvfs binary: built with `$CARGO build --release -p uvfs-fuse` into
 /// this binary's target directory (as `preload` builds the shim).
 pub fn build_uvfs() -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("where this binary is: {e}"))?;
-    let target = target_dir_of(&exe).ok_or_else(|| {
-        format!(
-            "{} is not in a cargo target directory: pass --uvfs PATH",
-            exe.display()
-        )
-    })?;
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml");
-    if !manifest.is_file() {
-        return Err(format!(
-            "the workspace this binary was built from ({}) is gone: pass --uvfs PATH",
-            manifest.display()
-        ));
-    }
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let Workspace {
+        target,
+        manifest,
+        cargo,
+        ..
+    } = Workspace::of_this_binary("--uvfs PATH")?;
     println!(
         "building uvfs: {} build --release -p uvfs-fuse (CARGO_TARGET_DIR={})",
         Path::new(&cargo).display(),

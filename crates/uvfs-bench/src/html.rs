@@ -766,16 +766,30 @@ pub fn page(r: &Reproduction, charts: &[(String, String)]) -> String {
     h
 }
 
+/// Starts a section titled `title` (HTML): its data if it ran, else
+/// `None` once a paragraph says why not (`note`, or "not run").
+fn section<'a, T>(
+    h: &mut String,
+    title: &str,
+    data: &'a Option<T>,
+    note: &Option<String>,
+) -> Option<&'a T> {
+    let _ = writeln!(h, "<h2>{title}</h2>");
+    if data.is_none() {
+        let _ = writeln!(h, "<p>{}</p>", esc(note.as_deref().unwrap_or("not run")));
+    }
+    data.as_ref()
+}
+
 /// The LD_PRELOAD shim's section: the modes' table and the interposition
 /// costs, or why it did not run.
 fn preload_section(h: &mut String, r: &Reproduction) {
-    h.push_str("<h2>The LD_PRELOAD shim: C open/close loop</h2>\n");
-    let Some(p) = &r.preload else {
-        let _ = writeln!(
-            h,
-            "<p>{}</p>",
-            esc(r.preload_note.as_deref().unwrap_or("not run"))
-        );
+    let Some(p) = section(
+        h,
+        "The LD_PRELOAD shim: C open/close loop",
+        &r.preload,
+        &r.preload_note,
+    ) else {
         return;
     };
     let _ = writeln!(
@@ -837,13 +851,12 @@ fn preload_section(h: &mut String, r: &Reproduction) {
 /// memory per empty file, what each peer cannot do; or why it did not
 /// run.
 fn peers_section(h: &mut String, r: &Reproduction) {
-    h.push_str("<h2>uvfs against the kernel and the in-memory crates</h2>\n");
-    let Some(p) = &r.peers else {
-        let _ = writeln!(
-            h,
-            "<p>{}</p>",
-            esc(r.peers_note.as_deref().unwrap_or("not run"))
-        );
+    let Some(p) = section(
+        h,
+        "uvfs against the kernel and the in-memory crates",
+        &r.peers,
+        &r.peers_note,
+    ) else {
         return;
     };
     let _ = writeln!(
@@ -937,13 +950,12 @@ fn peers_section(h: &mut String, r: &Reproduction) {
 /// The FUSE section: per test the host's tmpfs, the floor and uvfs, the
 /// ratio uvfs / floor, bandwidth, and the goals; or why it did not run.
 fn fuse_section(h: &mut String, r: &Reproduction) {
-    h.push_str("<h2>Through FUSE: host tmpfs, the floor, uvfs</h2>\n");
-    let Some(f) = &r.fuse else {
-        let _ = writeln!(
-            h,
-            "<p>{}</p>",
-            esc(r.fuse_note.as_deref().unwrap_or("not run"))
-        );
+    let Some(f) = section(
+        h,
+        "Through FUSE: host tmpfs, the floor, uvfs",
+        &r.fuse,
+        &r.fuse_note,
+    ) else {
         return;
     };
     let _ = writeln!(

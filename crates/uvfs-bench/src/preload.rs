@@ -324,21 +324,12 @@ pub fn find_or_build_shim(so: Option<&Path>) -> Result<PathBuf, String> {
             .filter(|p| p.is_file())
             .ok_or_else(|| format!("--so {}: no such file", p.display()));
     }
-    let exe = std::env::current_exe().map_err(|e| format!("where this binary is: {e}"))?;
-    let target = target_dir_of(&exe).ok_or_else(|| {
-        format!(
-            "{} is not in a cargo target directory (TARGET/PROFILE): pass --so PATH",
-            exe.display()
-        )
-    })?;
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml");
-    if !manifest.is_file() {
-        return Err(format!(
-            "the workspace this binary was built from ({}) is gone: pass --so PATH",
-            manifest.display()
-        ));
-    }
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let Workspace {
+        exe,
+        target,
+        manifest,
+        cargo,
+    } = Workspace::of_this_binary("--so PATH")?;
     // The profile this binary was built with (its directory's name; `debug`
     // is cargo's `dev`), so that the shim is built as the lab was.
     let dir = exe
@@ -393,6 +384,47 @@ pub fn find_or_build_shim(so: Option<&Path>) -> Result<PathBuf, String> {
             "cargo built the shim but {} is missing",
             so.display()
         ))
+    }
+}
+
+/// Where this binary was built from, for building a sibling (the shim,
+/// the FUSE front end) into the same target directory.
+pub struct Workspace {
+    /// This binary.
+    pub exe: PathBuf,
+    /// Its cargo target directory.
+    pub target: PathBuf,
+    /// The workspace's `Cargo.toml`.
+    pub manifest: PathBuf,
+    /// `$CARGO`, else `cargo`.
+    pub cargo: std::ffi::OsString,
+}
+
+impl Workspace {
+    /// This binary's workspace; when it cannot be found, the error says to
+    /// pass `instead` (the flag naming a ready-built file).
+    pub fn of_this_binary(instead: &str) -> Result<Workspace, String> {
+        let exe = std::env::current_exe().map_err(|e| format!("where this binary is: {e}"))?;
+        let target = target_dir_of(&exe).ok_or_else(|| {
+            format!(
+                "{} is not in a cargo target directory (TARGET/PROFILE): pass {instead}",
+                exe.display()
+            )
+        })?;
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml");
+        if !manifest.is_file() {
+            return Err(format!(
+                "the workspace this binary was built from ({}) is gone: pass {instead}",
+                manifest.display()
+            ));
+        }
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        Ok(Workspace {
+            exe,
+            target,
+            manifest,
+            cargo,
+        })
     }
 }
 

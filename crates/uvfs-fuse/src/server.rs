@@ -23,10 +23,12 @@ use uvfs::stat::{Dirent64, Stat, parse_dirents64};
 use uvfs::uapi::*;
 use uvfs::{Errno, Process, Vfs};
 
+mod answer;
 mod convert;
 mod files;
 mod nodes;
 
+use answer::Answer;
 use convert::{ferr, kind_of, kind_of_dtype, name_bytes, timespec_of, to_system_time};
 
 /// How long the kernel may trust an entry, a negative entry or attributes
@@ -107,10 +109,10 @@ pub struct UvfsFuse {
     writeback: bool,
 }
 
-/// Lists the directory open as `fd` from the cookie `offset` (readdir and
-/// readdirplus): `add` gets each entry and answers whether the reply is
-/// full, which ends the listing.
-fn each_dirent(
+/// Lists the directory open as `fd` from the cookie `offset`: `add` gets
+/// each entry and answers whether the reply is full, which ends the
+/// listing.
+fn list_from(
     p: &mut Process,
     fd: i32,
     offset: u64,
@@ -132,6 +134,37 @@ fn each_dirent(
 }
 
 impl UvfsFuse {
+    /// Lists the directory `ino` (through its handle `fh`, or a descriptor
+    /// of its own in no-open mode) from the cookie `offset` (readdir and
+    /// readdirplus); `add` gets the descriptor listed and each entry.
+    fn each_dirent(
+        &self,
+        p: &mut Process,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut add: impl FnMut(&mut Process, i32, &Dirent64) -> Result<bool, Errno>,
+    ) -> Result<(), Errno> {
+        let (fd, own) = self.dir_fd(p, ino, fh)?;
+        let r = list_from(p, fd, offset, |p, e| add(p, fd, e));
+        if own {
+            let _ = p.close(fd);
+        }
+        r
+    }
+
+    /// RELEASE and RELEASEDIR: the handle's descriptor closed. fh 0 is no
+    /// handle (a create's or an opendir's in no-open mode): nothing to
+    /// close.
+    fn release_handle(&self, fh: FileHandle) {
+        self.counters.releases.fetch_add(1, Ordering::Relaxed);
+        if fh.0 != 0 {
+            self.as_root(|p| {
+                let _ = p.close(fh.0 as i32);
+            });
+        }
+    }
+
     /// A server for `vfs`, whose root file system is `fs`.
     pub fn new(vfs: Arc<Vfs>, fs: Arc<dyn FileSystem>) -> Result<UvfsFuse, Errno> {
         let mut p = Process::new(&vfs)?;
@@ -428,10 +461,7 @@ impl Filesystem for UvfsFuse {
             buf.truncate(n);
             Ok(buf)
         });
-        match r {
-            Ok(b) => reply.data(&b),
-            Err(e) => reply.error(ferr(e)),
-        }
+        reply.answer(r);
     }
 
     fn mknod(
@@ -450,17 +480,9 @@ impl Filesystem for UvfsFuse {
         // on the mount is the kernel's own pipe: the server only makes
         // the node. The kernel passes `rdev` in its 32-bit encoding,
         // which is glibc's `dev_t` for it.
-        let r = self.with(req, |p| {
-            let dfd = self.node_fd(parent)?;
-            self.with_umask(p, umask, |p| {
-                p.mknodat(dfd, name_bytes(name), mode, u64::from(rdev))
-            })?;
-            self.lookup_in(p, dfd, name_bytes(name))
-        });
-        match r {
-            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
-            Err(e) => reply.error(ferr(e)),
-        }
+        reply.answer(self.make_entry(req, parent, name, umask, |p, dfd, name| {
+            p.mknodat(dfd, name, mode, u64::from(rdev))
+        }));
     }
 
     fn mkdir(
@@ -472,37 +494,23 @@ impl Filesystem for UvfsFuse {
         umask: u32,
         reply: ReplyEntry,
     ) {
-        let r = self.with(req, |p| {
-            let dfd = self.node_fd(parent)?;
-            self.with_umask(p, umask, |p| {
-                p.mkdirat(dfd, name_bytes(name), mode & 0o7777)
-            })?;
-            self.lookup_in(p, dfd, name_bytes(name))
-        });
-        match r {
-            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
-            Err(e) => reply.error(ferr(e)),
-        }
+        reply.answer(self.make_entry(req, parent, name, umask, |p, dfd, name| {
+            p.mkdirat(dfd, name, mode & 0o7777)
+        }));
     }
 
     fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let r = self.with(req, |p| {
             p.unlinkat(self.node_fd(parent)?, name_bytes(name), 0)
         });
-        match r {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(ferr(e)),
-        }
+        reply.answer(r);
     }
 
     fn rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let r = self.with(req, |p| {
             p.unlinkat(self.node_fd(parent)?, name_bytes(name), AT_REMOVEDIR)
         });
-        match r {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(ferr(e)),
-        }
+        reply.answer(r);
     }
 
     fn symlink(
@@ -518,10 +526,7 @@ impl Filesystem for UvfsFuse {
             p.symlinkat(target.as_os_str().as_bytes(), dfd, name_bytes(link_name))?;
             self.lookup_in(p, dfd, name_bytes(link_name))
         });
-        match r {
-            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
-            Err(e) => reply.error(ferr(e)),
-        }
+        reply.answer(r);
     }
 
     fn rename(
@@ -543,10 +548,7 @@ impl Filesystem for UvfsFuse {
                 flags.bits(),
             )
         });
-        match r {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(ferr(e)),
-        }
+        reply.answer(r);
     }
 
     fn link(
@@ -576,10 +578,7 @@ impl Filesystem for UvfsFuse {
             }
             self.lookup_in(p, dfd, name_bytes(newname))
         });
-        match r {
-            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
-            Err(e) => reply.error(ferr(e)),
-        }
+        reply.answer(r);
     }
 
     fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
@@ -645,10 +644,7 @@ impl Filesystem for UvfsFuse {
             buf.truncate(n);
             Ok(buf)
         });
-        match r {
-            Ok(b) => reply.data(&b),
-            Err(e) => reply.error(ferr(e)),
-        }
+        reply.answer(r);
     }
 
     fn write(
@@ -674,10 +670,7 @@ impl Filesystem for UvfsFuse {
             let off = i64::try_from(offset).map_err(|_| Errno::EFBIG)?;
             p.pwrite(fd, data, off)
         });
-        match r {
-            Ok(n) => reply.written(n as u32),
-            Err(e) => reply.error(ferr(e)),
-        }
+        reply.answer(r);
     }
 
     fn flush(
@@ -704,13 +697,7 @@ impl Filesystem for UvfsFuse {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        self.counters.releases.fetch_add(1, Ordering::Relaxed);
-        // fh 0 is no handle (a create's in no-open mode): nothing to close.
-        if fh.0 != 0 {
-            self.as_root(|p| {
-                let _ = p.close(fh.0 as i32);
-            });
-        }
+        self.release_handle(fh);
         reply.ok();
     }
 
@@ -730,10 +717,7 @@ impl Filesystem for UvfsFuse {
                 p.fsync(fd)
             }
         });
-        match r {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(ferr(e)),
-        }
+        reply.answer(r);
     }
 
     fn opendir(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
@@ -764,24 +748,16 @@ impl Filesystem for UvfsFuse {
         mut reply: ReplyDirectory,
     ) {
         let r = self.with(req, |p| {
-            let (fd, own) = self.dir_fd(p, ino, fh)?;
-            let r = each_dirent(p, fd, offset, |_, e| {
+            self.each_dirent(p, ino, fh, offset, |_, _, e| {
                 Ok(reply.add(
                     INodeNo(self.nodeid(e.d_ino)),
                     e.d_off as u64,
                     kind_of_dtype(e.d_type),
                     OsStr::from_bytes(&e.name),
                 ))
-            });
-            if own {
-                let _ = p.close(fd);
-            }
-            r
+            })
         });
-        match r {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(ferr(e)),
-        }
+        reply.answer(r);
     }
 
     fn readdirplus(
@@ -794,8 +770,7 @@ impl Filesystem for UvfsFuse {
     ) {
         self.counters.readdirplus.fetch_add(1, Ordering::Relaxed);
         let r = self.with(req, |p| {
-            let (fd, own) = self.dir_fd(p, ino, fh)?;
-            let r = each_dirent(p, fd, offset, |p, e| {
+            self.each_dirent(p, ino, fh, offset, |p, fd, e| {
                 let dot = e.name == b"." || e.name == b"..";
                 // The kernel takes no lookup reference for "." and
                 // "..": they get their attributes only.
@@ -836,16 +811,9 @@ impl Filesystem for UvfsFuse {
                     self.forget_n(attr.ino, 1);
                 }
                 Ok(full)
-            });
-            if own {
-                let _ = p.close(fd);
-            }
-            r
+            })
         });
-        match r {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(ferr(e)),
-        }
+        reply.answer(r);
     }
 
     fn releasedir(
@@ -856,12 +824,7 @@ impl Filesystem for UvfsFuse {
         _flags: OpenFlags,
         reply: ReplyEmpty,
     ) {
-        self.counters.releases.fetch_add(1, Ordering::Relaxed);
-        if fh.0 != 0 {
-            self.as_root(|p| {
-                let _ = p.close(fh.0 as i32);
-            });
-        }
+        self.release_handle(fh);
         reply.ok();
     }
 
@@ -902,10 +865,7 @@ impl Filesystem for UvfsFuse {
                 flags,
             )
         });
-        match r {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(ferr(e)),
-        }
+        reply.answer(r);
     }
 
     fn getxattr(&self, req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
@@ -944,20 +904,14 @@ impl Filesystem for UvfsFuse {
         let r = self.with(req, |p| {
             p.removexattrat(self.node_fd(ino)?, "", AT_EMPTY_PATH, name_bytes(name))
         });
-        match r {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(ferr(e)),
-        }
+        reply.answer(r);
     }
 
     fn access(&self, req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
         let r = self.with(req, |p| {
             p.faccessat(self.node_fd(ino)?, "", mask.bits(), AT_EMPTY_PATH)
         });
-        match r {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(ferr(e)),
-        }
+        reply.answer(r);
     }
 
     fn create(
@@ -1052,10 +1006,7 @@ impl Filesystem for UvfsFuse {
             self.pt.absorb(uino);
             r
         });
-        match r {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(ferr(e)),
-        }
+        reply.answer(r);
     }
 
     fn lseek(
@@ -1119,9 +1070,6 @@ impl Filesystem for UvfsFuse {
             self.pt.absorb(uino);
             r
         });
-        match r {
-            Ok(n) => reply.written(n as u32),
-            Err(e) => reply.error(ferr(e)),
-        }
+        reply.answer(r.map(|n| n as usize));
     }
 }

@@ -156,6 +156,23 @@ impl UvfsFuse {
 
     /// Looks `name` up in the directory `dirfd` as the caller (search
     /// permission on the directory decides) and takes a lookup reference.
+    /// A node made in `parent` under the caller's `umask` (mknod,
+    /// mkdir), then looked up for the entry the kernel is given.
+    pub(super) fn make_entry(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        umask: u32,
+        make: impl FnOnce(&mut Process, i32, &[u8]) -> Result<(), Errno>,
+    ) -> Result<FileAttr, Errno> {
+        self.with(req, |p| {
+            let dfd = self.node_fd(parent)?;
+            self.with_umask(p, umask, |p| make(p, dfd, name_bytes(name)))?;
+            self.lookup_in(p, dfd, name_bytes(name))
+        })
+    }
+
     pub(super) fn lookup_in(
         &self,
         p: &mut Process,
