@@ -7,10 +7,12 @@
 //!   on tmpfs, a thread with a private mount namespace, forked children);
 //! - [`pathdiff`]: the path API's differential harness (generator, host and
 //!   uvfs backends, comparison, minimizer);
+//! - [`calls`]: one call's outcome on the host and on uvfs, compared;
 //! - [`fdcalls`]: the fd-call tests' file double and helpers;
 //! - [`fuzz`]: the fuzz target's decoder and executor;
 #![allow(dead_code)] // each test binary uses its own subset
 
+pub mod calls;
 pub mod fdcalls;
 pub mod fuzz;
 #[cfg(target_os = "linux")]
