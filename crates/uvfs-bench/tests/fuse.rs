@@ -61,6 +61,31 @@ fn super_options(dir: &std::path::Path) -> String {
 }
 
 /// Waits (at most a minute, checking a condition, not measuring time)
+/// Writes an executable stand-in for the `uvfs` binary at `script`: shell
+/// lines `prelude` check or record its arguments and set `$threads` and
+/// `$d`; then it serves the floor with `$threads` threads at `$d` in the
+/// background and exits 0 once that is mounted (1 after a minute).
+fn stand_in(script: &std::path::Path, prelude: &str) {
+    std::fs::write(
+        script,
+        format!(
+            "#!/bin/sh\n\
+             {prelude}\n\
+             '{}' fuse-floor --threads \"$threads\" \"$d\" </dev/null >/dev/null 2>&1 &\n\
+             i=0\n\
+             while [ $i -lt 6000 ]; do\n\
+               grep -q \" $d \" /proc/self/mountinfo && exit 0\n\
+               sleep 0.01; i=$((i+1))\n\
+             done\n\
+             exit 1\n",
+            env!("CARGO_BIN_EXE_uvfs-bench")
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(script, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 /// until `f` holds.
 fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     let t0 = Instant::now();
@@ -304,26 +329,13 @@ fn a_uvfs_stand_in_gets_its_ratio_and_goals() {
     let _one = MOUNTING.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tmpdir("standin");
     let script = dir.join("uvfs");
-    std::fs::write(
+    stand_in(
         &script,
-        format!(
-            "#!/bin/sh\n\
-             # mount --daemon --threads N --fastpaths F --passthrough P DIR\n\
-             [ \"$1 $2 $3 $5 $7\" = \"mount --daemon --threads --fastpaths --passthrough\" ] || exit 2\n\
-             case \"$8\" in on|off) ;; *) exit 2;; esac\n\
-             '{}' fuse-floor --threads \"$4\" \"$9\" </dev/null >/dev/null 2>&1 &\n\
-             i=0\n\
-             while [ $i -lt 6000 ]; do\n\
-               grep -q \" $9 \" /proc/self/mountinfo && exit 0\n\
-               sleep 0.01; i=$((i+1))\n\
-             done\n\
-             exit 1\n",
-            env!("CARGO_BIN_EXE_uvfs-bench")
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        "# mount --daemon --threads N --fastpaths F --passthrough P DIR\n\
+         [ \"$1 $2 $3 $5 $7\" = \"mount --daemon --threads --fastpaths --passthrough\" ] || exit 2\n\
+         case \"$8\" in on|off) ;; *) exit 2;; esac\n\
+         threads=$4 d=$9",
+    );
     let out_dir = dir.join("out");
     let (code, out, err) = run(&[
         "fuse",
@@ -401,26 +413,14 @@ fn no_open_and_passthrough_reach_the_uvfs_mount() {
     let script = dir.join("uvfs");
     let argv = dir.join("argv");
     // Records its arguments, then serves the floor at the last one.
-    std::fs::write(
+    stand_in(
         &script,
-        format!(
-            "#!/bin/sh\n\
-             echo \"$*\" >> '{}'\n\
-             for d; do :; done\n\
-             '{}' fuse-floor --threads 1 \"$d\" </dev/null >/dev/null 2>&1 &\n\
-             i=0\n\
-             while [ $i -lt 6000 ]; do\n\
-               grep -q \" $d \" /proc/self/mountinfo && exit 0\n\
-               sleep 0.01; i=$((i+1))\n\
-             done\n\
-             exit 1\n",
-            argv.display(),
-            env!("CARGO_BIN_EXE_uvfs-bench")
+        &format!(
+            "echo \"$*\" >> '{}'\n\
+             threads=1; for d; do :; done",
+            argv.display()
         ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     for (k, flag) in ["--no-open", "--uvfs-passthrough", ""]
         .into_iter()
         .enumerate()
