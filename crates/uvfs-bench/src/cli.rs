@@ -284,6 +284,11 @@ pub struct RunArgs {
           value_parser = at_least_one,
         allow_negative_numbers = true)]
     pub blogs: usize,
+    /// Tasks run wherever the scheduler puts them. By default task I is
+    /// bound to the (I mod N)-th of the N CPUs this process may use, as
+    /// will-it-scale binds its tasks to cores.
+    #[arg(long)]
+    pub no_pin: bool,
 }
 
 impl RunArgs {
@@ -294,6 +299,7 @@ impl RunArgs {
             fstree_files: self.fstree_files,
             cache_limit: self.cache_limit,
             blogs: self.blogs,
+            pin: !self.no_pin,
         }
     }
 }

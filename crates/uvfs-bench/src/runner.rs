@@ -231,6 +231,36 @@ impl Drop for Control {
     }
 }
 
+/// Binds the calling thread to the `i mod n`-th of the `n` CPUs it may
+/// run on (its affinity mask, inherited from the harness): will-it-scale
+/// binds task `i` to core `i mod n`, so two tasks on a 2-CPU machine never
+/// share one while the other idles.
+fn bind_to_cpu(i: usize) -> Result<(), Errno> {
+    // SAFETY: `cpu_set_t` is plain bits; all zeroes is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: writes the calling thread's mask into `set`, `size` bytes.
+    if unsafe { libc::sched_getaffinity(0, size, &mut set) } != 0 {
+        return Err(Errno::last_os_error());
+    }
+    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: `c` is below CPU_SETSIZE, inside `set`.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect();
+    let Some(&cpu) = cpus.get(i % cpus.len().max(1)) else {
+        return Err(Errno::EINVAL);
+    };
+    // SAFETY: `one` is an initialised set; `CPU_SET` stays inside it.
+    let mut one: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `cpu` is below CPU_SETSIZE.
+    unsafe { libc::CPU_SET(cpu, &mut one) };
+    // SAFETY: reads `size` bytes of `one`; binds only the calling thread.
+    if unsafe { libc::sched_setaffinity(0, size, &one) } != 0 {
+        return Err(Errno::last_os_error());
+    }
+    Ok(())
+}
+
 /// One task's life: setup, start together, loop, teardown.
 fn task<S: Sys>(sys: &mut S, ctl: &Control, i: usize, test: Test, env: &Env<'_>) {
     let h = ctl.header();
@@ -245,7 +275,11 @@ fn task<S: Sys>(sys: &mut S, ctl: &Control, i: usize, test: Test, env: &Env<'_>)
         shared: &h.shared,
         stop: &h.stop,
     };
-    match workloads::setup(test, sys, env, i) {
+    let setup = match env.params.pin {
+        true => bind_to_cpu(i).and_then(|()| workloads::setup(test, sys, env, i)),
+        false => workloads::setup(test, sys, env, i),
+    };
+    match setup {
         Err(e) => {
             fail(1, e);
             h.ready.fetch_add(1, Ordering::Release);
@@ -589,5 +623,40 @@ fn measure(cfg: &RunConfig, ctl: &Control, tasks: Tasks<'_>) -> Result<Sampled, 
         Ok((samples, per_task, ctl.counts(), extra))
     } else {
         Err(format!("{}: {}", cfg.test.name(), errors.join("; ")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The mask of the calling thread, as CPU numbers.
+    fn my_cpus() -> Vec<usize> {
+        // SAFETY: as in `bind_to_cpu`.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        // SAFETY: as in `bind_to_cpu`.
+        assert_eq!(unsafe { libc::sched_getaffinity(0, size, &mut set) }, 0);
+        (0..libc::CPU_SETSIZE as usize)
+            // SAFETY: `c` is below CPU_SETSIZE.
+            .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+            .collect()
+    }
+
+    /// Task i lands on the (i mod n)-th allowed CPU, alone, and only the
+    /// task's own thread is bound.
+    #[test]
+    fn tasks_are_bound_round_robin_to_the_allowed_cpus() {
+        let allowed = my_cpus();
+        for i in 0..allowed.len() * 2 + 1 {
+            let got = std::thread::spawn(move || {
+                bind_to_cpu(i).unwrap();
+                my_cpus()
+            })
+            .join()
+            .unwrap();
+            assert_eq!(got, vec![allowed[i % allowed.len()]], "task {i}");
+        }
+        assert_eq!(my_cpus(), allowed, "the harness's thread stays unbound");
     }
 }

@@ -409,6 +409,10 @@ pub struct Params {
     pub cache_limit: Option<usize>,
     /// blogbench: most blog directories (ids past it reuse old ones).
     pub blogs: usize,
+    /// Each task bound to one CPU: task `i` to the `i mod n`-th of the `n`
+    /// CPUs the harness may run on, as will-it-scale binds task `i` to
+    /// core `i mod n` (`--no-pin`: where the scheduler puts it).
+    pub pin: bool,
 }
 
 impl Default for Params {
@@ -418,6 +422,7 @@ impl Default for Params {
             fstree_files: FSTREE_FILES,
             cache_limit: None,
             blogs: BLOGS,
+            pin: true,
         }
     }
 }

@@ -202,6 +202,7 @@ fn fstree_and_blogbench_report_their_figures() {
                             fstree_files: 25,
                             cache_limit: None,
                             blogs: 16,
+                            pin: true,
                         },
                         min_ops: 1,
                     };
