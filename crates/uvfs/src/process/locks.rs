@@ -17,6 +17,19 @@ fn inode(file: &File) -> Result<&Inode, Errno> {
     file.dentry().and_then(|d| d.inode()).ok_or(Errno::ENOLCK)
 }
 
+/// Who a record lock on `file` belongs to: the open file for the OFD
+/// commands (whose `l_pid` must be 0: `EINVAL`), else the fd table
+/// `table_owner` names, as Linux's POSIX locks belong to `current->files`.
+fn lock_owner(ofd: bool, fl: &Flock, file: &File, table_owner: u64) -> Result<Owner, Errno> {
+    if !ofd {
+        return Ok(Owner::Files(table_owner));
+    }
+    if fl.l_pid != 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(Owner::File(file.lock_key()))
+}
+
 /// The byte range `fl` names on `file` (`flock64_to_posix_lock`), as
 /// `start..=end`: `EINVAL` for a bad `l_whence`, a start before 0, or a
 /// negative length reaching before 0; `EOVERFLOW` when the start or the end
@@ -152,16 +165,8 @@ impl Process {
                 }
                 let (start, end) = range(&file, fl)?;
                 let ty = LockType::from_raw(fl.l_type)?;
-                let owner = if cmd == F_OFD_GETLK {
-                    if fl.l_pid != 0 {
-                        return Err(Errno::EINVAL);
-                    }
-                    Owner::File(file.lock_key())
-                } else {
-                    Owner::Files(table_owner)
-                };
                 let req = PosixRequest {
-                    owner,
+                    owner: lock_owner(cmd == F_OFD_GETLK, fl, &file, table_owner)?,
                     pid,
                     start,
                     end,
@@ -195,16 +200,8 @@ impl Process {
                     return Err(Errno::EBADF);
                 }
                 let ofd = matches!(cmd, F_OFD_SETLK | F_OFD_SETLKW);
-                let owner = if ofd {
-                    if fl.l_pid != 0 {
-                        return Err(Errno::EINVAL);
-                    }
-                    Owner::File(file.lock_key())
-                } else {
-                    Owner::Files(table_owner)
-                };
                 let req = PosixRequest {
-                    owner,
+                    owner: lock_owner(ofd, fl, &file, table_owner)?,
                     pid,
                     start,
                     end,
@@ -220,7 +217,7 @@ impl Process {
                 // run its lock removal before this lock existed: if the fd
                 // no longer holds the file, undo (see `remove_posix`).
                 if !ofd && ty != LockType::Unlock && !table.holds(fd, &file) {
-                    ctx.remove_posix(owner);
+                    ctx.remove_posix(req.owner);
                     return Err(Errno::EBADF);
                 }
                 Ok(0)
