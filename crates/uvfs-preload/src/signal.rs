@@ -161,7 +161,10 @@ type Chunk = [AtomicPtr<EventFd>; CHUNK];
 /// Chunk `c` of [`LOCK_WAITS`], made first if `make` (whoever publishes
 /// it first wins; a chunk is never freed).
 fn chunk(c: usize, make: bool) -> Option<&'static Chunk> {
-    let p = LOCK_WAITS[c].load(Ordering::Acquire);
+    // Sequentially consistent, as the slots and `SWITCHING`: a switch that
+    // finds no chunk here comes after, in that one order, the flag check
+    // of any wait that registers in a chunk published later.
+    let p = LOCK_WAITS[c].load(Ordering::SeqCst);
     if !p.is_null() {
         // SAFETY: a published chunk is never freed and was initialized
         // before its release.
@@ -176,8 +179,8 @@ fn chunk(c: usize, make: bool) -> Option<&'static Chunk> {
     match LOCK_WAITS[c].compare_exchange(
         std::ptr::null_mut(),
         b,
-        Ordering::AcqRel,
-        Ordering::Acquire,
+        Ordering::SeqCst,
+        Ordering::SeqCst,
     ) {
         // SAFETY: just published, never freed.
         Ok(_) => Some(unsafe { &*b }),
