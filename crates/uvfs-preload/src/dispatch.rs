@@ -11,7 +11,7 @@ use crate::path::{Route, early_outside, loaded, prefix};
 pub(crate) use crate::restart::{RESTART, Ticket};
 use crate::route::{Dir, route_abs};
 use crate::state::{FDMAP, Fd, State, with_state, with_state_in};
-use libc::{c_char, c_int};
+use libc::{c_char, c_int, ssize_t};
 use std::ffi::CString;
 use uvfs::uapi::AT_FDCWD;
 use uvfs::{Errno, Process};
@@ -325,59 +325,119 @@ pub(crate) fn fd_call<T>(
 /// [`fd_call_sleeping`] does, so that the other threads' calls (the write
 /// that wakes a reader) and a fork go on meanwhile; on any other fd it
 /// runs as [`fd_call`] does, without the extra handle.
-pub(crate) fn fd_call_io<T>(
+///
+/// Such a sleep is cancelled by the tree's switch, which moves the FIFO
+/// (its data and every fd on it) to the mount: a read, or a write that had
+/// written nothing, is made again where the fd is now; a write that had
+/// written `n` bytes goes on with `rest(n)` (the rest of the caller's
+/// buffers, written through the fd as it is now), and returns `n` and what
+/// that wrote, or `n` alone if that failed (as Linux returns the part
+/// written before an error).
+pub(crate) fn fd_call_io(
     fd: c_int,
-    fail: T,
-    kernel: impl FnOnce() -> T,
-    uvfs: impl FnOnce(&mut Process, i32) -> Result<T, Errno>,
-) -> T {
-    let t = Ticket::take();
-    match FDMAP.get(fd) {
-        Fd::Kernel => kernel(),
-        Fd::Stale => {
-            set_errno(libc::EBADF);
-            fail
-        }
-        Fd::Uvfs(u) => {
-            let l = local();
-            if l.busy() {
-                return kernel();
+    kernel: impl Fn() -> ssize_t,
+    uvfs: impl Fn(&mut Process, i32) -> Result<ssize_t, Errno>,
+    rest: impl FnOnce(usize) -> ssize_t,
+) -> ssize_t {
+    let mut fail = -1;
+    loop {
+        let t = Ticket::take();
+        match FDMAP.get(fd) {
+            Fd::Kernel => return kernel(),
+            Fd::Stale => {
+                set_errno(libc::EBADF);
+                return fail;
             }
-            let mut uvfs = Some(uvfs);
-            let r = run_in(l, fail, || fd_io(l, u, t, &mut uvfs));
-            match uvfs {
-                Some(f) => fd_call_io(fd, r, kernel, f),
-                None => r,
+            Fd::Uvfs(u) => {
+                let l = local();
+                if l.busy() {
+                    return kernel();
+                }
+                let mut out = Io::Done;
+                let r = run_in(l, fail, || fd_io(l, u, t, &uvfs, &mut out));
+                match out {
+                    Io::Done => return r,
+                    // Again, where the fd is now.
+                    Io::Again => fail = r,
+                    Io::Wrote(n) => {
+                        let saved = errno();
+                        let m = rest(n);
+                        set_errno(saved);
+                        return n as ssize_t + m.max(0);
+                    }
+                }
             }
         }
     }
 }
 
+/// How [`fd_io`] left the call.
+enum Io {
+    /// Its result stands.
+    Done,
+    /// It raced the tree's switch, or its sleep was cancelled by it before
+    /// it moved any byte: made again.
+    Again,
+    /// Its sleep was cancelled by the switch after it wrote this many
+    /// bytes (to the FIFO the switch then moved to the mount).
+    Wrote(usize),
+}
+
 /// The uvfs side of [`fd_call_io`] on uvfs fd `u`.
 #[inline]
-fn fd_io<T, F: FnOnce(&mut Process, i32) -> Result<T, Errno>>(
+fn fd_io(
     l: &Local,
     u: i32,
     t: Ticket,
-    uvfs: &mut Option<F>,
-) -> Result<T, Errno> {
-    let mut call = |p: &mut Process, u: i32| match uvfs.take() {
-        Some(f) => f(p, u),
-        None => Err(Errno::EIO),
-    };
+    uvfs: &impl Fn(&mut Process, i32) -> Result<ssize_t, Errno>,
+    out: &mut Io,
+) -> Result<ssize_t, Errno> {
     let sleeper = with_state_in(l, |s| {
         if t.switched() {
-            // Left in `uvfs`: the caller starts the call again.
+            *out = Io::Again;
             Err(unchanged())
         } else if s.p().may_block(u) {
+            crate::signal::fifo_io_begin();
             Ok::<_, Errno>(Err((s.p().new_thread(), u)))
         } else {
-            call(s.p(), u).map(Ok)
+            uvfs(s.p(), u).map(Ok)
         }
     })?;
     match sleeper {
         Ok(v) => Ok(v),
-        Err((mut thread, u)) => call(&mut thread, u),
+        Err((mut thread, u)) => fifo_io(thread_call(&mut thread, u, t, uvfs), out),
+    }
+}
+
+/// A FIFO call on its own thread handle, cancellable by the switch (see
+/// [`fd_call_io`]); ends the count [`fd_io`] began.
+#[cold]
+fn thread_call(
+    thread: &mut Process,
+    u: i32,
+    t: Ticket,
+    uvfs: &impl Fn(&mut Process, i32) -> Result<ssize_t, Errno>,
+) -> (Result<ssize_t, Errno>, bool) {
+    let r = crate::signal::cancellable(t.pre_client(), || uvfs(thread, u));
+    crate::signal::fifo_io_end();
+    r
+}
+
+/// What a cancelled FIFO call leaves to [`fd_call_io`].
+fn fifo_io((r, cancelled): (Result<ssize_t, Errno>, bool), out: &mut Io) -> Result<ssize_t, Errno> {
+    if !cancelled {
+        return r;
+    }
+    match r {
+        Err(Errno::EINTR) => {
+            *out = Io::Again;
+            Err(unchanged())
+        }
+        Ok(n) if n > 0 => {
+            *out = Io::Wrote(n as usize);
+            Ok(n)
+        }
+        r => r,
     }
 }
 
@@ -417,7 +477,7 @@ pub(crate) fn fd_call_sleeping<T>(
                 Ok::<_, Errno>((s.p().new_thread(), u))
             })?;
             // The tree's switch cancels the wait (`EINTR`).
-            crate::signal::cancellable(|| uvfs(&mut thread, u))
+            crate::signal::cancellable(t.pre_client(), || uvfs(&mut thread, u)).0
         });
         // Read inside the gate, where the switch is settled (the switch
         // itself may have woken this call: its reopening closes the

@@ -96,11 +96,12 @@ pub(crate) unsafe fn close(fd: c_int) -> c_int {
 pub(crate) unsafe fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
     fd_call_io(
         fd,
-        -1,
         // SAFETY: the caller's buffer of `n` writable bytes.
         || unsafe { real!(read: fn(c_int, *mut c_void, size_t) -> ssize_t)(fd, buf, n) },
         // SAFETY: as above.
         |p, u| Ok(p.read(u, unsafe { buf_mut(buf, n) }?)? as ssize_t),
+        // A cancelled read has read nothing.
+        |_| 0,
     )
 }
 
@@ -111,11 +112,12 @@ pub(crate) unsafe fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
 pub(crate) unsafe fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
     fd_call_io(
         fd,
-        -1,
         // SAFETY: the caller's buffer of `n` readable bytes.
         || unsafe { real!(write: fn(c_int, *const c_void, size_t) -> ssize_t)(fd, buf, n) },
         // SAFETY: as above.
         |p, u| sigpipe(p.write(u, unsafe { buf_ref(buf, n) }?)).map(|n| n as ssize_t),
+        // SAFETY: the rest of the caller's buffer (`done` < `n`).
+        |done| unsafe { write(fd, buf.cast::<u8>().add(done).cast(), n - done) },
     )
 }
 

@@ -64,6 +64,8 @@ mod dispatch;
 mod fdmap;
 #[cfg(not(loom))]
 mod fdops;
+#[cfg(not(loom))]
+mod fifo_move;
 #[cfg(any(not(loom), test))]
 mod fork_gate;
 #[cfg(not(loom))]

@@ -654,9 +654,12 @@ fn serve(
 /// Reopens every uvfs fd through the mount at its number, and moves a cwd
 /// inside uvfs to the mount. An fd whose file has no name (unlinked while
 /// open) or that cannot be reopened stays on this process's private copy
-/// of uvfs, said once.
+/// of uvfs, said once. FIFOs move with their data (`fifo_move`), once
+/// every FIFO read and write asleep on the private uvfs was cancelled and
+/// has left it.
 fn reopen_all(pre: &[u8]) {
     let _busy = Busy::enter();
+    let fifo_ok = crate::signal::begin_switch(std::time::Duration::from_secs(2));
     let (kept, fifos) = crate::state::with_state_held(|s| {
         s.flush();
         let mut kept = 0;
@@ -675,14 +678,12 @@ fn reopen_all(pre: &[u8]) {
             }
         }
         let mut done = vec![false; fds.len()];
-        let mut fifos = 0;
+        let mut fifo_fds = Vec::new();
         for (i, &(k, u)) in fds.iter().enumerate() {
             let l = leader[i];
-            // A FIFO stays: a thread may be asleep in it (on a handle of its
-            // own, outside the gate, where nothing can wake it but the
-            // FIFO's other end), and its unread data is there.
+            // A FIFO moves with its data, below.
             if s.p().may_block(u) {
-                fifos += 1;
+                fifo_fds.push((k, u));
                 continue;
             }
             let r = if l == i {
@@ -698,11 +699,24 @@ fn reopen_all(pre: &[u8]) {
                 kept += 1;
             }
         }
+        let mut moved = Vec::new();
+        let mut fifos = fifo_fds.len();
+        if fifo_ok && !fifo_fds.is_empty() {
+            let m = crate::fifo_move::move_fifos(s, pre, &fifo_fds);
+            fifos = m.kept;
+            moved = m.moved;
+        }
         for (i, &(k, u)) in fds.iter().enumerate() {
             if done[i] {
                 s.unmap(k);
                 let _ = s.p().close(u);
             }
+        }
+        // The moved FIFOs' private fds last: their release wakes any
+        // poller of the private pipe, which then finds its fd the mount's.
+        for (k, u) in moved {
+            s.unmap(k);
+            let _ = s.p().close(u);
         }
         if s.cwd_in_uvfs() {
             let mut dir = pre.to_vec();
@@ -720,7 +734,7 @@ fn reopen_all(pre: &[u8]) {
     });
     if fifos > 0 {
         say(&format!(
-            "{fifos} open uvfs FIFO(s) stay private to this process (a thread may be blocked on one, and its unread data is there): the tree's other processes open the FIFO's name through the mount, a different pipe"
+            "{fifos} open uvfs FIFO fd(s) stay private to this process (no name, or a call on it could not be cancelled): the tree's other processes open the FIFO's name through the mount, a different pipe"
         ));
     }
     if kept > 0 {
@@ -728,6 +742,29 @@ fn reopen_all(pre: &[u8]) {
             "{kept} open uvfs file(s) without a name (unlinked) stay private to this process: the tree's other processes cannot reach them"
         ));
     }
+}
+
+/// Moves uvfs fd `u` (the program's number `k`), which a call that slept
+/// across the switch opened on the private uvfs after it (a FIFO open whose
+/// other end came before the switch, an open that waited for a lease
+/// break), to the mount as the switch moved the others: a FIFO with its
+/// data (`fifo_move`), any other file reopened at its number. False if it
+/// stays private (no name, or it cannot be reopened).
+pub(crate) fn move_late(s: &mut crate::state::State, k: i32, u: i32) -> bool {
+    let Some(pre) = prefix_raw() else {
+        return false;
+    };
+    let _busy = Busy::enter();
+    let moved = if s.p().may_block(u) {
+        crate::fifo_move::move_fifos(s, pre, &[(k, u)]).kept == 0
+    } else {
+        reopen(s.p(), pre, u, k).is_ok()
+    };
+    if moved {
+        s.unmap(k);
+        let _ = s.p().close(u);
+    }
+    moved
 }
 
 /// Above this many open uvfs fds, sharing is not probed (each fd gets an

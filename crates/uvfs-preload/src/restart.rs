@@ -53,6 +53,13 @@ impl Ticket {
         self.0 & CLIENT == 0 && is_client()
     }
 
+    /// Whether the call decided before the process became a client: the
+    /// switch, when it comes, cancels its sleep on the private uvfs.
+    #[inline]
+    pub(crate) fn pre_client(self) -> bool {
+        self.0 & CLIENT == 0
+    }
+
     /// Inside the gate: [`RESTART`] if the switch came since the ticket.
     #[inline]
     pub(crate) fn check(self) -> Result<(), Errno> {

@@ -31,8 +31,8 @@
 use crate::conv::errno;
 use crate::placeholders::hole_lower;
 use libc::c_int;
-use std::cell::RefCell;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use uvfs::Errno;
 use uvfs::{Interrupted, Sleep, Waiter};
@@ -81,17 +81,66 @@ std::thread_local! {
     /// registered eventfd keeps its address from being reused while it is
     /// registered).
     static LOCK_WAIT: RefCell<LockWait> = const { RefCell::new(LockWait::Off) };
+    /// Whether this thread's sleep answered `EINTR` because the tree's
+    /// switch cancelled it (read and cleared by [`cancellable`]).
+    static CANCELLED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Set (once, for good) when the tree's switch begins, before any fd
+/// moves: every cancellable wait armed by a call that decided before the
+/// switch (its ticket read "not a client") is cancelled from then on, also
+/// one that registers its eventfd only after [`cancel_lock_waits`] has
+/// looked at the table (it checks this flag before it sleeps, and the
+/// switch checks the table after it sets the flag: one of the two sees
+/// the other).
+static SWITCHING: AtomicBool = AtomicBool::new(false);
+
+/// How many FIFO reads and writes are under way on the process's private
+/// uvfs, each on a thread handle of its own outside the fork gate
+/// (`dispatch::fd_call_io`). Counted inside the gate; the tree's switch,
+/// holding the gate, cancels them and waits for this to reach 0 before it
+/// moves the FIFOs' data to the mount, so no byte is read or written on
+/// the private copy after it was moved.
+static FIFO_IO: AtomicUsize = AtomicUsize::new(0);
+
+/// One more FIFO call on the private uvfs (the caller is inside the gate).
+pub(crate) fn fifo_io_begin() {
+    FIFO_IO.fetch_add(1, Ordering::SeqCst);
+}
+
+/// That call has left the private uvfs.
+pub(crate) fn fifo_io_end() {
+    FIFO_IO.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// The tree's switch, holding the gate: cancels every wait armed before
+/// it (lock waits, FIFO opens, FIFO reads and writes) and waits until no
+/// FIFO read or write is left on the private uvfs. False if one is still
+/// there after `limit` (a sleep that could not be made interruptible: no
+/// eventfd could be made for it); the FIFOs then stay private.
+pub(crate) fn begin_switch(limit: std::time::Duration) -> bool {
+    SWITCHING.store(true, Ordering::SeqCst);
+    cancel_lock_waits();
+    let start = std::time::Instant::now();
+    while FIFO_IO.load(Ordering::SeqCst) != 0 {
+        if start.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(100));
+    }
+    true
 }
 
 /// This thread's lock wait, as the switch sees it.
 enum LockWait {
     /// Not in a [`cancellable`] call.
     Off,
-    /// In one, not registered (yet, or no free slot).
-    Armed,
+    /// In one, not registered (yet, or no free slot); whether the call
+    /// decided before the tree's switch (so [`SWITCHING`] cancels it).
+    Armed(bool),
     /// Registered at this slot of [`LOCK_WAITS`], with this thread's own
-    /// reference to the eventfd there.
-    At(usize, Arc<EventFd>),
+    /// reference to the eventfd there; and as in `Armed`.
+    At(usize, Arc<EventFd>, bool),
 }
 
 /// The eventfds of the lock waits sleeping now (`Arc::into_raw`, null
@@ -112,7 +161,10 @@ type Chunk = [AtomicPtr<EventFd>; CHUNK];
 /// Chunk `c` of [`LOCK_WAITS`], made first if `make` (whoever publishes
 /// it first wins; a chunk is never freed).
 fn chunk(c: usize, make: bool) -> Option<&'static Chunk> {
-    let p = LOCK_WAITS[c].load(Ordering::Acquire);
+    // Sequentially consistent, as the slots and `SWITCHING`: a switch that
+    // finds no chunk here comes after, in that one order, the flag check
+    // of any wait that registers in a chunk published later.
+    let p = LOCK_WAITS[c].load(Ordering::SeqCst);
     if !p.is_null() {
         // SAFETY: a published chunk is never freed and was initialized
         // before its release.
@@ -127,8 +179,8 @@ fn chunk(c: usize, make: bool) -> Option<&'static Chunk> {
     match LOCK_WAITS[c].compare_exchange(
         std::ptr::null_mut(),
         b,
-        Ordering::AcqRel,
-        Ordering::Acquire,
+        Ordering::SeqCst,
+        Ordering::SeqCst,
     ) {
         // SAFETY: just published, never freed.
         Ok(_) => Some(unsafe { &*b }),
@@ -146,13 +198,17 @@ fn slot(i: usize) -> &'static AtomicPtr<EventFd> {
     &chunk(i / CHUNK, false).expect("a registered wait's chunk")[i % CHUNK]
 }
 
-/// Runs `f` (a lock call that may sleep, on uvfs) with its sleep
-/// cancellable by the tree's switch: the sleep then answers `EINTR`, and
-/// the caller, seeing the switch, makes the call again on the mount.
-pub(crate) fn cancellable<R>(f: impl FnOnce() -> R) -> R {
-    LOCK_WAIT.with(|w| *w.borrow_mut() = LockWait::Armed);
+/// Runs `f` (a call that may sleep on uvfs: a lock wait, a FIFO open,
+/// read or write) with its sleep cancellable by the tree's switch: the
+/// sleep then answers `EINTR`, and the caller, seeing the switch, makes the
+/// call again on the mount. `pre`: the call decided before the switch (its
+/// ticket did not read "client"), so the switch's start cancels it even if
+/// it sleeps only after. Also returns whether a sleep of `f` was cancelled.
+pub(crate) fn cancellable<R>(pre: bool, f: impl FnOnce() -> R) -> (R, bool) {
+    LOCK_WAIT.with(|w| *w.borrow_mut() = LockWait::Armed(pre));
+    CANCELLED.set(false);
     let r = f();
-    if let LockWait::At(i, ev) = LOCK_WAIT.with(|w| w.replace(LockWait::Off)) {
+    if let LockWait::At(i, ev, _) = LOCK_WAIT.with(|w| w.replace(LockWait::Off)) {
         let mine = Arc::as_ptr(&ev).cast_mut();
         if slot(i)
             .compare_exchange(
@@ -168,29 +224,31 @@ pub(crate) fn cancellable<R>(f: impl FnOnce() -> R) -> R {
             drop(unsafe { Arc::from_raw(mine) });
         }
     }
-    r
+    (r, CANCELLED.replace(false))
 }
 
 /// Registers `ev` if this thread is in a [`cancellable`] call.
 fn register(ev: &Arc<EventFd>) {
     LOCK_WAIT.with(|w| {
         let mut w = w.borrow_mut();
-        if !matches!(*w, LockWait::Armed) {
+        let LockWait::Armed(pre) = *w else {
             return;
-        }
+        };
         let raw = Arc::into_raw(ev.clone()).cast_mut();
         for c in 0..NCHUNKS {
             let Some(ch) = chunk(c, true) else { break };
             for (j, s) in ch.iter().enumerate() {
+                // Sequentially consistent, paired with `SWITCHING`: see
+                // there.
                 if s.compare_exchange(
                     std::ptr::null_mut(),
                     raw,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
+                    Ordering::SeqCst,
+                    Ordering::SeqCst,
                 )
                 .is_ok()
                 {
-                    *w = LockWait::At(c * CHUNK + j, ev.clone());
+                    *w = LockWait::At(c * CHUNK + j, ev.clone(), pre);
                     return;
                 }
             }
@@ -200,13 +258,22 @@ fn register(ev: &Arc<EventFd>) {
     });
 }
 
-/// Whether this thread's registered lock wait was cancelled (its slot
-/// emptied by [`cancel_lock_waits`]).
+/// Whether this thread's cancellable wait was cancelled (its slot emptied
+/// by [`cancel_lock_waits`], or the switch began after the call decided);
+/// if so, recorded for [`cancellable`].
 fn cancelled() -> bool {
-    LOCK_WAIT.with(|w| match &*w.borrow() {
-        LockWait::At(i, ev) => slot(*i).load(Ordering::Acquire) != Arc::as_ptr(ev).cast_mut(),
-        _ => false,
-    })
+    let c = LOCK_WAIT.with(|w| match &*w.borrow() {
+        LockWait::At(i, ev, pre) => {
+            (*pre && SWITCHING.load(Ordering::SeqCst))
+                || slot(*i).load(Ordering::SeqCst) != Arc::as_ptr(ev).cast_mut()
+        }
+        LockWait::Armed(pre) => *pre && SWITCHING.load(Ordering::SeqCst),
+        LockWait::Off => false,
+    });
+    if c {
+        CANCELLED.set(true);
+    }
+    c
 }
 
 /// The tree's switch: wakes every registered lock wait, whose sleep then
@@ -216,7 +283,7 @@ pub(crate) fn cancel_lock_waits() {
     // Every chunk is looked at (a later one may be published while an
     // earlier load still reads null).
     for s in (0..NCHUNKS).filter_map(|c| chunk(c, false)).flatten() {
-        let p = s.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        let p = s.swap(std::ptr::null_mut(), Ordering::SeqCst);
         if !p.is_null() {
             // SAFETY: a reference made by `Arc::into_raw` in `register`,
             // swapped out here, so owned here.
@@ -260,6 +327,11 @@ impl Sleep for KernelSleep {
             std::thread::park();
             return Ok(());
         };
+        // A switch that began before this wait registered (or that has
+        // looked at the table already) would not wake it.
+        if cancelled() {
+            return Err(Interrupted::Eintr);
+        }
         let mut b = [0u8; 8];
         // SAFETY: 8 writable bytes; our eventfd, kept open by `ev`. A raw
         // system call: the shim's own `read` hook must not see it.

@@ -320,6 +320,7 @@ const REFUSE_PROG: &str = r##"
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/aio_abi.h>
+#include <linux/bpf.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <signal.h>
@@ -348,8 +349,32 @@ static const int TRAPPED[] = {
     SYS_connect, SYS_getsockopt, SYS_timerfd_gettime, SYS_signalfd4, SYS_io_submit,
     SYS_io_uring_enter, SYS_io_uring_register, 451 /* cachestat */, 463 /* setxattrat */,
     468 /* file_getattr */, SYS_open_tree, SYS_kcmp, SYS_waitid, SYS_pidfd_send_signal,
-    SYS_sendto, SYS_bind, SYS_mq_notify, SYS_setns,
+    SYS_sendto, SYS_bind, SYS_mq_notify, SYS_setns, SYS_io_uring_setup,
 };
+
+/* bpf's pinning at `p` (`pin`: of map `fd`), as errno's name. */
+static const char *bpf_obj(int pin, const char *p, int fd) {
+    union bpf_attr a;
+    memset(&a, 0, sizeof a);
+    a.pathname = (uint64_t)(uintptr_t)p;
+    a.bpf_fd = fd;
+    errno = 0;
+    long r = syscall(SYS_bpf, pin ? BPF_OBJ_PIN : BPF_OBJ_GET, &a, sizeof a);
+    if (r >= 0 && !pin) close((int)r);
+    return r < 0 ? strerrorname_np(errno) : "ok";
+}
+
+/* "same", or what differs between the uvfs answer and the host's. */
+static void same(const char *what, const char *uv, const char *host) {
+    if (strcmp(uv, host) == 0) printf("%s: same\n", what);
+    else printf("%s: uvfs %s, host %s\n", what, uv, host);
+}
+
+/* prctl(PR_SET_MM, PR_SET_MM_EXE_FILE, fd)'s errno name. */
+static const char *exe_file(int fd) {
+    errno = 0;
+    return prctl(PR_SET_MM, PR_SET_MM_EXE_FILE, fd, 0, 0) < 0 ? strerrorname_np(errno) : "ok";
+}
 
 /* Every call in TRAPPED that reaches the kernel fails with ENOTRECOVERABLE. */
 static void trap(void) {
@@ -379,12 +404,41 @@ int main(int argc, char **argv) {
     pipe(q);
     int ep = epoll_create1(0);
     int s = socket(AF_UNIX, SOCK_DGRAM, 0);
+    /* bpf's pinning at a uvfs path answers as at a host path that is not
+       in a bpf file system (the host's scratch directory, argv[2]). */
+    {
+        union bpf_attr a;
+        memset(&a, 0, sizeof a);
+        a.map_type = BPF_MAP_TYPE_ARRAY;
+        a.key_size = 4;
+        a.value_size = 4;
+        a.max_entries = 1;
+        int m = (int)syscall(SYS_bpf, BPF_MAP_CREATE, &a, sizeof a);
+        char hf[4200], hm[4200], hd[4200], um[4200], ud[4200];
+        snprintf(hf, sizeof hf, "%s/f", argv[2]);
+        snprintf(hm, sizeof hm, "%s/missing", argv[2]);
+        snprintf(hd, sizeof hd, "%s/nodir/x", argv[2]);
+        snprintf(um, sizeof um, "%s/missing", argv[1]);
+        snprintf(ud, sizeof ud, "%s/nodir/x", argv[1]);
+        close(open(hf, O_CREAT | O_WRONLY, 0644));
+        same("bpf get a file", bpf_obj(0, path, 0), bpf_obj(0, hf, 0));
+        same("bpf get a missing name", bpf_obj(0, um, 0), bpf_obj(0, hm, 0));
+        same("bpf pin at a new name", bpf_obj(1, um, m), bpf_obj(1, hm, m));
+        same("bpf pin at a file", bpf_obj(1, path, m), bpf_obj(1, hf, m));
+        same("bpf pin in a missing directory", bpf_obj(1, ud, m), bpf_obj(1, hd, m));
+        if (m >= 0) close(m);
+    }
+    int dn = open("/dev/null", O_RDONLY);
     /* After the kernel fds (each kernel fd made empties the placeholder
        cache): a cached placeholder, closed to the program. */
     int stale = dup(u);
     close(stale);
     struct sockaddr_un un = { .sun_family = AF_UNIX };
     snprintf(un.sun_path, sizeof un.sun_path, "%s", sock);
+    /* PR_SET_MM_EXE_FILE: a uvfs fd answers as the placeholder, a closed
+       one as a closed fd (999: none). */
+    same("prctl exe file", exe_file(u), exe_file(dn));
+    same("prctl exe file of a closed uvfs fd", exe_file(stale), exe_file(999));
     trap();
     char b[256];
     struct iovec iv = { b, 1 };
@@ -427,6 +481,9 @@ int main(int argc, char **argv) {
     R("bind a socket path", syscall(SYS_bind, s, &un, sizeof un));
     R("mq_notify", syscall(SYS_mq_notify, u, NULL));
     R("setns", syscall(SYS_setns, u, 0));
+    /* No ring while uvfs lives in the process. */
+    char params[120] = {0};
+    R("io_uring_setup", syscall(SYS_io_uring_setup, 1, params));
     /* A closed fd is EBADF, as Linux says, without a word. */
     R("tee of a closed uvfs fd", syscall(SYS_tee, stale, p[1], 1, 0));
     /* The same calls with kernel fds reach the kernel (the filter). */
@@ -449,15 +506,24 @@ fn unlisted_calls_with_a_uvfs_operand_are_refused_never_reaching_the_kernel() {
     let uv = sc.join("uvfs");
     let uv = uv.to_str().unwrap();
     let d = format!("{uv}/d");
+    let host = sc.join("host");
+    std::fs::create_dir_all(&host).unwrap();
     let u = run(
-        &[&bin, &d],
+        &[&bin, &d, host.to_str().unwrap()],
         true,
         &[("UVFS_PREFIX", uv), ("UVFS_TREE", "0")],
     );
     assert!(u.status.success(), "{:?}\n{}", u.status, err(&u));
     assert_eq!(
         out(&u),
-        "tee: -1 EINVAL\n\
+        "bpf get a file: same\n\
+         bpf get a missing name: same\n\
+         bpf pin at a new name: same\n\
+         bpf pin at a file: same\n\
+         bpf pin in a missing directory: same\n\
+         prctl exe file: same\n\
+         prctl exe file of a closed uvfs fd: same\n\
+         tee: -1 EINVAL\n\
          tee again: -1 EINVAL\n\
          vmsplice: -1 EBADF\n\
          epoll_ctl add: -1 EPERM\n\
@@ -482,6 +548,7 @@ fn unlisted_calls_with_a_uvfs_operand_are_refused_never_reaching_the_kernel() {
          bind a socket path: -1 EOPNOTSUPP\n\
          mq_notify: -1 EBADF\n\
          setns: -1 EINVAL\n\
+         io_uring_setup: -1 ENOSYS\n\
          tee of a closed uvfs fd: -1 EBADF\n\
          tee of pipes: -1 ENOTRECOVERABLE\n\
          io_uring_register of pipes: -1 ENOTRECOVERABLE\n",
@@ -522,6 +589,11 @@ fn unlisted_calls_with_a_uvfs_operand_are_refused_never_reaching_the_kernel() {
         "uvfs-preload: bind of a socket under the prefix is not supported (EOPNOTSUPP)\n".into(),
         said("mq_notify", fd, "EBADF"),
         said("setns", fd, "EINVAL"),
+        said(
+            "io_uring_setup",
+            "while the process keeps uvfs in its own memory (the kernel would read uvfs fds and paths from the ring, unseen)",
+            "ENOSYS",
+        ),
     ]
     .concat();
     assert_eq!(err(&u), want);

@@ -92,7 +92,6 @@ forward! {
 pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
     fd_call_io(
         fd,
-        -1,
         // SAFETY: the caller's iovecs, unchanged, valid per the contract.
         || unsafe { real!(readv: fn(c_int, *const iovec, c_int) -> ssize_t)(fd, iov, cnt) },
         |p, u| {
@@ -105,6 +104,8 @@ pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, cnt: c_int) -> ssiz
             }
             Ok(p.readv(u, &mut bufs)? as ssize_t)
         },
+        // A cancelled read has read nothing.
+        |_| 0,
     )
 }
 
@@ -116,7 +117,6 @@ pub unsafe extern "C" fn readv(fd: c_int, iov: *const iovec, cnt: c_int) -> ssiz
 pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, cnt: c_int) -> ssize_t {
     fd_call_io(
         fd,
-        -1,
         // SAFETY: the caller's iovecs, unchanged, valid per the contract.
         || unsafe { real!(writev: fn(c_int, *const iovec, c_int) -> ssize_t)(fd, iov, cnt) },
         |p, u| {
@@ -129,7 +129,40 @@ pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, cnt: c_int) -> ssi
             }
             crate::fdops::sigpipe(p.writev(u, &bufs)).map(|n| n as ssize_t)
         },
+        // SAFETY: the caller's iovecs, as above.
+        |done| unsafe { writev_rest(fd, iov, cnt, done) },
     )
+}
+
+/// The rest of a `writev` whose first `done` bytes were written: the
+/// iovecs past them, through `writev` again.
+///
+/// # Safety
+/// `iov` points to `cnt` iovecs, each a readable buffer.
+unsafe fn writev_rest(fd: c_int, iov: *const iovec, cnt: c_int, done: usize) -> ssize_t {
+    // SAFETY: per the contract.
+    let Ok(v) = (unsafe { iovs(iov, cnt) }) else {
+        return 0;
+    };
+    let mut skip = done;
+    let mut left = Vec::with_capacity(v.len());
+    for x in v {
+        if skip >= x.iov_len {
+            skip -= x.iov_len;
+            continue;
+        }
+        left.push(iovec {
+            // SAFETY: `skip` < the buffer's length.
+            iov_base: unsafe { x.iov_base.cast::<u8>().add(skip).cast() },
+            iov_len: x.iov_len - skip,
+        });
+        skip = 0;
+    }
+    if left.is_empty() {
+        return 0;
+    }
+    // SAFETY: parts of the caller's buffers.
+    unsafe { writev(fd, left.as_ptr(), left.len() as c_int) }
 }
 
 /// preadv/pwritev (and their `v2` forms, with `RWF_*` flags) on uvfs:

@@ -22,6 +22,7 @@ mod exec;
 mod fcntl;
 mod fork;
 mod io;
+pub(crate) mod kernel_objs;
 mod kfds;
 mod mmap;
 mod names;

@@ -95,7 +95,10 @@ unsafe fn do_openat(
             // The tree's switch cancels the wait (`EINTR`): the other end
             // (or the lease's holder) is now the mount's.
             thread.set_lease_break_wait(true);
-            let r = crate::signal::cancellable(|| thread.openat(d, &upath, flags, mode));
+            let r = crate::signal::cancellable(t.pre_client(), || {
+                thread.openat(d, &upath, flags, mode)
+            })
+            .0;
             with_state(|s| match r {
                 Err(Errno::EINTR) if t.switched() => {
                     // Again, on the mount's FIFO.
@@ -103,17 +106,18 @@ unsafe fn do_openat(
                     Err(RESTART)
                 }
                 Ok(u) => {
-                    if t.switched() {
-                        // Its other end came before the switch: the FIFO it
-                        // opened is the private uvfs's, as the FIFOs open
-                        // at the switch are, not the mount's.
+                    s.map(k, u);
+                    // Its other end (or the lease's release) came before
+                    // the switch: the file it opened is the private uvfs's.
+                    // It moves to the mount, as the files open at the
+                    // switch did.
+                    if t.switched() && !crate::namespace::move_late(s, k, u) {
                         static SAID: crate::refuse::Said = crate::refuse::Said::new();
                         crate::refuse::said_once(
                             &SAID,
-                            "a uvfs FIFO open that waited across the process tree's switch to its mount opened the process's private FIFO: the tree's other processes open the mount's, a different pipe",
+                            "a uvfs open that waited across the process tree's switch to its mount opened the process's private copy of the file, which could not be moved to the mount: the tree's other processes open the mount's",
                         );
                     }
-                    s.map(k, u);
                     Ok(k)
                 }
                 Err(e) => {

@@ -84,6 +84,9 @@ enum Operands {
     /// `mount(source, …, flags)`'s source, a path only with `MS_BIND` or
     /// `MS_MOVE` (else a device name or a file system's own word).
     MountSource,
+    /// No operand: the call is the shim's whenever this process keeps
+    /// uvfs in its own memory (not a client of its tree's mount).
+    Private,
 }
 
 /// What the libc function returns: `int` (sign-extended from 32 bits, the
@@ -146,8 +149,8 @@ fn pselect_mask(a: &mut [c_long; 6]) {
 }
 
 use Operands::{
-    Any, At, At2, Fd, Fds, Fsconfig, Iocbs, Kcmp, Landlock, MountSource, Path, Paths, Polls, Sets,
-    Sockaddr, UringRegister, WaitPidfd,
+    Any, At, At2, Fd, Fds, Fsconfig, Iocbs, Kcmp, Landlock, MountSource, Path, Paths, Polls,
+    Private, Sets, Sockaddr, UringRegister, WaitPidfd,
 };
 use Ret::{Int, Long, Rc};
 
@@ -344,8 +347,13 @@ const REFUSED: &[Refused] = &[
     no(libc::SYS_kcmp, "kcmp", Kcmp, E::EOPNOTSUPP),
     no(libc::SYS_landlock_add_rule, "landlock_add_rule", Landlock, E::EBADFD),
     no(libc::SYS_landlock_restrict_self, "landlock_restrict_self", Fd(0), E::EBADFD),
-    // Asynchronous I/O: the kernel would run it on the placeholder (and
-    // the fds inside io_uring's submission ring are not seen at all).
+    // Asynchronous I/O: the kernel would run it on the placeholder. The
+    // fds and paths inside io_uring's submission ring are read by the
+    // kernel from memory the shim cannot watch (with `SQPOLL`, without
+    // any system call): no ring is set up while uvfs lives in this
+    // process. `ENOSYS`, a kernel without io_uring's answer, makes
+    // programs fall back to the plain calls, which the shim serves.
+    no(libc::SYS_io_uring_setup, "io_uring_setup", Private, E::ENOSYS),
     no(libc::SYS_io_submit, "io_submit", Iocbs, E::EOPNOTSUPP),
     no(libc::SYS_io_uring_enter, "io_uring_enter", Fd(0), E::EOPNOTSUPP),
     no(libc::SYS_io_uring_register, "io_uring_register", UringRegister, E::EOPNOTSUPP),
@@ -472,6 +480,7 @@ fn ours(ops: Operands, a: &[c_long; 6]) -> bool {
         MountSource => {
             a[3] & (libc::MS_BIND | libc::MS_MOVE) as c_long != 0 && path_is_ours(cwd, a[0])
         }
+        Private => crate::path::prefix().is_some(),
         // LANDLOCK_RULE_PATH_BENEATH (1): `{ u64 allowed_access; s32
         // parent_fd }`, packed.
         Landlock => {
@@ -656,6 +665,9 @@ fn refuse_row(i: usize, a: &[c_long; 6]) -> c_long {
     let what = match r.ops {
         Path(_) | Paths(..) | At(..) | At2(..) | MountSource => "on a uvfs path",
         Sockaddr(..) => "with a socket path under the prefix",
+        Private => {
+            "while the process keeps uvfs in its own memory (the kernel would read uvfs fds and paths from the ring, unseen)"
+        }
         _ => "with a uvfs fd",
     };
     let e = crate::refuse::say(
@@ -706,7 +718,13 @@ pub unsafe extern "C" fn syscall(
     };
     let special = matches!(
         n,
-        FORK | VFORK | libc::SYS_clone | libc::SYS_clone3 | libc::SYS_openat2 | libc::SYS_getcwd
+        FORK | VFORK
+            | libc::SYS_clone
+            | libc::SYS_clone3
+            | libc::SYS_openat2
+            | libc::SYS_getcwd
+            | libc::SYS_bpf
+            | libc::SYS_prctl
     );
     if !(special || listed(n)) || busy() {
         return next();
@@ -740,6 +758,18 @@ pub unsafe extern "C" fn syscall(
         }
         libc::SYS_openat2 => return openat2(a, next),
         libc::SYS_getcwd => return getcwd(a, next),
+        libc::SYS_bpf => return crate::hooks::kernel_objs::bpf(a, next),
+        libc::SYS_prctl => {
+            return crate::hooks::kernel_objs::prctl_args(a, |b| {
+                // SAFETY: the program's arguments, the fd among them
+                // perhaps made -1, to the next definition.
+                unsafe {
+                    real!(syscall: fn(c_long, c_long, c_long, c_long, c_long, c_long, c_long) -> c_long)(
+                        n, b[0], b[1], b[2], b[3], b[4], b[5],
+                    )
+                }
+            });
+        }
         _ => {}
     }
     if let Some(i) = (0..REFUSED.len()).find(|&i| REFUSED[i].nr == n && ours(REFUSED[i].ops, &a)) {
