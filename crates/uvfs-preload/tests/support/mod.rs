@@ -3,6 +3,7 @@
 //! the shim; ([`tree`]) runs in a process tree.
 
 pub mod cprog;
+pub mod programs;
 pub mod tree;
 
 use std::path::{Path, PathBuf};
