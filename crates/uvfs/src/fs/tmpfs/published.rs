@@ -1,12 +1,15 @@
-//! An inode's attributes as `stat` and the read path read them without the
-//! inode's lock (`FastPaths::lockless_attrs`): a copy the writers publish
-//! under a sequence count, the way Linux's `i_size_seqcount` lets a 32-bit
-//! reader load `i_size` (here for every attribute `stat` reports).
+//! An inode's attributes, their only home, as `stat` and the read path
+//! read them without the inode's lock (`FastPaths::lockless_attrs`): words
+//! the writers change under a sequence count, the way Linux's
+//! `i_size_seqcount` lets a 32-bit reader load `i_size` (here for every
+//! attribute `stat` reports). Under the inode's lock they are read
+//! directly.
 //!
-//! The writers are serialized by the inode's write lock; each publishes the
-//! whole set when it lets the lock go (see `inode::WrGuard`), so a reader
-//! sees either the attributes before a change or after it, never a mix,
-//! and sees a change once the call that made it has returned. Every word
+//! The writers are serialized by the inode's write lock; each opens its
+//! section at its first change and closes it when it lets the lock go
+//! (see `inode::Writer`), so a reader sees either the attributes before a
+//! change or after it, never a mix, and sees a change once the call that
+//! made it has returned. Every word
 //! is an atomic and the count follows the fence-based recipe of Boehm's
 //! "Can seqlocks get along with programming language memory models?"
 //! (2012): a reader that took any word of a write in progress also sees
