@@ -119,12 +119,14 @@ pub struct FastPaths {
     /// references, which locks a hash bucket and takes and drops a
     /// reference at every component.
     pub rcu_parent: bool,
-    /// Issues 16 and 19 (uvfs's own): tmpfs publishes each inode's
-    /// attributes under a sequence count whenever a writer lets its lock
-    /// go, and `stat`, `fstat` and the read path's size check read them
-    /// without the inode's lock (retrying while a writer is between its
-    /// first and last store); off, they take the inode's read lock. Applies
-    /// to the root tmpfs a `VfsBuilder` makes (`Tmpfs::new` turns it on).
+    /// Issues 16 and 19 (uvfs's own): tmpfs keeps each inode's attributes
+    /// in one block of atomics (their only copy), which writers change
+    /// under the inode's write lock inside a sequence count, and `stat`,
+    /// `fstat` and the read path's size check read them without the
+    /// inode's lock (retrying while a writer is between its first and last
+    /// store); off, writers skip the count and readers read the same block
+    /// under the inode's read lock. Applies to the root tmpfs a
+    /// `VfsBuilder` makes (`Tmpfs::new` turns it on).
     pub lockless_attrs: bool,
 }
 

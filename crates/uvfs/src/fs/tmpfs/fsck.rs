@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::inode::{Inode, Kind, rd};
+use super::inode::{Inode, Kind, Locked, rd};
 use super::{ROOT_INO, Tmpfs};
 use crate::fs::{Ino, S_IFMT};
 
@@ -31,9 +31,9 @@ impl Tmpfs {
             inodes += if st.is_dir() {
                 1
             } else {
-                u64::from(st.nlink.max(1))
+                u64::from(st.nlink().max(1))
             };
-            if after_evict && st.nlink == 0 {
+            if after_evict && st.nlink() == 0 {
                 return Err(format!("orphan inode {ino} left after evict"));
             }
             if let Kind::Dir(d) = &st.kind {
@@ -43,7 +43,7 @@ impl Tmpfs {
                         .get(&slot.ino)
                         .ok_or(format!("dir {ino}: dangling entry"))?;
                     let cs = rd(c);
-                    if cs.mode & S_IFMT != slot.ftype() || cs.nlink == 0 {
+                    if cs.mode() & S_IFMT != slot.ftype() || cs.nlink() == 0 {
                         return Err(format!("dir {ino}: bad entry {:?}", slot.name()));
                     }
                     *names.entry(slot.ino).or_default() += 1;
@@ -60,16 +60,16 @@ impl Tmpfs {
             let st = rd(i);
             let n = names.get(&ino).copied().unwrap_or(0);
             if st.is_dir() {
-                let want = if st.nlink == 0 {
+                let want = if st.nlink() == 0 {
                     0
                 } else {
                     2 + subdirs.get(&ino).copied().unwrap_or(0)
                 };
-                if st.nlink != want || (ino != ROOT_INO && st.nlink > 0 && n != 1) {
-                    return Err(format!("dir {ino}: nlink {} names {n}", st.nlink));
+                if st.nlink() != want || (ino != ROOT_INO && st.nlink() > 0 && n != 1) {
+                    return Err(format!("dir {ino}: nlink {} names {n}", st.nlink()));
                 }
-            } else if st.nlink != n {
-                return Err(format!("inode {ino}: nlink {} names {n}", st.nlink));
+            } else if st.nlink() != n {
+                return Err(format!("inode {ino}: nlink {} names {n}", st.nlink()));
             }
         }
         if pages != self.used_pages.load(Ordering::Relaxed) {

@@ -4,11 +4,11 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
 use super::dir::{Dir, check_name};
 use super::pages::RegFile;
-use super::published::{AttrCell, Snapshot};
+use super::published::{AttrCell, PAGES_LIMIT, Snapshot, pack};
 use super::{DIRENT_SIZE, EMPTY_DIR_SIZE, Held, MAX_FILE_SIZE, PAGE_SIZE, ROOT_INO, Tmpfs};
 use crate::acl::PosixAcl;
 use crate::errno::Errno;
@@ -33,6 +33,9 @@ pub(super) struct XattrSet {
     pub(super) access: Option<Arc<PosixAcl>>,
     /// The default ACL.
     pub(super) default: Option<Arc<PosixAcl>>,
+    /// The four times when one does not fit the attribute cell's packed
+    /// word (before about 1697 or after 2242: [`AttrCell::far`]).
+    pub(super) far_times: Option<[Timespec; 4]>,
 }
 
 impl XattrSet {
@@ -46,12 +49,16 @@ impl XattrSet {
                 names: BTreeMap::new(),
                 access,
                 default,
+                far_times: None,
             })
         })
     }
 
     pub(super) fn is_empty(&self) -> bool {
-        self.names.is_empty() && self.access.is_none() && self.default.is_none()
+        self.names.is_empty()
+            && self.access.is_none()
+            && self.default.is_none()
+            && self.far_times.is_none()
     }
 
     /// The [`Attr::acl`] flags of these ACLs.
@@ -84,36 +91,16 @@ pub(super) enum Kind {
     },
 }
 
-/// An inode's attributes and contents, behind its lock.
+/// An inode's contents, behind its lock. Its attributes (mode, owner,
+/// link count, times, ACL flags) live in the inode's [`AttrCell`], read
+/// and written through the lock's guards ([`Locked`], [`WrGuard`]).
 pub(super) struct State {
-    pub(super) mode: u32,
-    pub(super) uid: u32,
-    pub(super) gid: u32,
-    pub(super) nlink: u32,
-    /// atime, mtime, ctime, btime (read and set through the methods).
-    pub(super) times: Times,
     /// An `O_TMPFILE` inode never linked yet (`I_LINKABLE`).
     pub(super) linkable: bool,
-    /// The ctime was reported (`getattr`, under the read lock) since it was
-    /// last set (Linux's `I_CTIME_QUERIED`): the next change must show,
-    /// so it may need the fine clock ([`State::set_ctime_current`]).
-    pub(super) ctime_queried: AtomicBool,
-    /// Which POSIX ACLs the inode has ([`Attr::acl`]; the ACLs are in
-    /// [`State::xattrs`], changed with this under the same lock): a byte
-    /// of what was padding, so inodes without ACLs stay the size they were.
-    pub(super) acl: u8,
     pub(super) kind: Kind,
-    /// Extended attributes and ACLs, `None` until the first is set.
+    /// Extended attributes and ACLs (and times the cell cannot hold),
+    /// `None` until the first is set.
     pub(super) xattrs: Xattrs,
-}
-
-/// An inode's four timestamps, packed: the seconds together and the
-/// nanoseconds together take 48 bytes where four `Timespec`s (each padded
-/// to 16) take 64.
-#[derive(Clone, Copy)]
-pub(super) struct Times {
-    sec: [i64; 4],
-    nsec: [u32; 4],
 }
 
 const ATIME: usize = 0;
@@ -121,117 +108,18 @@ const MTIME: usize = 1;
 const CTIME: usize = 2;
 const BTIME: usize = 3;
 
-impl Times {
-    /// All four at `t` (a new inode).
-    pub(super) fn all(t: Timespec) -> Times {
-        Times {
-            sec: [t.sec; 4],
-            nsec: [t.nsec; 4],
-        }
-    }
-
-    fn get(&self, i: usize) -> Timespec {
-        Timespec {
-            sec: self.sec[i],
-            nsec: self.nsec[i],
-        }
-    }
-
-    fn set(&mut self, i: usize, t: Timespec) {
-        self.sec[i] = t.sec;
-        self.nsec[i] = t.nsec;
-    }
+/// The attributes a new inode starts with.
+pub(super) struct Init {
+    pub(super) mode: u32,
+    pub(super) uid: u32,
+    pub(super) gid: u32,
+    pub(super) nlink: u32,
+    /// Every time of the inode.
+    pub(super) now: Timespec,
+    pub(super) acl: u8,
 }
 
 impl State {
-    pub(super) fn atime(&self) -> Timespec {
-        self.times.get(ATIME)
-    }
-
-    pub(super) fn mtime(&self) -> Timespec {
-        self.times.get(MTIME)
-    }
-
-    pub(super) fn ctime(&self) -> Timespec {
-        self.times.get(CTIME)
-    }
-
-    pub(super) fn btime(&self) -> Timespec {
-        self.times.get(BTIME)
-    }
-
-    pub(super) fn set_atime(&mut self, t: Timespec) {
-        self.times.set(ATIME, t);
-    }
-
-    pub(super) fn set_mtime(&mut self, t: Timespec) {
-        self.times.set(MTIME, t);
-    }
-
-    /// Sets the ctime (`inode_set_ctime_to_ts`): a new value nobody has
-    /// seen, so the queried mark goes.
-    pub(super) fn set_ctime(&mut self, t: Timespec) {
-        self.times.set(CTIME, t);
-        *self.ctime_queried.get_mut() = false;
-    }
-
-    /// Marks the ctime as reported (`getattr` does, for `stat`); the read
-    /// lock suffices.
-    pub(super) fn mark_ctime_queried(&self) {
-        if !self.ctime_queried.load(Ordering::Relaxed) {
-            self.ctime_queried.store(true, Ordering::Relaxed);
-        }
-    }
-
-    /// Linux's `current_time` on a multigrain file system: the coarse
-    /// clock (never below the floor), or the fine clock when the ctime was
-    /// queried and the coarse time would not differ from it. What a change
-    /// that may not stamp ctime (setattr without ctime, atime updates)
-    /// uses.
-    pub(super) fn current_time(&self) -> Timespec {
-        let now = coarse_mg();
-        if self.ctime_queried.load(Ordering::Relaxed) && now <= self.ctime() {
-            fine_mg()
-        } else {
-            now
-        }
-    }
-
-    /// Linux's `inode_set_ctime_current` (multigrain): stamps ctime with the
-    /// coarse clock, or the fine one when the ctime was queried and the
-    /// coarse time is not after it (so the change shows to whoever saw the
-    /// old value); returns the stamp.
-    pub(super) fn set_ctime_current(&mut self) -> Timespec {
-        let mut now = coarse_mg();
-        if *self.ctime_queried.get_mut() && now <= self.ctime() {
-            now = fine_mg();
-        }
-        self.set_ctime(now);
-        now
-    }
-
-    /// A directory entry added or removed, or a rename through this
-    /// directory: mtime and ctime to one fresh stamp
-    /// (`inode_set_mtime_to_ts(dir, inode_set_ctime_current(dir))`).
-    pub(super) fn stamp_mc_current(&mut self) -> Timespec {
-        let now = self.set_ctime_current();
-        self.set_mtime(now);
-        now
-    }
-
-    /// `file_modified` / `file_update_time` on a multigrain file system
-    /// (write, fallocate): nothing when the current time equals both mtime
-    /// and ctime (`inode_needs_update_time`: a change in the same tick as
-    /// the last, nobody having looked since), otherwise ctime stamped as
-    /// [`State::set_ctime_current`] does and mtime set to it.
-    pub(super) fn file_update_time(&mut self) {
-        let now = self.current_time();
-        if now == self.mtime() && now == self.ctime() {
-            return;
-        }
-        self.stamp_mc_current();
-    }
-
     pub(super) fn is_dir(&self) -> bool {
         matches!(self.kind, Kind::Dir(_))
     }
@@ -259,38 +147,31 @@ impl State {
         }
     }
 
-    /// Stamps mtime and ctime with `now` (computed on another inode).
-    pub(super) fn stamp_mc(&mut self, now: Timespec) {
-        self.set_mtime(now);
-        self.set_ctime(now);
-    }
-
-    /// The attributes for lockless readers ([`Tmpfs::attr`]'s, packed), or
+    /// The size and pages lockless readers get ([`Tmpfs::attr`]'s), or
     /// `None` where they must ask the lock: a file whose data is in a
     /// memfd (its size is the kernel's), a device node (its number is not
-    /// published); the cell refuses what does not fit its words.
-    pub(super) fn snapshot(&self) -> Option<Snapshot> {
+    /// in the cell), a page count the cell cannot hold.
+    fn published_size(&self) -> Option<(u64, u32)> {
         let (size, pages) = match &self.kind {
             Kind::Reg(RegFile::Pages(f)) => (f.size, u32::try_from(f.pages.len()).ok()?),
             Kind::Reg(RegFile::Memfd(_)) | Kind::Special { .. } => return None,
             Kind::Dir(d) => (EMPTY_DIR_SIZE + DIRENT_SIZE * d.len(), 0),
             Kind::Symlink { target, has_page } => (target.len() as u64, u32::from(*has_page)),
         };
-        Some(Snapshot {
-            mode: self.mode,
-            uid: self.uid,
-            gid: self.gid,
-            nlink: self.nlink,
-            size,
-            pages,
-            acl: self.acl,
-            times: [self.atime(), self.mtime(), self.ctime(), self.btime()],
-        })
+        (pages < PAGES_LIMIT).then_some((size, pages))
+    }
+
+    /// The times kept outside the cell ([`AttrCell::far`]).
+    fn far_times(&self) -> [Timespec; 4] {
+        self.xattrs
+            .as_ref()
+            .and_then(|x| x.far_times)
+            .unwrap_or_default()
     }
 }
 
 /// The attributes of inode `ino` from a lockless snapshot (as
-/// [`Tmpfs::attr`] gives them from the state).
+/// [`Tmpfs::attr`] gives them under the lock).
 pub(super) fn attr_of_snapshot(ino: Ino, s: &Snapshot) -> Attr {
     Attr {
         ino,
@@ -317,16 +198,49 @@ pub(super) struct Inode {
     /// the rename mutex.
     pub(super) parent: AtomicU64,
     pub(super) st: UnmodelledRwLock<State>,
-    /// `FastPaths::lockless_attrs`: the attributes as the last writer left
-    /// them, for `stat` and the read path without the lock (see
-    /// [`WrGuard`]); never published with the switch off. It also holds
-    /// the lockless readers' half of [`State::ctime_queried`] (which they
-    /// cannot reach): the next writer folds it into the state when it takes
-    /// the lock ([`wr`]).
+    /// The inode's attributes, their only home: written under the write
+    /// lock ([`WrGuard`]), read under either lock ([`Locked`]) or, with
+    /// `FastPaths::lockless_attrs`, without it under the cell's sequence
+    /// count (with the size and page count, which the writer copies there
+    /// from the state when it lets the lock go). It also holds the ctime's
+    /// queried mark (Linux's `I_CTIME_QUERIED`).
     pub(super) attrs: AttrCell,
 }
 
 impl Inode {
+    /// A new inode, not yet shared, with its attributes from `init` and
+    /// its size from `st`; the attributes as `getattr` reports them.
+    pub(super) fn new(
+        ino: Ino,
+        parent: Ino,
+        init: &Init,
+        st: State,
+        lockless: bool,
+    ) -> (Attr, Inode) {
+        let mut i = Inode {
+            ino,
+            parent: AtomicU64::new(parent),
+            st: UnmodelledRwLock::new(st),
+            attrs: AttrCell::new(lockless, None),
+        };
+        let st = i.st.get_mut().unwrap_or_else(|e| e.into_inner());
+        let mut w = Writer {
+            c: &i.attrs,
+            st,
+            open: false,
+        };
+        w.set_mode_acl(init.mode, init.acl);
+        w.set_uid(init.uid);
+        w.set_gid(init.gid);
+        w.set_nlink(init.nlink);
+        for k in [ATIME, MTIME, CTIME, BTIME] {
+            w.set_time(k, init.now);
+        }
+        let a = attr_of(ino, &w);
+        drop(w);
+        (a, i)
+    }
+
     /// The inode's attributes without its lock, if published.
     #[inline]
     pub(super) fn snapshot(&self) -> Option<Snapshot> {
@@ -340,32 +254,332 @@ impl Inode {
     }
 }
 
-/// Read-locks an inode (a poisoned lock is taken as it is).
-pub(super) fn rd(i: &Inode) -> UnmodelledRwLockReadGuard<'_, State> {
-    i.st.read().unwrap_or_else(|e| e.into_inner())
-}
+/// An inode's attributes and state under its lock (read or write): what
+/// both guards give.
+pub(super) trait Locked {
+    fn cell(&self) -> &AttrCell;
+    fn state(&self) -> &State;
 
-/// An inode's write lock: derefs to its state, and publishes the state's
-/// attributes for lockless readers (`Inode::attrs`) when it drops, before
-/// the lock goes, so a change is visible to them once its call returns.
-pub(super) struct WrGuard<'a> {
-    i: &'a Inode,
-    g: UnmodelledRwLockWriteGuard<'a, State>,
-}
-
-impl WrGuard<'_> {
-    fn new<'a>(i: &'a Inode, mut g: UnmodelledRwLockWriteGuard<'a, State>) -> WrGuard<'a> {
-        // A lockless stat's ctime mark joins the state's, where
-        // `set_ctime_current` reads it and a new ctime clears it; the
-        // publication of a new ctime clears the cell's.
-        if i.attrs.queried() {
-            *g.ctime_queried.get_mut() = true;
+    fn mode(&self) -> u32 {
+        self.cell().mode()
+    }
+    fn uid(&self) -> u32 {
+        self.cell().uid()
+    }
+    fn gid(&self) -> u32 {
+        self.cell().gid()
+    }
+    fn nlink(&self) -> u32 {
+        self.cell().nlink()
+    }
+    /// [`Attr::acl`]'s flags.
+    fn acl(&self) -> u8 {
+        self.cell().acl()
+    }
+    /// Time `k` (atime, mtime, ctime, btime).
+    fn time(&self, k: usize) -> Timespec {
+        if self.cell().far() {
+            self.state().far_times()[k]
+        } else {
+            self.cell().time(k)
         }
-        WrGuard { i, g }
+    }
+    fn atime(&self) -> Timespec {
+        self.time(ATIME)
+    }
+    fn mtime(&self) -> Timespec {
+        self.time(MTIME)
+    }
+    fn ctime(&self) -> Timespec {
+        self.time(CTIME)
+    }
+    fn btime(&self) -> Timespec {
+        self.time(BTIME)
+    }
+
+    /// Marks the ctime as reported (`getattr` does, for `stat`).
+    fn mark_ctime_queried(&self) {
+        self.cell().mark_queried();
+    }
+
+    /// Linux's `current_time` on a multigrain file system: the coarse
+    /// clock (never below the floor), or the fine clock when the ctime was
+    /// queried and the coarse time would not differ from it. What a change
+    /// that may not stamp ctime (setattr without ctime, atime updates)
+    /// uses.
+    fn current_time(&self) -> Timespec {
+        let now = coarse_mg();
+        if self.cell().queried() && now <= self.ctime() {
+            fine_mg()
+        } else {
+            now
+        }
     }
 }
 
-impl std::ops::Deref for WrGuard<'_> {
+/// The attributes of inode `ino` under its lock, size apart from a
+/// regular file's (which [`Tmpfs::attr`] asks the memfd for).
+fn attr_of(ino: Ino, l: &(impl Locked + ?Sized)) -> Attr {
+    let st = l.state();
+    let (size, blocks) = match &st.kind {
+        Kind::Reg(RegFile::Pages(f)) => (f.size, f.pages.len() as u64 * (PAGE_SIZE / 512)),
+        Kind::Reg(RegFile::Memfd(_)) => (0, 0),
+        Kind::Dir(d) => (EMPTY_DIR_SIZE + DIRENT_SIZE * d.len(), 0),
+        Kind::Symlink { target, has_page } => (
+            target.len() as u64,
+            if *has_page { PAGE_SIZE / 512 } else { 0 },
+        ),
+        Kind::Special { .. } => (0, 0),
+    };
+    let rdev = match &st.kind {
+        Kind::Special { rdev } => *rdev,
+        _ => 0,
+    };
+    Attr {
+        ino,
+        mode: l.mode(),
+        nlink: l.nlink(),
+        uid: l.uid(),
+        gid: l.gid(),
+        size,
+        blocks,
+        blksize: PAGE_SIZE as u32,
+        atime: l.atime(),
+        mtime: l.mtime(),
+        ctime: l.ctime(),
+        btime: l.btime(),
+        rdev,
+        acl: l.acl(),
+    }
+}
+
+/// The writer's side of an inode's attributes: the cell and the state,
+/// with the writer's section open from the first store to the drop (see
+/// [`AttrCell::begin`]). The state is the locked one ([`WrGuard`]) or a
+/// new inode's, not yet shared.
+pub(super) struct Writer<'c, S: std::ops::DerefMut<Target = State>> {
+    c: &'c AttrCell,
+    st: S,
+    /// Whether this writer's section is open.
+    open: bool,
+}
+
+impl<S: std::ops::DerefMut<Target = State>> Locked for Writer<'_, S> {
+    #[inline]
+    fn cell(&self) -> &AttrCell {
+        self.c
+    }
+    #[inline]
+    fn state(&self) -> &State {
+        &self.st
+    }
+}
+
+impl<S: std::ops::DerefMut<Target = State>> Writer<'_, S> {
+    /// Opens the section before the first store.
+    #[inline]
+    fn open(&mut self) {
+        if !self.open {
+            self.c.begin();
+            self.open = true;
+        }
+    }
+
+    /// Sets the mode and the ACL flags together.
+    pub(super) fn set_mode_acl(&mut self, mode: u32, acl: u8) {
+        if self.c.mode() != mode & 0xffff || self.c.acl() != acl {
+            self.open();
+            self.c.set_mode_acl(mode, acl);
+        }
+    }
+
+    pub(super) fn set_mode(&mut self, mode: u32) {
+        self.set_mode_acl(mode, self.c.acl());
+    }
+
+    pub(super) fn set_acl(&mut self, acl: u8) {
+        self.set_mode_acl(self.c.mode(), acl);
+    }
+
+    pub(super) fn set_uid(&mut self, v: u32) {
+        if self.c.uid() != v {
+            self.open();
+            self.c.set_uid(v);
+        }
+    }
+
+    pub(super) fn set_gid(&mut self, v: u32) {
+        if self.c.gid() != v {
+            self.open();
+            self.c.set_gid(v);
+        }
+    }
+
+    pub(super) fn set_nlink(&mut self, v: u32) {
+        if self.c.nlink() != v {
+            self.open();
+            self.c.set_nlink(v);
+        }
+    }
+
+    /// Sets time `k`: in its packed word when every time fits, else all
+    /// four in the state's out-of-line set ([`XattrSet::far_times`]).
+    fn set_time(&mut self, k: usize, t: Timespec) {
+        if !self.c.far()
+            && let Some(w) = pack(t)
+        {
+            if self.c.time_word(k) != w {
+                self.open();
+                self.c.set_time_word(k, w);
+            }
+            return;
+        }
+        let mut ts = [ATIME, MTIME, CTIME, BTIME].map(|j| self.time(j));
+        ts[k] = t;
+        self.open();
+        let none = self.c.none();
+        match ts.map(pack) {
+            [Some(a), Some(m), Some(c), Some(b)] => {
+                for (j, w) in [a, m, c, b].into_iter().enumerate() {
+                    self.c.set_time_word(j, w);
+                }
+                let x = &mut self.st.xattrs;
+                if let Some(set) = x.as_mut() {
+                    set.far_times = None;
+                    if set.is_empty() {
+                        *x = None;
+                    }
+                }
+                // The drop decides whether lockless readers may come back.
+                self.c.set_flags(false, none);
+            }
+            _ => {
+                self.st
+                    .xattrs
+                    .get_or_insert_with(Default::default)
+                    .far_times = Some(ts);
+                self.c.set_flags(true, true);
+            }
+        }
+    }
+
+    pub(super) fn set_atime(&mut self, t: Timespec) {
+        self.set_time(ATIME, t);
+    }
+
+    pub(super) fn set_mtime(&mut self, t: Timespec) {
+        self.set_time(MTIME, t);
+    }
+
+    /// Sets the ctime (`inode_set_ctime_to_ts`): a new value nobody has
+    /// seen, so the queried mark goes.
+    pub(super) fn set_ctime(&mut self, t: Timespec) {
+        self.set_time(CTIME, t);
+        self.c.clear_queried();
+    }
+
+    /// Linux's `inode_set_ctime_current` (multigrain): stamps ctime with the
+    /// coarse clock, or the fine one when the ctime was queried and the
+    /// coarse time is not after it (so the change shows to whoever saw the
+    /// old value); returns the stamp.
+    pub(super) fn set_ctime_current(&mut self) -> Timespec {
+        let mut now = coarse_mg();
+        if self.c.queried() && now <= self.ctime() {
+            now = fine_mg();
+        }
+        self.set_ctime(now);
+        now
+    }
+
+    /// A directory entry added or removed, or a rename through this
+    /// directory: mtime and ctime to one fresh stamp
+    /// (`inode_set_mtime_to_ts(dir, inode_set_ctime_current(dir))`).
+    pub(super) fn stamp_mc_current(&mut self) -> Timespec {
+        let now = self.set_ctime_current();
+        self.set_mtime(now);
+        now
+    }
+
+    /// `file_modified` / `file_update_time` on a multigrain file system
+    /// (write, fallocate): nothing when the current time equals both mtime
+    /// and ctime (`inode_needs_update_time`: a change in the same tick as
+    /// the last, nobody having looked since), otherwise ctime stamped as
+    /// [`Writer::set_ctime_current`] does and mtime set to it.
+    pub(super) fn file_update_time(&mut self) {
+        let now = self.current_time();
+        if now == self.mtime() && now == self.ctime() {
+            return;
+        }
+        self.stamp_mc_current();
+    }
+
+    /// Stamps mtime and ctime with `now` (computed on another inode).
+    pub(super) fn stamp_mc(&mut self, now: Timespec) {
+        self.set_mtime(now);
+        self.set_ctime(now);
+    }
+}
+
+impl<S: std::ops::DerefMut<Target = State>> std::ops::Deref for Writer<'_, S> {
+    type Target = State;
+    #[inline]
+    fn deref(&self) -> &State {
+        &self.st
+    }
+}
+
+impl<S: std::ops::DerefMut<Target = State>> std::ops::DerefMut for Writer<'_, S> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut State {
+        &mut self.st
+    }
+}
+
+impl<S: std::ops::DerefMut<Target = State>> Drop for Writer<'_, S> {
+    /// Copies the size and page count into the cell if they changed (and
+    /// whether lockless readers may use it), then closes the section,
+    /// before the lock goes: a change is visible to lockless readers once
+    /// its call returns. An unchanged set stores nothing (an overwrite in
+    /// the same clock tick as the last write), so readers on other CPUs
+    /// keep their copy of the line.
+    fn drop(&mut self) {
+        if self.c.is_on() {
+            let sp = self.st.published_size();
+            let none = self.c.far() || sp.is_none();
+            let stale = sp.is_some_and(|sp| sp != self.c.size_pages());
+            if none != self.c.none() || stale {
+                self.open();
+                if let Some((size, pages)) = sp {
+                    self.c.set_size_pages(size, pages);
+                }
+                self.c.set_flags(self.c.far(), none);
+            }
+        }
+        if self.open {
+            self.c.end();
+        }
+    }
+}
+
+/// An inode's read lock: derefs to its state; its attributes through
+/// [`Locked`].
+pub(super) struct RdGuard<'a> {
+    c: &'a AttrCell,
+    g: UnmodelledRwLockReadGuard<'a, State>,
+}
+
+impl Locked for RdGuard<'_> {
+    #[inline]
+    fn cell(&self) -> &AttrCell {
+        self.c
+    }
+    #[inline]
+    fn state(&self) -> &State {
+        &self.g
+    }
+}
+
+impl std::ops::Deref for RdGuard<'_> {
     type Target = State;
     #[inline]
     fn deref(&self) -> &State {
@@ -373,29 +587,42 @@ impl std::ops::Deref for WrGuard<'_> {
     }
 }
 
-impl std::ops::DerefMut for WrGuard<'_> {
-    #[inline]
-    fn deref_mut(&mut self) -> &mut State {
-        &mut self.g
+/// Read-locks an inode (a poisoned lock is taken as it is).
+pub(super) fn rd(i: &Inode) -> RdGuard<'_> {
+    RdGuard {
+        c: &i.attrs,
+        g: i.st.read().unwrap_or_else(|e| e.into_inner()),
     }
 }
 
-impl Drop for WrGuard<'_> {
-    fn drop(&mut self) {
-        if self.i.attrs.is_on() {
-            self.i.attrs.publish(self.g.snapshot().as_ref());
-        }
-    }
+/// Read-locks an inode if no writer holds its lock.
+pub(super) fn try_rd(i: &Inode) -> Option<RdGuard<'_>> {
+    let g = i.st.try_read().ok()?;
+    Some(RdGuard { c: &i.attrs, g })
 }
+
+/// An inode's write lock: derefs to its state; its attributes through
+/// [`Locked`] and [`Writer`]'s setters, which write the cell in a section
+/// closed when the guard drops, before the lock goes.
+pub(super) type WrGuard<'a> = Writer<'a, UnmodelledRwLockWriteGuard<'a, State>>;
 
 /// Write-locks an inode (a poisoned lock is taken as it is).
 pub(super) fn wr(i: &Inode) -> WrGuard<'_> {
-    WrGuard::new(i, i.st.write().unwrap_or_else(|e| e.into_inner()))
+    Writer {
+        c: &i.attrs,
+        st: i.st.write().unwrap_or_else(|e| e.into_inner()),
+        open: false,
+    }
 }
 
 /// Write-locks an inode if no one holds its lock.
 pub(super) fn try_wr(i: &Inode) -> Option<WrGuard<'_>> {
-    i.st.try_write().ok().map(|g| WrGuard::new(i, g))
+    let st = i.st.try_write().ok()?;
+    Some(Writer {
+        c: &i.attrs,
+        st,
+        open: false,
+    })
 }
 
 /// The write guards of a sorted, deduplicated set of inodes.
@@ -407,42 +634,18 @@ pub(super) fn lock_all(inodes: &[Arc<Inode>]) -> Guards<'_> {
 }
 
 /// The locked state of `ino` among `g`.
-pub(super) fn find<'a>(g: &'a mut Guards<'_>, ino: Ino) -> Option<&'a mut State> {
-    g.iter_mut().find(|(i, _)| *i == ino).map(|(_, s)| &mut **s)
+pub(super) fn find<'a, 'b>(g: &'a mut Guards<'b>, ino: Ino) -> Option<&'a mut WrGuard<'b>> {
+    g.iter_mut().find(|(i, _)| *i == ino).map(|(_, s)| s)
 }
 
 impl Tmpfs {
-    /// The attributes of inode `ino` in state `st`.
-    pub(super) fn attr(&self, ino: Ino, st: &State) -> Attr {
-        let (size, blocks) = match &st.kind {
-            Kind::Reg(f) => f.size_blocks(self),
-            Kind::Dir(d) => (EMPTY_DIR_SIZE + DIRENT_SIZE * d.len(), 0),
-            Kind::Symlink { target, has_page } => (
-                target.len() as u64,
-                if *has_page { PAGE_SIZE / 512 } else { 0 },
-            ),
-            Kind::Special { .. } => (0, 0),
-        };
-        let rdev = match &st.kind {
-            Kind::Special { rdev } => *rdev,
-            _ => 0,
-        };
-        Attr {
-            ino,
-            mode: st.mode,
-            nlink: st.nlink,
-            uid: st.uid,
-            gid: st.gid,
-            size,
-            blocks,
-            blksize: PAGE_SIZE as u32,
-            atime: st.atime(),
-            mtime: st.mtime(),
-            ctime: st.ctime(),
-            btime: st.btime(),
-            rdev,
-            acl: st.acl,
+    /// The attributes of inode `ino` under its lock `l`.
+    pub(super) fn attr(&self, ino: Ino, l: &(impl Locked + ?Sized)) -> Attr {
+        let mut a = attr_of(ino, l);
+        if let Kind::Reg(f @ RegFile::Memfd(_)) = &l.state().kind {
+            (a.size, a.blocks) = f.size_blocks(self);
         }
+        a
     }
 
     /// Locks `dir` and its child `name` (in inode order), re-checking the
@@ -454,7 +657,7 @@ impl Tmpfs {
         dir: Node<'_>,
         victim: Option<Node<'_>>,
         name: &[u8],
-        f: impl FnOnce(&mut State, &mut State, Ino) -> Result<R, Errno>,
+        f: impl FnOnce(&mut WrGuard<'_>, &mut WrGuard<'_>, Ino) -> Result<R, Errno>,
     ) -> Result<R, Errno> {
         check_name(name)?;
         let d = self.node(dir)?;
@@ -510,20 +713,20 @@ impl Tmpfs {
             || set.atime.is_some()
             || set.mtime.is_some();
         if let Some(m) = set.mode {
-            st.mode = (st.mode & S_IFMT) | (m & 0o7777);
+            let mode = (st.mode() & S_IFMT) | (m & 0o7777);
+            st.set_mode(mode);
             // `posix_acl_chmod`: the access ACL follows the new mode.
-            if st.acl & crate::fs::HAS_ACCESS_ACL != 0 {
-                let mode = st.mode;
-                if let Some(acl) = st.xattrs.as_mut().and_then(|x| x.access.as_mut()) {
-                    *acl = Arc::new(acl.chmod(mode));
-                }
+            if st.acl() & crate::fs::HAS_ACCESS_ACL != 0
+                && let Some(acl) = st.xattrs.as_mut().and_then(|x| x.access.as_mut())
+            {
+                *acl = Arc::new(acl.chmod(mode));
             }
         }
         if let Some(u) = set.uid {
-            st.uid = u;
+            st.set_uid(u);
         }
         if let Some(g) = set.gid {
-            st.gid = g;
+            st.set_gid(g);
         }
         let (mut atime_now, mut mtime_now) = (false, false);
         match set.atime {
@@ -585,7 +788,7 @@ impl Tmpfs {
     /// no name left; the table's reference, if this call took it out.
     fn evict_locked(&self, ino: Ino, i: &Inode) -> Option<Arc<Inode>> {
         let mut st = wr(i);
-        if st.nlink != 0 || ino == ROOT_INO {
+        if st.nlink() != 0 || ino == ROOT_INO {
             return None;
         }
         // Only the caller that takes the inode out of the table frees it.

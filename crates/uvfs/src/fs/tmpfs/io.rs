@@ -7,7 +7,7 @@
 
 use std::collections::btree_map::Entry;
 
-use super::inode::{Kind, State, rd, try_wr, wr};
+use super::inode::{Kind, State, WrGuard, rd, try_wr, wr};
 use super::pages::{FALLOC_KNOWN, FALLOC_MAX_NEW_PAGES, Page, RegFile};
 use super::pool::{POOL_MIN_PAGES, PageBuf};
 use super::{MAX_FILE_SIZE, PAGE_SIZE, Tmpfs};
@@ -76,7 +76,7 @@ impl Tmpfs {
 
     /// The body of [`write_pages`](Self::write_pages), with the inode's
     /// state write-locked.
-    fn write_locked(&self, st: &mut State, off: u64, data: &[u8]) -> Result<usize, Errno> {
+    fn write_locked(&self, st: &mut WrGuard<'_>, off: u64, data: &[u8]) -> Result<usize, Errno> {
         match st.kind {
             Kind::Reg(_) => {}
             Kind::Dir(_) => return Err(Errno::EISDIR),

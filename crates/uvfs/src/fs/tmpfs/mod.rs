@@ -112,7 +112,7 @@ mod rename;
 mod xattr;
 
 use dir::Dir;
-use inode::{Inode, Kind, State, Times, rd};
+use inode::{Init, Inode, Kind, Locked, State, rd};
 use pages::RegFile;
 
 pub use memfd::{FileStore, holds_kernel_fd, kernel_fds_in};
@@ -307,19 +307,20 @@ impl Tmpfs {
             lockless,
         };
         let now = super::timekeeping::coarse_mg();
-        let root = State {
+        let init = Init {
             mode: S_IFDIR | (opts.mode & 0o7777),
             uid: opts.uid,
             gid: opts.gid,
             nlink: 2,
-            times: Times::all(now),
-            linkable: false,
-            ctime_queried: std::sync::atomic::AtomicBool::new(false),
+            now,
             acl: 0,
+        };
+        let root = State {
+            linkable: false,
             kind: Kind::Dir(Box::new(Dir::new())),
             xattrs: None,
         };
-        let _ = fs.insert_inode(ROOT_INO, ROOT_INO, root, None);
+        let _ = fs.insert_inode(ROOT_INO, ROOT_INO, &init, root, None);
         fs
     }
 
@@ -427,28 +428,24 @@ impl Tmpfs {
         unsafe { crate::reclaim::defer_free(p) };
     }
 
-    /// Enters a new inode in the table; returns it.
+    /// Enters a new inode in the table, with the attributes `init`;
+    /// returns them (as `getattr` would) and the inode.
     fn insert_inode(
         &self,
         ino: Ino,
         parent: Ino,
+        init: &Init,
         mut st: State,
         xattrs: Option<Box<inode::XattrSet>>,
-    ) -> Arc<Inode> {
+    ) -> (Attr, Arc<Inode>) {
         st.xattrs = xattrs;
-        let snap = if self.lockless { st.snapshot() } else { None };
-        let attrs = published::AttrCell::new(self.lockless, snap.as_ref());
-        let inode = Arc::new(Inode {
-            ino,
-            parent: AtomicU64::new(parent),
-            st: UnmodelledRwLock::new(st),
-            attrs,
-        });
+        let (attr, inode) = Inode::new(ino, parent, init, st, self.lockless);
+        let inode = Arc::new(inode);
         self.shard(ino)
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .insert(ino, inode.clone());
-        inode
+        (attr, inode)
     }
 
     /// Takes `n` from `counter` unless that would pass `max`.
@@ -595,7 +592,7 @@ impl FileSystem for Tmpfs {
                 i.mark_ctime_queried();
                 return Some(inode::attr_of_snapshot(ino, &s));
             }
-            let st = i.st.try_read().ok()?;
+            let st = inode::try_rd(i)?;
             if matches!(st.kind, Kind::Reg(RegFile::Memfd(_))) {
                 return None;
             }

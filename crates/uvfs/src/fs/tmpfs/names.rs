@@ -5,10 +5,10 @@
 //! of a directory (`simple_lookup`, `offset_readdir`).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use super::dir::{DIR_OFFSET_FIRST, READDIR_BATCH, check_name};
-use super::inode::{Inode, Kind, State, Times, XattrSet, lock_all, rd, wr};
+use super::inode::{Init, Inode, Kind, Locked, State, XattrSet, lock_all, rd, wr};
 use super::pages::RegFile;
 use super::{DIR_OFFSET_EOD, SHORT_SYMLINK_LEN, SYMLINK_MAX, Tmpfs};
 use crate::errno::Errno;
@@ -24,11 +24,11 @@ use crate::fs::{
 /// (`shmem_get_inode`'s `inode_init_owner`); and the ACLs it inherits
 /// (`simple_acl_create`; none for a symlink).
 pub(super) fn new_state(
-    ds: &State,
+    ds: &(impl Locked + ?Sized),
     new: NewInode,
     kind: Kind,
     now: Timespec,
-) -> (u32, State, Option<Box<XattrSet>>) {
+) -> (u32, Init, State, Option<Box<XattrSet>>) {
     let is_dir = matches!(kind, Kind::Dir(_));
     let ftype = match &kind {
         Kind::Reg(_) => S_IFREG,
@@ -44,25 +44,26 @@ pub(super) fn new_state(
         XattrSet::with_acls(new.acl, if is_dir { new.default_acl } else { None })
     };
     let mut gid = new.gid;
-    if ds.mode & S_ISGID != 0 {
-        gid = ds.gid;
+    if ds.mode() & S_ISGID != 0 {
+        gid = ds.gid();
         if is_dir {
             mode |= S_ISGID;
         }
     }
-    let st = State {
+    let init = Init {
         mode,
         uid: new.uid,
         gid,
         nlink: if is_dir { 2 } else { 1 },
-        times: Times::all(now),
-        linkable: false,
-        ctime_queried: AtomicBool::new(false),
+        now,
         acl: acls.as_ref().map_or(0, |x| x.acl_flags()),
+    };
+    let st = State {
+        linkable: false,
         kind,
         xattrs: None,
     };
-    (ftype, st, acls)
+    (ftype, init, st, acls)
 }
 
 impl Tmpfs {
@@ -82,11 +83,11 @@ impl Tmpfs {
         if ds.dir()?.get(name).is_some() {
             return Err(Errno::EEXIST);
         }
-        if ds.nlink == 0 {
+        if ds.nlink() == 0 {
             return Err(Errno::ENOENT);
         }
         let is_dir = matches!(kind, Kind::Dir(_));
-        if is_dir && ds.nlink == u32::MAX {
+        if is_dir && ds.nlink() == u32::MAX {
             return Err(Errno::EMLINK);
         }
         self.reserve_inode()?;
@@ -107,12 +108,12 @@ impl Tmpfs {
         // `simple_inode_init_ts`: a new inode nobody has queried, so the
         // coarse clock; the directory's stamp is its own
         // (`inode_set_ctime_current(dir)`), as in `shmem_mknod`.
-        let (ftype, st, xattrs) = new_state(&ds, new, kind, coarse_mg());
-        let attr = self.attr(ino, &st);
-        let i = self.insert_inode(ino, dir, st, xattrs);
+        let (ftype, init, st, xattrs) = new_state(&ds, new, kind, coarse_mg());
+        let (attr, i) = self.insert_inode(ino, dir, &init, st, xattrs);
         ds.dir_mut()?.insert(name, ino, ftype, offset);
         if is_dir {
-            ds.nlink += 1;
+            let n = ds.nlink() + 1;
+            ds.set_nlink(n);
         }
         ds.stamp_mc_current();
         Ok((attr, i))
@@ -159,31 +160,32 @@ impl Tmpfs {
         // Host: O_TMPFILE in a removed directory succeeds (`vfs_tmpfile`
         // has no IS_DEADDIR check, and the file gets no name there).
         self.reserve_inode()?;
-        let gid = if ds.mode & S_ISGID != 0 {
-            ds.gid
+        let gid = if ds.mode() & S_ISGID != 0 {
+            ds.gid()
         } else {
             new.gid
         };
         drop(ds);
         let ino = self.new_ino();
-        let st = State {
+        let init = Init {
             mode: S_IFREG | (new.mode & 0o7777),
             uid: new.uid,
             gid,
             nlink: 0,
-            times: Times::all(coarse_mg()),
-            linkable: true,
-            ctime_queried: AtomicBool::new(false),
+            now: coarse_mg(),
             acl: if new.acl.is_some() {
                 crate::fs::HAS_ACCESS_ACL
             } else {
                 0
             },
+        };
+        let st = State {
+            linkable: true,
             kind: Kind::Reg(RegFile::default()),
             xattrs: None,
         };
-        let attr = self.attr(ino, &st);
-        let _ = self.insert_inode(ino, dir, st, XattrSet::with_acls(new.acl, None));
+        let xattrs = XattrSet::with_acls(new.acl, None);
+        let (attr, _) = self.insert_inode(ino, dir, &init, st, xattrs);
         Ok(attr)
     }
 
@@ -207,45 +209,46 @@ impl Tmpfs {
         let mut g = lock_all(&arcs);
         let (a, b) = g.split_at_mut(1);
         let (ds, is) = if a[0].0 == dir {
-            (&mut *a[0].1, &mut *b[0].1)
+            (&mut a[0].1, &mut b[0].1)
         } else {
-            (&mut *b[0].1, &mut *a[0].1)
+            (&mut b[0].1, &mut a[0].1)
         };
         if ds.dir()?.get(name).is_some() {
             return Err(Errno::EEXIST);
         }
-        if ds.nlink == 0 {
+        let nlink = is.nlink();
+        if ds.nlink() == 0 {
             return Err(Errno::ENOENT);
         }
         if is.is_dir() {
             return Err(Errno::EPERM);
         }
-        if is.nlink == 0 && !is.linkable {
+        if nlink == 0 && !is.linkable {
             return Err(Errno::ENOENT);
         }
-        if is.nlink == u32::MAX {
+        if nlink == u32::MAX {
             return Err(Errno::EMLINK);
         }
-        if is.nlink > 0 {
+        if nlink > 0 {
             self.reserve_inode()?;
         }
         let offset = match ds.dir_mut()?.alloc_offset(self.dir_offset_max) {
             Ok(o) => o,
             Err(e) => {
-                if is.nlink > 0 {
+                if nlink > 0 {
                     self.release_inode();
                 }
                 return Err(e);
             }
         };
-        let ftype = is.mode & S_IFMT;
+        let ftype = is.mode() & S_IFMT;
         ds.dir_mut()?.insert(name, ino, ftype, offset);
         // shmem_link: the inode's fresh ctime, copied to the directory.
-        is.nlink += 1;
+        is.set_nlink(nlink + 1);
         is.linkable = false;
         let now = is.set_ctime_current();
         ds.stamp_mc(now);
-        Ok(self.attr(ino, is))
+        Ok(self.attr(ino, &*is))
     }
 
     /// unlink(2): removes a non-directory's name; the inode stays until
@@ -261,10 +264,11 @@ impl Tmpfs {
                 return Err(Errno::EISDIR);
             }
             ds.dir_mut()?.remove(name);
-            if cs.nlink > 1 {
+            let nlink = cs.nlink();
+            if nlink > 1 {
                 self.release_inode();
             }
-            cs.nlink = cs.nlink.saturating_sub(1);
+            cs.set_nlink(nlink.saturating_sub(1));
             // shmem_unlink: the victim's fresh ctime, copied to the
             // directory's ctime and mtime.
             let now = cs.set_ctime_current();
@@ -285,8 +289,9 @@ impl Tmpfs {
                 return Err(Errno::ENOTEMPTY);
             }
             ds.dir_mut()?.remove(name);
-            cs.nlink = 0;
-            ds.nlink = ds.nlink.saturating_sub(1);
+            cs.set_nlink(0);
+            let n = ds.nlink().saturating_sub(1);
+            ds.set_nlink(n);
             let now = cs.set_ctime_current();
             ds.stamp_mc(now);
             Ok(())
@@ -317,7 +322,7 @@ impl Tmpfs {
             // The entry may go away between the two locks: retry then.
             if let Ok(c) = self.get(child) {
                 let st = rd(&c);
-                if st.nlink > 0 {
+                if st.nlink() > 0 {
                     let a = self.attr(child, &st);
                     drop(st);
                     return Ok((a, c));
@@ -341,7 +346,7 @@ impl Tmpfs {
         {
             let st = rd(&d);
             let dd = st.dir()?;
-            if st.nlink == 0 {
+            if st.nlink() == 0 {
                 // IS_DEADDIR: iterate_dir fails with ENOENT.
                 return Err(Errno::ENOENT);
             }

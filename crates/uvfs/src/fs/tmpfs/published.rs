@@ -1,12 +1,15 @@
-//! An inode's attributes as `stat` and the read path read them without the
-//! inode's lock (`FastPaths::lockless_attrs`): a copy the writers publish
-//! under a sequence count, the way Linux's `i_size_seqcount` lets a 32-bit
-//! reader load `i_size` (here for every attribute `stat` reports).
+//! An inode's attributes, their only home, as `stat` and the read path
+//! read them without the inode's lock (`FastPaths::lockless_attrs`): words
+//! the writers change under a sequence count, the way Linux's
+//! `i_size_seqcount` lets a 32-bit reader load `i_size` (here for every
+//! attribute `stat` reports). Under the inode's lock they are read
+//! directly.
 //!
-//! The writers are serialized by the inode's write lock; each publishes the
-//! whole set when it lets the lock go (see `inode::WrGuard`), so a reader
-//! sees either the attributes before a change or after it, never a mix,
-//! and sees a change once the call that made it has returned. Every word
+//! The writers are serialized by the inode's write lock; each opens its
+//! section at its first change and closes it when it lets the lock go
+//! (see `inode::Writer`), so a reader sees either the attributes before a
+//! change or after it, never a mix, and sees a change once the call that
+//! made it has returned. Every word
 //! is an atomic and the count follows the fence-based recipe of Boehm's
 //! "Can seqlocks get along with programming language memory models?"
 //! (2012): a reader that took any word of a write in progress also sees
@@ -37,10 +40,13 @@ pub(super) struct Snapshot {
 const NONE: u32 = 1 << 31;
 /// Pages a publication holds (24 bits); a file with more is not
 /// published.
-const PAGES_LIMIT: u32 = 1 << 24;
+pub(super) const PAGES_LIMIT: u32 = 1 << 24;
 /// Set in the mode word of a cell that is never published (the switch is
 /// off): with [`NONE`], from the start.
 const OFF: u32 = 1 << 29;
+/// Set in the mode word when the times are kept outside the cell (one of
+/// them does not fit its packed word): with [`NONE`].
+const FAR: u32 = 1 << 30;
 /// Where the ACL flags sit in the mode word (the mode takes 16 bits).
 const ACL_SHIFT: u32 = 16;
 /// How many times a reader retries a snapshot a writer keeps changing
@@ -52,7 +58,7 @@ const NSEC_BITS: u32 = 30;
 const SEC_LIMIT: i64 = 1 << 33;
 
 /// Packs a time into one word, if it fits.
-fn pack(t: Timespec) -> Option<u64> {
+pub(super) fn pack(t: Timespec) -> Option<u64> {
     ((-SEC_LIMIT..SEC_LIMIT).contains(&t.sec) && t.nsec < 1 << NSEC_BITS)
         .then(|| ((t.sec as u64) << NSEC_BITS) | u64::from(t.nsec))
 }
@@ -127,8 +133,9 @@ macro_rules! attr_cell {
         }
 
         impl AttrCell {
-            /// A cell holding `snap` (or nothing), not yet shared; `None` with
-            /// `on` false: a cell that is never published ([`is_on`](Self::is_on)).
+            /// A cell holding `snap` (or nothing), not yet shared; `on` false: a
+            /// cell that is never published ([`is_on`](Self::is_on)), whose words
+            /// are read only under the inode's lock.
             pub(crate) fn new(on: bool, snap: Option<&Snapshot>) -> AttrCell {
                 let c = AttrCell {
                     seq: AtomicU32::new(0),
@@ -142,25 +149,28 @@ macro_rules! attr_cell {
                     size: AtomicU64::new(0),
                     times: std::array::from_fn(|_| AtomicU64::new(0)),
                 };
-                if on {
+                if snap.is_some() {
                     c.store(Words::of(snap));
                 }
                 c
             }
 
-            /// Whether writers publish into this cell (the mark never changes).
+            /// Whether lockless readers may use this cell (the mark never
+            /// changes): with the switch off, writers skip the count.
             #[inline]
             pub(crate) fn is_on(&self) -> bool {
                 self.mode.load(Ordering::Relaxed) & OFF == 0
             }
 
-            /// Marks the ctime as reported by a lockless reader (`fill_mg_cmtime`'s
-            /// `I_CTIME_QUERIED`): a plain store, the first time after each new
-            /// ctime. A mark made while a writer is between its lock and its
-            /// publication may be cleared by that publication: that reader ran
-            /// alongside the change, and Linux gives such a reader no guarantee
-            /// either (its `inode_set_ctime_current` keeps the coarse time it took
-            /// when a concurrent `stat` marks the old ctime).
+            /// Marks the ctime as reported (`fill_mg_cmtime`'s
+            /// `I_CTIME_QUERIED`), by a lockless reader or one under the
+            /// inode's lock: a plain store, the first time after each new
+            /// ctime. A lockless mark made while a writer is between its
+            /// lock and its new ctime may be cleared by that writer: that
+            /// reader ran alongside the change, and Linux gives such a reader
+            /// no guarantee either (its `inode_set_ctime_current` keeps the
+            /// coarse time it took when a concurrent `stat` marks the old
+            /// ctime).
             #[inline]
             pub(crate) fn mark_queried(&self) {
                 if self.queried.load(Ordering::Relaxed) == 0 {
@@ -168,59 +178,61 @@ macro_rules! attr_cell {
                 }
             }
 
-            /// Whether a lockless reader marked the ctime since it last changed
-            /// (read by the writer that holds the inode's lock).
+            /// Whether the ctime was reported since it last changed.
             #[inline]
             pub(crate) fn queried(&self) -> bool {
                 self.queried.load(Ordering::Relaxed) != 0
             }
 
-            /// Publishes `snap` (`None`: readers must ask the lock). Only one
-            /// writer at a time: the caller holds the inode's write lock (or the
-            /// cell is not shared yet). A publication equal to the last one stores
-            /// nothing (a write in the same clock tick as the last, an overwrite:
-            /// readers' copies of the line stay valid); the readers' ctime mark
-            /// stays while the ctime does.
-            pub(crate) fn publish(&self, snap: Option<&Snapshot>) {
-                let new = Words::of(snap);
-                let old_mode = self.mode.load(Ordering::Relaxed);
-                let was = old_mode & NONE == 0;
-                let new_ctime = match &new {
-                    Some(w) if was => {
-                        if self.holds(w, old_mode) {
-                            return;
-                        }
-                        self.times[2].load(Ordering::Relaxed) != w.times[2]
-                    }
-                    None if !was => return,
-                    _ => true,
-                };
-                let s = self.seq.load(Ordering::Relaxed);
-                self.seq.store(s.wrapping_add(1), Ordering::Relaxed);
-                // The odd count is ordered before every word below: a reader whose
-                // loads see any of them sees it after its acquire fence.
-                fence(Ordering::Release);
-                self.store(new);
-                self.seq.store(s.wrapping_add(2), Ordering::Release);
-                // The readers' mark was for the old ctime.
-                if new_ctime {
+            /// Clears the mark: a new ctime nobody has seen (the writer).
+            #[inline]
+            pub(crate) fn clear_queried(&self) {
+                if self.queried() {
                     self.queried.store(0, Ordering::Relaxed);
                 }
             }
 
-            /// Whether the last publication stored `w` (read by the only writer;
-            /// `mode`: the mode word as it loaded it), word by word.
-            fn holds(&self, w: &Words, mode: u32) -> bool {
-                mode & !OFF == w.mode
-                    && self.size.load(Ordering::Relaxed) == w.size
-                    && self.times[1].load(Ordering::Relaxed) == w.times[1]
-                    && self.times[2].load(Ordering::Relaxed) == w.times[2]
-                    && self.pages() == w.pages
-                    && self.nlink.load(Ordering::Relaxed) == w.nlink
-                    && self.uid.load(Ordering::Relaxed) == w.uid
-                    && self.gid.load(Ordering::Relaxed) == w.gid
-                    && self.times[0].load(Ordering::Relaxed) == w.times[0]
-                    && self.times[3].load(Ordering::Relaxed) == w.times[3]
+            /// Opens a writer's section: the count made odd, ordered before
+            /// every store that follows. Only one writer at a time: the caller
+            /// holds the inode's write lock (or the cell is not shared yet).
+            /// Nothing with the switch off.
+            #[inline]
+            pub(crate) fn begin(&self) {
+                if self.is_on() {
+                    let s = self.seq.load(Ordering::Relaxed);
+                    self.seq.store(s.wrapping_add(1), Ordering::Relaxed);
+                    // A reader whose loads see any store of this section sees
+                    // the odd count after its acquire fence.
+                    fence(Ordering::Release);
+                }
+            }
+
+            /// Closes the section [`begin`](Self::begin) opened: the count
+            /// even again, after every store of the section.
+            #[inline]
+            pub(crate) fn end(&self) {
+                if self.is_on() {
+                    let s = self.seq.load(Ordering::Relaxed);
+                    self.seq.store(s.wrapping_add(1), Ordering::Release);
+                }
+            }
+
+            /// Publishes `snap` in one section (`None`: readers must ask the
+            /// lock); a new ctime clears the readers' mark. What the models
+            /// and tests use; tmpfs's writers store field by field
+            /// (`inode::WrGuard`).
+            #[cfg(test)]
+            #[cfg_attr(any(loom, shuttle), allow(dead_code))]
+            pub(crate) fn publish(&self, snap: Option<&Snapshot>) {
+                let new = Words::of(snap);
+                let new_ctime =
+                    new.is_none_or(|w| self.times[2].load(Ordering::Relaxed) != w.times[2]);
+                self.begin();
+                self.store(new);
+                self.end();
+                if new_ctime {
+                    self.clear_queried();
+                }
             }
 
             /// The page count's two words (read by the writer, or by a reader
@@ -230,23 +242,141 @@ macro_rules! attr_cell {
                     | (u32::from(self.pages_hi.load(Ordering::Relaxed)) << 16)
             }
 
-            /// Stores `w` (`None`: nothing published).
+            /// Stores `w` (`None`: nothing published), in a section.
             fn store(&self, w: Option<Words>) {
+                let off = self.mode.load(Ordering::Relaxed) & OFF;
                 let Some(w) = w else {
-                    self.mode.store(NONE, Ordering::Relaxed);
+                    self.mode.store(NONE | off, Ordering::Relaxed);
                     return;
                 };
-                self.mode.store(w.mode, Ordering::Relaxed);
+                self.mode.store(w.mode | off, Ordering::Relaxed);
                 self.uid.store(w.uid, Ordering::Relaxed);
                 self.gid.store(w.gid, Ordering::Relaxed);
                 self.nlink.store(w.nlink, Ordering::Relaxed);
-                self.pages.store(w.pages as u16, Ordering::Relaxed);
-                self.pages_hi
-                    .store((w.pages >> 16) as u8, Ordering::Relaxed);
-                self.size.store(w.size, Ordering::Relaxed);
+                self.set_size_pages(w.size, w.pages);
                 for (a, t) in self.times.iter().zip(w.times) {
                     a.store(t, Ordering::Relaxed);
                 }
+            }
+
+            // What follows is read under the inode's lock (read or write: no
+            // writer is in a section meanwhile, or the caller is that writer)
+            // and written in a section.
+
+            /// The mode's 16 bits.
+            #[inline]
+            pub(crate) fn mode(&self) -> u32 {
+                self.mode.load(Ordering::Relaxed) & 0xffff
+            }
+
+            /// [`Attr::acl`](crate::fs::Attr::acl)'s flags.
+            #[inline]
+            pub(crate) fn acl(&self) -> u8 {
+                ((self.mode.load(Ordering::Relaxed) >> ACL_SHIFT) & 0xff) as u8
+            }
+
+            #[inline]
+            pub(crate) fn uid(&self) -> u32 {
+                self.uid.load(Ordering::Relaxed)
+            }
+
+            #[inline]
+            pub(crate) fn gid(&self) -> u32 {
+                self.gid.load(Ordering::Relaxed)
+            }
+
+            #[inline]
+            pub(crate) fn nlink(&self) -> u32 {
+                self.nlink.load(Ordering::Relaxed)
+            }
+
+            /// Whether the times are kept outside the cell (one does not fit
+            /// its word): the words then hold nothing, and lockless readers
+            /// ask the lock.
+            #[inline]
+            pub(crate) fn far(&self) -> bool {
+                self.mode.load(Ordering::Relaxed) & FAR != 0
+            }
+
+            /// Whether lockless readers must ask the lock.
+            #[inline]
+            pub(crate) fn none(&self) -> bool {
+                self.mode.load(Ordering::Relaxed) & NONE != 0
+            }
+
+            /// Time `k` (atime, mtime, ctime, btime), unless [`far`](Self::far).
+            #[inline]
+            pub(crate) fn time(&self, k: usize) -> Timespec {
+                unpack(self.times[k].load(Ordering::Relaxed))
+            }
+
+            /// Time `k`'s packed word.
+            #[inline]
+            pub(crate) fn time_word(&self, k: usize) -> u64 {
+                self.times[k].load(Ordering::Relaxed)
+            }
+
+            /// The published size and page count.
+            #[inline]
+            pub(crate) fn size_pages(&self) -> (u64, u32) {
+                (self.size.load(Ordering::Relaxed), self.pages())
+            }
+
+            /// Sets the mode and the ACL flags (in a section).
+            #[inline]
+            pub(crate) fn set_mode_acl(&self, mode: u32, acl: u8) {
+                let flags = self.mode.load(Ordering::Relaxed) & (NONE | FAR | OFF);
+                self.mode.store(
+                    flags | (mode & 0xffff) | (u32::from(acl) << ACL_SHIFT),
+                    Ordering::Relaxed,
+                );
+            }
+
+            /// Sets where the times are ([`far`](Self::far)) and whether
+            /// lockless readers must ask the lock (in a section; a cell that
+            /// is off always sends them there).
+            #[inline]
+            pub(crate) fn set_flags(&self, far: bool, none: bool) {
+                let w = self.mode.load(Ordering::Relaxed);
+                let off = w & OFF;
+                let mut f = off;
+                if far {
+                    f |= FAR;
+                }
+                if none || off != 0 {
+                    f |= NONE;
+                }
+                self.mode
+                    .store((w & !(NONE | FAR | OFF)) | f, Ordering::Relaxed);
+            }
+
+            #[inline]
+            pub(crate) fn set_uid(&self, v: u32) {
+                self.uid.store(v, Ordering::Relaxed);
+            }
+
+            #[inline]
+            pub(crate) fn set_gid(&self, v: u32) {
+                self.gid.store(v, Ordering::Relaxed);
+            }
+
+            #[inline]
+            pub(crate) fn set_nlink(&self, v: u32) {
+                self.nlink.store(v, Ordering::Relaxed);
+            }
+
+            /// Sets time `k`'s packed word ([`pack`]).
+            #[inline]
+            pub(crate) fn set_time_word(&self, k: usize, w: u64) {
+                self.times[k].store(w, Ordering::Relaxed);
+            }
+
+            /// Sets the size and the page count (below 2^24).
+            #[inline]
+            pub(crate) fn set_size_pages(&self, size: u64, pages: u32) {
+                self.size.store(size, Ordering::Relaxed);
+                self.pages.store(pages as u16, Ordering::Relaxed);
+                self.pages_hi.store((pages >> 16) as u8, Ordering::Relaxed);
             }
 
             /// The attributes the last writer published, or `None` when it left
@@ -291,7 +421,8 @@ macro_rules! attr_cell {
 
 /// The cell tmpfs uses: std's atomics in every build.
 mod unmodelled {
-    use super::{ACL_SHIFT, NONE, OFF, Snapshot, TRIES, Words, unpack};
+    use super::{ACL_SHIFT, FAR, NONE, OFF, Snapshot, TRIES, Words, unpack};
+    use crate::fs::Timespec;
     use std::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering, fence};
     attr_cell!();
 }
@@ -301,7 +432,8 @@ mod unmodelled {
 #[cfg(all(test, loom))]
 #[allow(dead_code)]
 mod modelled {
-    use super::{ACL_SHIFT, NONE, OFF, Snapshot, TRIES, Words, unpack};
+    use super::{ACL_SHIFT, FAR, NONE, OFF, Snapshot, TRIES, Words, unpack};
+    use crate::fs::Timespec;
     use loom::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering, fence};
     attr_cell!();
 }

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::dir::{DIR_OFFSET_MIN, check_name};
-use super::inode::{Guards, Inode, Kind, State, find, lock_all};
+use super::inode::{Guards, Inode, Kind, Locked, WrGuard, find, lock_all};
 use super::names::new_state;
 use super::{ROOT_INO, Tmpfs};
 use crate::errno::Errno;
@@ -149,22 +149,34 @@ struct Rename<'a> {
 }
 
 /// The locked states of a rename's inodes, one per role.
-struct Roles<'g> {
+struct Roles<'g, 'l> {
     /// The old directory.
-    od: &'g mut State,
+    od: &'g mut WrGuard<'l>,
     /// The new directory when it is not the old one.
-    nd: Option<&'g mut State>,
-    src: &'g mut State,
-    tgt: Option<&'g mut State>,
+    nd: Option<&'g mut WrGuard<'l>>,
+    src: &'g mut WrGuard<'l>,
+    tgt: Option<&'g mut WrGuard<'l>>,
 }
 
-impl Roles<'_> {
+impl<'l> Roles<'_, 'l> {
     /// The new directory (the old one when the rename stays in it).
-    fn ndir(&mut self) -> &mut State {
+    fn ndir(&mut self) -> &mut WrGuard<'l> {
         match self.nd.as_deref_mut() {
             Some(n) => n,
             None => &mut *self.od,
         }
+    }
+
+    /// Adds `d` (±1) to the old directory's link count.
+    fn od_nlink(&mut self, d: i32) {
+        let n = self.od.nlink().wrapping_add_signed(d);
+        self.od.set_nlink(n);
+    }
+
+    /// Adds `d` (±1) to the new directory's link count.
+    fn nd_nlink(&mut self, d: i32) {
+        let n = self.ndir().nlink().wrapping_add_signed(d);
+        self.ndir().set_nlink(n);
     }
 }
 
@@ -253,10 +265,9 @@ impl Rename<'_> {
     }
 
     /// Splits the guards into the (distinct) roles.
-    fn roles<'g>(&self, g: &'g mut Guards<'_>) -> Result<Roles<'g>, Errno> {
+    fn roles<'g, 'l>(&self, g: &'g mut Guards<'l>) -> Result<Roles<'g, 'l>, Errno> {
         let (mut od, mut nd, mut ss, mut ts) = (None, None, None, None);
         for (ino, s) in g.iter_mut() {
-            let s = &mut **s;
             if *ino == self.odir {
                 od = Some(s);
             } else if *ino == self.ndir {
@@ -283,8 +294,8 @@ impl Rename<'_> {
 
     /// The checks on the locked states: the new directory is still there,
     /// a replaced directory is empty, no parent's link count overflows.
-    fn check_locked(&self, r: &mut Roles<'_>) -> Result<(), Errno> {
-        if r.ndir().nlink == 0 {
+    fn check_locked(&self, r: &mut Roles<'_, '_>) -> Result<(), Errno> {
+        if r.ndir().nlink() == 0 {
             return Err(Errno::ENOENT);
         }
         if let Some(t) = r.tgt.as_deref()
@@ -302,7 +313,7 @@ impl Rename<'_> {
                 src_dir && self.tgt.is_none()
             };
             let ogains = self.exchange() && tgt_dir && !src_dir;
-            if gains && r.ndir().nlink == u32::MAX || ogains && r.od.nlink == u32::MAX {
+            if gains && r.ndir().nlink() == u32::MAX || ogains && r.od.nlink() == u32::MAX {
                 return Err(Errno::EMLINK);
             }
         }
@@ -310,11 +321,11 @@ impl Rename<'_> {
     }
 
     /// `RENAME_EXCHANGE`: each name now names the other inode.
-    fn swap(&self, r: &mut Roles<'_>) -> Result<(), Errno> {
-        let Some(tgt_ft) = r.tgt.as_deref().map(|t| t.mode & S_IFMT) else {
+    fn swap(&self, r: &mut Roles<'_, '_>) -> Result<(), Errno> {
+        let Some(tgt_ft) = r.tgt.as_deref().map(|t| t.mode() & S_IFMT) else {
             return Err(Errno::ESTALE);
         };
-        let src_ft = r.src.mode & S_IFMT;
+        let src_ft = r.src.mode() & S_IFMT;
         let tgt_ino = self.tgt.unwrap_or(self.src);
         // Target side first, then the source: the source inode (now
         // under the new name) ends up at the head. Both names keep
@@ -326,11 +337,11 @@ impl Rename<'_> {
         let cross = self.cross();
         if cross && self.src_dir != self.tgt_dir {
             if self.src_dir {
-                r.od.nlink -= 1;
-                r.ndir().nlink += 1;
+                r.od_nlink(-1);
+                r.nd_nlink(1);
             } else {
-                r.ndir().nlink -= 1;
-                r.od.nlink += 1;
+                r.nd_nlink(-1);
+                r.od_nlink(1);
             }
         }
         if cross {
@@ -351,8 +362,8 @@ impl Rename<'_> {
     /// (whose offset it takes) or with a new offset; with a whiteout, a
     /// new character device 0/0 takes `oname`, whose attributes are
     /// returned.
-    fn replace(&self, r: &mut Roles<'_>) -> Result<Option<Attr>, Errno> {
-        let src_ft = r.src.mode & S_IFMT;
+    fn replace(&self, r: &mut Roles<'_, '_>) -> Result<Option<Attr>, Errno> {
+        let src_ft = r.src.mode() & S_IFMT;
         let max = self.fs.dir_offset_max;
         // The steps that can fail first (the whiteout's inode and offset,
         // then the new name's offset), so a failure changes nothing.
@@ -387,8 +398,8 @@ impl Rename<'_> {
         let whiteout = match (self.whiteout.clone(), wo_offset) {
             (Some(new), Some(wo)) => {
                 let kind = Kind::Special { rdev: 0 };
-                let (_, st, xattrs) = new_state(
-                    r.od,
+                let (_, init, st, xattrs) = new_state(
+                    &*r.od,
                     NewInode {
                         mode: S_IFCHR | (new.mode & 0o7777),
                         ..new
@@ -397,8 +408,7 @@ impl Rename<'_> {
                     coarse_mg(),
                 );
                 let ino = self.fs.new_ino();
-                let attr = self.fs.attr(ino, &st);
-                self.fs.insert_inode(ino, self.odir, st, xattrs);
+                let (attr, _) = self.fs.insert_inode(ino, self.odir, &init, st, xattrs);
                 r.od.dir_mut()?.insert(self.oname, ino, S_IFCHR, wo);
                 Some(attr)
             }
@@ -409,13 +419,14 @@ impl Rename<'_> {
             (None, Some(t)) => {
                 let slot = r.ndir().dir_mut()?.remove(self.nname);
                 if self.tgt_dir {
-                    t.nlink = 0;
-                    r.od.nlink -= 1;
+                    t.set_nlink(0);
+                    r.od_nlink(-1);
                 } else {
-                    if t.nlink > 1 {
+                    let n = t.nlink();
+                    if n > 1 {
                         self.fs.release_inode();
                     }
-                    t.nlink = t.nlink.saturating_sub(1);
+                    t.set_nlink(n.saturating_sub(1));
                 }
                 t.set_ctime_current();
                 slot.map_or(DIR_OFFSET_MIN, |s| s.offset())
@@ -427,8 +438,8 @@ impl Rename<'_> {
             .insert(self.nname, self.src, src_ft, offset);
         let cross = self.cross();
         if self.src_dir && cross && self.tgt.is_none() {
-            r.od.nlink -= 1;
-            r.ndir().nlink += 1;
+            r.od_nlink(-1);
+            r.nd_nlink(1);
         }
         if self.src_dir
             && cross

@@ -20,7 +20,7 @@
 //!   (`free_ispace`, 1 KiB per inode); here xattrs are not counted.
 
 use super::Tmpfs;
-use super::inode::{Kind, rd, wr};
+use super::inode::{Kind, Locked, rd, wr};
 use crate::acl::{AclType, PosixAcl};
 use crate::errno::Errno;
 use crate::fs::Ino;
@@ -139,12 +139,13 @@ impl Tmpfs {
             AclType::Default => set.default = acl,
         }
         let (flags, empty) = (set.acl_flags(), set.is_empty());
-        st.acl = flags;
+        st.set_acl(flags);
         if empty {
             st.xattrs = None;
         }
         if let Some(m) = mode {
-            st.mode = (st.mode & crate::fs::S_IFMT) | (m & 0o7777);
+            let mode = (st.mode() & crate::fs::S_IFMT) | (m & 0o7777);
+            st.set_mode(mode);
         }
         st.set_ctime_current();
         Ok(self.attr(ino, &st))

@@ -571,3 +571,54 @@ fn setattr_fields_and_times() {
     tick();
     assert_eq!(fs.setattr(f, &SetAttr::default()).unwrap(), before);
 }
+
+/// A time the attribute cell's packed words cannot hold (seconds past
+/// 2^33) moves all four times out of the cell, into the inode's
+/// out-of-line set, and back once every time fits again; the other
+/// attributes stay in the cell, and an extended attribute removed
+/// meanwhile leaves the far times in place.
+#[test]
+fn far_times_leave_the_cell_and_come_back() {
+    let fs = fs();
+    let f = file(&fs, R, "f");
+    let far = Timespec {
+        sec: 1 << 40,
+        nsec: 123,
+    };
+    let before = Timespec {
+        sec: -(1 << 40),
+        nsec: 9,
+    };
+    let t7 = Timespec { sec: 7, nsec: 0 };
+    let times = |a: Option<SetTime>, m: Option<SetTime>| SetAttr {
+        atime: a,
+        mtime: m,
+        ..SetAttr::default()
+    };
+    let i = fs.get(f).unwrap();
+    assert!(i.snapshot().is_some());
+    let a = fs
+        .setattr(f, &times(Some(SetTime::At(before)), Some(SetTime::At(far))))
+        .unwrap();
+    assert_eq!((a.atime, a.mtime), (before, far));
+    assert!(i.snapshot().is_none(), "a far time is not in the cell");
+    fs.setxattr(f, b"user.k", Some(b"v"), 0).unwrap();
+    fs.setxattr(f, b"user.k", None, 0).unwrap();
+    let a = fs.getattr(f).unwrap();
+    assert_eq!(
+        (a.atime, a.mtime, a.uid, a.mode),
+        (before, far, 1000, S_IFREG | 0o644)
+    );
+    fs.write(f, 0, b"abc").unwrap();
+    let a = fs.getattr(f).unwrap();
+    assert_eq!((a.atime, a.size), (before, 3));
+    assert!(a.mtime != far && a.mtime == a.ctime);
+    // Only the atime is far now; once it fits, the cell holds every
+    // time again and the out-of-line set goes.
+    let a = fs.setattr(f, &times(Some(SetTime::At(t7)), None)).unwrap();
+    assert_eq!(a.atime, t7);
+    let s = i.snapshot().expect("every time fits again");
+    assert_eq!((s.times[0], s.times[1], s.size), (t7, a.mtime, 3));
+    assert!(inode::rd(&i).xattrs.is_none());
+    ok(&fs);
+}
