@@ -128,12 +128,19 @@ pub struct FastPaths {
     /// under the inode's read lock. Applies to the root tmpfs a
     /// `VfsBuilder` makes (`Tmpfs::new` turns it on).
     pub lockless_attrs: bool,
+    /// Issue 16 (uvfs's own): `stat` of a path the path cache misses ends
+    /// its lockless walk by reading the attributes from the dentry found,
+    /// still pinned, at the sequence count the walk validated, without
+    /// taking and dropping a reference on it (what `stat_noref` does for a
+    /// path-cache hit); off, the walk takes a reference on the dentry and
+    /// `stat` reads through it. Needs the path cache and `stat_noref`.
+    pub stat_noref_walk: bool,
 }
 
 /// Name, description and accessor of every switch, in a stable order.
 type Switch = (&'static str, &'static str, fn(&mut FastPaths) -> &mut bool);
 
-const SWITCHES: [Switch; 16] = [
+const SWITCHES: [Switch; 17] = [
     (
         "close_sync",
         "seed 000: close(2) releases the file synchronously",
@@ -212,6 +219,11 @@ const SWITCHES: [Switch; 16] = [
         "issues 16, 19: stat and read's size check without the tmpfs inode's lock",
         |f| &mut f.lockless_attrs,
     ),
+    (
+        "stat_noref_walk",
+        "issue 16: stat on a path-cache miss without a dentry reference",
+        |f| &mut f.stat_noref_walk,
+    ),
 ];
 
 /// The seed switches (the first six of [`SWITCHES`]): the ones
@@ -238,6 +250,7 @@ impl FastPaths {
             open_count_lazy: false,
             rcu_parent: false,
             lockless_attrs: false,
+            stat_noref_walk: false,
         }
     }
 
@@ -261,6 +274,7 @@ impl FastPaths {
             open_count_lazy: true,
             rcu_parent: true,
             lockless_attrs: true,
+            stat_noref_walk: true,
         }
     }
 
@@ -402,7 +416,7 @@ mod tests {
     #[test]
     fn display_round_trips_every_combination() {
         let all: Vec<_> = FastPaths::all_combinations().collect();
-        assert_eq!(all.len(), 84);
+        assert_eq!(all.len(), 86);
         assert!(all.contains(&FastPaths::seeds()));
         assert!(all.contains(&FastPaths::stock()));
         assert!(all.contains(&FastPaths::seeds().with("fd_single_user", false)));

@@ -240,8 +240,9 @@ struct Walk {
     links: u32,
 }
 
-/// What [`Nd::lookup_ino`] found: the caller's answer, read from a
-/// path-cache hit without a reference, or the dentry.
+/// What [`Nd::lookup_ino`] found: the caller's answer, read without a
+/// reference (from a path-cache hit, or with `FastPaths::stat_noref_walk`
+/// at the end of the lockless walk), or the dentry.
 pub(crate) enum Found<R> {
     /// What the caller's function returned.
     Attr(R),
@@ -249,11 +250,11 @@ pub(crate) enum Found<R> {
     Dentry(DentryRef),
 }
 
-/// How a lockless walk ended: its answer, and the dentry it read the
-/// answer from with that dentry's sequence count (what the path cache
-/// remembers).
-struct RcuEnd {
-    result: Result<DentryRef, Errno>,
+/// How a lockless walk ended: its answer (by default the dentry found,
+/// referenced), and the dentry it read the answer from with that dentry's
+/// sequence count (what the path cache remembers).
+struct RcuEnd<T = DentryRef> {
+    result: Result<T, Errno>,
     dentry: NonNull<Dentry>,
     seq: u32,
 }
@@ -376,7 +377,10 @@ impl<'a> Nd<'a> {
     /// `path` resolves to (stat, `FastPaths::stat_noref`): on a path-cache
     /// hit, `f` runs on the answer's dentry and inode number without a
     /// reference taken (see [`PathCache::find_ino`]) and its answer is
-    /// returned; otherwise (a miss, `f` declining, no path cache) the
+    /// returned; on a miss with `FastPaths::stat_noref_walk`, `walk_f` (the
+    /// same function: two closures, so that each call site has its own
+    /// and the hit's is inlined) runs at the end of the lockless walk (see
+    /// [`fill_cached_ino`](Self::fill_cached_ino)); otherwise (a miss, `f` declining, no path cache) the
     /// lookup goes on as `lookup` does, with the key already built, and
     /// returns the dentry.
     pub(crate) fn lookup_ino<R>(
@@ -385,6 +389,7 @@ impl<'a> Nd<'a> {
         path: &[u8],
         flags: u32,
         f: impl FnOnce(&Dentry, crate::fs::Ino) -> Option<R>,
+        walk_f: impl FnOnce(&Dentry, crate::fs::Ino) -> Option<R>,
     ) -> Result<Found<R>, Errno> {
         let Some(pc) = self.vfs.path_cache() else {
             return self.lookup(start, path, flags).map(Found::Dentry);
@@ -398,6 +403,12 @@ impl<'a> Nd<'a> {
         }
         if let Some(r) = pc.find_ino(&self.vfs.caches().dcache, &key, f) {
             return r.map(Found::Attr);
+        }
+        if self.vfs.fastpaths().stat_noref_walk {
+            return match self.fill_cached_ino(pc, &key, start, path, flags, walk_f) {
+                Some(r) => r.map(Found::Attr),
+                None => self.lookup_locked(start, path, flags).map(Found::Dentry),
+            };
         }
         match self.fill_cached(pc, &key, start, path, flags) {
             Some(r) => r.map(Found::Dentry),
@@ -759,6 +770,51 @@ impl<'a> Nd<'a> {
         Some(end.result)
     }
 
+    /// As [`fill_cached`](Self::fill_cached) for a caller that needs only
+    /// the inode (`FastPaths::stat_noref_walk`): the lockless walk ends by
+    /// running `f` on the dentry found and its inode number, both read at
+    /// the count the walk found it at and that count validated, still
+    /// pinned and without a reference (as [`PathCache::find_ino`] does on
+    /// a hit); the path cache is filled as `fill_cached` fills it. `None`
+    /// (the walk fell back, or `f` declined) to go on with the walk with
+    /// references. Out of line: the hit path of [`lookup_ino`](Self::lookup_ino)
+    /// stays small enough to be inlined into `stat`.
+    #[inline(never)]
+    fn fill_cached_ino<R>(
+        &self,
+        pc: &PathCache,
+        key: &Key,
+        start: &DentryRef,
+        path: &[u8],
+        flags: u32,
+        f: impl FnOnce(&Dentry, crate::fs::Ino) -> Option<R>,
+    ) -> Option<Result<R, Errno>> {
+        let dc = &self.vfs.caches().dcache;
+        let generation = dc.ns_gen();
+        let end = self.lookup_rcu_then(start, path, flags, |cur, seq| {
+            // SAFETY: the walk is pinned while this runs, and `cur` was
+            // reached through the cache after the pin began: its memory
+            // (and its superblock's, which it holds) is retired only after
+            // a grace period.
+            let d = unsafe { cur.as_ref() };
+            let ino = d.ino();
+            // The inode number read in the state the walk found (a change
+            // of the inode, an unhash or a move is a write section).
+            if !d.seq_valid(seq) {
+                return None;
+            }
+            f(d, ino)
+        })?;
+        let outcome = match end.result {
+            Ok(_) => Outcome::Found,
+            Err(Errno::ENOENT) => Outcome::NoEnt,
+            Err(Errno::ENOTDIR) => Outcome::NotDir,
+            Err(_) => return Some(end.result),
+        };
+        pc.put(key, generation, end.dentry, end.seq, outcome);
+        Some(end.result)
+    }
+
     /// [`lookup_parent_counted`](Self::lookup_parent_counted) by the
     /// lockless walk (`FastPaths::rcu_parent`; Linux's `path_parentat`
     /// in RCU mode): every component but the last is looked up without
@@ -842,6 +898,24 @@ impl<'a> Nd<'a> {
 
     /// The lockless walk; `None` to fall back to the locked walk.
     fn lookup_rcu(&self, start: &DentryRef, path: &[u8], flags: u32) -> Option<RcuEnd> {
+        self.lookup_rcu_then(start, path, flags, |cur, seq| {
+            DentryRef::legitimize(cur, seq)
+        })
+    }
+
+    /// The lockless walk, ended by `found` on the positive dentry the path
+    /// resolves to and the sequence count the walk found it at, while the
+    /// walk is still pinned: a reference taken (`lookup_rcu`), or what a
+    /// caller reads from it without one. `None` (from the walk or from
+    /// `found`) to fall back to the locked walk.
+    #[inline]
+    fn lookup_rcu_then<T>(
+        &self,
+        start: &DentryRef,
+        path: &[u8],
+        flags: u32,
+        found: impl FnOnce(NonNull<Dentry>, u32) -> Option<T>,
+    ) -> Option<RcuEnd<T>> {
         let dc = &self.vfs.caches().dcache;
         let _pin = reclaim::pin_with(dc.cheap_pin());
         let mut rest = path;
@@ -862,7 +936,7 @@ impl<'a> Nd<'a> {
         };
         if rest.is_empty() {
             // "/" alone.
-            return DentryRef::legitimize(cur, seq).map(|r| ended(cur, seq, Ok(r)));
+            return found(cur, seq).map(|r| ended(cur, seq, Ok(r)));
         }
         if !snap.is_dir() {
             return None;
@@ -926,7 +1000,7 @@ impl<'a> Nd<'a> {
                         .seq_valid(seq)
                         .then(|| ended(cur, seq, Err(Errno::ENOTDIR)));
                 }
-                return DentryRef::legitimize(cur, seq).map(|r| ended(cur, seq, Ok(r)));
+                return found(cur, seq).map(|r| ended(cur, seq, Ok(r)));
             }
             if !snap.is_dir() {
                 // SAFETY: pinned.

@@ -472,22 +472,25 @@ impl Process {
     }
 
     /// As [`resolve`](Self::resolve) for a caller that needs only the
-    /// inode (stat, `FastPaths::stat_noref`): a path-cache hit runs `f` on
-    /// the answer's dentry and inode number without taking a reference
-    /// (see `Nd::lookup_ino`); otherwise the dentry.
+    /// inode (stat, `FastPaths::stat_noref`): a path-cache hit (and, with
+    /// `FastPaths::stat_noref_walk`, the end of a lockless walk) runs `f`
+    /// on the answer's dentry and inode number without taking a reference
+    /// (see `Nd::lookup_ino`, which says why `walk_f` is a second copy of
+    /// `f`); otherwise the dentry.
     fn resolve_ino<R>(
         &self,
         dirfd: i32,
         path: &[u8],
         flags: u32,
         f: impl FnOnce(&crate::dcache::Dentry, crate::fs::Ino) -> Option<R>,
+        walk_f: impl FnOnce(&crate::dcache::Dentry, crate::fs::Ino) -> Option<R>,
     ) -> Result<namei::Found<R>, Errno> {
         let path = namei::getname(path)?;
         if path.is_empty() && flags & namei::EMPTY == 0 {
             return Err(Errno::ENOENT);
         }
         let start = self.start(dirfd, path)?;
-        self.task.nd().lookup_ino(&start, path, flags, f)
+        self.task.nd().lookup_ino(&start, path, flags, f, walk_f)
     }
 
     /// The VFS this process runs on.

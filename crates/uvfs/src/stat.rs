@@ -196,23 +196,78 @@ pub struct Dirent64 {
 
 /// Decodes the records `getdents64` wrote into `buf[..len]`.
 pub fn parse_dirents64(buf: &[u8]) -> Vec<Dirent64> {
-    let mut out = Vec::new();
-    let mut at = 0;
-    while at + 19 <= buf.len() {
-        let reclen = u16::from_ne_bytes([buf[at + 16], buf[at + 17]]) as usize;
+    Dirents64::new(buf).map(|d| d.to_dirent64()).collect()
+}
+
+/// One `linux_dirent64` record with its name borrowed from the buffer
+/// `getdents64` filled (what glibc's `readdir` hands out: a pointer into
+/// its buffer, valid until the next call), beside the owning [`Dirent64`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dirent64Ref<'a> {
+    /// Inode number.
+    pub d_ino: u64,
+    /// Cookie of the next entry.
+    pub d_off: i64,
+    /// Type (`DT_*`).
+    pub d_type: u8,
+    /// Name, without its terminating NUL.
+    pub name: &'a [u8],
+}
+
+impl Dirent64Ref<'_> {
+    /// The entry with its name copied.
+    pub fn to_dirent64(&self) -> Dirent64 {
+        Dirent64 {
+            d_ino: self.d_ino,
+            d_off: self.d_off,
+            d_type: self.d_type,
+            name: self.name.to_vec(),
+        }
+    }
+}
+
+/// The records of a buffer `getdents64` filled, decoded one at a time
+/// without allocating: see [`Dirents64::new`].
+#[derive(Clone, Debug)]
+pub struct Dirents64<'a> {
+    buf: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Dirents64<'a> {
+    /// The records in `buf` (the first `n` bytes `getdents64` returned). A
+    /// truncated or malformed record ends the sequence.
+    pub fn new(buf: &'a [u8]) -> Dirents64<'a> {
+        Dirents64 { buf, at: 0 }
+    }
+
+    /// Where the next record starts in the buffer.
+    pub fn offset(&self) -> usize {
+        self.at
+    }
+}
+
+impl<'a> Iterator for Dirents64<'a> {
+    type Item = Dirent64Ref<'a>;
+
+    fn next(&mut self) -> Option<Dirent64Ref<'a>> {
+        let buf = self.buf;
+        let at = self.at;
+        let rec = buf.get(at..at.checked_add(19)?)?;
+        let reclen = u16::from_ne_bytes([rec[16], rec[17]]) as usize;
         if reclen < 20 || at + reclen > buf.len() {
-            break;
+            self.at = buf.len();
+            return None;
         }
         let rec = &buf[at..at + reclen];
         let name = &rec[19..];
         let n = name.iter().position(|&c| c == 0).unwrap_or(name.len());
-        out.push(Dirent64 {
+        self.at = at + reclen;
+        Some(Dirent64Ref {
             d_ino: u64::from_ne_bytes(rec[0..8].try_into().unwrap_or([0; 8])),
             d_off: i64::from_ne_bytes(rec[8..16].try_into().unwrap_or([0; 8])),
             d_type: rec[18],
-            name: name[..n].to_vec(),
-        });
-        at += reclen;
+            name: &name[..n],
+        })
     }
-    out
 }

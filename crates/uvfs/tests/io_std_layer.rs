@@ -122,6 +122,38 @@ fn read_dir_by_path_has_typed_entries_and_no_dots() {
     });
 }
 
+/// The borrowed-name form of `readdir` (`ReadDir::next_ref`) gives the
+/// entries the owning iterator gives, across several `getdents64`
+/// batches, in the same order, with the same cookies, and an error once.
+#[test]
+fn readdir_next_ref_matches_the_owning_iterator() {
+    each(|_, p| {
+        p.mkdir("/big", 0o755).unwrap();
+        // Long names, so that 3,000 entries take several 32 KiB batches.
+        for i in 0..3000 {
+            p.write_file(format!("/big/{i:04}-{}", "x".repeat(40)), b"")
+                .unwrap();
+        }
+        let fd = p.open("/big", O_RDONLY | O_DIRECTORY, 0).unwrap();
+        let owned: Vec<uvfs::stat::Dirent64> = p.readdir(fd).map(|e| e.unwrap()).collect();
+        assert_eq!(owned.len(), 3002);
+        p.lseek(fd, 0, SEEK_SET).unwrap();
+        let mut borrowed = Vec::new();
+        let mut rd = p.readdir(fd);
+        while let Some(e) = rd.next_ref() {
+            borrowed.push(e.unwrap().to_dirent64());
+        }
+        assert!(rd.next_ref().is_none());
+        drop(rd);
+        assert_eq!(borrowed, owned);
+        p.close(fd).unwrap();
+        // An error comes once, then the end.
+        let mut rd = p.readdir(fd);
+        assert_eq!(rd.next_ref().map(|e| e.err()), Some(Some(Errno::EBADF)));
+        assert!(rd.next_ref().is_none());
+    });
+}
+
 #[test]
 fn open_file_reads_writes_seeks_and_closes() -> std::io::Result<()> {
     let vfs = Vfs::new(uvfs::FastPaths::seeds());

@@ -289,6 +289,50 @@ fn cache_on_and_off_agree_under_both_presets() {
     }
 }
 
+/// `stat_noref_walk` (a stat the path cache misses reads the attributes at
+/// the end of the lockless walk, without a reference) against the walk
+/// that takes one: the seeded sequence of changes and lookups, by every
+/// credential, under both presets and with a dentry cache of 12, every
+/// result the same (the stats among them: "ino ..." lines, and the errors
+/// of the walk, `EACCES` included).
+#[test]
+fn stat_noref_walk_on_and_off_agree() {
+    let runs = [
+        (FastPaths::seeds(), 1 << 20, [2u64, 0x18, 0xd00d]),
+        (
+            FastPaths::stock()
+                .with("path_cache", true)
+                .with("stat_noref", true),
+            1 << 20,
+            [2, 9, 31],
+        ),
+        (FastPaths::seeds(), 12, [13, 0xace, 97]),
+    ];
+    for (preset, limit, seeds) in runs {
+        for seed in seeds {
+            let world = |on: bool| {
+                let mut w = World::new(preset.with("stat_noref_walk", on), limit);
+                w.any_changer = true;
+                w.run(seed)
+            };
+            let (off, on) = (world(false), world(true));
+            for what in ["Ok(())", "EACCES", "ENOENT", "ENOTDIR", "ino "] {
+                assert!(
+                    off.iter().any(|l| l.contains(what)),
+                    "seed {seed}: no {what} in the run"
+                );
+            }
+            for (x, y) in off.iter().zip(&on) {
+                assert_eq!(
+                    x, y,
+                    "{preset} dcache limit {limit} seed {seed}: stat_noref_walk off (left) vs on (right)"
+                );
+            }
+            assert_eq!(off.len(), on.len());
+        }
+    }
+}
+
 /// `rcu_parent` (the directory of a name to create or remove found by the
 /// lockless walk) against the walk with references, changes made by every
 /// credential (so search permission is denied on the way now and then),

@@ -118,6 +118,16 @@ pub(super) const ROWS: &[Row] = &[
         published: None,
         shape: None,
     },
+    Row {
+        seed: "016",
+        test: Test::Fstree,
+        metric: Metric::Ops,
+        switch: "stat_noref_walk",
+        what: "stat on a path-cache miss, no dentry ref",
+        evidence: "uvfs only",
+        published: None,
+        shape: None,
+    },
     // Not a kernel seed: uvfs's own fast path (issue 19), numbered after
     // its issue so the rows stay sorted; no published figure.
     Row {

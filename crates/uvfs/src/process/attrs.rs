@@ -147,20 +147,17 @@ impl Process {
             // A path-cache hit: the attributes without a dentry reference.
             // An inode gone meanwhile (`ESTALE`) makes it a miss: the
             // lookup goes on and returns the dentry.
-            let found = self.resolve_ino(dirfd, path.as_ref(), lf, |d, ino| {
-                let fs = &d.sb().fs;
-                // The inode's own object when the file system can read it
-                // pinned (tmpfs with `lockless_attrs`), else by number.
-                let pinned = d
-                    .node_pinned()
-                    .filter(|n| n.ino == ino)
-                    .and_then(|n| fs.getattr_pinned(n));
-                let a = match pinned {
-                    Some(a) => a,
-                    None => fs.getattr(ino).ok()?,
-                };
-                Some(Stat::from_attr(&a, d.sb().dev))
-            })?;
+            // Two closures, not the function twice: each call site gets a
+            // type of its own, which the compiler inlines (the function
+            // item's `FnOnce` shim was left out of line, a call per stat).
+            #[allow(clippy::redundant_closure)]
+            let found = self.resolve_ino(
+                dirfd,
+                path.as_ref(),
+                lf,
+                |d, ino| stat_pinned(d, ino),
+                |d, ino| stat_pinned(d, ino),
+            )?;
             return match found {
                 crate::namei::Found::Attr(st) => Ok(st),
                 crate::namei::Found::Dentry(d) => stat_of(&d),
@@ -686,4 +683,22 @@ fn check_times(times: Option<[Timespec; 2]>) -> Result<(), Errno> {
         }
     }
     Ok(())
+}
+
+/// The attributes of inode `ino`, which `d` (pinned, maybe without a
+/// reference) named: from the inode's own object when the file system can
+/// read it pinned (tmpfs with `lockless_attrs`), else by number. `None` if
+/// the inode is gone (the caller then walks with references).
+#[inline(always)]
+fn stat_pinned(d: &crate::dcache::Dentry, ino: crate::fs::Ino) -> Option<Stat> {
+    let fs = &d.sb().fs;
+    let pinned = d
+        .node_pinned()
+        .filter(|n| n.ino == ino)
+        .and_then(|n| fs.getattr_pinned(n));
+    let a = match pinned {
+        Some(a) => a,
+        None => fs.getattr(ino).ok()?,
+    };
+    Some(Stat::from_attr(&a, d.sb().dev))
 }

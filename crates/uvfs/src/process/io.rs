@@ -846,12 +846,18 @@ impl Process {
 }
 
 /// The entries of a directory fd, read with `getdents64` in batches (what
-/// `readdir(3)` does over the syscall): see [`Process::readdir`].
+/// `readdir(3)` does over the syscall): see [`Process::readdir`]. As an
+/// [`Iterator`] each entry owns its name ([`Dirent64`](crate::stat::Dirent64));
+/// [`next_ref`](ReadDir::next_ref) hands out the next one with its name
+/// borrowed from the batch's buffer instead, without allocating.
 pub struct ReadDir<'p> {
     p: &'p mut Process,
     fd: i32,
     buf: Vec<u8>,
-    batch: std::vec::IntoIter<crate::stat::Dirent64>,
+    /// The bytes of `buf` the last `getdents64` filled.
+    len: usize,
+    /// Where the next record starts in `buf[..len]`.
+    at: usize,
     done: bool,
     /// Opened by [`Process::read_dir`]: `.` and `..` are skipped and the
     /// fd is closed on drop.
@@ -875,16 +881,21 @@ impl Drop for ReadDir<'_> {
     }
 }
 
-impl Iterator for ReadDir<'_> {
-    type Item = Result<crate::stat::Dirent64, Errno>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if let Some(e) = self.batch.next() {
+impl ReadDir<'_> {
+    /// The next entry, its name borrowed from this reader's buffer (valid
+    /// until the next call, as glibc's `readdir` result is): the form
+    /// without an allocation per entry. Errors (`EBADF`, `ENOTDIR`, ...)
+    /// come once, then `None`.
+    pub fn next_ref(&mut self) -> Option<Result<crate::stat::Dirent64Ref<'_>, Errno>> {
+        let start = loop {
+            let mut it = crate::stat::Dirents64::new(&self.buf[self.at..self.len]);
+            if let Some(e) = it.next() {
+                let start = self.at;
+                self.at += it.offset();
                 if self.owned && (e.name == b"." || e.name == b"..") {
                     continue;
                 }
-                return Some(Ok(e));
+                break start;
             }
             if self.done {
                 return None;
@@ -894,13 +905,31 @@ impl Iterator for ReadDir<'_> {
                     self.done = true;
                     return None;
                 }
-                Ok(n) => self.batch = crate::stat::parse_dirents64(&self.buf[..n]).into_iter(),
+                Ok(n) => {
+                    self.len = n;
+                    self.at = 0;
+                }
                 Err(e) => {
                     self.done = true;
+                    self.len = 0;
+                    self.at = 0;
                     return Some(Err(e));
                 }
             }
-        }
+        };
+        // The record found above, decoded again for the caller's borrow
+        // (the loop cannot hand out a borrow it may still need to refill).
+        crate::stat::Dirents64::new(&self.buf[start..self.at])
+            .next()
+            .map(Ok)
+    }
+}
+
+impl Iterator for ReadDir<'_> {
+    type Item = Result<crate::stat::Dirent64, Errno>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_ref().map(|r| r.map(|e| e.to_dirent64()))
     }
 }
 
@@ -914,7 +943,8 @@ impl Process {
             p: self,
             fd,
             buf: vec![0; 32 * 1024],
-            batch: Vec::new().into_iter(),
+            len: 0,
+            at: 0,
             done: false,
             owned: false,
         }
