@@ -126,12 +126,21 @@ pub struct FastPaths {
     /// first and last store); off, they take the inode's read lock. Applies
     /// to the root tmpfs a `VfsBuilder` makes (`Tmpfs::new` turns it on).
     pub lockless_attrs: bool,
+    /// Issue 19 (uvfs's own): tmpfs reads find a file's pages through a
+    /// lockless page index under the epoch pin and copy them with no lock
+    /// and no atomic read-modify-write (the size from the published
+    /// attributes; pages a truncation, hole punch or move to a memfd takes
+    /// away are freed after a grace period); off, a read copies under the
+    /// inode's read lock. Needs `lockless_attrs` (without it a read takes
+    /// the lock). Applies to the root tmpfs a `VfsBuilder` makes
+    /// (`Tmpfs::new` turns it on).
+    pub lockless_read: bool,
 }
 
 /// Name, description and accessor of every switch, in a stable order.
 type Switch = (&'static str, &'static str, fn(&mut FastPaths) -> &mut bool);
 
-const SWITCHES: [Switch; 16] = [
+const SWITCHES: [Switch; 17] = [
     (
         "close_sync",
         "seed 000: close(2) releases the file synchronously",
@@ -210,6 +219,11 @@ const SWITCHES: [Switch; 16] = [
         "issues 16, 19: stat and read's size check without the tmpfs inode's lock",
         |f| &mut f.lockless_attrs,
     ),
+    (
+        "lockless_read",
+        "issue 19: tmpfs reads find and copy pages without the inode's lock",
+        |f| &mut f.lockless_read,
+    ),
 ];
 
 /// The seed switches (the first six of [`SWITCHES`]): the ones
@@ -236,6 +250,7 @@ impl FastPaths {
             open_count_lazy: false,
             rcu_parent: false,
             lockless_attrs: false,
+            lockless_read: false,
         }
     }
 
@@ -259,6 +274,7 @@ impl FastPaths {
             open_count_lazy: true,
             rcu_parent: true,
             lockless_attrs: true,
+            lockless_read: true,
         }
     }
 
@@ -400,7 +416,7 @@ mod tests {
     #[test]
     fn display_round_trips_every_combination() {
         let all: Vec<_> = FastPaths::all_combinations().collect();
-        assert_eq!(all.len(), 84);
+        assert_eq!(all.len(), 86);
         assert!(all.contains(&FastPaths::seeds()));
         assert!(all.contains(&FastPaths::stock()));
         assert!(all.contains(&FastPaths::seeds().with("fd_single_user", false)));

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::dir::{Dir, check_name};
+use super::pageindex::PageIndex;
 use super::pages::RegFile;
 use super::published::{AttrCell, Snapshot};
 use super::{DIRENT_SIZE, EMPTY_DIR_SIZE, Held, MAX_FILE_SIZE, PAGE_SIZE, ROOT_INO, Tmpfs};
@@ -223,13 +224,15 @@ impl State {
     /// (write, fallocate): nothing when the current time equals both mtime
     /// and ctime (`inode_needs_update_time`: a change in the same tick as
     /// the last, nobody having looked since), otherwise ctime stamped as
-    /// [`State::set_ctime_current`] does and mtime set to it.
-    pub(super) fn file_update_time(&mut self) {
+    /// [`State::set_ctime_current`] does and mtime set to it. Whether it
+    /// stamped.
+    pub(super) fn file_update_time(&mut self) -> bool {
         let now = self.current_time();
         if now == self.mtime() && now == self.ctime() {
-            return;
+            return false;
         }
         self.stamp_mc_current();
+        true
     }
 
     pub(super) fn is_dir(&self) -> bool {
@@ -324,6 +327,9 @@ pub(super) struct Inode {
     /// cannot reach): the next writer folds it into the state when it takes
     /// the lock ([`wr`]).
     pub(super) attrs: AttrCell,
+    /// `FastPaths::lockless_read`: a regular file's pages for readers
+    /// without the lock (empty with the switch off, and for other types).
+    pub(super) index: PageIndex,
 }
 
 impl Inode {
@@ -331,6 +337,12 @@ impl Inode {
     #[inline]
     pub(super) fn snapshot(&self) -> Option<Snapshot> {
         self.attrs.read()
+    }
+
+    /// The inode's mode and size without its lock, if published.
+    #[inline]
+    pub(super) fn size_snapshot(&self) -> Option<(u32, u64)> {
+        self.attrs.read_size()
     }
 
     /// Marks the ctime reported by a lockless `stat` (`fill_mg_cmtime`).
@@ -351,6 +363,8 @@ pub(super) fn rd(i: &Inode) -> UnmodelledRwLockReadGuard<'_, State> {
 pub(super) struct WrGuard<'a> {
     i: &'a Inode,
     g: UnmodelledRwLockWriteGuard<'a, State>,
+    /// Cleared by [`unchanged`](WrGuard::unchanged): nothing to publish.
+    publish: bool,
 }
 
 impl WrGuard<'_> {
@@ -361,7 +375,19 @@ impl WrGuard<'_> {
         if i.attrs.queried() {
             *g.ctime_queried.get_mut() = true;
         }
-        WrGuard { i, g }
+        WrGuard {
+            i,
+            g,
+            publish: true,
+        }
+    }
+
+    /// Tells the guard its holder changed nothing that is published (an
+    /// overwrite of held pages in the same clock tick as the last change:
+    /// same size, pages and times), so the drop skips comparing the state
+    /// with the last publication.
+    pub(super) fn unchanged(&mut self) {
+        self.publish = false;
     }
 }
 
@@ -382,7 +408,7 @@ impl std::ops::DerefMut for WrGuard<'_> {
 
 impl Drop for WrGuard<'_> {
     fn drop(&mut self) {
-        if self.i.attrs.is_on() {
+        if self.publish && self.i.attrs.is_on() {
             self.i.attrs.publish(self.g.snapshot().as_ref());
         }
     }
@@ -538,7 +564,7 @@ impl Tmpfs {
         }
         if let Some(size) = set.size
             && let Kind::Reg(f) = &mut st.kind
-            && self.set_size(f, size)?
+            && self.set_size(&i.index, f, size)?
         {
             if set.mtime.is_none() {
                 mtime_now = true;
@@ -596,7 +622,7 @@ impl Tmpfs {
             .remove(&ino)?;
         self.release_pages(st.pages_held());
         match &mut st.kind {
-            Kind::Reg(f) => f.clear(),
+            Kind::Reg(f) => self.clear_file(&i.index, f),
             Kind::Symlink { has_page, .. } => *has_page = false,
             Kind::Dir(_) | Kind::Special { .. } => {}
         }
