@@ -272,16 +272,32 @@ pub(crate) mod modelled {
 
 pub(super) use unmodelled::{Node, PageIndex};
 
-/// Frees detached nodes after a grace period.
-pub(super) fn retire_nodes(nodes: Vec<*mut Node>) {
-    for n in nodes {
-        if let Some(n) = std::ptr::NonNull::new(n) {
-            // SAFETY: each node came from `Box::into_raw` (`Node::boxed`),
-            // was detached (unreachable for new readers) by the caller,
-            // and is handed over once.
-            unsafe { crate::reclaim::defer_drop_box(n) };
+/// Detached nodes, freed when dropped.
+struct Detached(Vec<*mut Node>);
+
+// SAFETY: the nodes are owned by this list alone (detached from their
+// tree) and hold only atomics.
+unsafe impl Send for Detached {}
+
+impl Drop for Detached {
+    fn drop(&mut self) {
+        for &n in &self.0 {
+            // SAFETY: from `Node::boxed`, detached, freed once (the list
+            // owns them).
+            drop(unsafe { Box::from_raw(n) });
         }
     }
+}
+
+/// Frees detached nodes after a grace period, all in one retirement.
+pub(super) fn retire_nodes(nodes: Vec<*mut Node>) {
+    if nodes.is_empty() {
+        return;
+    }
+    let d = std::ptr::NonNull::from(Box::leak(Box::new(Detached(nodes))));
+    // SAFETY: from a `Box`; the nodes were detached (unreachable for new
+    // readers) by the caller, and the list is handed over once.
+    unsafe { crate::reclaim::defer_drop_box(d) };
 }
 
 #[cfg(all(test, loom))]

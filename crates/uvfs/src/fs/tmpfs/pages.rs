@@ -119,6 +119,19 @@ impl PageFile {
     }
 }
 
+/// Frees pages that left the page index once no reader pinned now can
+/// still copy from them.
+fn retire_pages(bufs: Vec<PageBuf>) {
+    if bufs.is_empty() {
+        return;
+    }
+    let b = std::ptr::NonNull::from(Box::leak(Box::new(bufs)));
+    // SAFETY: from a `Box` (`leak` gives its pointer), the pages taken out
+    // of the index by the caller (unreachable for new readers), handed over
+    // once.
+    unsafe { crate::reclaim::defer_drop_box(b) };
+}
+
 impl Tmpfs {
     /// Sets a regular file's size, freeing pages past it; whether the
     /// change stamps mtime and ctime.
@@ -157,9 +170,7 @@ impl Tmpfs {
         if f.pages.is_empty() {
             self.drop_page_map(ix, gone, false);
         } else {
-            for (idx, page) in gone {
-                self.drop_page(ix, idx, page);
-            }
+            self.drop_pages(ix, gone);
         }
         if !from.is_multiple_of(PAGE_SIZE)
             && let Some(Page::Data(p)) = f.pages.get_mut(&(from / PAGE_SIZE))
@@ -180,16 +191,22 @@ impl Tmpfs {
         }
     }
 
-    /// Lets go of page `idx`, taken out of the page map: with
-    /// `FastPaths::lockless_read`, out of the index first and freed after
-    /// a grace period.
-    fn drop_page(&self, ix: &PageIndex, idx: u64, page: Page) {
-        if self.lockless_read
-            && let Page::Data(p) = page
-        {
-            ix.set(idx, std::ptr::null_mut());
-            p.retire();
+    /// Lets go of pages taken out of the page map (`(idx, page)`): with
+    /// `FastPaths::lockless_read`, out of the index first, then freed
+    /// together after a grace period (one retirement for the lot, so a
+    /// truncation of a large file costs one, not one per page).
+    fn drop_pages(&self, ix: &PageIndex, pages: impl IntoIterator<Item = (u64, Page)>) {
+        if !self.lockless_read {
+            return;
         }
+        let mut bufs = Vec::new();
+        for (idx, page) in pages {
+            if let Page::Data(p) = page {
+                ix.set(idx, std::ptr::null_mut());
+                bufs.push(p);
+            }
+        }
+        retire_pages(bufs);
     }
 
     /// Lets go of a whole page map taken out of a file (truncated to its
@@ -201,11 +218,14 @@ impl Tmpfs {
             return;
         }
         retire_nodes(ix.detach(gone));
-        for page in pages.into_values() {
-            if let Page::Data(p) = page {
-                p.retire();
-            }
-        }
+        let bufs = pages
+            .into_values()
+            .filter_map(|p| match p {
+                Page::Data(b) => Some(b),
+                Page::Falloc | Page::Zero => None,
+            })
+            .collect();
+        retire_pages(bufs);
     }
 
     /// Drops a regular file's contents (the inode is freed; the caller
@@ -226,11 +246,11 @@ impl Tmpfs {
                 .range(first_whole..end_whole)
                 .map(|(&k, _)| k)
                 .collect();
-            for &k in &keys {
-                if let Some(page) = f.pages.remove(&k) {
-                    self.drop_page(ix, k, page);
-                }
-            }
+            let gone: Vec<(u64, Page)> = keys
+                .iter()
+                .filter_map(|&k| Some((k, f.pages.remove(&k)?)))
+                .collect();
+            self.drop_pages(ix, gone);
             self.release_pages(keys.len() as u64);
         }
         let mut zero = |idx: u64, from: u64, to: u64| {

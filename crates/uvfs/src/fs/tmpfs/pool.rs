@@ -84,21 +84,6 @@ impl PageBuf {
             PageBuf::Pool(p) => p.0.as_ptr().cast(),
         }
     }
-
-    /// Frees the page once no reader pinned now can still hold it
-    /// (`FastPaths::lockless_read`: it was reachable through the page
-    /// index, from which the caller has taken it out).
-    pub(super) fn retire(self) {
-        let p = std::mem::ManuallyDrop::new(self);
-        match &*p {
-            // SAFETY: the page is ours alone (`self` is consumed and not
-            // dropped), unreachable for new readers; `free` releases it as
-            // its own drop would, once.
-            PageBuf::Heap(b) => unsafe { crate::reclaim::defer_free(b.0.cast::<HeapSlot>()) },
-            // SAFETY: as above.
-            PageBuf::Pool(s) => unsafe { crate::reclaim::defer_free(s.0.cast::<PoolSlot>()) },
-        }
-    }
 }
 
 impl Deref for PageBuf {
@@ -178,25 +163,6 @@ impl Drop for HeapPage {
     fn drop(&mut self) {
         // SAFETY: allocated in `alloc` with this layout, freed once.
         unsafe { std::alloc::dealloc(self.0.as_ptr().cast(), HEAP_LAYOUT) };
-    }
-}
-
-/// A retired heap page, as `reclaim` frees it.
-pub(super) struct HeapSlot(#[allow(dead_code)] PageBytes);
-
-impl crate::reclaim::Free for HeapSlot {
-    unsafe fn free(p: NonNull<Self>) {
-        // SAFETY: a `HeapPage`'s allocation handed over by `retire`.
-        unsafe { std::alloc::dealloc(p.as_ptr().cast(), HEAP_LAYOUT) };
-    }
-}
-
-/// A retired pool slot, as `reclaim` frees it.
-pub(super) struct PoolSlot(#[allow(dead_code)] PageBytes);
-
-impl crate::reclaim::Free for PoolSlot {
-    unsafe fn free(p: NonNull<Self>) {
-        drop(PoolPage(p.cast()));
     }
 }
 
