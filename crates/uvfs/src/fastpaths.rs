@@ -135,12 +135,21 @@ pub struct FastPaths {
     /// path-cache hit); off, the walk takes a reference on the dentry and
     /// `stat` reads through it. Needs the path cache and `stat_noref`.
     pub stat_noref_walk: bool,
+    /// Issue 19 (uvfs's own): tmpfs reads find a file's pages through a
+    /// lockless page index under the epoch pin and copy them with no lock
+    /// and no atomic read-modify-write (the size from the published
+    /// attributes; pages a truncation, hole punch or move to a memfd takes
+    /// away are freed after a grace period); off, a read copies under the
+    /// inode's read lock. Needs `lockless_attrs` (without it a read takes
+    /// the lock). Applies to the root tmpfs a `VfsBuilder` makes
+    /// (`Tmpfs::new` turns it on).
+    pub lockless_read: bool,
 }
 
 /// Name, description and accessor of every switch, in a stable order.
 type Switch = (&'static str, &'static str, fn(&mut FastPaths) -> &mut bool);
 
-const SWITCHES: [Switch; 17] = [
+const SWITCHES: [Switch; 18] = [
     (
         "close_sync",
         "seed 000: close(2) releases the file synchronously",
@@ -224,6 +233,11 @@ const SWITCHES: [Switch; 17] = [
         "issue 16: stat on a path-cache miss without a dentry reference",
         |f| &mut f.stat_noref_walk,
     ),
+    (
+        "lockless_read",
+        "issue 19: tmpfs reads find and copy pages without the inode's lock",
+        |f| &mut f.lockless_read,
+    ),
 ];
 
 /// The seed switches (the first six of [`SWITCHES`]): the ones
@@ -251,6 +265,7 @@ impl FastPaths {
             rcu_parent: false,
             lockless_attrs: false,
             stat_noref_walk: false,
+            lockless_read: false,
         }
     }
 
@@ -275,6 +290,7 @@ impl FastPaths {
             rcu_parent: true,
             lockless_attrs: true,
             stat_noref_walk: true,
+            lockless_read: true,
         }
     }
 
@@ -416,7 +432,7 @@ mod tests {
     #[test]
     fn display_round_trips_every_combination() {
         let all: Vec<_> = FastPaths::all_combinations().collect();
-        assert_eq!(all.len(), 86);
+        assert_eq!(all.len(), 88);
         assert!(all.contains(&FastPaths::seeds()));
         assert!(all.contains(&FastPaths::stock()));
         assert!(all.contains(&FastPaths::seeds().with("fd_single_user", false)));

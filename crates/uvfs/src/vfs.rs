@@ -144,7 +144,8 @@ impl VfsBuilder {
     pub fn build(self) -> Arc<Vfs> {
         let opts = self.root;
         let (borrow, lockless) = (self.fast.tmpfs_borrow, self.fast.lockless_attrs);
-        Vfs::with_root(self, Tmpfs::with_switches(opts, borrow, lockless))
+        let read = self.fast.lockless_read;
+        Vfs::with_root(self, Tmpfs::with_switches(opts, borrow, lockless, read))
     }
 
     /// Builds the VFS with `fs` as its root file system.

@@ -250,4 +250,14 @@ pub(super) const ROWS: &[Row] = &[
         published: None,
         shape: None,
     },
+    Row {
+        seed: "019",
+        test: Test::Read1,
+        metric: Metric::Ops,
+        switch: "lockless_read",
+        what: "read's page lookup and copy without the lock",
+        evidence: "uvfs only",
+        published: None,
+        shape: None,
+    },
 ];

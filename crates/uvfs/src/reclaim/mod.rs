@@ -27,6 +27,11 @@ mod tests;
 
 use std::ptr::NonNull;
 
+/// The cheap pin's domain, for the loom models of protocols built on it
+/// elsewhere (tmpfs's page index).
+#[cfg(all(test, loom))]
+pub(crate) use domain::{Deferred, Domain, Fences, Record};
+
 /// A read-side critical section: while it lives, nothing retired through
 /// [`defer_drop_box`] after it began is freed.
 pub(crate) struct Guard {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use super::dir::{Dir, check_name};
+use super::pageindex::PageIndex;
 use super::pages::RegFile;
 use super::published::{AttrCell, PAGES_LIMIT, Snapshot, pack};
 use super::{DIRENT_SIZE, EMPTY_DIR_SIZE, Held, MAX_FILE_SIZE, PAGE_SIZE, ROOT_INO, Tmpfs};
@@ -205,6 +206,9 @@ pub(super) struct Inode {
     /// from the state when it lets the lock go). It also holds the ctime's
     /// queried mark (Linux's `I_CTIME_QUERIED`).
     pub(super) attrs: AttrCell,
+    /// `FastPaths::lockless_read`: a regular file's pages for readers
+    /// without the lock (empty with the switch off, and for other types).
+    pub(super) index: PageIndex,
 }
 
 impl Inode {
@@ -222,6 +226,7 @@ impl Inode {
             parent: AtomicU64::new(parent),
             st: UnmodelledRwLock::new(st),
             attrs: AttrCell::new(lockless, None),
+            index: PageIndex::new(),
         };
         let st = i.st.get_mut().unwrap_or_else(|e| e.into_inner());
         let mut w = Writer {
@@ -245,6 +250,12 @@ impl Inode {
     #[inline]
     pub(super) fn snapshot(&self) -> Option<Snapshot> {
         self.attrs.read()
+    }
+
+    /// The inode's mode and size without its lock, if published.
+    #[inline]
+    pub(super) fn size_snapshot(&self) -> Option<(u32, u64)> {
+        self.attrs.read_size()
     }
 
     /// Marks the ctime reported by a lockless `stat` (`fill_mg_cmtime`).
@@ -741,7 +752,7 @@ impl Tmpfs {
         }
         if let Some(size) = set.size
             && let Kind::Reg(f) = &mut st.kind
-            && self.set_size(f, size)?
+            && self.set_size(&i.index, f, size)?
         {
             if set.mtime.is_none() {
                 mtime_now = true;
@@ -799,7 +810,7 @@ impl Tmpfs {
             .remove(&ino)?;
         self.release_pages(st.pages_held());
         match &mut st.kind {
-            Kind::Reg(f) => f.clear(),
+            Kind::Reg(f) => self.clear_file(&i.index, f),
             Kind::Symlink { has_page, .. } => *has_page = false,
             Kind::Dir(_) | Kind::Special { .. } => {}
         }

@@ -7,10 +7,11 @@
 
 use std::collections::btree_map::Entry;
 
-use super::inode::{Kind, State, WrGuard, rd, try_wr, wr};
+use super::inode::{Inode, Kind, State, WrGuard, rd, try_wr, wr};
+use super::pageindex::{Found, PageIndex};
 use super::pages::{FALLOC_KNOWN, FALLOC_MAX_NEW_PAGES, Page, RegFile};
 use super::pool::{POOL_MIN_PAGES, PageBuf};
-use super::{MAX_FILE_SIZE, PAGE_SIZE, Tmpfs};
+use super::{MAX_FILE_SIZE, PAGE_SIZE, Tmpfs, racy};
 use crate::errno::Errno;
 use crate::fs::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, Ino, Node, S_IFMT, S_IFREG, Seek};
 
@@ -36,12 +37,17 @@ impl Tmpfs {
             return r;
         }
         let i = self.node(n)?;
-        // `FastPaths::lockless_attrs`: a read at or past the end needs no
-        // page, so no lock (the size as the last writer published it).
-        if let Some(s) = i.snapshot()
+        if self.lockless_read {
+            if let Some(r) = read_lockless(&i, off, buf) {
+                return r;
+            }
+        } else if let Some(s) = i.snapshot()
             && s.mode & S_IFMT == S_IFREG
             && off >= s.size
         {
+            // `FastPaths::lockless_attrs`: a read at or past the end needs
+            // no page, so no lock (the size as the last writer published
+            // it).
             return Ok(0);
         }
         let st = rd(&i);
@@ -64,19 +70,25 @@ impl Tmpfs {
                 if matches!(st.kind, Kind::Reg(RegFile::Memfd(_))) {
                     return None;
                 }
-                Some(self.write_locked(&mut st, off, data))
+                Some(self.write_locked(&i.index, &mut st, off, data))
             })
         {
             return r;
         }
         let i = self.node(n)?;
         let mut st = wr(&i);
-        self.write_locked(&mut st, off, data)
+        self.write_locked(&i.index, &mut st, off, data)
     }
 
     /// The body of [`write_pages`](Self::write_pages), with the inode's
-    /// state write-locked.
-    fn write_locked(&self, st: &mut WrGuard<'_>, off: u64, data: &[u8]) -> Result<usize, Errno> {
+    /// state write-locked (`ix`: its page index).
+    fn write_locked(
+        &self,
+        ix: &PageIndex,
+        st: &mut WrGuard<'_>,
+        off: u64,
+        data: &[u8],
+    ) -> Result<usize, Errno> {
         match st.kind {
             Kind::Reg(_) => {}
             Kind::Dir(_) => return Err(Errno::EISDIR),
@@ -98,7 +110,7 @@ impl Tmpfs {
         if self.store.is_some()
             && let Kind::Reg(f @ RegFile::Pages(_)) = &mut st.kind
         {
-            f.memfd(self)?;
+            f.memfd(self, ix)?;
         }
         let f = match &mut st.kind {
             Kind::Reg(RegFile::Pages(f)) => f,
@@ -118,7 +130,13 @@ impl Tmpfs {
             let chunk = (PAGE_SIZE as usize - po).min(len - done);
             let src = &data[done..done + chunk];
             if let Some(Page::Data(p)) = f.pages.get_mut(&idx) {
-                p[po..po + chunk].copy_from_slice(src);
+                if self.lockless_read {
+                    // SAFETY: `po + chunk` is at most a page; lockless
+                    // readers copy the page only through `racy` too.
+                    unsafe { racy::copy(p.as_ptr().add(po), src.as_ptr(), chunk) };
+                } else {
+                    p[po..po + chunk].copy_from_slice(src);
+                }
                 done += chunk;
                 continue;
             }
@@ -133,18 +151,29 @@ impl Tmpfs {
             // Pages held plus pages about to be: the file's size in pages
             // once this write is done.
             let pooled = f.pages.len() as u64 + left >= POOL_MIN_PAGES;
-            match f.pages.entry(idx) {
+            // Written before it is published in the index (a release
+            // store): a reader that finds it sees its bytes.
+            let page = match f.pages.entry(idx) {
                 Entry::Vacant(v) => {
                     if left == 0 {
                         break;
                     }
                     granted = Some(left - 1);
-                    v.insert(Page::Data(PageBuf::with(pooled, po, src)));
+                    let b = PageBuf::with(pooled, po, src);
+                    let p = b.as_ptr();
+                    v.insert(Page::Data(b));
+                    p
                 }
                 // Allocated by fallocate, never written.
                 Entry::Occupied(mut o) => {
-                    *o.get_mut() = Page::Data(PageBuf::with(pooled, po, src));
+                    let b = PageBuf::with(pooled, po, src);
+                    let p = b.as_ptr();
+                    *o.get_mut() = Page::Data(b);
+                    p
                 }
+            };
+            if self.lockless_read {
+                ix.set(idx, page);
             }
             done += chunk;
         }
@@ -154,7 +183,10 @@ impl Tmpfs {
         if done == 0 {
             return Err(Errno::ENOSPC);
         }
-        f.size = f.size.max(off + done as u64);
+        let end = off + done as u64;
+        // (Held pages overwritten in the same tick as the last change: the
+        // guard's drop finds nothing published changed and stores nothing.)
+        f.size = f.size.max(end);
         Ok(done)
     }
 
@@ -178,6 +210,7 @@ impl Tmpfs {
             return Err(Errno::EOPNOTSUPP);
         }
         let i = self.get(ino)?;
+        let ix = &i.index;
         let mut st = wr(&i);
         match st.kind {
             Kind::Reg(_) => {}
@@ -197,7 +230,7 @@ impl Tmpfs {
             && !punch
             && let Kind::Reg(f @ RegFile::Pages(_)) = &mut st.kind
         {
-            f.memfd(self)?;
+            f.memfd(self, ix)?;
         }
         if let Kind::Reg(RegFile::Memfd(m)) = &st.kind {
             if punch {
@@ -222,7 +255,7 @@ impl Tmpfs {
             return Err(Errno::EINVAL);
         };
         if punch {
-            self.punch(f, off, end);
+            self.punch(ix, f, off, end);
         } else {
             let (first, last) = (off / PAGE_SIZE, end.div_ceil(PAGE_SIZE));
             let span = last - first;
@@ -321,6 +354,68 @@ impl Tmpfs {
         }
         Ok(if start > end { end } else { start } as u64)
     }
+}
+
+/// `FastPaths::lockless_read`: [`Tmpfs::read_pages`] without the inode's
+/// lock, or `None` where the lock must answer (nothing published: a
+/// memfd-backed file, a writer that kept changing the attributes; not a
+/// regular file; the data moved to a memfd meanwhile). No locked
+/// instruction: the size from the published attributes (a sequence
+/// count), the pages from the index under the epoch pin, the bytes copied
+/// by `racy::copy`.
+///
+/// What a read racing a write may see is what Linux's tmpfs gives: the
+/// size and the pages each as of some moment, no atomicity across them; a
+/// page overwritten during the copy may give some old and some new bytes
+/// (Linux copies a page with a plain `memcpy` while a writer may be
+/// writing it). Bytes written by a call that returned before this one
+/// began are seen: the writer stores them before it publishes the
+/// attributes (release) and this read's first load of those is an
+/// acquire; a page added is stored in the index after its bytes. A page a
+/// truncation or hole punch takes away is freed a grace period after it
+/// left the index, and this read is pinned from before its first index
+/// load to after its last copy. Like Linux's `shmem_file_read_iter`,
+/// which reads the size again after it found a page, a read that found a
+/// hole reads the size again and returns no bytes past a new, smaller end
+/// (a truncation it raced).
+#[inline]
+fn read_lockless(i: &Inode, off: u64, buf: &mut [u8]) -> Option<Result<usize, Errno>> {
+    let (mode, size) = i.size_snapshot()?;
+    if mode & S_IFMT != S_IFREG {
+        return None;
+    }
+    if off >= size {
+        return Some(Ok(0));
+    }
+    let n = (buf.len() as u64).min(size - off) as usize;
+    let _pin = crate::reclaim::pin_with(true);
+    let mut hole = false;
+    let mut done = 0usize;
+    while done < n {
+        let pos = off + done as u64;
+        let (idx, po) = (pos / PAGE_SIZE, (pos % PAGE_SIZE) as usize);
+        let chunk = (PAGE_SIZE as usize - po).min(n - done);
+        match i.index.get(idx) {
+            // SAFETY: the page is live while pinned (see above) and
+            // `po + chunk` is at most a page; `buf` is this call's alone
+            // for `done + chunk <= n <= buf.len()`; the writers of the page
+            // write it only through `racy`.
+            Found::Page(p) => unsafe {
+                racy::copy(buf.as_mut_ptr().add(done), p.add(po), chunk);
+            },
+            Found::Hole => {
+                buf[done..done + chunk].fill(0);
+                hole = true;
+            }
+            Found::Gone => return None,
+        }
+        done += chunk;
+    }
+    if hole {
+        let (_, now) = i.size_snapshot()?;
+        return Some(Ok(n.min(now.saturating_sub(off) as usize)));
+    }
+    Some(Ok(n))
 }
 
 /// The body of [`Tmpfs::read_pages`], with the inode's state read-locked.

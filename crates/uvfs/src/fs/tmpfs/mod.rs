@@ -105,9 +105,11 @@ mod inode;
 mod io;
 mod memfd;
 mod names;
+mod pageindex;
 mod pages;
 pub(crate) mod pool;
 mod published;
+mod racy;
 mod rename;
 mod xattr;
 
@@ -239,6 +241,10 @@ pub struct Tmpfs {
     /// for `stat` and the read path to read without its lock (see
     /// `published`).
     lockless: bool,
+    /// `FastPaths::lockless_read`: regular files keep their pages in a
+    /// lockless index too ([`pageindex`]), and reads copy from it without
+    /// the inode's lock (see `io.rs`).
+    lockless_read: bool,
 }
 
 /// The size of one tmpfs inode as allocated (behind its `Arc`), pages and
@@ -268,12 +274,19 @@ impl Tmpfs {
         Ok(Arc::new(fs))
     }
 
-    /// Mounts a fresh tmpfs, with `FastPaths::tmpfs_borrow` and
-    /// `FastPaths::lockless_attrs` as given (the root file system a
-    /// `VfsBuilder` makes; [`new`](Tmpfs::new) turns both on).
-    pub(crate) fn with_switches(opts: TmpfsOptions, borrow: bool, lockless: bool) -> Arc<Tmpfs> {
+    /// Mounts a fresh tmpfs, with `FastPaths::tmpfs_borrow`,
+    /// `FastPaths::lockless_attrs` and `FastPaths::lockless_read` as given
+    /// (the root file system a `VfsBuilder` makes; [`new`](Tmpfs::new)
+    /// turns all on). Lockless reads need the published attributes.
+    pub(crate) fn with_switches(
+        opts: TmpfsOptions,
+        borrow: bool,
+        lockless: bool,
+        read: bool,
+    ) -> Arc<Tmpfs> {
         let mut fs = Tmpfs::build_with(opts, lockless);
         fs.borrow = borrow;
+        fs.lockless_read = read && lockless;
         Arc::new(fs)
     }
 
@@ -305,6 +318,7 @@ impl Tmpfs {
             store: None,
             borrow: true,
             lockless,
+            lockless_read: lockless,
         };
         let now = super::timekeeping::coarse_mg();
         let init = Init {
@@ -848,7 +862,7 @@ impl FileSystem for Tmpfs {
         let i = self.get(ino)?;
         let mut st = inode::wr(&i);
         match &mut st.kind {
-            Kind::Reg(f) => f.memfd(self)?.reopen(accmode),
+            Kind::Reg(f) => f.memfd(self, &i.index)?.reopen(accmode),
             _ => Err(Errno::ENODEV),
         }
     }

@@ -7,7 +7,9 @@
 use std::collections::BTreeMap;
 
 use super::memfd::MemFile;
+use super::pageindex::{PageIndex, retire_nodes};
 use super::pool::PageBuf;
+use super::racy;
 use super::{PAGE_SIZE, Tmpfs};
 use crate::errno::Errno;
 
@@ -71,17 +73,15 @@ impl RegFile {
         }
     }
 
-    /// Drops the contents (the inode is freed; the caller gives back
-    /// [`pages_held`](Self::pages_held)).
-    pub(super) fn clear(&mut self) {
-        *self = RegFile::default();
-    }
-
     /// The memfd holding the data, made from the page map on first use
-    /// (the page map's memory is freed then).
-    pub(super) fn memfd(&mut self, fs: &Tmpfs) -> Result<&MemFile, Errno> {
+    /// (the page map's memory is freed then; lockless readers, finding
+    /// the index `ix` gone, ask the lock from then on).
+    pub(super) fn memfd(&mut self, fs: &Tmpfs, ix: &PageIndex) -> Result<&MemFile, Errno> {
         if let RegFile::Pages(f) = self {
-            *self = RegFile::Memfd(Box::new(f.to_memfd(fs)?));
+            let m = RegFile::Memfd(Box::new(f.to_memfd(fs)?));
+            if let RegFile::Pages(old) = std::mem::replace(self, m) {
+                fs.drop_page_map(ix, old.pages, true);
+            }
         }
         match self {
             RegFile::Memfd(m) => Ok(m),
@@ -119,10 +119,28 @@ impl PageFile {
     }
 }
 
+/// Frees pages that left the page index once no reader pinned now can
+/// still copy from them.
+fn retire_pages(bufs: Vec<PageBuf>) {
+    if bufs.is_empty() {
+        return;
+    }
+    let b = std::ptr::NonNull::from(Box::leak(Box::new(bufs)));
+    // SAFETY: from a `Box` (`leak` gives its pointer), the pages taken out
+    // of the index by the caller (unreachable for new readers), handed over
+    // once.
+    unsafe { crate::reclaim::defer_drop_box(b) };
+}
+
 impl Tmpfs {
     /// Sets a regular file's size, freeing pages past it; whether the
     /// change stamps mtime and ctime.
-    pub(super) fn set_size(&self, f: &mut RegFile, size: u64) -> Result<bool, Errno> {
+    pub(super) fn set_size(
+        &self,
+        ix: &PageIndex,
+        f: &mut RegFile,
+        size: u64,
+    ) -> Result<bool, Errno> {
         let f = match f {
             RegFile::Pages(f) => f,
             RegFile::Memfd(m) => return m.set_size(self, size),
@@ -137,7 +155,7 @@ impl Tmpfs {
         // an empty file stamps nothing, 6 -> 6 stamps both.
         let truncates = size <= f.size && !f.pages.is_empty();
         if size <= f.size {
-            self.truncate_pages(f, size);
+            self.truncate_pages(ix, f, size);
         }
         let old = std::mem::replace(&mut f.size, size);
         Ok(old != size || truncates)
@@ -145,19 +163,81 @@ impl Tmpfs {
 
     /// Frees pages from `from` (a byte offset) to the end, zeroing the tail
     /// of a partial page (`shmem_truncate_range(from, -1)`).
-    fn truncate_pages(&self, f: &mut PageFile, from: u64) {
+    fn truncate_pages(&self, ix: &PageIndex, f: &mut PageFile, from: u64) {
         let first_whole = from.div_ceil(PAGE_SIZE);
         let gone = f.pages.split_off(&first_whole);
         self.release_pages(gone.len() as u64);
+        if f.pages.is_empty() {
+            self.drop_page_map(ix, gone, false);
+        } else {
+            self.drop_pages(ix, gone);
+        }
         if !from.is_multiple_of(PAGE_SIZE)
             && let Some(Page::Data(p)) = f.pages.get_mut(&(from / PAGE_SIZE))
         {
-            p[(from % PAGE_SIZE) as usize..].fill(0);
+            self.zero_in(p, (from % PAGE_SIZE) as usize, PAGE_SIZE as usize);
+        }
+    }
+
+    /// Zeroes bytes `from..to` of a held page, which lockless readers may
+    /// be copying (`FastPaths::lockless_read`).
+    fn zero_in(&self, p: &mut PageBuf, from: usize, to: usize) {
+        if self.lockless_read {
+            // SAFETY: `from..to` lies in the page (`to` at most a page);
+            // readers copy it only through `racy` too.
+            unsafe { racy::zero(p.as_ptr().add(from), to - from) };
+        } else {
+            p[from..to].fill(0);
+        }
+    }
+
+    /// Lets go of pages taken out of the page map (`(idx, page)`): with
+    /// `FastPaths::lockless_read`, out of the index first, then freed
+    /// together after a grace period (one retirement for the lot, so a
+    /// truncation of a large file costs one, not one per page).
+    fn drop_pages(&self, ix: &PageIndex, pages: impl IntoIterator<Item = (u64, Page)>) {
+        if !self.lockless_read {
+            return;
+        }
+        let mut bufs = Vec::new();
+        for (idx, page) in pages {
+            if let Page::Data(p) = page {
+                ix.set(idx, std::ptr::null_mut());
+                bufs.push(p);
+            }
+        }
+        retire_pages(bufs);
+    }
+
+    /// Lets go of a whole page map taken out of a file (truncated to its
+    /// first page boundary, moved to a memfd, evicted), and of the index's
+    /// nodes: the index is left empty, or gone (`gone`: readers ask the
+    /// lock). The caller gives back the pages' count.
+    pub(super) fn drop_page_map(&self, ix: &PageIndex, pages: BTreeMap<u64, Page>, gone: bool) {
+        if !self.lockless_read {
+            return;
+        }
+        retire_nodes(ix.detach(gone));
+        let bufs = pages
+            .into_values()
+            .filter_map(|p| match p {
+                Page::Data(b) => Some(b),
+                Page::Falloc | Page::Zero => None,
+            })
+            .collect();
+        retire_pages(bufs);
+    }
+
+    /// Drops a regular file's contents (the inode is freed; the caller
+    /// gives back [`RegFile::pages_held`]).
+    pub(super) fn clear_file(&self, ix: &PageIndex, f: &mut RegFile) {
+        if let RegFile::Pages(old) = std::mem::take(f) {
+            self.drop_page_map(ix, old.pages, false);
         }
     }
 
     /// Punches `[off, end)`: whole pages freed, partial ones zeroed.
-    pub(super) fn punch(&self, f: &mut PageFile, off: u64, end: u64) {
+    pub(super) fn punch(&self, ix: &PageIndex, f: &mut PageFile, off: u64, end: u64) {
         let first_whole = off.div_ceil(PAGE_SIZE);
         let end_whole = end / PAGE_SIZE;
         if first_whole < end_whole {
@@ -166,14 +246,16 @@ impl Tmpfs {
                 .range(first_whole..end_whole)
                 .map(|(&k, _)| k)
                 .collect();
-            for k in &keys {
-                f.pages.remove(k);
-            }
+            let gone: Vec<(u64, Page)> = keys
+                .iter()
+                .filter_map(|&k| Some((k, f.pages.remove(&k)?)))
+                .collect();
+            self.drop_pages(ix, gone);
             self.release_pages(keys.len() as u64);
         }
         let mut zero = |idx: u64, from: u64, to: u64| {
             if let Some(Page::Data(p)) = f.pages.get_mut(&idx) {
-                p[from as usize..to as usize].fill(0);
+                self.zero_in(p, from as usize, to as usize);
             }
         };
         let (si, so) = (off / PAGE_SIZE, off % PAGE_SIZE);

@@ -42,7 +42,7 @@ pub(super) const POOL_MIN_PAGES: u64 = 256;
 
 /// A written page's memory: its own heap allocation, or a pool slot.
 pub(super) enum PageBuf {
-    Heap(Box<PageBytes>),
+    Heap(HeapPage),
     Pool(PoolPage),
 }
 
@@ -62,15 +62,27 @@ impl PageBuf {
             return PageBuf::Pool(p);
         }
         if whole {
-            // One allocation and one copy, no zeroing: a boxed slice of
-            // exactly one page converts to the array without moving.
-            if let Ok(b) = Box::<PageBytes>::try_from(src.to_vec()) {
-                return PageBuf::Heap(b);
-            }
+            // One allocation and one copy, no zeroing.
+            let b = HeapPage::alloc(false);
+            // SAFETY: a fresh allocation of one page, written whole here
+            // before anything reads it; `src` is one page.
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), b.0.as_ptr().cast(), PAGE) };
+            return PageBuf::Heap(b);
         }
-        let mut b = Box::new([0u8; PAGE]);
+        let mut b = HeapPage::alloc(true);
         b[at..at + src.len()].copy_from_slice(src);
         PageBuf::Heap(b)
+    }
+
+    /// The page's first byte, for copies that may race a lockless reader
+    /// (`racy`): derived from the allocation's own pointer, not from a
+    /// reference, so that no reference to the bytes is live meanwhile.
+    #[inline]
+    pub(super) fn as_ptr(&self) -> *mut u8 {
+        match self {
+            PageBuf::Heap(b) => b.0.as_ptr().cast(),
+            PageBuf::Pool(p) => p.0.as_ptr().cast(),
+        }
     }
 }
 
@@ -90,6 +102,67 @@ impl DerefMut for PageBuf {
             PageBuf::Heap(b) => b,
             PageBuf::Pool(p) => p,
         }
+    }
+}
+
+/// The layout of a heap page: aligned to a cache line, so that the page
+/// index can keep a height in a page pointer's low bits and copies run on
+/// whole lines.
+const HEAP_LAYOUT: std::alloc::Layout = match std::alloc::Layout::from_size_align(PAGE, 64) {
+    Ok(l) => l,
+    Err(_) => panic!("page layout"),
+};
+
+/// One page on the heap, owned (a `Box` that keeps its pointer raw: a
+/// lockless reader may copy from it while the owner writes it through
+/// `racy`, which a `Box`'s uniqueness would forbid).
+pub(super) struct HeapPage(NonNull<PageBytes>);
+
+// SAFETY: a `HeapPage` is the only owner of its allocation, like a `Box`.
+unsafe impl Send for HeapPage {}
+// SAFETY: as for `Send`: shared access only reads through `&self`.
+unsafe impl Sync for HeapPage {}
+
+impl HeapPage {
+    /// A fresh page, zeroed if `zeroed`; aborts on allocation failure as
+    /// `Box::new` does.
+    fn alloc(zeroed: bool) -> HeapPage {
+        // SAFETY: the layout's size is not zero.
+        let p = unsafe {
+            if zeroed {
+                std::alloc::alloc_zeroed(HEAP_LAYOUT)
+            } else {
+                std::alloc::alloc(HEAP_LAYOUT)
+            }
+        };
+        match NonNull::new(p.cast::<PageBytes>()) {
+            Some(p) => HeapPage(p),
+            None => std::alloc::handle_alloc_error(HEAP_LAYOUT),
+        }
+    }
+}
+
+impl Deref for HeapPage {
+    type Target = PageBytes;
+    fn deref(&self) -> &PageBytes {
+        // SAFETY: a live allocation of one page owned by this handle; a
+        // fresh unzeroed one is read only after its owner wrote all of it
+        // (`PageBuf::with` copies a whole page into it first).
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl DerefMut for HeapPage {
+    fn deref_mut(&mut self) -> &mut PageBytes {
+        // SAFETY: as in `deref`; `&mut self` makes this the only access.
+        unsafe { self.0.as_mut() }
+    }
+}
+
+impl Drop for HeapPage {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `alloc` with this layout, freed once.
+        unsafe { std::alloc::dealloc(self.0.as_ptr().cast(), HEAP_LAYOUT) };
     }
 }
 

@@ -379,6 +379,29 @@ macro_rules! attr_cell {
                 self.pages_hi.store((pages >> 16) as u8, Ordering::Relaxed);
             }
 
+            /// The mode (without the ACL flags) and size the last writer
+            /// published, as [`read`](Self::read) gives them but loading only
+            /// those two words (the read path's size check).
+            #[inline]
+            pub(crate) fn read_size(&self) -> Option<(u32, u64)> {
+                for _ in 0..TRIES {
+                    let s1 = self.seq.load(Ordering::Acquire);
+                    if s1 & 1 != 0 {
+                        crate::primitive::hint::spin_loop();
+                        continue;
+                    }
+                    let mode = self.mode.load(Ordering::Relaxed);
+                    let size = self.size.load(Ordering::Relaxed);
+                    // As in `read`.
+                    fence(Ordering::Acquire);
+                    if self.seq.load(Ordering::Relaxed) == s1 {
+                        return (mode & NONE == 0).then_some((mode & 0xffff, size));
+                    }
+                    crate::primitive::hint::retry_wait();
+                }
+                None
+            }
+
             /// The attributes the last writer published, or `None` when it left
             /// none or writers kept changing them (ask the lock then).
             #[inline]
@@ -486,8 +509,11 @@ mod tests {
         far.pages = PAGES_LIMIT;
         c.publish(Some(&far));
         assert_eq!(c.read(), None);
+        c.publish(Some(&snap(9)));
+        assert_eq!(c.read_size(), Some((snap(9).mode & 0xffff, snap(9).size)));
         c.publish(None);
         assert_eq!(c.read(), None);
+        assert_eq!(c.read_size(), None);
     }
 
     #[test]
