@@ -3,23 +3,13 @@
 //! tree, and compares stdout, exit status and the resulting tree.
 #![allow(dead_code)] // used by programs.rs and programs_c.rs only
 
+pub use super::cprog::have;
 use super::shim;
 use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
-
-pub fn have(prog: &str) -> bool {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {prog}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        eprintln!("SKIP: {prog} is not installed");
-    }
-    found
-}
 
 pub fn scratch(tag: &str) -> PathBuf {
     let d = PathBuf::from(format!(
