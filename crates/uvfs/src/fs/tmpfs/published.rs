@@ -384,28 +384,36 @@ macro_rules! attr_cell {
             /// those two words (the read path's size check).
             #[inline]
             pub(crate) fn read_size(&self) -> Option<(u32, u64)> {
-                for _ in 0..TRIES {
-                    let s1 = self.seq.load(Ordering::Acquire);
-                    if s1 & 1 != 0 {
-                        crate::primitive::hint::spin_loop();
-                        continue;
-                    }
-                    let mode = self.mode.load(Ordering::Relaxed);
-                    let size = self.size.load(Ordering::Relaxed);
-                    // As in `read`.
-                    fence(Ordering::Acquire);
-                    if self.seq.load(Ordering::Relaxed) == s1 {
-                        return (mode & NONE == 0).then_some((mode & 0xffff, size));
-                    }
-                    crate::primitive::hint::retry_wait();
-                }
-                None
+                self.read_with(|mode| (mode & 0xffff, self.size.load(Ordering::Relaxed)))
             }
 
             /// The attributes the last writer published, or `None` when it left
             /// none or writers kept changing them (ask the lock then).
             #[inline]
             pub(crate) fn read(&self) -> Option<Snapshot> {
+                self.read_with(|mode| Snapshot {
+                    mode: mode & 0xffff,
+                    acl: ((mode >> ACL_SHIFT) & 0xff) as u8,
+                    uid: self.uid.load(Ordering::Relaxed),
+                    gid: self.gid.load(Ordering::Relaxed),
+                    nlink: self.nlink.load(Ordering::Relaxed),
+                    pages: self.pages(),
+                    size: self.size.load(Ordering::Relaxed),
+                    times: [
+                        unpack(self.times[0].load(Ordering::Relaxed)),
+                        unpack(self.times[1].load(Ordering::Relaxed)),
+                        unpack(self.times[2].load(Ordering::Relaxed)),
+                        unpack(self.times[3].load(Ordering::Relaxed)),
+                    ],
+                })
+            }
+
+            /// The readers' side of the sequence count: `load` (given the
+            /// mode word) reads the words it needs, and its value is kept
+            /// if no writer's section overlapped it and the last writer left
+            /// the cell usable (`NONE` clear); else `None` after `TRIES`.
+            #[inline]
+            fn read_with<T>(&self, load: impl Fn(u32) -> T) -> Option<T> {
                 for _ in 0..TRIES {
                     let s1 = self.seq.load(Ordering::Acquire);
                     if s1 & 1 != 0 {
@@ -413,26 +421,12 @@ macro_rules! attr_cell {
                         continue;
                     }
                     let mode = self.mode.load(Ordering::Relaxed);
-                    let snap = Snapshot {
-                        mode: mode & 0xffff,
-                        acl: ((mode >> ACL_SHIFT) & 0xff) as u8,
-                        uid: self.uid.load(Ordering::Relaxed),
-                        gid: self.gid.load(Ordering::Relaxed),
-                        nlink: self.nlink.load(Ordering::Relaxed),
-                        pages: self.pages(),
-                        size: self.size.load(Ordering::Relaxed),
-                        times: [
-                            unpack(self.times[0].load(Ordering::Relaxed)),
-                            unpack(self.times[1].load(Ordering::Relaxed)),
-                            unpack(self.times[2].load(Ordering::Relaxed)),
-                            unpack(self.times[3].load(Ordering::Relaxed)),
-                        ],
-                    };
+                    let v = load(mode);
                     // The loads above are ordered before the count's re-read: if
                     // any of them saw a later writer's store, so does this load.
                     fence(Ordering::Acquire);
                     if self.seq.load(Ordering::Relaxed) == s1 {
-                        return (mode & NONE == 0).then_some(snap);
+                        return (mode & NONE == 0).then_some(v);
                     }
                     crate::primitive::hint::retry_wait();
                 }
