@@ -760,13 +760,9 @@ impl<'a> Nd<'a> {
         // generation past what the entry records.
         let generation = dc.ns_gen();
         let end = self.lookup_rcu(start, path, flags)?;
-        let outcome = match end.result {
-            Ok(_) => Outcome::Found,
-            Err(Errno::ENOENT) => Outcome::NoEnt,
-            Err(Errno::ENOTDIR) => Outcome::NotDir,
-            Err(_) => return Some(end.result),
-        };
-        pc.put(key, generation, end.dentry, end.seq, outcome);
+        if let Some(outcome) = Outcome::of(&end.result) {
+            pc.put(key, generation, end.dentry, end.seq, outcome);
+        }
         Some(end.result)
     }
 
@@ -805,13 +801,9 @@ impl<'a> Nd<'a> {
             }
             f(d, ino)
         })?;
-        let outcome = match end.result {
-            Ok(_) => Outcome::Found,
-            Err(Errno::ENOENT) => Outcome::NoEnt,
-            Err(Errno::ENOTDIR) => Outcome::NotDir,
-            Err(_) => return Some(end.result),
-        };
-        pc.put(key, generation, end.dentry, end.seq, outcome);
+        if let Some(outcome) = Outcome::of(&end.result) {
+            pc.put(key, generation, end.dentry, end.seq, outcome);
+        }
         Some(end.result)
     }
 

@@ -82,6 +82,17 @@ pub(crate) enum Outcome {
 }
 
 impl Outcome {
+    /// How a walk's `result` is cached: `None` for an error the cache does
+    /// not keep (only a found dentry, ENOENT and ENOTDIR are).
+    pub(crate) fn of<T>(result: &Result<T, Errno>) -> Option<Outcome> {
+        match result {
+            Ok(_) => Some(Outcome::Found),
+            Err(Errno::ENOENT) => Some(Outcome::NoEnt),
+            Err(Errno::ENOTDIR) => Some(Outcome::NotDir),
+            Err(_) => None,
+        }
+    }
+
     fn from_bits(b: u64) -> Option<Outcome> {
         match b {
             0 => Some(Outcome::Found),
