@@ -275,19 +275,12 @@ pub(crate) fn fifo_open(
                 hup_after = Some(st.w_counter);
             }
             if st.writers == 0 && !nonblock {
-                let seen = st.w_counter;
-                while st.w_counter == seen {
-                    let r;
-                    (st, r) = pipe.sleep(st, true, &mut sl);
-                    if r == Err(Interrupted::Eintr) && st.w_counter == seen {
-                        st.readers -= 1;
-                        if st.readers == 0 {
-                            pipe.wake(&mut st, false, true);
-                        }
-                        drop(st);
-                        drop(pipe);
+                match wait_for_partner(&pipe, st, true, &mut sl) {
+                    Ok(g) => st = g,
+                    Err(e) => {
+                        // `pipe` (borrowed by the match) goes at the return.
                         slot.put();
-                        return Err(Errno::EINTR);
+                        return Err(e);
                     }
                 }
             }
@@ -303,19 +296,12 @@ pub(crate) fn fifo_open(
             st.writers += 1;
             pipe.wake(&mut st, true, false);
             if st.readers == 0 {
-                let seen = st.r_counter;
-                while st.r_counter == seen {
-                    let r;
-                    (st, r) = pipe.sleep(st, false, &mut sl);
-                    if r == Err(Interrupted::Eintr) && st.r_counter == seen {
-                        st.writers -= 1;
-                        if st.writers == 0 {
-                            pipe.wake(&mut st, true, false);
-                        }
-                        drop(st);
-                        drop(pipe);
+                match wait_for_partner(&pipe, st, false, &mut sl) {
+                    Ok(g) => st = g,
+                    Err(e) => {
+                        // `pipe` (borrowed by the match) goes at the return.
                         slot.put();
-                        return Err(Errno::EINTR);
+                        return Err(e);
                     }
                 }
             }
@@ -341,6 +327,38 @@ pub(crate) fn fifo_open(
         writer,
         hup_after,
     })
+}
+
+/// A blocking open of one end (`reader`, or the writing end) waiting for
+/// the other: sleeps until that end's open counter moves (a partner opened,
+/// even if it has left again). Interrupted with no partner yet, it takes
+/// this open's end back off the counts, waking the other side's openers if
+/// it was the last, and answers `EINTR` with the pipe's lock dropped.
+fn wait_for_partner<'a>(
+    pipe: &'a Pipe,
+    mut st: MutexGuard<'a, State>,
+    reader: bool,
+    sl: &mut Sleeper<'_>,
+) -> Result<MutexGuard<'a, State>, Errno> {
+    let partner_opens = |st: &State| if reader { st.w_counter } else { st.r_counter };
+    let seen = partner_opens(&st);
+    while partner_opens(&st) == seen {
+        let r;
+        (st, r) = pipe.sleep(st, reader, sl);
+        if r == Err(Interrupted::Eintr) && partner_opens(&st) == seen {
+            let ends = if reader {
+                &mut st.readers
+            } else {
+                &mut st.writers
+            };
+            *ends -= 1;
+            if *ends == 0 {
+                pipe.wake(&mut st, !reader, reader);
+            }
+            return Err(Errno::EINTR);
+        }
+    }
+    Ok(st)
 }
 
 impl FifoFile {
