@@ -36,15 +36,26 @@
 //! from the owner's lock-free use to the lock in the same way
 //! ([`Gate::take`]), and back when the owner is again the only thread with
 //! a slot ([`Gate::give_back`]).
-
+//!
+//! A thread takes its slot on its first call and gives it back at its
+//! exit, both outside uvfs, under the slot list's lock: the flags do not
+//! cover that lock, so `fork`'s prepare handler takes it too and keeps it
+//! until the release handlers. Before, it let go of it before the fork, and
+//! a thread could take it in between: the child then had the list locked
+//! by a thread it does not have, and its own next fork (or a new thread's
+//! first call) waited for ever. The tree's switch met that
+//! (docs/preload-tree.md): the first of its two forks copied the lock
+//! held by a thread making its first call, and the second fork, in the
+//! intermediate child, hung in its prepare handler.
 //!
 //! ## The models
 //! The gate is a [`Gate`] value (one static in the shim) built from the
 //! crate's facade ([`crate::sync`]), so `fork_gate/loom_tests.rs` runs
 //! this code under loom: a thread entering against a fork's prepare, an
 //! attach against the owner's entries, the [`SHARED`] hand-over of the
-//! placeholder cache, and two threads' first calls (the build race).
-//! Loom cannot run `membarrier`; the models use what it guarantees. The
+//! placeholder cache, two threads' first calls (the build race), and a
+//! slot taken and given back against a fork (the list's lock kept across
+//! it; `fork_gate/fork_tests.rs` forks for real). Loom cannot run `membarrier`; the models use what it guarantees. The
 //! call runs a full fence on every CPU running a thread of the process,
 //! at some point between the call's start and its return (a thread not
 //! running passes through the scheduler's full barrier before it runs
@@ -66,13 +77,17 @@
 //! `SeqCst` accesses.)
 
 use crate::sync::atomic::{AtomicBool, AtomicU8, Ordering, fence};
-use crate::sync::{Mutex, MutexGuard, RawLock, lock, yield_now};
+use crate::sync::{ForkGuard, ForkLock, Mutex, RawLock, lock, yield_now};
 
 // (The path spelled out: the fuzz target includes this file by path,
 // which would otherwise look for the models beside it.)
 #[cfg(all(test, loom))]
 #[path = "fork_gate/loom_tests.rs"]
 mod loom_tests;
+
+#[cfg(all(test, not(loom)))]
+#[path = "fork_gate/fork_tests.rs"]
+mod fork_tests;
 
 /// One thread's flag; slots are reused after their thread exits.
 pub(crate) struct Slot {
@@ -113,8 +128,16 @@ pub(crate) struct Gate {
     /// under loom (a model sets it before starting its threads).
     asymmetric: std::sync::atomic::AtomicBool,
     /// Every slot ever handed out (leaked: a slot is two bytes, and slots
-    /// are reused).
-    slots: Mutex<Vec<&'static Slot>>,
+    /// are reused). `fork`'s prepare handler holds its lock until the
+    /// release handlers ([`Gate::before_fork`]): a thread taking or giving
+    /// back a slot holds it outside uvfs, where the gate's flags do not
+    /// see it, and a fork that copied it held would leave the child's
+    /// list locked for good.
+    slots: ForkLock<Vec<&'static Slot>>,
+    /// Whether [`Gate::before_fork`] kept the slot list's lock, for
+    /// [`Gate::after_fork`] to give back (written only by the fork lock's
+    /// holder; [`Gate::prepare_fork`] alone does not keep it).
+    slots_kept: AtomicBool,
     /// What is pending: [`FORK`] (no thread may enter) and [`ATTACH`] (the
     /// owner may not enter); and [`SHARED`] (a thread other than the owner
     /// holds a slot).
@@ -219,7 +242,8 @@ impl Gate {
     pub(crate) const fn new() -> Gate {
         Gate {
             asymmetric: std::sync::atomic::AtomicBool::new(false),
-            slots: Mutex::new(Vec::new()),
+            slots: ForkLock::new(Vec::new()),
+            slots_kept: AtomicBool::new(false),
             word: AtomicU8::new(0),
             attach_lock: Mutex::new(()),
             fork_lock: RawLock::new(),
@@ -232,7 +256,8 @@ impl Gate {
     pub(crate) fn new(asymmetric: bool) -> Gate {
         Gate {
             asymmetric: std::sync::atomic::AtomicBool::new(asymmetric),
-            slots: Mutex::new(Vec::new()),
+            slots: ForkLock::new(Vec::new()),
+            slots_kept: AtomicBool::new(false),
             word: AtomicU8::new(0),
             attach_lock: Mutex::new(()),
             fork_lock: RawLock::new(),
@@ -289,8 +314,8 @@ impl Gate {
         }
     }
 
-    fn slots(&self) -> MutexGuard<'_, Vec<&'static Slot>> {
-        lock(&self.slots)
+    fn slots(&self) -> ForkGuard<'_, Vec<&'static Slot>> {
+        self.slots.lock()
     }
 
     /// A free slot, or a new one; whether it is the first slot ever taken.
@@ -489,17 +514,23 @@ impl Gate {
         fence(Ordering::SeqCst);
     }
 
-    /// `fork`'s prepare handler: marks a fork pending and waits until no
+    /// `fork`'s prepare handler: marks a fork pending, waits until no
     /// thread is inside uvfs (the forking thread is not: `fork` is never
-    /// called from inside the shim).
+    /// called from inside the shim), and keeps the slot list locked until
+    /// [`Gate::after_fork`]. A thread's first call takes its slot, and its
+    /// exit gives it back, outside uvfs: the flags cannot hold those out,
+    /// the list's lock does. (Held while the flags are waited for: no
+    /// thread inside uvfs takes it.)
     pub(crate) fn before_fork(&self) {
         self.prepare_fork();
-        let all: Vec<&'static Slot> = self.slots().clone();
-        for s in all {
+        let all = self.slots();
+        for s in all.iter() {
             while s.inside.load(Ordering::SeqCst) {
                 yield_now();
             }
         }
+        all.keep();
+        self.slots_kept.store(true, Ordering::Relaxed);
     }
 
     /// The first step of `fork`'s prepare handler: takes the fork lock and
@@ -535,8 +566,14 @@ impl Gate {
             .count()
     }
 
-    /// `fork`'s release handler, in the parent and in the child.
+    /// `fork`'s release handler, in the parent and in the child: gives
+    /// back the slot list's lock if [`Gate::before_fork`] kept it (in the
+    /// child, the forking thread kept it: it is the child's only thread),
+    /// then lets threads in again.
     pub(crate) fn after_fork(&self) {
+        if self.slots_kept.swap(false, Ordering::Relaxed) {
+            self.slots.unlock_kept();
+        }
         self.word.fetch_and(!FORK, Ordering::SeqCst);
         self.fork_lock.unlock();
     }

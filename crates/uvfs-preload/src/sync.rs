@@ -12,6 +12,7 @@
 //! | [`Mutex`], [`MutexGuard`]       | `std::sync`                   | `loom::sync`               |
 //! | [`yield_now`], [`spin_loop`]    | `std::thread`, `std::hint`    | `loom::thread::yield_now`  |
 //! | [`RawLock`]                     | a pthread mutex               | a spin lock of loom atomics |
+//! | [`ForkLock`]                    | a pthread mutex and std's cell | loom's spin lock and checked cell |
 //! | [`SpinLock`]                    | std's cell                    | loom's checked cell        |
 //!
 //! The light half of the fork gate's asymmetric fence (a compiler fence)
@@ -121,6 +122,133 @@ impl RawLock {
         };
         #[cfg(loom)]
         self.locked.store(false, Ordering::Release);
+    }
+}
+
+/// Data behind a [`RawLock`] that `fork`'s prepare handler can hold until
+/// its release handlers (the fork gate's list of slots). A thread takes it
+/// for a few instructions through a [`ForkGuard`]; the prepare handler
+/// takes it too and keeps it ([`ForkGuard::keep`]) across the fork, so the
+/// child never gets a copy locked by a thread it does not have (a pthread
+/// mutex copied locked stays locked in the child for ever). The release
+/// handlers give it back ([`ForkLock::unlock_kept`]), in the parent and in
+/// the child.
+pub(crate) struct ForkLock<T> {
+    raw: RawLock,
+    #[cfg(not(loom))]
+    data: std::cell::UnsafeCell<T>,
+    #[cfg(loom)]
+    data: loom::cell::UnsafeCell<T>,
+}
+
+// SAFETY: the data is reached only through a guard, which holds the raw
+// lock (or, for a kept lock, by its keeper); `T: Send` lets it move
+// between threads.
+unsafe impl<T: Send> Sync for ForkLock<T> {}
+
+impl<T> ForkLock<T> {
+    #[cfg(not(loom))]
+    pub(crate) const fn new(v: T) -> ForkLock<T> {
+        ForkLock {
+            raw: RawLock::new(),
+            data: std::cell::UnsafeCell::new(v),
+        }
+    }
+
+    #[cfg(loom)]
+    pub(crate) fn new(v: T) -> ForkLock<T> {
+        ForkLock {
+            raw: RawLock::new(),
+            data: loom::cell::UnsafeCell::new(v),
+        }
+    }
+
+    /// Waits for the lock (asleep in the kernel, for as long as a fork
+    /// takes) and gives the data.
+    pub(crate) fn lock(&self) -> ForkGuard<'_, T> {
+        self.raw.lock();
+        ForkGuard {
+            lock: self,
+            #[cfg(loom)]
+            access: Some(self.data.get_mut()),
+        }
+    }
+
+    /// Gives back a lock that [`ForkGuard::keep`] kept: called by the
+    /// thread that kept it (in a fork child, the only thread, which kept
+    /// it before the fork).
+    pub(crate) fn unlock_kept(&self) {
+        self.raw.unlock();
+    }
+
+    /// Reads the data while this thread keeps the lock (the loom models'
+    /// stand-in for a fork child's copy of it).
+    #[cfg(loom)]
+    pub(crate) fn read_kept<R>(&self, f: impl FnOnce(&T) -> R) -> R {
+        // SAFETY: the caller kept the lock, so no guard of another thread
+        // is alive; loom checks the access against every other one.
+        self.data.with(|p| f(unsafe { &*p }))
+    }
+}
+
+/// The data of a [`ForkLock`], whose lock this holds until dropped (or
+/// kept).
+pub(crate) struct ForkGuard<'a, T> {
+    lock: &'a ForkLock<T>,
+    /// Loom's record of this access (ended before the lock is given back).
+    #[cfg(loom)]
+    access: Option<loom::cell::MutPtr<T>>,
+}
+
+impl<T> ForkGuard<'_, T> {
+    /// Leaves the lock held after the guard is gone, until
+    /// [`ForkLock::unlock_kept`] (`fork`'s prepare handler, for its release
+    /// handlers).
+    #[cfg_attr(not(loom), allow(unused_mut))]
+    pub(crate) fn keep(mut self) {
+        #[cfg(loom)]
+        drop(self.access.take());
+        std::mem::forget(self);
+    }
+
+    fn ptr(&self) -> *mut T {
+        #[cfg(not(loom))]
+        return self.lock.data.get();
+        #[cfg(loom)]
+        // SAFETY: loom's pointer is live until the guard drops; it only
+        // hands out the raw pointer here (loom checked the access when the
+        // guard was made).
+        return unsafe {
+            std::ptr::from_mut(
+                self.access
+                    .as_ref()
+                    .expect("the access lives as long as the guard")
+                    .deref(),
+            )
+        };
+    }
+}
+
+impl<T> std::ops::Deref for ForkGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: this guard holds the lock: no other reference exists.
+        unsafe { &*self.ptr() }
+    }
+}
+
+impl<T> std::ops::DerefMut for ForkGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in `deref`, and `&mut self` makes this the only one.
+        unsafe { &mut *self.ptr() }
+    }
+}
+
+impl<T> Drop for ForkGuard<'_, T> {
+    fn drop(&mut self) {
+        #[cfg(loom)]
+        drop(self.access.take());
+        self.lock.raw.unlock();
     }
 }
 

@@ -1,8 +1,9 @@
 //! Loom models of the fork gate, run on the gate's own code (through the
 //! crate's `sync` facade): a thread entering uvfs against a fork's prepare
 //! handler, an attach against the owner's entries, the `SHARED` hand-over
-//! of the placeholder cache, and two threads' first calls racing to build
-//! the root. Each runs twice: with `membarrier`'s asymmetric fence taken
+//! of the placeholder cache, two threads' first calls racing to build
+//! the root, and a slot's take and give-back against a fork (the slot
+//! list's lock kept across it). Each runs twice: with `membarrier`'s asymmetric fence taken
 //! as registered (light side and `membarrier` both `fence(SeqCst)` under
 //! loom, as the module doc of `fork_gate` argues) and without it (the
 //! symmetric fallback, `SeqCst` fences in every build).
@@ -445,4 +446,66 @@ fn hand_back_asymmetric() {
 #[test]
 fn hand_back_symmetric() {
     hand_back(false);
+}
+
+// ---------------------------------------------------------------------------
+// A slot taken and given back against a fork: the child's slot list is
+// never one another thread holds.
+
+/// A thread takes its slot and gives it back (its first call and its exit,
+/// both outside uvfs, under the slot list's lock) while another thread
+/// forks. The child's copy of the list, read between the prepare and
+/// release handlers, is never in the middle of the other thread's change:
+/// loom would report the list's unordered accesses (in a real fork, the
+/// copy's lock would stay held for ever). `early` gives the list's lock
+/// back at the end of the prepare handler, as the gate did before: the
+/// must-fail twin.
+fn slots_against_fork(asymmetric: bool, early: bool) {
+    let seen = Seen::<2>::new();
+    let counts = seen.clone();
+    check(
+        &format!("slots_against_fork(asymmetric: {asymmetric}, early: {early})"),
+        &builder(3),
+        move || {
+            let g = gate(asymmetric);
+            let forker = g.take(|| None);
+            let t = thread::spawn(move || {
+                let mine = g.take(|| None);
+                g.give_back(mine, None);
+            });
+            g.before_fork();
+            if early {
+                g.slots_kept
+                    .store(false, loom::sync::atomic::Ordering::Relaxed);
+                g.slots.unlock_kept();
+            }
+            // The child's copy.
+            let copied = g.slots.read_kept(Vec::len);
+            counts.hit(copied - 1);
+            g.after_fork();
+            t.join().unwrap();
+            assert_eq!(g.slot_count(), 2);
+            forker.keep();
+        },
+    );
+    // Forks before and after the thread's slot was made were explored.
+    seen.must_all(["fork before the thread's slot", "fork after it"]);
+}
+
+#[test]
+fn slots_against_fork_asymmetric() {
+    slots_against_fork(true, false);
+}
+
+#[test]
+fn slots_against_fork_symmetric() {
+    slots_against_fork(false, false);
+}
+
+/// The twin: with the list given back before the fork, the child's copy
+/// races the other thread's slot (loom reports it).
+#[test]
+#[should_panic(expected = "Causality violation")]
+fn slots_given_back_before_the_fork_race_the_copy() {
+    slots_against_fork(false, true);
 }
