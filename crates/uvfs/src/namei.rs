@@ -58,11 +58,59 @@ pub(crate) enum LastType {
 #[derive(Debug)]
 pub(crate) struct Parent {
     pub(crate) dir: DentryRef,
-    pub(crate) last: Vec<u8>,
+    pub(crate) last: LastName,
     pub(crate) kind: LastType,
     pub(crate) trailing: bool,
     /// Symlinks followed to get here.
     pub(crate) links: u32,
+}
+
+/// A path's last component, as [`Parent`] carries it: in place when it
+/// is short (nearly every name), on the heap otherwise. A create or an
+/// unlink copied it into a `Vec` of its own, a malloc and a free per call.
+pub(crate) enum LastName {
+    /// The first `len` bytes of the array.
+    Inline {
+        len: u8,
+        buf: [u8; LastName::INLINE],
+    },
+    /// A longer name.
+    Heap(Vec<u8>),
+}
+
+impl LastName {
+    /// The longest name kept in place (the enum stays 48 bytes).
+    const INLINE: usize = 46;
+
+    /// A copy of `name`.
+    #[inline]
+    pub(crate) fn new(name: &[u8]) -> LastName {
+        match u8::try_from(name.len()) {
+            Ok(len) if name.len() <= Self::INLINE => {
+                let mut buf = [0u8; Self::INLINE];
+                buf[..name.len()].copy_from_slice(name);
+                LastName::Inline { len, buf }
+            }
+            _ => LastName::Heap(name.to_vec()),
+        }
+    }
+}
+
+impl std::ops::Deref for LastName {
+    type Target = [u8];
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        match self {
+            LastName::Inline { len, buf } => &buf[..usize::from(*len)],
+            LastName::Heap(v) => v,
+        }
+    }
+}
+
+impl std::fmt::Debug for LastName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", String::from_utf8_lossy(self))
+    }
 }
 
 /// Checks a user path the way `getname` does: `ENAMETOOLONG` at
@@ -441,7 +489,7 @@ impl<'a> Nd<'a> {
         }
         let mut w = Walk { cur: start, links };
         let (kind, last, trailing) = self.link_path_walk(&mut w, path)?;
-        let last = last.to_vec();
+        let last = LastName::new(last);
         Ok(Parent {
             dir: w.cur,
             last,
@@ -856,7 +904,7 @@ impl<'a> Nd<'a> {
                 let dir = DentryRef::legitimize(cur, seq)?;
                 return Some(Parent {
                     dir,
-                    last: name.to_vec(),
+                    last: LastName::new(name),
                     kind: kind_of(name),
                     trailing: end < rest.len(),
                     links,
@@ -1007,7 +1055,22 @@ impl<'a> Nd<'a> {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::has_nul;
+    use super::{LastName, has_nul};
+
+    #[test]
+    fn last_name_holds_every_length() {
+        for len in 0..=255usize {
+            let name: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+            let l = LastName::new(&name);
+            assert_eq!(&*l, &name[..], "{len}");
+            assert_eq!(
+                matches!(l, LastName::Inline { .. }),
+                len <= LastName::INLINE,
+                "{len}"
+            );
+        }
+        assert_eq!(std::mem::size_of::<LastName>(), 48);
+    }
 
     #[test]
     fn has_nul_matches_contains() {

@@ -49,6 +49,18 @@
 //! differs, misses and walks. Paths longer than [`MAX_PATH`] bytes and
 //! credentials with more than [`MAX_GROUPS`] supplementary groups are not
 //! cached (they walk). A fill overwrites whatever the slot held.
+//!
+//! Beside the slots, a small array of tags (two bytes per slot, 2 KiB,
+//! which stays in the CPU's nearest caches) holds a few bits of the hash
+//! of the key each slot was last filled with. A probe whose tag differs
+//! misses without reading the slot: a slot is four cache lines, and a
+//! lookup of a path not seen lately (a stat of each of 10,000 files)
+//! waited for the slot's first line only to find another key there. The
+//! probe then asks for the slot's line in the background, since the walk
+//! that follows the miss fills it. The tags are a hint and no part of the
+//! protocol: a stale tag that matches goes on to the full comparison
+//! under the slot's sequence lock, and one that differs is a miss, which
+//! is always a correct answer (the walk answers).
 
 use crate::cred::Cred;
 use crate::dcache::{Dentry, DentryCache, DentryRef};
@@ -56,6 +68,9 @@ use crate::errno::Errno;
 use crate::primitive::sync::atomic::{AtomicU64, Ordering, fence};
 use crate::reclaim;
 use std::ptr::NonNull;
+// The tags are a hint that no answer depends on (see the module doc), so
+// they are std's atomics, not the model's: loom need not explore them.
+use std::sync::atomic::{AtomicU16, Ordering as HintOrdering};
 
 /// The longest path cached, in bytes.
 pub(crate) const MAX_PATH: usize = 128;
@@ -177,6 +192,13 @@ impl Key {
         self.hash = hash_words(&words[..n]);
         true
     }
+
+    /// The key's tag (see the module doc): high bits of its hash (the low
+    /// ones choose the slot), never 0, the tag of a slot never filled.
+    #[inline]
+    fn tag(&self) -> u16 {
+        (self.hash >> 48) as u16 | 1
+    }
 }
 
 /// The hash of a key's words. Each pair of words is mixed by one folded
@@ -244,6 +266,9 @@ impl Slot {
 /// The cache: one per [`Vfs`](crate::Vfs) built with `path_cache` on.
 pub(crate) struct PathCache {
     slots: Box<[Slot]>,
+    /// Per slot, the tag of the key it was last filled with (0: never):
+    /// a hint read before the slot (see the module doc).
+    tags: Box<[AtomicU16]>,
 }
 
 impl std::fmt::Debug for PathCache {
@@ -264,20 +289,29 @@ impl PathCache {
         let slots = unsafe { crate::primitive::sync::zeroed_slice::<Slot>(SLOTS) };
         #[cfg(any(loom, shuttle))]
         let slots = (0..SLOTS).map(|_| Slot::new()).collect();
-        PathCache { slots }
+        let tags = (0..SLOTS).map(|_| AtomicU16::new(0)).collect();
+        PathCache { slots, tags }
     }
 
     #[inline]
-    fn slot(&self, key: &Key) -> &Slot {
-        &self.slots[key.hash as usize & (SLOTS - 1)]
+    fn index(key: &Key) -> usize {
+        key.hash as usize & (SLOTS - 1)
     }
 
     /// What the slot of `key` holds for it, read consistently; `None` for
-    /// another key, an empty slot, or a slot being written. The caller
-    /// still checks the generation and the dentry (see the module doc).
+    /// another key (by its tag, without reading the slot, or by its
+    /// words), an empty slot, or a slot being written. The caller still
+    /// checks the generation and the dentry (see the module doc).
     #[inline]
     pub(crate) fn get(&self, key: &Key) -> Option<Hit> {
-        let s = self.slot(key);
+        let i = Self::index(key);
+        let s = &self.slots[i];
+        if self.tags[i].load(HintOrdering::Relaxed) != key.tag() {
+            // The walk that follows a miss fills this slot: its first line
+            // is fetched meanwhile.
+            crate::primitive::hint::prefetch(s);
+            return None;
+        }
         let q = s.seq.load(Ordering::Acquire);
         if q & 1 != 0 {
             return None;
@@ -379,7 +413,8 @@ impl PathCache {
         seq: u32,
         outcome: Outcome,
     ) {
-        let s = self.slot(key);
+        let i = Self::index(key);
+        let s = &self.slots[i];
         let q = s.seq.load(Ordering::Relaxed);
         if q & 1 != 0
             || s.seq
@@ -399,6 +434,11 @@ impl PathCache {
             a.store(*w, Ordering::Relaxed);
         }
         s.seq.store(q + 2, Ordering::Release);
+        // After the slot: a reader that sees the tag and not yet the words
+        // compares them and misses. (Two fills in a row may leave the
+        // first one's tag: then the second key misses, the first compares
+        // and misses.)
+        self.tags[i].store(key.tag(), HintOrdering::Relaxed);
     }
 }
 
@@ -462,5 +502,27 @@ mod tests {
         pc.put(&k2, 8, base(10), 6, Outcome::Found);
         assert!(pc.get(&k1).is_none());
         assert_eq!(pc.get(&k2).unwrap().outcome, Outcome::Found);
+    }
+
+    #[test]
+    fn a_matching_tag_is_only_a_hint() {
+        let pc = PathCache::new();
+        let c = Cred::root();
+        let k1 = Key::new(base(1), b"a/b", 0, &c).unwrap();
+        let i = PathCache::index(&k1);
+        let k2 = (0..)
+            .map(|n| Key::new(base(2), format!("q{n}").as_bytes(), 0, &c).unwrap())
+            .find(|k| PathCache::index(k) == i && k.tag() != k1.tag())
+            .unwrap();
+        pc.put(&k1, 3, base(9), 2, Outcome::Found);
+        assert_eq!(pc.tags[i].load(HintOrdering::Relaxed), k1.tag());
+        // A tag left by another fill (or equal by chance): the slot's words
+        // still decide, and they name another key.
+        pc.tags[i].store(k2.tag(), HintOrdering::Relaxed);
+        assert!(pc.get(&k2).is_none());
+        // A tag that differs is a miss, without reading the slot.
+        assert!(pc.get(&k1).is_none());
+        pc.tags[i].store(k1.tag(), HintOrdering::Relaxed);
+        assert_eq!(pc.get(&k1).unwrap().dentry, base(9));
     }
 }

@@ -10,6 +10,7 @@
 //! | [`cell::UnsafeCell`]                     | `std::cell::UnsafeCell` (closure API) |
 //! | [`thread_local!`]                        | `std::thread_local!`    |
 //! | [`hint::spin_loop`]                      | `std::hint::spin_loop`  |
+//! | [`hint::prefetch`]                       | (none: `_mm_prefetch`)  |
 //!
 //! plus what std has no counterpart for: [`sync::UnmodelledMutex`] and
 //! [`sync::UnmodelledRwLock`] (locks loom never sees, for state no loom model
