@@ -18,8 +18,8 @@ impl Tmpfs {
     pub fn fsck(&self, after_evict: bool) -> Result<(), String> {
         let mut all: HashMap<Ino, Arc<Inode>> = HashMap::new();
         for s in self.shards.iter() {
-            for v in s.read().unwrap().iter() {
-                all.insert(v.ino, v.clone());
+            for (k, v) in s.read().unwrap().iter() {
+                all.insert(*k, v.clone());
             }
         }
         let mut names: HashMap<Ino, u32> = HashMap::new();

@@ -871,7 +871,7 @@ impl Tmpfs {
             .shard(ino)
             .write()
             .unwrap_or_else(|e| e.into_inner())
-            .remove(ino)?;
+            .remove(&ino)?;
         self.release_pages(st.pages_held());
         match &mut st.kind {
             Kind::Reg(f) => self.clear_file(i.file_index(), f),

@@ -3,10 +3,9 @@
 //!
 //! # Layout
 //!
-//! - An inode table split into [`SHARDS`] shards (a `RwLock` over a hash
-//!   table of the inodes, each found by the number it holds: `table`),
-//!   each inode behind its own `RwLock`: operations on different inodes
-//!   never share a lock beyond a brief shard read.
+//! - An inode table split into [`SHARDS`] shards (`RwLock<HashMap>` each,
+//!   keyed by inode number), each inode behind its own `RwLock`: operations
+//!   on different inodes never share a lock beyond a brief shard read.
 //! - Directories: the entries in one vector sorted by offset (Linux's
 //!   maple tree of `d_off` cookies), a hash table from name to entry, and
 //!   the listing order as links between entries (see `dir`).
@@ -86,11 +85,11 @@
 //!   `mmap_file`, and the operations on it;
 //! - `io`: read, write, `fallocate`, `SEEK_DATA`/`SEEK_HOLE` through the
 //!   inode;
-//! - `table`: the inode table's shards;
 //! - `xattr`: extended attributes (`simple_xattrs` and shmem's handlers);
 //! - `fsck`: the consistency check used by tests.
 
 use crate::primitive::sync::{UnmodelledMutex, UnmodelledRwLock};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -112,13 +111,11 @@ pub(crate) mod pool;
 mod published;
 mod racy;
 mod rename;
-mod table;
 mod xattr;
 
 use dir::Dir;
 use inode::{Init, Inode, Kind, Locked, State, rd};
 use pages::RegFile;
-use table::InoTable;
 
 pub use memfd::{FileStore, holds_kernel_fd, kernel_fds_in};
 
@@ -178,7 +175,32 @@ impl Default for TmpfsOptions {
 /// One shard of the inode table.
 /// Each on its own cache lines, so threads working in different shards do
 /// not bounce one line between them.
-type Shard = crossbeam_utils::CachePadded<UnmodelledRwLock<InoTable>>;
+type Shard = crossbeam_utils::CachePadded<UnmodelledRwLock<HashMap<Ino, Arc<Inode>, InoHash>>>;
+
+/// Hashes an inode number with one multiply, folding the high half down so
+/// the low bits (which pick the bucket) depend on every bit: inode numbers
+/// in one shard share their low bits.
+#[derive(Clone, Copy, Default)]
+struct InoHasher(u64);
+
+impl std::hash::Hasher for InoHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        let h = (self.0 ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = h ^ (h >> 32);
+    }
+}
+
+type InoHash = std::hash::BuildHasherDefault<InoHasher>;
 
 /// Inode numbers a thread takes at a time (Linux's `SHMEM_INO_BATCH`).
 const INO_BATCH: u64 = 1024;
@@ -281,7 +303,7 @@ impl Tmpfs {
             .map(|b| b.div_ceil(PAGE_SIZE));
         let max_inodes = opts.nr_inodes.filter(|&n| n > 0);
         let shards = (0..SHARDS)
-            .map(|_| crossbeam_utils::CachePadded::new(UnmodelledRwLock::new(InoTable::default())))
+            .map(|_| crossbeam_utils::CachePadded::new(UnmodelledRwLock::new(HashMap::default())))
             .collect();
         let fs = Tmpfs {
             shards,
@@ -352,7 +374,7 @@ impl Tmpfs {
     /// Inode `ino`; `ESTALE` once it is evicted.
     fn get(&self, ino: Ino) -> Result<Arc<Inode>, Errno> {
         let map = self.shard(ino).read().unwrap_or_else(|e| e.into_inner());
-        map.get(ino).cloned().ok_or(Errno::ESTALE)
+        map.get(&ino).cloned().ok_or(Errno::ESTALE)
     }
 
     /// The inode `n` names: with `FastPaths::tmpfs_borrow` on, the object
@@ -390,7 +412,7 @@ impl Tmpfs {
             return None;
         }
         let map = self.shard(ino).read().unwrap_or_else(|e| e.into_inner());
-        f(map.get(ino)?)
+        f(map.get(&ino)?)
     }
 
     /// Whether the VFS may read inodes' attributes through objects it
@@ -436,7 +458,7 @@ impl Tmpfs {
         self.shard(ino)
             .write()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(inode.clone());
+            .insert(ino, inode.clone());
         (attr, inode)
     }
 

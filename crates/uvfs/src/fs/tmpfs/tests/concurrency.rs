@@ -92,7 +92,7 @@ fn concurrent_create_rename_unlink() {
     let inos: Vec<Ino> = fs
         .shards
         .iter()
-        .flat_map(|s| s.read().unwrap().iter().map(|i| i.ino).collect::<Vec<_>>())
+        .flat_map(|s| s.read().unwrap().keys().copied().collect::<Vec<_>>())
         .collect();
     for i in inos {
         fs.evict(i);
@@ -115,7 +115,13 @@ fn concurrent_create_rename_unlink() {
     let dirs = fs
         .shards
         .iter()
-        .map(|s| s.read().unwrap().iter().filter(|i| rd(i).is_dir()).count())
+        .map(|s| {
+            s.read()
+                .unwrap()
+                .values()
+                .filter(|i| rd(i).is_dir())
+                .count()
+        })
         .sum::<usize>();
     assert_eq!(reach.len(), dirs);
 }
