@@ -49,7 +49,7 @@ impl Tmpfs {
                     *names.entry(slot.ino).or_default() += 1;
                     if cs.is_dir() {
                         *subdirs.entry(ino).or_default() += 1;
-                        if c.parent.load(Ordering::Relaxed) != ino {
+                        if c.parent().map(|p| p.load(Ordering::Relaxed)) != Some(ino) {
                             return Err(format!("dir {} has wrong parent", slot.ino));
                         }
                     }

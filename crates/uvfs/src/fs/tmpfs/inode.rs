@@ -3,6 +3,7 @@
 //! `setattr`) and eviction (Linux's `shmem_evict_inode`).
 
 use std::collections::BTreeMap;
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
@@ -14,7 +15,7 @@ use super::{DIRENT_SIZE, EMPTY_DIR_SIZE, Held, MAX_FILE_SIZE, PAGE_SIZE, ROOT_IN
 use crate::acl::PosixAcl;
 use crate::errno::Errno;
 use crate::fs::timekeeping::{coarse_mg, fine_mg};
-use crate::fs::{Attr, Ino, Node, S_IFMT, SetAttr, SetTime, Timespec};
+use crate::fs::{Attr, Ino, Node, S_IFMT, S_IFREG, SetAttr, SetTime, Timespec};
 use crate::primitive::sync::{
     UnmodelledRwLock, UnmodelledRwLockReadGuard, UnmodelledRwLockWriteGuard,
 };
@@ -192,12 +193,27 @@ pub(super) fn attr_of_snapshot(ino: Ino, s: &Snapshot) -> Attr {
     }
 }
 
+/// The one word of an inode whose meaning its type decides (a type never
+/// changes): a regular file's page index, every other inode's parent
+/// (kept for a directory, 0 otherwise). A regular file has no use for a
+/// parent and a directory none for pages, so one word serves both, as
+/// Linux's `struct inode` shares `i_pipe`, `i_cdev` and `i_link` in one
+/// union; it keeps the inode in its malloc size class.
+union TypeWord {
+    /// A directory's parent (the root: itself). Changed only under the
+    /// rename mutex.
+    parent: ManuallyDrop<AtomicU64>,
+    /// `FastPaths::lockless_read`: a regular file's pages for readers
+    /// without the lock (empty with the switch off).
+    index: ManuallyDrop<PageIndex>,
+}
+
 /// One inode as the table holds it.
 pub(super) struct Inode {
     pub(super) ino: Ino,
-    /// For a directory, its parent (the root: itself). Changed only under
-    /// the rename mutex.
-    pub(super) parent: AtomicU64,
+    /// The parent or the page index: see [`Inode::parent`] and
+    /// [`Inode::index`], which read the type to pick.
+    word: TypeWord,
     pub(super) st: UnmodelledRwLock<State>,
     /// The inode's attributes, their only home: written under the write
     /// lock ([`WrGuard`]), read under either lock ([`Locked`]) or, with
@@ -206,9 +222,6 @@ pub(super) struct Inode {
     /// from the state when it lets the lock go). It also holds the ctime's
     /// queried mark (Linux's `I_CTIME_QUERIED`).
     pub(super) attrs: AttrCell,
-    /// `FastPaths::lockless_read`: a regular file's pages for readers
-    /// without the lock (empty with the switch off, and for other types).
-    pub(super) index: PageIndex,
 }
 
 impl Inode {
@@ -221,12 +234,20 @@ impl Inode {
         st: State,
         lockless: bool,
     ) -> (Attr, Inode) {
+        let word = if init.mode & S_IFMT == S_IFREG {
+            TypeWord {
+                index: ManuallyDrop::new(PageIndex::new()),
+            }
+        } else {
+            TypeWord {
+                parent: ManuallyDrop::new(AtomicU64::new(parent)),
+            }
+        };
         let mut i = Inode {
             ino,
-            parent: AtomicU64::new(parent),
+            word,
             st: UnmodelledRwLock::new(st),
             attrs: AttrCell::new(lockless, None),
-            index: PageIndex::new(),
         };
         let st = i.st.get_mut().unwrap_or_else(|e| e.into_inner());
         let mut w = Writer {
@@ -246,6 +267,39 @@ impl Inode {
         (a, i)
     }
 
+    /// Whether this is a regular file: its type bits, set before the
+    /// inode is shared and kept by every change of the mode (a relaxed
+    /// load of a word whose type bits never change).
+    #[inline]
+    fn is_reg(&self) -> bool {
+        self.attrs.mode() & S_IFMT == S_IFREG
+    }
+
+    /// A regular file's page index; `None` for other types.
+    #[inline]
+    pub(super) fn index(&self) -> Option<&PageIndex> {
+        // SAFETY: a regular file's word was made as its index (`new`) and
+        // the type never changes.
+        self.is_reg().then(|| unsafe { &*self.word.index })
+    }
+
+    /// The page index of a regular file, for a caller that found
+    /// `Kind::Reg` in its state (so the inode is one).
+    #[inline]
+    pub(super) fn file_index(&self) -> &PageIndex {
+        self.index()
+            .expect("an inode whose state is a regular file's has a regular file's mode")
+    }
+
+    /// The parent of a directory (the root: itself; other types that are
+    /// not regular files: 0); `None` for a regular file.
+    #[inline]
+    pub(super) fn parent(&self) -> Option<&AtomicU64> {
+        // SAFETY: every other type's word was made as a parent (`new`)
+        // and the type never changes.
+        (!self.is_reg()).then(|| unsafe { &*self.word.parent })
+    }
+
     /// The inode's attributes without its lock, if published.
     #[inline]
     pub(super) fn snapshot(&self) -> Option<Snapshot> {
@@ -262,6 +316,16 @@ impl Inode {
     #[inline]
     pub(super) fn mark_ctime_queried(&self) {
         self.attrs.mark_queried();
+    }
+}
+
+impl Drop for Inode {
+    fn drop(&mut self) {
+        if self.is_reg() {
+            // SAFETY: a regular file's word is its index (`new`), dropped
+            // here once, with the inode.
+            unsafe { ManuallyDrop::drop(&mut self.word.index) };
+        }
     }
 }
 
@@ -752,7 +816,7 @@ impl Tmpfs {
         }
         if let Some(size) = set.size
             && let Kind::Reg(f) = &mut st.kind
-            && self.set_size(&i.index, f, size)?
+            && self.set_size(i.file_index(), f, size)?
         {
             if set.mtime.is_none() {
                 mtime_now = true;
@@ -810,11 +874,24 @@ impl Tmpfs {
             .remove(&ino)?;
         self.release_pages(st.pages_held());
         match &mut st.kind {
-            Kind::Reg(f) => self.clear_file(&i.index, f),
+            Kind::Reg(f) => self.clear_file(i.file_index(), f),
             Kind::Symlink { has_page, .. } => *has_page = false,
             Kind::Dir(_) | Kind::Special { .. } => {}
         }
         self.release_inode();
         Some(removed)
+    }
+}
+
+#[cfg(all(test, not(any(loom, shuttle))))]
+mod size_tests {
+    use super::Inode;
+
+    /// The inode, behind its `Arc`'s two counts, stays a 168-byte request
+    /// (a 176-byte malloc chunk): the page index shares the parent's word.
+    #[test]
+    fn inode_keeps_its_size_class() {
+        assert!(std::mem::size_of::<Inode>() <= 152);
+        assert_eq!(super::super::inode_size(), 168);
     }
 }

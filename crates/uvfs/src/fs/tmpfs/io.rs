@@ -8,7 +8,7 @@
 use std::collections::btree_map::Entry;
 
 use super::inode::{Inode, Kind, State, WrGuard, rd, try_wr, wr};
-use super::pageindex::{Found, PageIndex};
+use super::pageindex::Found;
 use super::pages::{FALLOC_KNOWN, FALLOC_MAX_NEW_PAGES, Page, RegFile};
 use super::pool::{POOL_MIN_PAGES, PageBuf};
 use super::{MAX_FILE_SIZE, PAGE_SIZE, Tmpfs, racy};
@@ -70,21 +70,21 @@ impl Tmpfs {
                 if matches!(st.kind, Kind::Reg(RegFile::Memfd(_))) {
                     return None;
                 }
-                Some(self.write_locked(&i.index, &mut st, off, data))
+                Some(self.write_locked(i, &mut st, off, data))
             })
         {
             return r;
         }
         let i = self.node(n)?;
         let mut st = wr(&i);
-        self.write_locked(&i.index, &mut st, off, data)
+        self.write_locked(&i, &mut st, off, data)
     }
 
     /// The body of [`write_pages`](Self::write_pages), with the inode's
-    /// state write-locked (`ix`: its page index).
+    /// state write-locked (`i`: the inode).
     fn write_locked(
         &self,
-        ix: &PageIndex,
+        i: &Inode,
         st: &mut WrGuard<'_>,
         off: u64,
         data: &[u8],
@@ -94,6 +94,7 @@ impl Tmpfs {
             Kind::Dir(_) => return Err(Errno::EISDIR),
             Kind::Symlink { .. } | Kind::Special { .. } => return Err(Errno::EINVAL),
         }
+        let ix = i.file_index();
         // generic_write_checks: an empty write succeeds before any limit
         // and stamps nothing; then EFBIG at the limit, clipped below it.
         if data.is_empty() {
@@ -210,13 +211,13 @@ impl Tmpfs {
             return Err(Errno::EOPNOTSUPP);
         }
         let i = self.get(ino)?;
-        let ix = &i.index;
         let mut st = wr(&i);
         match st.kind {
             Kind::Reg(_) => {}
             Kind::Dir(_) => return Err(Errno::EISDIR),
             Kind::Symlink { .. } | Kind::Special { .. } => return Err(Errno::ENODEV),
         }
+        let ix = i.file_index();
         let end = off
             .checked_add(len)
             .filter(|&e| e <= MAX_FILE_SIZE)
@@ -384,6 +385,7 @@ fn read_lockless(i: &Inode, off: u64, buf: &mut [u8]) -> Option<Result<usize, Er
     if mode & S_IFMT != S_IFREG {
         return None;
     }
+    let ix = i.index()?;
     if off >= size {
         return Some(Ok(0));
     }
@@ -395,7 +397,7 @@ fn read_lockless(i: &Inode, off: u64, buf: &mut [u8]) -> Option<Result<usize, Er
         let pos = off + done as u64;
         let (idx, po) = (pos / PAGE_SIZE, (pos % PAGE_SIZE) as usize);
         let chunk = (PAGE_SIZE as usize - po).min(n - done);
-        match i.index.get(idx) {
+        match ix.get(idx) {
             // SAFETY: the page is live while pinned (see above) and
             // `po + chunk` is at most a page; `buf` is this call's alone
             // for `done + chunk <= n <= buf.len()`; the writers of the page

@@ -862,7 +862,7 @@ impl FileSystem for Tmpfs {
         let i = self.get(ino)?;
         let mut st = inode::wr(&i);
         match &mut st.kind {
-            Kind::Reg(f) => f.memfd(self, &i.index)?.reopen(accmode),
+            Kind::Reg(f) => f.memfd(self, i.file_index())?.reopen(accmode),
             _ => Err(Errno::ENODEV),
         }
     }

@@ -364,7 +364,7 @@ impl Tmpfs {
                 pos = 1;
             }
             if pos == 1 {
-                let parent = d.parent.load(Ordering::Acquire);
+                let parent = d.parent().map_or(dir, |p| p.load(Ordering::Acquire));
                 let e = DirEntry {
                     ino: parent,
                     file_type: S_IFDIR,

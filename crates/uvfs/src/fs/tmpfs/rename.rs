@@ -115,7 +115,9 @@ impl Tmpfs {
                 return false;
             }
             let Ok(i) = self.get(ino) else { return false };
-            let p = i.parent.load(Ordering::Acquire);
+            let Some(p) = i.parent().map(|p| p.load(Ordering::Acquire)) else {
+                return false;
+            };
             if p == ino {
                 return false;
             }
@@ -345,11 +347,15 @@ impl Rename<'_> {
             }
         }
         if cross {
-            if let (true, Some(a)) = (self.src_dir, &self.src_arc) {
-                a.parent.store(self.ndir, Ordering::Release);
+            if let (true, Some(a)) = (self.src_dir, &self.src_arc)
+                && let Some(p) = a.parent()
+            {
+                p.store(self.ndir, Ordering::Release);
             }
-            if let (true, Some(a)) = (self.tgt_dir, &self.tgt_arc) {
-                a.parent.store(self.odir, Ordering::Release);
+            if let (true, Some(a)) = (self.tgt_dir, &self.tgt_arc)
+                && let Some(p) = a.parent()
+            {
+                p.store(self.odir, Ordering::Release);
             }
         }
         if let Some(t) = r.tgt.as_deref_mut() {
@@ -444,8 +450,9 @@ impl Rename<'_> {
         if self.src_dir
             && cross
             && let Some(a) = &self.src_arc
+            && let Some(p) = a.parent()
         {
-            a.parent.store(self.ndir, Ordering::Release);
+            p.store(self.ndir, Ordering::Release);
         }
         Ok(whiteout)
     }

@@ -246,7 +246,7 @@ fn bulk_writes_whole_and_partial_pages() {
     let before = read_all(&fs, g, 0, (3 << 20) + 8192);
     drop(fs.mmap_file(g, crate::uapi::O_RDWR).unwrap());
     // Lockless readers find the page index gone and ask the lock.
-    assert!(fs.get(g).unwrap().index.is_gone());
+    assert!(fs.get(g).unwrap().file_index().is_gone());
     assert_eq!(read_all(&fs, g, 0, (3 << 20) + 8192), before);
     assert_eq!(fs.getattr(g).unwrap().blocks, (259 - 128) * 8);
     fs.unlink(R, b"g").unwrap();
