@@ -144,12 +144,19 @@ pub struct FastPaths {
     /// the lock). Applies to the root tmpfs a `VfsBuilder` makes
     /// (`Tmpfs::new` turns it on).
     pub lockless_read: bool,
+    /// Issue 19 (uvfs's own): a thread of a shared table closes an fd
+    /// below 64 without the table's lock: a compare-and-swap marks the
+    /// fd's slot as closing, a `fetch_and` frees the number, a store
+    /// empties the slot; lookups, installs, dup2 and fork's copy wait out
+    /// a marked slot. Needs `fd_bits_lockfree` (without it, a close takes
+    /// the lock); off, every close of a shared table takes the lock.
+    pub fd_close_lockless: bool,
 }
 
 /// Name, description and accessor of every switch, in a stable order.
 type Switch = (&'static str, &'static str, fn(&mut FastPaths) -> &mut bool);
 
-const SWITCHES: [Switch; 18] = [
+const SWITCHES: [Switch; 19] = [
     (
         "close_sync",
         "seed 000: close(2) releases the file synchronously",
@@ -238,6 +245,11 @@ const SWITCHES: [Switch; 18] = [
         "issue 19: tmpfs reads find and copy pages without the inode's lock",
         |f| &mut f.lockless_read,
     ),
+    (
+        "fd_close_lockless",
+        "issue 19: a shared table closes fds 0..63 without the lock",
+        |f| &mut f.fd_close_lockless,
+    ),
 ];
 
 /// The seed switches (the first six of [`SWITCHES`]): the ones
@@ -266,6 +278,7 @@ impl FastPaths {
             lockless_attrs: false,
             stat_noref_walk: false,
             lockless_read: false,
+            fd_close_lockless: false,
         }
     }
 
@@ -291,6 +304,7 @@ impl FastPaths {
             lockless_attrs: true,
             stat_noref_walk: true,
             lockless_read: true,
+            fd_close_lockless: true,
         }
     }
 
@@ -432,7 +446,7 @@ mod tests {
     #[test]
     fn display_round_trips_every_combination() {
         let all: Vec<_> = FastPaths::all_combinations().collect();
-        assert_eq!(all.len(), 88);
+        assert_eq!(all.len(), 90);
         assert!(all.contains(&FastPaths::seeds()));
         assert!(all.contains(&FastPaths::stock()));
         assert!(all.contains(&FastPaths::seeds().with("fd_single_user", false)));

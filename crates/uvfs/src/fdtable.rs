@@ -7,7 +7,10 @@
 //! single user (one thread) is written without the lock when
 //! `FastPaths::fd_single_user` is on: reserve, close and dup through the
 //! thread's handle, which proves that no other thread can reach the table
-//! (see `Files`, in `fdtable/files.rs`, for the argument and the hand-overs). Like Linux's `files->file_lock`
+//! (see `Files`, in `fdtable/files.rs`, for the argument and the hand-overs),
+//! and a shared table claims and closes fds 0..63 without it
+//! (`fd_bits_lockfree`, `fd_close_lockless`: `fdtable/low.rs` and
+//! `fdtable/slot.rs`). Like Linux's `files->file_lock`
 //! the lock spins (then parks: `primitive::spin::SpinMutex`); its critical
 //! sections are a few dozen instructions, and a sleeping mutex turned
 //! contention between threads into futex system calls. The bitmaps of the
@@ -34,7 +37,9 @@
 //! The parts, along `fs/file.c`'s lines: `bitmap` (the three bitmaps and
 //! the lowest-free search), `chunks` (the slot array and its growth),
 //! `alloc` (reserving a number, installing a file), `fget` (the lockless
-//! lookups), `close` and `dup`; `files` is a thread's handle on the table.
+//! lookups), `close` and `dup`; `slot` (one fd's slot and the hold a
+//! lockless close takes on it), `low` (the words of fds 0..63); `files`
+//! is a thread's handle on the table.
 //! This file keeps the table itself: creation, copy for fork, users, the
 //! close-on-exec bits, the checks.
 
@@ -54,12 +59,14 @@ mod dup;
 mod fget;
 mod files;
 mod low;
+mod slot;
 
 pub use alloc::ReservedFd;
 use bitmap::{Bitmaps, WORD, find_next_zero_bit, test_bit, words};
-use chunks::{NR_CHUNKS, Slot, chunk_len, try_reserve};
+use chunks::{NR_CHUNKS, chunk_len, try_reserve};
 pub use fget::FdRef;
 pub(crate) use files::Files;
+use slot::Slot;
 
 /// Slots in the first chunk (Linux's `NR_OPEN_DEFAULT`, one bitmap word).
 pub const NR_OPEN_DEFAULT: usize = 64;
@@ -88,6 +95,14 @@ pub struct FdTable {
     /// `fd_bits_lockfree`: fds 0..63's open and close-on-exec bits live in
     /// `low`, claimed without the lock (see `fdtable/low.rs`).
     lockfree: bool,
+    /// `fd_close_lockless` (with `fd_bits_lockfree`): a close of an fd
+    /// below 64 takes no lock (see `FdTable::pick_low`).
+    closeless: bool,
+    /// The loom models' wrong close orders (must-fail twins).
+    /// (A plain std atomic: a test knob, set before the model's threads
+    /// run, not state the models are about.)
+    #[cfg(all(test, loom))]
+    close_order: std::sync::atomic::AtomicU8,
     chunks: [AtomicPtr<Slot>; NR_CHUNKS],
     inner: CachePadded<SpinMutex<Bitmaps>>,
     low: CachePadded<low::LowWords>,
@@ -113,6 +128,9 @@ impl FdTable {
                 0
             },
             lockfree: fast.fd_bits_lockfree,
+            closeless: fast.fd_close_lockless && fast.fd_bits_lockfree,
+            #[cfg(all(test, loom))]
+            close_order: std::sync::atomic::AtomicU8::new(CloseOrder::Right as u8),
             chunks: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
             inner: CachePadded::new(SpinMutex::new(Bitmaps::empty())),
             low: CachePadded::new(low::LowWords::default()),
@@ -135,11 +153,15 @@ impl FdTable {
 
     /// Whether `fd` holds `file` right now, read under the table's lock
     /// (the re-check after setting a record lock, which must be ordered
-    /// with a concurrent close: see `FileLockContext::remove_posix`).
+    /// with a concurrent close: see `FileLockContext::remove_posix`). A
+    /// lockless close (`fd_close_lockless`) is not excluded by the lock;
+    /// the slot's load waits out its hold, and the close removes the
+    /// file's record locks only after its hold, so either this sees the
+    /// file gone or the close's removal sees the new lock.
     pub(crate) fn holds(&self, fd: i32, file: &File) -> bool {
         let g = self.lock();
         let fd = fd as u32 as usize;
-        fd < g.max_fds && ptr::eq(self.slot(fd).load(Ordering::Acquire), file)
+        fd < g.max_fds && ptr::eq(self.slot(fd).load(), file)
     }
 
     /// Whether `fd` is close-on-exec.
@@ -186,6 +208,7 @@ impl FdTable {
             fd_single_user: self.single,
             fd_slot_spread: self.spread != 0,
             fd_bits_lockfree: self.lockfree,
+            fd_close_lockless: self.closeless,
             ..FastPaths::stock()
         };
         let new = FdTable::new(&fast)?;
@@ -200,24 +223,51 @@ impl FdTable {
         };
         let last_open = (0..words(limit)).rev().find(|&w| open_word(w) != 0);
         let mut n = new.lock();
+        // Slots of fds 0..63 held until the copy is done, so that it is one
+        // instant for lockless closes (`fd_close_lockless`) as the lock
+        // makes it for the others: a close waits for the copy, or ended
+        // before the copy met its fd. Held in turn and released together,
+        // never one at a time (a close of fd 3 then of fd 10 must not leave
+        // the copy with 3 and without 10).
+        let mut held = Vec::new();
         if let Some(w) = last_open {
             let top = (w * WORD + (WORD - 1)).min(limit.saturating_sub(1));
             new.expand_locked(&mut n, top)?;
+            if self.lockfree {
+                try_reserve(&mut held, WORD)?;
+            }
             let mut fd = self.next_open(&g, limit, 0);
             while fd < limit {
-                if let Some(f) = NonNull::new(self.slot(fd).load(Ordering::Acquire)) {
-                    // SAFETY: the slot holds a reference and we hold the old
-                    // table's lock, so the file is live.
+                let f = if self.is_low(fd) {
+                    self.slot(fd).hold().map(|h| {
+                        let f = h.file();
+                        held.push(h);
+                        f
+                    })
+                } else {
+                    // Slots from 64 on are written only under the lock.
+                    NonNull::new(self.slot(fd).load())
+                };
+                if let Some(f) = f {
+                    // SAFETY: the slot holds a reference, and no one can
+                    // remove it: we hold the old table's lock, and the slot
+                    // itself when a lockless close could run.
                     unsafe { f.as_ref() }.get();
-                    new.slot(fd).store(f.as_ptr(), Ordering::Release);
+                    new.slot(fd).store_excl(f.as_ptr());
                     new.mark_open(&mut n, fd);
                     if self.cloexec_bit(&g, fd) {
                         new.set_cloexec_bits(&mut n, fd / WORD, 1 << (fd % WORD));
                     }
                 }
+                // The must-fail twin: each slot released once copied.
+                #[cfg(all(test, loom))]
+                if self.close_order() == CloseOrder::CopyEach {
+                    held.clear();
+                }
                 fd = self.next_open(&g, limit, fd + 1);
             }
         }
+        drop(held);
         drop(n);
         Ok(new)
     }
@@ -266,7 +316,7 @@ impl FdTable {
     pub fn is_reserved(&self, fd: u32) -> bool {
         let g = self.lock();
         let fd = fd as usize;
-        fd < g.max_fds && self.open_bit(&g, fd) && self.slot(fd).load(Ordering::Acquire).is_null()
+        fd < g.max_fds && self.open_bit(&g, fd) && self.slot(fd).load().is_null()
     }
 
     /// The allocation hint (`next_fd`).
@@ -305,7 +355,7 @@ impl FdTable {
             ));
         }
         for fd in 0..g.max_fds {
-            let installed = !self.slot(fd).load(Ordering::Acquire).is_null();
+            let installed = !self.slot(fd).load().is_null();
             if installed && !self.open_bit(&g, fd) {
                 return Err(format!("fd {fd} has a file but is not marked open"));
             }
@@ -349,6 +399,42 @@ mod tests {
         // The lock word (4 bytes, padded to 8) and the bitmaps fill one line.
         assert!(std::mem::size_of::<Bitmaps>() <= 56);
         assert_eq!(std::mem::align_of::<FdTable>() % 64, 0);
+    }
+}
+
+/// The order of a close's steps, for the loom models' must-fail twins.
+#[cfg(all(test, loom))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum CloseOrder {
+    /// Hold the slot, free the number, empty the slot.
+    Right,
+    /// Empty the slot, then free the number (the close before the hold).
+    SlotFirst,
+    /// Free the number, then hold and empty the slot.
+    BitFirst,
+    /// Right closes; fork's copy releases each slot as soon as it copied
+    /// it instead of all at the end.
+    CopyEach,
+}
+
+#[cfg(all(test, loom))]
+impl FdTable {
+    /// The table's close order (the models' twins).
+    pub(crate) fn close_order(&self) -> CloseOrder {
+        use std::sync::atomic::Ordering::SeqCst;
+        match self.close_order.load(SeqCst) {
+            0 => CloseOrder::Right,
+            1 => CloseOrder::SlotFirst,
+            2 => CloseOrder::BitFirst,
+            _ => CloseOrder::CopyEach,
+        }
+    }
+
+    /// Sets the close order, before the model's threads start.
+    pub(crate) fn set_close_order(&self, o: CloseOrder) {
+        self.close_order
+            .store(o as u8, std::sync::atomic::Ordering::SeqCst);
     }
 }
 

@@ -1,6 +1,8 @@
 //! Stress of the shared table's fd allocation with `fd_bits_lockfree` on
-//! and off (issue 19): four threads sharing one table open, dup, look up
-//! and close, each holding up to `HOLD` fds at once, so the table crosses
+//! and off, and of its close with `fd_close_lockless` on and off (issue
+//! 19): four threads sharing one table open, dup, dup2 between their own
+//! fds, copy the table (fork), look up and close, each holding up to
+//! `HOLD` fds at once, so the table crosses
 //! its first 64 fds (lockless claims below, the locked path and growth
 //! above) many times. Counts and invariants only, no timing:
 //!
@@ -11,7 +13,9 @@
 //!   allocation in flight), so the lowest free fd, which it must get, is
 //!   below `THREADS * HOLD`; a stale `next_fd` or a lost free pushes fds
 //!   past it;
-//! - a lookup of an owned fd returns the file the owner put there;
+//! - a lookup of an owned fd returns the file the owner put there, and so
+//!   does the same fd in a copy of the table the owner made (fork's copy
+//!   while other threads close and open);
 //! - at the end the table is empty, `check_invariants` holds, every file was
 //!   released exactly once.
 
@@ -107,6 +111,25 @@ fn run(fast: FastPaths, seed: u64) {
                         let (fd, id) = held[rng.below(held.len())];
                         let f = p.fget_raw(fd).expect("an owned fd is open");
                         assert_eq!(probe_id(&f), id, "fd {fd} holds another file");
+                    } else if r < 74 && held.len() > 1 {
+                        // dup2 between two of this thread's fds: the
+                        // target's file is replaced (and put) while other
+                        // threads close their own fds without the lock.
+                        let a = rng.below(held.len());
+                        let b = (a + 1 + rng.below(held.len() - 1)) % held.len();
+                        let (src, id) = held[a];
+                        let dst = held[b].0;
+                        assert_eq!(p.dup2(src, dst), Ok(dst));
+                        held[b].1 = id;
+                    } else if r < 75 {
+                        let copy = p.fd_table().copy(None).unwrap();
+                        for &(fd, id) in &held {
+                            let f = copy.get(fd).expect("an owned fd is in the copy");
+                            assert_eq!(probe_id(&f), id, "fd {fd} copied with another file");
+                        }
+                        if let Err(e) = copy.check_invariants() {
+                            panic!("the copy: {e}");
+                        }
                     } else if !held.is_empty() {
                         let (fd, _) = held.swap_remove(rng.below(held.len()));
                         owner[fd as usize].store(0, SeqCst);
@@ -130,16 +153,37 @@ fn run(fast: FastPaths, seed: u64) {
     assert_eq!(releases.load(SeqCst), opened.load(SeqCst), "`{fast}`");
 }
 
-#[test]
-fn shared_allocation_with_and_without_the_lockfree_bits() {
+fn seed() -> u64 {
     let seed = std::env::var("UVFS_STRESS_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0x0019_b175);
     eprintln!("UVFS_STRESS_SEED={seed}");
+    seed
+}
+
+#[test]
+fn shared_allocation_with_and_without_the_lockfree_bits() {
+    let seed = seed();
     for on in [true, false] {
         for base in [FastPaths::seeds(), FastPaths::stock()] {
             run(base.with("fd_bits_lockfree", on), seed);
+        }
+    }
+}
+
+/// `fd_close_lockless` on and off, over the lockless bits (which it
+/// needs), under both presets.
+#[test]
+fn shared_close_with_and_without_the_lock() {
+    let seed = seed();
+    for on in [true, false] {
+        for base in [FastPaths::seeds(), FastPaths::stock()] {
+            run(
+                base.with("fd_bits_lockfree", true)
+                    .with("fd_close_lockless", on),
+                seed ^ 0xc105e,
+            );
         }
     }
 }

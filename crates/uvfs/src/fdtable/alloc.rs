@@ -5,7 +5,6 @@ use super::FdTable;
 use super::bitmap::{Bitmaps, WORD};
 use crate::errno::Errno;
 use crate::file_table::FileRef;
-use crate::primitive::sync::atomic::Ordering;
 
 /// A reserved fd (`get_unused_fd_flags` done, `fd_install` not yet): the
 /// number is taken, lookups see no file. Install a file with
@@ -45,12 +44,7 @@ impl ReservedFd<'_> {
         std::mem::forget(self);
         // The reservation keeps fd below max_fds (tables never shrink), and
         // chunks never move, so this store cannot race a resize.
-        let slot = table.slot(fd as usize);
-        debug_assert!(
-            slot.load(Ordering::Relaxed).is_null(),
-            "fd_install over an installed file"
-        );
-        slot.store(file.into_raw().as_ptr(), Ordering::Release);
+        table.slot(fd as usize).install(file.into_raw());
         fd
     }
 }

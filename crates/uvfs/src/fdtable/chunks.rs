@@ -3,18 +3,15 @@
 //! `max_fds` covers them.
 
 use super::bitmap::Bitmaps;
+use super::slot::Slot;
 use super::{FdTable, NR_OPEN_DEFAULT};
 use crate::errno::Errno;
-use crate::file_table::File;
-use crate::primitive::sync::atomic::{AtomicPtr, Ordering};
+use crate::primitive::sync::atomic::Ordering;
 use crate::uapi;
-use std::ptr;
 
 const BASE_SHIFT: u32 = NR_OPEN_DEFAULT.trailing_zeros();
 /// Chunk pointers in a table: enough for 64 << 31 fds, far past `NR_OPEN`.
 pub(super) const NR_CHUNKS: usize = 32;
-
-pub(super) type Slot = AtomicPtr<File>;
 
 /// The chunk holding `fd` and the offset in it: chunk 0 holds fds 0..64,
 /// chunk k ≥ 1 holds 64<<(k-1) .. 64<<k. Branch-free.
@@ -164,7 +161,7 @@ impl FdTable {
             let len = chunk_len(k);
             let mut chunk: Vec<Slot> = Vec::new();
             try_reserve(&mut chunk, len)?;
-            chunk.extend((0..len).map(|_| AtomicPtr::new(ptr::null_mut())));
+            chunk.extend((0..len).map(|_| Slot::new()));
             fresh.push(chunk);
         }
         let new_max = NR_OPEN_DEFAULT << last;

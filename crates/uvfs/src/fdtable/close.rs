@@ -5,18 +5,21 @@ use super::FdTable;
 use super::bitmap::{Bitmaps, WORD};
 use crate::errno::Errno;
 use crate::file_table::FileRef;
-use crate::primitive::sync::atomic::Ordering;
 use std::ptr::{self, NonNull};
 
 impl FdTable {
     /// Removes the file at `fd` and frees the number (`file_close_fd` /
     /// `pick_file`), handing the table's reference to the caller, who
     /// flushes and puts it. `EBADF` for a negative, out-of-range, free or
-    /// reserved-but-not-installed fd.
+    /// reserved-but-not-installed fd. With `fd_close_lockless`, an fd below
+    /// 64 is closed without the table's lock (see `pick_low`).
     pub fn close(&self, fd: i32) -> Result<FileRef, Errno> {
+        let fd = fd as u32 as usize;
+        if self.closeless && fd < WORD {
+            return self.pick_low(fd).ok_or(Errno::EBADF);
+        }
         let mut g = self.lock();
-        self.pick_locked(&mut g, fd as u32 as usize)
-            .ok_or(Errno::EBADF)
+        self.pick_locked(&mut g, fd).ok_or(Errno::EBADF)
     }
 
     /// [`close`](Self::close) by the table's only user, without the lock
@@ -35,10 +38,10 @@ impl FdTable {
                     return None;
                 }
                 // No other thread loads the slot: a load and a store do
-                // what the shared path's swap does.
+                // what the shared path's hold and release do.
                 let slot = self.slot(fd);
-                let f = NonNull::new(slot.load(Ordering::Relaxed))?;
-                slot.store(ptr::null_mut(), Ordering::Relaxed);
+                let f = NonNull::new(slot.load_excl())?;
+                slot.store_excl(ptr::null_mut());
                 self.free_fd(g, fd, true);
                 Some(f)
             })
@@ -52,15 +55,67 @@ impl FdTable {
         if fd >= g.max_fds {
             return None;
         }
+        if self.is_low(fd) {
+            // Fds 0..63 are claimed without the lock: the close must leave
+            // no instant at which the slot is empty and the number still
+            // taken (see `pick_low`), lock or no lock.
+            return self.pick_low(fd);
+        }
         // One read-modify-write takes the slot's line exclusive at once,
         // where a load then a store could move it twice under the lock.
         // Swapping null over null (a free or reserved fd) changes nothing.
-        let f = NonNull::new(self.slot(fd).swap(ptr::null_mut(), Ordering::AcqRel))?;
-        // The slot is empty before the number is free (a lockless claim of
-        // it installs into an empty slot).
+        // Slots from 64 on are written only under the lock: never held.
+        let f = NonNull::new(self.slot(fd).take_locked())?;
         self.free_fd(g, fd, false);
         // SAFETY: the slot's reference moves to the caller.
         Some(unsafe { FileRef::from_raw(f) })
+    }
+
+    /// Closes low fd `fd` (`fd_bits_lockfree`), with or without the lock:
+    /// holds the slot (a CAS of its file to the marker; `None` if it is
+    /// empty), frees the number (a `fetch_and`: the close's instant), then
+    /// empties the slot. Whoever meets the held slot (a lookup, dup2, the
+    /// installer of a new claim of the number) waits until it is empty,
+    /// by when the number is free: no one sees the fd empty but its number
+    /// taken, or its number free but its file still there.
+    pub(super) fn pick_low(&self, fd: usize) -> Option<FileRef> {
+        let slot = self.slot(fd);
+        #[cfg(all(test, loom))]
+        if let Some(twin) = self.pick_low_twin(slot, fd) {
+            return twin;
+        }
+        let held = slot.hold()?;
+        self.free_low(fd, false);
+        let f = held.end(ptr::null_mut());
+        // SAFETY: the slot's reference moves to the caller.
+        Some(unsafe { FileRef::from_raw(f) })
+    }
+
+    /// The loom models' wrong orders of [`pick_low`](Self::pick_low), which
+    /// must fail them; `None` for the right one.
+    #[cfg(all(test, loom))]
+    fn pick_low_twin(&self, slot: &super::slot::Slot, fd: usize) -> Option<Option<FileRef>> {
+        let f = match self.close_order() {
+            super::CloseOrder::Right | super::CloseOrder::CopyEach => return None,
+            // Main's locked close before this: slot emptied, then the bit.
+            super::CloseOrder::SlotFirst => {
+                let f = slot.hold().map(|h| h.end(ptr::null_mut()));
+                if f.is_some() {
+                    self.free_low(fd, false);
+                }
+                f
+            }
+            // The bit cleared before the slot is marked.
+            super::CloseOrder::BitFirst => {
+                if slot.load().is_null() {
+                    return Some(None);
+                }
+                self.free_low(fd, false);
+                slot.hold().map(|h| h.end(ptr::null_mut()))
+            }
+        };
+        // SAFETY: the slot's reference moves to the caller.
+        Some(f.map(|f| unsafe { FileRef::from_raw(f) }))
     }
 
     /// Closes every open fd in `first..=last` (close_range without flags),

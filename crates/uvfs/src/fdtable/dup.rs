@@ -5,9 +5,8 @@ use super::FdTable;
 use super::close::filp_close;
 use crate::errno::Errno;
 use crate::file_table::{File, FileRef};
-use crate::primitive::sync::atomic::Ordering;
 use crate::uapi;
-use std::ptr::NonNull;
+use std::ptr::{self, NonNull};
 
 impl FdTable {
     /// `dup(fd)`: the lowest free fd, referring to the same file.
@@ -74,10 +73,19 @@ impl FdTable {
             let mut g = self.lock();
             let grown = self.expand_locked(&mut g, newfd);
             let oldfd = old as u32 as usize;
-            let file = if oldfd < g.max_fds {
-                NonNull::new(self.slot(oldfd).load(Ordering::Acquire))
+            // Old's file. A low fd's slot is held until the file is
+            // published at `new` (dropping `_hold` puts it back): a
+            // lockless close of `old` (`fd_close_lockless`) then comes
+            // wholly before this dup2 (we find the slot empty: EBADF) or
+            // wholly after (it waits), as under Linux's lock.
+            let (file, _hold) = if oldfd >= g.max_fds {
+                (None, None)
+            } else if self.is_low(oldfd) {
+                let h = self.slot(oldfd).hold();
+                (h.as_ref().map(|h| h.file()), h)
             } else {
-                None
+                // Slots from 64 on are written only under the lock.
+                (NonNull::new(self.slot(oldfd).load()), None)
             };
             let Some(file) = file else {
                 return Err(Errno::EBADF);
@@ -88,17 +96,42 @@ impl FdTable {
                 Ok(()) => {}
             }
             let slot = self.slot(newfd);
-            let tofree = slot.load(Ordering::Acquire);
-            // A free fd is claimed before the file is published (a
-            // lockless allocator cannot take it after); one that turns out
-            // open with an empty slot is reserved by an open in progress.
-            if tofree.is_null() && !self.mark_open(&mut g, newfd) {
-                return Err(Errno::EBUSY);
-            }
-            // SAFETY: the old slot holds a reference and we hold the lock, so
-            // the file is live; we take one more for the new slot.
-            unsafe { file.as_ref() }.get();
-            slot.store(file.as_ptr(), Ordering::Release);
+            let tofree = if self.is_low(newfd) {
+                match slot.hold() {
+                    // An installed file: replaced while its slot is held,
+                    // so a racing lockless close of `new` closes either
+                    // it (before) or our file (after), never neither.
+                    Some(h) => {
+                        // SAFETY: `old`'s slot holds a reference, kept there
+                        // by the lock and (low fds) its hold; we take one
+                        // more for the new slot.
+                        unsafe { file.as_ref() }.get();
+                        h.end(file.as_ptr()).as_ptr()
+                    }
+                    // Empty: free, or reserved by an open in progress
+                    // (`EBUSY`, as in Linux). A free fd is claimed before
+                    // the file is published, so no allocator can take it.
+                    None => {
+                        if !self.mark_open(&mut g, newfd) {
+                            return Err(Errno::EBUSY);
+                        }
+                        // SAFETY: as above.
+                        unsafe { file.as_ref() }.get();
+                        slot.install(file);
+                        ptr::null_mut()
+                    }
+                }
+            } else {
+                // From 64 on, every writer of the slot holds the lock.
+                let tofree = slot.load();
+                if tofree.is_null() && !self.mark_open(&mut g, newfd) {
+                    return Err(Errno::EBUSY);
+                }
+                // SAFETY: as above.
+                unsafe { file.as_ref() }.get();
+                slot.store_locked(file.as_ptr());
+                tofree
+            };
             self.init_cloexec(&mut g, newfd, cloexec, false);
             // SAFETY: the replaced slot's reference moves to us.
             NonNull::new(tofree).map(|f| unsafe { FileRef::from_raw(f) })

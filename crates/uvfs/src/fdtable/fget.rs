@@ -3,7 +3,7 @@
 //! the borrowed lookup of a table with a single user.
 
 use super::FdTable;
-use super::chunks::Slot;
+use super::slot::Slot;
 use crate::file_table::{File, FileRef};
 use crate::nospec;
 use crate::primitive::hint::retry_wait;
@@ -38,7 +38,7 @@ impl FdTable {
         let max = self.max_fds.load(Ordering::Acquire);
         let mask = nospec::index_mask(fd as usize, max);
         let slot = self.slot(fd as usize & mask);
-        let f = slot.load(Ordering::Acquire);
+        let f = slot.load();
         (f.map_addr(|a| a & mask), slot)
     }
 
@@ -94,7 +94,7 @@ impl FdTable {
             }
             // SAFETY: the increment gave us a reference.
             let file = unsafe { FileRef::from_raw(f) };
-            if slot.load(Ordering::Acquire) != f.as_ptr() {
+            if slot.load() != f.as_ptr() {
                 drop(file);
                 continue;
             }
@@ -126,7 +126,7 @@ impl FdTable {
         let f = if self.masked {
             self.lookup_masked(fd as u32).0
         } else {
-            self.lookup_branchy(fd as u32)?.load(Ordering::Acquire)
+            self.lookup_branchy(fd as u32)?.load()
         };
         // SAFETY: the slot holds a reference that, per the contract, stays
         // in place while the borrow lives.
@@ -156,7 +156,7 @@ impl FdTable {
     pub(super) fn has_file(&self, fd: i32) -> bool {
         // Only the slot is read, never the file: no pin needed.
         match self.lookup_branchy(fd as u32) {
-            Some(slot) => !slot.load(Ordering::Acquire).is_null(),
+            Some(slot) => !slot.load().is_null(),
             None => false,
         }
     }
@@ -167,7 +167,7 @@ impl FdTable {
 #[inline(never)]
 fn get_file_rcu(slot: &Slot) -> Result<Option<FileRef>, ()> {
     loop {
-        let Some(f) = NonNull::new(slot.load(Ordering::Acquire)) else {
+        let Some(f) = NonNull::new(slot.load()) else {
             return Ok(None);
         };
         // SAFETY: as in `fget_masked`: a slot only ever holds file objects,
@@ -177,7 +177,7 @@ fn get_file_rcu(slot: &Slot) -> Result<Option<FileRef>, ()> {
         }
         // SAFETY: the increment gave us a reference.
         let file = unsafe { FileRef::from_raw(f) };
-        let reloaded = slot.load(Ordering::Acquire);
+        let reloaded = slot.load();
         if reloaded == f.as_ptr() {
             return Ok(Some(file));
         }

@@ -871,3 +871,9 @@ fn locked_lookup_vs_close_and_claim() {
 fn locked_concurrent_alloc_and_close() {
     alloc_close(locked_bits(), 2, 2);
 }
+
+// ---------------------------------------------------------------------------
+// 9. `fd_close_lockless`: a close of fds 0..63 without the lock.
+// ---------------------------------------------------------------------------
+
+mod close;

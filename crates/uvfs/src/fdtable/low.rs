@@ -16,8 +16,9 @@
 //! Who writes what, with the switch on:
 //! - `open` word 0: lockless allocations (a CAS), reservations dropped
 //!   without install (a `fetch_and`), and under the lock the locked
-//!   allocation (the same CAS), close and the close sweeps (a `fetch_and`
-//!   after the slot is emptied) and dup2 onto a free fd (a `fetch_or`).
+//!   allocation (the same CAS), dup2 onto a free fd (a `fetch_or`); with
+//!   or without the lock, close and the close sweeps (a `fetch_and` while
+//!   the slot is held, see `fdtable/slot.rs`).
 //!   The single user, who excludes everyone, uses plain loads and stores
 //!   of the atomic (no read-modify-write).
 //! - `cloexec` word 0: the allocator of fd `n` writes bit `n` after its
@@ -28,10 +29,11 @@
 //!   the reserved fd has no file yet (docs/fd-threads.md). All writes are read-modify-writes (other bits of the word
 //!   belong to other fds), except the single user's.
 //!
-//! Closing stays under the lock: the lock is what orders a close against
-//! dup2 onto the same fd, fork's copy (which takes a reference on each
-//! file it sees) and the record-lock re-check (`holds`). See
-//! docs/fd-threads.md for the argument that allocation stays lowest-fd.
+//! Closing a low fd frees its number with a `fetch_and` while the fd's
+//! slot is held (see `fdtable/slot.rs`), with the lock (`fd_close_lockless`
+//! off) or without it (on): whoever finds the slot held waits until it is
+//! empty, by when the number is free. See docs/fd-threads.md for the
+//! argument that allocation stays lowest-fd.
 
 use super::FdTable;
 use super::bitmap::{Bitmaps, WORD, find_next_bit, test_bit};
@@ -86,9 +88,10 @@ impl FdTable {
                 return Some(Ok(fd));
             }
             // Acquire: the claim follows the free of the fd's last owner
-            // (its slot was emptied before its release `fetch_and`), so the
-            // install's debug check of an empty slot holds and the slot
-            // store is ordered after the previous file's removal.
+            // (its slot was held, the file out of reach, before its release
+            // `fetch_and`); the install then waits for the hold to end
+            // (`Slot::install`), so its store comes after the old file's
+            // removal.
             match open.compare_exchange_weak(w, w | bit(fd), Ordering::Acquire, Ordering::Relaxed) {
                 Ok(_) => return Some(Ok(fd)),
                 Err(now) => w = now,
@@ -151,8 +154,9 @@ impl FdTable {
         }
     }
 
-    /// Frees low fd `fd`. Release: the emptied slot (and anything the owner
-    /// did with the fd) happens before the next claim of the number.
+    /// Frees low fd `fd`. Release: the held or emptied slot (and anything
+    /// the owner did with the fd) happens before the next claim of the
+    /// number.
     #[inline(always)]
     pub(super) fn free_low(&self, fd: usize, excl: bool) {
         let open = &self.low.open;
