@@ -399,8 +399,9 @@ fn reproduce_quick_writes_its_report() {
     // three cheap_pin rows (open1, stat1, open1 at two threads), its
     // open_count_lazy row, two lockless_attrs rows (stat1, read1) and its
     // lockless_read row (read1), and issue 16's path-cache, tmpfs-borrow,
-    // stat-noref, rcu-parent and stat-noref-walk rows.
-    assert_eq!(seeds.len(), 25);
+    // stat-noref, rcu-parent, stat-noref-walk and write-one-lock (write1)
+    // rows.
+    assert_eq!(seeds.len(), 26);
     for s in seeds {
         assert!(s["error"].is_null(), "{s}");
         assert!(s["a_ops_per_sec"].as_f64().unwrap() > 0.0, "{s}");

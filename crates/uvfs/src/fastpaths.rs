@@ -144,12 +144,20 @@ pub struct FastPaths {
     /// the lock). Applies to the root tmpfs a `VfsBuilder` makes
     /// (`Tmpfs::new` turns it on).
     pub lockless_read: bool,
+    /// Issue 16 (uvfs's own): a write of one buffer to a regular tmpfs
+    /// file whose mode has no set-ID bit takes tmpfs's inode lock alone:
+    /// the append offset, the set-ID check and the copy are all decided
+    /// under it; off (and for a write that must drop set-ID bits, a
+    /// vector of several buffers, or a file whose data is in a memfd),
+    /// the write takes the VFS inode mutex first, as Linux's
+    /// `inode_lock` in `shmem_file_write_iter`, then tmpfs's lock.
+    pub write_one_lock: bool,
 }
 
 /// Name, description and accessor of every switch, in a stable order.
 type Switch = (&'static str, &'static str, fn(&mut FastPaths) -> &mut bool);
 
-const SWITCHES: [Switch; 18] = [
+const SWITCHES: [Switch; 19] = [
     (
         "close_sync",
         "seed 000: close(2) releases the file synchronously",
@@ -238,6 +246,11 @@ const SWITCHES: [Switch; 18] = [
         "issue 19: tmpfs reads find and copy pages without the inode's lock",
         |f| &mut f.lockless_read,
     ),
+    (
+        "write_one_lock",
+        "issue 16: a write that drops no set-ID bit takes tmpfs's inode lock, not the VFS mutex too",
+        |f| &mut f.write_one_lock,
+    ),
 ];
 
 /// The seed switches (the first six of [`SWITCHES`]): the ones
@@ -266,6 +279,7 @@ impl FastPaths {
             lockless_attrs: false,
             stat_noref_walk: false,
             lockless_read: false,
+            write_one_lock: false,
         }
     }
 
@@ -291,6 +305,7 @@ impl FastPaths {
             lockless_attrs: true,
             stat_noref_walk: true,
             lockless_read: true,
+            write_one_lock: true,
         }
     }
 
@@ -432,7 +447,7 @@ mod tests {
     #[test]
     fn display_round_trips_every_combination() {
         let all: Vec<_> = FastPaths::all_combinations().collect();
-        assert_eq!(all.len(), 88);
+        assert_eq!(all.len(), 90);
         assert!(all.contains(&FastPaths::seeds()));
         assert!(all.contains(&FastPaths::stock()));
         assert!(all.contains(&FastPaths::seeds().with("fd_single_user", false)));
