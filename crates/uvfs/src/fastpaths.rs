@@ -151,12 +151,20 @@ pub struct FastPaths {
     /// a marked slot. Needs `fd_bits_lockfree` (without it, a close takes
     /// the lock); off, every close of a shared table takes the lock.
     pub fd_close_lockless: bool,
+    /// Issue 16 (uvfs's own): a write of one buffer to a regular tmpfs
+    /// file whose mode has no set-ID bit takes tmpfs's inode lock alone:
+    /// the append offset, the set-ID check and the copy are all decided
+    /// under it; off (and for a write that must drop set-ID bits, a
+    /// vector of several buffers, or a file whose data is in a memfd),
+    /// the write takes the VFS inode mutex first, as Linux's
+    /// `inode_lock` in `shmem_file_write_iter`, then tmpfs's lock.
+    pub write_one_lock: bool,
 }
 
 /// Name, description and accessor of every switch, in a stable order.
 type Switch = (&'static str, &'static str, fn(&mut FastPaths) -> &mut bool);
 
-const SWITCHES: [Switch; 19] = [
+const SWITCHES: [Switch; 20] = [
     (
         "close_sync",
         "seed 000: close(2) releases the file synchronously",
@@ -250,6 +258,11 @@ const SWITCHES: [Switch; 19] = [
         "issue 19: a shared table closes fds 0..63 without the lock",
         |f| &mut f.fd_close_lockless,
     ),
+    (
+        "write_one_lock",
+        "issue 16: a write that drops no set-ID bit takes tmpfs's inode lock, not the VFS mutex too",
+        |f| &mut f.write_one_lock,
+    ),
 ];
 
 /// The seed switches (the first six of [`SWITCHES`]): the ones
@@ -279,6 +292,7 @@ impl FastPaths {
             stat_noref_walk: false,
             lockless_read: false,
             fd_close_lockless: false,
+            write_one_lock: false,
         }
     }
 
@@ -305,6 +319,7 @@ impl FastPaths {
             stat_noref_walk: true,
             lockless_read: true,
             fd_close_lockless: true,
+            write_one_lock: true,
         }
     }
 
@@ -446,7 +461,7 @@ mod tests {
     #[test]
     fn display_round_trips_every_combination() {
         let all: Vec<_> = FastPaths::all_combinations().collect();
-        assert_eq!(all.len(), 90);
+        assert_eq!(all.len(), 92);
         assert!(all.contains(&FastPaths::seeds()));
         assert!(all.contains(&FastPaths::stock()));
         assert!(all.contains(&FastPaths::seeds().with("fd_single_user", false)));

@@ -280,4 +280,14 @@ pub(super) const ROWS: &[Row] = &[
         published: None,
         shape: Some((Mode::Threads, 2)),
     },
+    Row {
+        seed: "016",
+        test: Test::Write1,
+        metric: Metric::Ops,
+        switch: "write_one_lock",
+        what: "write under tmpfs's inode lock alone, no VFS mutex",
+        evidence: "uvfs only",
+        published: None,
+        shape: None,
+    },
 ];

@@ -668,6 +668,29 @@ pub trait FileSystem: Send + Sync + 'static {
         self.write(n.ino, off, data)
     }
 
+    /// `FastPaths::write_one_lock`: a write of `data` to `n` decided and
+    /// done wholly under the file system's own lock of the inode, for a
+    /// caller that holds no VFS inode lock: at `off`, or at the end of
+    /// file when `off` is `None` (`O_APPEND`: the size read under the same
+    /// lock as the write). `None` when the caller must take the locked way
+    /// instead: a file whose mode has a set-ID bit (a write may have to
+    /// drop it, which the VFS does under its inode lock), an offset at or
+    /// past the largest file size (the locked way reports `EFBIG` in its
+    /// order), an empty `data`, a file that is not a regular file whose
+    /// data the file system holds itself. `Some(Ok((at, n)))`: `n` bytes
+    /// written at offset `at`, mtime and ctime stamped as
+    /// [`write_node`](Self::write_node) stamps them. The default answers
+    /// `None` always.
+    fn write_one_lock(
+        &self,
+        n: Node<'_>,
+        off: Option<u64>,
+        data: &[u8],
+    ) -> Option<Result<(u64, usize), Errno>> {
+        let _ = (n, off, data);
+        None
+    }
+
     /// [`readdir`](Self::readdir) of `dir`.
     fn readdir_node(
         &self,

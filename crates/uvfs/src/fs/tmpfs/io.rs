@@ -7,13 +7,15 @@
 
 use std::collections::btree_map::Entry;
 
-use super::inode::{Inode, Kind, State, WrGuard, rd, try_wr, wr};
+use super::inode::{Inode, Kind, Locked, State, WrGuard, rd, try_wr, wr};
 use super::pageindex::Found;
 use super::pages::{FALLOC_KNOWN, FALLOC_MAX_NEW_PAGES, Page, RegFile};
 use super::pool::{POOL_MIN_PAGES, PageBuf};
 use super::{MAX_FILE_SIZE, PAGE_SIZE, Tmpfs, racy};
 use crate::errno::Errno;
-use crate::fs::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, Ino, Node, S_IFMT, S_IFREG, Seek};
+use crate::fs::{
+    FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, Ino, Node, S_IFMT, S_IFREG, S_ISGID, S_ISUID, Seek,
+};
 
 /// The longest write [`Tmpfs::write_pages`] makes under the inode
 /// table's shard lock (four pages: a copy of well under a microsecond).
@@ -78,6 +80,44 @@ impl Tmpfs {
         let i = self.node(n)?;
         let mut st = wr(&i);
         self.write_locked(&i, &mut st, off, data)
+    }
+
+    /// `FastPaths::write_one_lock` ([`FileSystem::write_one_lock`]): a
+    /// write with no VFS inode lock held, everything it depends on read
+    /// under the inode's write lock: the offset (the size, for `None`),
+    /// the mode (no set-ID bit: no privilege to drop, whoever writes),
+    /// the pages. A `chmod`, truncation, `fallocate` or other write that
+    /// holds the VFS lock changes these only under the same inode lock,
+    /// so this write comes wholly before or wholly after each of them, as
+    /// under Linux's `inode_lock`. `None` sends the caller the locked way
+    /// (see the trait's method).
+    ///
+    /// [`FileSystem::write_one_lock`]: crate::fs::FileSystem::write_one_lock
+    pub(super) fn write_alone(
+        &self,
+        n: Node<'_>,
+        off: Option<u64>,
+        data: &[u8],
+    ) -> Option<Result<(u64, usize), Errno>> {
+        // With a directory store the first write moves the data there: the
+        // locked way.
+        if data.is_empty() || self.store.is_some() {
+            return None;
+        }
+        let i = self.node(n).ok()?;
+        let mut st = wr(&i);
+        let size = match &st.kind {
+            Kind::Reg(RegFile::Pages(f)) => f.size,
+            _ => return None,
+        };
+        if st.mode() & (S_ISUID | S_ISGID) != 0 {
+            return None;
+        }
+        let at = off.unwrap_or(size);
+        if at >= MAX_FILE_SIZE {
+            return None;
+        }
+        Some(self.write_locked(&i, &mut st, at, data).map(|n| (at, n)))
     }
 
     /// The body of [`write_pages`](Self::write_pages), with the inode's

@@ -760,6 +760,15 @@ impl FileSystem for Tmpfs {
         self.write_pages(n, off, data)
     }
 
+    fn write_one_lock(
+        &self,
+        n: Node<'_>,
+        off: Option<u64>,
+        data: &[u8],
+    ) -> Option<Result<(u64, usize), Errno>> {
+        self.write_alone(n, off, data)
+    }
+
     fn fallocate(&self, ino: Ino, mode: u32, off: u64, len: u64) -> Result<(), Errno> {
         self.fallocate_pages(ino, mode, off, len)
     }
