@@ -128,6 +128,16 @@ pub(super) const ROWS: &[Row] = &[
         published: None,
         shape: None,
     },
+    Row {
+        seed: "016",
+        test: Test::Write1,
+        metric: Metric::Ops,
+        switch: "write_one_lock",
+        what: "write under tmpfs's inode lock alone, no VFS mutex",
+        evidence: "uvfs only",
+        published: None,
+        shape: None,
+    },
     // Not a kernel seed: uvfs's own fast path (issue 19), numbered after
     // its issue so the rows stay sorted; no published figure.
     Row {
@@ -279,15 +289,5 @@ pub(super) const ROWS: &[Row] = &[
         evidence: "uvfs only, 2 threads",
         published: None,
         shape: Some((Mode::Threads, 2)),
-    },
-    Row {
-        seed: "016",
-        test: Test::Write1,
-        metric: Metric::Ops,
-        switch: "write_one_lock",
-        what: "write under tmpfs's inode lock alone, no VFS mutex",
-        evidence: "uvfs only",
-        published: None,
-        shape: None,
     },
 ];

@@ -178,7 +178,7 @@ impl Drop for Held<'_> {
 /// alternatives (`skip_branch`) and runs it to its end, its scheduler
 /// then preferring the thread that yielded least: the holder.
 #[inline(always)]
-fn wait(spins: &mut u32) {
+pub(super) fn wait(spins: &mut u32) {
     #[cfg(loom)]
     if *spins >= 2 {
         loom::skip_branch();
