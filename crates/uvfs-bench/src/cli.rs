@@ -449,6 +449,13 @@ pub struct SoakArgs {
     #[arg(long, value_name = "BYTES", value_parser = finite_non_negative,
           allow_negative_numbers = true)]
     pub max_slope: Option<f64>,
+    /// Fail (exit 1) if the allocator's bytes in use (glibc `mallinfo2`)
+    /// trend up by more than BYTES per 1000 calls: the lower edge of the
+    /// three-sigma band of their Theil-Sen slope over the measured samples
+    /// (the steadier line, the one that finds a small leak).
+    #[arg(long, value_name = "BYTES", value_parser = finite_non_negative,
+          allow_negative_numbers = true)]
+    pub max_heap_slope: Option<f64>,
     /// uvfs fast paths, as for `run`.
     #[arg(long, default_value = "seeds", value_parser = parse_fastpaths)]
     pub fastpaths: FastPaths,
@@ -459,6 +466,10 @@ pub struct SoakArgs {
     /// `step`); for narrowing a failure down.
     #[arg(long, default_value_t = u16::MAX, hide = true)]
     pub mask: u16,
+    /// Leak BYTES on purpose per 1000 calls: shows the heap check finds a
+    /// leak of that size (the soak's own test).
+    #[arg(long, value_name = "BYTES", default_value_t = 0, hide = true)]
+    pub leak: usize,
 }
 
 impl SoakArgs {
@@ -482,9 +493,11 @@ impl SoakArgs {
             tasks: self.tasks,
             max_growth_pct: self.max_growth,
             max_slope: self.max_slope,
+            max_heap_slope: self.max_heap_slope,
             fastpaths: self.fastpaths,
             seed: self.seed,
             mask: self.mask,
+            leak: self.leak,
         }
     }
 }

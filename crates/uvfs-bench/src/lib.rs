@@ -33,6 +33,7 @@ pub mod floor;
 pub mod fuse;
 pub mod html;
 pub mod loadavg;
+pub mod memstat;
 pub mod peers;
 pub mod preload;
 pub mod preload_calls;

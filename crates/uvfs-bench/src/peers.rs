@@ -24,6 +24,7 @@
 //! cannot do, printed with the figures.
 
 use crate::loadavg::LoadAvg;
+use crate::memstat::{heap_bytes, rss_bytes};
 use crate::report::Machine;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -929,22 +930,6 @@ fn memory_in_child(system: System, cfg: &PeersConfig) -> Memory {
     }
 }
 
-/// Bytes the allocator has handed out (glibc).
-fn heap_bytes() -> u64 {
-    // SAFETY: mallinfo2 only reads the allocator's statistics.
-    let m = unsafe { libc::mallinfo2() };
-    (m.uordblks + m.hblkhd) as u64
-}
-
-/// The resident set, in bytes.
-fn rss_bytes() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: u64 = s.split_whitespace().nth(1)?.parse().ok()?;
-    // SAFETY: sysconf has no memory effects.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    Some(pages * u64::try_from(page).ok()?)
-}
-
 /// Bytes in the kernel's `shmem_inode_cache` and `dentry` slabs (active
 /// objects times object size).
 fn slab_bytes() -> Option<u64> {
@@ -977,11 +962,11 @@ pub fn memory_here(system: System, files: usize, host_parent: &Path) -> Result<M
     // charged to the count.
     p.create(&names[0])?;
     p.unlink(&names[0])?;
-    let (h0, r0, s0) = (heap_bytes(), rss_bytes(), slab_bytes());
+    let (h0, r0, s0) = (heap_bytes(), rss_bytes().ok(), slab_bytes());
     for n in &names {
         p.create(n)?;
     }
-    let (h1, r1, s1) = (heap_bytes(), rss_bytes(), slab_bytes());
+    let (h1, r1, s1) = (heap_bytes(), rss_bytes().ok(), slab_bytes());
     let per = |a: u64, b: u64| (b as f64 - a as f64) / files as f64;
     let kernel = system == System::Kernel;
     let m = Memory {

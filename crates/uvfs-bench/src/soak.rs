@@ -22,6 +22,7 @@
 //! may be left cached (rmdir prunes their children).
 
 use crate::backend::{UvfsSys, remove_tree};
+use crate::memstat::{heap_bytes, rss_bytes};
 use crate::workloads::Rng;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -79,6 +80,13 @@ pub struct SoakConfig {
     /// resident bytes against calls made, less three standard errors (so
     /// that the allocator's noise around a flat line is not a trend).
     pub max_slope: Option<f64>,
+    /// Fail if the allocator's bytes in use ([`heap_bytes`]) trend up by
+    /// more than this many bytes per 1000 calls: the lower edge of the
+    /// three-sigma band of their [`robust_slope`] over the measured
+    /// samples. The heap count moves by the bytes allocated, not by pages,
+    /// so its line is far steadier than the resident set's: this is the
+    /// check that finds a small leak.
+    pub max_heap_slope: Option<f64>,
     /// The fast paths.
     pub fastpaths: FastPaths,
     /// The RNG seed.
@@ -86,6 +94,9 @@ pub struct SoakConfig {
     /// Which of the 16 call kinds run (bit i: `step`'s case i); `u16::MAX`
     /// for all. For narrowing a failure down.
     pub mask: u16,
+    /// Bytes to leak on purpose per 1000 calls (0: none): a fault injected
+    /// to show the heap check finds a leak of that size.
+    pub leak: usize,
 }
 
 /// One sample of the soak's state.
@@ -97,6 +108,8 @@ pub struct Sample {
     pub seconds: f64,
     /// Resident bytes.
     pub rss: u64,
+    /// Bytes the allocator has handed out ([`heap_bytes`]).
+    pub heap: u64,
     /// Dentries in the dentry cache.
     pub dentries: usize,
     /// Inodes in the inode cache.
@@ -121,6 +134,10 @@ pub struct SoakReport {
     /// Least-squares slope of resident bytes per 1000 calls over the
     /// measured samples, and its standard error (0, 0 with fewer than 3).
     pub slope: (f64, f64),
+    /// The allocator's bytes in use: their [`robust_slope`] per 1000 calls
+    /// over the measured samples, with its three-sigma band (slope, lower,
+    /// upper; zeros with fewer than 3 samples).
+    pub heap_slope: (f64, f64, f64),
     /// The samples from the end of the warm-up on.
     pub samples: Vec<Sample>,
     /// Calls made, all tasks.
@@ -153,6 +170,44 @@ pub fn slope(points: &[(f64, f64)]) -> (f64, f64) {
         })
         .sum();
     (b, (ss / (n - 2.0) / sxx).sqrt())
+}
+
+/// Theil–Sen's robust slope of `y` against `x`: the median of the slopes
+/// between every pair of points, with the pairwise slopes at the edges of
+/// a three-sigma band around it (Sen's rank interval: the slopes ranked
+/// (N ∓ 3·σ)/2 of the N pairs, σ² = n(n−1)(2n+5)/18, Kendall's τ under no
+/// trend). Returns (slope, lower, upper); `None` with fewer than 3 points.
+///
+/// A sample caught in a transient does not move it: the heap jumps by a
+/// few MiB for a sample or two when a task is preempted inside an epoch
+/// and the others' retired objects wait for it, and least squares would
+/// read those jumps as noise wide enough to hide a leak.
+pub fn robust_slope(points: &[(f64, f64)]) -> Option<(f64, f64, f64)> {
+    let n = points.len();
+    if n < 3 {
+        return None;
+    }
+    let mut slopes: Vec<f64> = (0..n)
+        .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
+        .filter(|&(i, j)| points[j].0 != points[i].0)
+        .map(|(i, j)| (points[j].1 - points[i].1) / (points[j].0 - points[i].0))
+        .collect();
+    if slopes.is_empty() {
+        return None;
+    }
+    slopes.sort_by(f64::total_cmp);
+    let m = slopes.len();
+    let median = if m % 2 == 1 {
+        slopes[m / 2]
+    } else {
+        (slopes[m / 2 - 1] + slopes[m / 2]) / 2.0
+    };
+    let nf = n as f64;
+    let c = 3.0 * (nf * (nf - 1.0) * (2.0 * nf + 5.0) / 18.0).sqrt();
+    let rank = |r: f64| slopes[(r.round().max(0.0) as usize).min(m - 1)];
+    let lower = rank((m as f64 - c) / 2.0);
+    let upper = rank((m as f64 + c) / 2.0 - 1.0);
+    Some((median, lower, upper))
 }
 
 /// Upper bounds on the objects a correct VFS can hold at any moment of a
@@ -225,19 +280,6 @@ impl Bounds {
 
 /// Unused dentries and inodes the soak's caches keep.
 const CACHE_LIMIT: usize = 256;
-
-/// Resident bytes of this process (from /proc/self/statm).
-pub fn rss_bytes() -> Result<u64, String> {
-    let s = std::fs::read_to_string("/proc/self/statm").map_err(|e| format!("statm: {e}"))?;
-    let pages: u64 = s
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.parse().ok())
-        .ok_or("statm: no resident field")?;
-    // SAFETY: sysconf has no memory effects.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    Ok(pages * u64::try_from(page).unwrap_or(4096))
-}
 
 /// Errnos the random namespace makes normal.
 fn expected(e: Errno) -> bool {
@@ -517,8 +559,17 @@ pub fn soak(cfg: &SoakConfig) -> Result<SoakReport, String> {
         MAX_FILE / 1024
     );
     println!(
-        "{:>8} {:>10} {:>10} {:>10} {:>7} {:>7} {:>7} {:>7} {:>7}",
-        "seconds", "calls", "RSS KiB", "calls/s", "dcache", "icache", "inodes", "pages", "files"
+        "{:>8} {:>10} {:>10} {:>10} {:>10} {:>7} {:>7} {:>7} {:>7} {:>7}",
+        "seconds",
+        "calls",
+        "RSS KiB",
+        "heap KiB",
+        "calls/s",
+        "dcache",
+        "icache",
+        "inodes",
+        "pages",
+        "files"
     );
     // One sample: read, checked against the bounds, printed, kept if
     // measured. Called by the sampling thread (seconds) or by the task
@@ -532,6 +583,7 @@ pub fn soak(cfg: &SoakConfig) -> Result<SoakReport, String> {
             calls,
             seconds: start.elapsed().as_secs_f64(),
             rss: rss_bytes()?,
+            heap: heap_bytes(),
             dentries: vfs.dcache_len(),
             cached_inodes: vfs.icache_len(),
             fs_inodes: st.files - st.ffree,
@@ -543,10 +595,11 @@ pub fn soak(cfg: &SoakConfig) -> Result<SoakReport, String> {
             smp.calls.saturating_sub(l.calls) as f64 / (smp.seconds - l.seconds).max(1e-9)
         });
         println!(
-            "{:>8.1} {:>10} {:>10} {:>10.0} {:>7} {:>7} {:>7} {:>7} {:>7}",
+            "{:>8.1} {:>10} {:>10} {:>10} {:>10.0} {:>7} {:>7} {:>7} {:>7} {:>7}",
             smp.seconds,
             smp.calls,
             smp.rss / 1024,
+            smp.heap / 1024,
             rate,
             smp.dentries,
             smp.cached_inodes,
@@ -592,7 +645,7 @@ pub fn soak(cfg: &SoakConfig) -> Result<SoakReport, String> {
             .enumerate()
             .map(|(i, p)| {
                 let (stop, ops, record, points) = (&stop, &ops, &record, &points);
-                let (tasks, mask) = (cfg.tasks, cfg.mask);
+                let (tasks, mask, leak) = (cfg.tasks, cfg.mask, cfg.leak);
                 let seed = cfg.seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
                 s.spawn(move || -> Result<(u64, u64), String> {
                     let mut t = Task {
@@ -605,10 +658,20 @@ pub fn soak(cfg: &SoakConfig) -> Result<SoakReport, String> {
                         ops: 0,
                         errors: 0,
                     };
+                    let mut leak_owed = 0usize;
                     let r = (|| {
                         while !stop.load(Ordering::Relaxed) {
                             for _ in 0..64 {
                                 t.step(mask)?;
+                            }
+                            // The injected leak, owed in thousandths of a
+                            // byte and paid in blocks of 1 KiB (a small
+                            // block per batch would cost the allocator's
+                            // minimum chunk, not the bytes asked for).
+                            leak_owed += leak * 64;
+                            while leak_owed >= 1024 * 1000 {
+                                std::mem::forget(std::hint::black_box(vec![0xa5u8; 1024]));
+                                leak_owed -= 1024 * 1000;
                             }
                             let before = ops.fetch_add(64, Ordering::Relaxed);
                             let after = before + 64;
@@ -725,22 +788,28 @@ pub fn soak(cfg: &SoakConfig) -> Result<SoakReport, String> {
     };
     let (rss_base, rss_end) = (base.rss, last.rss);
     let growth_pct = (rss_end as f64 / rss_base as f64 - 1.0) * 100.0;
-    let points: Vec<(f64, f64)> = measured
-        .iter()
-        .map(|s| (s.calls as f64 / 1000.0, s.rss as f64))
-        .collect();
-    let (b, se) = slope(&points);
+    let line = |y: fn(&Sample) -> u64| -> Vec<(f64, f64)> {
+        measured
+            .iter()
+            .map(|s| (s.calls as f64 / 1000.0, y(s) as f64))
+            .collect()
+    };
+    let (b, se) = slope(&line(|s| s.rss));
+    let (hb, hlo, hhi) = robust_slope(&line(|s| s.heap)).unwrap_or((0.0, 0.0, 0.0));
     println!(
-        "resident memory: {} KiB after the warm-up, {} KiB at the end ({growth_pct:+.1}%); trend {b:+.1} bytes per 1000 calls (standard error {se:.1}, {} samples); {calls} calls, {expected_errors} expected errors; namespace removed, {left} dentries left, VFS consistent",
+        "resident memory: {} KiB after the warm-up, {} KiB at the end ({growth_pct:+.1}%); trend {b:+.1} bytes per 1000 calls (standard error {se:.1}, {} samples); heap in use: {} KiB after the warm-up, {} KiB at the end, trend {hb:+.1} bytes per 1000 calls (Theil-Sen, three-sigma band {hlo:+.1} to {hhi:+.1}); {calls} calls, {expected_errors} expected errors; namespace removed, {left} dentries left, VFS consistent",
         rss_base / 1024,
         rss_end / 1024,
-        points.len()
+        measured.len(),
+        base.heap / 1024,
+        last.heap / 1024,
     );
     let rep = SoakReport {
         rss_base,
         rss_end,
         growth_pct,
         slope: (b, se),
+        heap_slope: (hb, hlo, hhi),
         samples: measured,
         ops: calls,
         expected_errors,
@@ -757,6 +826,13 @@ pub fn soak(cfg: &SoakConfig) -> Result<SoakReport, String> {
     {
         return Err(format!(
             "resident memory trends up: {b:.1} bytes per 1000 calls (standard error {se:.1}; more than {max} by over three standard errors)"
+        ));
+    }
+    if let Some(max) = cfg.max_heap_slope
+        && hlo > max
+    {
+        return Err(format!(
+            "the heap in use trends up: {hb:.1} bytes per 1000 calls (Theil-Sen; its three-sigma band starts at {hlo:.1}, more than {max}): a leak"
         ));
     }
     Ok(rep)
@@ -802,9 +878,13 @@ pub fn check(cfg: &SoakConfig) -> Result<(), String> {
             }
         }
     }
+    if cfg.leak > MAX_LEAK {
+        return Err(format!("--leak must be at most {MAX_LEAK}"));
+    }
     for (what, v) in [
         ("--max-growth", cfg.max_growth_pct),
         ("--max-slope", cfg.max_slope),
+        ("--max-heap-slope", cfg.max_heap_slope),
     ] {
         if let Some(v) = v
             && !(v.is_finite() && v >= 0.0)
@@ -818,5 +898,34 @@ pub fn check(cfg: &SoakConfig) -> Result<(), String> {
 /// Most tasks a soak runs (each is an OS thread; more than a few hundred
 /// only measures the scheduler).
 pub const MAX_TASKS: usize = 1024;
+/// Most bytes `--leak` leaks per 1000 calls.
+pub const MAX_LEAK: usize = 1 << 20;
 /// Longest soak in seconds (a week).
 pub const MAX_SECONDS: f64 = 7.0 * 86400.0;
+
+#[cfg(test)]
+mod tests {
+    use super::robust_slope;
+
+    /// A line with a few samples caught in a transient: Theil-Sen reads the
+    /// line's slope and its band holds it; a flat line with spikes reads
+    /// flat, its band's lower edge under zero.
+    #[test]
+    fn robust_slope_ignores_transients() {
+        let spiky = |k: usize| if k % 9 == 4 { 3.0e6 } else { 0.0 };
+        let line: Vec<(f64, f64)> = (0..41)
+            .map(|k| (k as f64 * 100.0, 2.0e6 + 50.0 * k as f64 * 100.0 + spiky(k)))
+            .collect();
+        let (b, lo, hi) = robust_slope(&line).unwrap();
+        assert!((b - 50.0).abs() < 1e-6, "{b}");
+        assert!(lo <= 50.0 && 50.0 <= hi, "{lo} {hi}");
+        let flat: Vec<(f64, f64)> = (0..41)
+            .map(|k| (k as f64 * 100.0, 2.0e6 + spiky(k) + (k % 3) as f64 * 1e4))
+            .collect();
+        let (b, lo, _) = robust_slope(&flat).unwrap();
+        assert!(b.abs() < 20.0, "{b}");
+        assert!(lo < 0.0, "{lo}");
+        assert!(robust_slope(&flat[..2]).is_none());
+        assert!(robust_slope(&[(1.0, 1.0); 5]).is_none());
+    }
+}

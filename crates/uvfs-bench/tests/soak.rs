@@ -4,13 +4,25 @@
 //! on a leak by counts: at every sample the caches, the tmpfs's inodes and
 //! pages and the file pool's objects must stay within what the bounded
 //! namespace can hold, and at the end the emptied tmpfs must hold its root
-//! alone and every dentry reference be accounted for. Resident memory is
-//! judged by its trend, not by two points: the least-squares slope over
-//! the 41 measured samples, less three standard errors, must stay under
-//! 200 bytes per 1000 calls (one 200-byte object leaked per 1000 calls
-//! would be over it; the allocator's steps around a flat line are not: on
-//! the 2-core VM, loaded or not, the slopes seen were -100 to +100 with
-//! standard errors of 3 to 55).
+//! alone and every dentry reference be accounted for.
+//!
+//! Memory is judged by the allocator's bytes in use (glibc `mallinfo2`;
+//! all of uvfs's memory, its tmpfs pages and pools included, comes from
+//! the global allocator), by their trend over the 41 measured samples, not
+//! by two points: the lower edge of the three-sigma band of the Theil-Sen
+//! slope must stay under 20 bytes per 1000 calls. Theil-Sen, because a
+//! sample now and then catches the heap a few MiB up while a preempted task
+//! holds an epoch open and retired objects wait for it; least squares read
+//! those as noise wide enough to hide a leak. On the 2-core VM (2026-11-27)
+//! the band's lower edge ran from -60 to -29 with nothing leaked, at load
+//! 1.5 to 7, and a leak of 50 bytes per 1000 calls injected with `--leak`
+//! read +55 to +62 with the edge at +10 to +14.
+//!
+//! The resident set is printed but not judged: it keeps the high-water
+//! mark of those transients and of glibc's arenas fragmenting, which
+//! depend on the machine's load (with the heap flat at 2.2 MiB, its
+//! least-squares trend over 4 M calls was +41 quiet and +450 to +870 at
+//! load 7; +448 failed CI once under a 200 cap).
 
 use std::process::Command;
 
@@ -31,8 +43,8 @@ fn soak_memory_flattens_and_nothing_leaks() {
         "4000000",
         "--interval-calls",
         "100000",
-        "--max-slope",
-        "200",
+        "--max-heap-slope",
+        "20",
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -44,12 +56,40 @@ fn soak_memory_flattens_and_nothing_leaks() {
     assert!(stdout.contains("41 samples"), "{stdout}");
 }
 
+/// The heap check is not a test that cannot fail: a leak of 300 bytes
+/// per 1000 calls, injected, fails the soak.
+#[test]
+fn soak_finds_an_injected_leak() {
+    let out = soak(&[
+        "--calls",
+        "4000000",
+        "--warmup-calls",
+        "1000000",
+        "--interval-calls",
+        "100000",
+        "--max-heap-slope",
+        "20",
+        "--leak",
+        "300",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}\n{stderr}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(stderr.contains("the heap in use trends up"), "{stderr}");
+}
+
 #[test]
 fn soak_rejects_bad_settings() {
     for args in [
         &["soak", "--tasks", "0"][..],
         &["soak", "--seconds", "0"],
         &["soak", "--mask", "0"],
+        &["soak", "--leak", "1048577"],
+        &["soak", "--max-heap-slope", "-1"],
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_uvfs-bench"))
             .args(args)
