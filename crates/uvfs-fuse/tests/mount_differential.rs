@@ -271,9 +271,9 @@ fn fuse_artefact(op: &Op, host: &Res, mount: &Res) -> Option<&'static str> {
         // host retries (`HOST_ELOOP_RETRIES`), but on a loaded machine
         // (CI, seed 6 at step 550: `stat("z1")`) every retry's RCU walk
         // can be knocked off too, so nine ELOOPs in a row happen.
-        (op, Err(libc::ELOOP), mount) if *mount != Err(libc::ELOOP) && enters_chain(op) => {
-            Some("ELOOP on the host down a long symlink chain (an abandoned RCU walk's links counted again)")
-        }
+        (op, Err(libc::ELOOP), mount) if *mount != Err(libc::ELOOP) && enters_chain(op) => Some(
+            "ELOOP on the host down a long symlink chain (an abandoned RCU walk's links counted again)",
+        ),
         _ => None,
     }
 }
