@@ -53,9 +53,12 @@
 //! function it replaces (see `interpose`).
 #![deny(unsafe_op_in_unsafe_fn)]
 
-// Under `--cfg loom` only the fork gate and its facade are built, for their
-// loom models (`fork_gate/loom_tests.rs`): the rest of the shim keeps
-// process-wide statics, which loom's atomics cannot be.
+// Under `--cfg loom` only the fork gate, the switch's table of waits and
+// their facade are built, for their loom models (`fork_gate/loom_tests.rs`,
+// `cancel/loom_tests.rs`): the rest of the shim keeps process-wide
+// statics, which loom's atomics cannot be.
+#[cfg(any(not(loom), test))]
+mod cancel;
 #[cfg(not(loom))]
 mod conv;
 #[cfg(not(loom))]

@@ -28,11 +28,11 @@
 //! Without a usable eventfd (none could be made, or its read fails), the
 //! sleep parks the thread: uninterruptible, as before.
 
+use crate::cancel::Waits;
 use crate::conv::errno;
 use crate::placeholders::hole_lower;
 use libc::c_int;
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use uvfs::Errno;
 use uvfs::{Interrupted, Sleep, Waiter};
@@ -86,31 +86,34 @@ std::thread_local! {
     static CANCELLED: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Set (once, for good) when the tree's switch begins, before any fd
-/// moves: every cancellable wait armed by a call that decided before the
-/// switch (its ticket read "not a client") is cancelled from then on, also
-/// one that registers its eventfd only after [`cancel_lock_waits`] has
-/// looked at the table (it checks this flag before it sleeps, and the
-/// switch checks the table after it sets the flag: one of the two sees
-/// the other).
-static SWITCHING: AtomicBool = AtomicBool::new(false);
+/// The process's table of cancellable waits, the flag set (once, for
+/// good) when the tree's switch begins, and the count of FIFO reads and
+/// writes under way on the private uvfs: see `crate::cancel` for the rules
+/// between a wait and the switch. Every cancellable wait armed by a call
+/// that decided before the switch (its ticket read "not a client") is
+/// cancelled from then on, also one that registers its eventfd only after
+/// the switch has looked at the table. Slot `i` is slot `i % CHUNK` of
+/// chunk `i / CHUNK`; chunks are made as the waits need them and never
+/// freed. A wait that finds no free slot among all [`NCHUNKS`] chunks
+/// (65,536 waits asleep at once) is not cancellable (it waits on). The
+/// FIFO calls, each on a thread handle of its own outside the fork gate
+/// (`dispatch::fd_call_io`), are counted inside the gate; the switch,
+/// holding the gate, cancels them and waits for the count to reach 0
+/// before it moves the FIFOs' data to the mount, so no byte is read or
+/// written on the private copy after it was moved.
+static WAITS: Waits<EventFd, CHUNK, NCHUNKS> = Waits::new();
 
-/// How many FIFO reads and writes are under way on the process's private
-/// uvfs, each on a thread handle of its own outside the fork gate
-/// (`dispatch::fd_call_io`). Counted inside the gate; the tree's switch,
-/// holding the gate, cancels them and waits for this to reach 0 before it
-/// moves the FIFOs' data to the mount, so no byte is read or written on
-/// the private copy after it was moved.
-static FIFO_IO: AtomicUsize = AtomicUsize::new(0);
+const CHUNK: usize = 64;
+const NCHUNKS: usize = 1024;
 
 /// One more FIFO call on the private uvfs (the caller is inside the gate).
 pub(crate) fn fifo_io_begin() {
-    FIFO_IO.fetch_add(1, Ordering::SeqCst);
+    WAITS.fifo_begin();
 }
 
 /// That call has left the private uvfs.
 pub(crate) fn fifo_io_end() {
-    FIFO_IO.fetch_sub(1, Ordering::SeqCst);
+    WAITS.fifo_end();
 }
 
 /// The tree's switch, holding the gate: cancels every wait armed before
@@ -119,10 +122,9 @@ pub(crate) fn fifo_io_end() {
 /// there after `limit` (a sleep that could not be made interruptible: no
 /// eventfd could be made for it); the FIFOs then stay private.
 pub(crate) fn begin_switch(limit: std::time::Duration) -> bool {
-    SWITCHING.store(true, Ordering::SeqCst);
     cancel_lock_waits();
     let start = std::time::Instant::now();
-    while FIFO_IO.load(Ordering::SeqCst) != 0 {
+    while WAITS.fifo_busy() {
         if start.elapsed() > limit {
             return false;
         }
@@ -136,66 +138,11 @@ enum LockWait {
     /// Not in a [`cancellable`] call.
     Off,
     /// In one, not registered (yet, or no free slot); whether the call
-    /// decided before the tree's switch (so [`SWITCHING`] cancels it).
+    /// decided before the tree's switch (so the switch's start cancels it).
     Armed(bool),
-    /// Registered at this slot of [`LOCK_WAITS`], with this thread's own
+    /// Registered at this slot of [`WAITS`], with this thread's own
     /// reference to the eventfd there; and as in `Armed`.
     At(usize, Arc<EventFd>, bool),
-}
-
-/// The eventfds of the lock waits sleeping now (`Arc::into_raw`, null
-/// when free), which the tree's switch wakes and cancels
-/// ([`cancel_lock_waits`]), in chunks of [`CHUNK`] slots made as the waits
-/// need them and never freed (slot `i` is slot `i % CHUNK` of chunk
-/// `i / CHUNK`). Lock-free, so a fork never copies it locked: whoever
-/// swaps a pointer out owns that reference. A wait that finds no free slot
-/// among all [`NCHUNKS`] chunks (65,536 waits asleep at once) is not
-/// cancellable (it waits on).
-static LOCK_WAITS: [AtomicPtr<Chunk>; NCHUNKS] =
-    [const { AtomicPtr::new(std::ptr::null_mut()) }; NCHUNKS];
-
-const CHUNK: usize = 64;
-const NCHUNKS: usize = 1024;
-type Chunk = [AtomicPtr<EventFd>; CHUNK];
-
-/// Chunk `c` of [`LOCK_WAITS`], made first if `make` (whoever publishes
-/// it first wins; a chunk is never freed).
-fn chunk(c: usize, make: bool) -> Option<&'static Chunk> {
-    // Sequentially consistent, as the slots and `SWITCHING`: a switch that
-    // finds no chunk here comes after, in that one order, the flag check
-    // of any wait that registers in a chunk published later.
-    let p = LOCK_WAITS[c].load(Ordering::SeqCst);
-    if !p.is_null() {
-        // SAFETY: a published chunk is never freed and was initialized
-        // before its release.
-        return Some(unsafe { &*p });
-    }
-    if !make {
-        return None;
-    }
-    let b = Box::into_raw(Box::new(
-        [const { AtomicPtr::new(std::ptr::null_mut()) }; CHUNK],
-    ));
-    match LOCK_WAITS[c].compare_exchange(
-        std::ptr::null_mut(),
-        b,
-        Ordering::SeqCst,
-        Ordering::SeqCst,
-    ) {
-        // SAFETY: just published, never freed.
-        Ok(_) => Some(unsafe { &*b }),
-        Err(other) => {
-            // SAFETY: `b` was never published; this is its only owner.
-            drop(unsafe { Box::from_raw(b) });
-            // SAFETY: as in the first case.
-            Some(unsafe { &*other })
-        }
-    }
-}
-
-/// Slot `i` of [`LOCK_WAITS`], whose chunk exists (a wait registered there).
-fn slot(i: usize) -> &'static AtomicPtr<EventFd> {
-    &chunk(i / CHUNK, false).expect("a registered wait's chunk")[i % CHUNK]
 }
 
 /// Runs `f` (a call that may sleep on uvfs: a lock wait, a FIFO open,
@@ -210,15 +157,7 @@ pub(crate) fn cancellable<R>(pre: bool, f: impl FnOnce() -> R) -> (R, bool) {
     let r = f();
     if let LockWait::At(i, ev, _) = LOCK_WAIT.with(|w| w.replace(LockWait::Off)) {
         let mine = Arc::as_ptr(&ev).cast_mut();
-        if slot(i)
-            .compare_exchange(
-                mine,
-                std::ptr::null_mut(),
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            )
-            .is_ok()
-        {
+        if WAITS.unregister(i, mine) {
             // SAFETY: the slot's reference, made by `Arc::into_raw` in
             // `register` and swapped out here, so owned here.
             drop(unsafe { Arc::from_raw(mine) });
@@ -235,26 +174,11 @@ fn register(ev: &Arc<EventFd>) {
             return;
         };
         let raw = Arc::into_raw(ev.clone()).cast_mut();
-        for c in 0..NCHUNKS {
-            let Some(ch) = chunk(c, true) else { break };
-            for (j, s) in ch.iter().enumerate() {
-                // Sequentially consistent, paired with `SWITCHING`: see
-                // there.
-                if s.compare_exchange(
-                    std::ptr::null_mut(),
-                    raw,
-                    Ordering::SeqCst,
-                    Ordering::SeqCst,
-                )
-                .is_ok()
-                {
-                    *w = LockWait::At(c * CHUNK + j, ev.clone(), pre);
-                    return;
-                }
-            }
+        match WAITS.register(raw) {
+            Some(i) => *w = LockWait::At(i, ev.clone(), pre),
+            // SAFETY: made by `Arc::into_raw` just above, placed nowhere.
+            None => drop(unsafe { Arc::from_raw(raw) }),
         }
-        // SAFETY: made by `Arc::into_raw` just above, placed nowhere.
-        drop(unsafe { Arc::from_raw(raw) });
     });
 }
 
@@ -263,11 +187,8 @@ fn register(ev: &Arc<EventFd>) {
 /// if so, recorded for [`cancellable`].
 fn cancelled() -> bool {
     let c = LOCK_WAIT.with(|w| match &*w.borrow() {
-        LockWait::At(i, ev, pre) => {
-            (*pre && SWITCHING.load(Ordering::SeqCst))
-                || slot(*i).load(Ordering::SeqCst) != Arc::as_ptr(ev).cast_mut()
-        }
-        LockWait::Armed(pre) => *pre && SWITCHING.load(Ordering::SeqCst),
+        LockWait::At(i, ev, pre) => WAITS.cancelled_at(*i, Arc::as_ptr(ev).cast_mut(), *pre),
+        LockWait::Armed(pre) => *pre && WAITS.switching(),
         LockWait::Off => false,
     });
     if c {
@@ -280,17 +201,12 @@ fn cancelled() -> bool {
 /// answers `EINTR` (what it waited for is on the private uvfs, where the
 /// thread that would release it no longer goes).
 pub(crate) fn cancel_lock_waits() {
-    // Every chunk is looked at (a later one may be published while an
-    // earlier load still reads null).
-    for s in (0..NCHUNKS).filter_map(|c| chunk(c, false)).flatten() {
-        let p = s.swap(std::ptr::null_mut(), Ordering::SeqCst);
-        if !p.is_null() {
-            // SAFETY: a reference made by `Arc::into_raw` in `register`,
-            // swapped out here, so owned here.
-            let ev = unsafe { Arc::from_raw(p) };
-            ev.signal();
-        }
-    }
+    WAITS.cancel_all(|p| {
+        // SAFETY: a reference made by `Arc::into_raw` in `register`,
+        // swapped out of its slot by the switch, so owned here.
+        let ev = unsafe { Arc::from_raw(p) };
+        ev.signal();
+    });
 }
 
 impl Sleep for KernelSleep {

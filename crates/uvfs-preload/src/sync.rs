@@ -1,6 +1,7 @@
 //! The shim's concurrency facade (as crates/uvfs's `primitive`): the one
-//! place [`fork_gate`](crate::fork_gate) and the placeholder cache's lock
-//! take their atomics, locks, cells and waits from. std's in a normal
+//! place [`fork_gate`](crate::fork_gate), the switch's table of waits
+//! ([`cancel`](crate::cancel)) and the placeholder cache's lock take their
+//! atomics, locks, cells and waits from. std's in a normal
 //! build (the facade costs nothing); loom's under `--cfg loom`, so the loom
 //! models (`fork_gate/loom_tests.rs`) run the very code that ships, every
 //! access a point where the model may switch threads, every cell access
@@ -8,7 +9,7 @@
 //!
 //! | facade                          | std (normal build)            | loom                       |
 //! |---------------------------------|-------------------------------|----------------------------|
-//! | [`atomic`]`::{AtomicBool, AtomicU8, Ordering, fence}` | `std::sync::atomic` | `loom::sync::atomic` |
+//! | [`atomic`]`::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering, fence}` | `std::sync::atomic` | `loom::sync::atomic` |
 //! | [`Mutex`], [`MutexGuard`]       | `std::sync`                   | `loom::sync`               |
 //! | [`yield_now`], [`spin_loop`]    | `std::thread`, `std::hint`    | `loom::thread::yield_now`  |
 //! | [`RawLock`]                     | a pthread mutex               | a spin lock of loom atomics |
@@ -22,10 +23,14 @@
 /// `std::sync::atomic`'s mirror.
 pub(crate) mod atomic {
     #[cfg(not(loom))]
-    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, Ordering, fence};
+    pub(crate) use std::sync::atomic::{
+        AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering, fence,
+    };
 
     #[cfg(loom)]
-    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU8, Ordering, fence};
+    pub(crate) use loom::sync::atomic::{
+        AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering, fence,
+    };
 }
 
 use atomic::{AtomicBool, Ordering};
