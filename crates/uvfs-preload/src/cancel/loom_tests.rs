@@ -10,10 +10,11 @@
 //! - every event reference the table held is dropped once (loom's `Arc`
 //!   reports a leak or a double drop).
 //!
-//! A must-fail twin runs the switch with its two steps swapped (the table
-//! looked at before the flag is set): a wait that registers after the
-//! scan and reads the flag before it is set sleeps for ever, and loom
-//! finds it.
+//! Two must-fail twins: the switch with its two steps swapped (the table
+//! looked at before the flag is set), where a wait that registers after
+//! the scan and reads the flag before it is set sleeps for ever; and a
+//! switch that moves the FIFOs without waiting for the count, which meets
+//! a call still working on the private pipe. Loom finds both.
 //!
 //! Run with:
 //!
@@ -42,6 +43,15 @@ struct Ev(Notify);
 
 /// A small table: `CHUNK` slots a chunk, two chunks.
 type Table<const CHUNK: usize> = Waits<Ev, CHUNK, 2>;
+
+/// A caught panic's message (a must-fail twin checks it failed for its
+/// reason).
+fn panic_text(e: &(dyn std::any::Any + Send)) -> String {
+    e.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
 
 fn builder(preemptions: usize) -> Builder {
     let mut b = Builder::new();
@@ -193,15 +203,65 @@ fn a_switch_that_scans_before_its_flag_loses_a_wait() {
     let Err(why) = found else {
         panic!("loom found no lost wait with the switch's steps swapped");
     };
-    let why = why
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| why.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_default();
+    let why = panic_text(why.as_ref());
     // The lost wait shows as the switch spinning on the FIFO count for
     // ever (loom's bound on a run's length), not as a broken assertion.
     assert!(
         why.contains("maximum number of branches") || why.contains("deadlock"),
         "the twin failed for another reason: {why}"
+    );
+}
+
+/// A FIFO call under way that does not sleep (a read that finds data, a
+/// write with room), counted in before the switch: it works on the private
+/// pipe, unless it already sees the switch, and leaves. The switch's wait
+/// for the count is what keeps the move after that work.
+fn busy_call<const CHUNK: usize>(t: &Table<CHUNK>, moved: &AtomicBool) {
+    if !t.switching() {
+        assert!(
+            !moved.load(SeqCst),
+            "a FIFO call on the pipe after it moved"
+        );
+    }
+    t.fifo_end();
+}
+
+#[test]
+fn the_move_waits_for_the_fifo_calls_under_way() {
+    builder(3).check(|| {
+        let t = Arc::new(Table::<1>::new());
+        let moved = Arc::new(AtomicBool::new(false));
+        t.fifo_begin();
+        let (t2, m2) = (t.clone(), moved.clone());
+        let w = thread::spawn(move || busy_call(&t2, &m2));
+        switch(&t, &moved);
+        w.join().unwrap();
+    });
+}
+
+/// Its must-fail twin: a switch that moves the FIFOs without waiting for
+/// the count (what the 2-s wait of `signal::begin_switch` is for; no test
+/// through real processes showed it).
+#[test]
+fn a_move_that_does_not_wait_meets_a_call_on_the_pipe() {
+    let found = std::panic::catch_unwind(|| {
+        builder(3).check(|| {
+            let t = Arc::new(Table::<1>::new());
+            let moved = Arc::new(AtomicBool::new(false));
+            t.fifo_begin();
+            let (t2, m2) = (t.clone(), moved.clone());
+            let w = thread::spawn(move || busy_call(&t2, &m2));
+            t.cancel_all(|_| unreachable!("no wait registered"));
+            moved.store(true, SeqCst);
+            w.join().unwrap();
+        });
+    });
+    let Err(why) = found else {
+        panic!("loom found no call on the pipe after the move without the wait");
+    };
+    let why = panic_text(why.as_ref());
+    assert!(
+        why.contains("after it moved"),
+        "failed for another reason: {why}"
     );
 }
