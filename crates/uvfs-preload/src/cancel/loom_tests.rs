@@ -28,14 +28,18 @@ use loom::model::Builder;
 use loom::sync::atomic::AtomicBool;
 use loom::sync::{Arc, Notify};
 use loom::thread;
-use std::sync::atomic::AtomicUsize;
+use std::cell::Cell;
 use std::sync::atomic::Ordering::SeqCst;
 
-/// Executions in which a wait slept (and was woken by the switch), and in
-/// which it saw the switch's flag before sleeping: both sides of the race
-/// must be reached (std atomics: loom runs one thread at a time).
-static SLEPT: AtomicUsize = AtomicUsize::new(0);
-static SAW_FLAG: AtomicUsize = AtomicUsize::new(0);
+std::thread_local! {
+    /// Executions in which a wait slept (and was woken by the switch), and
+    /// in which it saw the switch's flag before sleeping: both sides of the
+    /// race must be reached. Per test thread (loom runs a model's threads
+    /// as coroutines on the thread that calls `check`), so tests running in
+    /// parallel do not count for each other.
+    static SLEPT: Cell<usize> = const { Cell::new(0) };
+    static SAW_FLAG: Cell<usize> = const { Cell::new(0) };
+}
 
 /// A model's event: loom's `Notify` (a signal before the wait is kept, as
 /// an eventfd's count is; it may also wake the waiter for nothing).
@@ -70,11 +74,8 @@ fn fifo_call<const CHUNK: usize>(t: &Table<CHUNK>, moved: &AtomicBool) -> bool {
     let cancelled = match t.register(raw) {
         Some(i) => {
             let mut c = t.cancelled_at(i, raw, true);
-            if c {
-                SAW_FLAG.fetch_add(1, SeqCst);
-            } else {
-                SLEPT.fetch_add(1, SeqCst);
-            }
+            let n = if c { &SAW_FLAG } else { &SLEPT };
+            n.with(|n| n.set(n.get() + 1));
             // Only the switch signals in these models; loom's `Notify`
             // also wakes spuriously, and a wake that finds the call not
             // cancelled sleeps again, as uvfs's wait re-checks what it
@@ -120,31 +121,47 @@ fn switch<const CHUNK: usize>(t: &Table<CHUNK>, moved: &AtomicBool) {
     moved.store(true, SeqCst);
 }
 
+/// Every interleaving, to `preemptions`, of one FIFO call (counted in
+/// while its caller held the gate, before the switch took it) against the
+/// switch `sw`; `done` checks what the call returned.
+fn one_call<R: 'static>(
+    preemptions: usize,
+    call: fn(&Table<1>, &AtomicBool) -> R,
+    sw: fn(&Table<1>, &AtomicBool),
+    done: fn(R),
+) {
+    builder(preemptions).check(move || {
+        let t = Arc::new(Table::<1>::new());
+        let moved = Arc::new(AtomicBool::new(false));
+        t.fifo_begin();
+        let (t2, m2) = (t.clone(), moved.clone());
+        let w = thread::spawn(move || call(&t2, &m2));
+        sw(&t, &moved);
+        done(w.join().unwrap());
+    });
+}
+
+/// Runs a must-fail twin and returns why it failed.
+fn must_fail(twin: impl FnOnce() + std::panic::UnwindSafe) -> String {
+    match std::panic::catch_unwind(twin) {
+        Ok(()) => panic!("loom found no failing run of a must-fail twin"),
+        Err(why) => panic_text(why.as_ref()),
+    }
+}
+
 /// One FIFO call asleep (or about to sleep) against the switch.
 #[test]
 fn a_wait_never_sleeps_through_the_switch() {
-    let (slept, saw) = (SLEPT.load(SeqCst), SAW_FLAG.load(SeqCst));
-    builder(3).check(|| {
-        let t = Arc::new(Table::<1>::new());
-        let moved = Arc::new(AtomicBool::new(false));
-        // Counted in while the caller held the gate, before the switch
-        // took it.
-        t.fifo_begin();
-        let (t2, m2) = (t.clone(), moved.clone());
-        let w = thread::spawn(move || fifo_call(&t2, &m2));
-        switch(&t, &moved);
-        assert!(
-            w.join().unwrap(),
-            "a call armed before the switch is cancelled"
-        );
-        assert!(moved.load(SeqCst));
+    let (slept, saw) = (SLEPT.with(Cell::get), SAW_FLAG.with(Cell::get));
+    one_call(3, fifo_call, switch, |cancelled| {
+        assert!(cancelled, "a call armed before the switch is cancelled");
     });
     assert!(
-        SLEPT.load(SeqCst) > slept,
+        SLEPT.with(Cell::get) > slept,
         "no execution had the wait asleep"
     );
     assert!(
-        SAW_FLAG.load(SeqCst) > saw,
+        SAW_FLAG.with(Cell::get) > saw,
         "no execution had the wait see the flag"
     );
 }
@@ -172,38 +189,30 @@ fn two_waits_in_two_chunks_against_the_switch() {
     });
 }
 
-/// The must-fail twin: the switch looks at the table before it sets the
-/// flag. A wait that registers after the scan and reads the flag before
-/// it is set sleeps with no one to wake it; loom must find that run.
+/// The switch with its two steps swapped: the table looked at before the
+/// flag is set (wrong).
+fn switch_scan_first(t: &Table<1>, moved: &AtomicBool) {
+    for s in (0..2).filter_map(|c| t.chunk(c, false)).flatten() {
+        let p = s.swap(std::ptr::null_mut(), SeqCst);
+        if !p.is_null() {
+            // SAFETY: as in `switch`.
+            let ev = unsafe { Arc::from_raw(p) };
+            ev.0.notify();
+        }
+    }
+    t.switching.store(true, SeqCst);
+    while t.fifo_busy() {
+        thread::yield_now();
+    }
+    moved.store(true, SeqCst);
+}
+
+/// The must-fail twin: a wait that registers after the scan and reads the
+/// flag before it is set sleeps with no one to wake it; loom must find
+/// that run.
 #[test]
 fn a_switch_that_scans_before_its_flag_loses_a_wait() {
-    let found = std::panic::catch_unwind(|| {
-        builder(3).check(|| {
-            let t = Arc::new(Table::<1>::new());
-            let moved = Arc::new(AtomicBool::new(false));
-            t.fifo_begin();
-            let (t2, m2) = (t.clone(), moved.clone());
-            let w = thread::spawn(move || fifo_call(&t2, &m2));
-            for s in (0..2).filter_map(|c| t.chunk(c, false)).flatten() {
-                let p = s.swap(std::ptr::null_mut(), SeqCst);
-                if !p.is_null() {
-                    // SAFETY: as in `switch`.
-                    let ev = unsafe { Arc::from_raw(p) };
-                    ev.0.notify();
-                }
-            }
-            t.switching.store(true, SeqCst);
-            while t.fifo_busy() {
-                thread::yield_now();
-            }
-            moved.store(true, SeqCst);
-            w.join().unwrap();
-        });
-    });
-    let Err(why) = found else {
-        panic!("loom found no lost wait with the switch's steps swapped");
-    };
-    let why = panic_text(why.as_ref());
+    let why = must_fail(|| one_call(3, fifo_call, switch_scan_first, drop));
     // The lost wait shows as the switch spinning on the FIFO count for
     // ever (loom's bound on a run's length), not as a broken assertion.
     assert!(
@@ -228,38 +237,21 @@ fn busy_call<const CHUNK: usize>(t: &Table<CHUNK>, moved: &AtomicBool) {
 
 #[test]
 fn the_move_waits_for_the_fifo_calls_under_way() {
-    builder(3).check(|| {
-        let t = Arc::new(Table::<1>::new());
-        let moved = Arc::new(AtomicBool::new(false));
-        t.fifo_begin();
-        let (t2, m2) = (t.clone(), moved.clone());
-        let w = thread::spawn(move || busy_call(&t2, &m2));
-        switch(&t, &moved);
-        w.join().unwrap();
-    });
+    one_call(3, busy_call, switch, drop);
 }
 
-/// Its must-fail twin: a switch that moves the FIFOs without waiting for
-/// the count (what the 2-s wait of `signal::begin_switch` is for; no test
-/// through real processes showed it).
+/// A switch that moves the FIFOs without waiting for the count (wrong).
+fn switch_no_wait(t: &Table<1>, moved: &AtomicBool) {
+    t.cancel_all(|_| unreachable!("no wait registered"));
+    moved.store(true, SeqCst);
+}
+
+/// Its must-fail twin: the move meets a call still on the pipe (what the
+/// 2-s wait of `signal::begin_switch` is for; no test through real
+/// processes showed it).
 #[test]
 fn a_move_that_does_not_wait_meets_a_call_on_the_pipe() {
-    let found = std::panic::catch_unwind(|| {
-        builder(3).check(|| {
-            let t = Arc::new(Table::<1>::new());
-            let moved = Arc::new(AtomicBool::new(false));
-            t.fifo_begin();
-            let (t2, m2) = (t.clone(), moved.clone());
-            let w = thread::spawn(move || busy_call(&t2, &m2));
-            t.cancel_all(|_| unreachable!("no wait registered"));
-            moved.store(true, SeqCst);
-            w.join().unwrap();
-        });
-    });
-    let Err(why) = found else {
-        panic!("loom found no call on the pipe after the move without the wait");
-    };
-    let why = panic_text(why.as_ref());
+    let why = must_fail(|| one_call(3, busy_call, switch_no_wait, drop));
     assert!(
         why.contains("after it moved"),
         "failed for another reason: {why}"
