@@ -474,7 +474,24 @@ impl Gate {
     /// How many slots were ever made (for checks: slots are reused).
     #[cfg_attr(not(fuzzing), allow(dead_code))]
     pub(crate) fn slot_count(&self) -> usize {
-        self.slots().len()
+        self.read_slots(Vec::len)
+    }
+
+    /// Reads the slot list for a check: through the lock, or, while
+    /// [`Gate::before_fork`] keeps it (an alone call or a fork in progress,
+    /// made by the fuzz target's one thread, the checker), directly: taking
+    /// the lock then would wait for ever on the checker's own hold (the
+    /// fuzz target hung there from d4c0e4b on).
+    #[cfg_attr(not(fuzzing), allow(dead_code))]
+    fn read_slots<R>(&self, f: impl FnOnce(&Vec<&'static Slot>) -> R) -> R {
+        if self.slots_kept.load(Ordering::Relaxed) {
+            // SAFETY: kept by `before_fork` and not yet given back by
+            // `after_fork`; the checks run on the thread that kept it (the
+            // fuzz target has one thread).
+            unsafe { self.slots.read_kept(f) }
+        } else {
+            f(&self.slots())
+        }
     }
 
     /// One attempt to enter with `mine` (the fuzz target's single thread
@@ -560,10 +577,11 @@ impl Gate {
     /// How many threads have their flag raised (for checks).
     #[cfg_attr(not(fuzzing), allow(dead_code))]
     pub(crate) fn flags_up(&self) -> usize {
-        self.slots()
-            .iter()
-            .filter(|s| s.inside.load(Ordering::SeqCst))
-            .count()
+        self.read_slots(|all| {
+            all.iter()
+                .filter(|s| s.inside.load(Ordering::SeqCst))
+                .count()
+        })
     }
 
     /// `fork`'s release handler, in the parent and in the child: gives

@@ -186,13 +186,23 @@ impl<T> ForkLock<T> {
         self.raw.unlock();
     }
 
-    /// Reads the data while this thread keeps the lock (the loom models'
-    /// stand-in for a fork child's copy of it).
-    #[cfg(loom)]
-    pub(crate) fn read_kept<R>(&self, f: impl FnOnce(&T) -> R) -> R {
-        // SAFETY: the caller kept the lock, so no guard of another thread
-        // is alive; loom checks the access against every other one.
-        self.data.with(|p| f(unsafe { &*p }))
+    /// Reads the data while this thread keeps the lock (a check made
+    /// between a [`ForkGuard::keep`] and the [`ForkLock::unlock_kept`]: the
+    /// fuzz target's one thread in an alone call or a fork, the loom
+    /// models' stand-in for a fork child's copy). Taking the lock there
+    /// would wait for ever on this thread's own hold.
+    ///
+    /// # Safety
+    /// This thread kept the lock and has not given it back, so no guard is
+    /// alive (under loom the model also checks the access).
+    pub(crate) unsafe fn read_kept<R>(&self, f: impl FnOnce(&T) -> R) -> R {
+        #[cfg(not(loom))]
+        // SAFETY: the caller keeps the lock: no guard, so no `&mut`, is
+        // alive.
+        return f(unsafe { &*self.data.get() });
+        #[cfg(loom)]
+        // SAFETY: as above; loom checks the access against every other one.
+        return self.data.with(|p| f(unsafe { &*p }));
     }
 }
 

@@ -300,10 +300,12 @@ fn run_gate_on(g: &'static Gate, data: &[u8]) -> AResult<Result<(), String>> {
             (if fork || alone.is_some() { FORK } else { 0 }) | if attach { ATTACH } else { 0 };
         let r: Result<(), String> = match u.int_in_range(0..=7)? {
             // a thread's first call takes its slot (waits for the owner to
-            // be outside: not stepped while it is inside)
+            // be outside, and for an alone call's hold on the slot list to
+            // end: not stepped while either lasts; stepped, this one thread
+            // would wait for ever on its own hold)
             0 if th[i].mine.is_none() => {
                 let owner_inside = th.iter().any(|t| t.owner && t.inside.is_some());
-                if owner_inside {
+                if owner_inside || alone.is_some() {
                     Ok(())
                 } else {
                     log.push(format!("t{i} takes a slot"));
@@ -356,8 +358,9 @@ fn run_gate_on(g: &'static Gate, data: &[u8]) -> AResult<Result<(), String>> {
                 Ok(())
             }
             // a thread exits (outside uvfs): its slot goes back (the
-            // owner's is kept)
-            4 if th[i].mine.is_some() && th[i].inside.is_none() => {
+            // owner's is kept); it waits out an alone call's hold on the
+            // slot list (not stepped meanwhile)
+            4 if th[i].mine.is_some() && th[i].inside.is_none() && alone.is_none() => {
                 log.push(format!("t{i} exits"));
                 let m = th[i].mine.take().unwrap();
                 if th[i].owner {

@@ -480,7 +480,10 @@ fn slots_against_fork(asymmetric: bool, early: bool) {
                 g.slots.unlock_kept();
             }
             // The child's copy.
-            let copied = g.slots.read_kept(Vec::len);
+            // SAFETY: this thread kept the lock (its `before_fork`); the
+            // twin (`early`) gave it back first, which is its bug: loom
+            // reports the copy racing the other thread's change.
+            let copied = unsafe { g.slots.read_kept(Vec::len) };
             counts.hit(copied - 1);
             g.after_fork();
             t.join().unwrap();
