@@ -249,9 +249,14 @@ fn threads_open_close(fast: FastPaths) {
         .collect();
     let mut t = p.new_thread();
     let d = thread::spawn(move || {
+        // EBUSY when an open has reserved fd 4 and not yet installed its
+        // file (Linux answers the same in that window); the open then
+        // keeps fd 4.
         let r = t.dup2(0, 4);
-        assert_eq!(r, Ok(4));
-        let _ = t.close(4);
+        assert!(matches!(r, Ok(4) | Err(Errno::EBUSY)), "dup2(0, 4): {r:?}");
+        if r.is_ok() {
+            let _ = t.close(4);
+        }
     });
     for h in handles {
         h.join().unwrap();
