@@ -20,9 +20,13 @@
 //! least what relaxed atomics promise. So the block does exactly what a
 //! loop of `AtomicU8` relaxed loads and stores would (the semantics Rust
 //! gives an `asm!` block is that of some sequence of operations Rust code
-//! could perform, and this is one), at `memcpy`'s speed: with fast short
-//! `rep movsb` (ERMS, FSRM) a 4 KiB copy runs as glibc's does. Elsewhere,
-//! and under Miri, loom and shuttle, the copies are that loop.
+//! could perform, and this is one). A copy of 512 bytes or more, on a
+//! processor with AVX2, moves its whole 128-byte blocks with 32-byte
+//! vector loads and stores, also in inline assembly, and the rest with
+//! `rep movsb`: each byte is still read and written once, and that is as
+//! fast as glibc's `memcpy` (a 4 KiB `rep movsb` was not, on the lab's
+//! AMD EPYC). Elsewhere, and under Miri, loom and shuttle, the copies are
+//! that loop.
 //!
 //! Every access to the bytes of a page that a lockless reader may reach
 //! goes through these functions while the page is reachable: the reader's
@@ -42,17 +46,34 @@
 #[inline]
 pub(super) unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
     #[cfg(all(target_arch = "x86_64", not(any(miri, loom, shuttle))))]
-    // SAFETY: `rep movsb` copies `rcx` bytes from `rsi` to `rdi` forwards
-    // (the direction flag is clear at every `asm!` entry); the caller
-    // vouches for the ranges. It touches no stack and no flags.
-    unsafe {
-        std::arch::asm!(
-            "rep movsb",
-            inout("rcx") n => _,
-            inout("rdi") dst => _,
-            inout("rsi") src => _,
-            options(nostack, preserves_flags),
-        );
+    let (dst, src, n) = if n >= WIDE_MIN && std::is_x86_feature_detected!("avx2") {
+        let wide = n & !(WIDE_BLOCK - 1);
+        // SAFETY: the processor has AVX2 (checked above); `wide` bytes
+        // from each start are within the caller's ranges, which do not
+        // overlap, and every concurrent access to them is atomic.
+        unsafe { copy_wide(dst, src, wide) };
+        // SAFETY: `wide <= n`: still within the caller's ranges.
+        unsafe { (dst.add(wide), src.add(wide), n - wide) }
+    } else {
+        (dst, src, n)
+    };
+    // A `rep movsb` of no bytes still pays the instruction's start (a
+    // page's copy ends with none left after the wide loop).
+    #[cfg(all(target_arch = "x86_64", not(any(miri, loom, shuttle))))]
+    if n != 0 {
+        // SAFETY: `rep movsb` copies `rcx` bytes from `rsi` to `rdi`
+        // forwards (the direction flag is clear at every `asm!` entry);
+        // the caller vouches for the ranges. It touches no stack and no
+        // flags.
+        unsafe {
+            std::arch::asm!(
+                "rep movsb",
+                inout("rcx") n => _,
+                inout("rdi") dst => _,
+                inout("rsi") src => _,
+                options(nostack, preserves_flags),
+            );
+        }
     }
     #[cfg(not(all(target_arch = "x86_64", not(any(miri, loom, shuttle)))))]
     for i in 0..n {
@@ -63,6 +84,65 @@ pub(super) unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
             let v = AtomicU8::from_ptr(src.add(i).cast_mut()).load(Ordering::Relaxed);
             AtomicU8::from_ptr(dst.add(i)).store(v, Ordering::Relaxed);
         }
+    }
+}
+
+/// The block [`copy_wide`] moves per turn of its loop.
+#[cfg(all(target_arch = "x86_64", not(any(miri, loom, shuttle))))]
+const WIDE_BLOCK: usize = 128;
+/// The shortest copy [`copy`] gives to [`copy_wide`] (the rest of a
+/// shorter one would be most of it).
+#[cfg(all(target_arch = "x86_64", not(any(miri, loom, shuttle))))]
+const WIDE_MIN: usize = 512;
+
+/// Copies `n` bytes (a multiple of [`WIDE_BLOCK`], not 0) with 32-byte
+/// AVX loads and stores, four of each per turn. Measured on the lab's AMD
+/// EPYC, a 4 KiB copy between a page and a buffer not aligned to 64 bytes
+/// took about 45 ns with `rep movsb` and 25 to 38 ns this way, about
+/// what glibc's `memcpy` does there. As with `rep movsb`, each byte is
+/// read once and written once, and a byte is a single-copy-atomic access
+/// whatever the width of the instruction that moves it, so the block is
+/// again the same as a loop of relaxed byte-sized atomic loads and stores
+/// (the module doc). `vzeroupper` at the end leaves the upper halves of
+/// the vector registers clear, as code compiled without AVX expects.
+///
+/// # Safety
+/// As [`copy`], with `n` a nonzero multiple of [`WIDE_BLOCK`]; and the
+/// processor has AVX2.
+#[cfg(all(target_arch = "x86_64", not(any(miri, loom, shuttle))))]
+#[target_feature(enable = "avx2")]
+unsafe fn copy_wide(dst: *mut u8, src: *const u8, n: usize) {
+    debug_assert!(n != 0 && n.is_multiple_of(WIDE_BLOCK));
+    // SAFETY: the loop reads `n` bytes from `rsi` and writes `n` bytes to
+    // `rdi`, 128 a turn, forwards, until `rcx` reaches 0 (a nonzero
+    // multiple of 128: it ends there); the caller vouches for the ranges
+    // and for AVX2. It touches no stack; the flags are declared clobbered
+    // (no `preserves_flags`), and so are the vector registers it uses.
+    unsafe {
+        std::arch::asm!(
+            "2:",
+            "vmovdqu ymm0, [rsi]",
+            "vmovdqu ymm1, [rsi + 32]",
+            "vmovdqu ymm2, [rsi + 64]",
+            "vmovdqu ymm3, [rsi + 96]",
+            "vmovdqu [rdi], ymm0",
+            "vmovdqu [rdi + 32], ymm1",
+            "vmovdqu [rdi + 64], ymm2",
+            "vmovdqu [rdi + 96], ymm3",
+            "add rsi, 128",
+            "add rdi, 128",
+            "sub rcx, 128",
+            "jnz 2b",
+            "vzeroupper",
+            inout("rcx") n => _,
+            inout("rdi") dst => _,
+            inout("rsi") src => _,
+            out("ymm0") _,
+            out("ymm1") _,
+            out("ymm2") _,
+            out("ymm3") _,
+            options(nostack),
+        );
     }
 }
 
@@ -96,6 +176,26 @@ pub(super) unsafe fn zero(dst: *mut u8, n: usize) {
 
 #[cfg(all(test, not(any(loom, shuttle))))]
 mod tests {
+    #[test]
+    fn long_copies_move_every_byte_once() {
+        // Lengths on each side of the wide loop's threshold and block, at
+        // every alignment of the destination against the source.
+        let src: Vec<u8> = (0..9000u32).map(|i| (i * 13 + 5) as u8).collect();
+        for n in [511, 512, 513, 640, 4095, 4096, 4097, 8191] {
+            for at in 0..4 {
+                let mut dst = vec![0xeeu8; n + 8];
+                // SAFETY: both ranges in bounds, nothing else touches them.
+                unsafe { super::copy(dst.as_mut_ptr().add(1 + at), src.as_ptr().add(at), n) };
+                assert!(dst[..1 + at].iter().all(|&b| b == 0xee), "n {n} at {at}");
+                assert_eq!(&dst[1 + at..1 + at + n], &src[at..at + n], "n {n} at {at}");
+                assert!(
+                    dst[1 + at + n..].iter().all(|&b| b == 0xee),
+                    "n {n} at {at}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn copies_and_zeroes_exactly_the_range() {
         let src: Vec<u8> = (0..300u32).map(|i| (i * 7 + 1) as u8).collect();
