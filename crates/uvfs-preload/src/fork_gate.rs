@@ -135,7 +135,7 @@ pub(crate) struct Gate {
     /// and never again, so not part of any protocol: std's atomic even
     /// under loom (a model sets it before starting its threads).
     asymmetric: std::sync::atomic::AtomicBool,
-    /// Every slot ever handed out (leaked: a slot is two bytes, and slots
+    /// Every slot ever handed out (leaked: a slot is 128 bytes, and slots
     /// are reused). `fork`'s prepare handler holds its lock until the
     /// release handlers ([`Gate::before_fork`]): a thread taking or giving
     /// back a slot holds it outside uvfs, where the gate's flags do not
