@@ -77,7 +77,13 @@ pub(crate) fn gated_rc(
 /// Where `path` (relative to `dirfd`) goes. `None`: `dirfd` is a stale
 /// placeholder (`EBADF`).
 pub(crate) fn route(dirfd: c_int, path: &[u8]) -> Option<Route<'_>> {
-    if busy() {
+    route_in(local(), dirfd, path)
+}
+
+/// [`route`] with this thread's block `l` already looked up.
+#[inline]
+fn route_in<'a>(l: &Local, dirfd: c_int, path: &'a [u8]) -> Option<Route<'a>> {
+    if l.busy() {
         return Some(Route::Kernel);
     }
     if !loaded() {
@@ -172,7 +178,11 @@ pub(crate) unsafe fn path_call<T>(
     // SAFETY: non-NULL and valid per the contract.
     let p = unsafe { cbytes(path) };
     let t = Ticket::take();
-    match route(dirfd, p) {
+    // One look-up of this thread's block for the guard, the frame and the
+    // state (in a shared object each is a `__tls_get_addr` call for every
+    // thread but the owner).
+    let l = local();
+    match route_in(l, dirfd, p) {
         None => {
             set_errno(libc::EBADF);
             fail
@@ -189,8 +199,8 @@ pub(crate) unsafe fn path_call<T>(
             let mut escaped = None;
             let mut raced = false;
             let mut uvfs = Some(uvfs);
-            let r = run(fail, || {
-                with_state(|s| {
+            let r = run_in(l, fail, || {
+                with_state_in(l, |s| {
                     // (The switch checked first: `uvfs` stays for the
                     // call's second start.)
                     let Some(uvfs) = uvfs.take_if(|_| !t.switched()) else {

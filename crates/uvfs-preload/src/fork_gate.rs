@@ -89,7 +89,12 @@ mod loom_tests;
 #[path = "fork_gate/fork_tests.rs"]
 mod fork_tests;
 
-/// One thread's flag; slots are reused after their thread exits.
+/// One thread's flag; slots are reused after their thread exits. Each on
+/// a cache line of its own (128 bytes: the line and the one the hardware
+/// prefetches with it): every uvfs call writes its thread's flag twice,
+/// and slots made side by side by the allocator shared a line, which then
+/// moved between the CPUs of threads that share nothing else.
+#[repr(align(128))]
 pub(crate) struct Slot {
     inside: AtomicBool,
     taken: AtomicBool,
@@ -119,7 +124,10 @@ pub(crate) fn solo(owner: bool, word: u8) -> bool {
     owner && word & SHARED == 0
 }
 
-/// The gate: the threads' slots and what is pending.
+/// The gate: the threads' slots and what is pending. On cache lines of its
+/// own: every uvfs call reads its word, and a static written often beside
+/// it would take the line away from every reader.
+#[repr(align(128))]
 pub(crate) struct Gate {
     /// Whether `membarrier`'s private expedited command is registered for
     /// this process: then the threads' side of the gate needs no fence.
@@ -127,7 +135,7 @@ pub(crate) struct Gate {
     /// and never again, so not part of any protocol: std's atomic even
     /// under loom (a model sets it before starting its threads).
     asymmetric: std::sync::atomic::AtomicBool,
-    /// Every slot ever handed out (leaked: a slot is two bytes, and slots
+    /// Every slot ever handed out (leaked: a slot is 128 bytes, and slots
     /// are reused). `fork`'s prepare handler holds its lock until the
     /// release handlers ([`Gate::before_fork`]): a thread taking or giving
     /// back a slot holds it outside uvfs, where the gate's flags do not

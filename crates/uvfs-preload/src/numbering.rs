@@ -22,7 +22,79 @@ pub(crate) trait Kernel {
     fn close_placeholder(&mut self, k: i32);
 }
 
-/// The cache and the mark.
+/// The most placeholders the cache holds (`UVFS_FD_CACHE` above it counts
+/// as this): the cache lives inline, beside its lock, so that taking the
+/// lock and reading the lowest cached number touch the same cache line.
+/// (A `Vec`'s buffer was a line of its own, which moved between CPUs on
+/// every open and close when threads of different CPUs used uvfs.)
+pub(crate) const CACHE_MAX: usize = 24;
+
+/// Cached numbers, highest first (the lowest is popped), inline; the
+/// count first (`repr(C)`), then the numbers, so a cache of a few numbers
+/// sits on the lock's cache line.
+#[repr(C)]
+pub(crate) struct Cache {
+    len: usize,
+    v: [i32; CACHE_MAX],
+}
+
+impl Cache {
+    const fn new() -> Cache {
+        Cache {
+            len: 0,
+            v: [0; CACHE_MAX],
+        }
+    }
+
+    /// The lowest number, removed.
+    fn pop(&mut self) -> Option<i32> {
+        let n = self.len.checked_sub(1)?;
+        self.len = n;
+        Some(self.v[n])
+    }
+
+    /// Inserts `k` where the order (highest first) puts it, if there is
+    /// room; whether it was inserted.
+    fn insert(&mut self, k: i32) -> bool {
+        if self.len == CACHE_MAX {
+            return false;
+        }
+        let i = self.partition_point(|&x| x > k);
+        self.v.copy_within(i..self.len, i + 1);
+        self.v[i] = k;
+        self.len += 1;
+        true
+    }
+
+    /// Removes `k`; whether it was there.
+    fn remove(&mut self, k: i32) -> bool {
+        let Some(i) = self.iter().position(|&x| x == k) else {
+            return false;
+        };
+        self.v.copy_within(i + 1..self.len, i);
+        self.len -= 1;
+        true
+    }
+
+    /// Empties the cache.
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+}
+
+impl std::ops::Deref for Cache {
+    type Target = [i32];
+    fn deref(&self) -> &[i32] {
+        &self.v[..self.len]
+    }
+}
+
+/// The cache and the mark. On cache lines of their own (128 bytes: the
+/// line and the one the hardware prefetches with it), the counters first
+/// and the lock with the lowest cached numbers right after them: threads'
+/// opens and closes write them under the lock, and statics laid out beside
+/// them (the prefix, read by every path call) moved with every write.
+#[repr(C, align(128))]
 pub(crate) struct Numbering {
     /// How many placeholders are cached: read without the lock by every
     /// kernel call that makes an fd (0: nothing to flush).
@@ -33,7 +105,7 @@ pub(crate) struct Numbering {
     hole: AtomicU64,
     /// Closed placeholders kept for reuse, highest first (the lowest is
     /// popped).
-    pool: SpinLock<Vec<i32>>,
+    pool: SpinLock<Cache>,
 }
 
 fn hole_of(h: u64) -> i32 {
@@ -45,7 +117,7 @@ impl Numbering {
         Numbering {
             cached: AtomicUsize::new(0),
             hole: AtomicU64::new(0),
-            pool: SpinLock::new(Vec::new()),
+            pool: SpinLock::new(Cache::new()),
         }
     }
 
@@ -109,7 +181,7 @@ impl Numbering {
             let h = self.hole.load(Ordering::Acquire);
             if let Some(&c) = pool.last() {
                 if c < hole_of(h) {
-                    pool.pop();
+                    let _ = pool.pop();
                     self.cached.store(pool.len(), Ordering::Release);
                     return Ok(c);
                 }
@@ -139,10 +211,9 @@ impl Numbering {
     ) {
         if max > 0 {
             let mut pool = self.pool.lock_unless(solo);
-            if pool.len() < max && k < self.hole() {
+            if pool.len() < max.min(CACHE_MAX) && k < self.hole() {
                 map.set(k, -1);
-                let i = pool.partition_point(|&x| x > k);
-                pool.insert(i, k);
+                pool.insert(k);
                 self.cached.store(pool.len(), Ordering::Release);
                 return;
             }
@@ -159,14 +230,11 @@ impl Numbering {
             return false;
         }
         let mut pool = self.pool.lock_unless(solo);
-        match pool.iter().position(|&x| x == k) {
-            Some(i) => {
-                pool.remove(i);
-                self.cached.store(pool.len(), Ordering::Release);
-                true
-            }
-            None => false,
+        let found = pool.remove(k);
+        if found {
+            self.cached.store(pool.len(), Ordering::Release);
         }
+        found
     }
 
     /// Closes every cached placeholder: the kernel then sees exactly the
@@ -178,14 +246,15 @@ impl Numbering {
     }
 
     /// Closes every placeholder of the (locked) cache.
-    fn flush_locked<K: Kernel>(&self, kern: &mut K, map: &FdMap, pool: &mut Vec<i32>) {
+    fn flush_locked<K: Kernel>(&self, kern: &mut K, map: &FdMap, pool: &mut Cache) {
         let Some(&lowest) = pool.last() else {
             return;
         };
-        for k in pool.drain(..) {
+        for &k in pool.iter() {
             map.set(k, 0);
             kern.close_placeholder(k);
         }
+        pool.clear();
         self.cached.store(0, Ordering::Release);
         self.hole_lower(lowest);
     }
@@ -206,8 +275,45 @@ impl Numbering {
 
 #[cfg(test)]
 mod tests {
-    use super::{Numbering, hole_of};
+    use super::{CACHE_MAX, Cache, Numbering, hole_of};
     use std::sync::atomic::Ordering;
+
+    #[test]
+    fn the_lock_and_the_first_numbers_share_a_line() {
+        assert_eq!(std::mem::size_of::<Numbering>(), 128);
+        assert_eq!(std::mem::align_of::<Numbering>(), 128);
+        let n = Numbering::new();
+        let base = std::ptr::from_ref(&n).addr();
+        let lock = std::ptr::from_ref(&n.pool).addr() - base;
+        // The lock's flag at 16, the count at 24, numbers from 32: eight
+        // of them on the first 64 bytes.
+        assert_eq!(lock, 16);
+        assert!(std::mem::offset_of!(Cache, v) + lock + 4 * 8 <= 64);
+    }
+
+    #[test]
+    fn cache_keeps_numbers_highest_first_and_stops_at_its_size() {
+        let mut c = Cache::new();
+        for k in [7, 3, 9, 5] {
+            assert!(c.insert(k));
+        }
+        assert_eq!(&*c, &[9, 7, 5, 3]);
+        assert!(!c.remove(4));
+        assert!(c.remove(7));
+        assert_eq!(&*c, &[9, 5, 3]);
+        assert_eq!(c.pop(), Some(3));
+        assert_eq!(c.pop(), Some(5));
+        assert_eq!(&*c, &[9]);
+        c.clear();
+        assert_eq!(c.pop(), None);
+        for k in 0..CACHE_MAX as i32 {
+            assert!(c.insert(k));
+        }
+        assert!(!c.insert(100));
+        assert_eq!(c.len(), CACHE_MAX);
+        assert_eq!(c.last(), Some(&0));
+        assert_eq!(c.first(), Some(&(CACHE_MAX as i32 - 1)));
+    }
 
     #[test]
     fn hole_mark_lowers_and_raises_only_from_a_fresh_reading() {

@@ -51,7 +51,8 @@
 //! - A new placeholder is `/dev/null` opened afresh: the kernel picks the
 //!   lowest free number.
 //! - A closed uvfs fd's placeholder is kept in a small *cache* (up to
-//!   `UVFS_FD_CACHE` entries, 16 by default; `0` turns the cache off) so an
+//!   `UVFS_FD_CACHE` entries, 16 by default and at most
+//!   `numbering::CACHE_MAX`, 24; `0` turns the cache off) so an
 //!   open/close loop on uvfs costs no syscall. A cached number is free as
 //!   far as the program knows ([`Fd::Stale`]: `EBADF`), but taken in the
 //!   kernel, so the cache must never make a number come out that Linux
@@ -224,7 +225,8 @@ fn locked<T>(m: &'static Mutex<T>) -> MutexGuard<'static, T> {
 }
 
 /// `UVFS_FD_CACHE`: how many placeholders the cache keeps (0: no cache,
-/// and no lock taken for placeholders).
+/// and no lock taken for placeholders; more than `numbering::CACHE_MAX`
+/// counts as that many).
 fn pool_max() -> usize {
     static MAX: OnceLock<usize> = OnceLock::new();
     *MAX.get_or_init(|| {

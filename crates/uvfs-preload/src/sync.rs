@@ -275,7 +275,9 @@ impl<T> Drop for ForkGuard<'_, T> {
 /// waiter spins briefly, then yields. Taken only inside the fork gate,
 /// so never held across a fork. Its owner may skip it while alone
 /// ([`lock_unless`](Self::lock_unless)): the fork gate's `SHARED` mark
-/// says when.
+/// says when. The flag comes first (`repr(C)`), so the data's first bytes
+/// share its cache line.
+#[repr(C)]
 pub(crate) struct SpinLock<T> {
     locked: AtomicBool,
     #[cfg(not(loom))]

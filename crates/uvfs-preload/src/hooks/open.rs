@@ -54,24 +54,24 @@ unsafe fn do_openat(
             |s, d, p| {
                 if fifo_open_may_block(s.p(), d, p, flags) {
                     let k = s.placeholder()?;
-                    Ok(Step::Sleep {
+                    Ok(Step::Sleep(Box::new(Sleeper {
                         k,
                         thread: s.p().new_thread(),
                         d,
                         path: p.to_vec(),
-                    })
+                    })))
                 } else {
                     match uvfs_open(s, d, p, flags, mode) {
                         // A lease break under way (the state's process does
                         // not wait): wait for it outside the state.
                         Err(Errno::EWOULDBLOCK) if flags & libc::O_NONBLOCK == 0 => {
                             let k = s.placeholder()?;
-                            Ok(Step::Sleep {
+                            Ok(Step::Sleep(Box::new(Sleeper {
                                 k,
                                 thread: s.p().new_thread(),
                                 d,
                                 path: p.to_vec(),
-                            })
+                            })))
                         }
                         r => r.map(Step::Done),
                     }
@@ -86,12 +86,13 @@ unsafe fn do_openat(
         // outside the state and the fork gate (the other end's open, the
         // holder's fcntl, by another thread, must get through), with the
         // fd number reserved meanwhile.
-        Step::Sleep {
-            k,
-            mut thread,
-            d,
-            path: upath,
-        } => restartable(-1, || {
+        Step::Sleep(sleeper) => restartable(-1, || {
+            let Sleeper {
+                k,
+                mut thread,
+                d,
+                path: upath,
+            } = *sleeper;
             // The tree's switch cancels the wait (`EINTR`): the other end
             // (or the lease's holder) is now the mount's.
             thread.set_lease_break_wait(true);
@@ -132,15 +133,23 @@ unsafe fn do_openat(
 }
 
 /// Where a uvfs open got to: done (an fd or -1), or a FIFO open that may
-/// wait for the other end, to finish outside the state.
+/// wait for the other end, to finish outside the state. The rare case is
+/// boxed so that a `Step` is two words: every open's result is copied
+/// through `path_call` and the guard's frame, and a `Step` holding a
+/// `Process` inline was copied as a block of 16-byte moves each time,
+/// reloading stores just made (a stall on every open in a profile of four
+/// threads opening).
 enum Step {
     Done(c_int),
-    Sleep {
-        k: c_int,
-        thread: uvfs::Process,
-        d: i32,
-        path: Vec<u8>,
-    },
+    Sleep(Box<Sleeper>),
+}
+
+/// A [`Step::Sleep`]'s open: the placeholder, a thread handle, the path.
+struct Sleeper {
+    k: c_int,
+    thread: uvfs::Process,
+    d: i32,
+    path: Vec<u8>,
 }
 
 /// Whether opening `p` with `flags` may wait: a blocking read-only or
