@@ -159,12 +159,20 @@ pub struct FastPaths {
     /// the write takes the VFS inode mutex first, as Linux's
     /// `inode_lock` in `shmem_file_write_iter`, then tmpfs's lock.
     pub write_one_lock: bool,
+    /// Issue 16 (Linux's `d_delete`): unlink of a name whose dentry the
+    /// unlinker alone holds turns the dentry negative in place, keeping it
+    /// hashed (and listed on its parent's child list), so the next create
+    /// of the name finds it and allocates no dentry; the unlink frees only
+    /// the inode. A dentry someone else holds (an open file) is unhashed
+    /// as off; off, every unlinked dentry is unhashed and dies at its last
+    /// put.
+    pub d_delete: bool,
 }
 
 /// Name, description and accessor of every switch, in a stable order.
 type Switch = (&'static str, &'static str, fn(&mut FastPaths) -> &mut bool);
 
-const SWITCHES: [Switch; 20] = [
+const SWITCHES: [Switch; 21] = [
     (
         "close_sync",
         "seed 000: close(2) releases the file synchronously",
@@ -263,6 +271,11 @@ const SWITCHES: [Switch; 20] = [
         "issue 16: a write that drops no set-ID bit takes tmpfs's inode lock, not the VFS mutex too",
         |f| &mut f.write_one_lock,
     ),
+    (
+        "d_delete",
+        "issue 16: unlink keeps the sole holder's dentry hashed, negative, for the next create",
+        |f| &mut f.d_delete,
+    ),
 ];
 
 /// The seed switches (the first six of [`SWITCHES`]): the ones
@@ -293,6 +306,7 @@ impl FastPaths {
             lockless_read: false,
             fd_close_lockless: false,
             write_one_lock: false,
+            d_delete: false,
         }
     }
 
@@ -320,6 +334,7 @@ impl FastPaths {
             lockless_read: true,
             fd_close_lockless: true,
             write_one_lock: true,
+            d_delete: true,
         }
     }
 
@@ -461,7 +476,7 @@ mod tests {
     #[test]
     fn display_round_trips_every_combination() {
         let all: Vec<_> = FastPaths::all_combinations().collect();
-        assert_eq!(all.len(), 92);
+        assert_eq!(all.len(), 94);
         assert!(all.contains(&FastPaths::seeds()));
         assert!(all.contains(&FastPaths::stock()));
         assert!(all.contains(&FastPaths::seeds().with("fd_single_user", false)));
@@ -479,7 +494,7 @@ mod tests {
         assert!(all.contains(&FastPaths::stock()));
         assert!(all.contains(&FastPaths::seeds()));
         let on = all.iter().filter(|f| f.path_cache).count();
-        assert!(on > 16 && on < 48, "{on}");
+        assert!(on > 16 && on < 50, "{on}");
         for (name, _) in FastPaths::switches().take(SEED_SWITCHES) {
             for side in [false, true] {
                 for pc in [false, true] {

@@ -138,6 +138,16 @@ pub(super) const ROWS: &[Row] = &[
         published: None,
         shape: None,
     },
+    Row {
+        seed: "016",
+        test: Test::Unlink1,
+        metric: Metric::Ops,
+        switch: "d_delete",
+        what: "unlink keeps the dentry, negative, for the next create",
+        evidence: "uvfs only",
+        published: None,
+        shape: None,
+    },
     // Not a kernel seed: uvfs's own fast path (issue 19), numbered after
     // its issue so the rows stay sorted; no published figure.
     Row {

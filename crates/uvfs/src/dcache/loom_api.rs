@@ -177,6 +177,33 @@ impl World {
         self.dc().d_drop(d);
     }
 
+    /// `d_delete` (`FastPaths::d_delete`): unlink's end for a name the
+    /// caller holds; `true` if `d` was made negative in place.
+    pub fn d_delete(&self, d: &DentryRef) -> bool {
+        self.dc().d_delete(d)
+    }
+
+    /// `d_delete` without the sole-holder check (for the model that shows
+    /// the check is needed: never correct).
+    pub fn d_delete_unchecked(&self, d: &DentryRef) -> bool {
+        self.dc().d_delete_checked(d, false)
+    }
+
+    /// Drops an inode reference made by [`inode`](Self::inode) and not
+    /// handed to a dentry.
+    pub fn put_inode(&self, inode: NewInode) {
+        // SAFETY: `inode` holds one reference of this cache, given up here.
+        drop(unsafe { self.caches.icache.from_raw(inode.0) });
+    }
+
+    /// The references held on inode `ino` (none if it is not cached).
+    pub fn inode_refs(&self, ino: Ino) -> usize {
+        self.caches
+            .icache
+            .ilookup(self.sb.id, ino)
+            .map_or(0, |r| r.count() - 1)
+    }
+
     /// `d_move`: renames `d` to `name` in `parent`. The caller is the
     /// only thread changing either directory (the VFS holds their
     /// `dir_lock`s).

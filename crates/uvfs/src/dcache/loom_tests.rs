@@ -49,7 +49,7 @@ use loom::thread;
 use std::sync::Arc;
 
 /// The state words of a dentry the model made.
-fn state(w: &World, a: usize) -> State {
+pub(super) fn state(w: &World, a: usize) -> State {
     // SAFETY: every address the models pass is one of `w`'s dentries, and
     // under loom no dentry is ever freed.
     unsafe { w.state(a) }
@@ -59,7 +59,7 @@ fn state(w: &World, a: usize) -> State {
 /// as parents become unused) and checks that only `left` dentries stay
 /// alive: the ones the model still references (and their ancestors). A
 /// dentry left unused but hashed off the LRU would survive and fail this.
-fn settle(w: &World, known: &[usize], left: usize) {
+pub(super) fn settle(w: &World, known: &[usize], left: usize) {
     if let Err(e) = w.check(known) {
         panic!("after the threads: {e}");
     }
@@ -78,7 +78,7 @@ fn settle(w: &World, known: &[usize], left: usize) {
 /// execution. With the writer first, each reader load that sees a writer's
 /// store makes loom backtrack to run the reader before that store, which
 /// covers the reader before, inside and after the writer's operations.
-fn reader_yields(yields: bool) {
+pub(super) fn reader_yields(yields: bool) {
     if yields {
         thread::yield_now();
     }

@@ -26,10 +26,12 @@
 //! So nothing cached keeps a removed directory, or its ancestors, alive.
 //!
 //! Only negative dentries need the list: a positive one leaves the hash
-//! with its name (unlink, rmdir, a rename's victim or move), so a removed
-//! directory, being empty, can only have negative children cached. (A
-//! dentry made negative and then instantiated stays listed until it dies or
-//! moves.) A dentry made by a lookup that found its name
+//! with its name (unlink, rmdir, a rename's victim or move), or, when
+//! unlink's caller holds it alone (`d_delete`, [`FastPaths::d_delete`](
+//! crate::FastPaths::d_delete)), turns negative in place and joins the
+//! list first; so a removed directory, being empty, can only have
+//! negative children cached. (A dentry made negative and then
+//! instantiated stays listed until it dies or moves.) A dentry made by a lookup that found its name
 //! (`DentryCache::d_alloc_positive`) or moved by a rename is not listed,
 //! so the miss path of a walk over a tree larger than the cache (seed 002's
 //! fstree: a positive dentry made, another evicted, per stat) takes no
@@ -48,10 +50,11 @@
 //!
 //! `DentryCache::lookup_rcu` searches a chain with no lock and no
 //! reference, and returns the child with a snapshot of its sequence count
-//! (`d_seq`). Every change a walker must not miss — instantiation, unhashing,
-//! a rename's move — happens inside a write section of that count (odd while
-//! in progress), so a walker that re-reads an unchanged, even count knows the
-//! name, parent and inode it read belong together. A miss in a lockless
+//! (`d_seq`). Every change a walker must not miss — instantiation,
+//! unhashing, a rename's move, unlink's turn to negative (`d_delete`) —
+//! happens inside a write section of that count (odd while in progress),
+//! so a walker that re-reads an unchanged, even count knows the name,
+//! parent and inode it read belong together. A miss in a lockless
 //! search is never trusted: the caller falls back to the locked walk, which
 //! searches under the bucket lock.
 //!
@@ -223,8 +226,9 @@ const NO_SLOT: u32 = u32::MAX;
 /// negative dentry is listed in its parent's `Children`; a dead list gains
 /// no member. Whether a dentry is listed at all (`slot != NO_SLOT`)
 /// changes only by operations on that dentry by a holder of it (`d_alloc`,
-/// `d_move`, `kill`), never by another dentry's listing or unlisting (which
-/// only renumbers `slot`): so the holder may test it without the lock.
+/// `d_delete`, `d_move`, `kill`), never by another dentry's listing or
+/// unlisting (which only renumbers `slot`): so the holder may test it
+/// without the lock.
 struct Children {
     kids: Mutex<Kids>,
 }
@@ -898,6 +902,10 @@ pub(crate) fn set_mounted(mountpoint: &DentryRef, root: Option<&DentryRef>) {
 /// The dentry cache's operations as the loom models drive them.
 #[cfg(all(test, loom))]
 pub(crate) mod loom_api;
+/// Loom models of `d_delete` (a dentry made negative in place) against
+/// lockless and locked lookups.
+#[cfg(all(test, loom))]
+mod loom_ddelete;
 /// Loom models of the cache's lockless protocols.
 #[cfg(all(test, loom))]
 mod loom_tests;

@@ -265,6 +265,14 @@ impl DentryCache {
         let dr = unsafe { d.as_ref() };
         let b = self.bucket(dr.hash.load(Ordering::Relaxed));
         let _g = self.bucket_lock(b);
+        self.unhash_locked(b, d);
+    }
+
+    /// [`unhash`](Self::unhash) with bucket `b`'s lock held (`b` is the
+    /// dentry's bucket).
+    fn unhash_locked(&self, b: usize, d: NonNull<Dentry>) {
+        // SAFETY: the caller holds a reference or owns the dead dentry.
+        let dr = unsafe { d.as_ref() };
         if dr.flags.load(Ordering::Relaxed) & HASHED == 0 {
             return;
         }
@@ -293,6 +301,105 @@ impl DentryCache {
     /// at its last put.
     pub(crate) fn d_drop(&self, d: &DentryRef) {
         self.unhash(d.0);
+    }
+
+    /// `d_delete` (`FastPaths::d_delete`): after the file system removed
+    /// the name of `d`, a non-directory the caller holds under its
+    /// parent's `dir_lock`, makes `d` negative in place, still hashed and
+    /// now on its parent's child list, when the caller's reference is the
+    /// only one (Linux's `dentry_unlink_inode`): the next create of the
+    /// name finds it, and the inode reference `d` held is dropped here.
+    /// Otherwise (an open file, a walker that took a reference) unhashes
+    /// it as [`d_drop`](Self::d_drop) does, and the holders keep the
+    /// positive, unhashed dentry. Returns whether `d` was made negative.
+    ///
+    /// The protocol (see docs/metadata-ops.md, "d_delete"): under the
+    /// bucket lock (which the locked search takes before its reference),
+    /// the write section opens first, then one compare-and-swap on the
+    /// count word proves the caller's reference is the only one and puts
+    /// the section's start before every later reference in the word's
+    /// order: a `legitimize` whose increment follows the swap reads the
+    /// opened section and fails its count check; one whose increment comes
+    /// before it makes the swap fail, and the dentry is dropped instead.
+    pub(crate) fn d_delete(&self, d: &DentryRef) -> bool {
+        self.d_delete_checked(d, true)
+    }
+
+    /// [`d_delete`](Self::d_delete), with the sole-holder check made only
+    /// if `check` (`false` only in the loom model that shows the check is
+    /// needed).
+    pub(super) fn d_delete_checked(&self, d: &DentryRef, check: bool) -> bool {
+        let dr: &Dentry = d;
+        debug_assert!(!d.is_negative(), "d_delete of a negative dentry");
+        let Some(parent) = NonNull::new(dr.parent_ptr()) else {
+            self.unhash(d.0);
+            return false;
+        };
+        // Another holder now (an open file): no flip, no listing.
+        if check && dr.count.load(Ordering::Relaxed) & REFS != 1 {
+            self.unhash(d.0);
+            return false;
+        }
+        // Every hashed negative dentry is on its parent's list: listed
+        // first (lock order: the list, then the bucket). A listed positive
+        // dentry is allowed, should the flip fail below. Listed or not is
+        // ours to test: we hold `d` and its parent's `dir_lock`.
+        if dr.slot.load(Ordering::Relaxed) == NO_SLOT {
+            // SAFETY: `d` holds a reference on its parent.
+            let mut kids = lock(&unsafe { parent.as_ref() }.children().kids);
+            if !kids.push(d.0) {
+                drop(kids);
+                self.unhash(d.0);
+                return false;
+            }
+        }
+        let b = self.bucket(dr.hash.load(Ordering::Relaxed));
+        let g = self.bucket_lock(b);
+        if dr.flags.load(Ordering::Relaxed) & HASHED == 0 {
+            return false;
+        }
+        dr.write_begin();
+        let mut c = dr.count.load(Ordering::Relaxed);
+        let sole = loop {
+            if check && c & (REFS | DEAD) != 1 {
+                break false;
+            }
+            // Release: a reference taken after this (its acquire reads
+            // this value or a later one) sees the section open. Acquire:
+            // we see what earlier holders did.
+            match dr
+                .count
+                .compare_exchange(c, c, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) => break true,
+                Err(seen) => c = seen,
+            }
+        };
+        if !sole {
+            dr.write_end();
+            self.unhash_locked(b, d.0);
+            return false;
+        }
+        dr.ino.store(0, Ordering::Relaxed);
+        dr.mode.store(0, Ordering::Relaxed);
+        dr.uid.store(0, Ordering::Relaxed);
+        dr.gid.store(0, Ordering::Relaxed);
+        // The inode's marks go with it: a negative dentry has none.
+        dr.flags
+            .fetch_and(!(NOLINK | DEADDIR | COMPLETE), Ordering::Relaxed);
+        let inode = dr.inode.swap(ptr::null_mut(), Ordering::AcqRel);
+        dr.write_end();
+        drop(g);
+        // The answer a path-cache entry gave for the name changed (its
+        // count check would catch it too; the generation says it for every
+        // reader that trusts entries by generation alone).
+        self.ns_changed();
+        if let Some(i) = NonNull::new(inode) {
+            // SAFETY: the dentry held this reference, taken from this
+            // cache; the swap above took it out, so it is dropped once.
+            drop(unsafe { dr.sb.caches.icache.from_raw(i) });
+        }
+        true
     }
 
     /// Makes a negative dentry positive (`d_instantiate`), handing over one

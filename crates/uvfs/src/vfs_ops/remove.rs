@@ -58,7 +58,13 @@ impl VfsOps<'_> {
         mark_changed(dir);
         mark_changed(d);
         let dc = &self.vfs.caches().dcache;
-        dc.d_drop(d);
+        if !rmdir && self.vfs.fastpaths().d_delete {
+            // `d_delete`: the name's dentry stays hashed, negative, when
+            // the caller holds the only reference; dropped otherwise.
+            dc.d_delete(d);
+        } else {
+            dc.d_drop(d);
+        }
         if rmdir {
             // `shrink_dcache_parent`: the removed directory's cached
             // (negative) children go now, not when the LRU reaches them.
