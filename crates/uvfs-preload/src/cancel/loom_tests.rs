@@ -107,18 +107,33 @@ fn fifo_call<const CHUNK: usize>(t: &Table<CHUNK>, moved: &AtomicBool) -> bool {
     cancelled
 }
 
-/// The switch, holding the gate: cancels the waits, then waits until no
-/// FIFO call is left on the private uvfs, then moves the FIFOs.
-fn switch<const CHUNK: usize>(t: &Table<CHUNK>, moved: &AtomicBool) {
-    t.cancel_all(|p| {
-        // SAFETY: a reference the table held, swapped out by the switch.
-        let ev = unsafe { Arc::from_raw(p) };
-        ev.0.notify();
-    });
+/// Wakes the wait whose event the switch took out of its slot, and drops
+/// the table's reference to it.
+///
+/// # Safety
+/// `p` is a reference the table held (made by `Arc::into_raw` in
+/// `fifo_call`), swapped out of its slot by the caller, so owned by it.
+unsafe fn wake(p: *mut Ev) {
+    // SAFETY: the caller owns this reference (above).
+    let ev = unsafe { Arc::from_raw(p) };
+    ev.0.notify();
+}
+
+/// The switch's last steps: waits until no FIFO call is left on the
+/// private uvfs, then moves the FIFOs.
+fn move_when_no_call_is_left<const CHUNK: usize>(t: &Table<CHUNK>, moved: &AtomicBool) {
     while t.fifo_busy() {
         thread::yield_now();
     }
     moved.store(true, SeqCst);
+}
+
+/// The switch, holding the gate: cancels the waits, then waits until no
+/// FIFO call is left on the private uvfs, then moves the FIFOs.
+fn switch<const CHUNK: usize>(t: &Table<CHUNK>, moved: &AtomicBool) {
+    // SAFETY: `cancel_all` hands over each event it swapped out.
+    t.cancel_all(|p| unsafe { wake(p) });
+    move_when_no_call_is_left(t, moved);
 }
 
 /// Every interleaving, to `preemptions`, of one FIFO call (counted in
@@ -195,16 +210,12 @@ fn switch_scan_first(t: &Table<1>, moved: &AtomicBool) {
     for s in (0..2).filter_map(|c| t.chunk(c, false)).flatten() {
         let p = s.swap(std::ptr::null_mut(), SeqCst);
         if !p.is_null() {
-            // SAFETY: as in `switch`.
-            let ev = unsafe { Arc::from_raw(p) };
-            ev.0.notify();
+            // SAFETY: swapped out of its slot here.
+            unsafe { wake(p) };
         }
     }
     t.switching.store(true, SeqCst);
-    while t.fifo_busy() {
-        thread::yield_now();
-    }
-    moved.store(true, SeqCst);
+    move_when_no_call_is_left(t, moved);
 }
 
 /// The must-fail twin: a wait that registers after the scan and reads the
