@@ -400,9 +400,9 @@ fn reproduce_quick_writes_its_report() {
     // open_count_lazy row, two lockless_attrs rows (stat1, read1) and its
     // lockless_read row (read1), its two fd_close_lockless rows (two
     // threads), and issue 16's path-cache, tmpfs-borrow, stat-noref,
-    // rcu-parent, stat-noref-walk, write-one-lock (write1) and d-delete
-    // (unlink1) rows.
-    assert_eq!(seeds.len(), 29);
+    // rcu-parent, stat-noref-walk, write-one-lock (write1), d-delete
+    // (unlink1) and light-overwrite (write1) rows.
+    assert_eq!(seeds.len(), 30);
     for s in seeds {
         assert!(s["error"].is_null(), "{s}");
         assert!(s["a_ops_per_sec"].as_f64().unwrap() > 0.0, "{s}");

@@ -145,7 +145,12 @@ impl VfsBuilder {
         let opts = self.root;
         let (borrow, lockless) = (self.fast.tmpfs_borrow, self.fast.lockless_attrs);
         let read = self.fast.lockless_read;
-        Vfs::with_root(self, Tmpfs::with_switches(opts, borrow, lockless, read))
+        // Light overwrites run inside the one-lock write.
+        let light = self.fast.light_overwrite && self.fast.write_one_lock;
+        Vfs::with_root(
+            self,
+            Tmpfs::with_switches(opts, borrow, lockless, read, light),
+        )
     }
 
     /// Builds the VFS with `fs` as its root file system.

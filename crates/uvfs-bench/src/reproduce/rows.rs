@@ -148,6 +148,16 @@ pub(super) const ROWS: &[Row] = &[
         published: None,
         shape: None,
     },
+    Row {
+        seed: "016",
+        test: Test::Write1,
+        metric: Metric::Ops,
+        switch: "light_overwrite",
+        what: "overwrite that stamps nothing: a claim, no lock",
+        evidence: "uvfs only",
+        published: None,
+        shape: None,
+    },
     // Not a kernel seed: uvfs's own fast path (issue 19), numbered after
     // its issue so the rows stay sorted; no published figure.
     Row {

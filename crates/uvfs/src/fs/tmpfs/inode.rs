@@ -233,6 +233,7 @@ impl Inode {
         init: &Init,
         st: State,
         lockless: bool,
+        light: bool,
     ) -> (Attr, Inode) {
         let word = if init.mode & S_IFMT == S_IFREG {
             TypeWord {
@@ -249,6 +250,9 @@ impl Inode {
             st: UnmodelledRwLock::new(st),
             attrs: AttrCell::new(lockless, None),
         };
+        if light {
+            i.attrs.make_light();
+        }
         let st = i.st.get_mut().unwrap_or_else(|e| e.into_inner());
         let mut w = Writer {
             c: &i.attrs,
@@ -632,6 +636,9 @@ impl<S: std::ops::DerefMut<Target = State>> Drop for Writer<'_, S> {
         }
         if self.open {
             self.c.end();
+        } else {
+            // `FastPaths::light_overwrite`: the claim `wr` took.
+            self.c.unclaim();
         }
     }
 }
@@ -683,9 +690,13 @@ pub(super) type WrGuard<'a> = Writer<'a, UnmodelledRwLockWriteGuard<'a, State>>;
 
 /// Write-locks an inode (a poisoned lock is taken as it is).
 pub(super) fn wr(i: &Inode) -> WrGuard<'_> {
+    let st = i.st.write().unwrap_or_else(|e| e.into_inner());
+    // `FastPaths::light_overwrite`: no light writer runs while this guard
+    // lives (let go by its drop).
+    i.attrs.claim();
     Writer {
         c: &i.attrs,
-        st: i.st.write().unwrap_or_else(|e| e.into_inner()),
+        st,
         open: false,
     }
 }
@@ -693,6 +704,8 @@ pub(super) fn wr(i: &Inode) -> WrGuard<'_> {
 /// Write-locks an inode if no one holds its lock.
 pub(super) fn try_wr(i: &Inode) -> Option<WrGuard<'_>> {
     let st = i.st.try_write().ok()?;
+    // As `wr`: a light writer holds the claim for one short copy only.
+    i.attrs.claim();
     Some(Writer {
         c: &i.attrs,
         st,

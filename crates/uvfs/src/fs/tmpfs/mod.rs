@@ -245,6 +245,10 @@ pub struct Tmpfs {
     /// lockless index too ([`pageindex`]), and reads copy from it without
     /// the inode's lock (see `io.rs`).
     lockless_read: bool,
+    /// `FastPaths::light_overwrite`: an overwrite inside the size that
+    /// stamps nothing goes without the inode's lock, under its attribute
+    /// cell's claim (see `io.rs`).
+    light_overwrite: bool,
 }
 
 /// The size of one tmpfs inode as allocated (behind its `Arc`), pages and
@@ -275,7 +279,8 @@ impl Tmpfs {
     }
 
     /// Mounts a fresh tmpfs, with `FastPaths::tmpfs_borrow`,
-    /// `FastPaths::lockless_attrs` and `FastPaths::lockless_read` as given
+    /// `FastPaths::lockless_attrs`, `FastPaths::lockless_read` and
+    /// `FastPaths::light_overwrite` as given
     /// (the root file system a `VfsBuilder` makes; [`new`](Tmpfs::new)
     /// turns all on). Lockless reads need the published attributes.
     pub(crate) fn with_switches(
@@ -283,8 +288,9 @@ impl Tmpfs {
         borrow: bool,
         lockless: bool,
         read: bool,
+        light: bool,
     ) -> Arc<Tmpfs> {
-        let mut fs = Tmpfs::build_with(opts, lockless);
+        let mut fs = Tmpfs::build_with(opts, lockless, light && read && lockless);
         fs.borrow = borrow;
         fs.lockless_read = read && lockless;
         Arc::new(fs)
@@ -292,11 +298,13 @@ impl Tmpfs {
 
     /// The file system with its root directory, not yet shared.
     fn build(opts: TmpfsOptions) -> Tmpfs {
-        Tmpfs::build_with(opts, true)
+        Tmpfs::build_with(opts, true, true)
     }
 
-    /// [`build`](Tmpfs::build) with `FastPaths::lockless_attrs` as given.
-    fn build_with(opts: TmpfsOptions, lockless: bool) -> Tmpfs {
+    /// [`build`](Tmpfs::build) with `FastPaths::lockless_attrs` and
+    /// `FastPaths::light_overwrite` as given (`light` only with
+    /// `lockless_read` and `lockless_attrs` on).
+    fn build_with(opts: TmpfsOptions, lockless: bool, light: bool) -> Tmpfs {
         let max_pages = opts
             .size_bytes
             .filter(|&b| b > 0)
@@ -319,6 +327,7 @@ impl Tmpfs {
             borrow: true,
             lockless,
             lockless_read: lockless,
+            light_overwrite: light,
         };
         let now = super::timekeeping::coarse_mg();
         let init = Init {
@@ -453,7 +462,7 @@ impl Tmpfs {
         xattrs: Option<Box<inode::XattrSet>>,
     ) -> (Attr, Arc<Inode>) {
         st.xattrs = xattrs;
-        let (attr, inode) = Inode::new(ino, parent, init, st, self.lockless);
+        let (attr, inode) = Inode::new(ino, parent, init, st, self.lockless, self.light_overwrite);
         let inode = Arc::new(inode);
         self.shard(ino)
             .write()

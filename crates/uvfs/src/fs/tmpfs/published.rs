@@ -47,6 +47,9 @@ const OFF: u32 = 1 << 29;
 /// Set in the mode word when the times are kept outside the cell (one of
 /// them does not fit its packed word): with [`NONE`].
 const FAR: u32 = 1 << 30;
+/// Set in the mode word of a cell whose count is also the writers' claim
+/// (`FastPaths::light_overwrite`, see [`AttrCell::claim`]); never changes.
+const LIGHT: u32 = 1 << 28;
 /// Where the ACL flags sit in the mode word (the mode takes 16 bits).
 const ACL_SHIFT: u32 = 16;
 /// How many times a reader retries a snapshot a writer keeps changing
@@ -192,6 +195,128 @@ macro_rules! attr_cell {
                 }
             }
 
+            /// `FastPaths::light_overwrite`: whether this cell's count is
+            /// also the writers' claim (set at creation, never changed).
+            #[inline]
+            pub(crate) fn is_light(&self) -> bool {
+                self.mode.load(Ordering::Relaxed) & LIGHT != 0
+            }
+
+            /// Makes the count the writers' claim ([`is_light`](Self::is_light)),
+            /// for a cell not yet shared and on.
+            pub(crate) fn make_light(&self) {
+                let m = self.mode.load(Ordering::Relaxed);
+                if m & OFF == 0 {
+                    self.mode.store(m | LIGHT, Ordering::Relaxed);
+                }
+            }
+
+            /// A writer under the inode's write lock claims a light cell for
+            /// as long as it holds the lock: the count made odd by a
+            /// compare-and-swap from even, waiting while a light writer
+            /// ([`try_claim`](Self::try_claim)) holds it, which takes no lock
+            /// and holds it for one short copy. So a light writer runs wholly
+            /// before or wholly after every locked writer. The acquire pairs
+            /// with the last holder's release; the fence orders the odd count
+            /// before this writer's stores, as [`begin`](Self::begin)'s does.
+            /// Nothing for a cell that is not light.
+            #[inline]
+            pub(crate) fn claim(&self) {
+                if !self.is_light() {
+                    return;
+                }
+                let mut spins = 0u32;
+                loop {
+                    let s = self.seq.load(Ordering::Relaxed);
+                    if s & 1 == 0
+                        && self
+                            .seq
+                            .compare_exchange_weak(
+                                s,
+                                s.wrapping_add(1),
+                                Ordering::Acquire,
+                                Ordering::Relaxed,
+                            )
+                            .is_ok()
+                    {
+                        fence(Ordering::Release);
+                        return;
+                    }
+                    crate::primitive::hint::spin_loop();
+                    spins = spins.wrapping_add(1);
+                    // A light writer preempted while it holds the count.
+                    #[cfg(not(any(loom, shuttle)))]
+                    if spins % 64 == 0 {
+                        std::thread::yield_now();
+                    }
+                }
+            }
+
+            /// Lets a claim go when the writer changed nothing (it never
+            /// opened a section): the count back to the even value it had,
+            /// since no word changed (a reader that saw that value before
+            /// keeps what it read). Nothing if not claimed.
+            #[inline]
+            pub(crate) fn unclaim(&self) {
+                if self.is_light() {
+                    let s = self.seq.load(Ordering::Relaxed);
+                    if s & 1 != 0 {
+                        self.seq.store(s.wrapping_sub(1), Ordering::Release);
+                    }
+                }
+            }
+
+            /// A light writer's claim (no lock held): the count made odd if
+            /// it is even; `Some(even value)` to hand to
+            /// [`release`](Self::release), `None` if a writer holds the cell
+            /// (the caller then takes the lock). While it holds the claim no
+            /// locked writer holds the inode's state, so the words, the page
+            /// index and the pages stay as they are; it may write page bytes
+            /// (through `racy`) but no word of the cell.
+            #[inline]
+            pub(crate) fn try_claim(&self) -> Option<u32> {
+                let s = self.seq.load(Ordering::Relaxed);
+                (s & 1 == 0
+                    && self
+                        .seq
+                        .compare_exchange(
+                            s,
+                            s.wrapping_add(1),
+                            Ordering::Acquire,
+                            Ordering::Relaxed,
+                        )
+                        .is_ok())
+                .then_some(s)
+            }
+
+            /// Under a light writer's claim ([`try_claim`](Self::try_claim)):
+            /// whether an overwrite ending at `end` may go on without the
+            /// inode's lock: the cell is published and its times are in it, the
+            /// file is regular with no set-ID bit (nothing for the write to
+            /// drop), `end` is within the size (the size stays), the ctime was
+            /// not queried since it was set, and mtime and ctime both equal
+            /// `now` (the coarse clock, packed): what `file_update_time` leaves
+            /// as it is.
+            #[inline]
+            pub(crate) fn quiet_overwrite(&self, end: u64, now: u64) -> bool {
+                let m = self.mode.load(Ordering::Relaxed);
+                m & (NONE | FAR) == 0
+                    && m & crate::fs::S_IFMT == crate::fs::S_IFREG
+                    && m & (crate::fs::S_ISUID | crate::fs::S_ISGID) == 0
+                    && end <= self.size.load(Ordering::Relaxed)
+                    && !self.queried()
+                    && self.times[1].load(Ordering::Relaxed) == now
+                    && self.times[2].load(Ordering::Relaxed) == now
+            }
+
+            /// Ends a light writer's claim: the count back to `s`, its even
+            /// value before ([`try_claim`](Self::try_claim)'s), with release:
+            /// the next claimer sees the bytes written under this one.
+            #[inline]
+            pub(crate) fn release(&self, s: u32) {
+                self.seq.store(s, Ordering::Release);
+            }
+
             /// Opens a writer's section: the count made odd, ordered before
             /// every store that follows. Only one writer at a time: the caller
             /// holds the inode's write lock (or the cell is not shared yet).
@@ -200,6 +325,11 @@ macro_rules! attr_cell {
             pub(crate) fn begin(&self) {
                 if self.is_on() {
                     let s = self.seq.load(Ordering::Relaxed);
+                    if s & 1 != 0 {
+                        // Claimed ([`claim`](Self::claim)): already odd, and
+                        // the claim's fence orders it before what follows.
+                        return;
+                    }
                     self.seq.store(s.wrapping_add(1), Ordering::Relaxed);
                     // A reader whose loads see any store of this section sees
                     // the odd count after its acquire fence.
@@ -244,7 +374,7 @@ macro_rules! attr_cell {
 
             /// Stores `w` (`None`: nothing published), in a section.
             fn store(&self, w: Option<Words>) {
-                let off = self.mode.load(Ordering::Relaxed) & OFF;
+                let off = self.mode.load(Ordering::Relaxed) & (OFF | LIGHT);
                 let Some(w) = w else {
                     self.mode.store(NONE | off, Ordering::Relaxed);
                     return;
@@ -325,7 +455,7 @@ macro_rules! attr_cell {
             /// Sets the mode and the ACL flags (in a section).
             #[inline]
             pub(crate) fn set_mode_acl(&self, mode: u32, acl: u8) {
-                let flags = self.mode.load(Ordering::Relaxed) & (NONE | FAR | OFF);
+                let flags = self.mode.load(Ordering::Relaxed) & (NONE | FAR | OFF | LIGHT);
                 self.mode.store(
                     flags | (mode & 0xffff) | (u32::from(acl) << ACL_SHIFT),
                     Ordering::Relaxed,
@@ -438,7 +568,7 @@ macro_rules! attr_cell {
 
 /// The cell tmpfs uses: std's atomics in every build.
 mod unmodelled {
-    use super::{ACL_SHIFT, FAR, NONE, OFF, Snapshot, TRIES, Words, unpack};
+    use super::{ACL_SHIFT, FAR, LIGHT, NONE, OFF, Snapshot, TRIES, Words, unpack};
     use crate::fs::Timespec;
     use std::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering, fence};
     attr_cell!();
@@ -449,7 +579,7 @@ mod unmodelled {
 #[cfg(all(test, loom))]
 #[allow(dead_code)]
 mod modelled {
-    use super::{ACL_SHIFT, FAR, NONE, OFF, Snapshot, TRIES, Words, unpack};
+    use super::{ACL_SHIFT, FAR, LIGHT, NONE, OFF, Snapshot, TRIES, Words, unpack};
     use crate::fs::Timespec;
     use loom::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering, fence};
     attr_cell!();
