@@ -586,7 +586,7 @@ impl Process {
                         cur.checked_add(off).ok_or(Errno::EINVAL)?
                     }
                     SEEK_END => {
-                        let size = d.sb().fs.getattr(d.ino())?.size as i64;
+                        let size = d.sb().fs.getattr_node(d.node())?.size as i64;
                         size.checked_add(off).ok_or(Errno::EINVAL)?
                     }
                     SEEK_DATA | SEEK_HOLE => {
