@@ -667,6 +667,16 @@ pub trait FileSystem: Send + Sync + 'static {
         }
     }
 
+    /// [`fallocate`](Self::fallocate) of `n`.
+    fn fallocate_node(&self, n: Node<'_>, mode: u32, off: u64, len: u64) -> Result<(), Errno> {
+        self.fallocate(n.ino, mode, off, len)
+    }
+
+    /// [`seek_data_hole`](Self::seek_data_hole) of `n`.
+    fn seek_data_hole_node(&self, n: Node<'_>, off: u64, whence: Seek) -> Result<u64, Errno> {
+        self.seek_data_hole(n.ino, off, whence)
+    }
+
     /// [`readlink`](Self::readlink) of `n`.
     fn readlink_node(&self, n: Node<'_>) -> Result<Vec<u8>, Errno> {
         self.readlink(n.ino)

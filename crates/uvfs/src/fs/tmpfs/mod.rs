@@ -864,11 +864,19 @@ impl FileSystem for Tmpfs {
     }
 
     fn fallocate(&self, ino: Ino, mode: u32, off: u64, len: u64) -> Result<(), Errno> {
-        self.fallocate_pages(ino, mode, off, len)
+        self.fallocate_pages(ino.into(), mode, off, len)
+    }
+
+    fn fallocate_node(&self, n: Node<'_>, mode: u32, off: u64, len: u64) -> Result<(), Errno> {
+        self.fallocate_pages(n, mode, off, len)
     }
 
     fn seek_data_hole(&self, ino: Ino, off: u64, whence: Seek) -> Result<u64, Errno> {
-        self.seek_pages(ino, off, whence)
+        self.seek_pages(ino.into(), off, whence)
+    }
+
+    fn seek_data_hole_node(&self, n: Node<'_>, off: u64, whence: Seek) -> Result<u64, Errno> {
+        self.seek_pages(n, off, whence)
     }
 
     fn readdir(
