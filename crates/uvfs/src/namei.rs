@@ -610,7 +610,7 @@ impl<'a> Nd<'a> {
         if trailing {
             self.may_follow_link(&w.cur, link)?;
         }
-        let target = link.sb().fs.readlink(link.ino())?;
+        let target = link.sb().fs.readlink_node(link.node())?;
         // Following a link is an access to it (`pick_link`).
         touch_atime(self.vfs, link);
         if target.is_empty() {

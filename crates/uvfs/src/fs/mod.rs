@@ -608,6 +608,127 @@ pub trait FileSystem: Send + Sync + 'static {
         self.lookup(dir.ino, name).map(|a| (a, None))
     }
 
+    /// [`mknod`](Self::mknod) in `dir`, with the new inode's object.
+    fn mknod_node(
+        &self,
+        dir: Node<'_>,
+        name: &[u8],
+        new: NewInode,
+        rdev: u64,
+    ) -> Result<Found, Errno> {
+        self.mknod(dir.ino, name, new, rdev).map(|a| (a, None))
+    }
+
+    /// [`mkdir`](Self::mkdir) in `dir`, with the new inode's object.
+    fn mkdir_node(&self, dir: Node<'_>, name: &[u8], new: NewInode) -> Result<Found, Errno> {
+        self.mkdir(dir.ino, name, new).map(|a| (a, None))
+    }
+
+    /// [`symlink`](Self::symlink) in `dir`, with the new inode's object.
+    fn symlink_node(
+        &self,
+        dir: Node<'_>,
+        name: &[u8],
+        target: &[u8],
+        new: NewInode,
+    ) -> Result<Found, Errno> {
+        self.symlink(dir.ino, name, target, new).map(|a| (a, None))
+    }
+
+    /// [`tmpfile`](Self::tmpfile) in `dir`, with the new inode's object.
+    fn tmpfile_node(&self, dir: Node<'_>, new: NewInode) -> Result<Found, Errno> {
+        self.tmpfile(dir.ino, new).map(|a| (a, None))
+    }
+
+    /// [`link`](Self::link) of `n` into `dir`.
+    fn link_node(&self, n: Node<'_>, dir: Node<'_>, name: &[u8]) -> Result<Attr, Errno> {
+        self.link(n.ino, dir.ino, name)
+    }
+
+    /// [`rename`](Self::rename) of `oname` in `odir` to `nname` in
+    /// `ndir`, or with `whiteout` (`RENAME_WHITEOUT` in `flags`, and only
+    /// then) [`rename_whiteout`](Self::rename_whiteout), whose new inode
+    /// is returned with its object.
+    fn rename_node(
+        &self,
+        odir: Node<'_>,
+        oname: &[u8],
+        ndir: Node<'_>,
+        nname: &[u8],
+        flags: u32,
+        whiteout: Option<NewInode>,
+    ) -> Result<Option<Found>, Errno> {
+        let (od, nd) = (odir.ino, ndir.ino);
+        match whiteout {
+            Some(wo) => self
+                .rename_whiteout(od, oname, nd, nname, flags, wo)
+                .map(|a| Some((a, None))),
+            None => self.rename(od, oname, nd, nname, flags).map(|()| None),
+        }
+    }
+
+    /// [`fallocate`](Self::fallocate) of `n`.
+    fn fallocate_node(&self, n: Node<'_>, mode: u32, off: u64, len: u64) -> Result<(), Errno> {
+        self.fallocate(n.ino, mode, off, len)
+    }
+
+    /// [`seek_data_hole`](Self::seek_data_hole) of `n`.
+    fn seek_data_hole_node(&self, n: Node<'_>, off: u64, whence: Seek) -> Result<u64, Errno> {
+        self.seek_data_hole(n.ino, off, whence)
+    }
+
+    /// [`readlink`](Self::readlink) of `n`.
+    fn readlink_node(&self, n: Node<'_>) -> Result<Vec<u8>, Errno> {
+        self.readlink(n.ino)
+    }
+
+    /// [`get_seals`](Self::get_seals) of `n`.
+    fn get_seals_node(&self, n: Node<'_>) -> Result<u32, Errno> {
+        self.get_seals(n.ino)
+    }
+
+    /// [`mmap_file`](Self::mmap_file) of `n`.
+    fn mmap_file_node(&self, n: Node<'_>, accmode: i32) -> Result<std::os::fd::OwnedFd, Errno> {
+        self.mmap_file(n.ino, accmode)
+    }
+
+    /// [`getxattr`](Self::getxattr) of `n`.
+    fn getxattr_node(&self, n: Node<'_>, name: &[u8]) -> Result<Vec<u8>, Errno> {
+        self.getxattr(n.ino, name)
+    }
+
+    /// [`setxattr`](Self::setxattr) of `n`.
+    fn setxattr_node(
+        &self,
+        n: Node<'_>,
+        name: &[u8],
+        value: Option<&[u8]>,
+        flags: i32,
+    ) -> Result<(), Errno> {
+        self.setxattr(n.ino, name, value, flags)
+    }
+
+    /// [`listxattr`](Self::listxattr) of `n`.
+    fn listxattr_node(&self, n: Node<'_>) -> Result<Vec<Vec<u8>>, Errno> {
+        self.listxattr(n.ino)
+    }
+
+    /// [`get_acl`](Self::get_acl) of `n`.
+    fn get_acl_node(&self, n: Node<'_>, ty: AclType) -> Result<Option<Arc<PosixAcl>>, Errno> {
+        self.get_acl(n.ino, ty)
+    }
+
+    /// [`set_acl`](Self::set_acl) of `n`.
+    fn set_acl_node(
+        &self,
+        n: Node<'_>,
+        ty: AclType,
+        acl: Option<Arc<PosixAcl>>,
+        mode: Option<u32>,
+    ) -> Result<Attr, Errno> {
+        self.set_acl(n.ino, ty, acl, mode)
+    }
+
     /// [`unlink`](Self::unlink) of `name` in `dir`, which the VFS found
     /// to be `victim` (the file system may check that it still is).
     fn unlink_node(&self, dir: Node<'_>, victim: Node<'_>, name: &[u8]) -> Result<(), Errno> {

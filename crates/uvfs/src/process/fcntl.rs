@@ -238,7 +238,7 @@ pub(super) fn notify(file: &File, arg: u64) -> Result<i32, Errno> {
 /// `F_GET_SEALS`.
 pub(super) fn get_seals(file: &File) -> Result<i32, Errno> {
     let d = file.dentry().ok_or(Errno::EINVAL)?;
-    d.sb().fs.get_seals(d.ino()).map(|s| s as i32)
+    d.sb().fs.get_seals_node(d.node()).map(|s| s as i32)
 }
 
 /// `F_ADD_SEALS`.
@@ -251,7 +251,7 @@ pub(super) fn add_seals(file: &File, seals: u32) -> Result<i32, Errno> {
     }
     let d = file.dentry().ok_or(Errno::EINVAL)?;
     let _g = d.lock_inode();
-    if d.sb().fs.get_seals(d.ino())? & F_SEAL_SEAL != 0 {
+    if d.sb().fs.get_seals_node(d.node())? & F_SEAL_SEAL != 0 {
         return Err(Errno::EPERM);
     }
     d.sb().fs.add_seals(d.ino(), seals).map(|_| 0)

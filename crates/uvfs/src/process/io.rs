@@ -586,7 +586,7 @@ impl Process {
                         cur.checked_add(off).ok_or(Errno::EINVAL)?
                     }
                     SEEK_END => {
-                        let size = d.sb().fs.getattr(d.ino())?.size as i64;
+                        let size = d.sb().fs.getattr_node(d.node())?.size as i64;
                         size.checked_add(off).ok_or(Errno::EINVAL)?
                     }
                     SEEK_DATA | SEEK_HOLE => {
@@ -596,7 +596,7 @@ impl Process {
                         } else {
                             Seek::Hole
                         };
-                        let at = d.sb().fs.seek_data_hole(d.ino(), o, w)? as i64;
+                        let at = d.sb().fs.seek_data_hole_node(d.node(), o, w)? as i64;
                         if at < 0 {
                             // tmpfs's overflow at the last page below
                             // 2^63 (see `Tmpfs::seek_pages`): Linux hands
@@ -823,7 +823,9 @@ impl Process {
                 return Err(Errno::EFBIG);
             }
             let _g = d.lock_inode();
-            d.sb().fs.fallocate(d.ino(), mode, off as u64, len as u64)?;
+            d.sb()
+                .fs
+                .fallocate_node(d.node(), mode, off as u64, len as u64)?;
             // shmem_fallocate's `file_modified`: set-ID bits go as on a
             // write by a caller without CAP_FSETID. Host (6.18, as a user):
             // allocate, KEEP_SIZE and punch hole all drop them; a call

@@ -40,7 +40,7 @@ fn range(file: &File, fl: &Flock) -> Result<(i64, i64), Errno> {
         SEEK_CUR => file.pos_unlocked() as i64,
         SEEK_END => {
             let d = file.dentry().ok_or(Errno::ENOLCK)?;
-            d.sb().fs.getattr(d.ino())?.size as i64
+            d.sb().fs.getattr_node(d.node())?.size as i64
         }
         _ => return Err(Errno::EINVAL),
     };

@@ -91,7 +91,7 @@ impl Process {
                 (false, true) => O_WRONLY,
                 _ => O_RDONLY,
             };
-            let kfd = d.sb().fs.mmap_file(d.ino(), accmode)?;
+            let kfd = d.sb().fs.mmap_file_node(d.node(), accmode)?;
             let r = map(kfd.as_fd())?;
             p.touch_atime(d, f.flags());
             Ok(r)

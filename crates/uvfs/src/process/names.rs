@@ -708,7 +708,7 @@ impl Process {
                 Errno::EINVAL
             });
         }
-        let t = d.sb().fs.readlink(d.ino())?;
+        let t = d.sb().fs.readlink_node(d.node())?;
         let n = t.len().min(buf.len());
         buf[..n].copy_from_slice(&t[..n]);
         self.task.touch_atime(&d, 0);

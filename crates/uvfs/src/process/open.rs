@@ -223,7 +223,7 @@ impl Task {
                     return Err(Errno::ELOOP);
                 }
                 nd.may_follow_link(&dir, &d)?;
-                let target = d.sb().fs.readlink(d.ino())?;
+                let target = d.sb().fs.readlink_node(d.node())?;
                 crate::vfs_ops::inode::touch_atime(&self.vfs, &d);
                 if target.is_empty() {
                     return Err(Errno::ENOENT);

@@ -193,7 +193,7 @@ impl Process {
         {
             return Err(Errno::EOVERFLOW);
         }
-        let size_in = din.sb().fs.getattr(din.ino())?.size;
+        let size_in = din.sb().fs.getattr_node(din.node())?.size;
         let mut count = if pos_in >= size_in as i64 {
             0
         } else {

@@ -90,11 +90,11 @@ impl Process {
         let d = self.xattr_target(t)?;
         let v = if let Some(ty) = AclType::from_name(name) {
             // `do_get_acl`: no permission check; `ENODATA` without one.
-            let acl = d.sb().fs.get_acl(d.ino(), ty)?;
+            let acl = d.sb().fs.get_acl_node(d.node(), ty)?;
             acl.ok_or(Errno::ENODATA)?.to_xattr()
         } else {
             self.task.xattr_permission(&d, name, MAY_READ)?;
-            d.sb().fs.getxattr(d.ino(), name)?
+            d.sb().fs.getxattr_node(d.node(), name)?
         };
         if buf.is_empty() {
             return Ok(v.len());
@@ -142,7 +142,7 @@ impl Process {
         } else {
             flags
         };
-        d.sb().fs.setxattr(d.ino(), name, value, flags)?;
+        d.sb().fs.setxattr_node(d.node(), name, value, flags)?;
         mark_changed(&d);
         Ok(())
     }
@@ -151,7 +151,7 @@ impl Process {
         let _call = task_work::enter();
         let d = self.xattr_target(t)?;
         let trusted = self.task.cred.capable(Cap::SysAdmin);
-        let names = d.sb().fs.listxattr(d.ino())?;
+        let names = d.sb().fs.listxattr_node(d.node())?;
         let mut out = Vec::new();
         for n in names {
             if !trusted && n.starts_with(b"trusted.") {
@@ -524,7 +524,7 @@ impl Task {
         acl: Option<PosixAcl>,
     ) -> Result<(), Errno> {
         let fs = &d.sb().fs;
-        fs.get_acl(d.ino(), ty)?;
+        fs.get_acl_node(d.node(), ty)?;
         let a = attr_of(d)?;
         if ty == AclType::Default && !a.is_dir() {
             return if acl.is_some() {
@@ -550,7 +550,7 @@ impl Task {
                 (acl, Some(mode))
             }
         };
-        let new = fs.set_acl(d.ino(), ty, acl.map(Arc::new), mode)?;
+        let new = fs.set_acl_node(d.node(), ty, acl.map(Arc::new), mode)?;
         cache_attr(vfs, d, new);
         Ok(())
     }

@@ -41,7 +41,7 @@ impl VfsOps<'_> {
             return Ok(new);
         }
         let default = if dattr.acl & HAS_DEFAULT_ACL != 0 {
-            dir.sb().fs.get_acl(dir.ino(), AclType::Default)?
+            dir.sb().fs.get_acl_node(dir.node(), AclType::Default)?
         } else {
             None
         };
@@ -112,8 +112,8 @@ impl VfsOps<'_> {
             return Err(Errno::EPERM);
         }
         let new = self.new_inode(dir, &dattr, ftype | (mode & 0o7777))?;
-        let attr = dir.sb().fs.mknod(dir.ino(), name, new, rdev)?;
-        let inode = iget(self.vfs, dir.sb(), &attr)?;
+        let (attr, data) = dir.sb().fs.mknod_node(dir.node(), name, new, rdev)?;
+        let inode = iget_found(self.vfs, dir.sb(), &attr, data)?;
         self.vfs.caches().dcache.instantiate(d, inode, &attr);
         mark_changed(dir);
         Ok(())
@@ -135,7 +135,7 @@ impl VfsOps<'_> {
             d.set_complete();
         }
         let r = self.make_node(dir, d, S_IFDIR | (mode & 0o1777), |new| {
-            dir.sb().fs.mkdir(dir.ino(), name, new).map(|a| (a, None))
+            dir.sb().fs.mkdir_node(dir.node(), name, new)
         });
         if r.is_err() && complete {
             d.clear_complete();
@@ -152,10 +152,7 @@ impl VfsOps<'_> {
         target: &[u8],
     ) -> Result<(), Errno> {
         self.make_node(dir, d, S_IFLNK | 0o777, |new| {
-            dir.sb()
-                .fs
-                .symlink(dir.ino(), name, target, new)
-                .map(|a| (a, None))
+            dir.sb().fs.symlink_node(dir.node(), name, target, new)
         })
     }
 
@@ -180,7 +177,7 @@ impl VfsOps<'_> {
             return Err(Errno::ENOENT);
         }
         let _io = src.lock_inode();
-        let attr = dir.sb().fs.link(src.ino(), dir.ino(), name)?;
+        let attr = dir.sb().fs.link_node(src.node(), dir.node(), name)?;
         mark_changed(dir);
         mark_changed(src);
         let inode = iget(self.vfs, dir.sb(), &attr)?;
@@ -199,8 +196,8 @@ impl VfsOps<'_> {
         let dattr = perm_of(dir)?;
         inode_permission(self.cred, dir.sb(), &dattr, MAY_WRITE | MAY_EXEC)?;
         let new = self.new_inode(dir, &dattr, S_IFREG | (mode & 0o7777))?;
-        let attr = dir.sb().fs.tmpfile(dir.ino(), new)?;
-        let inode = iget(self.vfs, dir.sb(), &attr)?;
+        let (attr, data) = dir.sb().fs.tmpfile_node(dir.node(), new)?;
+        let inode = iget_found(self.vfs, dir.sb(), &attr, data)?;
         let dc = &self.vfs.caches().dcache;
         let name = format!("#{}", attr.ino).into_bytes();
         let d = {

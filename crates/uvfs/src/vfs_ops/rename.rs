@@ -9,7 +9,7 @@
 
 use super::VfsOps;
 use super::inode::inode_permission;
-use super::inode::{attr_of, iget, mark_changed, refresh};
+use super::inode::{attr_of, iget_found, mark_changed, refresh};
 use crate::cred::MAY_WRITE;
 use crate::dcache::DentryRef;
 use crate::errno::Errno;
@@ -65,14 +65,13 @@ impl VfsOps<'_> {
             return Err(Errno::EBUSY);
         }
         let fs = &old.dir.sb().fs;
-        let whiteout = if flags & RENAME_WHITEOUT != 0 {
-            let wo = self.new_inode(old.dir, &attr_of(old.dir)?, S_IFCHR)?;
-            let (od, nd) = (old.dir.ino(), new.dir.ino());
-            Some(fs.rename_whiteout(od, old.name, nd, new.name, flags, wo)?)
+        let wo = if flags & RENAME_WHITEOUT != 0 {
+            Some(self.new_inode(old.dir, &attr_of(old.dir)?, S_IFCHR)?)
         } else {
-            fs.rename(old.dir.ino(), old.name, new.dir.ino(), new.name, flags)?;
             None
         };
+        let (od, nd) = (old.dir.node(), new.dir.node());
+        let whiteout = fs.rename_node(od, old.name, nd, new.name, flags, wo)?;
         for d in [old.dir, new.dir, old.dentry, new.dentry] {
             mark_changed(d);
         }
@@ -95,11 +94,11 @@ impl VfsOps<'_> {
                 dc.prune_dead_dir(new.dentry);
             }
             dc.d_move(old.dentry, new.dir, new.name);
-            if let Some(attr) = whiteout {
+            if let Some((attr, data)) = whiteout {
                 // The old name is free in the cache now (its dentry moved):
                 // a new one names the whiteout, as mknod's would.
                 let d = dc.d_alloc(old.dir, old.name);
-                let inode = iget(self.vfs, old.dir.sb(), &attr)?;
+                let inode = iget_found(self.vfs, old.dir.sb(), &attr, data)?;
                 dc.instantiate(&d, inode, &attr);
             }
         }

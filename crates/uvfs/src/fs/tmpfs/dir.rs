@@ -3,9 +3,11 @@
 //! directories in `fs/libfs.c`), name lookup, and readdir.
 
 use std::mem::ManuallyDrop;
+use std::sync::Arc;
 
 use hashbrown::HashTable;
 
+use super::inode::Inode;
 use super::{DIR_OFFSET_EOD, NAME_MAX};
 use crate::errno::Errno;
 use crate::fs::Ino;
@@ -39,9 +41,14 @@ union NameRepr {
 /// offset's place, linked to its neighbours in the listing. 40 bytes; a
 /// name of at most 16 bytes costs no allocation. A name length of 0 marks
 /// a removed entry not yet compacted away (a name is never empty).
+///
+/// The entry holds its inode (a reference, in the word where the inode's
+/// number was): a lookup, a create's or a rename's victim is reached from
+/// the entry, not searched for in the inode table. Hard links are several
+/// entries holding one inode. A removed entry holds none.
 pub(super) struct Slot {
     name: NameRepr,
-    pub(super) ino: Ino,
+    inode: Option<Arc<Inode>>,
     /// The cookie (`d_off` of the entry listed before it); below
     /// `DIR_OFFSET_EOD`, so it fits 32 bits.
     offset: u32,
@@ -56,7 +63,7 @@ pub(super) struct Slot {
 }
 
 impl Slot {
-    fn new(name: &[u8], ino: Ino, ftype: u32, offset: u32, next: u32) -> Slot {
+    fn new(name: &[u8], inode: Arc<Inode>, ftype: u32, offset: u32, next: u32) -> Slot {
         debug_assert!(!name.is_empty() && name.len() <= NAME_MAX);
         let name_len = u8::try_from(name.len()).expect("a name is at most NAME_MAX bytes");
         let repr = if name.len() <= INLINE {
@@ -70,7 +77,7 @@ impl Slot {
         };
         Slot {
             name: repr,
-            ino,
+            inode: Some(inode),
             offset,
             prev: NONE,
             next,
@@ -95,6 +102,16 @@ impl Slot {
         }
     }
 
+    /// The inode this entry names (a live entry always holds one).
+    pub(super) fn inode(&self) -> &Arc<Inode> {
+        self.inode.as_ref().expect("a live entry holds its inode")
+    }
+
+    /// The number of the inode this entry names.
+    pub(super) fn ino(&self) -> Ino {
+        self.inode().ino
+    }
+
     /// The file type (`S_IFMT` bits).
     pub(super) fn ftype(&self) -> u32 {
         u32::from(self.ftype)
@@ -109,26 +126,29 @@ impl Slot {
         self.name_len == 0
     }
 
-    /// Frees the name and marks the entry removed.
-    fn clear_name(&mut self) {
+    /// Frees the name and marks the entry removed; the inode it held.
+    fn clear(&mut self) -> Option<Arc<Inode>> {
         if usize::from(self.name_len) > INLINE {
             // SAFETY: a name this long is the heap box (`new`), dropped
             // only here, and `name_len` is 0 from now on, so never again.
             unsafe { ManuallyDrop::drop(&mut self.name.heap) };
         }
         self.name_len = 0;
+        self.inode.take()
     }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.clear_name();
+        self.clear();
     }
 }
 
 /// What [`Dir::remove`] took out.
 pub(super) struct Removed {
     offset: u32,
+    /// The entry's reference to its inode.
+    pub(super) inode: Arc<Inode>,
 }
 
 impl Removed {
@@ -308,10 +328,10 @@ impl Dir {
 
     /// Inserts at the head of the listing with the given offset (free: from
     /// [`alloc_offset`](Self::alloc_offset) or a removed entry's).
-    pub(super) fn insert(&mut self, name: &[u8], ino: Ino, ftype: u32, offset: u64) {
+    pub(super) fn insert(&mut self, name: &[u8], inode: Arc<Inode>, ftype: u32, offset: u64) {
         debug_assert!(!name.is_empty());
         let offset = u32::try_from(offset).expect("offsets are below DIR_OFFSET_EOD");
-        let slot = Slot::new(name, ino, ftype, offset, self.head);
+        let slot = Slot::new(name, inode, ftype, offset, self.head);
         let i = match self.find_offset(offset) {
             Ok(i) => {
                 debug_assert!(self.entries[i].is_removed(), "offset {offset} taken");
@@ -373,8 +393,9 @@ impl Dir {
             self.entries[n].prev = prev;
         }
         let e = &mut self.entries[i];
-        let removed = Removed { offset: e.offset };
-        e.clear_name();
+        let offset = e.offset;
+        let inode = e.clear().expect("a live entry holds its inode");
+        let removed = Removed { offset, inode };
         self.live -= 1;
         self.tombs += 1;
         if self.live == 0 {
@@ -419,11 +440,16 @@ impl Dir {
     }
 
     /// Points `name` at another inode and moves it to the head, keeping its
-    /// offset (one side of `RENAME_EXCHANGE`).
-    pub(super) fn replace_to_head(&mut self, name: &[u8], ino: Ino, ftype: u32) {
-        if let Some(slot) = self.remove(name) {
-            self.insert(name, ino, ftype, slot.offset());
-        }
+    /// offset (one side of `RENAME_EXCHANGE`); the entry's old reference.
+    pub(super) fn replace_to_head(
+        &mut self,
+        name: &[u8],
+        inode: Arc<Inode>,
+        ftype: u32,
+    ) -> Option<Arc<Inode>> {
+        let slot = self.remove(name)?;
+        self.insert(name, inode, ftype, slot.offset());
+        Some(slot.inode)
     }
 
     /// The offset of the entry to resume at for cookie `pos`
@@ -606,6 +632,25 @@ mod tests {
         }
     }
 
+    /// An inode numbered `ino` for the entries to hold.
+    fn inode(ino: Ino) -> Arc<Inode> {
+        use super::super::inode::{Init, Kind, State};
+        let init = Init {
+            mode: 0o100644,
+            uid: 0,
+            gid: 0,
+            nlink: 1,
+            now: crate::fs::Timespec::default(),
+            acl: 0,
+        };
+        let st = State {
+            linkable: false,
+            kind: Kind::Special { rdev: 0 },
+            xattrs: None,
+        };
+        Arc::new(Inode::new(ino, 1, &init, st, false).1)
+    }
+
     #[test]
     fn slot_is_40_bytes() {
         assert_eq!(std::mem::size_of::<Slot>(), 40);
@@ -642,7 +687,7 @@ mod tests {
                         assert_eq!(got, want, "step {step}");
                         if let Some(o) = got {
                             ino += 1;
-                            d.insert(&name, ino, 0o100000, o);
+                            d.insert(&name, inode(ino), 0o100000, o);
                             m.list.insert(0, (name, ino, o));
                         }
                     }
@@ -665,7 +710,7 @@ mod tests {
                         let s = d.remove(&name).expect("present");
                         assert_eq!(s.offset(), o);
                         ino += 1;
-                        d.insert(&name, ino, 0o40000, o);
+                        d.insert(&name, inode(ino), 0o40000, o);
                         m.list.insert(0, (name, ino, o));
                     }
                     8 => {
@@ -682,7 +727,7 @@ mod tests {
                             let i = m.list.iter().position(|e| &e.0 == n).unwrap();
                             let e = m.list.remove(i);
                             m.list.insert(0, (e.0, new, e.2));
-                            d.replace_to_head(n, new, 0o100000);
+                            d.replace_to_head(n, inode(new), 0o100000);
                         }
                     }
                     _ => {
@@ -701,7 +746,7 @@ mod tests {
                 d.check().unwrap();
                 for e in &m.list {
                     let s = d.get(&e.0).expect("listed name found");
-                    assert_eq!((s.name(), s.ino, s.offset()), (&e.0[..], e.1, e.2));
+                    assert_eq!((s.name(), s.ino(), s.offset()), (&e.0[..], e.1, e.2));
                 }
                 assert_eq!(
                     d.head_cookie(),
@@ -714,7 +759,7 @@ mod tests {
                         .resume(pos)
                         .map(|o| {
                             d.list_from(o, usize::MAX)
-                                .map(|(s, n)| (s.ino, s.offset(), n))
+                                .map(|(s, n)| (s.ino(), s.offset(), n))
                                 .collect()
                         })
                         .unwrap_or_default();

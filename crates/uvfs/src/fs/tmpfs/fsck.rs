@@ -40,17 +40,20 @@ impl Tmpfs {
                 d.check().map_err(|e| format!("dir {ino}: {e}"))?;
                 for slot in d.iter() {
                     let c = all
-                        .get(&slot.ino)
+                        .get(&slot.ino())
                         .ok_or(format!("dir {ino}: dangling entry"))?;
+                    if !Arc::ptr_eq(c, slot.inode()) {
+                        return Err(format!("dir {ino}: entry holds another inode"));
+                    }
                     let cs = rd(c);
                     if cs.mode() & S_IFMT != slot.ftype() || cs.nlink() == 0 {
                         return Err(format!("dir {ino}: bad entry {:?}", slot.name()));
                     }
-                    *names.entry(slot.ino).or_default() += 1;
+                    *names.entry(slot.ino()).or_default() += 1;
                     if cs.is_dir() {
                         *subdirs.entry(ino).or_default() += 1;
                         if c.parent().map(|p| p.load(Ordering::Relaxed)) != Some(ino) {
-                            return Err(format!("dir {} has wrong parent", slot.ino));
+                            return Err(format!("dir {} has wrong parent", slot.ino()));
                         }
                     }
                 }

@@ -7,7 +7,7 @@ use std::mem::ManuallyDrop;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use super::dir::{Dir, check_name};
+use super::dir::{Dir, Slot, check_name};
 use super::pageindex::PageIndex;
 use super::pages::RegFile;
 use super::published::{AttrCell, PAGES_LIMIT, Snapshot, pack};
@@ -751,13 +751,20 @@ impl Tmpfs {
         let d = self.node(dir)?;
         let dino = dir.ino;
         loop {
-            let child = rd(&d).dir()?.get(name).map(|s| s.ino);
-            let child = child.ok_or(Errno::ENOENT)?;
-            let c = match victim {
-                Some(v) if v.ino == child => self.node(v),
-                _ => self.get(child).map(Held::Owned),
+            // The victim the VFS holds, if the name still leads to it, else
+            // the entry's own reference: no table search either way.
+            let c = {
+                let st = rd(&d);
+                let slot = st.dir()?.get(name).ok_or(Errno::ENOENT)?;
+                match victim {
+                    Some(v) if v.ino == slot.ino() => self.node(v),
+                    // `FastPaths::tmpfs_borrow` off: the table, as before.
+                    _ if !self.borrow => self.get(slot.ino()).map(Held::Owned),
+                    _ => Ok(Held::Owned(slot.inode().clone())),
+                }
             };
             let Ok(c) = c else { continue };
+            let child = c.ino;
             if child == dino {
                 return Err(Errno::EINVAL);
             }
@@ -768,7 +775,7 @@ impl Tmpfs {
                 let cs = wr(&c);
                 (wr(&d), cs)
             };
-            let still = ds.dir().ok().and_then(|x| x.get(name)).map(|s| s.ino);
+            let still = ds.dir().ok().and_then(|x| x.get(name)).map(Slot::ino);
             if still != Some(child) {
                 continue;
             }

@@ -16,7 +16,7 @@ use super::{MAX_FILE_SIZE, PAGE_SIZE, Tmpfs, racy};
 use crate::errno::Errno;
 use crate::fs::timekeeping::coarse_mg;
 use crate::fs::{
-    FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, Ino, Node, S_IFMT, S_IFREG, S_ISGID, S_ISUID, Seek,
+    FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, Node, S_IFMT, S_IFREG, S_ISGID, S_ISUID, Seek,
 };
 
 /// The longest write [`Tmpfs::write_pages`] makes under the inode
@@ -243,7 +243,7 @@ impl Tmpfs {
     /// `FALLOC_FL_KEEP_SIZE`), or punches a hole.
     pub(super) fn fallocate_pages(
         &self,
-        ino: Ino,
+        n: Node<'_>,
         mode: u32,
         off: u64,
         len: u64,
@@ -258,7 +258,7 @@ impl Tmpfs {
         if mode & !FALLOC_KNOWN != 0 || (punch && !keep) {
             return Err(Errno::EOPNOTSUPP);
         }
-        let i = self.get(ino)?;
+        let i = self.node(n)?;
         let mut st = wr(&i);
         match st.kind {
             Kind::Reg(_) => {}
@@ -353,8 +353,8 @@ impl Tmpfs {
     /// none (`ENXIO`), and `SEEK_HOLE` that runs into it returns `i64::MIN`
     /// itself, which lseek(2) hands back as the result. Reproduced here:
     /// the result is then `i64::MIN as u64`.
-    pub(super) fn seek_pages(&self, ino: Ino, off: u64, whence: Seek) -> Result<u64, Errno> {
-        let i = self.get(ino)?;
+    pub(super) fn seek_pages(&self, n: Node<'_>, off: u64, whence: Seek) -> Result<u64, Errno> {
+        let i = self.node(n)?;
         let st = rd(&i);
         let f = match &st.kind {
             Kind::Reg(RegFile::Pages(f)) => f,

@@ -8,7 +8,9 @@
 //!   on different inodes never share a lock beyond a brief shard read.
 //! - Directories: the entries in one vector sorted by offset (Linux's
 //!   maple tree of `d_off` cookies), a hash table from name to entry, and
-//!   the listing order as links between entries (see `dir`).
+//!   the listing order as links between entries (see `dir`). Each entry
+//!   holds a reference to its inode: lookups, unlink's and rename's
+//!   victims are reached from the entry, not from the table.
 //! - Regular files: sparse 4 KiB pages in a `BTreeMap<page index, Page>`;
 //!   a page is either written data or an `fallocate`d, not yet written page
 //!   (Linux's `!uptodate` folio: reads as zeros, counts as allocated, is a
@@ -97,6 +99,7 @@ use super::{
     Attr, DirEntry, FileSystem, Found, FsLimits, Ino, InodeData, NewInode, Node, S_IFDIR, Seek,
     SetAttr, StatFs,
 };
+use crate::acl::{AclType, PosixAcl};
 use crate::errno::Errno;
 
 mod dir;
@@ -386,6 +389,15 @@ impl Tmpfs {
         map.get(&ino).cloned().ok_or(Errno::ESTALE)
     }
 
+    /// A child reached through its directory entry's reference: itself,
+    /// or with `FastPaths::tmpfs_borrow` off (the stock side) the table's
+    /// reference to its number, as before the entries held their inodes
+    /// (`ESTALE` once it is evicted).
+    #[inline]
+    fn stock(&self, c: Arc<Inode>) -> Result<Arc<Inode>, Errno> {
+        if self.borrow { Ok(c) } else { self.get(c.ino) }
+    }
+
     /// The inode `n` names: with `FastPaths::tmpfs_borrow` on, the object
     /// the VFS's cached inode holds (see [`FileSystem::inode_data`]),
     /// without a table search or a reference; otherwise (the stock side of
@@ -398,6 +410,18 @@ impl Tmpfs {
             // `Arc<Inode>` through `data_of`.
             Some(d) if self.borrow => Ok(Held::Borrowed(unsafe { d.get::<Inode>() })),
             _ => self.get(n.ino).map(Held::Owned),
+        }
+    }
+
+    /// A reference to the inode `n` names: the object's, cloned (no table
+    /// search), or as [`node`](Tmpfs::node) finds it.
+    fn owned(&self, n: Node<'_>) -> Result<Arc<Inode>, Errno> {
+        match n.data {
+            // SAFETY: as in `node`: the object is an `Arc<Inode>` the
+            // cached inode holds for the call; the clone is a reference of
+            // our own.
+            Some(d) if self.borrow => Ok(unsafe { clone_arc(d) }),
+            _ => self.get(n.ino),
         }
     }
 
@@ -686,21 +710,66 @@ impl FileSystem for Tmpfs {
         }
     }
 
+    fn mknod_node(
+        &self,
+        dir: Node<'_>,
+        name: &[u8],
+        new: NewInode,
+        rdev: u64,
+    ) -> Result<Found, Errno> {
+        // `shmem_mknod`: every type but directories and symlinks, which
+        // have their own calls.
+        let kind = match new.mode & crate::fs::S_IFMT {
+            crate::fs::S_IFREG => Kind::Reg(RegFile::default()),
+            crate::fs::S_IFIFO | crate::fs::S_IFSOCK => Kind::Special { rdev: 0 },
+            crate::fs::S_IFCHR | crate::fs::S_IFBLK => Kind::Special { rdev },
+            _ => return Err(Errno::EINVAL),
+        };
+        self.make_node(dir, name, new, kind)
+            .map(|(a, i)| (a, Some(data_of(i))))
+    }
+
     fn mkdir(&self, dir: Ino, name: &[u8], new: NewInode) -> Result<Attr, Errno> {
         self.make_node(dir.into(), name, new, Kind::Dir(Box::new(Dir::new())))
             .map(|(a, _)| a)
     }
 
+    fn mkdir_node(&self, dir: Node<'_>, name: &[u8], new: NewInode) -> Result<Found, Errno> {
+        self.make_node(dir, name, new, Kind::Dir(Box::new(Dir::new())))
+            .map(|(a, i)| (a, Some(data_of(i))))
+    }
+
     fn symlink(&self, dir: Ino, name: &[u8], target: &[u8], new: NewInode) -> Result<Attr, Errno> {
+        self.make_symlink(dir.into(), name, target, new)
+            .map(|(a, _)| a)
+    }
+
+    fn symlink_node(
+        &self,
+        dir: Node<'_>,
+        name: &[u8],
+        target: &[u8],
+        new: NewInode,
+    ) -> Result<Found, Errno> {
         self.make_symlink(dir, name, target, new)
+            .map(|(a, i)| (a, Some(data_of(i))))
     }
 
     fn tmpfile(&self, dir: Ino, new: NewInode) -> Result<Attr, Errno> {
+        self.make_tmpfile(dir.into(), new).map(|(a, _)| a)
+    }
+
+    fn tmpfile_node(&self, dir: Node<'_>, new: NewInode) -> Result<Found, Errno> {
         self.make_tmpfile(dir, new)
+            .map(|(a, i)| (a, Some(data_of(i))))
     }
 
     fn link(&self, ino: Ino, dir: Ino, name: &[u8]) -> Result<Attr, Errno> {
-        self.link_name(ino, dir, name)
+        self.link_name(ino.into(), dir.into(), name)
+    }
+
+    fn link_node(&self, n: Node<'_>, dir: Node<'_>, name: &[u8]) -> Result<Attr, Errno> {
+        self.link_name(n, dir, name)
     }
 
     fn unlink(&self, dir: Ino, name: &[u8]) -> Result<(), Errno> {
@@ -727,8 +796,21 @@ impl FileSystem for Tmpfs {
         nname: &[u8],
         flags: u32,
     ) -> Result<(), Errno> {
-        self.rename_names(odir, oname, ndir, nname, flags, None)
+        self.rename_names(odir.into(), oname, ndir.into(), nname, flags, None)
             .map(|_| ())
+    }
+
+    fn rename_node(
+        &self,
+        odir: Node<'_>,
+        oname: &[u8],
+        ndir: Node<'_>,
+        nname: &[u8],
+        flags: u32,
+        whiteout: Option<NewInode>,
+    ) -> Result<Option<Found>, Errno> {
+        let wo = self.rename_names(odir, oname, ndir, nname, flags, whiteout)?;
+        Ok(wo.map(|(a, i)| (a, Some(data_of(i)))))
     }
 
     fn rename_whiteout(
@@ -740,12 +822,24 @@ impl FileSystem for Tmpfs {
         flags: u32,
         whiteout: NewInode,
     ) -> Result<Attr, Errno> {
-        self.rename_names(odir, oname, ndir, nname, flags, Some(whiteout))?
-            .ok_or(Errno::EINVAL)
+        self.rename_names(
+            odir.into(),
+            oname,
+            ndir.into(),
+            nname,
+            flags,
+            Some(whiteout),
+        )?
+        .map(|(a, _)| a)
+        .ok_or(Errno::EINVAL)
     }
 
     fn readlink(&self, ino: Ino) -> Result<Vec<u8>, Errno> {
-        let i = self.get(ino)?;
+        self.readlink_node(ino.into())
+    }
+
+    fn readlink_node(&self, n: Node<'_>) -> Result<Vec<u8>, Errno> {
+        let i = self.node(n)?;
         let st = rd(&i);
         match &st.kind {
             Kind::Symlink { target, .. } => Ok(target.to_vec()),
@@ -779,11 +873,19 @@ impl FileSystem for Tmpfs {
     }
 
     fn fallocate(&self, ino: Ino, mode: u32, off: u64, len: u64) -> Result<(), Errno> {
-        self.fallocate_pages(ino, mode, off, len)
+        self.fallocate_pages(ino.into(), mode, off, len)
+    }
+
+    fn fallocate_node(&self, n: Node<'_>, mode: u32, off: u64, len: u64) -> Result<(), Errno> {
+        self.fallocate_pages(n, mode, off, len)
     }
 
     fn seek_data_hole(&self, ino: Ino, off: u64, whence: Seek) -> Result<u64, Errno> {
-        self.seek_pages(ino, off, whence)
+        self.seek_pages(ino.into(), off, whence)
+    }
+
+    fn seek_data_hole_node(&self, n: Node<'_>, off: u64, whence: Seek) -> Result<u64, Errno> {
+        self.seek_pages(n, off, whence)
     }
 
     fn readdir(
@@ -830,7 +932,11 @@ impl FileSystem for Tmpfs {
     }
 
     fn getxattr(&self, ino: Ino, name: &[u8]) -> Result<Vec<u8>, Errno> {
-        self.xattr_get(ino, name)
+        self.xattr_get(ino.into(), name)
+    }
+
+    fn getxattr_node(&self, n: Node<'_>, name: &[u8]) -> Result<Vec<u8>, Errno> {
+        self.xattr_get(n, name)
     }
 
     fn setxattr(
@@ -840,36 +946,64 @@ impl FileSystem for Tmpfs {
         value: Option<&[u8]>,
         flags: i32,
     ) -> Result<(), Errno> {
-        self.xattr_set(ino, name, value, flags)
+        self.xattr_set(ino.into(), name, value, flags)
+    }
+
+    fn setxattr_node(
+        &self,
+        n: Node<'_>,
+        name: &[u8],
+        value: Option<&[u8]>,
+        flags: i32,
+    ) -> Result<(), Errno> {
+        self.xattr_set(n, name, value, flags)
     }
 
     fn listxattr(&self, ino: Ino) -> Result<Vec<Vec<u8>>, Errno> {
-        self.xattr_list(ino)
+        self.xattr_list(ino.into())
     }
 
-    fn get_acl(
-        &self,
-        ino: Ino,
-        ty: crate::acl::AclType,
-    ) -> Result<Option<std::sync::Arc<crate::acl::PosixAcl>>, Errno> {
-        self.acl_get(ino, ty)
+    fn listxattr_node(&self, n: Node<'_>) -> Result<Vec<Vec<u8>>, Errno> {
+        self.xattr_list(n)
+    }
+
+    fn get_acl(&self, ino: Ino, ty: AclType) -> Result<Option<Arc<PosixAcl>>, Errno> {
+        self.acl_get(ino.into(), ty)
+    }
+
+    fn get_acl_node(&self, n: Node<'_>, ty: AclType) -> Result<Option<Arc<PosixAcl>>, Errno> {
+        self.acl_get(n, ty)
     }
 
     fn set_acl(
         &self,
         ino: Ino,
-        ty: crate::acl::AclType,
-        acl: Option<std::sync::Arc<crate::acl::PosixAcl>>,
+        ty: AclType,
+        acl: Option<Arc<PosixAcl>>,
         mode: Option<u32>,
     ) -> Result<Attr, Errno> {
-        self.acl_set(ino, ty, acl, mode)
+        self.acl_set(ino.into(), ty, acl, mode)
+    }
+
+    fn set_acl_node(
+        &self,
+        n: Node<'_>,
+        ty: AclType,
+        acl: Option<Arc<PosixAcl>>,
+        mode: Option<u32>,
+    ) -> Result<Attr, Errno> {
+        self.acl_set(n, ty, acl, mode)
     }
 
     fn get_seals(&self, ino: Ino) -> Result<u32, Errno> {
+        self.get_seals_node(ino.into())
+    }
+
+    fn get_seals_node(&self, n: Node<'_>) -> Result<u32, Errno> {
         // shmem gives every inode `F_SEAL_SEAL` at creation; only
         // `memfd_create(MFD_ALLOW_SEALING)` clears it, and uvfs has no
         // memfd. A directory is no shmem file: `EINVAL`.
-        let i = self.get(ino)?;
+        let i = self.node(n)?;
         match rd(&i).kind {
             inode::Kind::Reg(_) => Ok(crate::uapi::F_SEAL_SEAL),
             _ => Err(Errno::EINVAL),
@@ -877,7 +1011,11 @@ impl FileSystem for Tmpfs {
     }
 
     fn mmap_file(&self, ino: Ino, accmode: i32) -> Result<std::os::fd::OwnedFd, Errno> {
-        let i = self.get(ino)?;
+        self.mmap_file_node(ino.into(), accmode)
+    }
+
+    fn mmap_file_node(&self, n: Node<'_>, accmode: i32) -> Result<std::os::fd::OwnedFd, Errno> {
+        let i = self.node(n)?;
         let mut st = inode::wr(&i);
         match &mut st.kind {
             Kind::Reg(f) => f.memfd(self, i.file_index())?.reopen(accmode),
@@ -908,6 +1046,21 @@ impl crate::reclaim::Free for Inode {
 /// An inode as the cached inode's object (see [`FileSystem::inode_data`]).
 fn data_of(i: Arc<Inode>) -> InodeData {
     InodeData::from_arc(i)
+}
+
+/// A new reference to the inode a borrowed object is.
+///
+/// # Safety
+/// `d` is an object tmpfs made (`data_of`), held for the call.
+unsafe fn clone_arc(d: super::DataRef<'_>) -> Arc<Inode> {
+    // SAFETY: `d` points at an `Arc<Inode>`'s value (the caller's promise),
+    // whose reference is held for the call: one more count and a new `Arc`
+    // from the same pointer.
+    unsafe {
+        let p: *const Inode = d.get::<Inode>();
+        Arc::increment_strong_count(p);
+        Arc::from_raw(p)
+    }
 }
 
 /// An inode reached through [`Tmpfs::node`]: borrowed from the VFS's cached

@@ -110,7 +110,7 @@ impl Tmpfs {
         // (`inode_set_ctime_current(dir)`), as in `shmem_mknod`.
         let (ftype, init, st, xattrs) = new_state(&ds, new, kind, coarse_mg());
         let (attr, i) = self.insert_inode(ino, dir, &init, st, xattrs);
-        ds.dir_mut()?.insert(name, ino, ftype, offset);
+        ds.dir_mut()?.insert(name, i.clone(), ftype, offset);
         if is_dir {
             let n = ds.nlink() + 1;
             ds.set_nlink(n);
@@ -122,11 +122,11 @@ impl Tmpfs {
     /// symlink(2): a new symlink `name` in `dir` pointing at `target`.
     pub(super) fn make_symlink(
         &self,
-        dir: Ino,
+        dir: Node<'_>,
         name: &[u8],
         target: &[u8],
         new: NewInode,
-    ) -> Result<Attr, Errno> {
+    ) -> Result<(Attr, Arc<Inode>), Errno> {
         check_name(name)?;
         if target.is_empty() {
             return Err(Errno::ENOENT);
@@ -135,7 +135,7 @@ impl Tmpfs {
             return Err(Errno::EINVAL);
         }
         {
-            let d = self.get(dir)?;
+            let d = self.node(dir)?;
             let ds = rd(&d);
             if ds.dir()?.get(name).is_some() {
                 return Err(Errno::EEXIST);
@@ -148,13 +148,18 @@ impl Tmpfs {
             target: target.into(),
             has_page: target.len() >= SHORT_SYMLINK_LEN,
         };
-        self.make_node(dir.into(), name, new, kind).map(|(a, _)| a)
+        self.make_node(dir, name, new, kind)
     }
 
     /// `O_TMPFILE`: a new regular file with no name (link count 0) that
     /// `link` may name once.
-    pub(super) fn make_tmpfile(&self, dir: Ino, new: NewInode) -> Result<Attr, Errno> {
-        let d = self.get(dir)?;
+    pub(super) fn make_tmpfile(
+        &self,
+        dir_node: Node<'_>,
+        new: NewInode,
+    ) -> Result<(Attr, Arc<Inode>), Errno> {
+        let dir = dir_node.ino;
+        let d = self.node(dir_node)?;
         let ds = rd(&d);
         ds.dir()?;
         // Host: O_TMPFILE in a removed directory succeeds (`vfs_tmpfile`
@@ -185,16 +190,21 @@ impl Tmpfs {
             xattrs: None,
         };
         let xattrs = XattrSet::with_acls(new.acl, None);
-        let (attr, _) = self.insert_inode(ino, dir, &init, st, xattrs);
-        Ok(attr)
+        Ok(self.insert_inode(ino, dir, &init, st, xattrs))
     }
 
     /// link(2): another name for a non-directory (or the first one for an
     /// `O_TMPFILE` inode); an extra link counts as one more inode.
-    pub(super) fn link_name(&self, ino: Ino, dir: Ino, name: &[u8]) -> Result<Attr, Errno> {
+    pub(super) fn link_name(
+        &self,
+        n: Node<'_>,
+        dir_node: Node<'_>,
+        name: &[u8],
+    ) -> Result<Attr, Errno> {
         check_name(name)?;
-        let d = self.get(dir)?;
-        let i = self.get(ino)?;
+        let (ino, dir) = (n.ino, dir_node.ino);
+        let d = self.owned(dir_node)?;
+        let i = self.owned(n)?;
         if ino == dir {
             // A directory cannot be hard-linked (and a non-directory is
             // no directory to link into).
@@ -242,7 +252,13 @@ impl Tmpfs {
             }
         };
         let ftype = is.mode() & S_IFMT;
-        ds.dir_mut()?.insert(name, ino, ftype, offset);
+        let held = arcs.iter().find(|a| a.ino == ino).cloned();
+        ds.dir_mut()?.insert(
+            name,
+            held.expect("the linked inode is locked"),
+            ftype,
+            offset,
+        );
         // shmem_link: the inode's fresh ctime, copied to the directory.
         is.set_nlink(nlink + 1);
         is.linkable = false;
@@ -300,11 +316,9 @@ impl Tmpfs {
 }
 
 impl Tmpfs {
-    /// Peeks at `name` in `dir`: the directory and the child's number.
-    pub(super) fn peek(&self, dir: Ino, name: &[u8]) -> Result<(Arc<Inode>, Option<Ino>), Errno> {
-        let d = self.get(dir)?;
-        let child = rd(&d).dir()?.get(name).map(|s| s.ino);
-        Ok((d, child))
+    /// Peeks at `name` in `dir`: the child the entry holds.
+    pub(super) fn peek(&self, dir: &Inode, name: &[u8]) -> Result<Option<Arc<Inode>>, Errno> {
+        Ok(rd(dir).dir()?.get(name).map(|s| s.inode().clone()))
     }
 
     /// Looks `name` up in `dir` (a name whose inode is gone meanwhile is
@@ -317,16 +331,16 @@ impl Tmpfs {
         check_name(name)?;
         let d = self.node(dir)?;
         loop {
-            let child = rd(&d).dir()?.get(name).map(|s| s.ino);
-            let child = child.ok_or(Errno::ENOENT)?;
-            // The entry may go away between the two locks: retry then.
-            if let Ok(c) = self.get(child) {
-                let st = rd(&c);
-                if st.nlink() > 0 {
-                    let a = self.attr(child, &st);
-                    drop(st);
-                    return Ok((a, c));
-                }
+            // The entry's own reference: no table search.
+            let c = self.peek(&d, name)?.ok_or(Errno::ENOENT)?;
+            // `FastPaths::tmpfs_borrow` off: the table, as before.
+            let Ok(c) = self.stock(c) else { continue };
+            // The entry may go away between the two locks: look again then.
+            let st = rd(&c);
+            if st.nlink() > 0 {
+                let a = self.attr(c.ino, &st);
+                drop(st);
+                return Ok((a, c));
             }
         }
     }
@@ -403,7 +417,7 @@ impl Tmpfs {
                 for (slot, next) in dd.list_from(from, READDIR_BATCH) {
                     names.extend_from_slice(slot.name());
                     recs.push(BatchRec {
-                        ino: slot.ino,
+                        ino: slot.ino(),
                         file_type: slot.ftype(),
                         pos: slot.offset(),
                         next,

@@ -19,14 +19,14 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::dir::{DIR_OFFSET_MIN, check_name};
+use super::dir::{DIR_OFFSET_MIN, Slot, check_name};
 use super::inode::{Guards, Inode, Kind, Locked, WrGuard, find, lock_all};
 use super::names::new_state;
 use super::{ROOT_INO, Tmpfs};
 use crate::errno::Errno;
 use crate::fs::timekeeping::coarse_mg;
 use crate::fs::{
-    Attr, Ino, NewInode, RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_WHITEOUT, S_IFCHR, S_IFMT,
+    Attr, Ino, NewInode, Node, RENAME_EXCHANGE, RENAME_NOREPLACE, RENAME_WHITEOUT, S_IFCHR, S_IFMT,
 };
 
 impl Tmpfs {
@@ -35,13 +35,14 @@ impl Tmpfs {
     /// whiteout left at `oname`, whose attributes are returned.
     pub(super) fn rename_names(
         &self,
-        odir: Ino,
+        odir_node: Node<'_>,
         oname: &[u8],
-        ndir: Ino,
+        ndir_node: Node<'_>,
         nname: &[u8],
         flags: u32,
         whiteout: Option<NewInode>,
-    ) -> Result<Option<Attr>, Errno> {
+    ) -> Result<Option<(Attr, Arc<Inode>)>, Errno> {
+        let (odir, ndir) = (odir_node.ino, ndir_node.ino);
         let known = RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT;
         if flags & !known != 0
             || flags & RENAME_EXCHANGE != 0 && flags & (RENAME_NOREPLACE | RENAME_WHITEOUT) != 0
@@ -54,35 +55,33 @@ impl Tmpfs {
         let cross = odir != ndir;
         let _tree = cross.then(|| self.rename_lock.lock().unwrap_or_else(|e| e.into_inner()));
         loop {
-            let (_, src) = self.peek(odir, oname)?;
-            let src = src.ok_or(Errno::ENOENT)?;
-            let (_, tgt) = self.peek(ndir, nname)?;
-            let mut ids = vec![odir, ndir, src];
-            ids.extend(tgt);
-            ids.sort_unstable();
-            ids.dedup();
-            let Ok(arcs) = ids
-                .iter()
-                .map(|&i| self.get(i))
-                .collect::<Result<Vec<_>, _>>()
+            // The directories the VFS holds: no table search.
+            let od = self.owned(odir_node)?;
+            let nd = self.owned(ndir_node)?;
+            // The children the entries hold (`FastPaths::tmpfs_borrow`
+            // off: found in the table by number, as before).
+            let src = self.peek(&od, oname)?.ok_or(Errno::ENOENT)?;
+            let tgt = self.peek(&nd, nname)?;
+            let (Ok(src), Ok(tgt)) = (self.stock(src), tgt.map(|c| self.stock(c)).transpose())
             else {
-                // A directory is gone (ESTALE) or a child was evicted
-                // meanwhile: look again.
-                self.get(odir)?;
-                self.get(ndir)?;
+                // A child was evicted meanwhile: look again.
                 continue;
             };
+            let mut arcs = vec![od, nd, src.clone()];
+            arcs.extend(tgt.clone());
+            arcs.sort_unstable_by_key(|a| a.ino);
+            arcs.dedup_by_key(|a| a.ino);
+            let (src_ino, tgt_ino) = (src.ino, tgt.as_ref().map(|t| t.ino));
             let mut g = lock_all(&arcs);
             let now_src = find(&mut g, odir)
                 .and_then(|s| s.dir().ok()?.get(oname))
-                .map(|s| s.ino);
+                .map(Slot::ino);
             let now_tgt = find(&mut g, ndir)
                 .and_then(|s| s.dir().ok()?.get(nname))
-                .map(|s| s.ino);
-            if now_src != Some(src) || now_tgt != tgt {
+                .map(Slot::ino);
+            if now_src != Some(src_ino) || now_tgt != tgt_ino {
                 continue;
             }
-            let arc = |ino: Ino| arcs.iter().find(|a| a.ino == ino).cloned();
             let rename = Rename {
                 fs: self,
                 odir,
@@ -91,12 +90,12 @@ impl Tmpfs {
                 nname,
                 flags,
                 whiteout,
-                src,
-                src_arc: arc(src),
-                tgt,
-                tgt_arc: tgt.and_then(arc),
-                src_dir: find(&mut g, src).is_some_and(|s| s.is_dir()),
-                tgt_dir: tgt
+                src: src_ino,
+                src_arc: src,
+                tgt: tgt_ino,
+                tgt_arc: tgt,
+                src_dir: find(&mut g, src_ino).is_some_and(|s| s.is_dir()),
+                tgt_dir: tgt_ino
                     .and_then(|t| find(&mut g, t))
                     .is_some_and(|s| s.is_dir()),
             };
@@ -140,7 +139,7 @@ struct Rename<'a> {
     whiteout: Option<NewInode>,
     /// The inode `oname` names.
     src: Ino,
-    src_arc: Option<Arc<Inode>>,
+    src_arc: Arc<Inode>,
     /// The inode `nname` names, if any.
     tgt: Option<Ino>,
     tgt_arc: Option<Arc<Inode>>,
@@ -193,7 +192,7 @@ impl Rename<'_> {
 
     /// The checks and changes of the rename, with every inode involved
     /// locked in `g`. Every check precedes the first change.
-    fn apply(&self, g: &mut Guards<'_>) -> Result<Option<Attr>, Errno> {
+    fn apply(&self, g: &mut Guards<'_>) -> Result<Option<(Attr, Arc<Inode>)>, Errno> {
         self.check_flags()?;
         self.check_loops()?;
         if self.tgt == Some(self.src) {
@@ -328,14 +327,20 @@ impl Rename<'_> {
             return Err(Errno::ESTALE);
         };
         let src_ft = r.src.mode() & S_IFMT;
-        let tgt_ino = self.tgt.unwrap_or(self.src);
         // Target side first, then the source: the source inode (now
         // under the new name) ends up at the head. Both names keep
         // their offsets.
-        r.od.dir_mut()?.replace_to_head(self.oname, tgt_ino, tgt_ft);
-        r.ndir()
-            .dir_mut()?
-            .replace_to_head(self.nname, self.src, src_ft);
+        let Some(tgt_arc) = self.tgt_arc.clone() else {
+            return Err(Errno::ESTALE);
+        };
+        // The references the entries held go: the other name holds each
+        // inode now (and the inode table still does).
+        drop(r.od.dir_mut()?.replace_to_head(self.oname, tgt_arc, tgt_ft));
+        drop(
+            r.ndir()
+                .dir_mut()?
+                .replace_to_head(self.nname, self.src_arc.clone(), src_ft),
+        );
         let cross = self.cross();
         if cross && self.src_dir != self.tgt_dir {
             if self.src_dir {
@@ -347,8 +352,8 @@ impl Rename<'_> {
             }
         }
         if cross {
-            if let (true, Some(a)) = (self.src_dir, &self.src_arc)
-                && let Some(p) = a.parent()
+            if self.src_dir
+                && let Some(p) = self.src_arc.parent()
             {
                 p.store(self.ndir, Ordering::Release);
             }
@@ -368,7 +373,7 @@ impl Rename<'_> {
     /// (whose offset it takes) or with a new offset; with a whiteout, a
     /// new character device 0/0 takes `oname`, whose attributes are
     /// returned.
-    fn replace(&self, r: &mut Roles<'_, '_>) -> Result<Option<Attr>, Errno> {
+    fn replace(&self, r: &mut Roles<'_, '_>) -> Result<Option<(Attr, Arc<Inode>)>, Errno> {
         let src_ft = r.src.mode() & S_IFMT;
         let max = self.fs.dir_offset_max;
         // The steps that can fail first (the whiteout's inode and offset,
@@ -414,9 +419,9 @@ impl Rename<'_> {
                     coarse_mg(),
                 );
                 let ino = self.fs.new_ino();
-                let (attr, _) = self.fs.insert_inode(ino, self.odir, &init, st, xattrs);
-                r.od.dir_mut()?.insert(self.oname, ino, S_IFCHR, wo);
-                Some(attr)
+                let (attr, i) = self.fs.insert_inode(ino, self.odir, &init, st, xattrs);
+                r.od.dir_mut()?.insert(self.oname, i.clone(), S_IFCHR, wo);
+                Some((attr, i))
             }
             _ => None,
         };
@@ -441,7 +446,7 @@ impl Rename<'_> {
         };
         r.ndir()
             .dir_mut()?
-            .insert(self.nname, self.src, src_ft, offset);
+            .insert(self.nname, self.src_arc.clone(), src_ft, offset);
         let cross = self.cross();
         if self.src_dir && cross && self.tgt.is_none() {
             r.od_nlink(-1);
@@ -449,8 +454,7 @@ impl Rename<'_> {
         }
         if self.src_dir
             && cross
-            && let Some(a) = &self.src_arc
-            && let Some(p) = a.parent()
+            && let Some(p) = self.src_arc.parent()
         {
             p.store(self.ndir, Ordering::Release);
         }

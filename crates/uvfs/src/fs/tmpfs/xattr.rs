@@ -23,7 +23,7 @@ use super::Tmpfs;
 use super::inode::{Kind, Locked, rd, wr};
 use crate::acl::{AclType, PosixAcl};
 use crate::errno::Errno;
-use crate::fs::Ino;
+use crate::fs::Node;
 use crate::uapi::{XATTR_CREATE, XATTR_REPLACE};
 use std::sync::Arc;
 
@@ -41,9 +41,9 @@ fn resolve(name: &[u8]) -> Result<(), Errno> {
 }
 
 impl Tmpfs {
-    pub(super) fn xattr_get(&self, ino: Ino, name: &[u8]) -> Result<Vec<u8>, Errno> {
+    pub(super) fn xattr_get(&self, n: Node<'_>, name: &[u8]) -> Result<Vec<u8>, Errno> {
         resolve(name)?;
-        let i = self.get(ino)?;
+        let i = self.node(n)?;
         let st = rd(&i);
         st.xattrs
             .as_ref()
@@ -54,13 +54,13 @@ impl Tmpfs {
 
     pub(super) fn xattr_set(
         &self,
-        ino: Ino,
+        n: Node<'_>,
         name: &[u8],
         value: Option<&[u8]>,
         flags: i32,
     ) -> Result<(), Errno> {
         resolve(name)?;
-        let i = self.get(ino)?;
+        let i = self.node(n)?;
         let mut st = wr(&i);
         let x = &mut st.xattrs;
         let exists = x.as_ref().is_some_and(|m| m.names.contains_key(name));
@@ -89,8 +89,8 @@ impl Tmpfs {
         Ok(())
     }
 
-    pub(super) fn xattr_list(&self, ino: Ino) -> Result<Vec<Vec<u8>>, Errno> {
-        let i = self.get(ino)?;
+    pub(super) fn xattr_list(&self, n: Node<'_>) -> Result<Vec<Vec<u8>>, Errno> {
+        let i = self.node(n)?;
         let mut names = Vec::new();
         let st = rd(&i);
         if let Some(m) = st.xattrs.as_ref() {
@@ -107,8 +107,8 @@ impl Tmpfs {
 
     /// The inode's ACL of type `ty`; `EOPNOTSUPP` on a symlink (shmem's
     /// symlinks have no ACL operations).
-    pub(super) fn acl_get(&self, ino: Ino, ty: AclType) -> Result<Option<Arc<PosixAcl>>, Errno> {
-        let i = self.get(ino)?;
+    pub(super) fn acl_get(&self, n: Node<'_>, ty: AclType) -> Result<Option<Arc<PosixAcl>>, Errno> {
+        let i = self.node(n)?;
         let st = rd(&i);
         if matches!(st.kind, Kind::Symlink { .. }) {
             return Err(Errno::EOPNOTSUPP);
@@ -123,12 +123,12 @@ impl Tmpfs {
     /// the mode the VFS computed; stamps ctime.
     pub(super) fn acl_set(
         &self,
-        ino: Ino,
+        n: Node<'_>,
         ty: AclType,
         acl: Option<Arc<PosixAcl>>,
         mode: Option<u32>,
     ) -> Result<crate::fs::Attr, Errno> {
-        let i = self.get(ino)?;
+        let i = self.node(n)?;
         let mut st = wr(&i);
         if matches!(st.kind, Kind::Symlink { .. }) {
             return Err(Errno::EOPNOTSUPP);
@@ -148,6 +148,6 @@ impl Tmpfs {
             st.set_mode(mode);
         }
         st.set_ctime_current();
-        Ok(self.attr(ino, &st))
+        Ok(self.attr(n.ino, &st))
     }
 }
