@@ -648,7 +648,7 @@ mod tests {
             kind: Kind::Special { rdev: 0 },
             xattrs: None,
         };
-        Arc::new(Inode::new(ino, 1, &init, st, false).1)
+        Arc::new(Inode::new(ino, 1, &init, st, false, false).1)
     }
 
     #[test]
