@@ -38,7 +38,7 @@
 //!   `numbering`: the placeholders' cache and numbering (the kernel
 //!   behind a trait; fuzzed with `route` and `fdmap`);
 //! - `sync`: the concurrency facade of the fork gate and the placeholder
-//!   cache's lock (std's atomics and locks, loom's under `--cfg loom`);
+//!   numbering (std's atomics and locks, loom's under `--cfg loom`);
 //! - `guard` (the re-entry guard and the frame of a uvfs call),
 //!   `conv` (errno, C strings, buffers, C structs), `interpose`
 //!   (`real!`, `forward!`, `at_call!`) and `refuse` (the loud failure of
@@ -53,9 +53,10 @@
 //! function it replaces (see `interpose`).
 #![deny(unsafe_op_in_unsafe_fn)]
 
-// Under `--cfg loom` only the fork gate, the switch's table of waits and
-// their facade are built, for their loom models (`fork_gate/loom_tests.rs`,
-// `cancel/loom_tests.rs`): the rest of the shim keeps process-wide
+// Under `--cfg loom` only the fork gate, the switch's table of waits, the
+// placeholder numbering (with the fd map) and their facade are built, for
+// their loom models (`fork_gate/loom_tests.rs`, `cancel/loom_tests.rs`,
+// `numbering/loom_tests.rs`): the rest of the shim keeps process-wide
 // statics, which loom's atomics cannot be.
 #[cfg(any(not(loom), test))]
 mod cancel;
@@ -63,7 +64,7 @@ mod cancel;
 mod conv;
 #[cfg(not(loom))]
 mod dispatch;
-#[cfg(not(loom))]
+#[cfg(any(not(loom), test))]
 mod fdmap;
 #[cfg(not(loom))]
 mod fdops;
@@ -79,7 +80,7 @@ mod hooks;
 mod interpose;
 #[cfg(not(loom))]
 mod namespace;
-#[cfg(not(loom))]
+#[cfg(any(not(loom), test))]
 mod numbering;
 #[cfg(not(loom))]
 mod path;

@@ -23,14 +23,15 @@
 //! process's threads do. A thread's calls then take no lock of the
 //! shim's: the fd map is lock-free, whether the cwd is in uvfs is an
 //! atomic, and `fork` waits for threads to leave uvfs through the
-//! [`fork_gate`] (a flag per thread). Short locks remain around the
-//! placeholder cache (a uvfs open or close while `UVFS_FD_CACHE` is not 0),
-//! the kernel cwd (a relative path while the cwd is outside uvfs) and the
-//! root handle (a thread's first call); while no other thread holds a
-//! slot in the gate, the owner takes the placeholder cache without its
-//! lock ([`State::solo`]). When the other threads exit, their handles go
+//! [`fork_gate`] (a flag per thread). The placeholder cache is claimed
+//! and refilled with one compare-and-swap each (`numbering`); short locks
+//! remain around a fresh placeholder's open and a flush of the cache, the
+//! kernel cwd (a relative path while the cwd is outside uvfs) and the
+//! root handle (a thread's first call). While no other thread holds a
+//! slot in the gate, the owner changes the cache with plain stores
+//! ([`State::solo`]). When the other threads exit, their handles go
 //! and the owner is the table's one user again, and their slots go back
-//! (`fork_gate::Gate::give_back`): the owner's cache is lock-free again.
+//! (`fork_gate::Gate::give_back`): the owner's plain stores come back.
 //!
 //! ## The fd scheme
 //! Every uvfs fd the program sees is a real kernel fd number held by a
@@ -52,7 +53,8 @@
 //!   lowest free number.
 //! - A closed uvfs fd's placeholder is kept in a small *cache* (up to
 //!   `UVFS_FD_CACHE` entries, 16 by default and at most
-//!   `numbering::CACHE_MAX`, 24; `0` turns the cache off) so an
+//!   `numbering::CACHE_MAX`, 24, all within one window of 24 numbers;
+//!   `0` turns the cache off) so an
 //!   open/close loop on uvfs costs no syscall. A cached number is free as
 //!   far as the program knows ([`Fd::Stale`]: `EBADF`), but taken in the
 //!   kernel, so the cache must never make a number come out that Linux

@@ -1,6 +1,6 @@
 //! The shim's concurrency facade (as crates/uvfs's `primitive`): the one
 //! place [`fork_gate`](crate::fork_gate), the switch's table of waits
-//! ([`cancel`](crate::cancel)) and the placeholder cache's lock take their
+//! ([`cancel`](crate::cancel)) and the placeholder numbering take their
 //! atomics, locks, cells and waits from. std's in a normal
 //! build (the facade costs nothing); loom's under `--cfg loom`, so the loom
 //! models (`fork_gate/loom_tests.rs`) run the very code that ships, every
@@ -9,7 +9,7 @@
 //!
 //! | facade                          | std (normal build)            | loom                       |
 //! |---------------------------------|-------------------------------|----------------------------|
-//! | [`atomic`]`::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering, fence}` | `std::sync::atomic` | `loom::sync::atomic` |
+//! | [`atomic`]`::{AtomicBool, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence}` | `std::sync::atomic` | `loom::sync::atomic` |
 //! | [`Mutex`], [`MutexGuard`]       | `std::sync`                   | `loom::sync`               |
 //! | [`yield_now`], [`spin_loop`]    | `std::thread`, `std::hint`    | `loom::thread::yield_now`  |
 //! | [`RawLock`]                     | a pthread mutex               | a spin lock of loom atomics |
@@ -24,12 +24,12 @@
 pub(crate) mod atomic {
     #[cfg(not(loom))]
     pub(crate) use std::sync::atomic::{
-        AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering, fence,
+        AtomicBool, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence,
     };
 
     #[cfg(loom)]
     pub(crate) use loom::sync::atomic::{
-        AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering, fence,
+        AtomicBool, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence,
     };
 }
 
@@ -267,10 +267,10 @@ impl<T> Drop for ForkGuard<'_, T> {
     }
 }
 
-/// A lock for the placeholder cache, taken twice by every uvfs dup/close or
-/// open/close pair: one atomic compare-exchange to take it and a plain store to
-/// give it back (a `std::sync::Mutex` gives it back with a second atomic
-/// exchange, about a tenth of a dup under the shim). Held for a few
+/// A lock for the placeholder numbering's slow path (a fresh `/dev/null`
+/// open, a flush, an `uncache`; the cache itself is claimed and refilled
+/// without it): one atomic compare-exchange to take it and a plain store to
+/// give it back. Held for a few
 /// instructions, or across one `/dev/null` open or a flush's closes; a
 /// waiter spins briefly, then yields. Taken only inside the fork gate,
 /// so never held across a fork. Its owner may skip it while alone

@@ -255,6 +255,8 @@ pub(crate) struct FifoFile {
 /// the module docs say, through `hook`. A failed open (an interrupted one
 /// included) leaves the counts as they were, but for the open counter it
 /// moved (a partner that opened and left counts, as on Linux).
+#[cfg(test)]
+#[cfg_attr(shuttle, allow(dead_code))]
 pub(crate) fn fifo_open(
     slot: &InodePipe,
     reader: bool,
@@ -262,10 +264,36 @@ pub(crate) fn fifo_open(
     nonblock: bool,
     hook: Option<&dyn Sleep>,
 ) -> Result<FifoFile, Errno> {
+    fifo_open_or_decline(slot, reader, writer, nonblock, true, hook)
+}
+
+/// [`fifo_open`], which with `wait` false declines a blocking open that
+/// would wait for the other side: `EWOULDBLOCK`, with nothing counted or
+/// woken (for a task that must not sleep in the call and makes it again
+/// on one that may: [`crate::Process::set_lease_break_wait`]).
+pub(crate) fn fifo_open_or_decline(
+    slot: &InodePipe,
+    reader: bool,
+    writer: bool,
+    nonblock: bool,
+    wait: bool,
+    hook: Option<&dyn Sleep>,
+) -> Result<FifoFile, Errno> {
     let mut sl = Sleeper::new(hook);
     let pipe = slot.get();
     let mut st = lock(&pipe.st);
     let mut hup_after = None;
+    let declines = match (reader, writer) {
+        (true, false) => !nonblock && st.writers == 0,
+        (false, true) => !nonblock && st.readers == 0,
+        _ => false,
+    };
+    if declines && !wait {
+        drop(st);
+        drop(pipe);
+        slot.put();
+        return Err(Errno::EWOULDBLOCK);
+    }
     match (reader, writer) {
         (true, false) => {
             st.r_counter += 1;
@@ -687,6 +715,45 @@ mod tests {
         assert_eq!(f.read(&mut [&mut x[..]], true, None), Err(Errno::EAGAIN));
         f.release(&slot);
         assert!(slot.is_empty());
+    }
+
+    #[test]
+    fn a_declined_open_counts_and_wakes_nothing() {
+        let slot = InodePipe::default();
+        // No writer: a blocking reader that may not wait is declined, and
+        // a non-blocking one is not.
+        assert_eq!(
+            fifo_open_or_decline(&slot, true, false, false, false, None).err(),
+            Some(Errno::EWOULDBLOCK)
+        );
+        // No reader: a blocking writer likewise (ENXIO stays O_NONBLOCK's).
+        assert_eq!(
+            fifo_open_or_decline(&slot, false, true, false, false, None).err(),
+            Some(Errno::EWOULDBLOCK)
+        );
+        assert_eq!(
+            fifo_open_or_decline(&slot, false, true, true, false, None).err(),
+            Some(Errno::ENXIO)
+        );
+        {
+            let pipe = slot.get();
+            let st = lock(&pipe.st);
+            assert_eq!((st.readers, st.writers), (0, 0));
+            assert_eq!((st.r_counter, st.w_counter), (0, 0));
+            drop(st);
+            drop(pipe);
+            slot.put();
+        }
+        // With a reader there, a writer that may not wait opens at once,
+        // and so does a reader once a writer is there.
+        let r = fifo_open_or_decline(&slot, true, false, true, false, None).unwrap();
+        let w = fifo_open_or_decline(&slot, false, true, false, false, None).unwrap();
+        let r2 = fifo_open_or_decline(&slot, true, false, false, false, None).unwrap();
+        // Read-write never waits.
+        let rw = fifo_open_or_decline(&slot, true, true, false, false, None).unwrap();
+        for f in [r, w, r2, rw] {
+            f.release(&slot);
+        }
     }
 
     #[test]

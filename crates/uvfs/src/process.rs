@@ -217,7 +217,7 @@ struct Task {
     /// How this thread's blocking waits sleep ([`Process::set_sleep`]):
     /// shared by threads and forks, as signal handlers are.
     sleep: SleepHook,
-    /// Whether an open may wait for a lease break
+    /// Whether an open may wait for a lease break or a FIFO's other end
     /// ([`Process::set_lease_break_wait`]); copied by threads and forks.
     lease_wait: bool,
 }
@@ -559,7 +559,9 @@ impl Process {
     /// wait for the holder (default `true`). With `false` it fails with
     /// `EWOULDBLOCK` as an `O_NONBLOCK` open does, the break started: for
     /// an embedder that must not sleep in that call (the LD_PRELOAD shim,
-    /// under its lock) and then retries it on a handle that waits.
+    /// under its lock) and then retries it on a handle that waits. A
+    /// blocking open of a FIFO that would wait for its other end likewise
+    /// fails with `EWOULDBLOCK`, with nothing counted or woken.
     pub fn set_lease_break_wait(&mut self, wait: bool) {
         self.task.lease_wait = wait;
     }

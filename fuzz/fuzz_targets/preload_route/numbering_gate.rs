@@ -11,8 +11,11 @@
 //! every call: each number the program gets is the one Linux would give
 //! it (the lowest number free as the program sees it, `EMFILE` when none
 //! is below the limit); the fd map's stale entries are exactly the cache;
-//! every cached number is open in the kernel; every number below the mark
-//! is taken in the kernel (the rule the cache's reuse rests on).
+//! every cached number is open in the kernel; the cache holds at most its
+//! size, in one window of `CACHE_MAX` numbers; every number below the mark
+//! is taken in the kernel (the rule the cache's reuse rests on). The
+//! lock-free claims and releases are modelled with threads in
+//! `numbering/loom_tests.rs`; here each call runs whole.
 //!
 //! Gate: threads take and give back slots, enter and leave, a fork is
 //! prepared and released, an attach begins and ends, a thread without a
@@ -27,7 +30,7 @@
 
 use crate::fdmap::{Fd, FdMap};
 use crate::fork_gate::{ATTACH, FORK, Gate, Inside, Mine, SHARED, mask, solo};
-use crate::numbering::{Kernel, Numbering};
+use crate::numbering::{CACHE_MAX, Kernel, Numbering};
 use libfuzzer_sys::arbitrary::{Result as AResult, Unstructured};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -177,7 +180,7 @@ pub fn run_numbering(data: &[u8]) -> AResult<Result<(), String>> {
                 }
             }
         };
-        if let Err(e) = r.and_then(|()| check_numbering(&num, &map, &kern, &prog)) {
+        if let Err(e) = r.and_then(|()| check_numbering(max, &num, &map, &kern, &prog)) {
             return Ok(Err(format!(
                 "cache {max}, limit {limit}, calls:\n  {}\n{e}",
                 log.join("\n  ")
@@ -205,6 +208,7 @@ fn pick(
 }
 
 fn check_numbering(
+    max: usize,
     num: &Numbering,
     map: &FdMap,
     kern: &ModelKernel,
@@ -213,6 +217,16 @@ fn check_numbering(
     let cached = num.cached_numbers();
     if num.cached() != cached.len() {
         return Err(format!("cached() {} for {cached:?}", num.cached()));
+    }
+    // The cache is one window of `CACHE_MAX` numbers, holding at most
+    // `max` of them (none without a cache).
+    if cached.len() > max {
+        return Err(format!("{cached:?} cached, at most {max}"));
+    }
+    if let (Some(lo), Some(hi)) = (cached.first(), cached.last())
+        && hi - lo >= CACHE_MAX as i32
+    {
+        return Err(format!("{cached:?} do not fit one window"));
     }
     let span = kern.limit + 2;
     for k in 0..span {

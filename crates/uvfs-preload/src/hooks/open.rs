@@ -52,29 +52,21 @@ unsafe fn do_openat(
             Step::Done(-1),
             |d, p| Step::Done(kernel(d, p)),
             |s, d, p| {
-                if fifo_open_may_block(s.p(), d, p, flags) {
-                    let k = s.placeholder()?;
-                    Ok(Step::Sleep(Box::new(Sleeper {
-                        k,
-                        thread: s.p().new_thread(),
-                        d,
-                        path: p.to_vec(),
-                    })))
-                } else {
-                    match uvfs_open(s, d, p, flags, mode) {
-                        // A lease break under way (the state's process does
-                        // not wait): wait for it outside the state.
-                        Err(Errno::EWOULDBLOCK) if flags & libc::O_NONBLOCK == 0 => {
-                            let k = s.placeholder()?;
-                            Ok(Step::Sleep(Box::new(Sleeper {
-                                k,
-                                thread: s.p().new_thread(),
-                                d,
-                                path: p.to_vec(),
-                            })))
-                        }
-                        r => r.map(Step::Done),
+                match uvfs_open(s, d, p, flags, mode) {
+                    // A FIFO's open that would wait for the other end, or
+                    // a lease break under way (the state's process does
+                    // not wait; it declined with nothing changed): wait
+                    // outside the state.
+                    Err(Errno::EWOULDBLOCK) if flags & libc::O_NONBLOCK == 0 => {
+                        let k = s.placeholder()?;
+                        Ok(Step::Sleep(Box::new(Sleeper {
+                            k,
+                            thread: s.p().new_thread(),
+                            d,
+                            path: p.to_vec(),
+                        })))
                     }
+                    r => r.map(Step::Done),
                 }
             },
         )
@@ -150,24 +142,6 @@ struct Sleeper {
     thread: uvfs::Process,
     d: i32,
     path: Vec<u8>,
-}
-
-/// Whether opening `p` with `flags` may wait: a blocking read-only or
-/// write-only open of a FIFO.
-fn fifo_open_may_block(p: &mut uvfs::Process, d: i32, path: &[u8], flags: c_int) -> bool {
-    let acc = flags & libc::O_ACCMODE;
-    if flags & (libc::O_PATH | libc::O_NONBLOCK) != 0
-        || (acc != libc::O_RDONLY && acc != libc::O_WRONLY)
-    {
-        return false;
-    }
-    let at = if flags & libc::O_NOFOLLOW != 0 {
-        libc::AT_SYMLINK_NOFOLLOW
-    } else {
-        0
-    };
-    p.fstatat(d, path, at)
-        .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFIFO)
 }
 
 forward! {

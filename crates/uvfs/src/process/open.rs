@@ -352,11 +352,13 @@ impl Task {
             S_IFIFO => {
                 let inode = d.inode().ok_or(Errno::ENOENT)?;
                 let fmode = op.file().mode();
-                let fifo = crate::pipe::fifo_open(
+                // A task that does not wait declines a wait here too.
+                let fifo = crate::pipe::fifo_open_or_decline(
                     &inode.pipe,
                     fmode & FMODE_READ != 0,
                     fmode & FMODE_WRITE != 0,
                     flags & O_NONBLOCK != 0,
+                    self.lease_wait,
                     self.sleep_hook(),
                 )?;
                 if flags & O_DIRECT != 0 {
