@@ -27,14 +27,9 @@
 use uvfs::uapi::*;
 use uvfs::{FastPaths, Process, Vfs};
 
-/// `n` scaled by `UVFS_STRESS_SECS`.
-fn scaled(n: u64) -> u64 {
-    let f: f64 = std::env::var("UVFS_STRESS_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1.0);
-    ((n as f64 * f) as u64).max(1)
-}
+mod support;
+
+use support::stress::scaled;
 
 const PAGE: usize = 4096;
 const PAGES: usize = 4;

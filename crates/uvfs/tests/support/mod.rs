@@ -10,6 +10,7 @@
 //! - [`calls`]: one call's outcome on the host and on uvfs, compared;
 //! - [`fdcalls`]: the fd-call tests' file double and helpers;
 //! - [`fuzz`]: the fuzz target's decoder and executor;
+//! - [`stress`]: the stress tests' length, scaled by `UVFS_STRESS_SECS`;
 #![allow(dead_code)] // each test binary uses its own subset
 
 pub mod calls;
@@ -20,4 +21,5 @@ pub mod host;
 #[cfg(target_os = "linux")]
 pub mod pathdiff;
 pub mod rng;
+pub mod stress;
 pub mod vfs;
