@@ -3,14 +3,21 @@
 //! directories in `fs/libfs.c`), name lookup, and readdir.
 
 use std::mem::ManuallyDrop;
-use std::sync::Arc;
 
 use hashbrown::HashTable;
 
-use super::inode::Inode;
 use super::{DIR_OFFSET_EOD, NAME_MAX};
 use crate::errno::Errno;
 use crate::fs::Ino;
+
+/// What a directory entry holds: a reference to the inode it names, which
+/// knows its number. tmpfs's entries hold `Arc<Inode>` (the impl is in
+/// `inode.rs`, so this module does not depend on the inode's type and the
+/// inode's `Kind` can hold a [`Dir`] without an import circle).
+pub(super) trait Target {
+    /// The number of the inode this reference names.
+    fn ino(&self) -> Ino;
+}
 
 /// Cookie meaning "first real entry" (`DIR_OFFSET_FIRST`).
 pub(super) const DIR_OFFSET_FIRST: u64 = 2;
@@ -46,9 +53,9 @@ union NameRepr {
 /// number was): a lookup, a create's or a rename's victim is reached from
 /// the entry, not searched for in the inode table. Hard links are several
 /// entries holding one inode. A removed entry holds none.
-pub(super) struct Slot {
+pub(super) struct Slot<T> {
     name: NameRepr,
-    inode: Option<Arc<Inode>>,
+    inode: Option<T>,
     /// The cookie (`d_off` of the entry listed before it); below
     /// `DIR_OFFSET_EOD`, so it fits 32 bits.
     offset: u32,
@@ -62,8 +69,8 @@ pub(super) struct Slot {
     name_len: u8,
 }
 
-impl Slot {
-    fn new(name: &[u8], inode: Arc<Inode>, ftype: u32, offset: u32, next: u32) -> Slot {
+impl<T: Target> Slot<T> {
+    fn new(name: &[u8], inode: T, ftype: u32, offset: u32, next: u32) -> Slot<T> {
         debug_assert!(!name.is_empty() && name.len() <= NAME_MAX);
         let name_len = u8::try_from(name.len()).expect("a name is at most NAME_MAX bytes");
         let repr = if name.len() <= INLINE {
@@ -103,13 +110,13 @@ impl Slot {
     }
 
     /// The inode this entry names (a live entry always holds one).
-    pub(super) fn inode(&self) -> &Arc<Inode> {
+    pub(super) fn inode(&self) -> &T {
         self.inode.as_ref().expect("a live entry holds its inode")
     }
 
     /// The number of the inode this entry names.
     pub(super) fn ino(&self) -> Ino {
-        self.inode().ino
+        self.inode().ino()
     }
 
     /// The file type (`S_IFMT` bits).
@@ -127,31 +134,38 @@ impl Slot {
     }
 
     /// Frees the name and marks the entry removed; the inode it held.
-    fn clear(&mut self) -> Option<Arc<Inode>> {
+    fn clear(&mut self) -> Option<T> {
+        self.free_name();
+        self.inode.take()
+    }
+}
+
+impl<T> Slot<T> {
+    /// Frees the name (if on the heap) and marks the entry removed.
+    fn free_name(&mut self) {
         if usize::from(self.name_len) > INLINE {
             // SAFETY: a name this long is the heap box (`new`), dropped
             // only here, and `name_len` is 0 from now on, so never again.
             unsafe { ManuallyDrop::drop(&mut self.name.heap) };
         }
         self.name_len = 0;
-        self.inode.take()
     }
 }
 
-impl Drop for Slot {
+impl<T> Drop for Slot<T> {
     fn drop(&mut self) {
-        self.clear();
+        self.free_name();
     }
 }
 
 /// What [`Dir::remove`] took out.
-pub(super) struct Removed {
+pub(super) struct Removed<T> {
     offset: u32,
     /// The entry's reference to its inode.
-    pub(super) inode: Arc<Inode>,
+    pub(super) inode: T,
 }
 
-impl Removed {
+impl<T> Removed<T> {
     /// The removed entry's offset.
     pub(super) fn offset(&self) -> u64 {
         u64::from(self.offset)
@@ -176,9 +190,8 @@ impl Removed {
 /// vector's 40 bytes (times its spare capacity), the table's 8 bytes and
 /// control byte (times its), and for a name of more than 16 bytes its
 /// allocation, against three ordered maps' nodes and a shared name before.
-#[derive(Default)]
-pub(super) struct Dir {
-    entries: Vec<Slot>,
+pub(super) struct Dir<T> {
+    entries: Vec<Slot<T>>,
     by_name: HashTable<(u32, u32)>,
     live: u32,
     tombs: u32,
@@ -209,8 +222,21 @@ fn spread(h: u32) -> u64 {
     u64::from(h).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ u64::from(h)
 }
 
-impl Dir {
-    pub(super) fn new() -> Dir {
+impl<T> Default for Dir<T> {
+    fn default() -> Dir<T> {
+        Dir {
+            entries: Vec::new(),
+            by_name: HashTable::new(),
+            live: 0,
+            tombs: 0,
+            head: NONE,
+            next_offset: 0,
+        }
+    }
+}
+
+impl<T: Target> Dir<T> {
+    pub(super) fn new() -> Dir<T> {
         Dir {
             next_offset: DIR_OFFSET_MIN,
             ..Dir::default()
@@ -262,7 +288,7 @@ impl Dir {
         }
     }
 
-    pub(super) fn get(&self, name: &[u8]) -> Option<&Slot> {
+    pub(super) fn get(&self, name: &[u8]) -> Option<&Slot<T>> {
         self.find_name(name).map(|i| &self.entries[i])
     }
 
@@ -328,7 +354,7 @@ impl Dir {
 
     /// Inserts at the head of the listing with the given offset (free: from
     /// [`alloc_offset`](Self::alloc_offset) or a removed entry's).
-    pub(super) fn insert(&mut self, name: &[u8], inode: Arc<Inode>, ftype: u32, offset: u64) {
+    pub(super) fn insert(&mut self, name: &[u8], inode: T, ftype: u32, offset: u64) {
         debug_assert!(!name.is_empty());
         let offset = u32::try_from(offset).expect("offsets are below DIR_OFFSET_EOD");
         let slot = Slot::new(name, inode, ftype, offset, self.head);
@@ -367,7 +393,7 @@ impl Dir {
         self.live += 1;
     }
 
-    pub(super) fn remove(&mut self, name: &[u8]) -> Option<Removed> {
+    pub(super) fn remove(&mut self, name: &[u8]) -> Option<Removed<T>> {
         let h = name_hash32(name);
         let entries = &self.entries;
         let (i, _) = self
@@ -441,12 +467,7 @@ impl Dir {
 
     /// Points `name` at another inode and moves it to the head, keeping its
     /// offset (one side of `RENAME_EXCHANGE`); the entry's old reference.
-    pub(super) fn replace_to_head(
-        &mut self,
-        name: &[u8],
-        inode: Arc<Inode>,
-        ftype: u32,
-    ) -> Option<Arc<Inode>> {
+    pub(super) fn replace_to_head(&mut self, name: &[u8], inode: T, ftype: u32) -> Option<T> {
         let slot = self.remove(name)?;
         self.insert(name, inode, ftype, slot.offset());
         Some(slot.inode)
@@ -480,7 +501,7 @@ impl Dir {
     /// Up to `n` entries in listing order from the one at offset `from`
     /// (from [`resume`](Self::resume)), each with the cookie of the entry
     /// listed after it ([`DIR_OFFSET_EOD`] after the last).
-    pub(super) fn list_from(&self, from: u64, n: usize) -> impl Iterator<Item = (&Slot, u64)> {
+    pub(super) fn list_from(&self, from: u64, n: usize) -> impl Iterator<Item = (&Slot<T>, u64)> {
         let mut cur = u32::try_from(from).map_or(NONE, |o| o);
         let mut i = if cur == NONE { 0 } else { self.at(cur) };
         std::iter::from_fn(move || {
@@ -515,7 +536,7 @@ impl Dir {
     }
 
     /// The live entries, in offset order.
-    pub(super) fn iter(&self) -> impl Iterator<Item = &Slot> {
+    pub(super) fn iter(&self) -> impl Iterator<Item = &Slot<T>> {
         self.entries.iter().filter(|e| !e.is_removed())
     }
 
@@ -583,6 +604,7 @@ pub(super) fn check_name(name: &[u8]) -> Result<(), Errno> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     /// The reference: the listing as a vector (head first) of (name, ino,
     /// offset), offsets allocated as Linux's cyclic allocator does.
@@ -632,28 +654,24 @@ mod tests {
         }
     }
 
+    /// What the test's entries hold: an inode number behind a reference,
+    /// as tmpfs's `Arc<Inode>`.
+    struct TestInode(Ino);
+
+    impl Target for Arc<TestInode> {
+        fn ino(&self) -> Ino {
+            self.0
+        }
+    }
+
     /// An inode numbered `ino` for the entries to hold.
-    fn inode(ino: Ino) -> Arc<Inode> {
-        use super::super::inode::{Init, Kind, State};
-        let init = Init {
-            mode: 0o100644,
-            uid: 0,
-            gid: 0,
-            nlink: 1,
-            now: crate::fs::Timespec::default(),
-            acl: 0,
-        };
-        let st = State {
-            linkable: false,
-            kind: Kind::Special { rdev: 0 },
-            xattrs: None,
-        };
-        Arc::new(Inode::new(ino, 1, &init, st, false, false).1)
+    fn inode(ino: Ino) -> Arc<TestInode> {
+        Arc::new(TestInode(ino))
     }
 
     #[test]
     fn slot_is_40_bytes() {
-        assert_eq!(std::mem::size_of::<Slot>(), 40);
+        assert_eq!(std::mem::size_of::<Slot<Arc<TestInode>>>(), 40);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::mem::ManuallyDrop;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use super::dir::{Dir, Slot, check_name};
+use super::dir::{self, Target, check_name};
 use super::pageindex::PageIndex;
 use super::pages::RegFile;
 use super::published::{AttrCell, PAGES_LIMIT, Snapshot, pack};
@@ -206,6 +206,17 @@ union TypeWord {
     /// `FastPaths::lockless_read`: a regular file's pages for readers
     /// without the lock (empty with the switch off).
     index: ManuallyDrop<PageIndex>,
+}
+
+/// A tmpfs directory: its entries hold their inodes.
+pub(super) type Dir = dir::Dir<Arc<Inode>>;
+/// A tmpfs directory entry.
+pub(super) type Slot = dir::Slot<Arc<Inode>>;
+
+impl Target for Arc<Inode> {
+    fn ino(&self) -> Ino {
+        self.ino
+    }
 }
 
 /// One inode as the table holds it.

@@ -116,7 +116,7 @@ mod racy;
 mod rename;
 mod xattr;
 
-use dir::Dir;
+use inode::Dir;
 use inode::{Init, Inode, Kind, Locked, State, rd};
 use pages::RegFile;
 

@@ -19,7 +19,8 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::dir::{DIR_OFFSET_MIN, Slot, check_name};
+use super::dir::{DIR_OFFSET_MIN, check_name};
+use super::inode::Slot;
 use super::inode::{Guards, Inode, Kind, Locked, WrGuard, find, lock_all};
 use super::names::new_state;
 use super::{ROOT_INO, Tmpfs};
