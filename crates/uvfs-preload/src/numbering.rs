@@ -402,6 +402,33 @@ impl Numbering {
     }
 }
 
+/// The tests' and models' kernel: it hands out the lowest free number
+/// from the set of open numbers behind `M` (a reference or an `Arc` of the
+/// facade's `Mutex`), shared by threads.
+#[cfg(test)]
+#[derive(Clone)]
+struct LowestFree<M>(M);
+
+#[cfg(test)]
+impl<M> Kernel for LowestFree<M>
+where
+    M: std::ops::Deref<Target = crate::sync::Mutex<std::collections::BTreeSet<i32>>>,
+{
+    type Error = ();
+    fn open_placeholder(&mut self) -> Result<i32, ()> {
+        let mut open = self.0.lock().unwrap();
+        let k = (0..).find(|n| !open.contains(n)).ok_or(())?;
+        open.insert(k);
+        Ok(k)
+    }
+    fn close_placeholder(&mut self, k: i32) {
+        assert!(
+            self.0.lock().unwrap().remove(&k),
+            "closed {k}, not open (closed twice?)"
+        );
+    }
+}
+
 #[cfg(all(test, loom))]
 #[path = "numbering/loom_tests.rs"]
 mod loom_tests;
@@ -409,29 +436,13 @@ mod loom_tests;
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::{
-        BITS, FLUSHING, Kernel, Numbering, RAISING, TAG_ONE, base_of, hole_of, lowest_of,
-        numbers_of,
+        BITS, FLUSHING, Kernel, LowestFree, Numbering, RAISING, TAG_ONE, base_of, hole_of,
+        lowest_of, numbers_of,
     };
     use crate::fdmap::FdMap;
     use std::collections::BTreeSet;
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicI32, Ordering};
-
-    /// A kernel that hands out the lowest free number, shared by threads.
-    pub(super) struct Shared<'a>(pub(super) &'a Mutex<BTreeSet<i32>>);
-
-    impl Kernel for Shared<'_> {
-        type Error = ();
-        fn open_placeholder(&mut self) -> Result<i32, ()> {
-            let mut open = self.0.lock().unwrap();
-            let k = (0..).find(|n| !open.contains(n)).ok_or(())?;
-            open.insert(k);
-            Ok(k)
-        }
-        fn close_placeholder(&mut self, k: i32) {
-            assert!(self.0.lock().unwrap().remove(&k), "closed {k} twice");
-        }
-    }
 
     #[test]
     fn the_word_and_the_mark_share_a_line_of_their_own() {
@@ -459,7 +470,7 @@ mod tests {
         let open = Mutex::new((0..3).collect::<BTreeSet<i32>>());
         let (n, map) = (Numbering::new(), FdMap::new());
         for solo in [false, true] {
-            let mut k = Shared(&open);
+            let mut k = LowestFree(&open);
             let got: Vec<i32> = (0..30)
                 .map(|_| n.placeholder(&mut k, &map, 16, solo).unwrap())
                 .collect();
@@ -554,7 +565,7 @@ mod tests {
             for t in 0..THREADS as i32 {
                 let (n, map, owner, open, start) = (&n, &map, &owner, &open, &start);
                 s.spawn(move || {
-                    let mut k = Shared(open);
+                    let mut k = LowestFree(open);
                     start.wait();
                     let mut held = Vec::new();
                     for r in 0..ROUNDS {

@@ -22,7 +22,7 @@
 //!     cargo test --profile test-release -p uvfs-preload --lib numbering
 //! ```
 
-use super::{Kernel, Numbering};
+use super::{Kernel, LowestFree, Numbering};
 use crate::fdmap::FdMap;
 use loom::model::Builder;
 use loom::sync::{Arc, Mutex};
@@ -30,21 +30,7 @@ use loom::thread;
 use std::collections::BTreeSet;
 
 /// The model kernel: the open numbers, shared by the model's threads.
-#[derive(Clone)]
-struct Kern(Arc<Mutex<BTreeSet<i32>>>);
-
-impl Kernel for Kern {
-    type Error = ();
-    fn open_placeholder(&mut self) -> Result<i32, ()> {
-        let mut open = self.0.lock().unwrap();
-        let k = (0..).find(|n| !open.contains(n)).ok_or(())?;
-        open.insert(k);
-        Ok(k)
-    }
-    fn close_placeholder(&mut self, k: i32) {
-        assert!(self.0.lock().unwrap().remove(&k), "closed {k}, not open");
-    }
-}
+type Kern = LowestFree<Arc<Mutex<BTreeSet<i32>>>>;
 
 fn builder(preemptions: usize) -> Builder {
     let mut b = Builder::new();
@@ -57,7 +43,7 @@ fn builder(preemptions: usize) -> Builder {
 fn setup(open: &[i32], cached: &[i32], hole: i32) -> (Arc<Numbering>, Arc<FdMap>, Kern) {
     let n = Arc::new(Numbering::new());
     let map = Arc::new(FdMap::new());
-    let kern = Kern(Arc::new(Mutex::new(open.iter().copied().collect())));
+    let kern = LowestFree(Arc::new(Mutex::new(open.iter().copied().collect())));
     let h = n.raise_begin();
     n.raise_end(h, Some(hole));
     for &k in cached {
