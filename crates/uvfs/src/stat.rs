@@ -47,6 +47,7 @@ pub const fn minor(dev: u64) -> u32 {
 
 impl Stat {
     /// The `stat` of an inode with attributes `a` on device `dev`.
+    #[inline]
     pub fn from_attr(a: &Attr, dev: u64) -> Stat {
         Stat {
             st_dev: dev,

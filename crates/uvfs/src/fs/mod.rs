@@ -395,7 +395,7 @@ pub enum Seek {
 ///
 /// Errors are Linux's for the same situation on the same file system (the
 /// VFS checks permissions and path syntax before calling).
-pub trait FileSystem: Send + Sync + 'static {
+pub trait FileSystem: Send + Sync + std::any::Any {
     /// The root directory's inode.
     fn root(&self) -> Ino;
 

@@ -174,6 +174,7 @@ impl State {
 
 /// The attributes of inode `ino` from a lockless snapshot (as
 /// [`Tmpfs::attr`] gives them under the lock).
+#[inline(always)]
 pub(super) fn attr_of_snapshot(ino: Ino, s: &Snapshot) -> Attr {
     Attr {
         ino,
@@ -316,7 +317,7 @@ impl Inode {
     }
 
     /// The inode's attributes without its lock, if published.
-    #[inline]
+    #[inline(always)]
     pub(super) fn snapshot(&self) -> Option<Snapshot> {
         self.attrs.read()
     }

@@ -448,6 +448,30 @@ impl Tmpfs {
         f(map.get(&ino)?)
     }
 
+    /// [`FileSystem::getattr_pinned`], for a caller that knows the file
+    /// system is tmpfs (`stat` answered by the path cache): inlined there,
+    /// the attributes stay in registers on their way into `Stat`. Through
+    /// the trait's dynamic call they came back through memory, and the
+    /// caller's wide loads of them waited for this function's narrower
+    /// stores to reach the cache (a fifth of `fstatat`'s own time).
+    #[inline(always)]
+    pub(crate) fn getattr_pinned_inline(&self, n: Node<'_>) -> Option<Attr> {
+        if !self.pinned_reads() {
+            return None;
+        }
+        // SAFETY: the VFS hands tmpfs only the objects tmpfs made (each an
+        // `Arc<Inode>` through `data_of`); with `pinned_reads` every such
+        // reference tmpfs lets go is dropped after a grace period
+        // (`drop_inode`), so the inode outlives the caller's pin.
+        let i = unsafe { n.data?.get::<Inode>() };
+        if i.ino != n.ino {
+            return None;
+        }
+        let s = i.snapshot()?;
+        i.mark_ctime_queried();
+        Some(inode::attr_of_snapshot(n.ino, &s))
+    }
+
     /// Whether the VFS may read inodes' attributes through objects it
     /// reached without a reference (`getattr_pinned`): both
     /// `FastPaths::tmpfs_borrow` and `FastPaths::lockless_attrs`. Then
@@ -657,20 +681,7 @@ impl FileSystem for Tmpfs {
     }
 
     fn getattr_pinned(&self, n: Node<'_>) -> Option<Attr> {
-        if !self.pinned_reads() {
-            return None;
-        }
-        // SAFETY: the VFS hands tmpfs only the objects tmpfs made (each an
-        // `Arc<Inode>` through `data_of`); with `pinned_reads` every such
-        // reference tmpfs lets go is dropped after a grace period
-        // (`drop_inode`), so the inode outlives the caller's pin.
-        let i = unsafe { n.data?.get::<Inode>() };
-        if i.ino != n.ino {
-            return None;
-        }
-        let s = i.snapshot()?;
-        i.mark_ctime_queried();
-        Some(inode::attr_of_snapshot(n.ino, &s))
+        self.getattr_pinned_inline(n)
     }
 
     fn setattr(&self, ino: Ino, set: &SetAttr) -> Result<Attr, Errno> {
