@@ -445,7 +445,9 @@ impl Process {
     /// the root for an absolute path (the fd is not looked at), the current
     /// directory for `AT_FDCWD`, else the directory the fd was opened on
     /// (`EBADF` if none; `ENOTDIR` if it is not a directory and the path is
-    /// not empty).
+    /// not empty). Inlined: out of line, its register saves were 5 % of a
+    /// stat answered by the path cache.
+    #[inline]
     fn start(&self, dirfd: i32, path: &[u8]) -> Result<Start<'_>, Errno> {
         if path.first() == Some(&b'/') {
             return Ok(self.task.root());
