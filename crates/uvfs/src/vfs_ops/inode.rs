@@ -80,13 +80,23 @@ pub(crate) fn with_cached_inode(
 /// `touch_atime` under the default `relatime` mount option: sets atime to
 /// now when the inode changed since its last access or atime is a day old.
 /// Only atime changes (not ctime); a failure does not fail the access.
+///
+/// Inline: every cached read ends here, and most find nothing to do (the
+/// check is two loads and, when the inode did not change, the coarse
+/// clock); the update itself is [`touch_atime_now`], out of line.
+#[inline]
 pub(crate) fn touch_atime(vfs: &Vfs, d: &DentryRef) {
-    let Some(i) = d.inode() else {
-        return;
-    };
-    if !i.atime_due(crate::fs::coarse_now_sec) {
-        return;
+    if let Some(i) = d.inode()
+        && i.atime_due(crate::fs::coarse_now_sec)
+    {
+        touch_atime_now(vfs, d);
     }
+}
+
+/// The update of [`touch_atime`], once it is due.
+#[cold]
+#[inline(never)]
+fn touch_atime_now(vfs: &Vfs, d: &DentryRef) {
     let set = crate::fs::SetAttr {
         atime: Some(crate::fs::SetTime::Now),
         no_ctime: true,
