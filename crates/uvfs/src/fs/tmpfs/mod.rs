@@ -10,7 +10,10 @@
 //!   maple tree of `d_off` cookies), a hash table from name to entry, and
 //!   the listing order as links between entries (see `dir`). Each entry
 //!   holds a reference to its inode: lookups, unlink's and rename's
-//!   victims are reached from the entry, not from the table.
+//!   victims are reached from the entry, not from the table. A directory
+//!   holds its parent weakly (in the word a regular file uses for its page
+//!   index): `..` and rename's ancestry walk go up through it. The file
+//!   system holds its root, which the VFS's root inode takes from it.
 //! - Regular files: sparse 4 KiB pages in a `BTreeMap<page index, Page>`;
 //!   a page is either written data or an `fallocate`d, not yet written page
 //!   (Linux's `!uptodate` folio: reads as zeros, counts as allocated, is a
@@ -220,6 +223,10 @@ thread_local! {
 /// An in-memory tmpfs. See the [module docs](self).
 pub struct Tmpfs {
     shards: Box<[Shard]>,
+    /// The root directory, held here (as Linux's `sb->s_root` holds it):
+    /// the VFS's root inode takes its object from this field, not from
+    /// the table.
+    root: Arc<Inode>,
     /// The next number no thread has taken (see [`Tmpfs::new_ino`]).
     next_ino: AtomicU64,
     /// This file system's id among every tmpfs the process made: tells a
@@ -313,25 +320,10 @@ impl Tmpfs {
             .filter(|&b| b > 0)
             .map(|b| b.div_ceil(PAGE_SIZE));
         let max_inodes = opts.nr_inodes.filter(|&n| n > 0);
-        let shards = (0..SHARDS)
+        let shards: Box<[Shard]> = (0..SHARDS)
             .map(|_| crossbeam_utils::CachePadded::new(UnmodelledRwLock::new(HashMap::default())))
             .collect();
-        let fs = Tmpfs {
-            shards,
-            next_ino: AtomicU64::new(ROOT_INO + 1),
-            id: NEXT_TMPFS_ID.fetch_add(1, Ordering::Relaxed),
-            max_pages,
-            max_inodes,
-            used_pages: AtomicU64::new(0),
-            used_inodes: AtomicU64::new(1),
-            rename_lock: UnmodelledMutex::new(()),
-            dir_offset_max: DIR_OFFSET_EOD - 1,
-            store: None,
-            borrow: true,
-            lockless,
-            lockless_read: lockless,
-            light_overwrite: light,
-        };
+        let (lockless_attrs, light_overwrite) = (lockless, light);
         let now = super::timekeeping::coarse_mg();
         let init = Init {
             mode: S_IFDIR | (opts.mode & 0o7777),
@@ -346,8 +338,37 @@ impl Tmpfs {
             kind: Kind::Dir(Box::new(Dir::new())),
             xattrs: None,
         };
-        let _ = fs.insert_inode(ROOT_INO, ROOT_INO, &init, root, None);
-        fs
+        // The root has no parent: an empty `Weak` (`..` is itself).
+        let (_, root) = Inode::new(
+            ROOT_INO,
+            std::sync::Weak::new(),
+            &init,
+            root,
+            lockless_attrs,
+            light_overwrite,
+        );
+        let root = Arc::new(root);
+        shards[(ROOT_INO % SHARDS as u64) as usize]
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(ROOT_INO, root.clone());
+        Tmpfs {
+            shards,
+            root,
+            next_ino: AtomicU64::new(ROOT_INO + 1),
+            id: NEXT_TMPFS_ID.fetch_add(1, Ordering::Relaxed),
+            max_pages,
+            max_inodes,
+            used_pages: AtomicU64::new(0),
+            used_inodes: AtomicU64::new(1),
+            rename_lock: UnmodelledMutex::new(()),
+            dir_offset_max: DIR_OFFSET_EOD - 1,
+            store: None,
+            borrow: true,
+            lockless,
+            lockless_read: lockless,
+            light_overwrite: light,
+        }
     }
 
     /// A number for a new inode. Each thread takes a run of [`INO_BATCH`]
@@ -480,7 +501,7 @@ impl Tmpfs {
     fn insert_inode(
         &self,
         ino: Ino,
-        parent: Ino,
+        parent: std::sync::Weak<Inode>,
         init: &Init,
         mut st: State,
         xattrs: Option<Box<inode::XattrSet>>,
@@ -603,6 +624,10 @@ impl FileSystem for Tmpfs {
     }
 
     fn inode_data(&self, ino: Ino) -> Option<InodeData> {
+        if ino == ROOT_INO && self.borrow {
+            // The root this file system holds: no table search.
+            return Some(data_of(self.root.clone()));
+        }
         self.get(ino).ok().map(data_of)
     }
 
@@ -1068,6 +1093,24 @@ unsafe fn clone_arc(d: super::DataRef<'_>) -> Arc<Inode> {
 enum Held<'a> {
     Borrowed(&'a Inode),
     Owned(Arc<Inode>),
+}
+
+impl Held<'_> {
+    /// A weak reference to the inode (a new directory's parent).
+    fn downgrade(&self) -> std::sync::Weak<Inode> {
+        match self {
+            Held::Borrowed(i) => {
+                let p: *const Inode = *i;
+                // SAFETY: a borrowed inode is the VFS's object (`node`),
+                // an `Arc<Inode>`'s value whose reference the cached inode
+                // holds for the call; the `ManuallyDrop` borrows that
+                // reference without giving it back.
+                let a = std::mem::ManuallyDrop::new(unsafe { Arc::from_raw(p) });
+                Arc::downgrade(&a)
+            }
+            Held::Owned(i) => Arc::downgrade(i),
+        }
+    }
 }
 
 impl std::ops::Deref for Held<'_> {
