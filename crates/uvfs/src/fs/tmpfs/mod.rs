@@ -611,6 +611,23 @@ impl Tmpfs {
     }
 }
 
+impl Drop for Tmpfs {
+    /// Frees the tree from the top without recursing: each directory's
+    /// entries are taken out into a work list before its inode can go, so
+    /// no inode's drop drops a subtree (a chain of 100,000 directories
+    /// would otherwise recurse once per level and overflow the stack).
+    /// Every directory with entries is linked, so reached from the root;
+    /// the inodes left (the table's, an unlinked open file's) have none.
+    fn drop(&mut self) {
+        let mut work = vec![self.root.clone()];
+        while let Some(i) = work.pop() {
+            if let Kind::Dir(d) = &mut inode::wr(&i).kind {
+                d.take_inodes(&mut work);
+            }
+        }
+    }
+}
+
 impl FileSystem for Tmpfs {
     fn root(&self) -> Ino {
         ROOT_INO

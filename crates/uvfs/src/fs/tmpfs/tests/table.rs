@@ -109,3 +109,25 @@ fn the_counter_sees_a_search() {
     fs.getattr(a).unwrap();
     assert!(fs.searches.load(Ordering::Relaxed) > 0);
 }
+
+/// A deep tree is freed without recursing once per level: dropping the
+/// file system (the table, the root and every entry's reference to its
+/// inode) must not overflow a thread's stack.
+#[test]
+fn a_deep_tree_drops_without_deep_recursion() {
+    let fs = fs();
+    let mut d = R;
+    for _ in 0..100_000 {
+        d = dir(&fs, d, "d");
+    }
+    file(&fs, d, "f");
+    let leaf = Arc::downgrade(&fs.get(d).unwrap());
+    // A small stack: a recursive drop takes well over 100 bytes a level.
+    std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || drop(fs))
+        .unwrap()
+        .join()
+        .unwrap();
+    assert!(leaf.upgrade().is_none());
+}
