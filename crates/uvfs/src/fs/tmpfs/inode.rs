@@ -99,6 +99,13 @@ pub(super) enum Kind {
 pub(super) struct State {
     /// An `O_TMPFILE` inode never linked yet (`I_LINKABLE`).
     pub(super) linkable: bool,
+    /// Whether the inode's pages and inode count were given back (its
+    /// eviction with no link left: [`Tmpfs::evict_inode`]). Only the
+    /// evict that sets it (under the inode's write lock) frees; a later
+    /// one for the same inode (a node evicted and made again) does
+    /// nothing. What decides, rather than which caller takes the inode out
+    /// of the table, so the table is not needed for it.
+    pub(super) given_back: bool,
     pub(super) kind: Kind,
     /// Extended attributes and ACLs (and times the cell cannot hold),
     /// `None` until the first is set.
@@ -934,15 +941,18 @@ impl Tmpfs {
     /// no name left; the table's reference, if this call took it out.
     fn evict_locked(&self, ino: Ino, i: &Inode) -> Option<Arc<Inode>> {
         let mut st = wr(i);
-        if st.nlink() != 0 || ino == ROOT_INO {
+        if st.nlink() != 0 || ino == ROOT_INO || st.given_back {
             return None;
         }
-        // Only the caller that takes the inode out of the table frees it.
+        // Only the caller that sets the flag frees (under the lock); the
+        // table lets the inode go with it.
+        st.given_back = true;
         let removed = self
             .shard(ino)
             .write()
             .unwrap_or_else(|e| e.into_inner())
-            .remove(&ino)?;
+            .remove(&ino);
+        debug_assert!(removed.is_some(), "an inode not given back is in the table");
         self.release_pages(st.pages_held());
         match &mut st.kind {
             Kind::Reg(f) => self.clear_file(i.file_index(), f),
@@ -950,7 +960,7 @@ impl Tmpfs {
             Kind::Dir(_) | Kind::Special { .. } => {}
         }
         self.release_inode();
-        Some(removed)
+        removed
     }
 }
 

@@ -339,6 +339,7 @@ impl Tmpfs {
         };
         let root = State {
             linkable: false,
+            given_back: false,
             kind: Kind::Dir(Box::new(Dir::new())),
             xattrs: None,
         };

@@ -59,6 +59,7 @@ pub(super) fn new_state(
     };
     let st = State {
         linkable: false,
+        given_back: false,
         kind,
         xattrs: None,
     };
@@ -189,6 +190,7 @@ impl Tmpfs {
         };
         let st = State {
             linkable: true,
+            given_back: false,
             kind: Kind::Reg(RegFile::default()),
             xattrs: None,
         };

@@ -131,3 +131,27 @@ fn a_deep_tree_drops_without_deep_recursion() {
         .unwrap();
     assert!(leaf.upgrade().is_none());
 }
+
+/// The evict that gives an unlinked inode's pages and inode count back is
+/// the one that sets its flag: a second evict of the same inode (a node
+/// evicted and made again, holding its own reference) gives nothing back
+/// twice, and neither does an evict while a link is left.
+#[test]
+fn an_inode_is_given_back_once() {
+    let fs = limited(1 << 20, 10);
+    let f = file(&fs, R, "f");
+    fs.write(f, 0, &[7; 8192]).unwrap();
+    let (a, b) = (fs.get(f).unwrap(), fs.get(f).unwrap());
+    let free = |fs: &Tmpfs| (fs.statfs().bfree, fs.statfs().ffree);
+    let before = free(&fs);
+    fs.evict_inode(f, Some(fs.get(f).unwrap()));
+    assert_eq!(free(&fs), before, "a linked inode gives nothing back");
+    fs.unlink(R, b"f").unwrap();
+    fs.evict_inode(f, Some(a));
+    assert_eq!(free(&fs), (before.0 + 2, before.1 + 1));
+    assert!(fs.get(f).is_err(), "out of the table");
+    fs.evict_inode(f, Some(b.clone()));
+    assert_eq!(free(&fs), (before.0 + 2, before.1 + 1), "given back once");
+    assert!(rd(&b).given_back);
+    fs.fsck(true).unwrap();
+}
