@@ -325,7 +325,7 @@ impl Task {
             return Err(Errno::EISDIR);
         }
         if acc != 0 {
-            crate::vfs_ops::inode::inode_permission(&self.cred, d.sb(), &attr, acc)?;
+            crate::vfs_ops::inode::inode_permission(&self.cred, &d, &attr, acc)?;
         }
         if flags & O_NOATIME != 0 && !cred::inode_owner_or_capable(&self.cred, &attr) {
             return Err(Errno::EPERM);
