@@ -681,7 +681,9 @@ impl Peer for Uvfs {
 
 #[cfg(feature = "peers")]
 mod crates;
+mod iobuf;
 pub mod one;
+use iobuf::IoBuf;
 
 /// A system, made.
 fn make(system: System, host_parent: &Path) -> Result<Box<dyn Peer>, String> {
@@ -766,17 +768,17 @@ fn round(p: &mut dyn Peer, cfg: &PeersConfig) -> Result<Vec<f64>, String> {
         p.unlink(SCRATCH).map(|()| 1)
     })?);
     p.io_open(FILE)?;
-    let mut buf = vec![0u8; IO];
+    let mut buf = IoBuf::new(0);
+    let mut data = IoBuf::new(9);
     let r = timed(s, 32, || {
-        if p.pread(&mut buf)? != IO {
+        if p.pread(buf.next_mut())? != IO {
             return Err("pread: short read".into());
         }
         Ok(1)
     });
     let w = r.and_then(|r| {
-        let data = vec![9u8; IO];
         timed(s, 32, || {
-            if p.pwrite(&data)? != IO {
+            if p.pwrite(data.next())? != IO {
                 return Err("pwrite: short write".into());
             }
             Ok(1)

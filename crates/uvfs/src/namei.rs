@@ -500,9 +500,9 @@ impl<'a> Nd<'a> {
     }
 
     /// Search permission on a directory (`may_lookup`).
-    fn may_lookup(&self, dir: &Dentry) -> Result<(), Errno> {
+    fn may_lookup(&self, dir: &DentryRef) -> Result<(), Errno> {
         match dir.snap() {
-            Some(s) => inode_permission(self.cred, dir.sb(), &s.attr(), MAY_EXEC),
+            Some(s) => inode_permission(self.cred, dir, &s.attr(), MAY_EXEC),
             None => Err(Errno::ENOENT),
         }
     }

@@ -379,20 +379,31 @@ impl Vfs {
                     d.ino, d.refs
                 ));
             }
-            let fs = &self
-                .sbs
+            self.sbs
                 .get(d.sb)
-                .ok_or("dentry of an unknown superblock")?
-                .fs;
-            match (d.ino, fs.lookup(d.parent_ino, &d.name)) {
-                (Some(i), Ok(a)) if a.ino == i => {}
-                (None, Err(crate::errno::Errno::ENOENT)) => {}
-                (want, got) => {
-                    return Err(format!(
-                        "dentry {name:?} in dir ino {} says {want:?}, file system says {:?}",
-                        d.parent_ino,
-                        got.map(|a| a.ino)
-                    ));
+                .ok_or("dentry of an unknown superblock")?;
+        }
+        // Each name as its directory's file system has it, asked through
+        // the directory's node (its object, not its number).
+        for (parent, kids) in self.caches.dcache.hashed_by_parent()? {
+            let fs = &parent.sb().fs;
+            for (name, want) in kids {
+                let got = fs.lookup_node(parent.node(), &name).map(|(a, data)| {
+                    if let Some(data) = data {
+                        fs.release_data(a.ino, data);
+                    }
+                    a.ino
+                });
+                match (want, got) {
+                    (Some(i), Ok(g)) if g == i => {}
+                    (None, Err(crate::errno::Errno::ENOENT)) => {}
+                    (want, got) => {
+                        return Err(format!(
+                            "dentry {:?} in dir ino {} says {want:?}, file system says {got:?}",
+                            String::from_utf8_lossy(&name),
+                            parent.ino(),
+                        ));
+                    }
                 }
             }
         }
@@ -455,10 +466,36 @@ fn new_sb(
 ) -> Result<DentryRef, Errno> {
     let sb = sbs.add(fs).ok_or(Errno::ENOMEM)?;
     let root_ino = sb.fs.root();
-    let attr = sb.fs.getattr(root_ino)?;
-    let inode = caches
-        .icache
-        .iget_with(sb.id, root_ino, || Ok((attr, sb.fs.inode_data(root_ino))))?;
+    // The root's attributes from its object (tmpfs: the root it holds),
+    // not by number.
+    let mut filled = None;
+    let inode = caches.icache.iget_with(sb.id, root_ino, || {
+        let data = sb.fs.inode_data(root_ino);
+        let node = crate::fs::Node {
+            ino: root_ino,
+            data: data.as_ref().map(crate::fs::InodeData::borrow),
+        };
+        match sb.fs.getattr_node(node) {
+            Ok(a) => {
+                filled = Some(a);
+                Ok((a, data))
+            }
+            Err(e) => {
+                if let Some(d) = data {
+                    sb.fs.release_data(root_ino, d);
+                }
+                Err(e)
+            }
+        }
+    })?;
+    let attr = match filled {
+        Some(a) => a,
+        // An inode the cache had already (not for a new superblock).
+        None => sb.fs.getattr_node(crate::fs::Node {
+            ino: root_ino,
+            data: inode.data(),
+        })?,
+    };
     Ok(caches.new_root(sb, inode.into_raw(), &attr))
 }
 

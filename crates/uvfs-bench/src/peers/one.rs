@@ -4,7 +4,9 @@
 //! directory as the lab does; the row's own passes are timed, the others'
 //! are not (a profile still shows them: filter by caller).
 
-use super::{BIG, FILE, IO, MISSING, ROWS, Row, SCRATCH, System, big_name, make, setup, teardown};
+use super::{
+    BIG, FILE, IoBuf, MISSING, ROWS, Row, SCRATCH, System, big_name, make, setup, teardown,
+};
 use std::path::Path;
 use std::time::Instant;
 
@@ -36,8 +38,8 @@ pub fn run(
     let mut p = make(system, host_parent)?;
     setup(&mut *p)?;
     let names: Vec<String> = (0..files).map(big_name).collect();
-    let mut buf = vec![0u8; IO];
-    let data = vec![9u8; IO];
+    let mut buf = IoBuf::new(0);
+    let mut data = IoBuf::new(9);
     if matches!(row, Row::Pread | Row::Pwrite) {
         p.io_open(FILE)?;
     }
@@ -68,8 +70,8 @@ pub fn run(
                 p.create(SCRATCH)?;
                 p.unlink(SCRATCH)
             })?,
-            Row::Pread => batch(|| p.pread(&mut buf).map(drop))?,
-            Row::Pwrite => batch(|| p.pwrite(&data).map(drop))?,
+            Row::Pread => batch(|| p.pread(buf.next_mut()).map(drop))?,
+            Row::Pwrite => batch(|| p.pwrite(data.next()).map(drop))?,
             Row::DirList => (0..8).try_fold(0, |a, _| p.list(BIG).map(|n| a + n as u64))?,
             Row::DirStat => {
                 for _ in 0..1 {

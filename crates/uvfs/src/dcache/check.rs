@@ -9,7 +9,6 @@ use super::*;
 pub(crate) struct Seen {
     pub(crate) ptr: *const Dentry,
     pub(crate) parent: *const Dentry,
-    pub(crate) parent_ino: Ino,
     pub(crate) name: Vec<u8>,
     pub(crate) ino: Option<Ino>,
     pub(crate) refs: usize,
@@ -29,13 +28,9 @@ impl DentryCache {
                 // SAFETY: hashed dentries are alive under the bucket lock.
                 let dr = unsafe { d.as_ref() };
                 let parent = dr.parent_ptr();
-                // SAFETY: a hashed dentry's parent is alive (it holds a
-                // reference on it).
-                let parent_ino = NonNull::new(parent).map_or(0, |pp| unsafe { pp.as_ref() }.ino());
                 out.push(Seen {
                     ptr: d.as_ptr(),
                     parent,
-                    parent_ino,
                     name: dr.name(),
                     ino: (!dr.is_negative()).then(|| dr.ino()),
                     refs: dr.refs(),
@@ -48,7 +43,49 @@ impl DentryCache {
     }
 }
 
+/// Hashed dentries' names and inode numbers, grouped under their parent,
+/// each parent with a reference ([`DentryCache::hashed_by_parent`]).
+pub(crate) type ByParent = Vec<(DentryRef, Names)>;
+
+/// Hashed dentries' names and inode numbers (`None`: negative).
+pub(crate) type Names = Vec<(Vec<u8>, Option<Ino>)>;
+
 impl DentryCache {
+    /// Every hashed dentry's name and inode number (`None`: negative),
+    /// grouped under its parent, which the caller gets a reference to (so
+    /// it may ask the parent's file system through the parent's node:
+    /// `Vfs::check_consistency`). Only meaningful while nothing changes
+    /// the cache, but safe at any time; `Err` for a hashed dentry without
+    /// a live parent.
+    pub(crate) fn hashed_by_parent(&self) -> Result<ByParent, String> {
+        use std::collections::HashMap;
+        let mut by_parent: HashMap<*mut Dentry, (DentryRef, Names)> = HashMap::new();
+        let _pin = reclaim::pin();
+        for b in 0..self.buckets.len() {
+            let _g = self.bucket_lock(b);
+            let mut p = self.buckets[b].load(Ordering::Acquire);
+            while let Some(d) = NonNull::new(p) {
+                // SAFETY: hashed dentries are alive under the bucket lock.
+                let dr = unsafe { d.as_ref() };
+                let me = (dr.name(), (!dr.is_negative()).then(|| dr.ino()));
+                let Some(pp) = NonNull::new(dr.parent_ptr()) else {
+                    return Err("a hashed dentry without a parent".into());
+                };
+                if let Some((_, kids)) = by_parent.get_mut(&pp.as_ptr()) {
+                    kids.push(me);
+                // SAFETY: a hashed dentry's parent is alive (it holds a
+                // reference on it).
+                } else if unsafe { pp.as_ref() }.get_not_dead() {
+                    by_parent.insert(pp.as_ptr(), (DentryRef(pp), vec![me]));
+                } else {
+                    return Err("a hashed dentry under a dead parent".into());
+                }
+                p = dr.next.load(Ordering::Acquire);
+            }
+        }
+        Ok(by_parent.into_values().collect())
+    }
+
     /// Checks the child lists against the hash (for consistency checks;
     /// only meaningful while nothing changes the cache, but safe at any
     /// time): each list's members are its directory's children at their

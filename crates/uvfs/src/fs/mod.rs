@@ -322,6 +322,12 @@ impl InodeData {
         unsafe { Arc::from_raw(self.0.as_ptr().cast::<T>().cast_const()) }
     }
 
+    /// Borrows the object, for as long as `self` holds its reference.
+    pub(crate) fn borrow(&self) -> DataRef<'_> {
+        // SAFETY: `self` holds the reference for the borrow's life.
+        unsafe { DataRef::new(self.0) }
+    }
+
     /// The raw pointer, for the cached inode's slot.
     pub(crate) fn into_raw(self) -> *mut () {
         self.0.as_ptr()

@@ -282,7 +282,7 @@ impl Process {
             S_IFREG => {}
             _ => return Err(Errno::EINVAL),
         }
-        inode_permission(&self.task.cred, d.sb(), &a, MAY_WRITE)?;
+        inode_permission(&self.task.cred, &d, &a, MAY_WRITE)?;
         // `vfs_truncate`: counted as a writer while it works, it breaks
         // every lease as an open for writing would, waiting.
         let inode = d.inode().ok_or(Errno::ENOENT)?;
@@ -547,7 +547,7 @@ impl Process {
         if mode & X_OK != 0 {
             mask |= MAY_EXEC;
         }
-        inode_permission(&cred, d.sb(), &attr_of(&d)?, mask)
+        inode_permission(&cred, &d, &attr_of(&d)?, mask)
     }
 
     /// `utimensat(dirfd, path, times, flags)`: sets the access and
@@ -641,7 +641,7 @@ impl Task {
             if explicit {
                 return Err(Errno::EPERM);
             }
-            inode_permission(&self.cred, d.sb(), &a, MAY_WRITE)?;
+            inode_permission(&self.cred, d, &a, MAY_WRITE)?;
         }
         let conv = |t: Timespec| match t.tv_nsec {
             UTIME_OMIT => None,

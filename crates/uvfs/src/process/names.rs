@@ -652,7 +652,7 @@ impl Process {
         let safe = a.mode & S_IFMT == S_IFREG
             && a.mode & S_ISUID == 0
             && a.mode & (S_ISGID | 0o010) != (S_ISGID | 0o010)
-            && inode_permission(cred, src.sb(), &a, MAY_READ | MAY_WRITE).is_ok();
+            && inode_permission(cred, src, &a, MAY_READ | MAY_WRITE).is_ok();
         if safe { Ok(()) } else { Err(Errno::EPERM) }
     }
 
@@ -751,7 +751,7 @@ impl Process {
 
 impl Task {
     fn set_cwd(&self, d: DentryRef) -> Result<(), Errno> {
-        inode_permission(&self.cred, d.sb(), &attr_of(&d)?, MAY_EXEC)?;
+        inode_permission(&self.cred, &d, &attr_of(&d)?, MAY_EXEC)?;
         let old = std::mem::replace(&mut *lock_unmodelled(&self.fs.cwd), d);
         drop(old);
         Ok(())
@@ -807,7 +807,7 @@ impl Process {
     pub fn chroot<P: AsRef<[u8]>>(&mut self, path: P) -> Result<(), Errno> {
         let _call = task_work::enter();
         let d = self.resolve(AT_FDCWD, path.as_ref(), FOLLOW | DIRECTORY)?;
-        inode_permission(&self.task.cred, d.sb(), &attr_of(&d)?, MAY_EXEC)?;
+        inode_permission(&self.task.cred, &d, &attr_of(&d)?, MAY_EXEC)?;
         if !self.task.cred.capable(crate::cred::Cap::SysChroot) {
             return Err(Errno::EPERM);
         }

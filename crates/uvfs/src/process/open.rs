@@ -325,7 +325,7 @@ impl Task {
             return Err(Errno::EISDIR);
         }
         if acc != 0 {
-            crate::vfs_ops::inode::inode_permission(&self.cred, d.sb(), &attr, acc)?;
+            crate::vfs_ops::inode::inode_permission(&self.cred, &d, &attr, acc)?;
         }
         if flags & O_NOATIME != 0 && !cred::inode_owner_or_capable(&self.cred, &attr) {
             return Err(Errno::EPERM);
@@ -515,6 +515,7 @@ impl Task {
     /// `touch_atime` under the default `relatime` mount option: sets atime
     /// to now when the inode changed since its last access or atime is a
     /// day old; never for an `O_NOATIME` file.
+    #[inline]
     pub(super) fn touch_atime(&self, d: &DentryRef, file_flags: i32) {
         if file_flags & O_NOATIME == 0 {
             crate::vfs_ops::inode::touch_atime(&self.vfs, d);

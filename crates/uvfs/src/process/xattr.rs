@@ -583,6 +583,6 @@ impl Task {
                 return Err(Errno::EPERM);
             }
         }
-        inode_permission(&self.cred, d.sb(), &a, mask)
+        inode_permission(&self.cred, d, &a, mask)
     }
 }

@@ -194,7 +194,7 @@ impl VfsOps<'_> {
         exclusive: bool,
     ) -> Result<DentryRef, Errno> {
         let dattr = perm_of(dir)?;
-        inode_permission(self.cred, dir.sb(), &dattr, MAY_WRITE | MAY_EXEC)?;
+        inode_permission(self.cred, dir, &dattr, MAY_WRITE | MAY_EXEC)?;
         let new = self.new_inode(dir, &dattr, S_IFREG | (mode & 0o7777))?;
         let (attr, data) = dir.sb().fs.tmpfile_node(dir.node(), new)?;
         let inode = iget_found(self.vfs, dir.sb(), &attr, data)?;

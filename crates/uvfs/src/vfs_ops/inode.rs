@@ -80,13 +80,23 @@ pub(crate) fn with_cached_inode(
 /// `touch_atime` under the default `relatime` mount option: sets atime to
 /// now when the inode changed since its last access or atime is a day old.
 /// Only atime changes (not ctime); a failure does not fail the access.
+///
+/// Inline: every cached read ends here, and most find nothing to do (the
+/// check is two loads and, when the inode did not change, the coarse
+/// clock); the update itself is [`touch_atime_now`], out of line.
+#[inline]
 pub(crate) fn touch_atime(vfs: &Vfs, d: &DentryRef) {
-    let Some(i) = d.inode() else {
-        return;
-    };
-    if !i.atime_due(crate::fs::coarse_now_sec) {
-        return;
+    if let Some(i) = d.inode()
+        && i.atime_due(crate::fs::coarse_now_sec)
+    {
+        touch_atime_now(vfs, d);
     }
+}
+
+/// The update of [`touch_atime`], once it is due.
+#[cold]
+#[inline(never)]
+fn touch_atime_now(vfs: &Vfs, d: &DentryRef) {
     let set = crate::fs::SetAttr {
         atime: Some(crate::fs::SetTime::Now),
         no_ctime: true,
@@ -135,22 +145,29 @@ pub(crate) fn perm_of(d: &DentryRef) -> Result<Attr, Errno> {
     d.inode_perm().map(|s| s.attr()).ok_or(Errno::ENOENT)
 }
 
-/// Linux's `generic_permission` for an inode of `sb` with attributes
+/// Linux's `generic_permission` for the inode of `d` with attributes
 /// `attr` (see [`cred::permission`]): when `attr` says the inode has an
 /// access ACL and the ACL can decide (the caller does not own it, its
 /// group bits are not clear), the ACL is read from the file system and
 /// decides ([`cred::permission_decided`]); otherwise the mode bits, with no
-/// file-system call.
+/// file-system call. The ACL is read through the inode's object
+/// ([`DentryRef::node`]), not by number, when `attr` is `d`'s inode's.
 pub(crate) fn inode_permission(
     cred: &Cred,
-    sb: &SuperBlock,
+    d: &DentryRef,
     attr: &Attr,
     mask: u32,
 ) -> Result<(), Errno> {
     if attr.acl & HAS_ACCESS_ACL == 0 || attr.uid == cred.fsuid || attr.mode & 0o070 == 0 {
         return cred::permission(cred, attr, mask);
     }
-    let acl = sb.fs.get_acl(attr.ino, AclType::Access).ok().flatten();
+    let (fs, n) = (&d.sb().fs, d.node());
+    let acl = if n.ino == attr.ino {
+        fs.get_acl_node(n, AclType::Access)
+    } else {
+        fs.get_acl(attr.ino, AclType::Access)
+    };
+    let acl = acl.ok().flatten();
     let m = mask & (cred::MAY_READ | cred::MAY_WRITE | cred::MAY_EXEC);
     let in_group = |g| cred.in_group_p(g);
     let decided = acl.as_deref().and_then(|a| {

@@ -49,6 +49,6 @@ impl VfsOps<'_> {
         if dir.is_dead_dir() {
             return Err(Errno::ENOENT);
         }
-        inode::inode_permission(self.cred, dir.sb(), dattr, cred::MAY_WRITE | cred::MAY_EXEC)
+        inode::inode_permission(self.cred, dir, dattr, cred::MAY_WRITE | cred::MAY_EXEC)
     }
 }

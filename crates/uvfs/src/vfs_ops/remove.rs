@@ -21,7 +21,7 @@ impl VfsOps<'_> {
         let dattr = perm_of(dir)?;
         let vattr = perm_of(victim)?;
         // `cred::may_delete`, with the directory's ACL.
-        inode_permission(self.cred, dir.sb(), &dattr, MAY_WRITE | MAY_EXEC)?;
+        inode_permission(self.cred, dir, &dattr, MAY_WRITE | MAY_EXEC)?;
         if cred::check_sticky(self.cred, &dattr, &vattr) {
             return Err(Errno::EPERM);
         }

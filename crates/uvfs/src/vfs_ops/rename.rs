@@ -54,11 +54,14 @@ impl VfsOps<'_> {
         if !DentryRef::ptr_eq(old.dir, new.dir) {
             // Moving a directory rewrites its `..`: write permission on it.
             if odir_is {
-                inode_permission(self.cred, old.dentry.sb(), &oattr, MAY_WRITE)?;
+                inode_permission(self.cred, old.dentry, &oattr, MAY_WRITE)?;
             }
             if exchange && ndir_is {
-                let a = new.attr.unwrap_or(oattr);
-                inode_permission(self.cred, old.dentry.sb(), &a, MAY_WRITE)?;
+                let (d, a) = match new.attr {
+                    Some(a) => (new.dentry, a),
+                    None => (old.dentry, oattr),
+                };
+                inode_permission(self.cred, d, &a, MAY_WRITE)?;
             }
         }
         if !old.dentry.mounted_ptr().is_null() || !new.dentry.mounted_ptr().is_null() {

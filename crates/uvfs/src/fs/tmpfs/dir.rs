@@ -288,6 +288,14 @@ impl<T: Target> Dir<T> {
         }
     }
 
+    /// Moves every entry's inode into `out`, leaving the directory empty
+    /// as new: for a caller freeing a tree without recursing (`Tmpfs`'s
+    /// drop), which frees each inode only once its entries are out.
+    pub(super) fn take_inodes(&mut self, out: &mut Vec<T>) {
+        out.extend(self.entries.iter_mut().filter_map(|s| s.inode.take()));
+        *self = Dir::new();
+    }
+
     pub(super) fn get(&self, name: &[u8]) -> Option<&Slot<T>> {
         self.find_name(name).map(|i| &self.entries[i])
     }

@@ -52,7 +52,7 @@ impl Tmpfs {
                     *names.entry(slot.ino()).or_default() += 1;
                     if cs.is_dir() {
                         *subdirs.entry(ino).or_default() += 1;
-                        if c.parent().map(|p| p.load(Ordering::Relaxed)) != Some(ino) {
+                        if !c.parent().is_some_and(|p| Arc::ptr_eq(&p, i)) {
                             return Err(format!("dir {} has wrong parent", slot.ino()));
                         }
                     }

@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 use std::mem::ManuallyDrop;
-use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Arc, Weak};
 
 use super::dir::{self, Target, check_name};
 use super::pageindex::PageIndex;
@@ -99,6 +99,13 @@ pub(super) enum Kind {
 pub(super) struct State {
     /// An `O_TMPFILE` inode never linked yet (`I_LINKABLE`).
     pub(super) linkable: bool,
+    /// Whether the inode's pages and inode count were given back (its
+    /// eviction with no link left: [`Tmpfs::evict_inode`]). Only the
+    /// evict that sets it (under the inode's write lock) frees; a later
+    /// one for the same inode (a node evicted and made again) does
+    /// nothing. What decides, rather than which caller takes the inode out
+    /// of the table, so the table is not needed for it.
+    pub(super) given_back: bool,
     pub(super) kind: Kind,
     /// Extended attributes and ACLs (and times the cell cannot hold),
     /// `None` until the first is set.
@@ -196,14 +203,17 @@ pub(super) fn attr_of_snapshot(ino: Ino, s: &Snapshot) -> Attr {
 
 /// The one word of an inode whose meaning its type decides (a type never
 /// changes): a regular file's page index, every other inode's parent
-/// (kept for a directory, 0 otherwise). A regular file has no use for a
-/// parent and a directory none for pages, so one word serves both, as
+/// (kept for a directory, none otherwise). A regular file has no use for
+/// a parent and a directory none for pages, so one word serves both, as
 /// Linux's `struct inode` shares `i_pipe`, `i_cdev` and `i_link` in one
 /// union; it keeps the inode in its malloc size class.
 union TypeWord {
-    /// A directory's parent (the root: itself). Changed only under the
-    /// rename mutex.
-    parent: ManuallyDrop<AtomicU64>,
+    /// A directory's parent, as a `Weak<Inode>`'s raw pointer
+    /// (`Weak::into_raw`): weak, so a tree is freed from the top and no
+    /// cycle forms (the root's is empty, `Weak::new`, as is every other
+    /// non-directory's). See [`Inode::parent`] for who may read and
+    /// write it.
+    parent: ManuallyDrop<AtomicPtr<Inode>>,
     /// `FastPaths::lockless_read`: a regular file's pages for readers
     /// without the lock (empty with the switch off).
     index: ManuallyDrop<PageIndex>,
@@ -241,7 +251,7 @@ impl Inode {
     /// its size from `st`; the attributes as `getattr` reports them.
     pub(super) fn new(
         ino: Ino,
-        parent: Ino,
+        parent: Weak<Inode>,
         init: &Init,
         st: State,
         lockless: bool,
@@ -253,7 +263,7 @@ impl Inode {
             }
         } else {
             TypeWord {
-                parent: ManuallyDrop::new(AtomicU64::new(parent)),
+                parent: ManuallyDrop::new(AtomicPtr::new(Weak::into_raw(parent).cast_mut())),
             }
         };
         let mut i = Inode {
@@ -307,13 +317,45 @@ impl Inode {
             .expect("an inode whose state is a regular file's has a regular file's mode")
     }
 
-    /// The parent of a directory (the root: itself; other types that are
-    /// not regular files: 0); `None` for a regular file.
+    /// The parent word of a non-regular file; `None` for a regular file.
     #[inline]
-    pub(super) fn parent(&self) -> Option<&AtomicU64> {
+    fn parent_word(&self) -> Option<&AtomicPtr<Inode>> {
         // SAFETY: every other type's word was made as a parent (`new`)
         // and the type never changes.
         (!self.is_reg()).then(|| unsafe { &*self.word.parent })
+    }
+
+    /// A directory's parent, if it is still there (`None` for the root,
+    /// for other types, and for a removed directory whose old parent is
+    /// gone).
+    ///
+    /// The caller holds this inode's lock (either side) or the file
+    /// system's rename mutex: the parent is changed only by a rename that
+    /// holds both ([`set_parent`](Inode::set_parent)), so the `Weak` read
+    /// here is not dropped meanwhile.
+    pub(super) fn parent(&self) -> Option<Arc<Inode>> {
+        let p = self.parent_word()?.load(Ordering::Acquire);
+        // SAFETY: the word holds a pointer from `Weak::into_raw` (`new`,
+        // `set_parent`), whose weak count it owns and which no one drops
+        // while the caller holds this inode's lock or the rename mutex
+        // (above); the `ManuallyDrop` borrows that count without taking it.
+        let w = ManuallyDrop::new(unsafe { Weak::from_raw(p) });
+        w.upgrade()
+    }
+
+    /// Makes `parent` a directory's parent (a cross-directory rename).
+    /// The caller holds both this inode's write lock and the rename mutex
+    /// (see [`parent`](Inode::parent)); no-op for a regular file.
+    pub(super) fn set_parent(&self, parent: &Arc<Inode>) {
+        let Some(word) = self.parent_word() else {
+            return;
+        };
+        let new = Weak::into_raw(Arc::downgrade(parent)).cast_mut();
+        let old = word.swap(new, Ordering::AcqRel);
+        // SAFETY: `old` came from `Weak::into_raw` and the word owned its
+        // count, which it has given up by the swap; no reader holds it
+        // (the caller's locks exclude them), so it is dropped once, here.
+        drop(unsafe { Weak::from_raw(old) });
     }
 
     /// The inode's attributes without its lock, if published.
@@ -341,6 +383,11 @@ impl Drop for Inode {
             // SAFETY: a regular file's word is its index (`new`), dropped
             // here once, with the inode.
             unsafe { ManuallyDrop::drop(&mut self.word.index) };
+        } else {
+            // SAFETY: every other type's word is its parent (`new`), a
+            // pointer from `Weak::into_raw` whose count the word owns,
+            // given back here once, with the inode.
+            drop(unsafe { Weak::from_raw(self.word.parent.load(Ordering::Relaxed)) });
         }
     }
 }
@@ -895,15 +942,18 @@ impl Tmpfs {
     /// no name left; the table's reference, if this call took it out.
     fn evict_locked(&self, ino: Ino, i: &Inode) -> Option<Arc<Inode>> {
         let mut st = wr(i);
-        if st.nlink() != 0 || ino == ROOT_INO {
+        if st.nlink() != 0 || ino == ROOT_INO || st.given_back {
             return None;
         }
-        // Only the caller that takes the inode out of the table frees it.
+        // Only the caller that sets the flag frees (under the lock); the
+        // table lets the inode go with it.
+        st.given_back = true;
         let removed = self
             .shard(ino)
             .write()
             .unwrap_or_else(|e| e.into_inner())
-            .remove(&ino)?;
+            .remove(&ino);
+        debug_assert!(removed.is_some(), "an inode not given back is in the table");
         self.release_pages(st.pages_held());
         match &mut st.kind {
             Kind::Reg(f) => self.clear_file(i.file_index(), f),
@@ -911,7 +961,7 @@ impl Tmpfs {
             Kind::Dir(_) | Kind::Special { .. } => {}
         }
         self.release_inode();
-        Some(removed)
+        removed
     }
 }
 

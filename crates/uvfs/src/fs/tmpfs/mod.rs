@@ -10,7 +10,10 @@
 //!   maple tree of `d_off` cookies), a hash table from name to entry, and
 //!   the listing order as links between entries (see `dir`). Each entry
 //!   holds a reference to its inode: lookups, unlink's and rename's
-//!   victims are reached from the entry, not from the table.
+//!   victims are reached from the entry, not from the table. A directory
+//!   holds its parent weakly (in the word a regular file uses for its page
+//!   index): `..` and rename's ancestry walk go up through it. The file
+//!   system holds its root, which the VFS's root inode takes from it.
 //! - Regular files: sparse 4 KiB pages in a `BTreeMap<page index, Page>`;
 //!   a page is either written data or an `fallocate`d, not yet written page
 //!   (Linux's `!uptodate` folio: reads as zeros, counts as allocated, is a
@@ -220,6 +223,10 @@ thread_local! {
 /// An in-memory tmpfs. See the [module docs](self).
 pub struct Tmpfs {
     shards: Box<[Shard]>,
+    /// The root directory, held here (as Linux's `sb->s_root` holds it):
+    /// the VFS's root inode takes its object from this field, not from
+    /// the table.
+    root: Arc<Inode>,
     /// The next number no thread has taken (see [`Tmpfs::new_ino`]).
     next_ino: AtomicU64,
     /// This file system's id among every tmpfs the process made: tells a
@@ -252,6 +259,10 @@ pub struct Tmpfs {
     /// stamps nothing goes without the inode's lock, under its attribute
     /// cell's claim (see `io.rs`).
     light_overwrite: bool,
+    /// Tests: the table searches made with `FastPaths::tmpfs_borrow` on
+    /// (`get` and `with_inode`), which the VFS's calls should not need.
+    #[cfg(test)]
+    searches: AtomicU64,
 }
 
 /// The size of one tmpfs inode as allocated (behind its `Arc`), pages and
@@ -313,11 +324,42 @@ impl Tmpfs {
             .filter(|&b| b > 0)
             .map(|b| b.div_ceil(PAGE_SIZE));
         let max_inodes = opts.nr_inodes.filter(|&n| n > 0);
-        let shards = (0..SHARDS)
+        let shards: Box<[Shard]> = (0..SHARDS)
             .map(|_| crossbeam_utils::CachePadded::new(UnmodelledRwLock::new(HashMap::default())))
             .collect();
-        let fs = Tmpfs {
+        let (lockless_attrs, light_overwrite) = (lockless, light);
+        let now = super::timekeeping::coarse_mg();
+        let init = Init {
+            mode: S_IFDIR | (opts.mode & 0o7777),
+            uid: opts.uid,
+            gid: opts.gid,
+            nlink: 2,
+            now,
+            acl: 0,
+        };
+        let root = State {
+            linkable: false,
+            given_back: false,
+            kind: Kind::Dir(Box::new(Dir::new())),
+            xattrs: None,
+        };
+        // The root has no parent: an empty `Weak` (`..` is itself).
+        let (_, root) = Inode::new(
+            ROOT_INO,
+            std::sync::Weak::new(),
+            &init,
+            root,
+            lockless_attrs,
+            light_overwrite,
+        );
+        let root = Arc::new(root);
+        shards[(ROOT_INO % SHARDS as u64) as usize]
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(ROOT_INO, root.clone());
+        Tmpfs {
             shards,
+            root,
             next_ino: AtomicU64::new(ROOT_INO + 1),
             id: NEXT_TMPFS_ID.fetch_add(1, Ordering::Relaxed),
             max_pages,
@@ -331,23 +373,9 @@ impl Tmpfs {
             lockless,
             lockless_read: lockless,
             light_overwrite: light,
-        };
-        let now = super::timekeeping::coarse_mg();
-        let init = Init {
-            mode: S_IFDIR | (opts.mode & 0o7777),
-            uid: opts.uid,
-            gid: opts.gid,
-            nlink: 2,
-            now,
-            acl: 0,
-        };
-        let root = State {
-            linkable: false,
-            kind: Kind::Dir(Box::new(Dir::new())),
-            xattrs: None,
-        };
-        let _ = fs.insert_inode(ROOT_INO, ROOT_INO, &init, root, None);
-        fs
+            #[cfg(test)]
+            searches: AtomicU64::new(0),
+        }
     }
 
     /// A number for a new inode. Each thread takes a run of [`INO_BATCH`]
@@ -385,6 +413,10 @@ impl Tmpfs {
 
     /// Inode `ino`; `ESTALE` once it is evicted.
     fn get(&self, ino: Ino) -> Result<Arc<Inode>, Errno> {
+        #[cfg(test)]
+        if self.borrow {
+            self.searches.fetch_add(1, Ordering::Relaxed);
+        }
         let map = self.shard(ino).read().unwrap_or_else(|e| e.into_inner());
         map.get(&ino).cloned().ok_or(Errno::ESTALE)
     }
@@ -444,6 +476,8 @@ impl Tmpfs {
         if !self.borrow {
             return None;
         }
+        #[cfg(test)]
+        self.searches.fetch_add(1, Ordering::Relaxed);
         let map = self.shard(ino).read().unwrap_or_else(|e| e.into_inner());
         f(map.get(&ino)?)
     }
@@ -467,9 +501,27 @@ impl Tmpfs {
         if i.ino != n.ino {
             return None;
         }
-        let s = i.snapshot()?;
-        i.mark_ctime_queried();
-        Some(inode::attr_of_snapshot(n.ino, &s))
+        if let Some(s) = i.snapshot() {
+            i.mark_ctime_queried();
+            return Some(inode::attr_of_snapshot(n.ino, &s));
+        }
+        self.getattr_pinned_locked(n.ino, i)
+    }
+
+    /// [`getattr_pinned_inline`](Self::getattr_pinned_inline) without a
+    /// published snapshot (a device node, a time the cell cannot hold, a
+    /// writer in its section): the read lock if it is free, as the short
+    /// way by number took it under the shard's lock, but from the object.
+    /// A memfd-backed file's size is the kernel's (a system call): the
+    /// usual way. Out of line: the inlined stat keeps only the cell's read.
+    #[inline(never)]
+    fn getattr_pinned_locked(&self, ino: Ino, i: &Inode) -> Option<Attr> {
+        let st = inode::try_rd(i)?;
+        if matches!(st.kind, Kind::Reg(RegFile::Memfd(_))) {
+            return None;
+        }
+        st.mark_ctime_queried();
+        Some(self.attr(ino, &st))
     }
 
     /// Whether the VFS may read inodes' attributes through objects it
@@ -504,7 +556,7 @@ impl Tmpfs {
     fn insert_inode(
         &self,
         ino: Ino,
-        parent: Ino,
+        parent: std::sync::Weak<Inode>,
         init: &Init,
         mut st: State,
         xattrs: Option<Box<inode::XattrSet>>,
@@ -602,6 +654,23 @@ impl Tmpfs {
     }
 }
 
+impl Drop for Tmpfs {
+    /// Frees the tree from the top without recursing: each directory's
+    /// entries are taken out into a work list before its inode can go, so
+    /// no inode's drop drops a subtree (a chain of 100,000 directories
+    /// would otherwise recurse once per level and overflow the stack).
+    /// Every directory with entries is linked, so reached from the root;
+    /// the inodes left (the table's, an unlinked open file's) have none.
+    fn drop(&mut self) {
+        let mut work = vec![self.root.clone()];
+        while let Some(i) = work.pop() {
+            if let Kind::Dir(d) = &mut inode::wr(&i).kind {
+                d.take_inodes(&mut work);
+            }
+        }
+    }
+}
+
 impl FileSystem for Tmpfs {
     fn root(&self) -> Ino {
         ROOT_INO
@@ -627,6 +696,10 @@ impl FileSystem for Tmpfs {
     }
 
     fn inode_data(&self, ino: Ino) -> Option<InodeData> {
+        if ino == ROOT_INO && self.borrow {
+            // The root this file system holds: no table search.
+            return Some(data_of(self.root.clone()));
+        }
         self.get(ino).ok().map(data_of)
     }
 
@@ -1079,6 +1152,24 @@ unsafe fn clone_arc(d: super::DataRef<'_>) -> Arc<Inode> {
 enum Held<'a> {
     Borrowed(&'a Inode),
     Owned(Arc<Inode>),
+}
+
+impl Held<'_> {
+    /// A weak reference to the inode (a new directory's parent).
+    fn downgrade(&self) -> std::sync::Weak<Inode> {
+        match self {
+            Held::Borrowed(i) => {
+                let p: *const Inode = *i;
+                // SAFETY: a borrowed inode is the VFS's object (`node`),
+                // an `Arc<Inode>`'s value whose reference the cached inode
+                // holds for the call; the `ManuallyDrop` borrows that
+                // reference without giving it back.
+                let a = std::mem::ManuallyDrop::new(unsafe { Arc::from_raw(p) });
+                Arc::downgrade(&a)
+            }
+            Held::Owned(i) => Arc::downgrade(i),
+        }
+    }
 }
 
 impl std::ops::Deref for Held<'_> {

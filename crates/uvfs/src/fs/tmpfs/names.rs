@@ -5,7 +5,6 @@
 //! of a directory (`simple_lookup`, `offset_readdir`).
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use super::dir::{DIR_OFFSET_FIRST, READDIR_BATCH, check_name};
 use super::inode::{Init, Inode, Kind, Locked, State, XattrSet, lock_all, rd, wr};
@@ -60,6 +59,7 @@ pub(super) fn new_state(
     };
     let st = State {
         linkable: false,
+        given_back: false,
         kind,
         xattrs: None,
     };
@@ -77,7 +77,6 @@ impl Tmpfs {
         kind: Kind,
     ) -> Result<(Attr, Arc<Inode>), Errno> {
         check_name(name)?;
-        let dir = dir_node.ino;
         let d = self.node(dir_node)?;
         let mut ds = wr(&d);
         if ds.dir()?.get(name).is_some() {
@@ -109,7 +108,13 @@ impl Tmpfs {
         // coarse clock; the directory's stamp is its own
         // (`inode_set_ctime_current(dir)`), as in `shmem_mknod`.
         let (ftype, init, st, xattrs) = new_state(&ds, new, kind, coarse_mg());
-        let (attr, i) = self.insert_inode(ino, dir, &init, st, xattrs);
+        // A directory's parent: its directory, weakly.
+        let parent = if is_dir {
+            d.downgrade()
+        } else {
+            std::sync::Weak::new()
+        };
+        let (attr, i) = self.insert_inode(ino, parent, &init, st, xattrs);
         ds.dir_mut()?.insert(name, i.clone(), ftype, offset);
         if is_dir {
             let n = ds.nlink() + 1;
@@ -158,7 +163,6 @@ impl Tmpfs {
         dir_node: Node<'_>,
         new: NewInode,
     ) -> Result<(Attr, Arc<Inode>), Errno> {
-        let dir = dir_node.ino;
         let d = self.node(dir_node)?;
         let ds = rd(&d);
         ds.dir()?;
@@ -186,11 +190,12 @@ impl Tmpfs {
         };
         let st = State {
             linkable: true,
+            given_back: false,
             kind: Kind::Reg(RegFile::default()),
             xattrs: None,
         };
         let xattrs = XattrSet::with_acls(new.acl, None);
-        Ok(self.insert_inode(ino, dir, &init, st, xattrs))
+        Ok(self.insert_inode(ino, std::sync::Weak::new(), &init, st, xattrs))
     }
 
     /// link(2): another name for a non-directory (or the first one for an
@@ -378,7 +383,9 @@ impl Tmpfs {
                 pos = 1;
             }
             if pos == 1 {
-                let parent = d.parent().map_or(dir, |p| p.load(Ordering::Acquire));
+                // The parent's number through its weak reference, under
+                // this directory's lock (the root has none: itself).
+                let parent = d.parent().map_or(dir, |p| p.ino);
                 let e = DirEntry {
                     ino: parent,
                     file_type: S_IFDIR,

@@ -17,7 +17,6 @@
 //! and the changes.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use super::dir::{DIR_OFFSET_MIN, check_name};
 use super::inode::Slot;
@@ -68,7 +67,7 @@ impl Tmpfs {
                 // A child was evicted meanwhile: look again.
                 continue;
             };
-            let mut arcs = vec![od, nd, src.clone()];
+            let mut arcs = vec![od.clone(), nd.clone(), src.clone()];
             arcs.extend(tgt.clone());
             arcs.sort_unstable_by_key(|a| a.ino);
             arcs.dedup_by_key(|a| a.ino);
@@ -86,8 +85,10 @@ impl Tmpfs {
             let rename = Rename {
                 fs: self,
                 odir,
+                od_arc: od,
                 oname,
                 ndir,
+                nd_arc: nd,
                 nname,
                 flags,
                 whiteout,
@@ -104,9 +105,33 @@ impl Tmpfs {
         }
     }
 
-    /// Whether directory `anc` is `ino` or one of its ancestors. Callers
-    /// hold the rename mutex, so no directory moves meanwhile.
-    fn is_ancestor_or_self(&self, anc: Ino, mut ino: Ino) -> bool {
+    /// Whether directory `anc` is `dir` or one of its ancestors, walking
+    /// up through the directories' weak parents (a removed directory's
+    /// walk goes on through its old parent while that is still there).
+    /// Callers hold the rename mutex, so no directory moves meanwhile and
+    /// every parent read is stable.
+    fn is_ancestor_or_self(&self, anc: Ino, dir: &Arc<Inode>) -> bool {
+        if !self.borrow {
+            return self.is_ancestor_by_number(anc, dir.ino);
+        }
+        let mut cur = dir.clone();
+        loop {
+            if cur.ino == anc {
+                return true;
+            }
+            if cur.ino == ROOT_INO {
+                return false;
+            }
+            let Some(p) = cur.parent() else { return false };
+            cur = p;
+        }
+    }
+
+    /// [`is_ancestor_or_self`](Tmpfs::is_ancestor_or_self) with
+    /// `FastPaths::tmpfs_borrow` off (the stock side): each parent found
+    /// in the table by its number, as before the parents were weak
+    /// references (a parent evicted from the table ends the walk).
+    fn is_ancestor_by_number(&self, anc: Ino, mut ino: Ino) -> bool {
         loop {
             if ino == anc {
                 return true;
@@ -115,13 +140,8 @@ impl Tmpfs {
                 return false;
             }
             let Ok(i) = self.get(ino) else { return false };
-            let Some(p) = i.parent().map(|p| p.load(Ordering::Acquire)) else {
-                return false;
-            };
-            if p == ino {
-                return false;
-            }
-            ino = p;
+            let Some(p) = i.parent() else { return false };
+            ino = p.ino;
         }
     }
 }
@@ -132,8 +152,12 @@ impl Tmpfs {
 struct Rename<'a> {
     fs: &'a Tmpfs,
     odir: Ino,
+    /// The old directory.
+    od_arc: Arc<Inode>,
     oname: &'a [u8],
     ndir: Ino,
+    /// The new directory (the old one's inode when they are one).
+    nd_arc: Arc<Inode>,
     nname: &'a [u8],
     flags: u32,
     /// The whiteout to leave at `oname` (`RENAME_WHITEOUT`).
@@ -235,13 +259,13 @@ impl Rename<'_> {
     /// when cross: ancestry is stable.
     fn check_loops(&self) -> Result<(), Errno> {
         let cross = self.cross();
-        if cross && self.src_dir && self.fs.is_ancestor_or_self(self.src, self.ndir) {
+        if cross && self.src_dir && self.fs.is_ancestor_or_self(self.src, &self.nd_arc) {
             return Err(Errno::EINVAL);
         }
         if let Some(t) = self.tgt
             && cross
             && self.tgt_dir
-            && self.fs.is_ancestor_or_self(t, self.odir)
+            && self.fs.is_ancestor_or_self(t, &self.od_arc)
         {
             return Err(if self.exchange() {
                 Errno::EINVAL
@@ -352,16 +376,14 @@ impl Rename<'_> {
                 r.od_nlink(1);
             }
         }
+        // Each moved directory's parent, under its write lock and the
+        // rename mutex (`Inode::set_parent`).
         if cross {
-            if self.src_dir
-                && let Some(p) = self.src_arc.parent()
-            {
-                p.store(self.ndir, Ordering::Release);
+            if self.src_dir {
+                self.src_arc.set_parent(&self.nd_arc);
             }
-            if let (true, Some(a)) = (self.tgt_dir, &self.tgt_arc)
-                && let Some(p) = a.parent()
-            {
-                p.store(self.odir, Ordering::Release);
+            if let (true, Some(a)) = (self.tgt_dir, &self.tgt_arc) {
+                a.set_parent(&self.od_arc);
             }
         }
         if let Some(t) = r.tgt.as_deref_mut() {
@@ -420,7 +442,9 @@ impl Rename<'_> {
                     coarse_mg(),
                 );
                 let ino = self.fs.new_ino();
-                let (attr, i) = self.fs.insert_inode(ino, self.odir, &init, st, xattrs);
+                let (attr, i) =
+                    self.fs
+                        .insert_inode(ino, std::sync::Weak::new(), &init, st, xattrs);
                 r.od.dir_mut()?.insert(self.oname, i.clone(), S_IFCHR, wo);
                 Some((attr, i))
             }
@@ -453,11 +477,8 @@ impl Rename<'_> {
             r.od_nlink(-1);
             r.nd_nlink(1);
         }
-        if self.src_dir
-            && cross
-            && let Some(p) = self.src_arc.parent()
-        {
-            p.store(self.ndir, Ordering::Release);
+        if self.src_dir && cross {
+            self.src_arc.set_parent(&self.nd_arc);
         }
         Ok(whiteout)
     }

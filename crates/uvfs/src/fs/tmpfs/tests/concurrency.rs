@@ -149,3 +149,94 @@ fn lookups_in_parallel_do_not_serialize_on_writes() {
     w.join().unwrap();
     ok(&fs);
 }
+
+/// Directories moving into each other from several threads while others
+/// read their `..`: each `..` read names a directory; no move makes a
+/// loop (the ancestry walk through the weak parents sees a stable tree
+/// under the rename mutex); at the end every directory's parent is the
+/// directory naming it (`fsck`) and every directory is reachable.
+#[test]
+fn moving_directories_keep_their_parents() {
+    let fs = fs();
+    let mut dirs: Vec<Ino> = ["a", "b", "c"].iter().map(|n| dir(&fs, R, n)).collect();
+    for k in 0..6 {
+        dirs.push(dir(&fs, dirs[k % 3], &format!("m{k}")));
+    }
+    let movers = 3..dirs.len();
+    let dotdot = |fs: &Tmpfs, d: Ino| {
+        let mut p = None;
+        fs.readdir(d, 1, &mut |e| {
+            p = Some(e.ino);
+            false
+        })
+        .unwrap();
+        p.unwrap()
+    };
+    let threads: Vec<_> = (0..4u64)
+        .map(|t| {
+            let (fs, dirs, movers) = (fs.clone(), dirs.clone(), movers.clone());
+            std::thread::spawn(move || {
+                let mut seed = t * 104_729 + 3;
+                let mut rnd = move |n: usize| {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    (seed >> 33) as usize % n
+                };
+                let (mut moved, mut loops) = (0, 0);
+                for _ in 0..20_000 {
+                    let k = movers.start + rnd(movers.len());
+                    let m = dirs[k];
+                    let p = dotdot(&fs, m);
+                    assert!(p == R || dirs.contains(&p), "`..` of {m} is {p}");
+                    if t < 2 {
+                        continue;
+                    }
+                    let to = dirs[rnd(dirs.len())];
+                    let name = format!("m{}", k - movers.start);
+                    match fs.rename(p, name.as_bytes(), to, name.as_bytes(), 0) {
+                        Ok(()) => moved += 1,
+                        Err(Errno::EINVAL) => loops += 1,
+                        // Moved meanwhile, or already there.
+                        Err(Errno::ENOENT | Errno::EEXIST) => {}
+                        Err(e) => panic!("rename of {name} into {to}: {e:?}"),
+                    }
+                }
+                (moved, loops)
+            })
+        })
+        .collect();
+    let mut total = (0, 0);
+    for t in threads {
+        let (m, l) = t.join().unwrap();
+        total = (total.0 + m, total.1 + l);
+    }
+    assert!(
+        total.0 > 0 && total.1 > 0,
+        "moves and refused loops: {total:?}"
+    );
+    fs.fsck(true).unwrap();
+    let mut reach = vec![R];
+    let mut i = 0;
+    while i < reach.len() {
+        let d = reach[i];
+        fs.readdir(d, 2, &mut |e| {
+            reach.push(e.ino);
+            true
+        })
+        .unwrap();
+        i += 1;
+    }
+    assert_eq!(reach.len(), 1 + dirs.len());
+    // Each `..` is the directory that lists it.
+    for &d in &dirs {
+        let p = dotdot(&fs, d);
+        let mut listed = false;
+        fs.readdir(p, 2, &mut |e| {
+            listed |= e.ino == d;
+            true
+        })
+        .unwrap();
+        assert!(listed, "`..` of {d} is {p}, which does not list it");
+    }
+}

@@ -104,3 +104,4 @@ mod memfd;
 mod names;
 mod rename;
 mod store;
+mod table;

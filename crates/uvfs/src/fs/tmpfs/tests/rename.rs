@@ -174,3 +174,65 @@ fn rename_semantics_host() {
     fs.evict(gone);
     fs.fsck(true).unwrap();
 }
+
+/// A directory's parent is a weak reference: a tree is freed when the
+/// file system goes (no cycle through the parents), and a moved
+/// directory's `..` and the ancestry check follow its new parent.
+#[test]
+fn parents_are_weak_and_followed_after_moves() {
+    let fs = fs();
+    let a = dir(&fs, R, "A");
+    let b = dir(&fs, R, "B");
+    let c = dir(&fs, R, "C");
+    let d = dir(&fs, a, "d");
+    let e = dir(&fs, d, "e");
+    let dotdot = |fs: &Tmpfs, x: Ino| {
+        let mut p = 0;
+        fs.readdir(x, 1, &mut |en| {
+            assert_eq!(en.name, b"..");
+            p = en.ino;
+            false
+        })
+        .unwrap();
+        p
+    };
+    assert_eq!(dotdot(&fs, d), a);
+    assert_eq!(dotdot(&fs, R), R);
+    // Moved twice: `..` and the parent the inode holds are the new one.
+    fs.rename(a, b"d", b, b"d", 0).unwrap();
+    assert_eq!(dotdot(&fs, d), b);
+    fs.rename(b, b"d", c, b"d", 0).unwrap();
+    assert_eq!(dotdot(&fs, d), c);
+    assert_eq!(fs.get(d).unwrap().parent().map(|p| p.ino), Some(c));
+    assert_eq!(dotdot(&fs, e), d);
+    // Ancestry through the new parents: C (now above d and e) cannot move
+    // under them; A and B (no longer above) can.
+    assert_eq!(fs.rename(R, b"C", e, b"x", 0), Err(Errno::EINVAL));
+    assert_eq!(fs.rename(R, b"C", d, b"x", 0), Err(Errno::EINVAL));
+    fs.rename(R, b"A", e, b"A", 0).unwrap();
+    assert_eq!(dotdot(&fs, a), e);
+    fs.rename(R, b"B", d, b"B", 0).unwrap();
+    assert_eq!(fs.rename(e, b"A", a, b"x", 0), Err(Errno::EINVAL));
+    // An exchange of two directories across parents moves both parents.
+    let f = dir(&fs, R, "F");
+    fs.rename(R, b"F", d, b"e", RENAME_EXCHANGE).unwrap();
+    assert_eq!((dotdot(&fs, f), dotdot(&fs, e)), (d, R));
+    assert_eq!(dotdot(&fs, a), e);
+    // A removed directory's walk goes through its old parent while that
+    // is there (Linux: its dentry keeps `d_parent`): C is above it.
+    let g = dir(&fs, d, "g");
+    let held = fs.get(g).unwrap();
+    fs.rmdir(d, b"g").unwrap();
+    assert_eq!(fs.rename(R, b"C", g, b"x", 0), Err(Errno::EINVAL));
+    assert_eq!(fs.rename(R, b"F", g, b"x", 0), Err(Errno::ENOENT));
+    drop(held);
+    fs.evict(g);
+    ok(&fs);
+    // Weak parents: with the file system gone, every inode is freed.
+    let weak: Vec<_> = [R, a, c, d, e, f]
+        .iter()
+        .map(|&i| Arc::downgrade(&fs.get(i).unwrap()))
+        .collect();
+    drop(fs);
+    assert!(weak.iter().all(|w| w.upgrade().is_none()));
+}
