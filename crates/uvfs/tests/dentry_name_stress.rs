@@ -72,7 +72,7 @@ fn run(fast: FastPaths) {
         threads.push(s.spawn(move || {
             let mut ops = 0u64;
             let mut at = 0;
-            while ops % 16 != 0 || Instant::now() < until {
+            while !ops.is_multiple_of(16) || Instant::now() < until {
                 let (old, new) = (CYCLE[at], CYCLE[(at + 1) % CYCLE.len()]);
                 let (old, new) = (format!("/d/{old}"), format!("/d/{new}"));
                 p.rename(&old, &new)

@@ -398,9 +398,9 @@ impl reclaim::Free for Name {
 /// slow each other down at random (open1, processes mode, 2 tasks: 1.0x or
 /// 2.0x depending on where the allocator had put the two dentries).
 /// 128 bytes: the child-list pointer and `slot` fill what was padding
-/// (a unit test holds it to two lines). A name of at most [`INLINE_NAME`]
-/// bytes lives in the `name` word, so most files cost no allocation
-/// beyond this one.
+/// (a unit test holds it to two lines). A name of at most 8 bytes
+/// (`INLINE_NAME`) lives in the `name` word, so most files cost no
+/// allocation beyond this one.
 #[repr(align(64))]
 pub struct Dentry {
     count: AtomicUsize,
