@@ -165,7 +165,7 @@ pub(super) const ROWS: &[Row] = &[
     ),
     own(
         "016",
-        Test::Stat1,
+        Test::Fstree,
         "dentry_inline_name",
         "names of up to 8 bytes inside the dentry",
     ),
