@@ -165,6 +165,10 @@ pub enum Command {
         /// The kernel's work directory's parent.
         #[arg(long, default_value = "/dev/shm")]
         dir: PathBuf,
+        /// uvfs's fast paths, as for `run` (e.g. `seeds,path_cache=off`),
+        /// for a switch's A/B on one row; uvfs only. Default: seeds.
+        #[arg(long, value_name = "SPEC", value_parser = parse_fastpaths)]
+        fastpaths: Option<FastPaths>,
     },
     /// Mount the floor (a trivial FUSE server that stores no data) at DIR
     /// and serve it in the foreground until `umount DIR` or SIGINT/SIGTERM.
@@ -813,16 +817,21 @@ pub fn main(cli: Cli) -> ExitCode {
             system,
             files,
             dir,
+            fastpaths,
         } => {
             let r = crate::peers::System::from_key(&system).and_then(|s| {
                 let row = crate::peers::one::row_from_key(&row)?;
-                crate::peers::one::run(s, row, secs, files, &dir).map(|v| (row, v))
+                crate::peers::one::run(s, row, secs, files, &dir, fastpaths).map(|v| (row, v))
             });
             match r {
-                Ok((row, (wall, cpu))) => {
+                Ok((row, v)) => {
+                    let fast = v.fast.map(|f| format!(" (fast paths {f})"));
                     println!(
-                        "{} on {system}: {wall:.0} ops/s, {cpu:.0} per CPU-second",
-                        row.key()
+                        "{} on {system}{}: {:.0} ops/s, {:.0} per CPU-second",
+                        row.key(),
+                        fast.unwrap_or_default(),
+                        v.wall,
+                        v.cpu
                     );
                     ExitCode::SUCCESS
                 }

@@ -453,6 +453,11 @@ trait Peer {
     fn io_close(&mut self);
     /// The number of entries of directory `path` (without `.`, `..`).
     fn list(&mut self, path: &str) -> Result<usize, String>;
+    /// The fast paths the system runs with, as its VFS reports them (uvfs
+    /// only).
+    fn fast_paths(&self) -> Option<uvfs::FastPaths> {
+        None
+    }
 }
 
 /// The kernel, through `std::fs`.
@@ -565,17 +570,27 @@ impl Peer for Kernel {
 struct Uvfs {
     p: uvfs::Process,
     io: Option<i32>,
+    /// What the VFS says it runs with.
+    fast: uvfs::FastPaths,
 }
 
 impl Uvfs {
-    fn new() -> Result<Uvfs, String> {
-        let vfs = crate::backend::uvfs_vfs(uvfs::FastPaths::default());
+    fn new(fast: uvfs::FastPaths) -> Result<Uvfs, String> {
+        let vfs = crate::backend::uvfs_vfs(fast);
         let p = uvfs::Process::new(&vfs).map_err(|e| format!("uvfs: a process: {e}"))?;
-        Ok(Uvfs { p, io: None })
+        Ok(Uvfs {
+            p,
+            io: None,
+            fast: *vfs.fastpaths(),
+        })
     }
 }
 
 impl Peer for Uvfs {
+    fn fast_paths(&self) -> Option<uvfs::FastPaths> {
+        Some(self.fast)
+    }
+
     fn mkdir(&mut self, path: &str) -> Result<(), String> {
         self.p.mkdir(path, 0o755).map_err(e("mkdir", path))
     }
@@ -685,11 +700,21 @@ mod iobuf;
 pub mod one;
 use iobuf::IoBuf;
 
-/// A system, made.
+/// A system, made (uvfs with its default fast paths, the seeds preset).
 fn make(system: System, host_parent: &Path) -> Result<Box<dyn Peer>, String> {
+    make_with(system, host_parent, uvfs::FastPaths::default())
+}
+
+/// A system, made; uvfs with the fast paths `fast` (the other systems
+/// have none).
+fn make_with(
+    system: System,
+    host_parent: &Path,
+    fast: uvfs::FastPaths,
+) -> Result<Box<dyn Peer>, String> {
     Ok(match system {
         System::Kernel => Box::new(Kernel::new(host_parent)?),
-        System::Uvfs => Box::new(Uvfs::new()?),
+        System::Uvfs => Box::new(Uvfs::new(fast)?),
         #[cfg(feature = "peers")]
         System::VfsMemory => Box::new(crates::VfsMemory::new()),
         #[cfg(feature = "peers")]

@@ -401,8 +401,9 @@ fn reproduce_quick_writes_its_report() {
     // lockless_read row (read1), its two fd_close_lockless rows (two
     // threads), and issue 16's path-cache, tmpfs-borrow, stat-noref,
     // rcu-parent, stat-noref-walk, write-one-lock (write1), d-delete
-    // (unlink1) and light-overwrite (write1) rows.
-    assert_eq!(seeds.len(), 30);
+    // (unlink1), light-overwrite (write1) and dentry-inline-name (fstree)
+    // rows.
+    assert_eq!(seeds.len(), 31);
     for s in seeds {
         assert!(s["error"].is_null(), "{s}");
         assert!(s["a_ops_per_sec"].as_f64().unwrap() > 0.0, "{s}");
@@ -871,4 +872,60 @@ fn peers_measures_every_row_and_memory_and_writes_json() {
         .filter(|e| e.path().join("peers/a/b/file").exists())
         .collect();
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// `peers-loop --fastpaths SPEC`: a bad spec (or one given to a system
+/// other than uvfs) is refused before any work, exit 2; a good one reaches
+/// uvfs's VFS, which reports what it runs with (the line names it, read
+/// back from the VFS, not echoed from the argument).
+#[test]
+fn peers_loop_applies_its_fastpaths() {
+    let loop_ = |args: &[&str]| {
+        let out = bench().arg("peers-loop").args(args).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for (args, want) in [
+        (
+            &["stat", "0.01", "--fastpaths", "path_cache=maybe"][..],
+            "switches",
+        ),
+        (
+            &["stat", "0.01", "--fastpaths", "no_such_switch=on"][..],
+            "switches",
+        ),
+        (
+            &["stat", "0.01", "--system", "kernel", "--fastpaths", "seeds"][..],
+            "uvfs only",
+        ),
+    ] {
+        let (code, stdout, stderr) = loop_(args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+        assert!(stdout.is_empty(), "{args:?} did work: {stdout}");
+    }
+    for spec in [None, Some("seeds,path_cache=off"), Some("stock")] {
+        let mut args = vec!["dir-stat-each", "0.01", "--files", "20"];
+        args.extend(spec.iter().flat_map(|s| ["--fastpaths", s]));
+        let (code, stdout, stderr) = loop_(&args);
+        assert_eq!(code, Some(0), "{args:?}: {stderr}");
+        assert!(
+            stdout.starts_with("dir-stat-each on uvfs (fast paths "),
+            "{stdout}"
+        );
+        let named = stdout.split("(fast paths ").nth(1).unwrap();
+        let named = &named[..named.find(')').unwrap()];
+        let ran = uvfs::FastPaths::parse(named).unwrap();
+        let asked = uvfs::FastPaths::parse(spec.unwrap_or("seeds")).unwrap();
+        assert_eq!(ran, asked, "{spec:?}: {stdout}");
+        assert_eq!(
+            ran.path_cache,
+            spec != Some("seeds,path_cache=off") && spec != Some("stock"),
+            "{stdout}"
+        );
+        assert!(stdout.contains("per CPU-second"), "{stdout}");
+    }
 }

@@ -178,12 +178,19 @@ pub struct FastPaths {
     /// two never overlap. Needs `write_one_lock`, `lockless_read` and
     /// `lockless_attrs`; off, such a write takes tmpfs's inode lock.
     pub light_overwrite: bool,
+    /// Issue 16 (Linux's `d_iname`): a dentry holds a name of at most 8
+    /// bytes in itself, in the word that otherwise points at the name, so
+    /// such a file's dentry makes no second allocation and a lookup
+    /// compares the name without leaving the dentry (a rename changes it
+    /// in place, inside the dentry's sequence count); off, every name is
+    /// allocated on its own, as longer names always are.
+    pub dentry_inline_name: bool,
 }
 
 /// Name, description and accessor of every switch, in a stable order.
 type Switch = (&'static str, &'static str, fn(&mut FastPaths) -> &mut bool);
 
-const SWITCHES: [Switch; 22] = [
+const SWITCHES: [Switch; 23] = [
     (
         "close_sync",
         "seed 000: close(2) releases the file synchronously",
@@ -292,6 +299,11 @@ const SWITCHES: [Switch; 22] = [
         "issue 16: an overwrite inside the size that stamps nothing takes no lock, only a claim",
         |f| &mut f.light_overwrite,
     ),
+    (
+        "dentry_inline_name",
+        "issue 16: names of up to 8 bytes inside the dentry, no allocation of their own",
+        |f| &mut f.dentry_inline_name,
+    ),
 ];
 
 /// The seed switches (the first six of [`SWITCHES`]): the ones
@@ -324,6 +336,7 @@ impl FastPaths {
             write_one_lock: false,
             d_delete: false,
             light_overwrite: false,
+            dentry_inline_name: false,
         }
     }
 
@@ -353,6 +366,7 @@ impl FastPaths {
             write_one_lock: true,
             d_delete: true,
             light_overwrite: true,
+            dentry_inline_name: true,
         }
     }
 
@@ -494,7 +508,7 @@ mod tests {
     #[test]
     fn display_round_trips_every_combination() {
         let all: Vec<_> = FastPaths::all_combinations().collect();
-        assert_eq!(all.len(), 96);
+        assert_eq!(all.len(), 98);
         assert!(all.contains(&FastPaths::seeds()));
         assert!(all.contains(&FastPaths::stock()));
         assert!(all.contains(&FastPaths::seeds().with("fd_single_user", false)));

@@ -248,7 +248,7 @@ impl Vfs {
             },
         );
         let caches = Arc::new(Caches {
-            dcache: DentryCache::new(b.dcache_limit, b.fast.cheap_pin),
+            dcache: DentryCache::new(b.dcache_limit, b.fast.cheap_pin, b.fast.dentry_inline_name),
             icache,
         });
         let root = new_sb(&caches, &sbs, fs).expect("the root file system has a root inode");

@@ -5,7 +5,7 @@
 //! are not (a profile still shows them: filter by caller).
 
 use super::{
-    BIG, FILE, IoBuf, MISSING, ROWS, Row, SCRATCH, System, big_name, make, setup, teardown,
+    BIG, FILE, IoBuf, MISSING, ROWS, Row, SCRATCH, System, big_name, make_with, setup, teardown,
 };
 use std::path::Path;
 use std::time::Instant;
@@ -18,24 +18,44 @@ pub fn row_from_key(key: &str) -> Result<Row, String> {
     })
 }
 
+/// What [`run`] measured.
+#[derive(Clone, Copy, Debug)]
+pub struct Looped {
+    /// The row's operations per second by the wall clock.
+    pub wall: f64,
+    /// The same per second of this thread's CPU time (which a busy
+    /// machine's time slicing does not stretch).
+    pub cpu: f64,
+    /// The fast paths the system ran with, as its VFS reported them
+    /// (uvfs only).
+    pub fast: Option<uvfs::FastPaths>,
+}
+
 /// Runs `row` on `system` for about `secs` seconds (the directory rows
-/// with `files` files); the row's operations per second over its timed
-/// passes, by the wall clock and by this thread's CPU clock (which a
-/// busy machine's time slicing does not stretch).
+/// with `files` files; uvfs with the fast paths `fast`, which only uvfs
+/// may be given); the row's operations per second over its timed passes.
 pub fn run(
     system: System,
     row: Row,
     secs: f64,
     files: usize,
     host_parent: &Path,
-) -> Result<(f64, f64), String> {
+    fast: Option<uvfs::FastPaths>,
+) -> Result<Looped, String> {
     if files == 0 || files > super::MAX_FILES {
         return Err(format!(
             "--files must be 1..={}, not {files}",
             super::MAX_FILES
         ));
     }
-    let mut p = make(system, host_parent)?;
+    if fast.is_some() && system != System::Uvfs {
+        return Err(format!(
+            "--fastpaths applies to uvfs only, not {}",
+            system.key()
+        ));
+    }
+    let mut p = make_with(system, host_parent, fast.unwrap_or_default())?;
+    let fast = p.fast_paths();
     setup(&mut *p)?;
     let names: Vec<String> = (0..files).map(big_name).collect();
     let mut buf = IoBuf::new(0);
@@ -102,7 +122,11 @@ pub fn run(
     }
     p.io_close();
     teardown(&mut *p)?;
-    Ok((ops as f64 / timed.max(1e-9), ops as f64 / cpu.max(1e-9)))
+    Ok(Looped {
+        wall: ops as f64 / timed.max(1e-9),
+        cpu: ops as f64 / cpu.max(1e-9),
+        fast,
+    })
 }
 
 /// This thread's CPU time in seconds.

@@ -163,6 +163,12 @@ pub(super) const ROWS: &[Row] = &[
         "light_overwrite",
         "overwrite that stamps nothing: a claim, no lock",
     ),
+    own(
+        "016",
+        Test::Fstree,
+        "dentry_inline_name",
+        "names of up to 8 bytes inside the dentry",
+    ),
     // Not a kernel seed: uvfs's own fast path (issue 19), numbered after
     // its issue so the rows stay sorted; no published figure.
     own(

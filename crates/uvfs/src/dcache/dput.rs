@@ -157,7 +157,12 @@ pub(super) unsafe fn kill(d: NonNull<Dentry>) {
         // walker dereference null (found by the loom model
         // `rename_over_victim_vs_step_new_name`: a SIGSEGV when the victim's
         // last reference was dropped under the walker).
-        let name = dr.name.load(Ordering::Acquire);
+        // An inline name needs nothing; an out-of-line one is retired.
+        let name = if hl_len(dr.hash_len.load(Ordering::Relaxed)) > cache.inline_max {
+            name_ptr(dr.name.load(Ordering::Acquire))
+        } else {
+            ptr::null_mut()
+        };
         // A path cache entry may name this dentry: the generation moves
         // before the memory is retired, so a reader that still sees the
         // old generation was pinned before the retirement.

@@ -90,9 +90,16 @@ impl World {
     /// A cache keeping `limit` unused dentries (and about `limit` hash
     /// chains, at least 2).
     pub fn new(limit: usize) -> World {
+        World::with_inline_names(limit, true)
+    }
+
+    /// [`new`](Self::new), with names of at most
+    /// [`INLINE_NAME`](super::INLINE_NAME) bytes held in the dentry (as
+    /// `FastPaths::dentry_inline_name`) or not.
+    pub fn with_inline_names(limit: usize, inline: bool) -> World {
         let icache = crate::icache::InodeCache::new(16, 2, true, |_, _, _| {});
         let caches = Arc::new(Caches {
-            dcache: DentryCache::new(limit, false),
+            dcache: DentryCache::new(limit, false, inline),
             icache,
         });
         let fs = Tmpfs::new(TmpfsOptions::default());
@@ -401,7 +408,7 @@ impl World {
                 if s.dead || !s.hashed || !s.c_hashed {
                     return Err(format!("hashed {p:?} in state {s:?}"));
                 }
-                if dc.bucket(dr.hash.load(Ordering::SeqCst)) != b {
+                if dc.bucket(dr.hash_len.load(Ordering::SeqCst)) != b {
                     return Err(format!("hashed {p:?} on the wrong chain"));
                 }
                 hashed.push(p.addr());

@@ -19,8 +19,9 @@
 //! rather than freed after an epoch (crossbeam-epoch is not loom-aware), so
 //! a model can inspect any dentry it ever made, dead or alive, through
 //! `World::state`; names hash without their parent's address so chains are
-//! the same in every execution; and a name's bytes sit in a loom cell, so a
-//! walker reading a name it has no happens-before edge to is reported.
+//! the same in every execution; and an out-of-line name's length sits in a
+//! loom cell, so a walker reading such a name it has no happens-before edge
+//! to is reported (an inline name is an atomic word of the dentry).
 //!
 //! What each lookup may return is stated in sequence counts: a dentry's
 //! count is even and unchanged exactly while its name, parent, inode and
@@ -277,20 +278,23 @@ fn chain_mates(w: &World, n: usize) -> Vec<&'static [u8]> {
 /// and S's `next` after it reaches H through that `next` alone. It must get
 /// H (at its only count), or fall back; and it may only read H's name if
 /// that `next` was published with a release (else loom reports the read of
-/// H's name cell as concurrent with its creation). H negative is ENOENT
+/// H's name cell as concurrent with its creation: run with names out of
+/// line, where the name has a cell, and inline). H negative is ENOENT
 /// from before the create.
 /// from before the create.
 #[test]
 fn rename_in_chain_vs_step() {
     static SEEN: Seen<3> = Seen::new();
-    rename_in_chain(false, &SEEN);
-    rename_in_chain(true, &SEEN);
+    for inline in [false, true] {
+        rename_in_chain(false, inline, &SEEN);
+        rename_in_chain(true, inline, &SEEN);
+    }
     SEEN.report(["fallback", "H", "H negative"], &[0, 1, 2]);
 }
 
-fn rename_in_chain(yields: bool, seen: &'static Seen<3>) {
+fn rename_in_chain(yields: bool, inline: bool, seen: &'static Seen<3>) {
     check(&builder(4), move || {
-        let w = Arc::new(World::new(4));
+        let w = Arc::new(World::with_inline_names(4, inline));
         let names = chain_mates(&w, 2);
         let (y, z) = (names[0], names[1]);
         let s = w.create(w.root(), b"a", 10, false);
@@ -319,6 +323,122 @@ fn rename_in_chain(yields: bool, seen: &'static Seen<3>) {
         drop((step, h));
         settle(&w, &[addr(w.root()), sa, ha], 1);
     });
+}
+
+/// A name changed in place (`FastPaths::dentry_inline_name`): S is `from`
+/// in R (inode 10); B renames it to `to` in R (`d_move`: unhashed, then
+/// its parent, `hash_len` and `name` word changed in one write section,
+/// then hashed on `to`'s chain). An inline name's word is overwritten where
+/// lockless readers read it; a name going out of line (or coming back)
+/// changes what the word is, bytes or a pointer. A steps for `from` or
+/// `to` (`lookup_new`), then copies S's name (`Dentry::name`, as getcwd
+/// does). `to` is `to_base` with its last byte changed so that it shares
+/// `from`'s chain: a walker that took S from that chain before the move
+/// may still be standing on it when the new name is in place.
+///
+/// The step may fall back, or get S at the count it had while it had the
+/// name looked up: its first for `from`, its count after the move for
+/// `to`; never the other pairing, never a negative entry. The copy is
+/// `from` or `to` whole. A reader that followed the word as a pointer
+/// while it held bytes would fault; one that read a `Name` without a
+/// happens-before edge to its making would be reported by loom (its
+/// length is a loom cell).
+fn rename_in_place_vs_step(
+    from: &'static [u8],
+    to_base: &'static [u8],
+    lookup_new: bool,
+    yields: bool,
+    seen: &'static Seen<4>,
+) {
+    check(&builder(3), move || {
+        let w = Arc::new(World::new(8));
+        let to = chain_mate(&w, from, to_base);
+        let s = w.create(w.root(), from, 10, false);
+        let (sa, s0) = (addr(&s), state(&w, addr(&s)).seq);
+        let mine = s.clone();
+        let w2 = w.clone();
+        let b = thread::spawn(move || {
+            w2.d_move(&s, w2.root(), to);
+        });
+        reader_yields(yields);
+        let step = w.step(w.root(), if lookup_new { to } else { from });
+        let name = mine.name();
+        b.join().unwrap();
+        let s_moved = state(&w, sa).seq;
+        assert_eq!(s_moved, s0 + 4, "d_move: two write sections");
+        match &step {
+            Step::Fallback => seen.hit(0),
+            Step::Negative { .. } => panic!("a negative entry out of nowhere: {step:?}"),
+            Step::Positive { dentry, seq, ino } => {
+                let want = if lookup_new { s_moved } else { s0 };
+                assert_eq!((addr(dentry), *seq, *ino), (sa, want, 10), "step");
+                seen.hit(1);
+            }
+        }
+        assert!(
+            name == from || name == to,
+            "a torn name: {:?}",
+            String::from_utf8_lossy(&name)
+        );
+        seen.hit(if name == from { 2 } else { 3 });
+        assert_eq!(mine.name(), to, "the name after the move");
+        drop((step, mine));
+        assert!(w.lookup_locked(w.root(), from).is_none());
+        let again = w.lookup_locked(w.root(), to).expect("S is `to`");
+        assert_eq!(addr(&again), sa);
+        drop(again);
+        settle(&w, &[addr(w.root()), sa], 1);
+    });
+}
+
+/// `base` with its last byte changed to put it on `from`'s chain (leaked:
+/// the models need `'static` names, and a few bytes per execution are
+/// nothing).
+fn chain_mate(w: &World, from: &[u8], base: &[u8]) -> &'static [u8] {
+    (b'a'..=b'z')
+        .chain(b'0'..=b'9')
+        .map(|c| {
+            let mut n = base.to_vec();
+            *n.last_mut().unwrap() = c;
+            n
+        })
+        .find(|n| n != from && w.same_chain(from, n))
+        .map(|n| &*Box::leak(n.into_boxed_slice()))
+        .expect("a name on `from`'s chain")
+}
+
+/// An 8-byte name, the longest held inline, and a 20-byte one, out of line.
+const INLINE8: &[u8] = b"abcdefgh";
+const LONG20: &[u8] = b"a_name_of_20_bytes_x";
+
+#[test]
+fn rename_inline_to_inline_vs_step() {
+    static SEEN: Seen<4> = Seen::new();
+    for lookup_new in [false, true] {
+        rename_in_place_vs_step(b"a", INLINE8, lookup_new, false, &SEEN);
+        rename_in_place_vs_step(b"a", INLINE8, lookup_new, true, &SEEN);
+    }
+    SEEN.report(["fallback", "S", "old name", "new name"], &[0, 1, 2, 3]);
+}
+
+#[test]
+fn rename_inline_to_out_of_line_vs_step() {
+    static SEEN: Seen<4> = Seen::new();
+    for lookup_new in [false, true] {
+        rename_in_place_vs_step(INLINE8, LONG20, lookup_new, false, &SEEN);
+        rename_in_place_vs_step(INLINE8, LONG20, lookup_new, true, &SEEN);
+    }
+    SEEN.report(["fallback", "S", "old name", "new name"], &[0, 1, 2, 3]);
+}
+
+#[test]
+fn rename_out_of_line_to_inline_vs_step() {
+    static SEEN: Seen<4> = Seen::new();
+    for lookup_new in [false, true] {
+        rename_in_place_vs_step(LONG20, b"a", lookup_new, false, &SEEN);
+        rename_in_place_vs_step(LONG20, b"a", lookup_new, true, &SEEN);
+    }
+    SEEN.report(["fallback", "S", "old name", "new name"], &[0, 1, 2, 3]);
 }
 
 // ---------------------------------------------------------------------------

@@ -99,7 +99,7 @@ mod table;
 
 use dput::dput;
 pub(crate) use hash::{hash_component, zero_bytes};
-use hash::{name_eq, name_hash};
+use hash::{load_partial, name_eq, name_hash};
 pub(crate) use table::Search;
 
 /// The caches every superblock of one VFS shares (Linux has one dentry hash
@@ -211,6 +211,58 @@ const COMPLETE: u32 = 32;
 /// The most bucket locks (each on its own cache lines).
 const MAX_LOCKS: usize = 4096;
 
+/// The longest name a dentry holds in itself (Linux's `d_iname`): in its
+/// `name` word, little-endian, zero-padded; a longer one is a [`Name`] the
+/// word points at. Which of the two the word is follows from the length in
+/// `hash_len` and the cache's `inline_max` (this, or 0 with
+/// [`FastPaths::dentry_inline_name`](crate::FastPaths::dentry_inline_name)
+/// off), read together under the sequence count (see
+/// [`Dentry::with_name`]).
+pub(crate) const INLINE_NAME: usize = 8;
+
+/// Linux's `hash_len`: a name's hash (from [`name_hash`]) in the low 32
+/// bits, its length in the high 32, so one compare checks both. The
+/// bucket is taken from the low bits, which this keeps.
+#[inline]
+pub(crate) fn hash_len(hash: u64, len: usize) -> u64 {
+    (hash & u64::from(u32::MAX)) | ((len as u64) << 32)
+}
+
+/// The length a [`hash_len`] word holds.
+#[inline]
+fn hl_len(hl: u64) -> usize {
+    (hl >> 32) as usize
+}
+
+/// A name of at most [`INLINE_NAME`] bytes as a dentry's `name` word holds
+/// it: little-endian, zero-padded (a name holds no NUL, so the length and
+/// the word together give back the bytes).
+#[inline]
+fn inline_word(name: &[u8]) -> u64 {
+    debug_assert!(name.len() <= INLINE_NAME);
+    match name.first_chunk::<8>() {
+        Some(c) => u64::from_le_bytes(*c),
+        None => load_partial(name),
+    }
+}
+
+/// The `name` word for `name` in a cache whose `inline_max` is
+/// `inline_max`: the bytes, or the address of a new [`Name`] (which the
+/// caller publishes with a release and retires when it is replaced).
+fn name_word(name: &[u8], inline_max: usize) -> u64 {
+    if name.len() <= inline_max {
+        inline_word(name)
+    } else {
+        Name::new(name).expose_provenance() as u64
+    }
+}
+
+/// The [`Name`] a `name` word of an out-of-line name points at.
+#[inline]
+fn name_ptr(word: u64) -> *mut Name {
+    ptr::with_exposed_provenance_mut(word as usize)
+}
+
 /// The `slot` of a dentry in no parent's [`Children`] list.
 const NO_SLOT: u32 = u32::MAX;
 
@@ -240,10 +292,10 @@ struct Kids {
     list: Vec<NonNull<Dentry>>,
 }
 
-/// A name as stored: immutable, replaced whole (and the old one reclaimed
-/// after a grace period) by a rename. One allocation: this header (the
-/// length) with the bytes right after it, so a short name costs one 32-byte
-/// heap chunk (a box holding a boxed slice took two). The length sits in a
+/// A name too long for the dentry's own word (see [`INLINE_NAME`]) as
+/// stored: immutable, replaced whole (and the old one reclaimed after a
+/// grace period) by a rename. One allocation: this header (the length)
+/// with the bytes right after it (a box holding a boxed slice took two). The length sits in a
 /// [`primitive` cell](crate::primitive::cell::UnsafeCell) (a plain cell in
 /// normal builds) so that under loom every lockless read of a name is
 /// checked to happen after the name's creation: a walker that reaches a
@@ -346,7 +398,9 @@ impl reclaim::Free for Name {
 /// slow each other down at random (open1, processes mode, 2 tasks: 1.0x or
 /// 2.0x depending on where the allocator had put the two dentries).
 /// 128 bytes: the child-list pointer and `slot` fill what was padding
-/// (a unit test holds it to two lines).
+/// (a unit test holds it to two lines). A name of at most 8 bytes
+/// (`INLINE_NAME`) lives in the `name` word, so most files cost no
+/// allocation beyond this one.
 #[repr(align(64))]
 pub struct Dentry {
     count: AtomicUsize,
@@ -354,8 +408,13 @@ pub struct Dentry {
     flags: AtomicU32,
     /// The parent (holding a reference), or null for a superblock's root.
     parent: AtomicPtr<Dentry>,
-    name: AtomicPtr<Name>,
-    hash: AtomicU64,
+    /// The name's bytes (at most the cache's `inline_max` of them), or the
+    /// exposed address of its [`Name`]; which one, the length in
+    /// `hash_len` says. Changed only by a rename (`d_move`), inside a
+    /// write section of `seq`, while the dentry is unhashed.
+    name: AtomicU64,
+    /// The name's [`hash_len`].
+    hash_len: AtomicU64,
     /// Next in the hash chain.
     next: AtomicPtr<Dentry>,
     /// The inode (one reference held), or null: a negative dentry.
@@ -436,15 +495,20 @@ impl Snap {
 }
 
 impl Dentry {
-    fn new(sb: Arc<DentrySb>, parent: *mut Dentry, name: &[u8], hash: u64) -> Box<Dentry> {
-        let name = Name::new(name);
+    fn new(
+        sb: Arc<DentrySb>,
+        parent: *mut Dentry,
+        name: &[u8],
+        hash: u64,
+        inline_max: usize,
+    ) -> Box<Dentry> {
         Box::new(Dentry {
             count: AtomicUsize::new(1),
             seq: AtomicU32::new(0),
             flags: AtomicU32::new(0),
             parent: AtomicPtr::new(parent),
-            name: AtomicPtr::new(name),
-            hash: AtomicU64::new(hash),
+            name: AtomicU64::new(name_word(name, inline_max)),
+            hash_len: AtomicU64::new(hash_len(hash, name.len())),
             next: AtomicPtr::new(ptr::null_mut()),
             inode: AtomicPtr::new(ptr::null_mut()),
             ino: AtomicU64::new(0),
@@ -598,14 +662,58 @@ impl Dentry {
         self.mounted.load(Ordering::Acquire)
     }
 
-    /// A copy of the name. The caller must keep the name from being replaced
-    /// (hold a reference and the parent's `dir_lock`, or accept a racy copy
-    /// under an epoch pin).
+    /// A copy of the name (one the dentry had at some instant during the
+    /// call; the caller that must have the current one keeps renames out,
+    /// holding the parent's `dir_lock`).
     pub(crate) fn name(&self) -> Vec<u8> {
+        self.with_name(self.sb.caches.dcache.inline_max, <[u8]>::to_vec)
+    }
+
+    /// Runs `f` on the name, read without locks (Linux's
+    /// `take_dentry_name_snapshot`): the length (in `hash_len`) and the
+    /// `name` word are read inside one read section of the sequence count,
+    /// retried while a writer is active or was meanwhile, so they belong
+    /// to the same name; only then is an out-of-line name's pointer
+    /// followed (the [`Name`] it points at is retired after a grace
+    /// period, and we are pinned). `inline_max` is the cache's.
+    fn with_name<R>(&self, inline_max: usize, f: impl FnOnce(&[u8]) -> R) -> R {
         let _g = reclaim::pin();
-        // SAFETY: names are freed only after a grace period, and we are
-        // pinned.
-        unsafe { &*self.name.load(Ordering::Acquire) }.with(<[u8]>::to_vec)
+        let (hl, word) = loop {
+            if let Some(s) = self.read_seq() {
+                let hl = self.hash_len.load(Ordering::Relaxed);
+                let word = self.name.load(Ordering::Acquire);
+                if self.seq_valid(s) {
+                    break (hl, word);
+                }
+            }
+            crate::primitive::hint::spin_loop();
+        };
+        let len = hl_len(hl);
+        if len <= inline_max {
+            return f(&word.to_le_bytes()[..len]);
+        }
+        // SAFETY: the word was this dentry's out-of-line name while the
+        // count stood still (its length says so); names are freed only
+        // after a grace period, and we are pinned.
+        unsafe { &*name_ptr(word) }.with(f)
+    }
+
+    /// Whether the name is `name`, whose [`hash_len`] is `key`, for a
+    /// caller holding the lock of the bucket this dentry is hashed on
+    /// (a hashed dentry's name does not change: `d_move` renames it
+    /// unhashed).
+    fn name_is_locked(&self, key: u64, name: &[u8], inline_max: usize) -> bool {
+        if self.hash_len.load(Ordering::Relaxed) != key {
+            return false;
+        }
+        let word = self.name.load(Ordering::Acquire);
+        if name.len() <= inline_max {
+            return word == inline_word(name);
+        }
+        // SAFETY: the name of a hashed dentry, stable under the bucket
+        // lock; an out-of-line one, as its length (equal to `name`'s)
+        // says.
+        unsafe { &*name_ptr(word) }.with(|n| name_eq(n, name))
     }
 
     /// Updates the lockless copy of the permission attributes after a chmod
@@ -853,6 +961,10 @@ pub struct DentryCache {
     /// `cheap_pin`: the walk's and the path cache's pins are the cheap
     /// ones (see [`reclaim`](crate::reclaim)).
     cheap_pin: bool,
+    /// The longest name a dentry holds in itself: [`INLINE_NAME`], or 0
+    /// ([`FastPaths::dentry_inline_name`](crate::FastPaths::dentry_inline_name)
+    /// off: every name a [`Name`] of its own, as before).
+    inline_max: usize,
 }
 
 // SAFETY: `lru` is only touched under `lru_lock`; the rest is atomics and

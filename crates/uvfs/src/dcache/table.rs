@@ -8,8 +8,9 @@ use super::*;
 impl DentryCache {
     /// A cache that keeps at most `limit` unused dentries beyond those in
     /// use, with about `limit` hash buckets.
-    /// `cheap_pin` chooses the pins of the walks over it.
-    pub(crate) fn new(limit: usize, cheap_pin: bool) -> DentryCache {
+    /// `cheap_pin` chooses the pins of the walks over it; `inline_names`
+    /// whether short names live in the dentry ([`INLINE_NAME`]).
+    pub(crate) fn new(limit: usize, cheap_pin: bool, inline_names: bool) -> DentryCache {
         let n = limit
             .clamp(if cfg!(loom) { 2 } else { 64 }, 1 << 22)
             .next_power_of_two();
@@ -26,6 +27,7 @@ impl DentryCache {
             shutdown: AtomicBool::new(false),
             ns_gen: crossbeam_utils::CachePadded::new(AtomicU64::new(0)),
             cheap_pin,
+            inline_max: if inline_names { INLINE_NAME } else { 0 },
         }
     }
 
@@ -81,7 +83,7 @@ impl DentryCache {
         inode: NonNull<Inode>,
         attr: &Attr,
     ) -> DentryRef {
-        let d = Dentry::new(sb, ptr::null_mut(), b"/", 0);
+        let d = Dentry::new(sb, ptr::null_mut(), b"/", 0, self.inline_max);
         self.nr.fetch_add(1, Ordering::Relaxed);
         let d = NonNull::from(Box::leak(d));
         // SAFETY: fresh and ours.
@@ -114,17 +116,38 @@ impl DentryCache {
         hash: u64,
     ) -> Option<RcuChild> {
         debug_assert_eq!(hash, name_hash(parent.as_ptr(), name));
+        let key = hash_len(hash, name.len());
+        // The name as the dentry holds it, if it holds it inline.
+        let inline = (name.len() <= self.inline_max).then(|| inline_word(name));
         let mut p = self.buckets[self.bucket(hash)].load(Ordering::Acquire);
         while let Some(d) = NonNull::new(p) {
             // SAFETY: the caller is pinned; chain members are freed only
             // after a grace period.
             let dr = unsafe { d.as_ref() };
-            if dr.hash.load(Ordering::Relaxed) == hash
+            if dr.hash_len.load(Ordering::Relaxed) == key
                 && dr.parent.load(Ordering::Relaxed) == parent.as_ptr()
             {
                 let seq = dr.read_seq()?;
-                // SAFETY: as above; names are reclaimed after a grace period.
-                let same = unsafe { &*dr.name.load(Ordering::Acquire) }.with(|n| name_eq(n, name));
+                // The length read again inside the read section: what the
+                // word is (bytes or a pointer) follows from it, so the two
+                // must be of the same name (see `Dentry::with_name`).
+                let same = dr.hash_len.load(Ordering::Relaxed) == key && {
+                    let word = dr.name.load(Ordering::Acquire);
+                    match inline {
+                        Some(w) => word == w,
+                        None => {
+                            // A pointer only if nothing changed since the
+                            // length was read: check before following it.
+                            if !dr.seq_valid(seq) {
+                                return None;
+                            }
+                            // SAFETY: the dentry's out-of-line name while
+                            // the count stood still; names are reclaimed
+                            // after a grace period, and we are pinned.
+                            unsafe { &*name_ptr(word) }.with(|n| name_eq(n, name))
+                        }
+                    }
+                };
                 if same && dr.parent.load(Ordering::Relaxed) == parent.as_ptr() && dr.seq_valid(seq)
                 {
                     if dr.flags.load(Ordering::Relaxed) & HASHED == 0 {
@@ -156,6 +179,7 @@ impl DentryCache {
     /// before unhashing (see [`Dentry::is_complete`]).
     pub(crate) fn search_locked(&self, parent: &DentryRef, name: &[u8]) -> Search {
         let hash = name_hash(parent.0.as_ptr(), name);
+        let key = hash_len(hash, name.len());
         let b = self.bucket(hash);
         let _g = self.bucket_lock(b);
         let mut dying = false;
@@ -164,11 +188,9 @@ impl DentryCache {
             // SAFETY: hashed dentries are alive while the bucket lock is held
             // (unhashing takes it).
             let dr = unsafe { d.as_ref() };
-            if dr.hash.load(Ordering::Relaxed) == hash
+            if dr.hash_len.load(Ordering::Relaxed) == key
                 && dr.parent.load(Ordering::Relaxed) == parent.0.as_ptr()
-                // SAFETY: the name of a hashed dentry is only replaced under
-                // this bucket lock (rehash) or its parent's dir lock.
-                && unsafe { &*dr.name.load(Ordering::Acquire) }.with(|n| name_eq(n, name))
+                && dr.name_is_locked(key, name, self.inline_max)
             {
                 if dr.get_not_dead() {
                     dr.flags.fetch_or(REFERENCED, Ordering::Relaxed);
@@ -186,7 +208,7 @@ impl DentryCache {
     pub(super) fn new_child(&self, parent: &DentryRef, name: &[u8]) -> (NonNull<Dentry>, u64) {
         let hash = name_hash(parent.0.as_ptr(), name);
         let p = parent.clone();
-        let d = Dentry::new(parent.sb.clone(), p.0.as_ptr(), name, hash);
+        let d = Dentry::new(parent.sb.clone(), p.0.as_ptr(), name, hash, self.inline_max);
         std::mem::forget(p); // the child's reference on its parent
         self.nr.fetch_add(1, Ordering::Relaxed);
         (NonNull::from(Box::leak(d)), hash)
@@ -263,7 +285,7 @@ impl DentryCache {
     pub(super) fn unhash(&self, d: NonNull<Dentry>) {
         // SAFETY: the caller holds a reference or owns the dead dentry.
         let dr = unsafe { d.as_ref() };
-        let b = self.bucket(dr.hash.load(Ordering::Relaxed));
+        let b = self.bucket(dr.hash_len.load(Ordering::Relaxed));
         let _g = self.bucket_lock(b);
         self.unhash_locked(b, d);
     }
@@ -353,7 +375,7 @@ impl DentryCache {
                 return false;
             }
         }
-        let b = self.bucket(dr.hash.load(Ordering::Relaxed));
+        let b = self.bucket(dr.hash_len.load(Ordering::Relaxed));
         let g = self.bucket_lock(b);
         if dr.flags.load(Ordering::Relaxed) & HASHED == 0 {
             return false;
@@ -433,22 +455,33 @@ impl DentryCache {
             }
         }
         let hash = name_hash(new_parent.0.as_ptr(), new_name);
+        // Made before the write section (an out-of-line name allocates).
+        let word = name_word(new_name, self.inline_max);
         d.write_begin();
         let np = new_parent.clone();
         let old_parent = d.parent.swap(np.0.as_ptr(), Ordering::AcqRel);
         std::mem::forget(np);
-        let name = Name::new(new_name);
-        let old_name = d.name.swap(name, Ordering::AcqRel);
-        d.hash.store(hash, Ordering::Relaxed);
+        // An inline name changes in place: readers read the length and
+        // the word inside a read section of the count and retry or fall
+        // back if this section overlapped (see `Dentry::with_name`). The
+        // release publishes a new `Name` to a reader that loads the word
+        // with an acquire.
+        let old_hl = d.hash_len.load(Ordering::Relaxed);
+        let old_word = d.name.swap(word, Ordering::AcqRel);
+        d.hash_len
+            .store(hash_len(hash, new_name.len()), Ordering::Relaxed);
         d.write_end();
         self.hash_in(d.0, hash);
         // The move is complete and visible: a walk that reads the new
         // generation sees the new name (the unhash above counted too, but
         // before the dentry reached its new place).
         self.ns_changed();
-        if let Some(n) = NonNull::new(old_name) {
-            // SAFETY: the old name is unreachable now; pinned readers may
-            // still hold it, so it goes after a grace period.
+        if hl_len(old_hl) > self.inline_max
+            && let Some(n) = NonNull::new(name_ptr(old_word))
+        {
+            // SAFETY: the old name was out of line (its length says so)
+            // and is unreachable now; pinned readers may still hold it,
+            // so it goes after a grace period.
             unsafe { Name::defer_free(n) };
         }
         if let Some(p) = NonNull::new(old_parent) {

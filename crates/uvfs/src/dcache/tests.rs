@@ -83,3 +83,34 @@ fn component_hash_and_compare_match_the_reference() {
         reference(parent, b"willitscale.0").1
     );
 }
+
+/// `hash_len` keeps the hash's low 32 bits (so the bucket) and the
+/// length; an inline word gives the bytes back, and two names of up to
+/// 8 bytes have the same word and length only if they are equal.
+#[test]
+fn hash_len_and_inline_words() {
+    let h = 0xdead_beef_0123_4567u64;
+    for len in 0..=255 {
+        let hl = hash_len(h, len);
+        assert_eq!(hl_len(hl), len);
+        assert_eq!(hl & u64::from(u32::MAX), h & u64::from(u32::MAX));
+    }
+    let names: [&[u8]; 7] = [
+        b"a",
+        b"b",
+        b"ab",
+        b"f0001234",
+        b"f0001235",
+        b"abcdefg",
+        b"abcdefgh",
+    ];
+    for a in names {
+        let w = inline_word(a);
+        assert_eq!(&w.to_le_bytes()[..a.len()], a);
+        assert!(w.to_le_bytes()[a.len()..].iter().all(|&b| b == 0));
+        for b in names {
+            let same = hash_len(0, a.len()) == hash_len(0, b.len()) && w == inline_word(b);
+            assert_eq!(same, a == b, "{a:?} {b:?}");
+        }
+    }
+}
