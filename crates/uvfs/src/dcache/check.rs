@@ -3,6 +3,7 @@
 //! hash.
 
 use super::*;
+use std::collections::HashMap;
 
 /// One hashed dentry as [`DentryCache::hashed`] reports it.
 #[derive(Debug)]
@@ -19,27 +20,70 @@ impl DentryCache {
     /// Every hashed dentry (for consistency checks; only meaningful while
     /// nothing changes the cache).
     pub(crate) fn hashed(&self) -> Vec<Seen> {
-        let _pin = reclaim::pin();
         let mut out = Vec::new();
+        let walked: Result<(), std::convert::Infallible> = self.each_hashed(|d, dr| {
+            out.push(Seen {
+                ptr: d.as_ptr(),
+                parent: dr.parent_ptr(),
+                name: dr.name(),
+                ino: (!dr.is_negative()).then(|| dr.ino()),
+                refs: dr.refs(),
+                sb: dr.sb().id,
+            });
+            Ok(())
+        });
+        let Ok(()) = walked;
+        out
+    }
+
+    /// Calls `f` on every hashed dentry, pinned and under its bucket's
+    /// lock; stops at `f`'s first error.
+    fn each_hashed<E>(
+        &self,
+        mut f: impl FnMut(NonNull<Dentry>, &Dentry) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let _pin = reclaim::pin();
         for b in 0..self.buckets.len() {
             let _g = self.bucket_lock(b);
             let mut p = self.buckets[b].load(Ordering::Acquire);
             while let Some(d) = NonNull::new(p) {
                 // SAFETY: hashed dentries are alive under the bucket lock.
                 let dr = unsafe { d.as_ref() };
-                let parent = dr.parent_ptr();
-                out.push(Seen {
-                    ptr: d.as_ptr(),
-                    parent,
-                    name: dr.name(),
-                    ino: (!dr.is_negative()).then(|| dr.ino()),
-                    refs: dr.refs(),
-                    sb: dr.sb().id,
-                });
+                f(d, dr)?;
                 p = dr.next.load(Ordering::Acquire);
             }
         }
-        out
+        Ok(())
+    }
+
+    /// What `each` makes of every hashed dentry, grouped under the
+    /// dentry's parent, with a reference to the parent (so its child list
+    /// and node stay). `Err` for a hashed dentry without a parent; one
+    /// under a parent already dead is `Err` with `dead_parent_fails`, left
+    /// out otherwise.
+    fn grouped_by_parent<T>(
+        &self,
+        dead_parent_fails: bool,
+        mut each: impl FnMut(NonNull<Dentry>, &Dentry) -> T,
+    ) -> Result<HashMap<*mut Dentry, (DentryRef, Vec<T>)>, String> {
+        let mut by_parent: HashMap<*mut Dentry, (DentryRef, Vec<T>)> = HashMap::new();
+        self.each_hashed(|d, dr| -> Result<(), String> {
+            let Some(pp) = NonNull::new(dr.parent_ptr()) else {
+                return Err("a hashed dentry without a parent".into());
+            };
+            let me = each(d, dr);
+            if let Some((_, kids)) = by_parent.get_mut(&pp.as_ptr()) {
+                kids.push(me);
+            // SAFETY: a hashed dentry's parent is alive (it holds a
+            // reference on it).
+            } else if unsafe { pp.as_ref() }.get_not_dead() {
+                by_parent.insert(pp.as_ptr(), (DentryRef(pp), vec![me]));
+            } else if dead_parent_fails {
+                return Err("a hashed dentry under a dead parent".into());
+            }
+            Ok(())
+        })?;
+        Ok(by_parent)
     }
 }
 
@@ -58,31 +102,9 @@ impl DentryCache {
     /// the cache, but safe at any time; `Err` for a hashed dentry without
     /// a live parent.
     pub(crate) fn hashed_by_parent(&self) -> Result<ByParent, String> {
-        use std::collections::HashMap;
-        let mut by_parent: HashMap<*mut Dentry, (DentryRef, Names)> = HashMap::new();
-        let _pin = reclaim::pin();
-        for b in 0..self.buckets.len() {
-            let _g = self.bucket_lock(b);
-            let mut p = self.buckets[b].load(Ordering::Acquire);
-            while let Some(d) = NonNull::new(p) {
-                // SAFETY: hashed dentries are alive under the bucket lock.
-                let dr = unsafe { d.as_ref() };
-                let me = (dr.name(), (!dr.is_negative()).then(|| dr.ino()));
-                let Some(pp) = NonNull::new(dr.parent_ptr()) else {
-                    return Err("a hashed dentry without a parent".into());
-                };
-                if let Some((_, kids)) = by_parent.get_mut(&pp.as_ptr()) {
-                    kids.push(me);
-                // SAFETY: a hashed dentry's parent is alive (it holds a
-                // reference on it).
-                } else if unsafe { pp.as_ref() }.get_not_dead() {
-                    by_parent.insert(pp.as_ptr(), (DentryRef(pp), vec![me]));
-                } else {
-                    return Err("a hashed dentry under a dead parent".into());
-                }
-                p = dr.next.load(Ordering::Acquire);
-            }
-        }
+        let by_parent = self.grouped_by_parent(true, |_, dr| {
+            (dr.name(), (!dr.is_negative()).then(|| dr.ino()))
+        })?;
         Ok(by_parent.into_values().collect())
     }
 
@@ -94,35 +116,11 @@ impl DentryCache {
     /// dentry hashed under a removed directory would name what the file
     /// system no longer has: `check_consistency` sees that.)
     pub(crate) fn check_children(&self) -> Result<(), String> {
-        use std::collections::{HashMap, HashSet};
-        // Each hashed dentry's parent, with a reference so its list stays.
-        type Hashed = Vec<(*mut Dentry, Vec<u8>, bool)>;
-        let mut by_parent: HashMap<*mut Dentry, (DentryRef, Hashed)> = HashMap::new();
-        {
-            let _pin = reclaim::pin();
-            for b in 0..self.buckets.len() {
-                let _g = self.bucket_lock(b);
-                let mut p = self.buckets[b].load(Ordering::Acquire);
-                while let Some(d) = NonNull::new(p) {
-                    // SAFETY: hashed dentries are alive under the bucket lock.
-                    let dr = unsafe { d.as_ref() };
-                    match NonNull::new(dr.parent_ptr()) {
-                        None => return Err("a hashed dentry without a parent".into()),
-                        Some(pp) => {
-                            let me = (d.as_ptr(), dr.name(), dr.is_negative());
-                            if let Some((_, kids)) = by_parent.get_mut(&pp.as_ptr()) {
-                                kids.push(me);
-                            // SAFETY: a hashed dentry's parent is alive (it
-                            // holds a reference on it).
-                            } else if unsafe { pp.as_ref() }.get_not_dead() {
-                                by_parent.insert(pp.as_ptr(), (DentryRef(pp), vec![me]));
-                            }
-                        }
-                    }
-                    p = dr.next.load(Ordering::Acquire);
-                }
-            }
-        }
+        use std::collections::HashSet;
+        // Each hashed dentry under its parent, with a reference so its
+        // list stays.
+        let by_parent =
+            self.grouped_by_parent(false, |d, dr| (d.as_ptr(), dr.name(), dr.is_negative()))?;
         for (pp, (parent, hashed)) in by_parent {
             let name = String::from_utf8_lossy(&parent.name()).into_owned();
             let Some(ch) = parent.children_if_any() else {
