@@ -2,12 +2,16 @@
 //! VFS's calls no longer take with `FastPaths::tmpfs_borrow` on.
 
 use super::*;
+#[cfg(not(loom))]
 use crate::cred::Cred;
+#[cfg(not(loom))]
 use crate::uapi::{O_CREAT, O_DIRECTORY, O_RDONLY, O_RDWR, R_OK, W_OK};
+#[cfg(not(loom))]
 use crate::{FastPaths, Process, Vfs};
 
 /// An access ACL granting user 1001 read, nobody else anything beyond
 /// the owner (`system.posix_acl_access`'s value).
+#[cfg(not(loom))]
 fn acl_user_1001_read() -> Vec<u8> {
     let mut v = 2u32.to_le_bytes().to_vec();
     let none = u32::MAX;
@@ -30,6 +34,8 @@ fn acl_user_1001_read() -> Vec<u8> {
 /// consistency check), nothing searches the table: every call reaches
 /// the inode from the object the VFS holds, the root from the file
 /// system's own reference, a directory's parent through its weak one.
+/// (Not under loom: a whole VFS outside a model touches loom's atomics.)
+#[cfg(not(loom))]
 #[test]
 fn the_vfs_reaches_no_inode_by_number() {
     let fs = fs();
