@@ -15,6 +15,13 @@
 //!   that blocked on a std lock held by another shuttle thread would block
 //!   them all, and shuttle's schedules cover the whole VFS anyway.
 //!
+//! - [`SlimRwLock`]: an unmodelled reader-writer lock without a poison
+//!   flag (`parking_lot`'s, one word), for tmpfs's inodes, where the 8
+//!   bytes std's poison flag costs with its padding is a malloc size class
+//!   a file. Unmodelled like [`UnmodelledRwLock`] (`parking_lot`'s under
+//!   loom too); under shuttle a thin wrapper over shuttle's lock, so
+//!   shuttle still schedules it.
+//!
 //! Poisoning is ignored everywhere ([`lock`], [`wait`], [`lock_unmodelled`]):
 //! nothing in uvfs panics while holding a lock, and a caller's panic
 //! elsewhere must not wedge a table.
@@ -114,10 +121,6 @@ pub(crate) type UnmodelledMutex<T> = unmodelled::Mutex<T>;
 pub(crate) type UnmodelledMutexGuard<'a, T> = unmodelled::MutexGuard<'a, T>;
 /// A reader-writer lock loom never sees (see [`UnmodelledMutex`]).
 pub(crate) type UnmodelledRwLock<T> = unmodelled::RwLock<T>;
-/// The read guard of an [`UnmodelledRwLock`].
-pub(crate) type UnmodelledRwLockReadGuard<'a, T> = unmodelled::RwLockReadGuard<'a, T>;
-/// The write guard of an [`UnmodelledRwLock`].
-pub(crate) type UnmodelledRwLockWriteGuard<'a, T> = unmodelled::RwLockWriteGuard<'a, T>;
 
 /// Locks `m`, ignoring poisoning: nothing in uvfs panics while holding a
 /// lock, and a caller's panic elsewhere must not wedge the table.
@@ -158,5 +161,67 @@ pub(crate) fn lock_unmodelled<T>(m: &UnmodelledMutex<T>) -> UnmodelledMutexGuard
     match m.lock() {
         Ok(g) => g,
         Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+/// A reader-writer lock loom never sees, without a poison flag: one word
+/// where std's takes two with the flag and its padding (see the module
+/// docs). `parking_lot`'s normally and under loom (as [`UnmodelledRwLock`]
+/// is std's there); shuttle's, through [`SlimRwLock`]'s wrapper, under
+/// shuttle.
+#[cfg(any(loom, not(shuttle)))]
+pub(crate) type SlimRwLock<T> = parking_lot::RwLock<T>;
+/// The read guard of a [`SlimRwLock`].
+#[cfg(any(loom, not(shuttle)))]
+pub(crate) type SlimRwLockReadGuard<'a, T> = parking_lot::RwLockReadGuard<'a, T>;
+/// The write guard of a [`SlimRwLock`].
+#[cfg(any(loom, not(shuttle)))]
+pub(crate) type SlimRwLockWriteGuard<'a, T> = parking_lot::RwLockWriteGuard<'a, T>;
+
+#[cfg(all(shuttle, not(loom)))]
+pub(crate) use slim_shuttle::{SlimRwLock, SlimRwLockReadGuard, SlimRwLockWriteGuard};
+
+/// [`SlimRwLock`] under shuttle: shuttle's lock with `parking_lot`'s
+/// interface (no poisoning: a poisoned lock is taken as it is).
+#[cfg(all(shuttle, not(loom)))]
+mod slim_shuttle {
+    pub(crate) use shuttle::sync::{
+        RwLockReadGuard as SlimRwLockReadGuard, RwLockWriteGuard as SlimRwLockWriteGuard,
+    };
+
+    pub(crate) struct SlimRwLock<T>(shuttle::sync::RwLock<T>);
+
+    impl<T> SlimRwLock<T> {
+        pub(crate) fn new(v: T) -> Self {
+            SlimRwLock(shuttle::sync::RwLock::new(v))
+        }
+
+        pub(crate) fn read(&self) -> SlimRwLockReadGuard<'_, T> {
+            self.0.read().unwrap_or_else(|e| e.into_inner())
+        }
+
+        pub(crate) fn write(&self) -> SlimRwLockWriteGuard<'_, T> {
+            self.0.write().unwrap_or_else(|e| e.into_inner())
+        }
+
+        pub(crate) fn try_read(&self) -> Option<SlimRwLockReadGuard<'_, T>> {
+            match self.0.try_read() {
+                Ok(g) => Some(g),
+                Err(shuttle::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+                Err(shuttle::sync::TryLockError::WouldBlock) => None,
+            }
+        }
+
+        pub(crate) fn try_write(&self) -> Option<SlimRwLockWriteGuard<'_, T>> {
+            match self.0.try_write() {
+                Ok(g) => Some(g),
+                Err(shuttle::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+                Err(shuttle::sync::TryLockError::WouldBlock) => None,
+            }
+        }
+
+        pub(crate) fn get_mut(&mut self) -> &mut T {
+            self.0.get_mut().unwrap_or_else(|e| e.into_inner())
+        }
     }
 }

@@ -16,9 +16,7 @@ use crate::acl::PosixAcl;
 use crate::errno::Errno;
 use crate::fs::timekeeping::{coarse_mg, fine_mg};
 use crate::fs::{Attr, Ino, Node, S_IFMT, S_IFREG, SetAttr, SetTime, Timespec};
-use crate::primitive::sync::{
-    UnmodelledRwLock, UnmodelledRwLockReadGuard, UnmodelledRwLockWriteGuard,
-};
+use crate::primitive::sync::{SlimRwLock, SlimRwLockReadGuard, SlimRwLockWriteGuard};
 
 /// One inode's extended attributes (`simple_xattrs`) and POSIX ACLs
 /// (`i_acl`, `i_default_acl`), allocated on first use and kept in the
@@ -95,17 +93,12 @@ pub(super) enum Kind {
 
 /// An inode's contents, behind its lock. Its attributes (mode, owner,
 /// link count, times, ACL flags) live in the inode's [`AttrCell`], read
-/// and written through the lock's guards ([`Locked`], [`WrGuard`]).
+/// and written through the lock's guards ([`Locked`], [`WrGuard`]), and
+/// so do its two flags, in spare bits of the cell's mode word (no word
+/// of their own: the inode's malloc size class): whether it is an
+/// `O_TMPFILE` inode never linked yet ([`Locked::linkable`]) and whether
+/// it was given back ([`Locked::given_back`]).
 pub(super) struct State {
-    /// An `O_TMPFILE` inode never linked yet (`I_LINKABLE`).
-    pub(super) linkable: bool,
-    /// Whether the inode's pages and inode count were given back (its
-    /// eviction with no link left: [`Tmpfs::evict_inode`]). Only the
-    /// evict that sets it (under the inode's write lock) frees; a later
-    /// one for the same inode (a node evicted and made again) does
-    /// nothing. What decides, rather than which caller takes the inode out
-    /// of the table, so the table is not needed for it.
-    pub(super) given_back: bool,
     pub(super) kind: Kind,
     /// Extended attributes and ACLs (and times the cell cannot hold),
     /// `None` until the first is set.
@@ -126,6 +119,8 @@ pub(super) struct Init {
     /// Every time of the inode.
     pub(super) now: Timespec,
     pub(super) acl: u8,
+    /// An `O_TMPFILE` inode, not linked yet ([`Locked::linkable`]).
+    pub(super) linkable: bool,
 }
 
 impl State {
@@ -236,7 +231,9 @@ pub(super) struct Inode {
     /// The parent or the page index: see [`Inode::parent`] and
     /// [`Inode::index`], which read the type to pick.
     word: TypeWord,
-    pub(super) st: UnmodelledRwLock<State>,
+    /// The state's lock: `parking_lot`'s, one word with no poison flag
+    /// (std's flag and its padding took 8 bytes more, a malloc size class).
+    pub(super) st: SlimRwLock<State>,
     /// The inode's attributes, their only home: written under the write
     /// lock ([`WrGuard`]), read under either lock ([`Locked`]) or, with
     /// `FastPaths::lockless_attrs`, without it under the cell's sequence
@@ -269,13 +266,14 @@ impl Inode {
         let mut i = Inode {
             ino,
             word,
-            st: UnmodelledRwLock::new(st),
+            st: SlimRwLock::new(st),
             attrs: AttrCell::new(lockless, None),
         };
         if light {
             i.attrs.make_light();
         }
-        let st = i.st.get_mut().unwrap_or_else(|e| e.into_inner());
+        i.attrs.set_linkable(init.linkable);
+        let st = i.st.get_mut();
         let mut w = Writer {
             c: &i.attrs,
             st,
@@ -414,6 +412,20 @@ pub(super) trait Locked {
     fn acl(&self) -> u8 {
         self.cell().acl()
     }
+    /// An `O_TMPFILE` inode never linked yet (`I_LINKABLE`): what lets
+    /// `linkat` give a name to an inode with no link.
+    fn linkable(&self) -> bool {
+        self.cell().linkable()
+    }
+    /// Whether the inode's pages and inode count were given back (its
+    /// eviction with no link left: [`Tmpfs::evict_inode`]). Only the
+    /// evict that sets it (under the inode's write lock) frees; a later
+    /// one for the same inode (a node evicted and made again) does
+    /// nothing. What decides, rather than which caller takes the inode out
+    /// of the table, so the table is not needed for it.
+    fn given_back(&self) -> bool {
+        self.cell().given_back()
+    }
     /// Time `k` (atime, mtime, ctime, btime).
     fn time(&self, k: usize) -> Timespec {
         if self.cell().far() {
@@ -537,6 +549,17 @@ impl<S: std::ops::DerefMut<Target = State>> Writer<'_, S> {
 
     pub(super) fn set_acl(&mut self, acl: u8) {
         self.set_mode_acl(self.c.mode(), acl);
+    }
+
+    /// The inode got its first name ([`Locked::linkable`] no more).
+    pub(super) fn clear_linkable(&mut self) {
+        self.c.set_linkable(false);
+    }
+
+    /// The inode's pages and inode count are given back
+    /// ([`Locked::given_back`]).
+    pub(super) fn set_given_back(&mut self) {
+        self.c.set_given_back();
     }
 
     pub(super) fn set_uid(&mut self, v: u32) {
@@ -706,7 +729,7 @@ impl<S: std::ops::DerefMut<Target = State>> Drop for Writer<'_, S> {
 /// [`Locked`].
 pub(super) struct RdGuard<'a> {
     c: &'a AttrCell,
-    g: UnmodelledRwLockReadGuard<'a, State>,
+    g: SlimRwLockReadGuard<'a, State>,
 }
 
 impl Locked for RdGuard<'_> {
@@ -728,28 +751,28 @@ impl std::ops::Deref for RdGuard<'_> {
     }
 }
 
-/// Read-locks an inode (a poisoned lock is taken as it is).
+/// Read-locks an inode.
 pub(super) fn rd(i: &Inode) -> RdGuard<'_> {
     RdGuard {
         c: &i.attrs,
-        g: i.st.read().unwrap_or_else(|e| e.into_inner()),
+        g: i.st.read(),
     }
 }
 
 /// Read-locks an inode if no writer holds its lock.
 pub(super) fn try_rd(i: &Inode) -> Option<RdGuard<'_>> {
-    let g = i.st.try_read().ok()?;
+    let g = i.st.try_read()?;
     Some(RdGuard { c: &i.attrs, g })
 }
 
 /// An inode's write lock: derefs to its state; its attributes through
 /// [`Locked`] and [`Writer`]'s setters, which write the cell in a section
 /// closed when the guard drops, before the lock goes.
-pub(super) type WrGuard<'a> = Writer<'a, UnmodelledRwLockWriteGuard<'a, State>>;
+pub(super) type WrGuard<'a> = Writer<'a, SlimRwLockWriteGuard<'a, State>>;
 
-/// Write-locks an inode (a poisoned lock is taken as it is).
+/// Write-locks an inode.
 pub(super) fn wr(i: &Inode) -> WrGuard<'_> {
-    let st = i.st.write().unwrap_or_else(|e| e.into_inner());
+    let st = i.st.write();
     // `FastPaths::light_overwrite`: no light writer runs while this guard
     // lives (let go by its drop).
     i.attrs.claim();
@@ -762,7 +785,7 @@ pub(super) fn wr(i: &Inode) -> WrGuard<'_> {
 
 /// Write-locks an inode if no one holds its lock.
 pub(super) fn try_wr(i: &Inode) -> Option<WrGuard<'_>> {
-    let st = i.st.try_write().ok()?;
+    let st = i.st.try_write()?;
     // As `wr`: a light writer holds the claim for one short copy only.
     i.attrs.claim();
     Some(Writer {
@@ -942,12 +965,12 @@ impl Tmpfs {
     /// no name left; the table's reference, if this call took it out.
     fn evict_locked(&self, ino: Ino, i: &Inode) -> Option<Arc<Inode>> {
         let mut st = wr(i);
-        if st.nlink() != 0 || ino == ROOT_INO || st.given_back {
+        if st.nlink() != 0 || ino == ROOT_INO || st.given_back() {
             return None;
         }
         // Only the caller that sets the flag frees (under the lock); the
         // table lets the inode go with it.
-        st.given_back = true;
+        st.set_given_back();
         let removed = self
             .shard(ino)
             .write()
@@ -969,11 +992,24 @@ impl Tmpfs {
 mod size_tests {
     use super::Inode;
 
-    /// The inode, behind its `Arc`'s two counts, stays a 168-byte request
-    /// (a 176-byte malloc chunk): the page index shares the parent's word.
+    /// What glibc's malloc hands out for a request of `n` bytes on a
+    /// 64-bit machine: the request and the chunk's 8-byte size word,
+    /// rounded up to 16, at least 32.
+    fn malloc_chunk(n: usize) -> usize {
+        ((n + 8).div_ceil(16) * 16).max(32)
+    }
+
+    /// The inode, behind its `Arc`'s two counts, stays a 152-byte request
+    /// (a 160-byte malloc chunk): the page index shares the parent's word,
+    /// the lock has no poison flag (`parking_lot`'s, one word) and the
+    /// linkable and given-back flags live in the attribute cell's mode
+    /// word. One byte more in the inode and it is the 176 class again.
     #[test]
     fn inode_keeps_its_size_class() {
-        assert!(std::mem::size_of::<Inode>() <= 152);
-        assert_eq!(super::super::inode_size(), 168);
+        assert!(std::mem::size_of::<Inode>() <= 136);
+        assert_eq!(std::mem::size_of::<super::SlimRwLock<()>>(), 8);
+        assert_eq!(super::super::inode_size(), 152);
+        assert_eq!(malloc_chunk(super::super::inode_size()), 160);
+        assert_eq!(malloc_chunk(168), 176, "the class the inode left");
     }
 }

@@ -34,7 +34,7 @@ impl Tmpfs {
         if (n.data.is_none() || !self.borrow)
             && buf.len() <= BORROW_WRITE_MAX
             && let Some(r) = self.with_inode(ino, |i| {
-                let st = i.st.try_read().ok()?;
+                let st = i.st.try_read()?;
                 if matches!(st.kind, Kind::Reg(RegFile::Memfd(_))) {
                     return None;
                 }

@@ -336,10 +336,9 @@ impl Tmpfs {
             nlink: 2,
             now,
             acl: 0,
+            linkable: false,
         };
         let root = State {
-            linkable: false,
-            given_back: false,
             kind: Kind::Dir(Box::new(Dir::new())),
             xattrs: None,
         };

@@ -56,13 +56,9 @@ pub(super) fn new_state(
         nlink: if is_dir { 2 } else { 1 },
         now,
         acl: acls.as_ref().map_or(0, |x| x.acl_flags()),
-    };
-    let st = State {
         linkable: false,
-        given_back: false,
-        kind,
-        xattrs: None,
     };
+    let st = State { kind, xattrs: None };
     (ftype, init, st, acls)
 }
 
@@ -187,10 +183,9 @@ impl Tmpfs {
             } else {
                 0
             },
+            linkable: true,
         };
         let st = State {
-            linkable: true,
-            given_back: false,
             kind: Kind::Reg(RegFile::default()),
             xattrs: None,
         };
@@ -238,7 +233,7 @@ impl Tmpfs {
         if is.is_dir() {
             return Err(Errno::EPERM);
         }
-        if nlink == 0 && !is.linkable {
+        if nlink == 0 && !is.linkable() {
             return Err(Errno::ENOENT);
         }
         if nlink == u32::MAX {
@@ -266,7 +261,7 @@ impl Tmpfs {
         );
         // shmem_link: the inode's fresh ctime, copied to the directory.
         is.set_nlink(nlink + 1);
-        is.linkable = false;
+        is.clear_linkable();
         let now = is.set_ctime_current();
         ds.stamp_mc(now);
         Ok(self.attr(ino, &*is))

@@ -52,6 +52,18 @@ const FAR: u32 = 1 << 30;
 const LIGHT: u32 = 1 << 28;
 /// Where the ACL flags sit in the mode word (the mode takes 16 bits).
 const ACL_SHIFT: u32 = 16;
+/// Set in the mode word of an `O_TMPFILE` inode never linked yet
+/// (`I_LINKABLE`): the inode's state, kept here in a spare bit so the
+/// inode needs no word of its own for it (its malloc size class). Written
+/// only under the inode's write lock, never seen by `stat` (every read of
+/// the mode masks it off), and no concern of lockless readers.
+const LINKABLE: u32 = 1 << 24;
+/// Set in the mode word once the inode's pages and inode count were
+/// given back (`Tmpfs::evict_inode`); as [`LINKABLE`].
+const GIVEN_BACK: u32 = 1 << 25;
+/// The mode word's bits that are the inode's state, not its attributes:
+/// kept by every store of the mode.
+const STATE_BITS: u32 = LINKABLE | GIVEN_BACK;
 /// How many times a reader retries a snapshot a writer keeps changing
 /// before it asks the lock (which waits for the writer instead).
 const TRIES: usize = 32;
@@ -374,7 +386,7 @@ macro_rules! attr_cell {
 
             /// Stores `w` (`None`: nothing published), in a section.
             fn store(&self, w: Option<Words>) {
-                let off = self.mode.load(Ordering::Relaxed) & (OFF | LIGHT);
+                let off = self.mode.load(Ordering::Relaxed) & (OFF | LIGHT | STATE_BITS);
                 let Some(w) = w else {
                     self.mode.store(NONE | off, Ordering::Relaxed);
                     return;
@@ -420,6 +432,46 @@ macro_rules! attr_cell {
                 self.nlink.load(Ordering::Relaxed)
             }
 
+            /// Whether the inode is an `O_TMPFILE` one never linked yet
+            /// ([`LINKABLE`]).
+            #[inline]
+            pub(crate) fn linkable(&self) -> bool {
+                self.mode.load(Ordering::Relaxed) & LINKABLE != 0
+            }
+
+            /// Whether the inode was given back ([`GIVEN_BACK`]).
+            #[inline]
+            pub(crate) fn given_back(&self) -> bool {
+                self.mode.load(Ordering::Relaxed) & GIVEN_BACK != 0
+            }
+
+            /// Sets or clears [`LINKABLE`] (under the inode's write lock, or
+            /// before it is shared). No section: lockless readers mask the
+            /// bit off, so it changes nothing they read.
+            #[inline]
+            pub(crate) fn set_linkable(&self, on: bool) {
+                self.set_state_bit(LINKABLE, on);
+            }
+
+            /// Sets [`GIVEN_BACK`] (under the inode's write lock); never
+            /// cleared.
+            #[inline]
+            pub(crate) fn set_given_back(&self) {
+                self.set_state_bit(GIVEN_BACK, true);
+            }
+
+            /// A plain load and store of the mode word: every other store to
+            /// it is made under the same write lock, and lockless readers
+            /// only load it.
+            #[inline]
+            fn set_state_bit(&self, bit: u32, on: bool) {
+                let w = self.mode.load(Ordering::Relaxed);
+                let n = if on { w | bit } else { w & !bit };
+                if n != w {
+                    self.mode.store(n, Ordering::Relaxed);
+                }
+            }
+
             /// Whether the times are kept outside the cell (one does not fit
             /// its word): the words then hold nothing, and lockless readers
             /// ask the lock.
@@ -455,7 +507,8 @@ macro_rules! attr_cell {
             /// Sets the mode and the ACL flags (in a section).
             #[inline]
             pub(crate) fn set_mode_acl(&self, mode: u32, acl: u8) {
-                let flags = self.mode.load(Ordering::Relaxed) & (NONE | FAR | OFF | LIGHT);
+                let flags =
+                    self.mode.load(Ordering::Relaxed) & (NONE | FAR | OFF | LIGHT | STATE_BITS);
                 self.mode.store(
                     flags | (mode & 0xffff) | (u32::from(acl) << ACL_SHIFT),
                     Ordering::Relaxed,
@@ -572,7 +625,10 @@ macro_rules! attr_cell {
 
 /// The cell tmpfs uses: std's atomics in every build.
 mod unmodelled {
-    use super::{ACL_SHIFT, FAR, LIGHT, NONE, OFF, Snapshot, TRIES, Words, unpack};
+    use super::{
+        ACL_SHIFT, FAR, GIVEN_BACK, LIGHT, LINKABLE, NONE, OFF, STATE_BITS, Snapshot, TRIES, Words,
+        unpack,
+    };
     use crate::fs::Timespec;
     use std::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering, fence};
     attr_cell!();
@@ -583,7 +639,10 @@ mod unmodelled {
 #[cfg(all(test, loom))]
 #[allow(dead_code)]
 mod modelled {
-    use super::{ACL_SHIFT, FAR, LIGHT, NONE, OFF, Snapshot, TRIES, Words, unpack};
+    use super::{
+        ACL_SHIFT, FAR, GIVEN_BACK, LIGHT, LINKABLE, NONE, OFF, STATE_BITS, Snapshot, TRIES, Words,
+        unpack,
+    };
     use crate::fs::Timespec;
     use loom::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering, fence};
     attr_cell!();
@@ -663,6 +722,43 @@ mod tests {
         let off = AttrCell::new(false, None);
         assert!(!off.is_on());
         assert_eq!(off.read(), None);
+    }
+
+    /// The linkable and given-back bits are kept by every store of the
+    /// mode word and shown by no read of the mode.
+    #[test]
+    fn the_state_bits_stay_and_never_show() {
+        for on in [true, false] {
+            let c = AttrCell::new(on, None);
+            c.set_linkable(true);
+            c.begin();
+            c.set_mode_acl(0o107777, 3);
+            c.set_flags(false, false);
+            c.end();
+            assert!(c.linkable() && !c.given_back());
+            assert_eq!((c.mode(), c.acl()), (0o107777, 3));
+            if on {
+                c.publish(Some(&snap(6)));
+                assert_eq!(c.read(), Some(snap(6)));
+                assert_eq!(c.read_size().map(|m| m.0), Some(snap(6).mode & 0xffff));
+                assert!(c.linkable(), "kept by a publication");
+            }
+            c.set_given_back();
+            c.set_linkable(false);
+            c.begin();
+            c.set_mode_acl(0o100000, 0);
+            c.set_flags(true, true);
+            c.end();
+            assert!(!c.linkable() && c.given_back());
+            assert_eq!((c.mode(), c.acl(), c.far()), (0o100000, 0, true));
+            assert_eq!(c.is_on(), on);
+            c.set_flags(false, false);
+            c.begin();
+            c.set_mode_acl(0o100644, 0);
+            c.end();
+            assert_eq!(c.read().map(|s| s.mode), on.then_some(0o100644));
+            assert!(c.given_back());
+        }
     }
 
     #[test]

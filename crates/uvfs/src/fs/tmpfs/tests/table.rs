@@ -158,6 +158,6 @@ fn an_inode_is_given_back_once() {
     assert!(fs.get(f).is_err(), "out of the table");
     fs.evict_inode(f, Some(b.clone()));
     assert_eq!(free(&fs), (before.0 + 2, before.1 + 1), "given back once");
-    assert!(rd(&b).given_back);
+    assert!(rd(&b).given_back());
     fs.fsck(true).unwrap();
 }
