@@ -163,6 +163,10 @@ pub enum Test {
     Openneg,
     /// mkdir, a failed lookup inside, rmdir.
     Rmdir1,
+    /// rename of its own file to a second name and back, in one directory.
+    Rename1,
+    /// rename of its own file between two directories of its own and back.
+    Rename2,
     /// fcntl(F_GETFL): an fd lookup and little else.
     Getfl,
     /// dup/close with 100 fds open and a hole among them.
@@ -299,6 +303,17 @@ pub const TESTS: &[Entry] = &[
         name: "rmdir1",
         test: Some(Test::Rmdir1),
         description: "mkdir its own directory, stat a missing name in it (ENOENT), rmdir it",
+    },
+    Entry {
+        name: "rename1",
+        test: Some(Test::Rename1),
+        description: "rename its own file to a second name in W and back (2 renames a pass)",
+    },
+    Entry {
+        name: "rename2",
+        test: Some(Test::Rename2),
+        description: "rename its own file between two directories of its own and back \
+            (cross-directory: the rename lock; 2 renames a pass)",
     },
     Entry {
         name: "getfl",
@@ -595,6 +610,8 @@ pub struct TaskState {
     fd: i32,
     /// The path the loop opens (or creates and unlinks).
     path: CString,
+    /// rename1 and rename2: the name `path` is renamed to and back from.
+    other: Option<CString>,
     /// The task's own directory, if it has one.
     dir: Option<CString>,
     /// Unlink `path` at teardown (a file the setup made and kept).
@@ -617,6 +634,7 @@ pub fn setup<S: Sys>(test: Test, sys: &mut S, env: &Env<'_>, n: usize) -> Result
         test,
         fd: -1,
         path: own_file(workdir, n),
+        other: None,
         dir: None,
         unlink_path: false,
         buf: vec![0u8; BUFLEN],
@@ -657,6 +675,25 @@ pub fn setup<S: Sys>(test: Test, sys: &mut S, env: &Env<'_>, n: usize) -> Result
             let dir = own_dir(workdir, n);
             st.path = cpath(format!("{}/missing", dir.to_str().expect("UTF-8 path")));
             st.dir = Some(dir);
+        }
+        Test::Rename1 => {
+            let fd = create_file(sys, &st.path, 0)?;
+            sys.close(fd)?;
+            st.unlink_path = true;
+            st.other = Some(cpath(format!("{workdir}/willitscale.{n}.renamed")));
+        }
+        Test::Rename2 => {
+            let dir = own_dir(workdir, n);
+            let d = dir.to_str().expect("UTF-8 path").to_owned();
+            sys.mkdir(&dir, 0o700)?;
+            st.dir = Some(dir);
+            for sub in ["a", "b"] {
+                sys.mkdir(&cpath(format!("{d}/{sub}")), 0o700)?;
+            }
+            st.path = cpath(format!("{d}/a/willitscale"));
+            st.other = Some(cpath(format!("{d}/b/willitscale")));
+            let fd = create_file(sys, &st.path, 0)?;
+            sys.close(fd)?;
         }
         Test::Dup1 | Test::Getfl => {
             st.fd = create_file(sys, &st.path, 0)?;
@@ -720,7 +757,7 @@ pub fn teardown<S: Sys>(sys: &mut S, st: TaskState) -> Result<(), Errno> {
     if st.unlink_path {
         sys.unlink(&st.path)?;
     }
-    if let (Test::Stat12 | Test::Open12, Some(dir)) = (st.test, &st.dir) {
+    if let (Test::Stat12 | Test::Open12 | Test::Rename2, Some(dir)) = (st.test, &st.dir) {
         return crate::backend::remove_tree(sys, dir);
     }
     if let Some(dir) = &st.dir {
@@ -891,6 +928,17 @@ pub fn run<S: Sys>(sys: &mut S, st: &mut TaskState, c: &Counters<'_>) -> Result<
                     Ok(_) => return Err(Errno::EEXIST),
                 }
                 sys.rmdir(dir)
+            })
+        }
+        Test::Rename1 | Test::Rename2 => {
+            let other = st
+                .other
+                .as_deref()
+                .expect("the setup named the second name");
+            iterate_by(count, stop, || {
+                sys.rename(path, other)?;
+                sys.rename(other, path)?;
+                Ok(2)
             })
         }
         Test::Getfl => iterate(count, stop, || sys.fcntl(fd, uapi::F_GETFL, 0).map(drop)),

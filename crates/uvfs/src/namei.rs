@@ -659,9 +659,14 @@ impl<'a> Nd<'a> {
         }
     }
 
-    /// The directory the mounted root `root` sits on (`None` for `/`).
-    pub(crate) fn mountpoint_of(&self, root: &DentryRef) -> Option<DentryRef> {
-        self.vfs.mountpoint_of(root)
+    /// The absolute path of `d` and whether the walk up met `root`
+    /// ([`DentryCache::d_path`](crate::dcache::DentryCache::d_path), mounts
+    /// crossed upwards through the mount table).
+    pub(crate) fn d_path(&self, d: &DentryRef, root: &DentryRef) -> Result<(Vec<u8>, bool), Errno> {
+        self.vfs
+            .caches()
+            .dcache
+            .d_path(d, root, |top| self.vfs.mountpoint_of(top))
     }
 
     /// Descends into whatever is mounted on `d`.

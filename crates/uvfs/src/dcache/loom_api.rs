@@ -218,6 +218,33 @@ impl World {
         self.dc().d_move(d, parent, name);
     }
 
+    /// `d_exchange`: swaps `a` (named `a_name` in `pa`) and `b` (named
+    /// `b_name` in `pb`), as `RENAME_EXCHANGE` does.
+    pub fn d_exchange(
+        &self,
+        (a, pa, a_name): (&DentryRef, &DentryRef, &[u8]),
+        (b, pb, b_name): (&DentryRef, &DentryRef, &[u8]),
+    ) {
+        self.dc().d_exchange(a, a_name, b, b_name, pa, pb);
+    }
+
+    /// `d_path` of `d` up to this world's root (one superblock: no mount
+    /// to cross), with `passes` lockless passes before the locked one.
+    pub fn d_path(&self, d: &DentryRef, passes: u32) -> Result<Vec<u8>, crate::errno::Errno> {
+        self.dc()
+            .d_path_passes(d, self.root(), |_| None, passes)
+            .map(|(p, reached)| {
+                assert!(reached, "the walk up missed the root");
+                p
+            })
+    }
+
+    /// The walk of [`d_path`](Self::d_path) with no rename count (never
+    /// correct: the model that must fail).
+    pub fn d_path_unsynced(&self, d: &DentryRef) -> Result<Vec<u8>, crate::errno::Errno> {
+        super::path::d_path_unsynced(d, self.root()).map(|(p, _)| p)
+    }
+
     /// One step of the lockless walk as `Nd::lookup_rcu` takes it for a
     /// last component: the parent's count read before the search
     /// (`parent` is the walk's current directory), the chain search, the

@@ -37,8 +37,8 @@
 //! fstree: a positive dentry made, another evicted, per stat) takes no
 //! list lock.
 //!
-//! Lock order: a directory's `dir_lock`, then a `Children` lock, then a
-//! bucket lock. The LRU lock is never held with a `Children` lock, and no
+//! Lock order: a directory's `dir_lock`, then the rename count's writer
+//! lock (`path`), then a `Children` lock, then a bucket lock. The LRU lock is never held with a `Children` lock, and no
 //! `Children` lock is taken under a bucket lock.
 //!
 //! Dentry memory is reclaimed through the epoch scheme in `reclaim`
@@ -72,8 +72,8 @@
 //! what every part uses; the parts are `table` (the hash table: lookups,
 //! `d_alloc`, `d_drop`, `d_move`), `dput` (final put and kill),
 //! `children` (child lists and the prune of removed directories),
-//! `lru` (the LRU and the shrinker), `hash` (name hashing) and
-//! `check` (consistency checks).
+//! `lru` (the LRU and the shrinker), `hash` (name hashing), `path` (the
+//! rename sequence count and `d_path`) and `check` (consistency checks).
 
 use crate::fs::{Attr, Ino, S_IFDIR, S_IFLNK, S_IFMT};
 use crate::icache::Inode;
@@ -95,6 +95,7 @@ mod children;
 mod dput;
 pub(crate) mod hash;
 mod lru;
+mod path;
 mod table;
 
 use dput::dput;
@@ -965,6 +966,9 @@ pub struct DentryCache {
     /// ([`FastPaths::dentry_inline_name`](crate::FastPaths::dentry_inline_name)
     /// off: every name a [`Name`] of its own, as before).
     inline_max: usize,
+    /// The rename sequence count (Linux's `rename_lock`): every move is a
+    /// write section of it, and `d_path` reads under it (see `path`).
+    rename: crossbeam_utils::CachePadded<path::RenameSeq>,
 }
 
 // SAFETY: `lru` is only touched under `lru_lock`; the rest is atomics and
@@ -1018,6 +1022,10 @@ pub(crate) mod loom_api;
 /// lockless and locked lookups.
 #[cfg(all(test, loom))]
 mod loom_ddelete;
+/// Loom models of `d_path` (getcwd's walk up) against a rename of a
+/// directory on the path.
+#[cfg(all(test, loom))]
+mod loom_dpath;
 /// Loom models of the cache's lockless protocols.
 #[cfg(all(test, loom))]
 mod loom_tests;

@@ -28,6 +28,7 @@ impl DentryCache {
             ns_gen: crossbeam_utils::CachePadded::new(AtomicU64::new(0)),
             cheap_pin,
             inline_max: if inline_names { INLINE_NAME } else { 0 },
+            rename: crossbeam_utils::CachePadded::new(path::RenameSeq::new()),
         }
     }
 
@@ -432,14 +433,45 @@ impl DentryCache {
     }
 
     /// `d_move`: moves `d` (positive) to `new_parent`/`new_name`,
-    /// rehashing it. The caller holds both parents' `dir_lock`s and
-    /// references on everything.
+    /// rehashing it, inside one write section of the rename count (see
+    /// `path`). The caller holds both parents' `dir_lock`s and references
+    /// on everything.
     ///
     /// The moved dentry leaves its old parent's child list (if it was born
     /// negative, a created file) and joins none: it is positive, and
     /// `new_parent` cannot be a removed directory (the file system refused
     /// the rename into one).
     pub(crate) fn d_move(&self, d: &DentryRef, new_parent: &DentryRef, new_name: &[u8]) {
+        // Made before the section (an out-of-line name allocates).
+        let to = self.move_target(new_parent, new_name);
+        let old_parent = {
+            let _w = self.rename_write();
+            self.move_locked(d, new_parent, to)
+        };
+        if let Some(p) = old_parent {
+            dput(p);
+        }
+    }
+
+    /// The hash and name word `d_move` gives a dentry moving to `name` in
+    /// `parent`.
+    fn move_target(&self, parent: &DentryRef, name: &[u8]) -> MoveTarget {
+        MoveTarget {
+            hash: name_hash(parent.0.as_ptr(), name),
+            word: name_word(name, self.inline_max),
+            len: name.len(),
+        }
+    }
+
+    /// The move of `d_move` inside the caller's write section of the rename
+    /// count; returns the old parent, whose reference the caller puts after
+    /// the section.
+    fn move_locked(
+        &self,
+        d: &DentryRef,
+        new_parent: &DentryRef,
+        to: MoveTarget,
+    ) -> Option<NonNull<Dentry>> {
         debug_assert!(!d.is_negative(), "d_move of a negative dentry");
         self.unhash(d.0);
         // Off the old parent's list before the parent changes (the list's
@@ -454,9 +486,6 @@ impl DentryCache {
                 lock(&ch.kids).remove(d);
             }
         }
-        let hash = name_hash(new_parent.0.as_ptr(), new_name);
-        // Made before the write section (an out-of-line name allocates).
-        let word = name_word(new_name, self.inline_max);
         d.write_begin();
         let np = new_parent.clone();
         let old_parent = d.parent.swap(np.0.as_ptr(), Ordering::AcqRel);
@@ -467,11 +496,11 @@ impl DentryCache {
         // release publishes a new `Name` to a reader that loads the word
         // with an acquire.
         let old_hl = d.hash_len.load(Ordering::Relaxed);
-        let old_word = d.name.swap(word, Ordering::AcqRel);
+        let old_word = d.name.swap(to.word, Ordering::AcqRel);
         d.hash_len
-            .store(hash_len(hash, new_name.len()), Ordering::Relaxed);
+            .store(hash_len(to.hash, to.len), Ordering::Relaxed);
         d.write_end();
-        self.hash_in(d.0, hash);
+        self.hash_in(d.0, to.hash);
         // The move is complete and visible: a walk that reads the new
         // generation sees the new name (the unhash above counted too, but
         // before the dentry reached its new place).
@@ -484,13 +513,12 @@ impl DentryCache {
             // so it goes after a grace period.
             unsafe { Name::defer_free(n) };
         }
-        if let Some(p) = NonNull::new(old_parent) {
-            dput(p);
-        }
+        NonNull::new(old_parent)
     }
 
     /// `RENAME_EXCHANGE`: swaps the places of `a` (in `pa`) and `b` (in
-    /// `pb`), keeping each's name slot.
+    /// `pb`), keeping each's name slot; both moves in one write section of
+    /// the rename count, so no `d_path` sees one done and not the other.
     pub(crate) fn d_exchange(
         &self,
         a: &DentryRef,
@@ -500,9 +528,24 @@ impl DentryCache {
         pa: &DentryRef,
         pb: &DentryRef,
     ) {
-        self.d_move(a, pb, b_name);
-        self.d_move(b, pa, a_name);
+        let (to_a, to_b) = (self.move_target(pb, b_name), self.move_target(pa, a_name));
+        let old = {
+            let _w = self.rename_write();
+            [self.move_locked(a, pb, to_a), self.move_locked(b, pa, to_b)]
+        };
+        for p in old.into_iter().flatten() {
+            dput(p);
+        }
     }
+}
+
+/// Where `d_move` puts a dentry: its new name's hash, name word and
+/// length.
+#[derive(Clone, Copy)]
+struct MoveTarget {
+    hash: u64,
+    word: u64,
+    len: usize,
 }
 
 /// What [`DentryCache::search_locked`] found.

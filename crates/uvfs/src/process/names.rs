@@ -859,49 +859,13 @@ fn is_ancestor(anc: &DentryRef, d: &DentryRef) -> bool {
 }
 
 /// The absolute path of `d` (`d_path`), crossing mounts upwards, and
-/// whether it met `root` (else the path runs from the VFS's own root).
+/// whether it met `root` (else the path runs from the VFS's own root). Read
+/// under the dentry cache's rename count: a path `d` really had, never
+/// `ENOENT` for a directory on it that a rename is moving (`dcache::path`).
 pub(super) fn d_path(
     nd: &namei::Nd<'_>,
     d: &DentryRef,
     root: &DentryRef,
 ) -> Result<(Vec<u8>, bool), Errno> {
-    let mut parts: Vec<Vec<u8>> = Vec::new();
-    let mut cur = d.clone();
-    let mut reached = false;
-    loop {
-        if DentryRef::ptr_eq(&cur, root) {
-            reached = true;
-            break;
-        }
-        if !cur.is_hashed() && cur.parent().is_some() {
-            return Err(Errno::ENOENT);
-        }
-        match cur.parent() {
-            Some(p) => {
-                parts.push(cur.name());
-                cur = p;
-            }
-            None => {
-                let up = nd.dotdot(&cur);
-                if DentryRef::ptr_eq(&up, &cur) {
-                    break;
-                }
-                // `dotdot` went to the mountpoint's parent: record the
-                // mountpoint's own name.
-                match nd.mountpoint_of(&cur) {
-                    Some(mp) => cur = mp,
-                    None => break,
-                }
-            }
-        }
-    }
-    let mut out = Vec::new();
-    for p in parts.iter().rev() {
-        out.push(b'/');
-        out.extend_from_slice(p);
-    }
-    if out.is_empty() {
-        out.push(b'/');
-    }
-    Ok((out, reached))
+    nd.d_path(d, root)
 }
