@@ -929,13 +929,17 @@ impl Tmpfs {
             }
         };
         let removed = self.evict_locked(ino, &i);
-        // The cached inode's reference and the table's, each possibly the
-        // last: dropped after a grace period if readers may hold the inode
-        // without one (`drop_inode`).
-        self.drop_inode(i);
-        if let Some(r) = removed {
-            self.drop_inode(r);
+        // The cached inode's reference and the table's: the last of them
+        // goes after a grace period if readers may hold the inode without
+        // one (`drop_inode`). Both name one inode (the table maps `ino` to
+        // it), so the table's is dropped now, while `i` still holds the
+        // inode (never the last one), and one deferred free does for both.
+        match removed {
+            Some(r) if Arc::ptr_eq(&r, &i) => drop(r),
+            Some(r) => self.drop_inode(r),
+            None => {}
         }
+        self.drop_inode(i);
     }
 
     /// The body of [`evict_inode`](Self::evict_inode): frees `i` if it has
