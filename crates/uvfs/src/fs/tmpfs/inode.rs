@@ -809,6 +809,27 @@ impl Tmpfs {
         check_name(name)?;
         let d = self.node(dir)?;
         let dino = dir.ino;
+        // The victim the VFS holds, locked at once: the check of the name
+        // under both locks is the only search of the directory when the
+        // name still leads to it (nearly always: the VFS holds the
+        // directory's lock). Otherwise the loop below decides, as if this
+        // had not been tried.
+        if let Some(v) = victim
+            && v.ino != dino
+            && let Ok(c) = self.node(v)
+        {
+            let (mut ds, mut cs) = if dino < v.ino {
+                let ds = wr(&d);
+                (ds, wr(&c))
+            } else {
+                let cs = wr(&c);
+                (wr(&d), cs)
+            };
+            let still = ds.dir().ok().and_then(|x| x.get(name)).map(Slot::ino);
+            if still == Some(v.ino) {
+                return f(&mut ds, &mut cs, v.ino);
+            }
+        }
         loop {
             // The victim the VFS holds, if the name still leads to it, else
             // the entry's own reference: no table search either way.
