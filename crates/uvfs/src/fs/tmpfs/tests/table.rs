@@ -180,6 +180,16 @@ fn an_evicted_inode_is_freed_once_after_the_grace_period() {
             (i, w)
         };
         fs.unlink(R, b"f").unwrap();
+        // The references left: the table's and ours (the entry's may
+        // still wait for its own grace period: let it go first).
+        for _ in 0..100_000 {
+            if Arc::strong_count(&held) == 2 {
+                break;
+            }
+            crate::reclaim::flush();
+            std::thread::yield_now();
+        }
+        assert_eq!(Arc::strong_count(&held), 2, "the table's and ours");
         let pin = crate::reclaim::pin_with(true);
         fs.evict_inode(f, Some(held));
         assert!(fs.get(f).is_err(), "out of the table");
