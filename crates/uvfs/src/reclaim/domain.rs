@@ -294,7 +294,12 @@ impl Domain {
             let mut b = unsafe { Box::from_raw(p) };
             p = b.next;
             if b.tag + 2 <= now {
-                out.append(&mut b.items);
+                // The first batch's vector is taken whole, not copied.
+                if out.is_empty() {
+                    std::mem::swap(&mut out, &mut b.items);
+                } else {
+                    out.append(&mut b.items);
+                }
             } else {
                 self.push(b);
             }

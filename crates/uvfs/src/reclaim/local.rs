@@ -107,7 +107,9 @@ pub(crate) fn retire(d: Deferred) {
     let full = LOCAL.try_with(|l| {
         let mut bag = l.bag.borrow_mut();
         bag.extend(d.take());
-        (bag.len() >= BATCH).then(|| std::mem::take(&mut *bag))
+        // The next batch gets its room at once: a bag left empty grew by
+        // doubling (four reallocations and copies a batch).
+        (bag.len() >= BATCH).then(|| std::mem::replace(&mut *bag, Vec::with_capacity(BATCH)))
     });
     match full {
         Ok(None) => {}

@@ -27,6 +27,13 @@ mod tests;
 
 use std::ptr::NonNull;
 
+/// Tests: seals this thread's retired objects and moves them on as far as
+/// the readers allow.
+#[cfg(all(test, not(any(loom, shuttle))))]
+pub(crate) fn flush() {
+    local::flush();
+}
+
 /// The cheap pin's domain, for the loom models of protocols built on it
 /// elsewhere (tmpfs's page index).
 #[cfg(all(test, loom))]

@@ -832,6 +832,27 @@ impl Tmpfs {
         check_name(name)?;
         let d = self.node(dir)?;
         let dino = dir.ino;
+        // The victim the VFS holds, locked at once: the check of the name
+        // under both locks is the only search of the directory when the
+        // name still leads to it (nearly always: the VFS holds the
+        // directory's lock). Otherwise the loop below decides, as if this
+        // had not been tried.
+        if let Some(v) = victim
+            && v.ino != dino
+            && let Ok(c) = self.node(v)
+        {
+            let (mut ds, mut cs) = if dino < v.ino {
+                let ds = wr(&d);
+                (ds, wr(&c))
+            } else {
+                let cs = wr(&c);
+                (wr(&d), cs)
+            };
+            let still = ds.dir().ok().and_then(|x| x.get(name)).map(Slot::ino);
+            if still == Some(v.ino) {
+                return f(&mut ds, &mut cs, v.ino);
+            }
+        }
         loop {
             // The victim the VFS holds, if the name still leads to it, else
             // the entry's own reference: no table search either way.
@@ -952,13 +973,17 @@ impl Tmpfs {
             }
         };
         let removed = self.evict_locked(ino, &i);
-        // The cached inode's reference and the table's, each possibly the
-        // last: dropped after a grace period if readers may hold the inode
-        // without one (`drop_inode`).
-        self.drop_inode(i);
-        if let Some(r) = removed {
-            self.drop_inode(r);
+        // The cached inode's reference and the table's: the last of them
+        // goes after a grace period if readers may hold the inode without
+        // one (`drop_inode`). Both name one inode (the table maps `ino` to
+        // it), so the table's is dropped now, while `i` still holds the
+        // inode (never the last one), and one deferred free does for both.
+        match removed {
+            Some(r) if Arc::ptr_eq(&r, &i) => drop(r),
+            Some(r) => self.drop_inode(r),
+            None => {}
         }
+        self.drop_inode(i);
     }
 
     /// The body of [`evict_inode`](Self::evict_inode): frees `i` if it has

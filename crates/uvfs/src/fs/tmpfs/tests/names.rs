@@ -525,3 +525,37 @@ fn symlinks() {
     ok(&fs);
     ok(&f);
 }
+
+/// The victim the VFS passes to `unlink_node` and `rmdir_node` is only a
+/// hint, checked under both locks: when the name leads elsewhere, the
+/// name's own inode goes and the victim is untouched; when it leads to
+/// the victim, that one goes. Fails if the hint is trusted unchecked.
+#[test]
+fn unlink_and_rmdir_with_a_victim_check_it() {
+    let fs = fs();
+    let d = dir(&fs, R, "d");
+    let f = file(&fs, d, "f");
+    let g = file(&fs, d, "g");
+    let e = dir(&fs, d, "e");
+    let nlink = |i| fs.getattr(i).unwrap().nlink;
+    // A victim that is not the named inode, on either side of the
+    // directory in inode order (the lock order).
+    fs.unlink_node(d.into(), g.into(), b"f").unwrap();
+    assert_eq!((nlink(f), nlink(g)), (0, 1));
+    assert_eq!(fs.lookup(d, b"f").map(|a| a.ino), Err(Errno::ENOENT));
+    assert_eq!(fs.lookup(d, b"g").map(|a| a.ino), Ok(g));
+    fs.unlink_node(d.into(), R.into(), b"g").unwrap();
+    assert_eq!(nlink(g), 0);
+    assert_eq!(nlink(R), 3);
+    // The victim the name leads to.
+    let h = file(&fs, d, "h");
+    fs.unlink_node(d.into(), h.into(), b"h").unwrap();
+    assert_eq!(nlink(h), 0);
+    // A stale victim for a name that is gone, and the directory itself.
+    assert_eq!(fs.unlink_node(d.into(), h.into(), b"h"), Err(Errno::ENOENT));
+    assert_eq!(fs.unlink_node(d.into(), d.into(), b"e"), Err(Errno::EISDIR));
+    assert_eq!(fs.rmdir_node(d.into(), d.into(), b"e"), Ok(()));
+    assert_eq!(nlink(e), 0);
+    assert_eq!(nlink(d), 2);
+    fs.fsck(false).unwrap();
+}

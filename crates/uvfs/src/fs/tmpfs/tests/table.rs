@@ -161,3 +161,55 @@ fn an_inode_is_given_back_once() {
     assert!(rd(&b).given_back());
     fs.fsck(true).unwrap();
 }
+
+/// An unlinked inode's eviction lets the table's and the cached inode's
+/// references go with one deferred free: with pinned reads on, the inode
+/// outlives the evict while a reader is pinned (it may be reading the
+/// inode without a reference) and is freed after the grace period; with
+/// them off, at once. Fails if both references are dropped at once on the
+/// pinned side, or if either is kept.
+#[cfg(not(any(loom, shuttle)))]
+#[test]
+fn an_evicted_inode_is_freed_once_after_the_grace_period() {
+    for pinned in [true, false] {
+        let fs = Tmpfs::with_switches(TmpfsOptions::default(), pinned, pinned, false, false);
+        let f = file(&fs, R, "f");
+        let (held, weak) = {
+            let i = fs.get(f).unwrap();
+            let w = Arc::downgrade(&i);
+            (i, w)
+        };
+        fs.unlink(R, b"f").unwrap();
+        // The references left: the table's and ours (the entry's may
+        // still wait for its own grace period: let it go first).
+        for _ in 0..100_000 {
+            if Arc::strong_count(&held) == 2 {
+                break;
+            }
+            crate::reclaim::flush();
+            std::thread::yield_now();
+        }
+        assert_eq!(Arc::strong_count(&held), 2, "the table's and ours");
+        let pin = crate::reclaim::pin_with(true);
+        fs.evict_inode(f, Some(held));
+        assert!(fs.get(f).is_err(), "out of the table");
+        if !pinned {
+            assert!(
+                weak.upgrade().is_none(),
+                "freed at once without pinned reads"
+            );
+            continue;
+        }
+        assert!(weak.upgrade().is_some(), "freed under a pin");
+        drop(pin);
+        for _ in 0..100_000 {
+            if weak.upgrade().is_none() {
+                break;
+            }
+            crate::reclaim::flush();
+            std::thread::yield_now();
+        }
+        assert!(weak.upgrade().is_none(), "never freed");
+        fs.fsck(true).unwrap();
+    }
+}
