@@ -50,16 +50,20 @@
 //! credentials with more than [`MAX_GROUPS`] supplementary groups are not
 //! cached (they walk). A fill overwrites whatever the slot held.
 //!
-//! Beside the slots, a small array of tags (two bytes per slot, 2 KiB,
+//! Beside the slots, a small array of hints (four bytes per slot, 4 KiB,
 //! which stays in the CPU's nearest caches) holds a few bits of the hash
-//! of the key each slot was last filled with. A probe whose tag differs
-//! misses without reading the slot: a slot is four cache lines, and a
-//! lookup of a path not seen lately (a stat of each of 10,000 files)
-//! waited for the slot's first line only to find another key there. The
-//! probe then asks for the slot's line in the background, since the walk
-//! that follows the miss fills it. The tags are a hint and no part of the
-//! protocol: a stale tag that matches goes on to the full comparison
-//! under the slot's sequence lock, and one that differs is a miss, which
+//! of the key each slot was last filled with (its tag) and the low bits of
+//! the generation that fill recorded. A probe reads the generation first,
+//! and misses without reading the slot if the hint differs: a slot is four
+//! cache lines, and a lookup of a path not seen lately (a stat of each of
+//! 10,000 files) waited for the slot's first line only to find another
+//! key there, and a lookup of a path seen before the namespace last
+//! changed (each name of a small directory stat'ed again after an unlink)
+//! read all four only to find the entry stale. The probe then asks for
+//! the slot's line in the background, since the walk that follows the
+//! miss fills it. The hints are no part of the protocol: a stale hint
+//! that matches goes on to the full comparison under the slot's sequence
+//! lock and the generation check, and one that differs is a miss, which
 //! is always a correct answer (the walk answers).
 
 use crate::cred::Cred;
@@ -70,7 +74,7 @@ use crate::reclaim;
 use std::ptr::NonNull;
 // The tags are a hint that no answer depends on (see the module doc), so
 // they are std's atomics, not the model's: loom need not explore them.
-use std::sync::atomic::{AtomicU16, Ordering as HintOrdering};
+use std::sync::atomic::{AtomicU32, Ordering as HintOrdering};
 
 /// The longest path cached, in bytes.
 pub(crate) const MAX_PATH: usize = 128;
@@ -318,9 +322,11 @@ impl Slot {
 /// The cache: one per [`Vfs`](crate::Vfs) built with `path_cache` on.
 pub(crate) struct PathCache {
     slots: Box<[Slot]>,
-    /// Per slot, the tag of the key it was last filled with (0: never):
-    /// a hint read before the slot (see the module doc).
-    tags: Box<[AtomicU16]>,
+    /// Per slot, the tag of the key it was last filled with (0: never)
+    /// in the high half and the low bits of the generation that fill
+    /// recorded in the low half ([`hint`]): a hint read before the slot
+    /// (see the module doc).
+    tags: Box<[AtomicU32]>,
 }
 
 impl std::fmt::Debug for PathCache {
@@ -341,7 +347,7 @@ impl PathCache {
         let slots = unsafe { crate::primitive::sync::zeroed_slice::<Slot>(SLOTS) };
         #[cfg(any(loom, shuttle))]
         let slots = (0..SLOTS).map(|_| Slot::new()).collect();
-        let tags = (0..SLOTS).map(|_| AtomicU16::new(0)).collect();
+        let tags = (0..SLOTS).map(|_| AtomicU32::new(0)).collect();
         PathCache { slots, tags }
     }
 
@@ -351,14 +357,15 @@ impl PathCache {
     }
 
     /// What the slot of `key` holds for it, read consistently; `None` for
-    /// another key (by its tag, without reading the slot, or by its
-    /// words), an empty slot, or a slot being written. The caller still
-    /// checks the generation and the dentry (see the module doc).
+    /// another key or an entry filled under another generation than
+    /// `generation` (by the hint, without reading the slot), another key
+    /// by its words, an empty slot, or a slot being written. The caller
+    /// still checks the generation and the dentry (see the module doc).
     #[inline]
-    pub(crate) fn get(&self, key: &Key) -> Option<Hit> {
+    pub(crate) fn get(&self, key: &Key, generation: u64) -> Option<Hit> {
         let i = Self::index(key);
         let s = &self.slots[i];
-        if self.tags[i].load(HintOrdering::Relaxed) != key.tag() {
+        if self.tags[i].load(HintOrdering::Relaxed) != hint(key, generation) {
             // The walk that follows a miss fills this slot: its first line
             // is fetched meanwhile.
             crate::primitive::hint::prefetch(s);
@@ -396,8 +403,9 @@ impl PathCache {
         // Pinned before the generation is read: a dentry whose death comes
         // after that read is retired after this pin.
         let _pin = reclaim::pin_with(dc.cheap_pin());
-        let h = self.get(key)?;
-        if h.generation != dc.ns_gen() {
+        let generation = dc.ns_gen();
+        let h = self.get(key, generation)?;
+        if h.generation != generation {
             return None;
         }
         // SAFETY: pinned before a generation load that found no death
@@ -426,8 +434,9 @@ impl PathCache {
     ) -> Option<Result<R, Errno>> {
         // Pinned before the generation is read, as in `find`.
         let _pin = reclaim::pin_with(dc.cheap_pin());
-        let h = self.get(key)?;
-        if h.generation != dc.ns_gen() {
+        let generation = dc.ns_gen();
+        let h = self.get(key, generation)?;
+        if h.generation != generation {
             return None;
         }
         // SAFETY: pinned before a generation load that found no death
@@ -490,8 +499,20 @@ impl PathCache {
         // compares them and misses. (Two fills in a row may leave the
         // first one's tag: then the second key misses, the first compares
         // and misses.)
-        self.tags[i].store(key.tag(), HintOrdering::Relaxed);
+        self.tags[i].store(hint(key, generation), HintOrdering::Relaxed);
     }
+}
+
+/// A slot's hint: the tag of the key it was filled with, and the low bits
+/// of the generation that fill recorded. A probe under the generation it
+/// read compares it before reading the slot: an entry of the same path
+/// filled before the namespace last changed (a directory's names stat'ed
+/// again after an unlink anywhere) is stale, and is now a miss found in
+/// the tags, not after reading the slot's four lines. Equal low bits of
+/// two generations only send the probe on to the full check.
+#[inline]
+fn hint(key: &Key, generation: u64) -> u32 {
+    u32::from(key.tag()) << 16 | u32::from(generation as u16)
 }
 
 /// Loom models of the validation protocol.
@@ -583,9 +604,9 @@ mod tests {
         let pc = PathCache::new();
         let c = Cred::root();
         let k1 = Key::new(base(1), b"x/y", 0, &c).unwrap();
-        assert!(pc.get(&k1).is_none());
+        assert!(pc.get(&k1, 7).is_none());
         pc.put(&k1, 7, base(9), 4, Outcome::NoEnt);
-        let h = pc.get(&k1).unwrap();
+        let h = pc.get(&k1, 7).unwrap();
         assert_eq!(
             (h.generation, h.dentry, h.seq, h.outcome),
             (7, base(9), 4, Outcome::NoEnt)
@@ -596,8 +617,26 @@ mod tests {
             .find(|k| k.hash as usize & (SLOTS - 1) == k1.hash as usize & (SLOTS - 1))
             .unwrap();
         pc.put(&k2, 8, base(10), 6, Outcome::Found);
-        assert!(pc.get(&k1).is_none());
-        assert_eq!(pc.get(&k2).unwrap().outcome, Outcome::Found);
+        assert!(pc.get(&k1, 8).is_none());
+        assert_eq!(pc.get(&k2, 8).unwrap().outcome, Outcome::Found);
+    }
+
+    #[test]
+    fn a_later_generation_misses_in_the_hint() {
+        let pc = PathCache::new();
+        let c = Cred::root();
+        let k = Key::new(base(1), b"d/f0000001", 0, &c).unwrap();
+        pc.put(&k, 41, base(9), 2, Outcome::Found);
+        assert_eq!(pc.get(&k, 41).unwrap().generation, 41);
+        // The namespace changed since the fill: a miss without the slot.
+        assert!(pc.get(&k, 42).is_none());
+        // Low bits equal by wrap-around: the hint lets the probe through,
+        // and the entry's own generation (41) is what the caller checks.
+        assert_eq!(pc.get(&k, 41 + (1 << 16)).unwrap().generation, 41);
+        // Refilled under the new generation, it answers under it.
+        pc.put(&k, 42, base(9), 2, Outcome::Found);
+        assert_eq!(pc.get(&k, 42).unwrap().generation, 42);
+        assert!(pc.get(&k, 41).is_none());
     }
 
     #[test]
@@ -611,14 +650,14 @@ mod tests {
             .find(|k| PathCache::index(k) == i && k.tag() != k1.tag())
             .unwrap();
         pc.put(&k1, 3, base(9), 2, Outcome::Found);
-        assert_eq!(pc.tags[i].load(HintOrdering::Relaxed), k1.tag());
+        assert_eq!(pc.tags[i].load(HintOrdering::Relaxed), hint(&k1, 3));
         // A tag left by another fill (or equal by chance): the slot's words
         // still decide, and they name another key.
-        pc.tags[i].store(k2.tag(), HintOrdering::Relaxed);
-        assert!(pc.get(&k2).is_none());
+        pc.tags[i].store(hint(&k2, 3), HintOrdering::Relaxed);
+        assert!(pc.get(&k2, 3).is_none());
         // A tag that differs is a miss, without reading the slot.
-        assert!(pc.get(&k1).is_none());
-        pc.tags[i].store(k1.tag(), HintOrdering::Relaxed);
-        assert_eq!(pc.get(&k1).unwrap().dentry, base(9));
+        assert!(pc.get(&k1, 3).is_none());
+        pc.tags[i].store(hint(&k1, 3), HintOrdering::Relaxed);
+        assert_eq!(pc.get(&k1, 3).unwrap().dentry, base(9));
     }
 }

@@ -698,11 +698,11 @@ fn stat_pinned(d: &crate::dcache::Dentry, ino: crate::fs::Ino) -> Option<Stat> {
     // attributes then reach `Stat` in registers, where through a call they
     // came back in memory and their copy into `Stat` waited for the
     // callee's narrower stores (the store-forwarding stall that was a
-    // fifth of `fstatat`'s own time). The same function either way.
-    let any: &dyn std::any::Any = fs;
+    // fifth of `fstatat`'s own time). The same function either way. The
+    // type check is the superblock's, made once (`SuperBlock::tmpfs`).
     let node = d.node_pinned().filter(|n| n.ino == ino);
     if let Some(n) = node
-        && let Some(t) = any.downcast_ref::<crate::fs::tmpfs::Tmpfs>()
+        && let Some(t) = sb.tmpfs()
     {
         if let Some(a) = t.getattr_pinned_inline(n) {
             return Some(Stat::from_attr(&a, sb.dev));
