@@ -700,7 +700,30 @@ impl InodeRef<'_> {
     /// Takes what the cache keeps of the attributes (permissions, the
     /// `relatime` state, the link count) from `attr`, after a change made
     /// through the file system.
+    ///
+    /// A link count of zero stays zero: `attr` may be older than the
+    /// unlink that took the last name (a truncate, chmod or second name's
+    /// unlink that read its answer before it and stores it after), and a
+    /// stale count kept an unlinked inode cached, unused, after its last
+    /// put, where Linux frees it (its `i_nlink` lives in the inode, so no
+    /// answer can be stale). Only a link gives a nameless inode a name
+    /// back ([`set_linked`](Self::set_linked)); a stale zero over a live
+    /// count is harmless: the eviction it brings early asks the file
+    /// system, which frees only what has no name.
     pub fn set_attr(&self, attr: &Attr) {
+        let mut st = lock(&self.node().state);
+        self.node().set_perm(attr);
+        if st.nlink != 0 {
+            st.nlink = attr.nlink;
+        }
+    }
+
+    /// [`set_attr`](Self::set_attr) for the answer of a link, the one
+    /// call that can give an inode without a name (an `O_TMPFILE` file)
+    /// its first one: the count is taken even from zero. The caller holds
+    /// the new name's directory locked, so no unlink of that name can
+    /// store its zero before this.
+    pub fn set_linked(&self, attr: &Attr) {
         let mut st = lock(&self.node().state);
         self.node().set_perm(attr);
         st.nlink = attr.nlink;

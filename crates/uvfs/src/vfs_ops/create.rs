@@ -6,7 +6,7 @@
 
 use super::VfsOps;
 use super::inode::inode_permission;
-use super::inode::{attr_of, iget, iget_found, mark_changed, mode_is_dir, perm_of};
+use super::inode::{attr_of, iget_found, iget_linked, mark_changed, mode_is_dir, perm_of};
 use crate::acl::{AclType, PosixAcl};
 use crate::cred::{self, Cap, MAY_EXEC, MAY_WRITE};
 use crate::dcache::DentryRef;
@@ -180,7 +180,7 @@ impl VfsOps<'_> {
         let attr = dir.sb().fs.link_node(src.node(), dir.node(), name)?;
         mark_changed(dir);
         mark_changed(src);
-        let inode = iget(self.vfs, dir.sb(), &attr)?;
+        let inode = iget_linked(self.vfs, dir.sb(), &attr)?;
         self.vfs.caches().dcache.instantiate(d, inode, &attr);
         Ok(())
     }
