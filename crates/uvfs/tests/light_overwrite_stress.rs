@@ -84,7 +84,9 @@ fn reader(p: &mut Process, n: u64, fast: FastPaths) {
             // extends the file, as on Linux).
             let st = p.fstat(fd).unwrap();
             assert!(
-                [2, 3, PAGES].map(|n| (n * PAGE) as i64).contains(&st.st_size),
+                [2, 3, PAGES]
+                    .map(|n| (n * PAGE) as i64)
+                    .contains(&st.st_size),
                 "{fast}: size {}",
                 st.st_size
             );
