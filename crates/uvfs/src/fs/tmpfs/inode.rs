@@ -174,6 +174,33 @@ impl State {
     }
 }
 
+impl Tmpfs {
+    /// The attributes of inode `ino` from its published snapshot, read
+    /// through `data`, the object a path-cache entry recorded
+    /// (`FastPaths::path_cache_inode`), without `self`: the caller has
+    /// the object, not the file system (which the recording checked reads
+    /// pinned). `None` without a published snapshot (the caller goes the
+    /// usual way, [`Tmpfs::getattr_pinned_inline`]).
+    ///
+    /// # Safety
+    /// `data` is the object (`InodeData` of an `Arc<Inode>`) of a tmpfs
+    /// inode with `pinned_reads`, read while the cached inode held it and
+    /// validated since, and the caller is pinned (the object is freed only
+    /// after a grace period).
+    #[inline(always)]
+    pub(crate) unsafe fn getattr_recorded(data: std::ptr::NonNull<()>, ino: Ino) -> Option<Attr> {
+        // SAFETY: the caller's promise: an `Inode` made by tmpfs, alive
+        // until the caller's pin ends.
+        let i = unsafe { crate::fs::DataRef::new(data).get::<Inode>() };
+        if i.ino != ino {
+            return None;
+        }
+        let s = i.snapshot()?;
+        i.mark_ctime_queried();
+        Some(attr_of_snapshot(ino, &s))
+    }
+}
+
 /// The attributes of inode `ino` from a lockless snapshot (as
 /// [`Tmpfs::attr`] gives them under the lock).
 #[inline(always)]
