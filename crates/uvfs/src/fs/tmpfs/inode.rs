@@ -797,6 +797,28 @@ pub(super) fn try_rd(i: &Inode) -> Option<RdGuard<'_>> {
 /// closed when the guard drops, before the lock goes.
 pub(super) type WrGuard<'a> = Writer<'a, SlimRwLockWriteGuard<'a, State>>;
 
+/// Write-locks directory `d` (number `dino`) and its child `c` (number
+/// `cino`) in inode-number order, then checks under both locks that `name`
+/// in `d` still leads to `cino`: the two guards if it does, `None` if the
+/// name moved meanwhile.
+fn wr_dir_and_child<'a>(
+    d: &'a Inode,
+    dino: Ino,
+    c: &'a Inode,
+    cino: Ino,
+    name: &[u8],
+) -> Option<(WrGuard<'a>, WrGuard<'a>)> {
+    let (ds, cs) = if dino < cino {
+        let ds = wr(d);
+        (ds, wr(c))
+    } else {
+        let cs = wr(c);
+        (wr(d), cs)
+    };
+    let still = ds.dir().ok().and_then(|x| x.get(name)).map(Slot::ino);
+    (still == Some(cino)).then_some((ds, cs))
+}
+
 /// Write-locks an inode.
 pub(super) fn wr(i: &Inode) -> WrGuard<'_> {
     let st = i.st.write();
@@ -867,18 +889,9 @@ impl Tmpfs {
         if let Some(v) = victim
             && v.ino != dino
             && let Ok(c) = self.node(v)
+            && let Some((mut ds, mut cs)) = wr_dir_and_child(&d, dino, &c, v.ino, name)
         {
-            let (mut ds, mut cs) = if dino < v.ino {
-                let ds = wr(&d);
-                (ds, wr(&c))
-            } else {
-                let cs = wr(&c);
-                (wr(&d), cs)
-            };
-            let still = ds.dir().ok().and_then(|x| x.get(name)).map(Slot::ino);
-            if still == Some(v.ino) {
-                return f(&mut ds, &mut cs, v.ino);
-            }
+            return f(&mut ds, &mut cs, v.ino);
         }
         loop {
             // The victim the VFS holds, if the name still leads to it, else
@@ -898,17 +911,9 @@ impl Tmpfs {
             if child == dino {
                 return Err(Errno::EINVAL);
             }
-            let (mut ds, mut cs) = if dino < child {
-                let ds = wr(&d);
-                (ds, wr(&c))
-            } else {
-                let cs = wr(&c);
-                (wr(&d), cs)
-            };
-            let still = ds.dir().ok().and_then(|x| x.get(name)).map(Slot::ino);
-            if still != Some(child) {
+            let Some((mut ds, mut cs)) = wr_dir_and_child(&d, dino, &c, child, name) else {
                 continue;
-            }
+            };
             return f(&mut ds, &mut cs, child);
         }
     }
