@@ -465,8 +465,10 @@ pub fn start(
     config.acl = SessionACL::All;
     config.n_threads = Some(opts.threads);
     config.clone_fd = true;
+    let notifier = server.notifier_slot();
     let mut session = Session::new(server, dir, &config)
         .map_err(|e| format!("mount on {}: {e}", dir.display()))?;
+    let _ = notifier.set(session.notifier());
     let mut unmounter = session.unmount_callable();
     match std::thread::Builder::new()
         .name("uvfs-session".into())

@@ -6,19 +6,19 @@ use crate::creds::CredCache;
 use crate::passthrough::{Passthrough, PtTable};
 use fuser::{
     AccessFlags, CopyFileRangeFlags, Errno as FErrno, FileAttr, FileHandle, Filesystem, FopenFlags,
-    Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr,
-    ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyLseek,
-    ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+    Generation, INodeNo, InitFlags, KernelConfig, LockOwner, Notifier, OpenFlags, RenameFlags,
+    ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry,
+    ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use uvfs::cred::Cred;
-use uvfs::fs::{FileSystem, S_IFIFO, S_IFMT, S_IFREG};
+use uvfs::fs::{FileSystem, S_IFDIR, S_IFIFO, S_IFMT, S_IFREG};
 use uvfs::stat::{Dirent64, Stat, parse_dirents64};
 use uvfs::uapi::*;
 use uvfs::{Errno, Process, Vfs};
@@ -107,6 +107,9 @@ pub struct UvfsFuse {
     /// open is served by a read-write one), and sends the times it kept in
     /// SETATTR.
     writeback: bool,
+    /// The session's channel for notifications to the kernel, set once the
+    /// session exists ([`Self::notifier_slot`]).
+    notifier: Arc<OnceLock<Notifier>>,
 }
 
 /// Lists the directory open as `fd` from the cookie `offset`: `add` gets
@@ -140,12 +143,11 @@ impl UvfsFuse {
     fn each_dirent(
         &self,
         p: &mut Process,
-        ino: INodeNo,
-        fh: FileHandle,
+        (ino, fh, pid): (INodeNo, FileHandle, u32),
         offset: u64,
         mut add: impl FnMut(&mut Process, i32, &Dirent64) -> Result<bool, Errno>,
     ) -> Result<(), Errno> {
-        let (fd, own) = self.dir_fd(p, ino, fh)?;
+        let (fd, own) = self.dir_fd(p, ino, fh, pid)?;
         let r = list_from(p, fd, offset, |p, e| add(p, fd, e));
         if own {
             let _ = p.close(fd);
@@ -213,7 +215,14 @@ impl UvfsFuse {
             no_open: false,
             writeback_wanted: false,
             writeback: false,
+            notifier: Arc::new(OnceLock::new()),
         })
+    }
+
+    /// Where the mount puts the session's notifier once the session is
+    /// made (the server is moved into it first).
+    pub fn notifier_slot(&self) -> Arc<OnceLock<Notifier>> {
+        self.notifier.clone()
     }
 
     /// Sets the passthrough mode (before the session starts; the default
@@ -540,13 +549,26 @@ impl Filesystem for UvfsFuse {
         reply: ReplyEmpty,
     ) {
         let r = self.with(req, |p| {
+            let (from, to) = (self.node_fd(parent)?, self.node_fd(newparent)?);
             p.renameat2(
-                self.node_fd(parent)?,
+                from,
                 name_bytes(name),
-                self.node_fd(newparent)?,
+                to,
                 name_bytes(newname),
                 flags.bits(),
-            )
+            )?;
+            if self.no_open && parent != newparent {
+                // Without OPENDIR the kernel caches each directory's
+                // listing (`FOPEN_CACHE_DIR`) until the directory itself
+                // changes; a directory moved to another parent does not,
+                // and its cached ".." would name the old parent. Dropped
+                // before the reply, so the caller's next listing is fresh.
+                self.forget_listing(p, to, newname);
+                if flags.bits() & libc::RENAME_EXCHANGE != 0 {
+                    self.forget_listing(p, from, name);
+                }
+            }
+            Ok(())
         });
         reply.answer(r);
     }
@@ -632,7 +654,7 @@ impl Filesystem for UvfsFuse {
         fh: FileHandle,
         offset: u64,
         size: u32,
-        _flags: OpenFlags,
+        flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
@@ -640,7 +662,22 @@ impl Filesystem for UvfsFuse {
             let fd = self.io_fd(p, ino, fh)?;
             let mut buf = vec![0u8; size as usize];
             let off = i64::try_from(offset).map_err(|_| Errno::EINVAL)?;
-            let n = p.pread(fd, &mut buf, off)?;
+            // The inode's shared handle (no-open mode) has no
+            // `O_NOATIME`; a reader whose open had it (the flags come
+            // with each READ) reads through a handle of its own for this
+            // request, where the read would stamp atime.
+            let n = if fh.0 == 0
+                && self.no_open
+                && flags.0 & O_NOATIME != 0
+                && Self::atime_due(p, fd)
+            {
+                let own = self.root_reopen(p, self.node_fd(ino)?, O_RDONLY, true)?;
+                let n = p.pread(own, &mut buf, off);
+                let _ = p.close(own);
+                n?
+            } else {
+                p.pread(fd, &mut buf, off)?
+            };
             buf.truncate(n);
             Ok(buf)
         });
@@ -748,7 +785,7 @@ impl Filesystem for UvfsFuse {
         mut reply: ReplyDirectory,
     ) {
         let r = self.with(req, |p| {
-            self.each_dirent(p, ino, fh, offset, |_, _, e| {
+            self.each_dirent(p, (ino, fh, req.pid()), offset, |_, _, e| {
                 Ok(reply.add(
                     INodeNo(self.nodeid(e.d_ino)),
                     e.d_off as u64,
@@ -770,7 +807,7 @@ impl Filesystem for UvfsFuse {
     ) {
         self.counters.readdirplus.fetch_add(1, Ordering::Relaxed);
         let r = self.with(req, |p| {
-            self.each_dirent(p, ino, fh, offset, |p, fd, e| {
+            self.each_dirent(p, (ino, fh, req.pid()), offset, |p, fd, e| {
                 let dot = e.name == b"." || e.name == b"..";
                 // The kernel takes no lookup reference for "." and
                 // "..": they get their attributes only.

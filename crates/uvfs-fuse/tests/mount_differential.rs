@@ -680,7 +680,9 @@ fn run_seeds(who: Who, pt: Pt, default: u64) {
         Some(s) if user == (who == Who::User) && pt == Pt::from_env() => vec![s],
         Some(_) => return,
         // UVFS_DIFF_SEEDS=<n>: more seeds (a soak), from 1.
-        None => (1..=env_u64("UVFS_DIFF_SEEDS").unwrap_or(default)).collect(),
+        None => (1..=env_u64("UVFS_DIFF_SEEDS").unwrap_or(default))
+            .chain(found_by_soaks(who, pt).iter().copied())
+            .collect(),
     };
     let mut seen = std::collections::BTreeMap::new();
     for &seed in &seeds {
@@ -692,6 +694,19 @@ fn run_seeds(who: Who, pt: Pt, default: u64) {
         "mount_differential ({who:?}, passthrough {pt:?}): {} seeds x {OPS_PER_SEED} ops agree, host tmpfs and uvfs mount; FUSE artefacts taken out: {seen:?}",
         seeds.len()
     );
+}
+
+/// Seeds past the default count whose sequences found a difference in a
+/// soak (`UVFS_DIFF_SEEDS=300`), run every time: no-open mode as a user,
+/// seed 71 (a listing through an `O_NOATIME` directory fd stamped atime)
+/// and seed 101 (a directory moved to another parent listed its old
+/// parent as ".." from the kernel's listing cache); docs/fuse.md,
+/// "No-open mode".
+fn found_by_soaks(who: Who, pt: Pt) -> &'static [u64] {
+    match (who, pt) {
+        (Who::User, Pt::NoOpen) => &[71, 101],
+        _ => &[],
+    }
 }
 
 #[test]

@@ -282,16 +282,50 @@ impl UvfsFuse {
         p: &mut Process,
         nodeid: INodeNo,
         fh: FileHandle,
+        pid: u32,
     ) -> Result<(i32, bool), Errno> {
         if fh.0 != 0 || !self.no_open {
             return Ok((fh.0 as i32, false));
         }
         let pfd = self.node_fd(nodeid)?;
+        // The caller's `O_NOATIME` (no OPENDIR brought its flags, and
+        // fuser does not pass READDIR's): asked only where the listing
+        // would stamp atime.
+        let noatime = Self::atime_due(p, pfd) && caller_fd_noatime(pid, DIR_READ_CALLS);
+        self.root_reopen(p, pfd, O_RDONLY | O_DIRECTORY, noatime)
+            .map(|fd| (fd, true))
+    }
+
+    /// A reopen of the node's `O_PATH` fd `pfd` as root, with `O_NOATIME`
+    /// if `noatime` (root may set it on any file).
+    pub(super) fn root_reopen(
+        &self,
+        p: &mut Process,
+        pfd: i32,
+        flags: i32,
+        noatime: bool,
+    ) -> Result<i32, Errno> {
         let cred = p.cred().clone();
         p.set_cred(Cred::root());
-        let r = p.reopen(pfd, O_RDONLY | O_DIRECTORY);
+        let r = p.reopen(pfd, flags | if noatime { O_NOATIME } else { 0 });
         p.set_cred(cred);
-        Ok((r?, true))
+        r
+    }
+
+    /// Whether a read of the inode behind `fd` would stamp its atime under
+    /// relatime (atime not after mtime or ctime, or a day old); when in
+    /// doubt (no attributes), yes.
+    pub(super) fn atime_due(p: &mut Process, fd: i32) -> bool {
+        let Ok(st) = Self::fstat(p, fd) else {
+            return true;
+        };
+        let a = (st.st_atime, st.st_atime_nsec);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(i64::MAX, |d| d.as_secs() as i64);
+        a <= (st.st_mtime, st.st_mtime_nsec)
+            || a <= (st.st_ctime, st.st_ctime_nsec)
+            || now.saturating_sub(st.st_atime) >= 24 * 60 * 60
     }
 
     pub(super) fn reply_entry(&self, r: Result<FileAttr, Errno>, reply: ReplyEntry) {
@@ -319,5 +353,77 @@ impl UvfsFuse {
             s.namemax as u32,
             s.bsize as u32,
         );
+    }
+}
+
+/// The system calls that list a directory, whose first argument is the fd.
+#[cfg(target_arch = "x86_64")]
+pub(super) const DIR_READ_CALLS: &[i64] = &[libc::SYS_getdents64, libc::SYS_getdents];
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) const DIR_READ_CALLS: &[i64] = &[libc::SYS_getdents64];
+
+/// Whether the caller of a request (its thread `pid`, blocked in the
+/// system call until the reply) is in one of `calls` on an fd opened with
+/// `O_NOATIME`: from `/proc/PID/syscall` (the call and its first argument)
+/// and `/proc/PID/fdinfo/FD` (the open's flags). No-open mode has no
+/// per-open handle to carry the flag, and a READDIR's flags do not reach
+/// fuser's handler. Unknown (pid 0: another pid namespace; another call,
+/// such as an io_uring worker's) counts as no.
+pub(super) fn caller_fd_noatime(pid: u32, calls: &[i64]) -> bool {
+    if pid == 0 {
+        return false;
+    }
+    let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/syscall")) else {
+        return false;
+    };
+    let mut words = s.split_whitespace();
+    let nr = words.next().and_then(|w| w.parse::<i64>().ok());
+    if !nr.is_some_and(|nr| calls.contains(&nr)) {
+        return false;
+    }
+    let Some(fd) = words
+        .next()
+        .and_then(|w| w.strip_prefix("0x"))
+        .and_then(|h| u32::from_str_radix(h, 16).ok())
+    else {
+        return false;
+    };
+    let Ok(info) = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")) else {
+        return false;
+    };
+    info.lines()
+        .find_map(|l| l.strip_prefix("flags:"))
+        .and_then(|f| i32::from_str_radix(f.trim(), 8).ok())
+        .is_some_and(|f| f & O_NOATIME != 0)
+}
+
+impl UvfsFuse {
+    /// Drops the kernel's cached listing of the directory `name` in the
+    /// directory open as `dfd`, if it is one (no-open mode's listing cache:
+    /// see `rename`). A node the kernel does not know (ENOENT) has no
+    /// cache; a notification the kernel refuses otherwise is said once on
+    /// stderr.
+    pub(super) fn forget_listing(&self, p: &mut Process, dfd: i32, name: &OsStr) {
+        let Ok(st) = p.fstatat(dfd, name_bytes(name), AT_SYMLINK_NOFOLLOW) else {
+            return;
+        };
+        let Some(n) = self.notifier.get() else {
+            return;
+        };
+        if st.st_mode & S_IFMT != S_IFDIR {
+            return;
+        }
+        match n.inval_inode(INodeNo(self.nodeid(st.st_ino)), 0, 0) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+            Err(e) => {
+                static SAID: std::sync::Once = std::sync::Once::new();
+                SAID.call_once(|| {
+                    eprintln!(
+                        "uvfs: the kernel refused to drop a moved directory's cached listing: {e}"
+                    )
+                });
+            }
+        }
     }
 }
