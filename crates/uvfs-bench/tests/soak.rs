@@ -57,8 +57,12 @@ fn soak_memory_flattens_and_nothing_leaks() {
     assert!(stdout.contains("41 samples"), "{stdout}");
 }
 
-/// The heap check is not a test that cannot fail: a leak of 300 bytes
-/// per 1000 calls, injected, fails the soak.
+/// The heap check is not a test that cannot fail: a leak of 1500 bytes
+/// per 1000 calls, injected, fails the soak. (300 bytes was found on a
+/// quiet machine, but at load 9, with helpers building beside CI, the
+/// transients of 4 tasks in 2 processes widened the floor's band to
+/// -86..+471 around a +275 slope, 2026-11-29: the detector's limit is the
+/// machine's noise, so the injected leak stands well above it.)
 #[test]
 fn soak_finds_an_injected_leak() {
     let out = soak(&[
@@ -71,7 +75,7 @@ fn soak_finds_an_injected_leak() {
         "--max-heap-slope",
         "20",
         "--leak",
-        "300",
+        "1500",
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(

@@ -130,6 +130,24 @@ fn mount_logged(tag: &str, args: &[&str], no_fsopen: bool) -> (Mount, std::path:
     panic!("uvfs mount {args:?}: not live after {HANG_SECS} s");
 }
 
+/// What the server said about passthrough at `FUSE_INIT`. The mount is
+/// in mountinfo as soon as mount(2) returns, before the kernel's INIT
+/// reaches the server, so the line is waited for (CI at load 9 read an
+/// empty log, 2026-11-29).
+fn said_at_init(log: &std::path::Path) -> String {
+    for _ in 0..(HANG_SECS * 100) {
+        let said = std::fs::read_to_string(log).unwrap_or_default();
+        if said.contains("uvfs: FUSE passthrough") {
+            return said;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!(
+        "the server said nothing about passthrough in {HANG_SECS} s: {}",
+        std::fs::read_to_string(log).unwrap_or_default()
+    );
+}
+
 /// Whether this kernel offers FUSE passthrough (the server says so on
 /// stderr under `auto`).
 fn passthrough_offered(log: &str) -> bool {
@@ -144,7 +162,7 @@ fn passthrough_on_with_size_is_the_hosts_tmpfs_limit() {
     assert!(host.contains("fill a: wrote 8388608 "), "{host}");
     assert!(host.contains("mmap writer: signal 7"), "{host}");
     let (m, log) = mount_logged("size-auto", &["--size", "8M"], false);
-    let said = std::fs::read_to_string(&log).unwrap();
+    let said = said_at_init(&log);
     if !passthrough_offered(&said) {
         eprintln!("skipped: the kernel does not offer FUSE passthrough: {said}");
         return;
@@ -199,7 +217,7 @@ fn without_fsopen_on_is_refused_and_auto_falls_back() {
 
     let host = on_host("size-nofsopen");
     let (m, log) = mount_logged("size-auto-nofsopen", &["--size", "8M"], true);
-    let said = std::fs::read_to_string(&log).unwrap();
+    let said = said_at_init(&log);
     assert!(
         said.contains("FUSE passthrough off") && said.contains("fsopen"),
         "auto without fsopen: {said}"
