@@ -278,12 +278,18 @@ fn fuse_artefact(op: &Op, host: &Res, mount: &Res) -> Option<&'static str> {
     }
 }
 
-/// Whether `op` names a path starting in the generator's symlink chain
-/// (`z0`, `z1`, ...: see the generator's `chain`).
+/// Whether `op` names a path into the generator's symlink chain (`z0`,
+/// `z1`, ...: see the generator's `chain`): a component `z<N>`, at the
+/// start of a relative path or after a `/` (an absolute path into the
+/// run's directory, such as `/dev/shm/uvfs-diff-…/z0`: CI, seed 13 of the
+/// user no-open pass at step 693, 2026-11-29, where the report that named
+/// the step's result was cut off).
 fn enters_chain(op: &Op) -> bool {
     let s = op.to_string();
-    s.match_indices("\"z")
-        .any(|(i, _)| s.as_bytes().get(i + 2).is_some_and(u8::is_ascii_digit))
+    let b = s.as_bytes();
+    s.match_indices('z').any(|(i, _)| {
+        i > 0 && matches!(b[i - 1], b'"' | b'/') && b.get(i + 1).is_some_and(u8::is_ascii_digit)
+    })
 }
 
 /// With the writeback cache the server answers LSEEK ENOSYS (dirty data
