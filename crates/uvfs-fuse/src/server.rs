@@ -54,6 +54,10 @@ struct Node {
     /// on the first READ, WRITE, ... with fh 0), or -1. Closed with `fd`
     /// at the last FORGET, never at a RELEASE.
     io: i32,
+    /// No-open mode, a directory: the kernel may hold a cached listing of
+    /// it (a READDIR was served since its last change; see
+    /// [`UvfsFuse::dir_changed`]).
+    listed: bool,
 }
 
 /// What the server counts, for tests and the curious.
@@ -196,6 +200,7 @@ impl UvfsFuse {
                 // The root is never forgotten.
                 nlookup: 1 << 62,
                 io: -1,
+                listed: false,
             },
         );
         let counters = Arc::new(Counters::default());
@@ -512,6 +517,7 @@ impl Filesystem for UvfsFuse {
         let r = self.with(req, |p| {
             p.unlinkat(self.node_fd(parent)?, name_bytes(name), 0)
         });
+        self.changed_if_ok(&r, parent);
         reply.answer(r);
     }
 
@@ -519,6 +525,7 @@ impl Filesystem for UvfsFuse {
         let r = self.with(req, |p| {
             p.unlinkat(self.node_fd(parent)?, name_bytes(name), AT_REMOVEDIR)
         });
+        self.changed_if_ok(&r, parent);
         reply.answer(r);
     }
 
@@ -533,6 +540,7 @@ impl Filesystem for UvfsFuse {
         let r = self.with(req, |p| {
             let dfd = self.node_fd(parent)?;
             p.symlinkat(target.as_os_str().as_bytes(), dfd, name_bytes(link_name))?;
+            self.dir_changed(parent);
             self.lookup_in(p, dfd, name_bytes(link_name))
         });
         reply.answer(r);
@@ -557,15 +565,15 @@ impl Filesystem for UvfsFuse {
                 name_bytes(newname),
                 flags.bits(),
             )?;
+            self.dir_changed(parent);
+            self.dir_changed(newparent);
             if self.no_open && parent != newparent {
-                // Without OPENDIR the kernel caches each directory's
-                // listing (`FOPEN_CACHE_DIR`) until the directory itself
-                // changes; a directory moved to another parent does not,
-                // and its cached ".." would name the old parent. Dropped
-                // before the reply, so the caller's next listing is fresh.
-                self.forget_listing(p, to, newname);
+                // A directory moved to another parent does not change
+                // itself, and its cached listing would keep the old
+                // parent as "..".
+                self.moved_dir_changed(p, to, newname);
                 if flags.bits() & libc::RENAME_EXCHANGE != 0 {
-                    self.forget_listing(p, from, name);
+                    self.moved_dir_changed(p, from, name);
                 }
             }
             Ok(())
@@ -598,6 +606,7 @@ impl Filesystem for UvfsFuse {
                 p.set_cred(cred);
                 r?;
             }
+            self.dir_changed(newparent);
             self.lookup_in(p, dfd, name_bytes(newname))
         });
         reply.answer(r);
@@ -973,6 +982,8 @@ impl Filesystem for UvfsFuse {
                     mode & 0o7777,
                 )
             })?;
+            // (Also where the name was there already: a spare drop.)
+            self.dir_changed(parent);
             let attr = p.reopen(fd, O_PATH).and_then(|pfd| self.remember(p, pfd));
             match attr {
                 // No-open mode: the create made the file and checked the

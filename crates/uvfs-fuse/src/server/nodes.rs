@@ -140,6 +140,7 @@ impl UvfsFuse {
                             fd,
                             nlookup: 1,
                             io: -1,
+                            listed: false,
                         },
                     );
                     false
@@ -169,6 +170,7 @@ impl UvfsFuse {
         self.with(req, |p| {
             let dfd = self.node_fd(parent)?;
             self.with_umask(p, umask, |p| make(p, dfd, name_bytes(name)))?;
+            self.dir_changed(parent);
             self.lookup_in(p, dfd, name_bytes(name))
         })
     }
@@ -288,6 +290,9 @@ impl UvfsFuse {
             return Ok((fh.0 as i32, false));
         }
         let pfd = self.node_fd(nodeid)?;
+        // Before the listing is read: a change made after this is sure to
+        // see the mark (`dir_changed`).
+        self.mark_listed(nodeid);
         // The caller's `O_NOATIME` (no OPENDIR brought its flags, and
         // fuser does not pass READDIR's): asked only where the listing
         // would stamp atime.
@@ -398,32 +403,66 @@ pub(super) fn caller_fd_noatime(pid: u32, calls: &[i64]) -> bool {
 }
 
 impl UvfsFuse {
-    /// Drops the kernel's cached listing of the directory `name` in the
-    /// directory open as `dfd`, if it is one (no-open mode's listing cache:
-    /// see `rename`). A node the kernel does not know (ENOENT) has no
-    /// cache; a notification the kernel refuses otherwise is said once on
-    /// stderr.
-    pub(super) fn forget_listing(&self, p: &mut Process, dfd: i32, name: &OsStr) {
-        let Ok(st) = p.fstatat(dfd, name_bytes(name), AT_SYMLINK_NOFOLLOW) else {
-            return;
-        };
-        let Some(n) = self.notifier.get() else {
-            return;
-        };
-        if st.st_mode & S_IFMT != S_IFDIR {
+    /// Notes that the kernel may now cache a listing of the directory
+    /// `nodeid` (no-open mode: see [`Self::dir_changed`]).
+    fn mark_listed(&self, nodeid: INodeNo) {
+        let ino = self.ino(nodeid);
+        if let Some(n) = self.shard(ino).lock().unwrap().get_mut(&ino) {
+            n.listed = true;
+        }
+    }
+
+    /// The directory `nodeid` changed (an entry made, removed or renamed,
+    /// or its ".." moved). In no-open mode the kernel caches a listing of
+    /// each directory it lists (it gives a directory opened without
+    /// OPENDIR `FOPEN_CACHE_DIR`): it checks that cache against its own
+    /// record of the directory's changes only when a listing starts at
+    /// offset 0, so a reader that continues or seeks (`lseek` to a cookie,
+    /// `seekdir`) would read the old listing, and a moved directory's
+    /// cache keeps its old "..". Where such a cache may exist (a READDIR
+    /// since the last change), it is dropped before the reply
+    /// (`FUSE_NOTIFY_INVAL_INODE`), so the caller's next listing asks the
+    /// server. A node the kernel no longer knows (ENOENT) has no cache;
+    /// another refusal is said once on stderr.
+    pub(super) fn dir_changed(&self, nodeid: INodeNo) {
+        if !self.no_open {
             return;
         }
-        match n.inval_inode(INodeNo(self.nodeid(st.st_ino)), 0, 0) {
+        let ino = self.ino(nodeid);
+        let was = match self.shard(ino).lock().unwrap().get_mut(&ino) {
+            Some(n) => std::mem::replace(&mut n.listed, false),
+            None => false,
+        };
+        let Some(notifier) = self.notifier.get().filter(|_| was) else {
+            return;
+        };
+        match notifier.inval_inode(nodeid, 0, 0) {
             Ok(()) => {}
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
             Err(e) => {
                 static SAID: std::sync::Once = std::sync::Once::new();
                 SAID.call_once(|| {
-                    eprintln!(
-                        "uvfs: the kernel refused to drop a moved directory's cached listing: {e}"
-                    )
+                    eprintln!("uvfs: the kernel refused to drop a directory's cached listing: {e}")
                 });
             }
+        }
+    }
+
+    /// [`Self::dir_changed`] where the call (its result `r`) made a change.
+    pub(super) fn changed_if_ok<T>(&self, r: &Result<T, Errno>, nodeid: INodeNo) {
+        if r.is_ok() {
+            self.dir_changed(nodeid);
+        }
+    }
+
+    /// [`Self::dir_changed`] for `name` in the directory open as `dfd`,
+    /// if it is a directory: one moved to another parent, whose ".."
+    /// changed.
+    pub(super) fn moved_dir_changed(&self, p: &mut Process, dfd: i32, name: &OsStr) {
+        if let Ok(st) = p.fstatat(dfd, name_bytes(name), AT_SYMLINK_NOFOLLOW)
+            && st.st_mode & S_IFMT == S_IFDIR
+        {
+            self.dir_changed(INodeNo(self.nodeid(st.st_ino)));
         }
     }
 }

@@ -349,6 +349,38 @@ os.mkdir("mv1/y")
 show("'..' after an exchange", lambda: (renameat2("mv1/y", "mv2/x", 2),
                                         dotdot_is_parent("mv1/y"), dotdot_is_parent("mv2/x")))
 
+# a listing continued from a cookie (seekdir) after an entry was added
+# sees the entry, as on tmpfs (no-open mode: the kernel's cached listing
+# is dropped by the server at the change)
+libc.telldir.restype = ctypes.c_long
+libc.telldir.argtypes = [ctypes.c_void_p]
+libc.seekdir.argtypes = [ctypes.c_void_p, ctypes.c_long]
+
+
+def names_after_seek():
+    os.mkdir("sk")
+    open("sk/one", "w").close()
+    d = libc.opendir(b"sk")
+    try:
+        first = libc.readdir(d).contents.d_name
+        cookie = libc.telldir(d)
+        while libc.readdir(d):
+            pass
+        open("sk/two", "w").close()
+        libc.seekdir(d, cookie)
+        rest = []
+        while True:
+            e = libc.readdir(d)
+            if not e:
+                break
+            rest.append(e.contents.d_name.decode())
+        return first.decode(), sorted(rest)
+    finally:
+        libc.closedir(d)
+
+
+show("listing after a seek sees a new entry", names_after_seek)
+
 # permissions as another user
 os.chmod("d/f", 0o640)
 os.chown("d/f", 0, 0)
