@@ -996,12 +996,12 @@ impl Tmpfs {
         // Only the caller that sets the flag frees (under the lock); the
         // table lets the inode go with it.
         st.set_given_back();
-        let removed = self
-            .shard(ino)
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&ino);
-        debug_assert!(removed.is_some(), "an inode not given back is in the table");
+        let removed = self.table_remove(ino);
+        debug_assert!(
+            removed.is_some() || !self.has_table(),
+            "an inode not given back is in the table"
+        );
+        self.unorphaned();
         self.release_pages(st.pages_held());
         match &mut st.kind {
             Kind::Reg(f) => self.clear_file(i.file_index(), f),

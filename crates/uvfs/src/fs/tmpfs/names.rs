@@ -190,6 +190,7 @@ impl Tmpfs {
             xattrs: None,
         };
         let xattrs = XattrSet::with_acls(new.acl, None);
+        self.orphaned();
         Ok(self.insert_inode(ino, std::sync::Weak::new(), &init, st, xattrs))
     }
 
@@ -259,6 +260,10 @@ impl Tmpfs {
             ftype,
             offset,
         );
+        if nlink == 0 {
+            // An `O_TMPFILE` inode's first name.
+            self.unorphaned();
+        }
         // shmem_link: the inode's fresh ctime, copied to the directory.
         is.set_nlink(nlink + 1);
         is.clear_linkable();
@@ -283,6 +288,8 @@ impl Tmpfs {
             let nlink = cs.nlink();
             if nlink > 1 {
                 self.release_inode();
+            } else {
+                self.orphaned();
             }
             cs.set_nlink(nlink.saturating_sub(1));
             // shmem_unlink: the victim's fresh ctime, copied to the
@@ -306,6 +313,7 @@ impl Tmpfs {
             }
             ds.dir_mut()?.remove(name);
             cs.set_nlink(0);
+            self.orphaned();
             let n = ds.nlink().saturating_sub(1);
             ds.set_nlink(n);
             let now = cs.set_ctime_current();

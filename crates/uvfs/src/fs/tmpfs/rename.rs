@@ -456,11 +456,14 @@ impl Rename<'_> {
                 let slot = r.ndir().dir_mut()?.remove(self.nname);
                 if self.tgt_dir {
                     t.set_nlink(0);
+                    self.fs.orphaned();
                     r.od_nlink(-1);
                 } else {
                     let n = t.nlink();
                     if n > 1 {
                         self.fs.release_inode();
+                    } else {
+                        self.fs.orphaned();
                     }
                     t.set_nlink(n.saturating_sub(1));
                 }
