@@ -251,10 +251,10 @@ impl Bounds {
         let names = (tasks + 1) * (1 + DIRS * (1 + FILES + 1)) + 2;
         // fds: each task's MAX_OPEN, a dup and a directory at a time.
         let fds = tasks * (MAX_OPEN + 2);
-        // An inode is named or open (unlinked while open), or unused in
-        // the inode cache: a removed file's tmpfs inode is freed when the
-        // cache lets its last reference go, which for one it still holds
-        // unused may be at the LRU's eviction.
+        // An inode is named or open (unlinked while open); an unlinked
+        // one is freed at its last put (tests/icache_unlinked_stress.rs
+        // in the library). The inode cache's limit is kept as slack for
+        // the sample taken while a task is between those two steps.
         let inodes = names + fds + CACHE_LIMIT;
         Bounds {
             // Unused entries up to the limit, beyond every name (positive

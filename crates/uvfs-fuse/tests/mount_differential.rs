@@ -594,10 +594,12 @@ fn first_real_difference(
         *seen.entry(ZERO_RANGE_WHY).or_default() += zero_range;
         host = host_run_in_thread_as(HostJob::Replay(ops.clone()), top.to_vec(), who).1;
     }
+    let mut taken_out = zero_range;
     loop {
         let mut m = mount_run(ops.clone(), top.to_vec(), who, pt);
         patch_stats(&ops, &host, &mut m, pt, seen);
         let (i, report) = compare_at(seed, "mount", &ops, &host, &m)?;
+        let report = mount_replay(report, seed, who, pt, taken_out);
         let why = match (ops.get(i), host.obs.get(i), m.obs.get(i)) {
             (Some(op), Some(h), Some(u)) if pt == Pt::Writeback => {
                 fuse_artefact(op, &h.res, &u.res).or_else(|| writeback_seek(op, &h.res, &u.res))
@@ -613,10 +615,46 @@ fn first_real_difference(
             ops[i] = Op::Open(Vec::new(), 0, 0);
         } else {
             ops.remove(i);
+            taken_out += 1;
         }
         let (_, h, _) = host_run_in_thread_as(HostJob::Replay(ops.clone()), top.to_vec(), who);
         host = h;
     }
+}
+
+/// The report's replay line for this test (the library's line names
+/// `path_differential`), and how the steps are numbered: `taken_out` FUSE
+/// artefacts left the generated sequence before the difference, so a step
+/// here is that many places after the generator's.
+fn mount_replay(report: String, seed: u64, who: Who, pt: Pt, taken_out: usize) -> String {
+    if seed == 0 {
+        return report;
+    }
+    let mut env = format!("UVFS_DIFF_SEED={seed}");
+    if who == Who::User {
+        env.push_str(" UVFS_DIFF_USER=1");
+    }
+    env.push_str(match pt {
+        Pt::Off => "",
+        Pt::On => " UVFS_DIFF_PASSTHROUGH=1",
+        Pt::NoOpen => " UVFS_DIFF_NO_OPEN=1",
+        Pt::Writeback => " UVFS_DIFF_WRITEBACK=1",
+    });
+    let replay = format!(
+        "replay: {env} cargo test --profile test-release -p uvfs-fuse --test mount_differential \
+         (steps numbered after {taken_out} FUSE artefact op(s) were taken out)"
+    );
+    report
+        .lines()
+        .map(|l| {
+            if l.starts_with("replay: ") {
+                replay.as_str()
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn check_seed_on_mount(

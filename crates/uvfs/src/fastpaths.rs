@@ -185,12 +185,23 @@ pub struct FastPaths {
     /// in place, inside the dentry's sequence count); off, every name is
     /// allocated on its own, as longer names always are.
     pub dentry_inline_name: bool,
+    /// Issue 16 (uvfs's own): a path-cache entry of a positive answer also
+    /// records, when its filler finds the file system reads attributes
+    /// through objects reached without a reference (tmpfs with
+    /// `tmpfs_borrow` and `lockless_attrs`), the inode's object, its
+    /// number and the device number, read from the dentry at the count
+    /// the entry records. A stat answered by the cache then reads the
+    /// slot, the dentry's count and the inode's attribute cell, not the
+    /// dentry's inode, superblock and file system on the way. Needs
+    /// `path_cache` and `stat_noref`; off, entries record no object and a
+    /// hit goes from the dentry.
+    pub path_cache_inode: bool,
 }
 
 /// Name, description and accessor of every switch, in a stable order.
 type Switch = (&'static str, &'static str, fn(&mut FastPaths) -> &mut bool);
 
-const SWITCHES: [Switch; 23] = [
+const SWITCHES: [Switch; 24] = [
     (
         "close_sync",
         "seed 000: close(2) releases the file synchronously",
@@ -304,6 +315,11 @@ const SWITCHES: [Switch; 23] = [
         "issue 16: names of up to 8 bytes inside the dentry, no allocation of their own",
         |f| &mut f.dentry_inline_name,
     ),
+    (
+        "path_cache_inode",
+        "issue 16: a path-cache entry leads stat to the inode's attribute cell, not through the dentry",
+        |f| &mut f.path_cache_inode,
+    ),
 ];
 
 /// The seed switches (the first six of [`SWITCHES`]): the ones
@@ -337,6 +353,7 @@ impl FastPaths {
             d_delete: false,
             light_overwrite: false,
             dentry_inline_name: false,
+            path_cache_inode: false,
         }
     }
 
@@ -367,6 +384,7 @@ impl FastPaths {
             d_delete: true,
             light_overwrite: true,
             dentry_inline_name: true,
+            path_cache_inode: true,
         }
     }
 
@@ -508,7 +526,7 @@ mod tests {
     #[test]
     fn display_round_trips_every_combination() {
         let all: Vec<_> = FastPaths::all_combinations().collect();
-        assert_eq!(all.len(), 98);
+        assert_eq!(all.len(), 100);
         assert!(all.contains(&FastPaths::seeds()));
         assert!(all.contains(&FastPaths::stock()));
         assert!(all.contains(&FastPaths::seeds().with("fd_single_user", false)));

@@ -24,7 +24,7 @@ use crate::cred::{Cred, MAY_EXEC, permission};
 use crate::dcache::{Dentry, DentryRef};
 use crate::errno::Errno;
 use crate::fs::S_ISVTX;
-use crate::path_cache::{Key, Outcome, PathCache};
+use crate::path_cache::{Key, Outcome, PathCache, Pinned};
 use crate::primitive::sync::lock;
 use crate::reclaim;
 use crate::vfs::Vfs;
@@ -436,7 +436,7 @@ impl<'a> Nd<'a> {
         start: &DentryRef,
         path: &[u8],
         flags: u32,
-        f: impl FnOnce(&Dentry, crate::fs::Ino) -> Option<R>,
+        f: impl FnOnce(&Dentry, crate::fs::Ino, Option<Pinned>) -> Option<R>,
         walk_f: impl FnOnce(&Dentry, crate::fs::Ino) -> Option<R>,
     ) -> Result<Found<R>, Errno> {
         let Some(pc) = self.vfs.path_cache() else {
@@ -814,9 +814,38 @@ impl<'a> Nd<'a> {
         let generation = dc.ns_gen();
         let end = self.lookup_rcu(start, path, flags)?;
         if let Some(outcome) = Outcome::of(&end.result) {
-            pc.put(key, generation, end.dentry, end.seq, outcome);
+            // A positive answer holds its reference: its dentry is readable.
+            let pinned = end.result.as_ref().ok().and_then(|d| {
+                let p = self.pinned_of(d)?;
+                d.seq_valid(end.seq).then_some(p)
+            });
+            pc.put(key, generation, end.dentry, end.seq, outcome, pinned);
         }
         Some(end.result)
+    }
+
+    /// What the path cache records of the way from `d` to its inode's
+    /// attributes ([`Pinned`], `FastPaths::path_cache_inode`): its inode's
+    /// object when the file system reads attributes through objects
+    /// reached without a reference (tmpfs with `pinned_reads`), with the
+    /// inode and device numbers. The caller checks `d`'s count after this
+    /// read, so that the object is the inode's the entry's count names;
+    /// `d` is pinned or referenced.
+    #[inline]
+    fn pinned_of(&self, d: &Dentry) -> Option<Pinned> {
+        if !self.vfs.fastpaths().path_cache_inode {
+            return None;
+        }
+        let sb = d.sb();
+        if !sb.tmpfs()?.pinned_reads() {
+            return None;
+        }
+        let n = d.node_pinned()?;
+        Some(Pinned {
+            data: n.data?.as_ptr(),
+            ino: n.ino,
+            dev: sb.dev,
+        })
     }
 
     /// As [`fill_cached`](Self::fill_cached) for a caller that needs only
@@ -840,6 +869,7 @@ impl<'a> Nd<'a> {
     ) -> Option<Result<R, Errno>> {
         let dc = &self.vfs.caches().dcache;
         let generation = dc.ns_gen();
+        let mut pinned = None;
         let end = self.lookup_rcu_then(start, path, flags, |cur, seq| {
             // SAFETY: the walk is pinned while this runs, and `cur` was
             // reached through the cache after the pin began: its memory
@@ -847,15 +877,18 @@ impl<'a> Nd<'a> {
             // a grace period.
             let d = unsafe { cur.as_ref() };
             let ino = d.ino();
-            // The inode number read in the state the walk found (a change
-            // of the inode, an unhash or a move is a write section).
+            let p = self.pinned_of(d);
+            // The inode number (and its object) read in the state the walk
+            // found (a change of the inode, an unhash or a move is a write
+            // section).
             if !d.seq_valid(seq) {
                 return None;
             }
+            pinned = p;
             f(d, ino)
         })?;
         if let Some(outcome) = Outcome::of(&end.result) {
-            pc.put(key, generation, end.dentry, end.seq, outcome);
+            pc.put(key, generation, end.dentry, end.seq, outcome, pinned);
         }
         Some(end.result)
     }

@@ -283,6 +283,23 @@ fn fold(a: u64, b: u64) -> u64 {
     p as u64 ^ (p >> 64) as u64
 }
 
+/// What a positive entry also records, with `FastPaths::path_cache_inode`:
+/// how stat reaches the answer's attributes without leaving the slot for
+/// anything but the dentry's count and the attribute cell (see
+/// [`PathCache::find_ino`]). Recorded only when the file system reads
+/// attributes through objects reached without a reference (tmpfs's
+/// `pinned_reads`, fixed for its life), and only as read from the dentry
+/// at the count the entry records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Pinned {
+    /// The file system's object of the dentry's inode (tmpfs's `Inode`).
+    pub(crate) data: NonNull<()>,
+    /// The inode number.
+    pub(crate) ino: crate::fs::Ino,
+    /// The dentry's superblock's device number.
+    pub(crate) dev: u64,
+}
+
 /// What a slot held for a key.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Hit {
@@ -293,6 +310,8 @@ pub(crate) struct Hit {
     /// Its sequence count then.
     pub(crate) seq: u32,
     pub(crate) outcome: Outcome,
+    /// The way to the inode's attributes, if the filler recorded it.
+    pub(crate) pinned: Option<Pinned>,
 }
 
 /// One entry: a sequence lock (odd while written) over atomic words.
@@ -303,6 +322,10 @@ struct Slot {
     dentry: AtomicU64,
     /// The dentry's sequence count (low half) and the outcome (high half).
     seq_outcome: AtomicU64,
+    /// [`Pinned`]: the object's address (0: none recorded), the inode
+    /// number, the device number. In the slot's first line, with the
+    /// words above.
+    pinned: [AtomicU64; 3],
     key: [AtomicU64; KEY_WORDS],
 }
 
@@ -314,6 +337,7 @@ impl Slot {
             generation: AtomicU64::new(0),
             dentry: AtomicU64::new(0),
             seq_outcome: AtomicU64::new(0),
+            pinned: std::array::from_fn(|_| AtomicU64::new(0)),
             key: std::array::from_fn(|_| AtomicU64::new(0)),
         }
     }
@@ -383,6 +407,11 @@ impl PathCache {
         let generation = s.generation.load(Ordering::Relaxed);
         let dentry = s.dentry.load(Ordering::Relaxed);
         let so = s.seq_outcome.load(Ordering::Relaxed);
+        let pinned = [
+            s.pinned[0].load(Ordering::Relaxed),
+            s.pinned[1].load(Ordering::Relaxed),
+            s.pinned[2].load(Ordering::Relaxed),
+        ];
         fence(Ordering::Acquire);
         if s.seq.load(Ordering::Relaxed) != q {
             return None;
@@ -392,6 +421,11 @@ impl PathCache {
             dentry: NonNull::new(dentry as usize as *mut Dentry)?,
             seq: so as u32,
             outcome: Outcome::from_bits(so >> 32)?,
+            pinned: NonNull::new(pinned[0] as usize as *mut ()).map(|data| Pinned {
+                data,
+                ino: pinned[1],
+                dev: pinned[2],
+            }),
         })
     }
 
@@ -420,8 +454,11 @@ impl PathCache {
 
     /// As [`find`](Self::find) for a caller that needs only the answer's
     /// inode (stat): no reference is taken on a positive answer. `f` gets
-    /// the dentry and its inode number, read before the entry's sequence
-    /// count is checked again (so they are the answer's), and runs pinned:
+    /// the dentry, its inode number and what the entry recorded of the
+    /// way to the inode's attributes ([`Pinned`]), all read before the
+    /// entry's sequence count is checked again (so they are the answer's:
+    /// with a `Pinned`, its own number, and the dentry is not read beyond
+    /// its count), and runs pinned:
     /// the dentry's memory, its superblock with it, stays valid until `f`
     /// returns even if the dentry dies meanwhile, which `f` must allow for
     /// (its inode may be gone from the file system: `f` returns `None`). A
@@ -430,7 +467,7 @@ impl PathCache {
         &self,
         dc: &DentryCache,
         key: &Key,
-        f: impl FnOnce(&Dentry, crate::fs::Ino) -> Option<R>,
+        f: impl FnOnce(&Dentry, crate::fs::Ino, Option<Pinned>) -> Option<R>,
     ) -> Option<Result<R, Errno>> {
         // Pinned before the generation is read, as in `find`.
         let _pin = reclaim::pin_with(dc.cheap_pin());
@@ -444,28 +481,39 @@ impl PathCache {
         // memory is retired only after the generation moves, and freed
         // only after this pin ends.
         let d = unsafe { h.dentry.as_ref() };
-        match h.outcome {
-            Outcome::Found => {
+        let (ino, pinned) = match (h.outcome, h.pinned) {
+            // The filler read the object from the dentry at the count the
+            // entry records, and checked the count after: while the count
+            // holds (checked below), the dentry holds that inode, which
+            // holds that object (taken out only at eviction, when no
+            // reference is left). A change of the dentry's inode after
+            // the check gives the object up after this pin began: the
+            // file system frees it only after a grace period
+            // (`pinned_reads`), so it stays readable until `f` returns.
+            (Outcome::Found, Some(p)) => (p.ino, Some(p)),
+            (Outcome::Found, None) => {
                 if d.is_negative() {
                     return None;
                 }
-                let ino = d.ino();
-                // The inode pointer and number were read in the state the
-                // entry recorded: unchanged since (a change of either, an
-                // unhash or a move is a write section).
-                if !d.seq_valid(h.seq) {
-                    return None;
-                }
-                f(d, ino).map(Ok)
+                (d.ino(), None)
             }
-            Outcome::NoEnt => d.seq_valid(h.seq).then_some(Err(Errno::ENOENT)),
-            Outcome::NotDir => d.seq_valid(h.seq).then_some(Err(Errno::ENOTDIR)),
+            (Outcome::NoEnt, _) => return d.seq_valid(h.seq).then_some(Err(Errno::ENOENT)),
+            (Outcome::NotDir, _) => return d.seq_valid(h.seq).then_some(Err(Errno::ENOTDIR)),
+        };
+        // The inode pointer and number were read in the state the entry
+        // recorded: unchanged since (a change of either, an unhash or a
+        // move is a write section). One call of `f`, so that it is inlined.
+        if !d.seq_valid(h.seq) {
+            return None;
         }
+        f(d, ino, pinned).map(Ok)
     }
 
     /// Remembers that the lookup `key`, walked after reading generation
-    /// `generation`, ended on `dentry` (at sequence count `seq`) with `outcome`.
-    /// Skipped if another fill of the slot is in progress.
+    /// `generation`, ended on `dentry` (at sequence count `seq`) with `outcome`,
+    /// and for a positive answer the way to its inode's attributes, if
+    /// `pinned` (read from `dentry` and then validated at `seq` by the
+    /// caller). Skipped if another fill of the slot is in progress.
     pub(crate) fn put(
         &self,
         key: &Key,
@@ -473,6 +521,7 @@ impl PathCache {
         dentry: NonNull<Dentry>,
         seq: u32,
         outcome: Outcome,
+        pinned: Option<Pinned>,
     ) {
         let i = Self::index(key);
         let s = &self.slots[i];
@@ -491,6 +540,13 @@ impl PathCache {
             .store(dentry.as_ptr() as usize as u64, Ordering::Relaxed);
         s.seq_outcome
             .store(u64::from(seq) | (outcome as u64) << 32, Ordering::Relaxed);
+        let p = pinned.filter(|_| outcome == Outcome::Found);
+        s.pinned[0].store(
+            p.map_or(0, |p| p.data.as_ptr() as usize as u64),
+            Ordering::Relaxed,
+        );
+        s.pinned[1].store(p.map_or(0, |p| p.ino), Ordering::Relaxed);
+        s.pinned[2].store(p.map_or(0, |p| p.dev), Ordering::Relaxed);
         for (a, w) in s.key.iter().zip(&key.words[..key.n]) {
             a.store(*w, Ordering::Relaxed);
         }
@@ -605,7 +661,7 @@ mod tests {
         let c = Cred::root();
         let k1 = Key::new(base(1), b"x/y", 0, &c).unwrap();
         assert!(pc.get(&k1, 7).is_none());
-        pc.put(&k1, 7, base(9), 4, Outcome::NoEnt);
+        pc.put(&k1, 7, base(9), 4, Outcome::NoEnt, None);
         let h = pc.get(&k1, 7).unwrap();
         assert_eq!(
             (h.generation, h.dentry, h.seq, h.outcome),
@@ -616,7 +672,7 @@ mod tests {
             .map(|i| Key::new(base(2), format!("p{i}").as_bytes(), 0, &c).unwrap())
             .find(|k| k.hash as usize & (SLOTS - 1) == k1.hash as usize & (SLOTS - 1))
             .unwrap();
-        pc.put(&k2, 8, base(10), 6, Outcome::Found);
+        pc.put(&k2, 8, base(10), 6, Outcome::Found, None);
         assert!(pc.get(&k1, 8).is_none());
         assert_eq!(pc.get(&k2, 8).unwrap().outcome, Outcome::Found);
     }
@@ -626,7 +682,7 @@ mod tests {
         let pc = PathCache::new();
         let c = Cred::root();
         let k = Key::new(base(1), b"d/f0000001", 0, &c).unwrap();
-        pc.put(&k, 41, base(9), 2, Outcome::Found);
+        pc.put(&k, 41, base(9), 2, Outcome::Found, None);
         assert_eq!(pc.get(&k, 41).unwrap().generation, 41);
         // The namespace changed since the fill: a miss without the slot.
         assert!(pc.get(&k, 42).is_none());
@@ -634,9 +690,64 @@ mod tests {
         // and the entry's own generation (41) is what the caller checks.
         assert_eq!(pc.get(&k, 41 + (1 << 16)).unwrap().generation, 41);
         // Refilled under the new generation, it answers under it.
-        pc.put(&k, 42, base(9), 2, Outcome::Found);
+        pc.put(&k, 42, base(9), 2, Outcome::Found, None);
         assert_eq!(pc.get(&k, 42).unwrap().generation, 42);
         assert!(pc.get(&k, 41).is_none());
+    }
+
+    #[test]
+    fn put_records_the_inode_of_a_positive_answer_only() {
+        let pc = PathCache::new();
+        let c = Cred::root();
+        let k = Key::new(base(1), b"a/b/c/f", 0, &c).unwrap();
+        let p = Pinned {
+            data: NonNull::new(0x4000 as *mut ()).unwrap(),
+            ino: 77,
+            dev: 41,
+        };
+        pc.put(&k, 5, base(9), 2, Outcome::Found, Some(p));
+        assert_eq!(pc.get(&k, 5).unwrap().pinned, Some(p));
+        // A refill without one (the switch off, another file system)
+        // leaves none behind; a negative answer never records one.
+        pc.put(&k, 5, base(9), 4, Outcome::Found, None);
+        assert_eq!(pc.get(&k, 5).unwrap().pinned, None);
+        pc.put(&k, 5, base(9), 6, Outcome::NoEnt, Some(p));
+        assert_eq!(pc.get(&k, 5).unwrap().pinned, None);
+    }
+
+    /// Slots holding a recorded inode.
+    fn recorded(vfs: &crate::Vfs) -> usize {
+        let pc = vfs.path_cache().expect("the path cache is on");
+        let slots = pc.slots.iter();
+        slots
+            .filter(|s| s.pinned[0].load(Ordering::Relaxed) != 0)
+            .count()
+    }
+
+    #[test]
+    fn a_stat_records_the_inode_with_the_switch_only() {
+        for on in [true, false] {
+            let mut fast = crate::FastPaths::seeds();
+            fast.path_cache_inode = on;
+            let vfs = crate::Vfs::new(fast);
+            let mut p = crate::Process::new(&vfs).unwrap();
+            for d in ["/a", "/a/b", "/a/b/c"] {
+                p.mkdir(d, 0o755).unwrap();
+            }
+            p.write_file("/a/b/c/f", b"12345").unwrap();
+            assert_eq!(recorded(&vfs), 0);
+            let walked = p.stat("/a/b/c/f").unwrap();
+            assert_eq!(recorded(&vfs) > 0, on);
+            // The hit (through the recorded inode when on) and the walk
+            // agree, and both follow a change of the file.
+            assert_eq!(p.stat("/a/b/c/f").unwrap(), walked);
+            p.truncate("/a/b/c/f", 9).unwrap();
+            p.chmod("/a/b/c/f", 0o600).unwrap();
+            let st = p.stat("/a/b/c/f").unwrap();
+            assert_eq!((st.st_size, st.st_mode & 0o7777), (9, 0o600));
+            assert_eq!((st.st_ino, st.st_dev), (walked.st_ino, walked.st_dev));
+            assert_eq!(recorded(&vfs) > 0, on);
+        }
     }
 
     #[test]
@@ -649,7 +760,7 @@ mod tests {
             .map(|n| Key::new(base(2), format!("q{n}").as_bytes(), 0, &c).unwrap())
             .find(|k| PathCache::index(k) == i && k.tag() != k1.tag())
             .unwrap();
-        pc.put(&k1, 3, base(9), 2, Outcome::Found);
+        pc.put(&k1, 3, base(9), 2, Outcome::Found, None);
         assert_eq!(pc.tags[i].load(HintOrdering::Relaxed), hint(&k1, 3));
         // A tag left by another fill (or equal by chance): the slot's words
         // still decide, and they name another key.

@@ -476,7 +476,8 @@ impl Process {
     /// As [`resolve`](Self::resolve) for a caller that needs only the
     /// inode (stat, `FastPaths::stat_noref`): a path-cache hit (and, with
     /// `FastPaths::stat_noref_walk`, the end of a lockless walk) runs `f`
-    /// on the answer's dentry and inode number without taking a reference
+    /// on the answer's dentry and inode number (on a hit, with what the
+    /// entry recorded of the way to its attributes) without taking a reference
     /// (see `Nd::lookup_ino`, which says why `walk_f` is a second copy of
     /// `f`); otherwise the dentry.
     fn resolve_ino<R>(
@@ -484,7 +485,11 @@ impl Process {
         dirfd: i32,
         path: &[u8],
         flags: u32,
-        f: impl FnOnce(&crate::dcache::Dentry, crate::fs::Ino) -> Option<R>,
+        f: impl FnOnce(
+            &crate::dcache::Dentry,
+            crate::fs::Ino,
+            Option<crate::path_cache::Pinned>,
+        ) -> Option<R>,
         walk_f: impl FnOnce(&crate::dcache::Dentry, crate::fs::Ino) -> Option<R>,
     ) -> Result<namei::Found<R>, Errno> {
         let path = namei::getname(path)?;

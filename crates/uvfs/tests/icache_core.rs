@@ -147,6 +147,30 @@ fn an_unlinked_inode_goes_at_its_last_put() {
     });
 }
 
+/// A count of zero is not raised by an answer read before the unlink
+/// (a truncate's or chmod's, stored after it): the last put still frees
+/// the inode. Only a link's answer raises it (an `O_TMPFILE` file named).
+#[test]
+fn a_stale_count_does_not_revive_an_unlinked_inode() {
+    both(|lockless| {
+        let (c, ev) = cache(100, lockless);
+        let a = c.iget(1, 5, || Ok(attr(5, 1))).unwrap();
+        a.set_attr(&attr(5, 0));
+        a.set_attr(&attr(5, 1));
+        assert_eq!(a.nlink(), 0, "a stale answer raised the count");
+        drop(a);
+        assert_eq!(*ev.lock().unwrap(), [(1, 5)], "not freed at its last put");
+        // A link names a nameless inode: the count is taken from zero, and
+        // the last put caches the inode instead of freeing it.
+        let t = c.iget(1, 6, || Ok(attr(6, 0))).unwrap();
+        t.set_linked(&attr(6, 1));
+        assert_eq!(t.nlink(), 1);
+        drop(t);
+        assert_eq!(ev.lock().unwrap().len(), 1, "a linked inode was freed");
+        assert_eq!(c.len(), 1);
+    });
+}
+
 #[test]
 fn dropping_the_cache_evicts_everything() {
     let (c, ev) = cache(100, true);

@@ -169,6 +169,12 @@ pub(super) const ROWS: &[Row] = &[
         "dentry_inline_name",
         "names of up to 8 bytes inside the dentry",
     ),
+    own(
+        "016",
+        Test::Stat12,
+        "path_cache_inode",
+        "stat hit: from the slot to the inode's cell",
+    ),
     // Not a kernel seed: uvfs's own fast path (issue 19), numbered after
     // its issue so the rows stay sorted; no published figure.
     own(

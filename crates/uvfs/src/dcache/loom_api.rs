@@ -365,6 +365,38 @@ impl World {
         self.dc().prune_dead_dir(dir);
     }
 
+    /// The lockless walk's last step without a reference (as
+    /// `Nd::fill_cached_ino` ends): `name` in `parent` found through the
+    /// cache, pinned, with its count read and validated at the search.
+    /// `None`: the walk falls back.
+    pub fn find_pinned(&self, parent: &DentryRef, name: &[u8]) -> Option<(NonNull<Dentry>, u32)> {
+        let _pin = reclaim::pin();
+        let pseq = parent.read_seq()?;
+        let child = self.dc().lookup_rcu(parent.as_ptr(), name)?;
+        parent.seq_valid(pseq).then_some((child.dentry, child.seq))
+    }
+
+    /// `name` in the directory `parent` (pinned, no reference) found
+    /// through the cache, unchecked (for a model's broken twin).
+    pub fn step_from(&self, parent: NonNull<Dentry>, name: &[u8]) -> Option<NonNull<Dentry>> {
+        let _pin = reclaim::pin();
+        self.dc().lookup_rcu(parent, name).map(|c| c.dentry)
+    }
+
+    /// The inode `d` holds now, read as `Dentry::node_pinned` reads it:
+    /// its address and the number it has when read (the model's stand-in
+    /// for the file system's object the path cache records, whose number
+    /// says whose it is: in-core inodes are type-stable, and a freed one's
+    /// memory may come back as the next inode's). `None` if negative.
+    pub fn inode_of(&self, d: NonNull<Dentry>) -> Option<(NonNull<()>, Ino)> {
+        // SAFETY: dentries are never freed under loom.
+        let i = NonNull::new(unsafe { d.as_ref() }.inode.load(Ordering::Acquire))?;
+        // SAFETY: in-core inodes live as long as the cache; the borrowed
+        // reference is never dropped, only its number read.
+        let r = std::mem::ManuallyDrop::new(unsafe { self.caches.icache.from_raw(i) });
+        Some((i.cast(), r.ino()))
+    }
+
     /// The inode number the dentry's inode pointer leads to (the inode
     /// itself, not the dentry's copy); `None` if negative.
     pub fn inode_ino(&self, d: &DentryRef) -> Option<Ino> {

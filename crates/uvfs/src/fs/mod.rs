@@ -356,6 +356,11 @@ impl<'a> DataRef<'a> {
         DataRef(p, std::marker::PhantomData)
     }
 
+    /// The raw pointer (for the path cache to record, `Pinned`).
+    pub(crate) fn as_ptr(self) -> std::ptr::NonNull<()> {
+        self.0
+    }
+
     /// The object.
     ///
     /// # Safety

@@ -8,16 +8,24 @@
 //! once more after it: after the change returned, the cache must never
 //! give the old answer.
 //!
+//! And the recorded way to the inode (`FastPaths::path_cache_inode`): a
+//! fill that records the final dentry's inode (read after its count)
+//! racing `d_delete` of the file in place and a create of a new inode in
+//! the same dentry, which moves no generation, only the dentry's count;
+//! after the change, a hit must never lead to the old inode. Its twin
+//! reads the inode before the generation and the count, and must fail.
+//!
 //! Run with:
 //!
 //! ```text
 //! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
 //!     cargo test --release -p uvfs --lib path_cache::
 //! ```
-use super::{Key, Outcome, PathCache};
+use super::{Key, Outcome, PathCache, Pinned};
 use crate::cred::Cred;
 use crate::dcache::loom_api::{DentryRef, Step, World, addr};
 use crate::errno::Errno;
+use crate::fs::Ino;
 use crate::fs::{S_IFDIR, S_IFREG};
 use crate::primitive::model::{Seen, builder, check};
 use loom::thread;
@@ -45,13 +53,13 @@ fn fill(w: &World, pc: &PathCache) -> (Option<Outcome>, u32) {
     }
     let stored = match step {
         Step::Positive { dentry, seq, .. } => {
-            pc.put(&key, generation, dentry.as_ptr(), seq, Outcome::Found);
+            pc.put(&key, generation, dentry.as_ptr(), seq, Outcome::Found, None);
             Outcome::Found
         }
         Step::Negative { dentry, seq } => {
             let p = std::ptr::NonNull::new(std::ptr::with_exposed_provenance_mut(dentry))
                 .expect("a dentry's address");
-            pc.put(&key, generation, p, seq, Outcome::NoEnt);
+            pc.put(&key, generation, p, seq, Outcome::NoEnt, None);
             Outcome::NoEnt
         }
         Step::Fallback => return (None, mode),
@@ -157,4 +165,91 @@ fn fill_vs_create() {
     static SEEN: Seen<3> = Seen::new();
     fill_vs_change(Change::Create, &SEEN);
     SEEN.report(["no fill", "filled f", "filled ENOENT"], &[1, 2]);
+}
+
+/// The fill of `q/f` as `Nd::fill_cached_ino` makes it with
+/// `path_cache_inode`: the last step without a reference, the inode read
+/// after the dentry's count (or before it: the broken twin), the count
+/// checked again, the entry stored with the inode as its recorded object.
+fn fill_inode(w: &World, pc: &PathCache, inode_first: bool) -> bool {
+    let key = key(w);
+    // The twin reads the inode first, outside every check: before the
+    // generation (which `d_delete` moves) and the count (which the create
+    // in the same dentry moves).
+    let early = inode_first
+        .then(|| w.find_pinned(w.root(), b"q"))
+        .flatten()
+        .and_then(|(q, _)| w.step_from(q, b"f"))
+        .and_then(|f| w.inode_of(f));
+    let generation = w.dcache().ns_gen();
+    let Step::Positive { dentry: q, .. } = w.step(w.root(), b"q") else {
+        return false;
+    };
+    let Some((f, seq)) = w.find_pinned(&q, b"f") else {
+        return false;
+    };
+    let object = if inode_first { early } else { w.inode_of(f) };
+    let Some((data, ino)) = object else {
+        return false;
+    };
+    // SAFETY: dentries are never freed under loom.
+    if !unsafe { f.as_ref() }.seq_valid(seq) {
+        return false;
+    }
+    let pinned = Pinned { data, ino, dev: 0 };
+    pc.put(&key, generation, f, seq, Outcome::Found, Some(pinned));
+    true
+}
+
+/// The inode number of the recorded inode a hit on `q/f` leads to, if
+/// the cache answers.
+fn ask_inode(w: &World, pc: &PathCache) -> Option<Ino> {
+    match pc.find_ino(w.dcache(), &key(w), |_, _, p| p.map(|p| p.ino))? {
+        Ok(data) => Some(data),
+        Err(e) => panic!("f is positive throughout: {e:?}"),
+    }
+}
+
+fn fill_vs_reinstantiate(inode_first: bool, seen: &'static Seen<2>) {
+    check(&builder(3), move || {
+        let w = Arc::new(World::new(8));
+        let pc = Arc::new(PathCache::new());
+        let r = w.root();
+        let q = w.create(r, b"q", 2, true);
+        let f = w.create(&q, b"f", 10, false);
+        let (w2, pc2) = (w.clone(), pc.clone());
+        let filler = thread::spawn(move || fill_inode(&w2, &pc2, inode_first));
+        // f's dentry made negative in place (its only holder is this
+        // thread) and given a new inode: its count moves, the generation
+        // does not.
+        assert!(w.d_delete(&f), "the sole holder's dentry stays");
+        w.instantiate(&f, w.inode(11, S_IFREG | 0o644));
+        let during = ask_inode(&w, &pc);
+        let filled = filler.join().unwrap();
+        let after = ask_inode(&w, &pc);
+        for (when, a) in [("during", during), ("after", after)] {
+            assert!(
+                a.is_none() || a == Some(11),
+                "a hit {when} the fill led to the replaced inode"
+            );
+        }
+        seen.hit(usize::from(filled));
+        drop((f, q));
+    });
+}
+
+#[test]
+fn fill_inode_vs_reinstantiate() {
+    static SEEN: Seen<2> = Seen::new();
+    fill_vs_reinstantiate(false, &SEEN);
+    SEEN.report(["no fill", "filled f"], &[1]);
+}
+
+/// The twin: the inode read before the count the entry records can be
+/// the replaced one, and a hit then leads to it.
+#[test]
+#[should_panic(expected = "led to the replaced inode")]
+fn fill_inode_first_vs_reinstantiate_fails() {
+    static SEEN: Seen<2> = Seen::new();
+    fill_vs_reinstantiate(true, &SEEN);
 }

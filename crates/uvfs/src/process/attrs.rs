@@ -155,7 +155,7 @@ impl Process {
                 dirfd,
                 path.as_ref(),
                 lf,
-                |d, ino| stat_pinned(d, ino),
+                |d, ino, p| stat_hit(d, ino, p),
                 |d, ino| stat_pinned(d, ino),
             )?;
             return match found {
@@ -683,6 +683,27 @@ fn check_times(times: Option<[Timespec; 2]>) -> Result<(), Errno> {
         }
     }
     Ok(())
+}
+
+/// [`stat_pinned`] on a path-cache hit: when the entry recorded the way
+/// to the inode's attributes (`FastPaths::path_cache_inode`), straight
+/// from the inode's object by it, the dentry and its superblock unread;
+/// else, or without a published snapshot, as `stat_pinned`.
+#[inline(always)]
+fn stat_hit(
+    d: &crate::dcache::Dentry,
+    ino: crate::fs::Ino,
+    pinned: Option<crate::path_cache::Pinned>,
+) -> Option<Stat> {
+    if let Some(p) = pinned
+        // SAFETY: `p` is what the path cache recorded for this entry, which
+        // `find_ino` validated: tmpfs's object of a live inode with
+        // `pinned_reads`, readable until this pinned call returns.
+        && let Some(a) = unsafe { crate::fs::tmpfs::Tmpfs::getattr_recorded(p.data, p.ino) }
+    {
+        return Some(Stat::from_attr(&a, p.dev));
+    }
+    stat_pinned(d, ino)
 }
 
 /// The attributes of inode `ino`, which `d` (pinned, maybe without a

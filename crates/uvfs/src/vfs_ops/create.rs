@@ -6,7 +6,9 @@
 
 use super::VfsOps;
 use super::inode::inode_permission;
-use super::inode::{attr_of, iget_found, iget_linked, mark_changed, mode_is_dir, perm_of};
+use super::inode::{
+    attr_of, iget, iget_found, mark_changed, mode_is_dir, perm_of, with_cached_inode,
+};
 use crate::acl::{AclType, PosixAcl};
 use crate::cred::{self, Cap, MAY_EXEC, MAY_WRITE};
 use crate::dcache::DentryRef;
@@ -180,8 +182,12 @@ impl VfsOps<'_> {
         let attr = dir.sb().fs.link_node(src.node(), dir.node(), name)?;
         mark_changed(dir);
         mark_changed(src);
-        let inode = iget_linked(self.vfs, dir.sb(), &attr)?;
+        let inode = iget(self.vfs, dir.sb(), &attr)?;
         self.vfs.caches().dcache.instantiate(d, inode, &attr);
+        // The count is taken even from zero (`set_attr` keeps a zero): a
+        // link is what names an `O_TMPFILE` file. The caller holds `dir`
+        // locked, so no unlink of the new name stores its zero first.
+        with_cached_inode(self.vfs, d, |r| r.set_linked(&attr));
         Ok(())
     }
 

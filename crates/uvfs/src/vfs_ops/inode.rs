@@ -22,22 +22,6 @@ pub(crate) fn iget(
     iget_found(vfs, sb, attr, None)
 }
 
-/// [`iget`] for the answer of a link: the cached link count is taken even
-/// from zero ([`InodeRef::set_linked`](crate::icache::InodeRef::set_linked);
-/// a link is what names an `O_TMPFILE` file).
-pub(crate) fn iget_linked(
-    vfs: &Vfs,
-    sb: &SuperBlock,
-    attr: &Attr,
-) -> Result<NonNull<crate::icache::Inode>, Errno> {
-    let i = iget(vfs, sb, attr)?;
-    // SAFETY: the reference `iget` just returned is borrowed, not
-    // transferred: the ManuallyDrop keeps it from being put.
-    let r = std::mem::ManuallyDrop::new(unsafe { vfs.caches().icache.from_raw(i) });
-    r.set_linked(attr);
-    Ok(i)
-}
-
 /// [`iget`] with the file system's object for the inode when its answer
 /// carried one (`lookup_node`, `create_node`); on a miss without one the
 /// file system is asked for it ([`FileSystem::inode_data`]), and one the

@@ -174,6 +174,33 @@ impl State {
     }
 }
 
+impl Tmpfs {
+    /// The attributes of inode `ino` from its published snapshot, read
+    /// through `data`, the object a path-cache entry recorded
+    /// (`FastPaths::path_cache_inode`), without `self`: the caller has
+    /// the object, not the file system (which the recording checked reads
+    /// pinned). `None` without a published snapshot (the caller goes the
+    /// usual way, [`Tmpfs::getattr_pinned_inline`]).
+    ///
+    /// # Safety
+    /// `data` is the object (`InodeData` of an `Arc<Inode>`) of a tmpfs
+    /// inode with `pinned_reads`, read while the cached inode held it and
+    /// validated since, and the caller is pinned (the object is freed only
+    /// after a grace period).
+    #[inline(always)]
+    pub(crate) unsafe fn getattr_recorded(data: std::ptr::NonNull<()>, ino: Ino) -> Option<Attr> {
+        // SAFETY: the caller's promise: an `Inode` made by tmpfs, alive
+        // until the caller's pin ends.
+        let i = unsafe { crate::fs::DataRef::new(data).get::<Inode>() };
+        if i.ino != ino {
+            return None;
+        }
+        let s = i.snapshot()?;
+        i.mark_ctime_queried();
+        Some(attr_of_snapshot(ino, &s))
+    }
+}
+
 /// The attributes of inode `ino` from a lockless snapshot (as
 /// [`Tmpfs::attr`] gives them under the lock).
 #[inline(always)]
@@ -770,6 +797,28 @@ pub(super) fn try_rd(i: &Inode) -> Option<RdGuard<'_>> {
 /// closed when the guard drops, before the lock goes.
 pub(super) type WrGuard<'a> = Writer<'a, SlimRwLockWriteGuard<'a, State>>;
 
+/// Write-locks directory `d` (number `dino`) and its child `c` (number
+/// `cino`) in inode-number order, then checks under both locks that `name`
+/// in `d` still leads to `cino`: the two guards if it does, `None` if the
+/// name moved meanwhile.
+fn wr_dir_and_child<'a>(
+    d: &'a Inode,
+    dino: Ino,
+    c: &'a Inode,
+    cino: Ino,
+    name: &[u8],
+) -> Option<(WrGuard<'a>, WrGuard<'a>)> {
+    let (ds, cs) = if dino < cino {
+        let ds = wr(d);
+        (ds, wr(c))
+    } else {
+        let cs = wr(c);
+        (wr(d), cs)
+    };
+    let still = ds.dir().ok().and_then(|x| x.get(name)).map(Slot::ino);
+    (still == Some(cino)).then_some((ds, cs))
+}
+
 /// Write-locks an inode.
 pub(super) fn wr(i: &Inode) -> WrGuard<'_> {
     let st = i.st.write();
@@ -840,18 +889,9 @@ impl Tmpfs {
         if let Some(v) = victim
             && v.ino != dino
             && let Ok(c) = self.node(v)
+            && let Some((mut ds, mut cs)) = wr_dir_and_child(&d, dino, &c, v.ino, name)
         {
-            let (mut ds, mut cs) = if dino < v.ino {
-                let ds = wr(&d);
-                (ds, wr(&c))
-            } else {
-                let cs = wr(&c);
-                (wr(&d), cs)
-            };
-            let still = ds.dir().ok().and_then(|x| x.get(name)).map(Slot::ino);
-            if still == Some(v.ino) {
-                return f(&mut ds, &mut cs, v.ino);
-            }
+            return f(&mut ds, &mut cs, v.ino);
         }
         loop {
             // The victim the VFS holds, if the name still leads to it, else
@@ -871,17 +911,9 @@ impl Tmpfs {
             if child == dino {
                 return Err(Errno::EINVAL);
             }
-            let (mut ds, mut cs) = if dino < child {
-                let ds = wr(&d);
-                (ds, wr(&c))
-            } else {
-                let cs = wr(&c);
-                (wr(&d), cs)
-            };
-            let still = ds.dir().ok().and_then(|x| x.get(name)).map(Slot::ino);
-            if still != Some(child) {
+            let Some((mut ds, mut cs)) = wr_dir_and_child(&d, dino, &c, child, name) else {
                 continue;
-            }
+            };
             return f(&mut ds, &mut cs, child);
         }
     }

@@ -475,7 +475,7 @@ impl Tmpfs {
     /// every reference to an inode the table or the cached inode gives up
     /// is dropped after a grace period ([`drop_inode`](Tmpfs::drop_inode)).
     #[inline]
-    fn pinned_reads(&self) -> bool {
+    pub(crate) fn pinned_reads(&self) -> bool {
         self.borrow && self.lockless
     }
 

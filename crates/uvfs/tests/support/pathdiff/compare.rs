@@ -183,6 +183,17 @@ pub fn compare_at(
                 }
             )
         };
+        // The differing step first: a log cut to its first lines (CI's
+        // record of a failure) still says what differed.
+        let side_res = |log: &Log| log.obs.get(i).map_or("-".into(), |o| show_res(&o.res));
+        let _ = writeln!(
+            msg,
+            "step {i}: {}\n         host {}\n         uvfs {}\nthe steps up to it:",
+            ops.get(i)
+                .map_or_else(|| "(final dump)".to_string(), |op| op.to_string()),
+            side_res(host),
+            side_res(uvfs)
+        );
         let mut nfd = 0;
         for (j, op) in ops.iter().enumerate().take((i + 1).min(ops.len())) {
             let hr = host.obs.get(j).map_or("-".into(), |o| show_res(&o.res));
