@@ -25,6 +25,15 @@ impl Tmpfs {
     #[doc(hidden)]
     pub fn fsck(&self, after_evict: bool) -> Result<(), String> {
         let all = self.tree()?;
+        let r = self.check_tree(&all, after_evict);
+        // The references the walk took, through `put`: a caller that runs
+        // this while names go may hold an inode's last.
+        self.put_all(all.into_values());
+        r
+    }
+
+    /// [`fsck`](Tmpfs::fsck)'s checks of the inodes the tree reaches.
+    fn check_tree(&self, all: &HashMap<Ino, Arc<Inode>>, after_evict: bool) -> Result<(), String> {
         let orphans = self.orphans.load(Ordering::Relaxed);
         if after_evict && orphans != 0 {
             return Err(format!("{orphans} orphan inodes left after evict"));
@@ -62,7 +71,7 @@ impl Tmpfs {
         let mut names: HashMap<Ino, u32> = HashMap::new();
         let mut subdirs: HashMap<Ino, u32> = HashMap::new();
         let (mut pages, mut inodes) = (orphan_pages, orphans);
-        for (&ino, i) in &all {
+        for (&ino, i) in all {
             let st = rd(i);
             pages += st.pages_held();
             inodes += if st.is_dir() {
@@ -88,7 +97,7 @@ impl Tmpfs {
                 }
             }
         }
-        for (&ino, i) in &all {
+        for (&ino, i) in all {
             let st = rd(i);
             let n = names.get(&ino).copied().unwrap_or(0);
             if st.is_dir() {

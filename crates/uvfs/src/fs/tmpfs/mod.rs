@@ -243,6 +243,9 @@ pub struct Tmpfs {
     /// (`get` and `with_inode`), which the VFS's calls should not need.
     #[cfg(test)]
     searches: AtomicU64,
+    /// Tests: the table's inserts and removals (a shard's write lock each).
+    #[cfg(test)]
+    table_writes: AtomicU64,
 }
 
 /// The size of one tmpfs inode as allocated (behind its `Arc`), pages and
@@ -292,6 +295,7 @@ impl Tmpfs {
         fs.lockless_read = read && lockless;
         if borrow && !table {
             fs.table = false;
+            fs.shards = Box::new([]);
         }
         Arc::new(fs)
     }
@@ -360,6 +364,8 @@ impl Tmpfs {
             light_overwrite: light,
             #[cfg(test)]
             searches: AtomicU64::new(0),
+            #[cfg(test)]
+            table_writes: AtomicU64::new(0),
         }
     }
 
@@ -641,7 +647,8 @@ impl FileSystem for Tmpfs {
     }
 
     fn lookup(&self, dir: Ino, name: &[u8]) -> Result<Attr, Errno> {
-        self.lookup_name(dir.into(), name).map(|(a, _)| a)
+        self.lookup_name(dir.into(), name)
+            .map(|(a, i)| self.put_attr(a, i))
     }
 
     fn lookup_node(&self, dir: Node<'_>, name: &[u8]) -> Result<Found, Errno> {
@@ -660,7 +667,16 @@ impl FileSystem for Tmpfs {
     fn release_data(&self, _ino: Ino, data: InodeData) {
         // SAFETY: every `InodeData` tmpfs hands out is an `Arc<Inode>`
         // (`data_of`), and the VFS gives each back once.
-        self.drop_inode(unsafe { data.into_arc::<Inode>() });
+        let i = unsafe { data.into_arc::<Inode>() };
+        if self.has_table() {
+            self.drop_inode(i);
+        } else {
+            // An object no cached inode took (so no reader without a
+            // reference has it): at once, so that the last holder of an
+            // inode whose name goes meanwhile sees it is the last
+            // (`put`), which a reference waiting for a grace period hides.
+            self.put(i);
+        }
     }
 
     fn getattr(&self, ino: Ino) -> Result<Attr, Errno> {
@@ -740,10 +756,10 @@ impl FileSystem for Tmpfs {
             crate::fs::S_IFREG => self.create(dir, name, new),
             crate::fs::S_IFIFO | crate::fs::S_IFSOCK => self
                 .make_node(dir.into(), name, new, Kind::Special { rdev: 0 })
-                .map(|(a, _)| a),
+                .map(|(a, i)| self.put_attr(a, i)),
             crate::fs::S_IFCHR | crate::fs::S_IFBLK => self
                 .make_node(dir.into(), name, new, Kind::Special { rdev })
-                .map(|(a, _)| a),
+                .map(|(a, i)| self.put_attr(a, i)),
             _ => Err(Errno::EINVAL),
         }
     }
@@ -769,7 +785,7 @@ impl FileSystem for Tmpfs {
 
     fn mkdir(&self, dir: Ino, name: &[u8], new: NewInode) -> Result<Attr, Errno> {
         self.make_node(dir.into(), name, new, Kind::Dir(Box::new(Dir::new())))
-            .map(|(a, _)| a)
+            .map(|(a, i)| self.put_attr(a, i))
     }
 
     fn mkdir_node(&self, dir: Node<'_>, name: &[u8], new: NewInode) -> Result<Found, Errno> {
@@ -779,7 +795,7 @@ impl FileSystem for Tmpfs {
 
     fn symlink(&self, dir: Ino, name: &[u8], target: &[u8], new: NewInode) -> Result<Attr, Errno> {
         self.make_symlink(dir.into(), name, target, new)
-            .map(|(a, _)| a)
+            .map(|(a, i)| self.put_attr(a, i))
     }
 
     fn symlink_node(
@@ -794,7 +810,10 @@ impl FileSystem for Tmpfs {
     }
 
     fn tmpfile(&self, dir: Ino, new: NewInode) -> Result<Attr, Errno> {
-        self.make_tmpfile(dir.into(), new).map(|(a, _)| a)
+        // Without the table nothing holds the nameless inode but this
+        // reference: it is given back at once.
+        self.make_tmpfile(dir.into(), new)
+            .map(|(a, i)| self.put_attr(a, i))
     }
 
     fn tmpfile_node(&self, dir: Node<'_>, new: NewInode) -> Result<Found, Errno> {
@@ -835,7 +854,12 @@ impl FileSystem for Tmpfs {
         flags: u32,
     ) -> Result<(), Errno> {
         self.rename_names(odir.into(), oname, ndir.into(), nname, flags, None)
-            .map(|_| ())
+            .map(|wo| {
+                // No whiteout without one asked for; `put` all the same.
+                if let Some((_, i)) = wo {
+                    self.put(i);
+                }
+            })
     }
 
     fn rename_node(

@@ -280,11 +280,11 @@ impl Tmpfs {
         victim: Option<Node<'_>>,
         name: &[u8],
     ) -> Result<(), Errno> {
-        self.with_dir_and_child(dir, victim, name, |ds, cs, _| {
+        let removed = self.with_dir_and_child(dir, victim, name, |ds, cs, _| {
             if cs.is_dir() {
                 return Err(Errno::EISDIR);
             }
-            ds.dir_mut()?.remove(name);
+            let removed = ds.dir_mut()?.remove(name);
             let nlink = cs.nlink();
             if nlink > 1 {
                 self.release_inode();
@@ -296,8 +296,14 @@ impl Tmpfs {
             // directory's ctime and mtime.
             let now = cs.set_ctime_current();
             ds.stamp_mc(now);
-            Ok(())
-        })
+            Ok(removed)
+        })?;
+        // The entry's reference, once the locks and every other reference
+        // of this call are gone: maybe the last one.
+        if let Some(r) = removed {
+            self.put(r.inode);
+        }
+        Ok(())
     }
 
     /// rmdir(2): removes an empty directory's name.
@@ -307,19 +313,23 @@ impl Tmpfs {
         victim: Option<Node<'_>>,
         name: &[u8],
     ) -> Result<(), Errno> {
-        self.with_dir_and_child(dir, victim, name, |ds, cs, _| {
+        let removed = self.with_dir_and_child(dir, victim, name, |ds, cs, _| {
             if cs.dir()?.len() > 0 {
                 return Err(Errno::ENOTEMPTY);
             }
-            ds.dir_mut()?.remove(name);
+            let removed = ds.dir_mut()?.remove(name);
             cs.set_nlink(0);
             self.orphaned();
             let n = ds.nlink().saturating_sub(1);
             ds.set_nlink(n);
             let now = cs.set_ctime_current();
             ds.stamp_mc(now);
-            Ok(())
-        })
+            Ok(removed)
+        })?;
+        if let Some(r) = removed {
+            self.put(r.inode);
+        }
+        Ok(())
     }
 }
 
@@ -350,6 +360,8 @@ impl Tmpfs {
                 drop(st);
                 return Ok((a, c));
             }
+            drop(st);
+            self.put(c);
         }
     }
 
