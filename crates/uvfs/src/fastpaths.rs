@@ -560,7 +560,7 @@ mod tests {
         assert!(all.contains(&FastPaths::stock()));
         assert!(all.contains(&FastPaths::seeds()));
         let on = all.iter().filter(|f| f.path_cache).count();
-        assert!(on > 16 && on < 52, "{on}");
+        assert!(on > 16 && on + 16 < all.len(), "{on} of {}", all.len());
         for (name, _) in FastPaths::switches().take(SEED_SWITCHES) {
             for side in [false, true] {
                 for pc in [false, true] {
