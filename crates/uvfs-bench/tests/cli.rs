@@ -401,9 +401,9 @@ fn reproduce_quick_writes_its_report() {
     // lockless_read row (read1), its two fd_close_lockless rows (two
     // threads), and issue 16's path-cache, tmpfs-borrow, stat-noref,
     // rcu-parent, stat-noref-walk, write-one-lock (write1), d-delete
-    // (unlink1), light-overwrite (write1), dentry-inline-name (fstree)
-    // and path-cache-inode (stat12) rows.
-    assert_eq!(seeds.len(), 32);
+    // (unlink1), light-overwrite (write1), dentry-inline-name (fstree),
+    // path-cache-inode (stat12) and path-cache-admit (fstree) rows.
+    assert_eq!(seeds.len(), 33);
     for s in seeds {
         assert!(s["error"].is_null(), "{s}");
         assert!(s["a_ops_per_sec"].as_f64().unwrap() > 0.0, "{s}");

@@ -815,11 +815,13 @@ impl<'a> Nd<'a> {
         let end = self.lookup_rcu(start, path, flags)?;
         if let Some(outcome) = Outcome::of(&end.result) {
             // A positive answer holds its reference: its dentry is readable.
-            let pinned = end.result.as_ref().ok().and_then(|d| {
-                let p = self.pinned_of(d)?;
-                d.seq_valid(end.seq).then_some(p)
-            });
-            pc.put(key, generation, end.dentry, end.seq, outcome, pinned);
+            if pc.admit(key, generation) {
+                let pinned = end.result.as_ref().ok().and_then(|d| {
+                    let p = self.pinned_of(d)?;
+                    d.seq_valid(end.seq).then_some(p)
+                });
+                pc.put(key, generation, end.dentry, end.seq, outcome, pinned);
+            }
         }
         Some(end.result)
     }
@@ -887,7 +889,9 @@ impl<'a> Nd<'a> {
             pinned = p;
             f(d, ino)
         })?;
-        if let Some(outcome) = Outcome::of(&end.result) {
+        if let Some(outcome) = Outcome::of(&end.result)
+            && pc.admit(key, generation)
+        {
             pc.put(key, generation, end.dentry, end.seq, outcome, pinned);
         }
         Some(end.result)

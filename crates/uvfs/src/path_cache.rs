@@ -343,14 +343,31 @@ impl Slot {
     }
 }
 
+/// A slot's hints, in one word read by the probe: what the slot holds,
+/// and the last lookup that missed it without filling it.
+#[repr(C, align(8))]
+struct Hints {
+    /// The tag of the key the slot was last filled with (0: never) in
+    /// the high half and the low bits of the generation that fill
+    /// recorded in the low half ([`hint`]): read before the slot (see the
+    /// module doc).
+    filled: AtomicU32,
+    /// With admission on the second miss (`FastPaths::path_cache_admit`),
+    /// the [`hint`] of the last key whose miss in this slot filled
+    /// nothing: a later miss of that key under that generation fills the
+    /// slot. 0: none.
+    seen: AtomicU32,
+}
+
 /// The cache: one per [`Vfs`](crate::Vfs) built with `path_cache` on.
 pub(crate) struct PathCache {
     slots: Box<[Slot]>,
-    /// Per slot, the tag of the key it was last filled with (0: never)
-    /// in the high half and the low bits of the generation that fill
-    /// recorded in the low half ([`hint`]): a hint read before the slot
-    /// (see the module doc).
-    tags: Box<[AtomicU32]>,
+    /// Per slot, its hints ([`Hints`]; 8 bytes a slot, 8 KiB).
+    tags: Box<[Hints]>,
+    /// `FastPaths::path_cache_admit`: a miss fills its slot only when the
+    /// same key missed there before under the same generation
+    /// ([`admit`](Self::admit)); off, every miss the walk answers fills.
+    admit_second: bool,
 }
 
 impl std::fmt::Debug for PathCache {
@@ -362,7 +379,16 @@ impl std::fmt::Debug for PathCache {
 }
 
 impl PathCache {
+    /// A cache whose every answered miss fills its slot (the tests').
+    #[cfg(test)]
     pub(crate) fn new() -> PathCache {
+        PathCache::with_admission(false)
+    }
+
+    /// A cache that fills a slot on the second miss of a key under one
+    /// generation if `admit_second` (`FastPaths::path_cache_admit`; see
+    /// [`admit`](Self::admit)), else on every miss.
+    pub(crate) fn with_admission(admit_second: bool) -> PathCache {
         // Zeroed memory from the allocator (fresh pages): a slot's page
         // becomes resident when a slot on it is first filled.
         #[cfg(not(any(loom, shuttle)))]
@@ -371,8 +397,17 @@ impl PathCache {
         let slots = unsafe { crate::primitive::sync::zeroed_slice::<Slot>(SLOTS) };
         #[cfg(any(loom, shuttle))]
         let slots = (0..SLOTS).map(|_| Slot::new()).collect();
-        let tags = (0..SLOTS).map(|_| AtomicU32::new(0)).collect();
-        PathCache { slots, tags }
+        let tags = (0..SLOTS)
+            .map(|_| Hints {
+                filled: AtomicU32::new(0),
+                seen: AtomicU32::new(0),
+            })
+            .collect();
+        PathCache {
+            slots,
+            tags,
+            admit_second,
+        }
     }
 
     #[inline]
@@ -389,10 +424,15 @@ impl PathCache {
     pub(crate) fn get(&self, key: &Key, generation: u64) -> Option<Hit> {
         let i = Self::index(key);
         let s = &self.slots[i];
-        if self.tags[i].load(HintOrdering::Relaxed) != hint(key, generation) {
-            // The walk that follows a miss fills this slot: its first line
-            // is fetched meanwhile.
-            crate::primitive::hint::prefetch(s);
+        let h = &self.tags[i];
+        let want = hint(key, generation);
+        if h.filled.load(HintOrdering::Relaxed) != want {
+            // The walk that follows a miss fills this slot if it is
+            // admitted: its first line is fetched meanwhile. (A miss that
+            // will not fill leaves the slot's lines where they are.)
+            if !self.admit_second || h.seen.load(HintOrdering::Relaxed) == want {
+                crate::primitive::hint::prefetch(s);
+            }
             return None;
         }
         let q = s.seq.load(Ordering::Acquire);
@@ -555,7 +595,34 @@ impl PathCache {
         // compares them and misses. (Two fills in a row may leave the
         // first one's tag: then the second key misses, the first compares
         // and misses.)
-        self.tags[i].store(hint(key, generation), HintOrdering::Relaxed);
+        self.tags[i]
+            .filled
+            .store(hint(key, generation), HintOrdering::Relaxed);
+    }
+
+    /// Whether the walk that answered a miss of `key` (under `generation`,
+    /// read before that walk) fills its slot ([`put`](Self::put)). With
+    /// admission on the second miss (`FastPaths::path_cache_admit`), only
+    /// if the same key missed this slot under the same generation before
+    /// (its hint is the slot's `seen`); else the miss is recorded there
+    /// and nothing is filled. So a lookup made once (a pass over a
+    /// directory's 10,000 names, each stat'ed once between two changes of
+    /// the namespace) neither writes a slot's four lines nor evicts the
+    /// entry a path looked up again and again holds; a path looked up
+    /// twice is walked twice, then answered from the cache. Like the
+    /// hints, no part of the protocol: a fill skipped is always correct.
+    #[inline]
+    pub(crate) fn admit(&self, key: &Key, generation: u64) -> bool {
+        if !self.admit_second {
+            return true;
+        }
+        let h = &self.tags[Self::index(key)];
+        let want = hint(key, generation);
+        if h.seen.load(HintOrdering::Relaxed) == want {
+            return true;
+        }
+        h.seen.store(want, HintOrdering::Relaxed);
+        false
     }
 }
 
@@ -737,6 +804,8 @@ mod tests {
             p.write_file("/a/b/c/f", b"12345").unwrap();
             assert_eq!(recorded(&vfs), 0);
             let walked = p.stat("/a/b/c/f").unwrap();
+            // Filled on the second miss (`path_cache_admit`, in seeds).
+            assert_eq!(p.stat("/a/b/c/f").unwrap(), walked);
             assert_eq!(recorded(&vfs) > 0, on);
             // The hit (through the recorded inode when on) and the walk
             // agree, and both follow a change of the file.
@@ -747,6 +816,68 @@ mod tests {
             assert_eq!((st.st_size, st.st_mode & 0o7777), (9, 0o600));
             assert_eq!((st.st_ino, st.st_dev), (walked.st_ino, walked.st_dev));
             assert_eq!(recorded(&vfs) > 0, on);
+        }
+    }
+
+    /// Slots filled (their hint set by a fill).
+    fn filled(pc: &PathCache) -> usize {
+        let tags = pc.tags.iter();
+        tags.filter(|h| h.filled.load(HintOrdering::Relaxed) != 0)
+            .count()
+    }
+
+    #[test]
+    fn admission_fills_on_the_second_miss_and_keeps_the_entry() {
+        let pc = PathCache::with_admission(true);
+        let c = Cred::root();
+        let k1 = Key::new(base(1), b"a/b", 0, &c).unwrap();
+        let k2 = (0..)
+            .map(|n| Key::new(base(2), format!("q{n}").as_bytes(), 0, &c).unwrap())
+            .find(|k| PathCache::index(k) == PathCache::index(&k1))
+            .unwrap();
+        // First miss: recorded, not admitted; the second under the same
+        // generation is.
+        assert!(!pc.admit(&k1, 3));
+        assert!(pc.admit(&k1, 3));
+        pc.put(&k1, 3, base(9), 2, Outcome::Found, None);
+        assert_eq!(pc.get(&k1, 3).unwrap().dentry, base(9));
+        // Another key's single miss in the same slot fills nothing and
+        // leaves the entry answering.
+        assert!(!pc.admit(&k2, 3));
+        assert_eq!(pc.get(&k1, 3).unwrap().dentry, base(9));
+        // A miss under another generation than the recorded one is a
+        // first miss again.
+        assert!(!pc.admit(&k2, 4));
+        assert!(pc.admit(&k2, 4));
+        // Without admission every miss fills.
+        let all = PathCache::new();
+        assert!(all.admit(&k1, 3) && all.admit(&k2, 3));
+    }
+
+    #[test]
+    fn a_path_stated_once_fills_no_slot_with_admission() {
+        for admit in [true, false] {
+            let mut fast = crate::FastPaths::seeds();
+            fast.path_cache_admit = admit;
+            let vfs = crate::Vfs::new(fast);
+            let mut p = crate::Process::new(&vfs).unwrap();
+            p.mkdir("/d", 0o755).unwrap();
+            for i in 0..50 {
+                p.write_file(format!("/d/f{i}"), b"x").unwrap();
+            }
+            let pc = vfs.path_cache().expect("the path cache is on");
+            let before = filled(pc);
+            let first: Vec<_> = (0..50)
+                .map(|i| p.stat(format!("/d/f{i}")).unwrap())
+                .collect();
+            let once = filled(pc) - before;
+            // 50 keys over 1024 slots: some may share one.
+            assert_eq!(once == 0, admit, "admit {admit}: {once} slots filled");
+            let again: Vec<_> = (0..50)
+                .map(|i| p.stat(format!("/d/f{i}")).unwrap())
+                .collect();
+            assert_eq!(first, again);
+            assert!(filled(pc) - before > 25, "admit {admit}");
         }
     }
 
@@ -761,14 +892,14 @@ mod tests {
             .find(|k| PathCache::index(k) == i && k.tag() != k1.tag())
             .unwrap();
         pc.put(&k1, 3, base(9), 2, Outcome::Found, None);
-        assert_eq!(pc.tags[i].load(HintOrdering::Relaxed), hint(&k1, 3));
+        assert_eq!(pc.tags[i].filled.load(HintOrdering::Relaxed), hint(&k1, 3));
         // A tag left by another fill (or equal by chance): the slot's words
         // still decide, and they name another key.
-        pc.tags[i].store(hint(&k2, 3), HintOrdering::Relaxed);
+        pc.tags[i].filled.store(hint(&k2, 3), HintOrdering::Relaxed);
         assert!(pc.get(&k2, 3).is_none());
         // A tag that differs is a miss, without reading the slot.
         assert!(pc.get(&k1, 3).is_none());
-        pc.tags[i].store(hint(&k1, 3), HintOrdering::Relaxed);
+        pc.tags[i].filled.store(hint(&k1, 3), HintOrdering::Relaxed);
         assert_eq!(pc.get(&k1, 3).unwrap().dentry, base(9));
     }
 }

@@ -289,7 +289,10 @@ impl Vfs {
             sbs,
             root,
             mounts: Mounts::default(),
-            path_cache: b.fast.path_cache.then(PathCache::new),
+            path_cache: b
+                .fast
+                .path_cache
+                .then(|| PathCache::with_admission(b.fast.path_cache_admit)),
             lease_break_time: b.lease_break_time,
             lease_notify,
             lease_breaks,

@@ -3,8 +3,9 @@
 //! across levels, chmod and chown of ancestors, mounts, symlinks replaced,
 //! unlink and re-create, mkdir and rmdir — interleaved with lookups (stat,
 //! lstat, fstatat from a dirfd, open of a directory, access, chdir) by
-//! four credentials from their own cwds, each lookup made twice in a row so
-//! the second can be answered from the cache. The same sequence runs with
+//! four credentials from their own cwds, each lookup made three times in a
+//! row so the last can be answered from the cache (with `path_cache_admit`
+//! a path fills the cache on its second miss). The same sequence runs with
 //! the cache on and off, under both presets (seeds and stock for the other
 //! switches), and with a dentry cache small enough that evictions keep
 //! ending directories' completeness (the switch's other half: a miss in a
@@ -190,8 +191,9 @@ impl World {
         }
     }
 
-    /// One lookup by process `i`, made twice (the second may come from the
-    /// cache); both results are logged.
+    /// One lookup by process `i`, made three times (with
+    /// `path_cache_admit` the second fills the cache and the third may come
+    /// from it; without, the second may); all results are logged.
     fn lookup(&mut self, i: usize, rng: &mut Rng) -> String {
         let a = path(rng);
         let dirfd = self.dirfds[i];
@@ -216,7 +218,8 @@ impl World {
         };
         let first = once(p);
         let second = once(p);
-        format!("p{i} {kind} {a} -> {first} / {second}")
+        let third = once(p);
+        format!("p{i} {kind} {a} -> {first} / {second} / {third}")
     }
 
     /// Moves process `i`'s cwd or directory fd.

@@ -175,6 +175,12 @@ pub(super) const ROWS: &[Row] = &[
         "path_cache_inode",
         "stat hit: from the slot to the inode's cell",
     ),
+    own(
+        "016",
+        Test::Fstree,
+        "path_cache_admit",
+        "a path fills the path cache on its second miss",
+    ),
     // Not a kernel seed: uvfs's own fast path (issue 19), numbered after
     // its issue so the rows stay sorted; no published figure.
     own(
