@@ -373,6 +373,14 @@ impl Name {
 }
 
 impl reclaim::Free for Name {
+    #[cfg(loom)]
+    fn loom_block(p: NonNull<Name>) -> Option<std::alloc::Layout> {
+        // SAFETY: `p` is a live name (the retirement's contract), read
+        // inside the execution that retires it.
+        let len = unsafe { p.as_ref() }.len_with(|l| l);
+        Some(Self::layout(len).0)
+    }
+
     /// Frees a name made by [`new`](Name::new).
     ///
     /// # Safety

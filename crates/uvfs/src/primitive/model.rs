@@ -21,9 +21,13 @@ pub(crate) fn check(b: &Builder, model: impl Fn() + Send + Sync + 'static) {
     let counter = runs.clone();
     let start = std::time::Instant::now();
     b.check(move || {
+        // The execution before this one is over, its threads with it: what
+        // it retired can be given back (memory only; see `loom_leaked`).
+        crate::reclaim::loom_leaked::give_back_all();
         counter.fetch_add(1, SeqCst);
         model();
     });
+    crate::reclaim::loom_leaked::give_back_all();
     eprintln!(
         "{}: {} executions in {:.2?}",
         std::thread::current().name().unwrap_or("?"),
