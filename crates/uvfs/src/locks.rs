@@ -255,6 +255,16 @@ struct Edge {
 /// the module documentation for why it is a `std` mutex.
 static EDGES: std::sync::Mutex<Vec<Edge>> = std::sync::Mutex::new(Vec::new());
 
+/// Tests: the waits-for table is global, as Linux's is, so tests whose
+/// owners block (and so record edges) run one at a time; two at once on
+/// the harness's threads would see each other's owners `Files(1)` and
+/// `Files(2)` and answer `EDEADLK` (a loom model did, 2026-11-29).
+#[cfg(test)]
+pub(crate) fn edges_serial() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn edges() -> std::sync::MutexGuard<'static, Vec<Edge>> {
     EDGES.lock().unwrap_or_else(|p| p.into_inner())
 }

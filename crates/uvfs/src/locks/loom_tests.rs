@@ -6,9 +6,15 @@
 //! waits-for record left.
 
 use super::*;
-use crate::primitive::model::{Seen, builder, check};
+use crate::primitive::model::{Seen, builder};
 use loom::sync::Arc;
 use loom::thread;
+
+/// The harness's `check`, one model at a time (see [`edges_serial`]).
+fn check(b: &loom::model::Builder, model: impl Fn() + Send + Sync + 'static) {
+    let _one = edges_serial();
+    crate::primitive::model::check(b, model);
+}
 
 fn req(owner: u64, start: i64, end: i64, ty: LockType) -> PosixRequest {
     PosixRequest {

@@ -25,6 +25,7 @@ fn ranges(c: &FileLockContext) -> Vec<(u64, i64, i64, bool)> {
 
 #[test]
 fn split_merge_and_unlock() {
+    let _one = edges_serial();
     let c = FileLockContext::new();
     c.posix_lock(&req(1, 0, 99, LockType::Read), false).unwrap();
     // A write lock in the middle splits the read lock in three.
@@ -53,6 +54,7 @@ fn split_merge_and_unlock() {
 
 #[test]
 fn conflicts_and_list_order() {
+    let _one = edges_serial();
     let c = FileLockContext::new();
     c.posix_lock(&req(1, 0, 9, LockType::Read), false).unwrap();
     c.posix_lock(&req(2, 5, 14, LockType::Read), false).unwrap();
@@ -77,6 +79,7 @@ fn conflicts_and_list_order() {
 
 #[test]
 fn flock_convert_and_conflict() {
+    let _one = edges_serial();
     let c = FileLockContext::new();
     c.flock(1, LockType::Read, false).unwrap();
     c.flock(2, LockType::Read, false).unwrap();
@@ -112,6 +115,7 @@ fn deadlock_chain_limit() {
 /// sleep ends with it.
 #[test]
 fn locks_interrupted_wait_leaves_nothing() {
+    let _one = edges_serial();
     use crate::signal::{Interrupted, Signals};
     let c = std::sync::Arc::new(FileLockContext::new());
     c.posix_lock(&req(1, 0, 9, LockType::Write), false).unwrap();
@@ -158,6 +162,7 @@ fn locks_interrupted_wait_leaves_nothing() {
 /// left before the interrupted sleeper looked again.
 #[test]
 fn locks_interrupted_last_try_takes_a_free_lock() {
+    let _one = edges_serial();
     use crate::select::Waiter;
     use crate::signal::{Interrupted, Sleep};
     /// A hook whose sleep frees the blocker, then reports an interrupt.
