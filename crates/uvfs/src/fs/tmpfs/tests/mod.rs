@@ -105,4 +105,3 @@ mod names;
 mod rename;
 mod store;
 mod table;
-mod tableless;
