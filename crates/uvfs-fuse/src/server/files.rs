@@ -175,14 +175,7 @@ impl UvfsFuse {
         {
             return false;
         }
-        let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/syscall")) else {
-            return false;
-        };
-        let Some(nr) = s
-            .split_whitespace()
-            .next()
-            .and_then(|w| w.parse::<i64>().ok())
-        else {
+        let Some((nr, _)) = super::nodes::caller_syscall(pid) else {
             return false;
         };
         #[cfg(target_arch = "x86_64")]

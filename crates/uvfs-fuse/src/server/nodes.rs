@@ -246,11 +246,7 @@ impl UvfsFuse {
             }
             n.fd
         };
-        let cred = p.cred().clone();
-        p.set_cred(Cred::root());
-        let r = p.reopen(pfd, O_RDWR | O_NONBLOCK);
-        p.set_cred(cred);
-        let fd = r?;
+        let fd = self.root_reopen(p, pfd, O_RDWR | O_NONBLOCK, false)?;
         let mut shard = self.shard(ino).lock().unwrap();
         match shard.get_mut(&ino) {
             Some(n) if n.io < 0 => {
@@ -375,24 +371,12 @@ pub(super) const DIR_READ_CALLS: &[i64] = &[libc::SYS_getdents64];
 /// fuser's handler. Unknown (pid 0: another pid namespace; another call,
 /// such as an io_uring worker's) counts as no.
 pub(super) fn caller_fd_noatime(pid: u32, calls: &[i64]) -> bool {
-    if pid == 0 {
-        return false;
-    }
-    let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/syscall")) else {
+    let Some((nr, Some(fd))) = caller_syscall(pid) else {
         return false;
     };
-    let mut words = s.split_whitespace();
-    let nr = words.next().and_then(|w| w.parse::<i64>().ok());
-    if !nr.is_some_and(|nr| calls.contains(&nr)) {
+    if !calls.contains(&nr) {
         return false;
     }
-    let Some(fd) = words
-        .next()
-        .and_then(|w| w.strip_prefix("0x"))
-        .and_then(|h| u32::from_str_radix(h, 16).ok())
-    else {
-        return false;
-    };
     let Ok(info) = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")) else {
         return false;
     };
@@ -465,4 +449,22 @@ impl UvfsFuse {
             self.dir_changed(INodeNo(self.nodeid(st.st_ino)));
         }
     }
+}
+
+/// The system call the caller of a request (its thread `pid`, blocked in
+/// it until the reply) is in, with its first argument, from
+/// `/proc/PID/syscall`; `None` for pid 0 (another pid namespace) or an
+/// unreadable file.
+pub(super) fn caller_syscall(pid: u32) -> Option<(i64, Option<u32>)> {
+    if pid == 0 {
+        return None;
+    }
+    let s = std::fs::read_to_string(format!("/proc/{pid}/syscall")).ok()?;
+    let mut words = s.split_whitespace();
+    let nr = words.next()?.parse::<i64>().ok()?;
+    let arg0 = words
+        .next()
+        .and_then(|w| w.strip_prefix("0x"))
+        .and_then(|h| u32::from_str_radix(h, 16).ok());
+    Some((nr, arg0))
 }
