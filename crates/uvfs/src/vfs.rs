@@ -78,9 +78,15 @@ pub struct VfsBuilder {
     dcache_limit: usize,
     icache_limit: usize,
     root: TmpfsOptions,
+    tmpfs_table: Option<bool>,
     lease_break_time: Duration,
     lease_notify: Option<Arc<dyn LeaseNotify>>,
 }
+
+/// The default of [`VfsBuilder::dcache_limit`] and
+/// [`VfsBuilder::icache_limit`] (under loom every atomic is modelled: the
+/// tables stay tiny).
+const DEFAULT_CACHE_LIMIT: usize = if cfg!(loom) { 4 } else { 1 << 20 };
 
 impl std::fmt::Debug for VfsBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -124,6 +130,19 @@ impl VfsBuilder {
         self
     }
 
+    /// Whether the root tmpfs keeps its inode table (by number). Default:
+    /// only in the disk-like mode, where a cache limit was set below its
+    /// default (seed 002's fstree experiment: evictable caches over a
+    /// separate store), or with `FastPaths::tmpfs_borrow` off (the table
+    /// is then the only way to an inode). Without it (the pinned mode, as
+    /// Linux's tmpfs) a create and an unlink take no table lock, and an
+    /// inode is reached through its directory entry or the VFS's cached
+    /// inode; `false` has no effect with `tmpfs_borrow` off.
+    pub fn tmpfs_table(mut self, keep: bool) -> Self {
+        self.tmpfs_table = Some(keep);
+        self
+    }
+
     /// How long a lease break may take before the lease is downgraded or
     /// removed by force (`fs.lease-break-time`, default 45 s; zero: no
     /// limit, as Linux's 0).
@@ -147,9 +166,12 @@ impl VfsBuilder {
         let read = self.fast.lockless_read;
         // Light overwrites run inside the one-lock write.
         let light = self.fast.light_overwrite && self.fast.write_one_lock;
+        let table = self.tmpfs_table.unwrap_or(
+            self.dcache_limit < DEFAULT_CACHE_LIMIT || self.icache_limit < DEFAULT_CACHE_LIMIT,
+        );
         Vfs::with_root(
             self,
-            Tmpfs::with_switches(opts, borrow, lockless, read, light),
+            Tmpfs::with_switches(opts, borrow, lockless, read, light, table),
         )
     }
 
@@ -217,13 +239,13 @@ impl Vfs {
         VfsBuilder {
             sysctls: FsSysctls::default(),
             fast: FastPaths::seeds(),
-            // Under loom every atomic is modelled: keep the tables tiny.
-            dcache_limit: if cfg!(loom) { 4 } else { 1 << 20 },
-            icache_limit: if cfg!(loom) { 4 } else { 1 << 20 },
+            dcache_limit: DEFAULT_CACHE_LIMIT,
+            icache_limit: DEFAULT_CACHE_LIMIT,
             root: TmpfsOptions {
                 mode: 0o755,
                 ..TmpfsOptions::default()
             },
+            tmpfs_table: None,
             lease_break_time: Duration::from_secs(45),
             lease_notify: None,
         }
@@ -431,7 +453,13 @@ impl Vfs {
                 alive as isize - (seen.len() + roots) as isize
             ));
         }
-        self.caches.dcache.check_children()
+        self.caches.dcache.check_children()?;
+        // The root tmpfs's own check: its tree, links and counters (an
+        // unlinked file still open is an orphan, not a leak).
+        if let Some(t) = self.root.sb().tmpfs() {
+            t.fsck(false).map_err(|e| format!("root tmpfs: {e}"))?;
+        }
+        Ok(())
     }
 
     /// Mounts `fs` on the directory `mp`, resolved by the caller

@@ -5,8 +5,9 @@
 //! the replaced one and moves `..`; and with tiny caches (the disk-like
 //! mode, where cached inodes are evicted) every file is found again, with
 //! its data and links, after its cached inode went. Each test runs under
-//! both `FastPaths::seeds()` and `FastPaths::stock()`, with the dentry
-//! cache's and the file system's consistency checked at the end.
+//! both `FastPaths::seeds()` and `FastPaths::stock()`, with tmpfs's inode
+//! table and without it, with the dentry cache's and the file system's
+//! consistency checked at the end.
 
 mod support;
 
@@ -17,13 +18,16 @@ use uvfs::uapi::*;
 use uvfs::{Errno, Process, Vfs};
 
 /// A VFS whose tmpfs root holds at most `inodes` inodes (the root counts),
-/// with caches of `limit` entries, and a root process on it, per preset.
+/// with caches of `limit` entries, and a root process on it, per preset,
+/// with the tmpfs's inode table and without it (the pinned mode; with
+/// `tmpfs_borrow` off the table stays).
 fn each_with(inodes: u64, limit: usize, mut f: impl FnMut(&Arc<Vfs>, &mut Process)) {
-    for fast in fasts() {
+    for (fast, table) in fasts().into_iter().flat_map(|f| [(f, true), (f, false)]) {
         let vfs = Vfs::builder()
             .fastpaths(fast)
             .dcache_limit(limit)
             .icache_limit(limit)
+            .tmpfs_table(table)
             .root_options(TmpfsOptions {
                 nr_inodes: Some(inodes),
                 ..TmpfsOptions::default()

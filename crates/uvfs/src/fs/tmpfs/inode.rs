@@ -912,9 +912,17 @@ impl Tmpfs {
                 return Err(Errno::EINVAL);
             }
             let Some((mut ds, mut cs)) = wr_dir_and_child(&d, dino, &c, child, name) else {
+                // The name went meanwhile, maybe its inode's last.
+                self.put_held(c);
                 continue;
             };
-            return f(&mut ds, &mut cs, child);
+            let r = f(&mut ds, &mut cs, child);
+            // Our reference after the locks: once they are gone the name
+            // may go (if `f` kept it), this reference being the inode's
+            // last.
+            drop((ds, cs));
+            self.put_held(c);
+            return r;
         }
     }
 
@@ -1027,13 +1035,22 @@ impl Tmpfs {
         }
         // Only the caller that sets the flag frees (under the lock); the
         // table lets the inode go with it.
+        let removed = self.table_remove(ino);
+        debug_assert!(
+            removed.is_some() || !self.has_table(),
+            "an inode not given back is in the table"
+        );
+        self.give_back(i, &mut st);
+        removed
+    }
+
+    /// Gives an inode with no link left back (its pages and its inode
+    /// count), under its write lock `st`; only the caller that sets the
+    /// flag does (an eviction, or without the table the last reference's
+    /// [`put`](Tmpfs::put)).
+    pub(super) fn give_back(&self, i: &Inode, st: &mut WrGuard<'_>) {
         st.set_given_back();
-        let removed = self
-            .shard(ino)
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&ino);
-        debug_assert!(removed.is_some(), "an inode not given back is in the table");
+        self.unorphaned();
         self.release_pages(st.pages_held());
         match &mut st.kind {
             Kind::Reg(f) => self.clear_file(i.file_index(), f),
@@ -1041,7 +1058,6 @@ impl Tmpfs {
             Kind::Dir(_) | Kind::Special { .. } => {}
         }
         self.release_inode();
-        removed
     }
 }
 

@@ -93,8 +93,7 @@
 //! - `xattr`: extended attributes (`simple_xattrs` and shmem's handlers);
 //! - `fsck`: the consistency check used by tests.
 
-use crate::primitive::sync::{UnmodelledMutex, UnmodelledRwLock};
-use std::collections::HashMap;
+use crate::primitive::sync::UnmodelledMutex;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -117,11 +116,13 @@ pub(crate) mod pool;
 mod published;
 mod racy;
 mod rename;
+mod table;
 mod xattr;
 
 use inode::Dir;
 use inode::{Init, Inode, Kind, Locked, State, rd};
 use pages::RegFile;
+use table::Shard;
 
 pub use memfd::{FileStore, holds_kernel_fd, kernel_fds_in};
 
@@ -178,36 +179,6 @@ impl Default for TmpfsOptions {
     }
 }
 
-/// One shard of the inode table.
-/// Each on its own cache lines, so threads working in different shards do
-/// not bounce one line between them.
-type Shard = crossbeam_utils::CachePadded<UnmodelledRwLock<HashMap<Ino, Arc<Inode>, InoHash>>>;
-
-/// Hashes an inode number with one multiply, folding the high half down so
-/// the low bits (which pick the bucket) depend on every bit: inode numbers
-/// in one shard share their low bits.
-#[derive(Clone, Copy, Default)]
-struct InoHasher(u64);
-
-impl std::hash::Hasher for InoHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        let h = (self.0 ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        self.0 = h ^ (h >> 32);
-    }
-}
-
-type InoHash = std::hash::BuildHasherDefault<InoHasher>;
-
 /// Inode numbers a thread takes at a time (Linux's `SHMEM_INO_BATCH`).
 const INO_BATCH: u64 = 1024;
 
@@ -222,7 +193,12 @@ thread_local! {
 
 /// An in-memory tmpfs. See the [module docs](self).
 pub struct Tmpfs {
+    /// The inode table (`table`): used only when [`table`](Tmpfs::table).
     shards: Box<[Shard]>,
+    /// Whether the inode table is kept (see `table`): with
+    /// `FastPaths::tmpfs_borrow` off, in the disk-like mode and for every
+    /// [`Tmpfs::new`]; not in a `VfsBuilder`'s pinned root.
+    table: bool,
     /// The root directory, held here (as Linux's `sb->s_root` holds it):
     /// the VFS's root inode takes its object from this field, not from
     /// the table.
@@ -236,6 +212,10 @@ pub struct Tmpfs {
     max_inodes: Option<u64>,
     used_pages: AtomicU64,
     used_inodes: AtomicU64,
+    /// Inodes with no link left whose count is not given back yet (an
+    /// unlinked open file, an `O_TMPFILE` one): what `fsck`'s walk of the
+    /// tree cannot reach.
+    orphans: AtomicU64,
     rename_lock: UnmodelledMutex<()>,
     /// Highest directory offset (`S32_MAX - 1`; lowered by tests).
     dir_offset_max: u64,
@@ -263,6 +243,9 @@ pub struct Tmpfs {
     /// (`get` and `with_inode`), which the VFS's calls should not need.
     #[cfg(test)]
     searches: AtomicU64,
+    /// Tests: the table's inserts and removals (a shard's write lock each).
+    #[cfg(test)]
+    table_writes: AtomicU64,
 }
 
 /// The size of one tmpfs inode as allocated (behind its `Arc`), pages and
@@ -297,16 +280,23 @@ impl Tmpfs {
     /// `FastPaths::light_overwrite` as given
     /// (the root file system a `VfsBuilder` makes; [`new`](Tmpfs::new)
     /// turns all on). Lockless reads need the published attributes.
+    /// `table`: keep the inode table (always, with `borrow` off; see
+    /// `table`).
     pub(crate) fn with_switches(
         opts: TmpfsOptions,
         borrow: bool,
         lockless: bool,
         read: bool,
         light: bool,
+        table: bool,
     ) -> Arc<Tmpfs> {
         let mut fs = Tmpfs::build_with(opts, lockless, light && read && lockless);
         fs.borrow = borrow;
         fs.lockless_read = read && lockless;
+        if borrow && !table {
+            fs.table = false;
+            fs.shards = Box::new([]);
+        }
         Arc::new(fs)
     }
 
@@ -324,9 +314,7 @@ impl Tmpfs {
             .filter(|&b| b > 0)
             .map(|b| b.div_ceil(PAGE_SIZE));
         let max_inodes = opts.nr_inodes.filter(|&n| n > 0);
-        let shards: Box<[Shard]> = (0..SHARDS)
-            .map(|_| crossbeam_utils::CachePadded::new(UnmodelledRwLock::new(HashMap::default())))
-            .collect();
+        let shards = table::new_shards();
         let (lockless_attrs, light_overwrite) = (lockless, light);
         let now = super::timekeeping::coarse_mg();
         let init = Init {
@@ -358,6 +346,7 @@ impl Tmpfs {
             .insert(ROOT_INO, root.clone());
         Tmpfs {
             shards,
+            table: true,
             root,
             next_ino: AtomicU64::new(ROOT_INO + 1),
             id: NEXT_TMPFS_ID.fetch_add(1, Ordering::Relaxed),
@@ -365,6 +354,7 @@ impl Tmpfs {
             max_inodes,
             used_pages: AtomicU64::new(0),
             used_inodes: AtomicU64::new(1),
+            orphans: AtomicU64::new(0),
             rename_lock: UnmodelledMutex::new(()),
             dir_offset_max: DIR_OFFSET_EOD - 1,
             store: None,
@@ -374,6 +364,8 @@ impl Tmpfs {
             light_overwrite: light,
             #[cfg(test)]
             searches: AtomicU64::new(0),
+            #[cfg(test)]
+            table_writes: AtomicU64::new(0),
         }
     }
 
@@ -403,21 +395,6 @@ impl Tmpfs {
         INO_RUN
             .try_with(take)
             .unwrap_or_else(|_| self.next_ino.fetch_add(1, Ordering::Relaxed))
-    }
-
-    /// The shard of the inode table that holds `ino`.
-    fn shard(&self, ino: Ino) -> &Shard {
-        &self.shards[(ino % SHARDS as u64) as usize]
-    }
-
-    /// Inode `ino`; `ESTALE` once it is evicted.
-    fn get(&self, ino: Ino) -> Result<Arc<Inode>, Errno> {
-        #[cfg(test)]
-        if self.borrow {
-            self.searches.fetch_add(1, Ordering::Relaxed);
-        }
-        let map = self.shard(ino).read().unwrap_or_else(|e| e.into_inner());
-        map.get(&ino).cloned().ok_or(Errno::ESTALE)
     }
 
     /// A child reached through its directory entry's reference: itself,
@@ -454,31 +431,6 @@ impl Tmpfs {
             Some(d) if self.borrow => Ok(unsafe { clone_arc(d) }),
             _ => self.get(n.ino),
         }
-    }
-
-    /// Runs `f` on inode `ino` under its shard's read lock, without taking
-    /// a reference to the inode (two atomic read-modify-writes fewer than
-    /// [`get`](Tmpfs::get)); `None` if the switch is off or the inode is
-    /// not in the table (the caller then takes the [`get`](Tmpfs::get)
-    /// path, which reports `ESTALE`).
-    ///
-    /// `f` must not wait for an inode's state lock (it may try one): a
-    /// thread that holds one may wait for a shard's write lock (an insert
-    /// or removal under a directory's lock), so waiting for it while
-    /// holding a shard's read lock could deadlock. (A leaf lock, one whose
-    /// holder waits for nothing, such as the page pool's, is safe.) It must
-    /// not touch the inode table either (a second read lock of the same
-    /// shard can wait behind a queued writer), and must be short: it
-    /// delays the shard's writers.
-    #[inline]
-    fn with_inode<R>(&self, ino: Ino, f: impl FnOnce(&Inode) -> Option<R>) -> Option<R> {
-        if !self.borrow {
-            return None;
-        }
-        #[cfg(test)]
-        self.searches.fetch_add(1, Ordering::Relaxed);
-        let map = self.shard(ino).read().unwrap_or_else(|e| e.into_inner());
-        f(map.get(&ino)?)
     }
 
     /// [`FileSystem::getattr_pinned`], for a caller that knows the file
@@ -563,10 +515,7 @@ impl Tmpfs {
         st.xattrs = xattrs;
         let (attr, inode) = Inode::new(ino, parent, init, st, self.lockless, self.light_overwrite);
         let inode = Arc::new(inode);
-        self.shard(ino)
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(ino, inode.clone());
+        self.table_insert(&inode);
         (attr, inode)
     }
 
@@ -597,6 +546,18 @@ impl Tmpfs {
     /// Gives one inode count back.
     fn release_inode(&self) {
         self.used_inodes.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// An inode lost its last link (or was made without one), its count
+    /// not given back yet: one more [`orphans`](Tmpfs::orphans).
+    fn orphaned(&self) {
+        self.orphans.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// An orphan got a link (`linkat` of an `O_TMPFILE` inode) or was
+    /// given back.
+    fn unorphaned(&self) {
+        self.orphans.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// Counts `n` more pages against the space limit; false at the limit.
@@ -686,7 +647,8 @@ impl FileSystem for Tmpfs {
     }
 
     fn lookup(&self, dir: Ino, name: &[u8]) -> Result<Attr, Errno> {
-        self.lookup_name(dir.into(), name).map(|(a, _)| a)
+        self.lookup_name(dir.into(), name)
+            .map(|(a, i)| self.put_attr(a, i))
     }
 
     fn lookup_node(&self, dir: Node<'_>, name: &[u8]) -> Result<Found, Errno> {
@@ -705,7 +667,16 @@ impl FileSystem for Tmpfs {
     fn release_data(&self, _ino: Ino, data: InodeData) {
         // SAFETY: every `InodeData` tmpfs hands out is an `Arc<Inode>`
         // (`data_of`), and the VFS gives each back once.
-        self.drop_inode(unsafe { data.into_arc::<Inode>() });
+        let i = unsafe { data.into_arc::<Inode>() };
+        if self.has_table() {
+            self.drop_inode(i);
+        } else {
+            // An object no cached inode took (so no reader without a
+            // reference has it): at once, so that the last holder of an
+            // inode whose name goes meanwhile sees it is the last
+            // (`put`), which a reference waiting for a grace period hides.
+            self.put(i);
+        }
     }
 
     fn getattr(&self, ino: Ino) -> Result<Attr, Errno> {
@@ -785,10 +756,10 @@ impl FileSystem for Tmpfs {
             crate::fs::S_IFREG => self.create(dir, name, new),
             crate::fs::S_IFIFO | crate::fs::S_IFSOCK => self
                 .make_node(dir.into(), name, new, Kind::Special { rdev: 0 })
-                .map(|(a, _)| a),
+                .map(|(a, i)| self.put_attr(a, i)),
             crate::fs::S_IFCHR | crate::fs::S_IFBLK => self
                 .make_node(dir.into(), name, new, Kind::Special { rdev })
-                .map(|(a, _)| a),
+                .map(|(a, i)| self.put_attr(a, i)),
             _ => Err(Errno::EINVAL),
         }
     }
@@ -814,7 +785,7 @@ impl FileSystem for Tmpfs {
 
     fn mkdir(&self, dir: Ino, name: &[u8], new: NewInode) -> Result<Attr, Errno> {
         self.make_node(dir.into(), name, new, Kind::Dir(Box::new(Dir::new())))
-            .map(|(a, _)| a)
+            .map(|(a, i)| self.put_attr(a, i))
     }
 
     fn mkdir_node(&self, dir: Node<'_>, name: &[u8], new: NewInode) -> Result<Found, Errno> {
@@ -824,7 +795,7 @@ impl FileSystem for Tmpfs {
 
     fn symlink(&self, dir: Ino, name: &[u8], target: &[u8], new: NewInode) -> Result<Attr, Errno> {
         self.make_symlink(dir.into(), name, target, new)
-            .map(|(a, _)| a)
+            .map(|(a, i)| self.put_attr(a, i))
     }
 
     fn symlink_node(
@@ -839,7 +810,10 @@ impl FileSystem for Tmpfs {
     }
 
     fn tmpfile(&self, dir: Ino, new: NewInode) -> Result<Attr, Errno> {
-        self.make_tmpfile(dir.into(), new).map(|(a, _)| a)
+        // Without the table nothing holds the nameless inode but this
+        // reference: it is given back at once.
+        self.make_tmpfile(dir.into(), new)
+            .map(|(a, i)| self.put_attr(a, i))
     }
 
     fn tmpfile_node(&self, dir: Node<'_>, new: NewInode) -> Result<Found, Errno> {
@@ -880,7 +854,12 @@ impl FileSystem for Tmpfs {
         flags: u32,
     ) -> Result<(), Errno> {
         self.rename_names(odir.into(), oname, ndir.into(), nname, flags, None)
-            .map(|_| ())
+            .map(|wo| {
+                // No whiteout without one asked for; `put` all the same.
+                if let Some((_, i)) = wo {
+                    self.put(i);
+                }
+            })
     }
 
     fn rename_node(

@@ -190,6 +190,7 @@ impl Tmpfs {
             xattrs: None,
         };
         let xattrs = XattrSet::with_acls(new.acl, None);
+        self.orphaned();
         Ok(self.insert_inode(ino, std::sync::Weak::new(), &init, st, xattrs))
     }
 
@@ -259,6 +260,10 @@ impl Tmpfs {
             ftype,
             offset,
         );
+        if nlink == 0 {
+            // An `O_TMPFILE` inode's first name.
+            self.unorphaned();
+        }
         // shmem_link: the inode's fresh ctime, copied to the directory.
         is.set_nlink(nlink + 1);
         is.clear_linkable();
@@ -275,22 +280,30 @@ impl Tmpfs {
         victim: Option<Node<'_>>,
         name: &[u8],
     ) -> Result<(), Errno> {
-        self.with_dir_and_child(dir, victim, name, |ds, cs, _| {
+        let removed = self.with_dir_and_child(dir, victim, name, |ds, cs, _| {
             if cs.is_dir() {
                 return Err(Errno::EISDIR);
             }
-            ds.dir_mut()?.remove(name);
+            let removed = ds.dir_mut()?.remove(name);
             let nlink = cs.nlink();
             if nlink > 1 {
                 self.release_inode();
+            } else {
+                self.orphaned();
             }
             cs.set_nlink(nlink.saturating_sub(1));
             // shmem_unlink: the victim's fresh ctime, copied to the
             // directory's ctime and mtime.
             let now = cs.set_ctime_current();
             ds.stamp_mc(now);
-            Ok(())
-        })
+            Ok(removed)
+        })?;
+        // The entry's reference, once the locks and every other reference
+        // of this call are gone: maybe the last one.
+        if let Some(r) = removed {
+            self.put(r.inode);
+        }
+        Ok(())
     }
 
     /// rmdir(2): removes an empty directory's name.
@@ -300,18 +313,23 @@ impl Tmpfs {
         victim: Option<Node<'_>>,
         name: &[u8],
     ) -> Result<(), Errno> {
-        self.with_dir_and_child(dir, victim, name, |ds, cs, _| {
+        let removed = self.with_dir_and_child(dir, victim, name, |ds, cs, _| {
             if cs.dir()?.len() > 0 {
                 return Err(Errno::ENOTEMPTY);
             }
-            ds.dir_mut()?.remove(name);
+            let removed = ds.dir_mut()?.remove(name);
             cs.set_nlink(0);
+            self.orphaned();
             let n = ds.nlink().saturating_sub(1);
             ds.set_nlink(n);
             let now = cs.set_ctime_current();
             ds.stamp_mc(now);
-            Ok(())
-        })
+            Ok(removed)
+        })?;
+        if let Some(r) = removed {
+            self.put(r.inode);
+        }
+        Ok(())
     }
 }
 
@@ -342,6 +360,8 @@ impl Tmpfs {
                 drop(st);
                 return Ok((a, c));
             }
+            drop(st);
+            self.put(c);
         }
     }
 

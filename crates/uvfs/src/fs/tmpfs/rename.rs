@@ -61,7 +61,13 @@ impl Tmpfs {
             // The children the entries hold (`FastPaths::tmpfs_borrow`
             // off: found in the table by number, as before).
             let src = self.peek(&od, oname)?.ok_or(Errno::ENOENT)?;
-            let tgt = self.peek(&nd, nname)?;
+            let tgt = match self.peek(&nd, nname) {
+                Ok(t) => t,
+                Err(e) => {
+                    self.put(src);
+                    return Err(e);
+                }
+            };
             let (Ok(src), Ok(tgt)) = (self.stock(src), tgt.map(|c| self.stock(c)).transpose())
             else {
                 // A child was evicted meanwhile: look again.
@@ -80,6 +86,9 @@ impl Tmpfs {
                 .and_then(|s| s.dir().ok()?.get(nname))
                 .map(Slot::ino);
             if now_src != Some(src_ino) || now_tgt != tgt_ino {
+                // A name went meanwhile, maybe its inode's last.
+                drop(g);
+                self.put_all(arcs.into_iter().chain([od, nd, src]).chain(tgt));
                 continue;
             }
             let rename = Rename {
@@ -100,8 +109,31 @@ impl Tmpfs {
                 tgt_dir: tgt_ino
                     .and_then(|t| find(&mut g, t))
                     .is_some_and(|s| s.is_dir()),
+                replaced: std::cell::Cell::new(None),
             };
-            return rename.apply(&mut g);
+            let res = rename.apply(&mut g);
+            // Every reference this call took, the replaced target's entry
+            // reference with them, through `put`: once the locks are gone,
+            // another caller may remove the source's new name or the
+            // target's (or, for the replaced target, a racing lookup may
+            // hold it), so any of them may be the inode's last; a plain
+            // drop of the last would free the inode without giving it back.
+            drop(g);
+            let Rename {
+                od_arc,
+                nd_arc,
+                src_arc,
+                tgt_arc,
+                replaced,
+                ..
+            } = rename;
+            self.put_all(
+                arcs.into_iter()
+                    .chain([od_arc, nd_arc, src_arc])
+                    .chain(tgt_arc)
+                    .chain(replaced.into_inner()),
+            );
+            return res;
         }
     }
 
@@ -115,16 +147,20 @@ impl Tmpfs {
             return self.is_ancestor_by_number(anc, dir.ino);
         }
         let mut cur = dir.clone();
-        loop {
+        let found = loop {
             if cur.ino == anc {
-                return true;
+                break true;
             }
             if cur.ino == ROOT_INO {
-                return false;
+                break false;
             }
-            let Some(p) = cur.parent() else { return false };
-            cur = p;
-        }
+            let Some(p) = cur.parent() else { break false };
+            // A removed directory's parent may lose its last other
+            // reference meanwhile.
+            self.put(std::mem::replace(&mut cur, p));
+        };
+        self.put(cur);
+        found
     }
 
     /// [`is_ancestor_or_self`](Tmpfs::is_ancestor_or_self) with
@@ -172,6 +208,9 @@ struct Rename<'a> {
     src_dir: bool,
     /// Whether there is a target and it is a directory.
     tgt_dir: bool,
+    /// The reference the replaced target's entry held, for the caller to
+    /// let go of ([`Tmpfs::put`]) once nothing is locked.
+    replaced: std::cell::Cell<Option<Arc<Inode>>>,
 }
 
 /// The locked states of a rename's inodes, one per role.
@@ -454,18 +493,26 @@ impl Rename<'_> {
             (Some(o), _) => o,
             (None, Some(t)) => {
                 let slot = r.ndir().dir_mut()?.remove(self.nname);
+                let offset = slot.map_or(DIR_OFFSET_MIN, |s| {
+                    let o = s.offset();
+                    self.replaced.set(Some(s.inode));
+                    o
+                });
                 if self.tgt_dir {
                     t.set_nlink(0);
+                    self.fs.orphaned();
                     r.od_nlink(-1);
                 } else {
                     let n = t.nlink();
                     if n > 1 {
                         self.fs.release_inode();
+                    } else {
+                        self.fs.orphaned();
                     }
                     t.set_nlink(n.saturating_sub(1));
                 }
                 t.set_ctime_current();
-                slot.map_or(DIR_OFFSET_MIN, |s| s.offset())
+                offset
             }
             (None, None) => return Err(Errno::ESTALE),
         };

@@ -105,3 +105,4 @@ mod names;
 mod rename;
 mod store;
 mod table;
+mod tableless;

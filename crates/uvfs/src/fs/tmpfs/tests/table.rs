@@ -172,7 +172,7 @@ fn an_inode_is_given_back_once() {
 #[test]
 fn an_evicted_inode_is_freed_once_after_the_grace_period() {
     for pinned in [true, false] {
-        let fs = Tmpfs::with_switches(TmpfsOptions::default(), pinned, pinned, false, false);
+        let fs = Tmpfs::with_switches(TmpfsOptions::default(), pinned, pinned, false, false, true);
         let f = file(&fs, R, "f");
         let (held, weak) = {
             let i = fs.get(f).unwrap();
