@@ -294,9 +294,23 @@ pub struct FsLimits {
 /// so the cached inode stores it in one atomic pointer; type-erased, so
 /// only the file system that made it may read it (see
 /// [`FileSystem::inode_data`]). Not dropped on its own: whoever holds one
-/// hands it back to its file system ([`FileSystem::release_data`]).
+/// hands it back to its file system ([`FileSystem::release_data`]). One
+/// dropped instead leaks its inode (the reference it holds is never let
+/// go); in test and debug builds that drop panics, so the leak is loud.
 #[derive(Debug)]
+#[must_use = "an InodeData holds a reference: hand it back with FileSystem::release_data"]
 pub struct InodeData(std::ptr::NonNull<()>);
+
+#[cfg(any(test, debug_assertions))]
+impl Drop for InodeData {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            panic!(
+                "an InodeData was dropped, not handed back (FileSystem::release_data): its inode leaks"
+            );
+        }
+    }
+}
 
 // SAFETY: an `InodeData` is an `Arc<T>` with `T: Send + Sync` (see
 // `from_arc`), which is itself `Send` and `Sync`.
@@ -317,9 +331,10 @@ impl InodeData {
     /// # Safety
     /// `self` was made by [`from_arc`](Self::from_arc) with this `T`.
     pub unsafe fn into_arc<T>(self) -> Arc<T> {
+        let p = self.into_raw();
         // SAFETY: the pointer came from `Arc::<T>::into_raw` (the caller's
-        // promise) and its reference is the one `self` owns.
-        unsafe { Arc::from_raw(self.0.as_ptr().cast::<T>().cast_const()) }
+        // promise) and its reference is the one `self` owned.
+        unsafe { Arc::from_raw(p.cast::<T>().cast_const()) }
     }
 
     /// Borrows the object, for as long as `self` holds its reference.
@@ -330,7 +345,8 @@ impl InodeData {
 
     /// The raw pointer, for the cached inode's slot.
     pub(crate) fn into_raw(self) -> *mut () {
-        self.0.as_ptr()
+        // The reference goes with the pointer: no drop (see the type).
+        std::mem::ManuallyDrop::new(self).0.as_ptr()
     }
 
     /// Takes back a pointer given up by [`into_raw`](Self::into_raw).
