@@ -63,6 +63,10 @@ pub(crate) struct Parent {
     pub(crate) trailing: bool,
     /// Symlinks followed to get here.
     pub(crate) links: u32,
+    /// The last component's dentry-cache hash under `dir`, if the walk
+    /// computed it (the lockless walk does), for
+    /// [`Nd::lookup_locked_last`].
+    pub(crate) hash: Option<u64>,
 }
 
 /// A path's last component, as [`Parent`] carries it: in place when it
@@ -496,6 +500,7 @@ impl<'a> Nd<'a> {
             kind,
             trailing,
             links: w.links,
+            hash: None,
         })
     }
 
@@ -709,6 +714,24 @@ impl<'a> Nd<'a> {
         dir: &DentryRef,
         name: &[u8],
     ) -> Result<DentryRef, Errno> {
+        self.lookup_locked_dir_hashed(dir, name, None)
+    }
+
+    /// [`lookup_locked_dir`](Self::lookup_locked_dir) of `p`'s last
+    /// component in `p.dir`, with the hash the walk computed for it (no
+    /// second hash of the name). The caller holds `p.dir.dir_lock`.
+    pub(crate) fn lookup_locked_last(&self, p: &Parent) -> Result<DentryRef, Errno> {
+        self.lookup_locked_dir_hashed(&p.dir, &p.last, p.hash)
+    }
+
+    /// [`lookup_locked_dir`](Self::lookup_locked_dir) with `name`'s
+    /// dentry-cache hash under `dir`, if known.
+    fn lookup_locked_dir_hashed(
+        &self,
+        dir: &DentryRef,
+        name: &[u8],
+        hash: Option<u64>,
+    ) -> Result<DentryRef, Errno> {
         // A removed directory has no entries (IS_DEADDIR): ENOENT before the
         // cache (its rmdir pruned its cached children, `prune_dead_dir`; a
         // child allocated by a lookup that raced the removal is never
@@ -717,7 +740,11 @@ impl<'a> Nd<'a> {
             return Err(Errno::ENOENT);
         }
         let dc = &self.vfs.caches().dcache;
-        let dying = match dc.search_locked(dir, name) {
+        let found = match hash {
+            Some(h) => dc.search_locked_hashed(dir, name, h),
+            None => dc.search_locked(dir, name),
+        };
+        let dying = match found {
             crate::dcache::Search::Hit(d) => return Ok(d),
             crate::dcache::Search::Dying => true,
             crate::dcache::Search::Miss => false,
@@ -950,6 +977,8 @@ impl<'a> Nd<'a> {
                     kind: kind_of(name),
                     trailing: end < rest.len(),
                     links,
+                    // Salted with `cur`, which `dir` is.
+                    hash: Some(hash),
                 });
             }
             match name {

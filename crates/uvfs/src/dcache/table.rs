@@ -179,7 +179,19 @@ impl DentryCache {
     /// unhash of any such dentry, and so after whatever its killer did
     /// before unhashing (see [`Dentry::is_complete`]).
     pub(crate) fn search_locked(&self, parent: &DentryRef, name: &[u8]) -> Search {
-        let hash = name_hash(parent.0.as_ptr(), name);
+        self.search_locked_hashed(parent, name, name_hash(parent.0.as_ptr(), name))
+    }
+
+    /// [`search_locked`](Self::search_locked) of a name whose
+    /// [`name_hash`] under `parent` the caller has (the parent walk
+    /// computed it for the last component).
+    pub(crate) fn search_locked_hashed(
+        &self,
+        parent: &DentryRef,
+        name: &[u8],
+        hash: u64,
+    ) -> Search {
+        debug_assert_eq!(hash, name_hash(parent.0.as_ptr(), name));
         let key = hash_len(hash, name.len());
         let b = self.bucket(hash);
         let _g = self.bucket_lock(b);

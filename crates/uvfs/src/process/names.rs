@@ -324,7 +324,7 @@ impl Process {
         }
         let dir = &p.dir;
         let _g = lock(&dir.dir_lock);
-        let d = self.task.nd().lookup_locked_dir(dir, &p.last)?;
+        let d = self.task.nd().lookup_locked_last(&p)?;
         if d.is_negative() {
             return Err(Errno::ENOENT);
         }

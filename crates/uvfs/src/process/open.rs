@@ -206,7 +206,7 @@ impl Task {
             }
             let dir = p.dir.clone();
             let g = lock(&dir.dir_lock);
-            let d = nd.lookup_locked_dir(&dir, &p.last)?;
+            let d = nd.lookup_locked_last(&p)?;
             if d.is_negative() {
                 self.ops().create(&dir, &d, &p.last, mode)?;
                 drop(g);

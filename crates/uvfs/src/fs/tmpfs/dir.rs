@@ -202,8 +202,9 @@ pub(super) struct Dir<T> {
 
 /// The hash of a name (FxHash-style, a word at a time: the dentry cache's
 /// component hash, seeded per process), folded to the 32 bits the table
-/// stores.
-fn name_hash32(name: &[u8]) -> u32 {
+/// stores. A caller that searches a name and then inserts or removes it
+/// computes it once and passes it to the `_hashed` forms.
+pub(super) fn name_hash32(name: &[u8]) -> u32 {
     static SEED: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     let seed = *SEED.get_or_init(|| {
         use std::hash::{BuildHasher, Hasher};
@@ -243,9 +244,9 @@ impl<T: Target> Dir<T> {
         }
     }
 
-    /// The index of the (live) entry named `name` and its stored hash.
-    fn find_name(&self, name: &[u8]) -> Option<usize> {
-        let h = name_hash32(name);
+    /// The index of the (live) entry named `name`, whose
+    /// [`name_hash32`] is `h`.
+    fn find_name(&self, name: &[u8], h: u32) -> Option<usize> {
         self.by_name
             .find(spread(h), |&(i, hh)| {
                 hh == h && self.entries[i as usize].name() == name
@@ -297,7 +298,13 @@ impl<T: Target> Dir<T> {
     }
 
     pub(super) fn get(&self, name: &[u8]) -> Option<&Slot<T>> {
-        self.find_name(name).map(|i| &self.entries[i])
+        self.get_hashed(name, name_hash32(name))
+    }
+
+    /// [`get`](Self::get) of a name whose [`name_hash32`] is `h`.
+    pub(super) fn get_hashed(&self, name: &[u8], h: u32) -> Option<&Slot<T>> {
+        debug_assert_eq!(h, name_hash32(name));
+        self.find_name(name, h).map(|i| &self.entries[i])
     }
 
     pub(super) fn len(&self) -> u64 {
@@ -363,7 +370,13 @@ impl<T: Target> Dir<T> {
     /// Inserts at the head of the listing with the given offset (free: from
     /// [`alloc_offset`](Self::alloc_offset) or a removed entry's).
     pub(super) fn insert(&mut self, name: &[u8], inode: T, ftype: u32, offset: u64) {
+        self.insert_hashed(name, name_hash32(name), inode, ftype, offset);
+    }
+
+    /// [`insert`](Self::insert) of a name whose [`name_hash32`] is `h`.
+    pub(super) fn insert_hashed(&mut self, name: &[u8], h: u32, inode: T, ftype: u32, offset: u64) {
         debug_assert!(!name.is_empty());
+        debug_assert_eq!(h, name_hash32(name));
         let offset = u32::try_from(offset).expect("offsets are below DIR_OFFSET_EOD");
         let slot = Slot::new(name, inode, ftype, offset, self.head);
         let i = match self.find_offset(offset) {
@@ -394,7 +407,6 @@ impl<T: Target> Dir<T> {
             self.entries[h].prev = offset;
         }
         self.head = offset;
-        let h = name_hash32(name);
         let i = u32::try_from(i).expect("fewer than 2^32 entries");
         self.by_name
             .insert_unique(spread(h), (i, h), |&(_, hh)| spread(hh));
@@ -402,7 +414,12 @@ impl<T: Target> Dir<T> {
     }
 
     pub(super) fn remove(&mut self, name: &[u8]) -> Option<Removed<T>> {
-        let h = name_hash32(name);
+        self.remove_hashed(name, name_hash32(name))
+    }
+
+    /// [`remove`](Self::remove) of a name whose [`name_hash32`] is `h`.
+    pub(super) fn remove_hashed(&mut self, name: &[u8], h: u32) -> Option<Removed<T>> {
+        debug_assert_eq!(h, name_hash32(name));
         let entries = &self.entries;
         let (i, _) = self
             .by_name
@@ -565,7 +582,11 @@ impl<T: Target> Dir<T> {
             return Err(format!("{} names for {live} entries", self.by_name.len()));
         }
         for e in self.iter() {
-            if self.find_name(e.name()).map(|i| self.entries[i].offset) != Some(e.offset) {
+            if self
+                .find_name(e.name(), name_hash32(e.name()))
+                .map(|i| self.entries[i].offset)
+                != Some(e.offset)
+            {
                 return Err(format!("{:?} not found by name", e.name()));
             }
         }

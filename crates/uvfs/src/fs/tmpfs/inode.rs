@@ -807,6 +807,7 @@ fn wr_dir_and_child<'a>(
     c: &'a Inode,
     cino: Ino,
     name: &[u8],
+    h: u32,
 ) -> Option<(WrGuard<'a>, WrGuard<'a>)> {
     let (ds, cs) = if dino < cino {
         let ds = wr(d);
@@ -815,7 +816,11 @@ fn wr_dir_and_child<'a>(
         let cs = wr(c);
         (wr(d), cs)
     };
-    let still = ds.dir().ok().and_then(|x| x.get(name)).map(Slot::ino);
+    let still = ds
+        .dir()
+        .ok()
+        .and_then(|x| x.get_hashed(name, h))
+        .map(Slot::ino);
     (still == Some(cino)).then_some((ds, cs))
 }
 
@@ -868,7 +873,8 @@ impl Tmpfs {
     }
 
     /// Locks `dir` and its child `name` (in inode order), re-checking the
-    /// name; `f` runs with both states. `victim`, when the caller knows
+    /// name; `f` runs with both states, the child's number and the name's
+    /// `name_hash32` (for its removal). `victim`, when the caller knows
     /// the child (the VFS holds its dentry), is used if the name still
     /// leads to it, so neither inode is searched for in the table.
     pub(super) fn with_dir_and_child<R>(
@@ -876,10 +882,12 @@ impl Tmpfs {
         dir: Node<'_>,
         victim: Option<Node<'_>>,
         name: &[u8],
-        f: impl FnOnce(&mut WrGuard<'_>, &mut WrGuard<'_>, Ino) -> Result<R, Errno>,
+        f: impl FnOnce(&mut WrGuard<'_>, &mut WrGuard<'_>, Ino, u32) -> Result<R, Errno>,
     ) -> Result<R, Errno> {
         check_name(name)?;
         let d = self.node(dir)?;
+        // The name's hash once, for every search here and `f`'s removal.
+        let h = dir::name_hash32(name);
         let dino = dir.ino;
         // The victim the VFS holds, locked at once: the check of the name
         // under both locks is the only search of the directory when the
@@ -889,16 +897,16 @@ impl Tmpfs {
         if let Some(v) = victim
             && v.ino != dino
             && let Ok(c) = self.node(v)
-            && let Some((mut ds, mut cs)) = wr_dir_and_child(&d, dino, &c, v.ino, name)
+            && let Some((mut ds, mut cs)) = wr_dir_and_child(&d, dino, &c, v.ino, name, h)
         {
-            return f(&mut ds, &mut cs, v.ino);
+            return f(&mut ds, &mut cs, v.ino, h);
         }
         loop {
             // The victim the VFS holds, if the name still leads to it, else
             // the entry's own reference: no table search either way.
             let c = {
                 let st = rd(&d);
-                let slot = st.dir()?.get(name).ok_or(Errno::ENOENT)?;
+                let slot = st.dir()?.get_hashed(name, h).ok_or(Errno::ENOENT)?;
                 match victim {
                     Some(v) if v.ino == slot.ino() => self.node(v),
                     // `FastPaths::tmpfs_borrow` off: the table, as before.
@@ -911,12 +919,12 @@ impl Tmpfs {
             if child == dino {
                 return Err(Errno::EINVAL);
             }
-            let Some((mut ds, mut cs)) = wr_dir_and_child(&d, dino, &c, child, name) else {
+            let Some((mut ds, mut cs)) = wr_dir_and_child(&d, dino, &c, child, name, h) else {
                 // The name went meanwhile, maybe its inode's last.
                 self.put_held(c);
                 continue;
             };
-            let r = f(&mut ds, &mut cs, child);
+            let r = f(&mut ds, &mut cs, child, h);
             // Our reference after the locks: once they are gone the name
             // may go (if `f` kept it), this reference being the inode's
             // last.

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::dir::{DIR_OFFSET_FIRST, READDIR_BATCH, check_name};
+use super::dir::{DIR_OFFSET_FIRST, READDIR_BATCH, check_name, name_hash32};
 use super::inode::{Init, Inode, Kind, Locked, State, XattrSet, lock_all, rd, wr};
 use super::pages::RegFile;
 use super::{DIR_OFFSET_EOD, SHORT_SYMLINK_LEN, SYMLINK_MAX, Tmpfs};
@@ -74,8 +74,10 @@ impl Tmpfs {
     ) -> Result<(Attr, Arc<Inode>), Errno> {
         check_name(name)?;
         let d = self.node(dir_node)?;
+        // The name's hash once, for the search and the insertion.
+        let h = name_hash32(name);
         let mut ds = wr(&d);
-        if ds.dir()?.get(name).is_some() {
+        if ds.dir()?.get_hashed(name, h).is_some() {
             return Err(Errno::EEXIST);
         }
         if ds.nlink() == 0 {
@@ -111,7 +113,8 @@ impl Tmpfs {
             std::sync::Weak::new()
         };
         let (attr, i) = self.insert_inode(ino, parent, &init, st, xattrs);
-        ds.dir_mut()?.insert(name, i.clone(), ftype, offset);
+        ds.dir_mut()?
+            .insert_hashed(name, h, i.clone(), ftype, offset);
         if is_dir {
             let n = ds.nlink() + 1;
             ds.set_nlink(n);
@@ -280,11 +283,11 @@ impl Tmpfs {
         victim: Option<Node<'_>>,
         name: &[u8],
     ) -> Result<(), Errno> {
-        let removed = self.with_dir_and_child(dir, victim, name, |ds, cs, _| {
+        let removed = self.with_dir_and_child(dir, victim, name, |ds, cs, _, h| {
             if cs.is_dir() {
                 return Err(Errno::EISDIR);
             }
-            let removed = ds.dir_mut()?.remove(name);
+            let removed = ds.dir_mut()?.remove_hashed(name, h);
             let nlink = cs.nlink();
             if nlink > 1 {
                 self.release_inode();
@@ -313,11 +316,11 @@ impl Tmpfs {
         victim: Option<Node<'_>>,
         name: &[u8],
     ) -> Result<(), Errno> {
-        let removed = self.with_dir_and_child(dir, victim, name, |ds, cs, _| {
+        let removed = self.with_dir_and_child(dir, victim, name, |ds, cs, _, h| {
             if cs.dir()?.len() > 0 {
                 return Err(Errno::ENOTEMPTY);
             }
-            let removed = ds.dir_mut()?.remove(name);
+            let removed = ds.dir_mut()?.remove_hashed(name, h);
             cs.set_nlink(0);
             self.orphaned();
             let n = ds.nlink().saturating_sub(1);
