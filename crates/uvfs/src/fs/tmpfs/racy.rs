@@ -46,7 +46,7 @@
 /// ranges do not overlap; every access to either range that may run at
 /// the same time as this copy is atomic (another call here, or an atomic
 /// type's access).
-#[inline]
+#[inline(always)]
 pub(super) unsafe fn copy(dst: *mut u8, src: *const u8, n: usize) {
     #[cfg(all(target_arch = "x86_64", not(any(miri, loom, shuttle))))]
     if n >= WIDE_MIN
