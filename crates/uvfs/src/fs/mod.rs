@@ -825,16 +825,18 @@ pub trait FileSystem: Send + Sync + std::any::Any {
     /// drop it, which the VFS does under its inode lock), an offset at or
     /// past the largest file size (the locked way reports `EFBIG` in its
     /// order), an empty `data`, a file that is not a regular file whose
-    /// data the file system holds itself. `Some(Ok((at, n)))`: `n` bytes
-    /// written at offset `at`, mtime and ctime stamped as
-    /// [`write_node`](Self::write_node) stamps them. The default answers
-    /// `None` always.
+    /// data the file system holds itself. `Some(Ok((at, n, moved)))`: `n`
+    /// bytes written at offset `at`, mtime and ctime stamped as
+    /// [`write_node`](Self::write_node) stamps them; `moved` is false only
+    /// when the file system knows the write left mtime and ctime as they
+    /// were (the same clock tick as the last stamp), so the caller has no
+    /// change to note for `relatime`. The default answers `None` always.
     fn write_one_lock(
         &self,
         n: Node<'_>,
         off: Option<u64>,
         data: &[u8],
-    ) -> Option<Result<(u64, usize), Errno>> {
+    ) -> Option<Result<(u64, usize, bool), Errno>> {
         let _ = (n, off, data);
         None
     }

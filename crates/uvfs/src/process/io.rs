@@ -414,7 +414,12 @@ impl Task {
             if b.is_empty() {
                 continue;
             }
-            let n = d.sb().fs.read_node(d.node(), off, b)?;
+            // tmpfs's read without the dynamic call (the same function).
+            let sb = d.sb();
+            let n = match sb.tmpfs() {
+                Some(t) => t.read_node_direct(d.node(), off, b)?,
+                None => sb.fs.read_node(d.node(), off, b)?,
+            };
             done += n;
             off += n as u64;
             if n < b.len() {
@@ -475,7 +480,8 @@ impl Task {
         rw_verify_area(given, total)?;
         let append =
             rwf_append(rwf, ftype(d) == S_IFDIR, true)?.unwrap_or(f.flags() & O_APPEND != 0);
-        let fs = &d.sb().fs;
+        let sb = d.sb();
+        let fs = &sb.fs;
         let node = d.node();
         // `FastPaths::write_one_lock`: one buffer, decided and written
         // under the file system's lock of the inode alone (the file system
@@ -484,13 +490,23 @@ impl Task {
         if let [b] = bufs
             && total > 0
             && self.vfs.fastpaths().write_one_lock
-            && let Some(r) = fs.write_one_lock(node, (!append).then_some(given), b)
+            && let Some(r) = match sb.tmpfs() {
+                // tmpfs's without the dynamic call (the same function).
+                Some(t) => t.write_one_lock_direct(node, (!append).then_some(given), b),
+                None => fs.write_one_lock(node, (!append).then_some(given), b),
+            }
         {
-            let (start, n) = r?;
+            let (start, n, moved) = r?;
             if let Some(p) = pos.as_mut() {
                 p.set(start + n as u64);
             }
-            crate::vfs_ops::inode::mark_changed(d);
+            // A write that left mtime and ctime as they were (a light
+            // overwrite in the tick of the last stamp) changes nothing
+            // `relatime` looks at: no note, and no load of the cached
+            // inode right after the copy (it waits for the copy's stores).
+            if moved {
+                crate::vfs_ops::inode::mark_changed(d);
+            }
             return Ok(n);
         }
         // Appends and privilege removal read the size and mode and then

@@ -95,7 +95,9 @@ impl Tmpfs {
     /// holds the VFS lock changes these only under the same inode lock,
     /// so this write comes wholly before or wholly after each of them, as
     /// under Linux's `inode_lock`. `None` sends the caller the locked way
-    /// (see the trait's method).
+    /// (see the trait's method). The third value is false for a light
+    /// overwrite (`write_light`), which stamps nothing: mtime and ctime
+    /// already equal the coarse clock.
     ///
     /// [`FileSystem::write_one_lock`]: crate::fs::FileSystem::write_one_lock
     pub(super) fn write_alone(
@@ -103,7 +105,7 @@ impl Tmpfs {
         n: Node<'_>,
         off: Option<u64>,
         data: &[u8],
-    ) -> Option<Result<(u64, usize), Errno>> {
+    ) -> Option<Result<(u64, usize, bool), Errno>> {
         // With a directory store the first write moves the data there: the
         // locked way.
         if data.is_empty() || self.store.is_some() {
@@ -114,7 +116,7 @@ impl Tmpfs {
             && let Some(at) = off
             && let Some(done) = write_light(&i, at, data)
         {
-            return Some(Ok((at, done)));
+            return Some(Ok((at, done, false)));
         }
         let mut st = wr(&i);
         let size = match &st.kind {
@@ -128,7 +130,10 @@ impl Tmpfs {
         if at >= MAX_FILE_SIZE {
             return None;
         }
-        Some(self.write_locked(&i, &mut st, at, data).map(|n| (at, n)))
+        Some(
+            self.write_locked(&i, &mut st, at, data)
+                .map(|n| (at, n, true)),
+        )
     }
 
     /// The body of [`write_pages`](Self::write_pages), with the inode's
