@@ -21,6 +21,11 @@ enum Step {
     Readlink,
     /// Sets atime two days back and mtime to a day before that.
     AgeAtime,
+    /// Sets atime a day ahead, mtime left alone (`UTIME_OMIT`): later
+    /// than mtime and ctime until a day has passed, so relatime leaves it
+    /// even after a write (which moves mtime and ctime to now, still
+    /// before it).
+    FutureAtime,
     Chmod,
 }
 
@@ -39,6 +44,11 @@ const STEPS: &[Step] = &[
     Step::Read,
     Step::Read,
     Step::Chmod,
+    Step::Read,
+    Step::Read,
+    Step::FutureAtime,
+    Step::Read,
+    Step::Write,
     Step::Read,
     Step::Read,
 ];
@@ -129,6 +139,23 @@ fn host_run(dir: &str) -> Vec<(bool, bool, bool, bool)> {
                         0
                     );
                 }
+                Step::FutureAtime => {
+                    let now = libc::time(std::ptr::null_mut());
+                    let t = [
+                        libc::timespec {
+                            tv_sec: now + 86400,
+                            tv_nsec: 0,
+                        },
+                        libc::timespec {
+                            tv_sec: 0,
+                            tv_nsec: libc::UTIME_OMIT,
+                        },
+                    ];
+                    assert_eq!(
+                        libc::utimensat(libc::AT_FDCWD, file.as_ptr(), t.as_ptr(), 0),
+                        0
+                    );
+                }
                 Step::Chmod => assert_eq!(libc::chmod(file.as_ptr(), 0o640), 0),
             }
         }
@@ -198,6 +225,20 @@ fn uvfs_run(fast: FastPaths) -> Vec<(bool, bool, bool, bool)> {
                     Timespec {
                         tv_sec: now - 3 * 86400,
                         tv_nsec: 0,
+                    },
+                ];
+                p.utimensat(AT_FDCWD, "/d/f", Some(t), 0).unwrap();
+            }
+            Step::FutureAtime => {
+                let now = uvfs::fs::Timespec::now().sec;
+                let t = [
+                    Timespec {
+                        tv_sec: now + 86400,
+                        tv_nsec: 0,
+                    },
+                    Timespec {
+                        tv_sec: 0,
+                        tv_nsec: UTIME_OMIT,
                     },
                 ];
                 p.utimensat(AT_FDCWD, "/d/f", Some(t), 0).unwrap();
