@@ -414,10 +414,10 @@ impl Task {
             if b.is_empty() {
                 continue;
             }
-            // tmpfs's read without the dynamic call (the same function).
+            // tmpfs's read called on its type, without the dynamic call.
             let sb = d.sb();
             let n = match sb.tmpfs() {
-                Some(t) => t.read_node_direct(d.node(), off, b)?,
+                Some(t) => crate::fs::FileSystem::read_node(t, d.node(), off, b)?,
                 None => sb.fs.read_node(d.node(), off, b)?,
             };
             done += n;
@@ -491,8 +491,10 @@ impl Task {
             && total > 0
             && self.vfs.fastpaths().write_one_lock
             && let Some(r) = match sb.tmpfs() {
-                // tmpfs's without the dynamic call (the same function).
-                Some(t) => t.write_one_lock_direct(node, (!append).then_some(given), b),
+                // tmpfs's called on its type, without the dynamic call.
+                Some(t) => {
+                    crate::fs::FileSystem::write_one_lock(t, node, (!append).then_some(given), b)
+                }
                 None => fs.write_one_lock(node, (!append).then_some(given), b),
             }
         {

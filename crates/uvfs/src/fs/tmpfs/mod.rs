@@ -433,32 +433,6 @@ impl Tmpfs {
         }
     }
 
-    /// [`FileSystem::read_node`], for a caller that knows the file system
-    /// is tmpfs ([`SuperBlock::tmpfs`](crate::super_block::SuperBlock)):
-    /// the same function without the dynamic call, so a cached read's
-    /// chain of loads loses the vtable's.
-    #[inline]
-    pub(crate) fn read_node_direct(
-        &self,
-        n: Node<'_>,
-        off: u64,
-        buf: &mut [u8],
-    ) -> Result<usize, Errno> {
-        self.read_pages(n, off, buf)
-    }
-
-    /// [`FileSystem::write_one_lock`], for a caller that knows the file
-    /// system is tmpfs, as [`read_node_direct`](Self::read_node_direct).
-    #[inline]
-    pub(crate) fn write_one_lock_direct(
-        &self,
-        n: Node<'_>,
-        off: Option<u64>,
-        data: &[u8],
-    ) -> Option<Result<(u64, usize, bool), Errno>> {
-        self.write_alone(n, off, data)
-    }
-
     /// [`FileSystem::getattr_pinned`], for a caller that knows the file
     /// system is tmpfs (`stat` answered by the path cache): inlined there,
     /// the attributes stay in registers on their way into `Stat`. Through
@@ -939,6 +913,9 @@ impl FileSystem for Tmpfs {
         self.read_pages(ino.into(), off, buf)
     }
 
+    // Inline: `do_read` calls it on the concrete type when the superblock
+    // is tmpfs's (no dynamic call in a cached read's chain of loads).
+    #[inline]
     fn read_node(&self, n: Node<'_>, off: u64, buf: &mut [u8]) -> Result<usize, Errno> {
         self.read_pages(n, off, buf)
     }
@@ -951,6 +928,8 @@ impl FileSystem for Tmpfs {
         self.write_pages(n, off, data)
     }
 
+    // Inline: `do_write` calls it on the concrete type, as `read_node`.
+    #[inline]
     fn write_one_lock(
         &self,
         n: Node<'_>,
