@@ -93,22 +93,23 @@ pub(crate) fn touch_atime(vfs: &Vfs, d: &DentryRef) {
     }
 }
 
-/// The update of [`touch_atime`], once it may be due: Linux's
-/// `relatime_need_update` on the inode's current times. The cached flag
-/// only says a change was noted (`mark_changed` does not read the times);
-/// an atime still later than mtime and ctime (set ahead by `utimensat`)
-/// stays, as on Linux, and the flag is recomputed from the times.
+/// The update of [`touch_atime`], once it may be due. The cached flag
+/// may only say a change was noted (`mark_changed` does not read the
+/// times), so the inode's current times are cached first, which sets the
+/// flag by Linux's `relatime_need_update` (`InodeRef::set_attr`), and the
+/// cache is asked again: an atime still later than mtime and ctime (set
+/// ahead by `utimensat`) stays, as on Linux.
 #[cold]
 #[inline(never)]
 fn touch_atime_now(vfs: &Vfs, d: &DentryRef) {
     let Ok(a) = d.sb().fs.getattr_node(d.node()) else {
         return;
     };
-    let due = a.mtime >= a.atime
-        || a.ctime >= a.atime
-        || crate::fs::coarse_now_sec().saturating_sub(a.atime.sec) >= 24 * 60 * 60;
-    if !due {
-        cache_attr(vfs, d, a);
+    cache_attr(vfs, d, a);
+    if !d
+        .inode()
+        .is_some_and(|i| i.atime_due(crate::fs::coarse_now_sec))
+    {
         return;
     }
     let set = crate::fs::SetAttr {
