@@ -606,16 +606,16 @@ fn first_real_difference(
     // stale cache. The flag goes, on both sides and before the run (on
     // tmpfs it changes nothing): the call is still made, its path and
     // error checked, its answer fresh.
-    let dont_sync = ops
-        .iter()
-        .filter(|op| matches!(op, Op::Statx(_, _, fl, _) if fl & libc::AT_STATX_DONT_SYNC != 0))
-        .count();
-    if dont_sync > 0 {
-        for op in ops.iter_mut() {
-            if let Op::Statx(_, _, fl, _) = op {
-                *fl &= !libc::AT_STATX_DONT_SYNC;
-            }
+    let mut dont_sync = 0;
+    for op in ops.iter_mut() {
+        if let Op::Statx(_, _, fl, _) = op
+            && *fl & libc::AT_STATX_DONT_SYNC != 0
+        {
+            *fl &= !libc::AT_STATX_DONT_SYNC;
+            dont_sync += 1;
         }
+    }
+    if dont_sync > 0 {
         *seen.entry(DONT_SYNC_WHY).or_default() += dont_sync;
     }
     if zero_range + dont_sync > 0 {
