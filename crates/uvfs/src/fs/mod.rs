@@ -858,3 +858,36 @@ pub trait FileSystem: Send + Sync + std::any::Any {
     /// up first), so an unlinked inode always gets its `evict`.
     fn evict(&self, ino: Ino);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::InodeData;
+    use std::sync::Arc;
+
+    /// An `InodeData` dropped instead of handed back (`release_data`)
+    /// panics in test builds (the reference it holds would leak), and one
+    /// taken back with `into_arc` does not.
+    #[test]
+    fn a_dropped_inode_data_panics() {
+        let a = Arc::new(7u32);
+        let d = InodeData::from_arc(a.clone());
+        let p = d.borrow().as_ptr();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(d)));
+        let msg = r.expect_err("a dropped InodeData must panic");
+        let msg = msg.downcast_ref::<&str>().copied().unwrap_or_default();
+        assert!(msg.contains("not handed back"), "{msg}");
+        assert_eq!(
+            Arc::strong_count(&a),
+            2,
+            "the dropped one's reference is still held"
+        );
+        // SAFETY: `p` is the dropped `InodeData`'s pointer, from
+        // `Arc::<u32>::into_raw`; its reference was never let go (the drop
+        // panicked first), so it is taken back here once.
+        drop(unsafe { Arc::from_raw(p.as_ptr().cast::<u32>().cast_const()) });
+        // Handed back: no panic, the count back to one.
+        // SAFETY: made by `from_arc` with an `Arc<u32>` just above.
+        drop(unsafe { InodeData::from_arc(a.clone()).into_arc::<u32>() });
+        assert_eq!(Arc::strong_count(&a), 1);
+    }
+}
