@@ -191,8 +191,8 @@ pub enum Command {
 pub struct RunArgs {
     /// The test (`uvfs-bench list` shows them): open1, open2, open3, dup1,
     /// lseek1, lseek2, read1, read2, pread1, write1, unlink1, unlink2,
-    /// openneg, stat1, stat12, open12, seqread, seqwrite, bulkwrite,
-    /// rmdir1, getfl, dup100, fstree, blogbench.
+    /// openneg, stat1, stat12, statchurn, open12, seqread, seqwrite,
+    /// bulkwrite, rmdir1, getfl, dup100, fstree, blogbench.
     #[arg(value_parser = Test::from_name)]
     pub test: Test,
     /// Where to run: `host` = real system calls through libc on a temp

@@ -27,6 +27,7 @@
 //! | stat1 | own file `W/willitscale.N` | `stat` it |
 //! | stat12 | own file 12 components below `W`: `W/willitscale.N.d/d1/…/d10/willitscale` | `stat` it (against stat1: what 11 more components cost) |
 //! | open12 | the same file as stat12 | open it `O_RDWR`, close (against open1) |
+//! | statchurn | stat12's file, and a scratch name in its own directory | `stat` the file (one operation); every 8th also creates, closes and unlinks the scratch file (a build's header stats beside its temporary files) |
 //! | seqread | own 64 MiB file `W/willitscale.N`, kept open | read 1 MiB; at end of file, seek to 0 (that read is not counted) |
 //! | seqwrite | own empty file `W/willitscale.N`, kept open | write 1 MiB; after 64 MiB, seek to 0 |
 //! | bulkwrite | own empty file `W/willitscale.N`, kept open | write 1 MiB into pages the file does not hold; after 64 MiB, reopen it with `O_TRUNC` (not counted) |
@@ -132,6 +133,9 @@ const DUP100_HOLE: usize = 67;
 /// file (own directory + 10 + the file = 12 components below `W`).
 const DEEP_DIRS: usize = 10;
 
+/// statchurn: stats per create + unlink of the scratch file.
+const CHURN_STATS: u64 = 8;
+
 /// A test by name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Test {
@@ -179,6 +183,8 @@ pub enum Test {
     Stat12,
     /// open/close of its own file 12 components below the work directory.
     Open12,
+    /// stat12's stats, with a create + unlink of a scratch file every 8.
+    Statchurn,
     /// Sequential 1 MiB reads through its own 64 MiB file.
     Seqread,
     /// Sequential 1 MiB writes through its own 64 MiB file.
@@ -277,6 +283,13 @@ pub const TESTS: &[Entry] = &[
         test: Some(Test::Stat12),
         description: "stat(2) of its own file 12 components below W (stat1's is 1): path walk \
             cost by depth (issue 16: the path cache)",
+    },
+    Entry {
+        name: "statchurn",
+        test: Some(Test::Statchurn),
+        description: "stat(2) of its own file 12 components below W; every 8th stat also \
+            creates, closes and unlinks a scratch file in its own directory (issue 16: \
+            path_cache_dir_gen)",
     },
     Entry {
         name: "open12",
@@ -657,7 +670,7 @@ pub fn setup<S: Sys>(test: Test, sys: &mut S, env: &Env<'_>, n: usize) -> Result
             }
         }
         Test::Open3 => st.path = shared_file(workdir),
-        Test::Stat12 | Test::Open12 => {
+        Test::Stat12 | Test::Open12 | Test::Statchurn => {
             let dir = own_dir(workdir, n);
             let mut at = dir.to_str().expect("UTF-8 path").to_owned();
             sys.mkdir(&dir, 0o700)?;
@@ -668,6 +681,10 @@ pub fn setup<S: Sys>(test: Test, sys: &mut S, env: &Env<'_>, n: usize) -> Result
             st.path = cpath(format!("{at}/willitscale"));
             let fd = create_file(sys, &st.path, 0)?;
             sys.close(fd)?;
+            if test == Test::Statchurn {
+                let d = dir.to_str().expect("UTF-8 path");
+                st.other = Some(cpath(format!("{d}/scratch")));
+            }
             st.dir = Some(dir);
         }
         Test::Openneg => st.path = cpath(format!("{workdir}/nonexistent")),
@@ -757,7 +774,9 @@ pub fn teardown<S: Sys>(sys: &mut S, st: TaskState) -> Result<(), Errno> {
     if st.unlink_path {
         sys.unlink(&st.path)?;
     }
-    if let (Test::Stat12 | Test::Open12 | Test::Rename2, Some(dir)) = (st.test, &st.dir) {
+    if let (Test::Stat12 | Test::Open12 | Test::Statchurn | Test::Rename2, Some(dir)) =
+        (st.test, &st.dir)
+    {
         return crate::backend::remove_tree(sys, dir);
     }
     if let Some(dir) = &st.dir {
@@ -853,6 +872,21 @@ pub fn run<S: Sys>(sys: &mut S, st: &mut TaskState, c: &Counters<'_>) -> Result<
             Ok(())
         }),
         Test::Stat1 | Test::Stat12 => iterate(count, stop, || sys.stat(path).map(drop)),
+        Test::Statchurn => {
+            let scratch = st
+                .other
+                .as_deref()
+                .expect("statchurn's setup named its scratch file");
+            iterate_by(count, stop, || {
+                for _ in 0..CHURN_STATS {
+                    sys.stat(path)?;
+                }
+                let fd = sys.open(scratch, uapi::O_RDWR | uapi::O_CREAT | uapi::O_EXCL, 0o600)?;
+                sys.close(fd)?;
+                sys.unlink(scratch)?;
+                Ok(CHURN_STATS)
+            })
+        }
         // A short read or write ends the test (EIO): every counted
         // operation moved exactly SEQ_REQUEST bytes, so bandwidth is
         // ops/s x 1 MiB.

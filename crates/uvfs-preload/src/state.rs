@@ -324,6 +324,7 @@ fn callbacks() -> Option<&'static Callbacks> {
 /// `fork`).
 pub(crate) fn at_load(cb: Callbacks) {
     let _ = prefix_raw();
+    read_fastpaths();
     register_atfork();
     let _ = CALLBACKS.set(cb);
 }
@@ -668,6 +669,38 @@ pub(crate) fn forget_all_fds() {
 /// (what a tree's server serves: see `namespace`).
 static BUILT: OnceLock<(Arc<Vfs>, Arc<dyn FileSystem>)> = OnceLock::new();
 
+/// The fast paths the shim's uvfs is built with: `UVFS_FASTPATHS`, a spec
+/// as `uvfs-bench run --fastpaths` takes it (`seeds`, `stock`,
+/// `seeds,path_cache_dir_gen=off`, ...), so a real program can A/B one
+/// switch; `seeds` without it.
+static FASTPATHS: OnceLock<FastPaths> = OnceLock::new();
+
+/// Reads `UVFS_FASTPATHS` (from the library constructor, before `main`). A
+/// spec that does not parse ends the process there, exit status 2, with
+/// one line on stderr: a run meant to measure a switch must not measure
+/// the default instead, silently.
+fn read_fastpaths() {
+    let Some(v) = std::env::var_os("UVFS_FASTPATHS") else {
+        return;
+    };
+    match v.to_str().map(FastPaths::parse) {
+        Some(Ok(f)) => {
+            let _ = FASTPATHS.set(f);
+        }
+        _ => {
+            let msg = format!(
+                "uvfs-preload: UVFS_FASTPATHS={v:?} is not a fast-path spec (seeds, stock, \
+                 and NAME=on|off items, comma-separated; `uvfs-bench run --help` lists the \
+                 names)\n"
+            );
+            let _ = rustix::io::write(rustix::stdio::stderr(), msg.as_bytes());
+            // SAFETY: ends the process at load, before `main` and before
+            // any thread or uvfs state exists; nothing is left half-done.
+            unsafe { libc::_exit(2) };
+        }
+    }
+}
+
 /// The VFS and its root file system, if built.
 pub(crate) fn built() -> Option<(Arc<Vfs>, Arc<dyn FileSystem>)> {
     BUILT.get().cloned()
@@ -682,7 +715,7 @@ fn new_process() -> Process {
     let _busy = Busy::enter();
     let fs: Arc<dyn FileSystem> = Tmpfs::new(TmpfsOptions::default());
     let vfs: Arc<Vfs> = Vfs::builder()
-        .fastpaths(FastPaths::seeds())
+        .fastpaths(FASTPATHS.get().copied().unwrap_or_else(FastPaths::seeds))
         .lease_notify(Arc::new(crate::signal::KillNotify))
         .build_with_root(fs.clone());
     let _ = BUILT.set((vfs.clone(), fs));

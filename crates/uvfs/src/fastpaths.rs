@@ -205,12 +205,30 @@ pub struct FastPaths {
     /// path is walked twice before the cache answers it. Needs
     /// `path_cache`; off, every answered miss fills its slot.
     pub path_cache_admit: bool,
+    /// Issue 16 (uvfs's own; Tsai et al. invalidate per directory too): a
+    /// change confined to one file's dentry (an unlink, its `d_delete` or
+    /// `d_drop`, a chmod or chown of a non-directory) does not move the
+    /// namespace generation, so it no longer makes every path-cache entry
+    /// stale: the entries that end on that dentry see its own count move,
+    /// and no entry's walk goes through a non-directory. A directory's
+    /// unhash or permission change, a move, a mount and a dentry's death
+    /// still move it. Needs `path_cache` to matter; off, every unlink,
+    /// chmod or chown anywhere empties the cache, as before.
+    pub path_cache_dir_gen: bool,
+    /// Issue 16 (uvfs's own): the parent walk of a create, unlink, mkdir,
+    /// rmdir, link, symlink or rename (`lookup_parent`) asks the path
+    /// cache for the path's directory part, as a lookup of it with
+    /// `FOLLOW | DIRECTORY` would (the lockless walk fills the entry on a
+    /// miss), then checks search permission on that directory: one hash
+    /// of the prefix and one probe, not a step per component. Needs
+    /// `path_cache` and `rcu_parent`; off, the lockless parent walk.
+    pub path_cache_parent: bool,
 }
 
 /// Name, description and accessor of every switch, in a stable order.
 type Switch = (&'static str, &'static str, fn(&mut FastPaths) -> &mut bool);
 
-const SWITCHES: [Switch; 25] = [
+const SWITCHES: [Switch; 27] = [
     (
         "close_sync",
         "seed 000: close(2) releases the file synchronously",
@@ -334,6 +352,16 @@ const SWITCHES: [Switch; 25] = [
         "issue 16: a path fills the path cache on its second miss, so a lookup made once evicts nothing",
         |f| &mut f.path_cache_admit,
     ),
+    (
+        "path_cache_dir_gen",
+        "issue 16: a file's unlink, chmod or chown leaves other path-cache entries valid",
+        |f| &mut f.path_cache_dir_gen,
+    ),
+    (
+        "path_cache_parent",
+        "issue 16: a create's or unlink's directory found through the path cache",
+        |f| &mut f.path_cache_parent,
+    ),
 ];
 
 /// The seed switches (the first six of [`SWITCHES`]): the ones
@@ -369,6 +397,8 @@ impl FastPaths {
             dentry_inline_name: false,
             path_cache_inode: false,
             path_cache_admit: false,
+            path_cache_dir_gen: false,
+            path_cache_parent: false,
         }
     }
 
@@ -401,6 +431,8 @@ impl FastPaths {
             dentry_inline_name: true,
             path_cache_inode: true,
             path_cache_admit: true,
+            path_cache_dir_gen: true,
+            path_cache_parent: true,
         }
     }
 
@@ -542,7 +574,7 @@ mod tests {
     #[test]
     fn display_round_trips_every_combination() {
         let all: Vec<_> = FastPaths::all_combinations().collect();
-        assert_eq!(all.len(), 102);
+        assert_eq!(all.len(), 106);
         assert!(all.contains(&FastPaths::seeds()));
         assert!(all.contains(&FastPaths::stock()));
         assert!(all.contains(&FastPaths::seeds().with("fd_single_user", false)));

@@ -24,13 +24,15 @@ use crate::cred::{Cred, MAY_EXEC, permission};
 use crate::dcache::{Dentry, DentryRef};
 use crate::errno::Errno;
 use crate::fs::S_ISVTX;
-use crate::path_cache::{Key, Outcome, PathCache, Pinned};
+use crate::path_cache::{Key, Pinned};
 use crate::primitive::sync::lock;
 use crate::reclaim;
 use crate::vfs::Vfs;
 use crate::vfs_ops::inode::inode_permission;
 use crate::vfs_ops::inode::{iget_found, touch_atime};
 use std::ptr::NonNull;
+
+mod cached;
 
 /// Follow a symlink in the last component.
 pub(crate) const FOLLOW: u32 = 1;
@@ -486,7 +488,15 @@ impl<'a> Nd<'a> {
         if path.is_empty() {
             return Err(Errno::ENOENT);
         }
-        if self.vfs.fastpaths().rcu_parent
+        let fast = self.vfs.fastpaths();
+        if fast.path_cache_parent
+            && fast.rcu_parent
+            && let Some(pc) = self.vfs.path_cache()
+            && let Some(p) = self.lookup_parent_cached(pc, &start, path, links)
+        {
+            return Ok(p);
+        }
+        if fast.rcu_parent
             && let Some(p) = self.lookup_parent_rcu(&start, path, links)
         {
             return Ok(p);
@@ -777,151 +787,6 @@ impl<'a> Nd<'a> {
             Err(Errno::ENOENT) => Ok(dc.d_alloc(dir, name)),
             Err(e) => Err(e),
         }
-    }
-
-    /// `lookup` through the full-path cache: a valid entry answers; else
-    /// the lockless walk answers and its answer is remembered. `None` to
-    /// fall back to the locked walk (see [`path_cache`](crate::path_cache)
-    /// for why an entry stays true).
-    ///
-    /// Returns the answer itself, falling back in here, rather than an
-    /// `Option` for `lookup` to unwrap: unwrapping copied the 16-byte
-    /// answer through the stack, loading it as one word just stored as two
-    /// (its tag, its pointer), which the CPU cannot forward from the store
-    /// buffer and so waits for.
-    fn lookup_cached(
-        &self,
-        pc: &PathCache,
-        start: &DentryRef,
-        path: &[u8],
-        flags: u32,
-    ) -> Result<DentryRef, Errno> {
-        let mut key = Key::empty();
-        if !self.key(&mut key, start, path, flags) {
-            return match self.lookup_rcu(start, path, flags) {
-                Some(e) => e.result,
-                None => self.lookup_locked(start, path, flags),
-            };
-        }
-        match pc.find(&self.vfs.caches().dcache, &key) {
-            Some(Ok(d)) => Ok(d),
-            Some(Err(e)) => Err(e),
-            None => match self.fill_cached(pc, &key, start, path, flags) {
-                Some(r) => r,
-                None => self.lookup_locked(start, path, flags),
-            },
-        }
-    }
-
-    /// Fills `key` (an empty one) for a lookup of `path` from `start`;
-    /// false if the lookup is not cacheable.
-    #[inline]
-    fn key(&self, key: &mut Key, start: &DentryRef, path: &[u8], flags: u32) -> bool {
-        let base = if path.first() == Some(&b'/') {
-            self.root.as_ptr()
-        } else {
-            start.as_ptr()
-        };
-        key.fill(base, path, flags & (FOLLOW | DIRECTORY), self.cred)
-    }
-
-    /// After a path-cache miss on `key`: the lockless walk, its answer
-    /// remembered; `None` to fall back to the locked walk.
-    fn fill_cached(
-        &self,
-        pc: &PathCache,
-        key: &Key,
-        start: &DentryRef,
-        path: &[u8],
-        flags: u32,
-    ) -> Option<Result<DentryRef, Errno>> {
-        let dc = &self.vfs.caches().dcache;
-        // Read before the walk: a change the walk may have missed moves the
-        // generation past what the entry records.
-        let generation = dc.ns_gen();
-        let end = self.lookup_rcu(start, path, flags)?;
-        if let Some(outcome) = Outcome::of(&end.result) {
-            // A positive answer holds its reference: its dentry is readable.
-            if pc.admit(key, generation) {
-                let pinned = end.result.as_ref().ok().and_then(|d| {
-                    let p = self.pinned_of(d)?;
-                    d.seq_valid(end.seq).then_some(p)
-                });
-                pc.put(key, generation, end.dentry, end.seq, outcome, pinned);
-            }
-        }
-        Some(end.result)
-    }
-
-    /// What the path cache records of the way from `d` to its inode's
-    /// attributes ([`Pinned`], `FastPaths::path_cache_inode`): its inode's
-    /// object when the file system reads attributes through objects
-    /// reached without a reference (tmpfs with `pinned_reads`), with the
-    /// inode and device numbers. The caller checks `d`'s count after this
-    /// read, so that the object is the inode's the entry's count names;
-    /// `d` is pinned or referenced.
-    #[inline]
-    fn pinned_of(&self, d: &Dentry) -> Option<Pinned> {
-        if !self.vfs.fastpaths().path_cache_inode {
-            return None;
-        }
-        let sb = d.sb();
-        if !sb.tmpfs()?.pinned_reads() {
-            return None;
-        }
-        let n = d.node_pinned()?;
-        Some(Pinned {
-            data: n.data?.as_ptr(),
-            ino: n.ino,
-            dev: sb.dev,
-        })
-    }
-
-    /// As [`fill_cached`](Self::fill_cached) for a caller that needs only
-    /// the inode (`FastPaths::stat_noref_walk`): the lockless walk ends by
-    /// running `f` on the dentry found and its inode number, both read at
-    /// the count the walk found it at and that count validated, still
-    /// pinned and without a reference (as [`PathCache::find_ino`] does on
-    /// a hit); the path cache is filled as `fill_cached` fills it. `None`
-    /// (the walk fell back, or `f` declined) to go on with the walk with
-    /// references. Out of line: the hit path of [`lookup_ino`](Self::lookup_ino)
-    /// stays small enough to be inlined into `stat`.
-    #[inline(never)]
-    fn fill_cached_ino<R>(
-        &self,
-        pc: &PathCache,
-        key: &Key,
-        start: &DentryRef,
-        path: &[u8],
-        flags: u32,
-        f: impl FnOnce(&Dentry, crate::fs::Ino) -> Option<R>,
-    ) -> Option<Result<R, Errno>> {
-        let dc = &self.vfs.caches().dcache;
-        let generation = dc.ns_gen();
-        let mut pinned = None;
-        let end = self.lookup_rcu_then(start, path, flags, |cur, seq| {
-            // SAFETY: the walk is pinned while this runs, and `cur` was
-            // reached through the cache after the pin began: its memory
-            // (and its superblock's, which it holds) is retired only after
-            // a grace period.
-            let d = unsafe { cur.as_ref() };
-            let ino = d.ino();
-            let p = self.pinned_of(d);
-            // The inode number (and its object) read in the state the walk
-            // found (a change of the inode, an unhash or a move is a write
-            // section).
-            if !d.seq_valid(seq) {
-                return None;
-            }
-            pinned = p;
-            f(d, ino)
-        })?;
-        if let Some(outcome) = Outcome::of(&end.result)
-            && pc.admit(key, generation)
-        {
-            pc.put(key, generation, end.dentry, end.seq, outcome, pinned);
-        }
-        Some(end.result)
     }
 
     /// [`lookup_parent_counted`](Self::lookup_parent_counted) by the

@@ -902,4 +902,74 @@ mod tests {
         pc.tags[i].filled.store(hint(&k1, 3), HintOrdering::Relaxed);
         assert_eq!(pc.get(&k1, 3).unwrap().dentry, base(9));
     }
+    /// `FastPaths::path_cache_dir_gen`: a file's unlink (in place, or
+    /// unhashed while open), chmod and chown leave the namespace
+    /// generation (and so every other entry) alone; a directory's chmod
+    /// and removal move it; the answers for the changed file follow the
+    /// change either way.
+    #[test]
+    fn only_a_directorys_change_moves_the_generation_with_dir_gen() {
+        use crate::uapi::{O_CREAT, O_RDWR};
+        for on in [true, false] {
+            let mut fast = crate::FastPaths::seeds();
+            fast.path_cache_dir_gen = on;
+            let vfs = crate::Vfs::new(fast);
+            let mut p = crate::Process::new(&vfs).unwrap();
+            let dc = &vfs.caches().dcache;
+            for d in ["/a", "/a/b", "/t"] {
+                p.mkdir(d, 0o755).unwrap();
+            }
+            p.write_file("/a/b/f", b"1").unwrap();
+            p.write_file("/t/x", b"2").unwrap();
+            // Walked, filled on the second miss, answered by the third.
+            for path in ["/a/b/f", "/t/x", "/a/b/f", "/t/x", "/a/b/f", "/t/x"] {
+                p.stat(path).unwrap();
+            }
+            let g = dc.ns_gen();
+            p.chmod("/t/x", 0o600).unwrap();
+            assert_eq!(p.stat("/t/x").unwrap().st_mode & 0o7777, 0o600);
+            p.chown("/t/x", 5, 6).unwrap();
+            let st = p.stat("/t/x").unwrap();
+            assert_eq!((st.st_uid, st.st_gid), (5, 6));
+            p.unlink("/t/x").unwrap();
+            assert_eq!(p.stat("/t/x"), Err(Errno::ENOENT));
+            // Unlinked while open: unhashed, not made negative in place.
+            let fd = p.open("/t/y", O_CREAT | O_RDWR, 0o644).unwrap();
+            p.unlink("/t/y").unwrap();
+            assert_eq!(p.stat("/t/y"), Err(Errno::ENOENT));
+            assert_eq!(dc.ns_gen() == g, on, "file changes, dir_gen {on}");
+            assert_eq!(p.stat("/a/b/f").unwrap().st_size, 1);
+            // The open file's dentry dies at its close: a death always
+            // counts (its memory is retired after it).
+            p.close(fd).unwrap();
+            let g = dc.ns_gen();
+            p.chmod("/a", 0o700).unwrap();
+            assert_ne!(dc.ns_gen(), g, "a directory's chmod, dir_gen {on}");
+            let g = dc.ns_gen();
+            p.rmdir("/t").unwrap();
+            assert_ne!(dc.ns_gen(), g, "rmdir, dir_gen {on}");
+            assert_eq!(p.stat("/t"), Err(Errno::ENOENT));
+            assert_eq!(p.stat("/a/b/f").unwrap().st_size, 1);
+        }
+    }
+
+    /// With `path_cache_dir_gen`, a dentry's count may move many times
+    /// under one generation; once every `SEQ_GEN_PERIOD` write sections the
+    /// generation moves anyway, so no entry outlives a wrap of the 32-bit
+    /// count it recorded. Here: half a million chmods of one file.
+    #[test]
+    fn a_files_count_moves_the_generation_once_per_period() {
+        let vfs = crate::Vfs::new(crate::FastPaths::seeds());
+        let mut p = crate::Process::new(&vfs).unwrap();
+        p.write_file("/f", b"").unwrap();
+        let dc = &vfs.caches().dcache;
+        let g = dc.ns_gen();
+        // One write section per chmod that changes the mode: 2^19 + 1 of
+        // them take the count past a multiple of 2^20 from any start.
+        for i in 0..(1u32 << 19) + 1 {
+            p.chmod("/f", if i % 2 == 0 { 0o600 } else { 0o644 })
+                .unwrap();
+        }
+        assert_ne!(dc.ns_gen(), g);
+    }
 }

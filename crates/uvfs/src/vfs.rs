@@ -270,7 +270,8 @@ impl Vfs {
             },
         );
         let caches = Arc::new(Caches {
-            dcache: DentryCache::new(b.dcache_limit, b.fast.cheap_pin, b.fast.dentry_inline_name),
+            dcache: DentryCache::new(b.dcache_limit, b.fast.cheap_pin, b.fast.dentry_inline_name)
+                .with_dir_gen(b.fast.path_cache_dir_gen),
             icache,
         });
         let root = new_sb(&caches, &sbs, fs).expect("the root file system has a root inode");

@@ -568,7 +568,7 @@ const STEPS: usize = 500;
 #[test]
 fn all_fast_path_combinations_are_observably_identical() {
     let combos: Vec<FastPaths> = FastPaths::all_combinations().collect();
-    assert_eq!(combos.len(), 102);
+    assert_eq!(combos.len(), 106);
     let mut coverage = Coverage::new();
     for seed in SEEDS {
         let (reference, cov) = World::new(combos[0]).run(seed, STEPS);

@@ -343,20 +343,70 @@ fn stat_noref_walk_on_and_off_agree() {
 /// dentry cache: every result the same.
 #[test]
 fn rcu_parent_on_and_off_agree() {
-    let runs = [
-        (FastPaths::seeds(), 1 << 20, [3u64, 0x17, 0xface]),
-        (FastPaths::stock(), 1 << 20, [3, 0x17, 777]),
-        (
-            FastPaths::seeds().with("path_cache", false),
-            1 << 20,
-            [5, 6, 8],
-        ),
-        (FastPaths::seeds(), 12, [11, 0xbee, 98]),
-    ];
-    for (preset, limit, seeds) in runs {
+    changes_agree(
+        "rcu_parent",
+        &[
+            (FastPaths::seeds(), 1 << 20, [3u64, 0x17, 0xface]),
+            (FastPaths::stock(), 1 << 20, [3, 0x17, 777]),
+            (
+                FastPaths::seeds().with("path_cache", false),
+                1 << 20,
+                [5, 6, 8],
+            ),
+            (FastPaths::seeds(), 12, [11, 0xbee, 98]),
+        ],
+    );
+}
+
+/// `path_cache_parent` (the directory of a name to create or remove found
+/// through the path cache's entry of the path's directory part) against
+/// the lockless parent walk, as above: changes by every credential, so
+/// entries are filled and asked by users who may not search everywhere.
+#[test]
+fn path_cache_parent_on_and_off_agree() {
+    changes_agree(
+        "path_cache_parent",
+        &[
+            (FastPaths::seeds(), 1 << 20, [21u64, 0x21, 0xfade]),
+            (
+                FastPaths::stock()
+                    .with("path_cache", true)
+                    .with("rcu_parent", true),
+                1 << 20,
+                [22, 23, 24],
+            ),
+            (FastPaths::seeds(), 12, [25, 0xbad, 26]),
+        ],
+    );
+}
+
+/// `path_cache_dir_gen` (a file's unlink, chmod or chown leaves the other
+/// entries valid) against every change moving the generation, as above.
+#[test]
+fn path_cache_dir_gen_on_and_off_agree() {
+    changes_agree(
+        "path_cache_dir_gen",
+        &[
+            (FastPaths::seeds(), 1 << 20, [31u64, 0x31, 0xdead]),
+            (
+                FastPaths::stock().with("path_cache", true),
+                1 << 20,
+                [32, 33, 34],
+            ),
+            (FastPaths::seeds(), 12, [35, 0xc0de, 36]),
+        ],
+    );
+}
+
+/// The seeded sequence with `switch` off and on, changes made by every
+/// credential, for each (preset, dentry cache limit, seeds): every result
+/// the same, and the run made changes that succeeded and failed with each
+/// of the errors a walk gives.
+fn changes_agree(switch: &str, runs: &[(FastPaths, usize, [u64; 3])]) {
+    for &(preset, limit, seeds) in runs {
         for seed in seeds {
             let world = |on: bool| {
-                let mut w = World::new(preset.with("rcu_parent", on), limit);
+                let mut w = World::new(preset.with(switch, on), limit);
                 w.any_changer = true;
                 w.run(seed)
             };
@@ -385,7 +435,7 @@ fn rcu_parent_on_and_off_agree() {
             for (x, y) in off.iter().zip(&on) {
                 assert_eq!(
                     x, y,
-                    "{preset} dcache limit {limit} seed {seed}: rcu_parent off (left) vs on (right)"
+                    "{preset} dcache limit {limit} seed {seed}: {switch} off (left) vs on (right)"
                 );
             }
             assert_eq!(off.len(), on.len());

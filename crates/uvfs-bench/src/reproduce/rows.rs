@@ -181,6 +181,12 @@ pub(super) const ROWS: &[Row] = &[
         "path_cache_admit",
         "a path fills the path cache on its second miss",
     ),
+    own(
+        "016",
+        Test::Statchurn,
+        "path_cache_dir_gen",
+        "a file's unlink leaves other path-cache entries valid",
+    ),
     // Not a kernel seed: uvfs's own fast path (issue 19), numbered after
     // its issue so the rows stay sorted; no published figure.
     own(

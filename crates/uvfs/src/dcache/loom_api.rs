@@ -97,9 +97,16 @@ impl World {
     /// [`INLINE_NAME`](super::INLINE_NAME) bytes held in the dentry (as
     /// `FastPaths::dentry_inline_name`) or not.
     pub fn with_inline_names(limit: usize, inline: bool) -> World {
+        World::with_options(limit, inline, true)
+    }
+
+    /// [`with_inline_names`](Self::with_inline_names), with
+    /// `FastPaths::path_cache_dir_gen` set to `dir_gen` (on in the
+    /// others, as in `seeds`).
+    pub fn with_options(limit: usize, inline: bool, dir_gen: bool) -> World {
         let icache = crate::icache::InodeCache::new(16, 2, true, |_, _, _| {});
         let caches = Arc::new(Caches {
-            dcache: DentryCache::new(limit, false, inline),
+            dcache: DentryCache::new(limit, false, inline).with_dir_gen(dir_gen),
             icache,
         });
         let fs = Tmpfs::new(TmpfsOptions::default());
@@ -182,6 +189,13 @@ impl World {
     /// `d_drop` (unlink, rmdir, a rename's victim).
     pub fn d_drop(&self, d: &DentryRef) {
         self.dc().d_drop(d);
+    }
+
+    /// `d_drop` as if the dentry were not a directory: unhashed without
+    /// moving the namespace generation (never correct for a directory:
+    /// for the model that shows a directory's unhash must move it).
+    pub fn d_drop_without_generation(&self, d: &DentryRef) {
+        self.dc().unhash_without_generation(d.0);
     }
 
     /// `d_delete` (`FastPaths::d_delete`): unlink's end for a name the

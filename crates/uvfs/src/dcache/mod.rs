@@ -209,6 +209,11 @@ const DEADDIR: u32 = 16;
 /// dentry), before the child leaves the hash.
 const COMPLETE: u32 = 32;
 
+/// Every this many write sections of one dentry's count (a power of two),
+/// the section's end moves the namespace generation (`write_end`), so a
+/// path-cache entry never outlives a wrap of the count it recorded.
+const SEQ_GEN_PERIOD: u32 = 1 << 20;
+
 /// The most bucket locks (each on its own cache lines).
 const MAX_LOCKS: usize = 4096;
 
@@ -578,8 +583,18 @@ impl Dentry {
         fence(Ordering::Release);
     }
 
+    /// Ends a change begun by [`write_begin`](Self::write_begin). Once
+    /// every [`SEQ_GEN_PERIOD`] sections of one dentry, counts a namespace
+    /// change too: a path-cache entry trusts the final dentry's 32-bit
+    /// count where no generation moves (a create in place, and with
+    /// `FastPaths::path_cache_dir_gen` a file's unlink, chmod or chown),
+    /// and this keeps the count from wrapping back to an entry's value
+    /// (2^31 sections) while the entry's generation is still current.
     fn write_end(&self) {
-        self.seq.fetch_add(1, Ordering::Release);
+        let s = self.seq.fetch_add(1, Ordering::Release).wrapping_add(1);
+        if s & (SEQ_GEN_PERIOD - 1) == 0 {
+            self.sb.caches.dcache.ns_changed();
+        }
     }
 
     /// The sequence count, waiting out a writer (spins are short: writers
@@ -736,12 +751,16 @@ impl Dentry {
         {
             return;
         }
+        let was_dir = self.mode.load(Ordering::Relaxed) & S_IFMT == S_IFDIR;
         self.write_begin();
         self.mode.store(mode, Ordering::Relaxed);
         self.uid.store(uid, Ordering::Relaxed);
         self.gid.store(gid, Ordering::Relaxed);
         self.write_end();
-        self.sb.caches.dcache.ns_changed();
+        // A directory's search permission is memoized in every entry whose
+        // walk went through it; a file's mode and owners are in no entry
+        // (the count just moved says it to the entries that end here).
+        self.sb.caches.dcache.ns_changed_at(was_dir);
     }
 
     /// Marks an unnamed (`O_TMPFILE | O_EXCL`) file as never linkable.
@@ -970,6 +989,11 @@ pub struct DentryCache {
     /// `cheap_pin`: the walk's and the path cache's pins are the cheap
     /// ones (see [`reclaim`](crate::reclaim)).
     cheap_pin: bool,
+    /// [`FastPaths::path_cache_dir_gen`](crate::FastPaths::path_cache_dir_gen):
+    /// a change confined to a non-directory (or negative) dentry, inside a
+    /// write section of its count, does not move `ns_gen` (see
+    /// [`ns_changed_at`](Self::ns_changed_at)).
+    dir_gen: bool,
     /// The longest name a dentry holds in itself: [`INLINE_NAME`], or 0
     /// ([`FastPaths::dentry_inline_name`](crate::FastPaths::dentry_inline_name)
     /// off: every name a [`Name`] of its own, as before).

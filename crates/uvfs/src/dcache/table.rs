@@ -27,9 +27,17 @@ impl DentryCache {
             shutdown: AtomicBool::new(false),
             ns_gen: crossbeam_utils::CachePadded::new(AtomicU64::new(0)),
             cheap_pin,
+            dir_gen: false,
             inline_max: if inline_names { INLINE_NAME } else { 0 },
             rename: crossbeam_utils::CachePadded::new(path::RenameSeq::new()),
         }
+    }
+
+    /// The cache with `FastPaths::path_cache_dir_gen` set to `on` (see
+    /// [`ns_changed_at`](Self::ns_changed_at)).
+    pub(crate) fn with_dir_gen(mut self, on: bool) -> DentryCache {
+        self.dir_gen = on;
+        self
     }
 
     /// Whether walks over this cache take the cheap pin (`cheap_pin`).
@@ -51,6 +59,33 @@ impl DentryCache {
     /// the memory is retired).
     pub(crate) fn ns_changed(&self) {
         self.ns_gen.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Counts a change made to one dentry inside a write section of its
+    /// count (an unhash, a `d_delete`, a permission snapshot's change),
+    /// after it is visible. `was_dir`: the dentry was a directory before
+    /// the change.
+    ///
+    /// With `dir_gen` (`FastPaths::path_cache_dir_gen`) only a directory's
+    /// change moves the generation. Why that is enough: a path-cache entry
+    /// depends on the dentries its walk went *through*, and on the one it
+    /// ended on. The walk goes on from a dentry only if it is a directory
+    /// (`lookup_rcu_then` stops at a negative dentry with `ENOENT` and at
+    /// a non-directory with `ENOTDIR` or its answer), so a non-directory or
+    /// negative dentry is always an entry's last one; and every entry's
+    /// answer is trusted only after its last dentry's count is checked
+    /// against the one the entry recorded (`PathCache::find`,
+    /// `find_ino`), which this change's write section has moved. So an
+    /// unlink, chmod or chown of a file anywhere no longer empties the
+    /// whole cache, only its own entries. A dentry's death still moves
+    /// the generation before its memory is retired (`dput`), moves and
+    /// mounts still do, and `write_end` bounds how far the 32-bit count
+    /// can go without one (`SEQ_GEN_PERIOD`).
+    #[inline]
+    pub(crate) fn ns_changed_at(&self, was_dir: bool) {
+        if was_dir || !self.dir_gen {
+            self.ns_changed();
+        }
     }
 
     /// Dentries alive.
@@ -303,9 +338,27 @@ impl DentryCache {
         self.unhash_locked(b, d);
     }
 
+    /// [`unhash`](Self::unhash) that never moves the namespace generation,
+    /// whatever the dentry is (the loom model's broken twin only).
+    #[cfg(all(test, loom))]
+    pub(super) fn unhash_without_generation(&self, d: NonNull<Dentry>) {
+        // SAFETY: the caller holds a reference.
+        let dr = unsafe { d.as_ref() };
+        let b = self.bucket(dr.hash_len.load(Ordering::Relaxed));
+        let _g = self.bucket_lock(b);
+        self.unhash_locked_then(b, d, false);
+    }
+
     /// [`unhash`](Self::unhash) with bucket `b`'s lock held (`b` is the
     /// dentry's bucket).
     fn unhash_locked(&self, b: usize, d: NonNull<Dentry>) {
+        self.unhash_locked_then(b, d, true);
+    }
+
+    /// [`unhash_locked`](Self::unhash_locked); `count` false only for the
+    /// loom model's broken twin (no generation moved at all).
+    #[inline]
+    fn unhash_locked_then(&self, b: usize, d: NonNull<Dentry>, count: bool) {
         // SAFETY: the caller holds a reference or owns the dead dentry.
         let dr = unsafe { d.as_ref() };
         if dr.flags.load(Ordering::Relaxed) & HASHED == 0 {
@@ -324,11 +377,14 @@ impl DentryCache {
             // SAFETY: chain members are alive under the bucket lock.
             prev = unsafe { &pn.as_ref().next };
         }
+        let was_dir = dr.mode.load(Ordering::Relaxed) & S_IFMT == S_IFDIR;
         dr.write_begin();
         dr.flags.fetch_and(!HASHED, Ordering::Release);
         dr.count.fetch_and(!C_HASHED, Ordering::Release);
         dr.write_end();
-        self.ns_changed();
+        if count {
+            self.ns_changed_at(was_dir);
+        }
     }
 
     /// `d_drop`: unhashes a dentry the caller holds, so lookups miss it
@@ -415,6 +471,8 @@ impl DentryCache {
             self.unhash_locked(b, d.0);
             return false;
         }
+        // Only non-directories come here (unlink); read, not assumed.
+        let was_dir = dr.mode.load(Ordering::Relaxed) & S_IFMT == S_IFDIR;
         dr.ino.store(0, Ordering::Relaxed);
         dr.mode.store(0, Ordering::Relaxed);
         dr.uid.store(0, Ordering::Relaxed);
@@ -425,10 +483,11 @@ impl DentryCache {
         let inode = dr.inode.swap(ptr::null_mut(), Ordering::AcqRel);
         dr.write_end();
         drop(g);
-        // The answer a path-cache entry gave for the name changed (its
-        // count check would catch it too; the generation says it for every
-        // reader that trusts entries by generation alone).
-        self.ns_changed();
+        // The answer a path-cache entry gave for the name changed: the
+        // count's write section above says it to every entry ending here
+        // (no entry goes through a non-directory); without
+        // `path_cache_dir_gen` the generation says it too.
+        self.ns_changed_at(was_dir);
         if let Some(i) = NonNull::new(inode) {
             // SAFETY: the dentry held this reference, taken from this
             // cache; the swap above took it out, so it is dropped once.

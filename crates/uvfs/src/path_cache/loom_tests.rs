@@ -2,8 +2,11 @@
 //! generation read, a walk of `q/f` step by step, the entry stored) racing
 //! a change the entry's answer depends on — a rename of the directory `q`
 //! (which leaves the final dentry's own count alone: only the generation
-//! says the answer is stale), a chmod of `q`, an unlink of `f`, and a
-//! create in place of a negative entry. In each, the thread that made the
+//! says the answer is stale), a chmod of `q`, a removal of `q`, an unlink
+//! of `f` (unhashed, or made negative in place), and a create in place of
+//! a negative entry. The world runs with `FastPaths::path_cache_dir_gen`
+//! on, so the unlinks of `f` move only `f`'s count; the broken twin
+//! removes `q` the same way, without moving the generation, and must fail. In each, the thread that made the
 //! change then asks the cache, while the fill may still be running, and
 //! once more after it: after the change returned, the cache must never
 //! give the old answer.
@@ -87,13 +90,24 @@ enum Change {
     ChmodDir,
     /// `f` unlinked (`d_drop`) and its last reference dropped.
     Unlink,
+    /// `f` unlinked by `d_delete`: made negative in place, still hashed
+    /// (or unhashed, when the filler holds a reference to it).
+    UnlinkInPlace,
     /// `f` negative at first; created (instantiated) by the change.
     Create,
+    /// `q` removed (`d_drop` of a directory; f stays in it, its own count
+    /// unchanged: only the generation says the answer is stale).
+    Rmdir,
+    /// As `Rmdir`, but the unhash moves no generation, as a file's does
+    /// under `path_cache_dir_gen` (the broken twin: must fail).
+    RmdirWithoutGeneration,
 }
 
 fn fill_vs_change(change: Change, seen: &'static Seen<3>) {
     check(&builder(3), move || {
-        let w = Arc::new(World::new(8));
+        // `path_cache_dir_gen` on (as in `seeds`): a file's unhash or
+        // `d_delete` moves only its own count, not the generation.
+        let w = Arc::new(World::with_options(8, true, true));
         let pc = Arc::new(PathCache::new());
         let r = w.root();
         let q = w.create(r, b"q", 2, true);
@@ -108,7 +122,14 @@ fn fill_vs_change(change: Change, seen: &'static Seen<3>) {
             Change::RenameDir => w.d_move(&q, w.root(), b"r"),
             Change::ChmodDir => q.set_perm(S_IFDIR, 0, 0),
             Change::Unlink => w.d_drop(&f),
+            // Made negative in place when this thread's reference is the
+            // only one; unhashed (as `Unlink`) while the filler holds one.
+            Change::UnlinkInPlace => {
+                let _ = w.d_delete(&f);
+            }
             Change::Create => w.instantiate(&f, w.inode(10, S_IFREG | 0o644)),
+            Change::Rmdir => w.d_drop(&q),
+            Change::RmdirWithoutGeneration => w.d_drop_without_generation(&q),
         }
         drop(f);
         // The change returned: ask while the fill may still run, and after.
@@ -124,8 +145,11 @@ fn fill_vs_change(change: Change, seen: &'static Seen<3>) {
                 // chmod: root may still find f, but only through a walk
                 // that saw the new mode.
                 (Change::ChmodDir, Some(Ok(d))) => addr(d) != f_addr || mode != S_IFDIR,
-                // Renamed away or unlinked: no `q/f` any more.
+                // Renamed away, removed or unlinked: no `q/f` any more.
                 (_, Some(Ok(_))) => true,
+                // Unlinked in place: f itself is the negative entry now,
+                // which a walk after the change may have cached.
+                (Change::UnlinkInPlace, Some(Err(Errno::ENOENT))) => false,
                 (_, Some(Err(_))) => true,
             };
             assert!(!stale, "{change:?}: stale answer {when} the fill: {a:?}");
@@ -165,6 +189,29 @@ fn fill_vs_create() {
     static SEEN: Seen<3> = Seen::new();
     fill_vs_change(Change::Create, &SEEN);
     SEEN.report(["no fill", "filled f", "filled ENOENT"], &[1, 2]);
+}
+
+#[test]
+fn fill_vs_unlink_in_place() {
+    static SEEN: Seen<3> = Seen::new();
+    fill_vs_change(Change::UnlinkInPlace, &SEEN);
+    SEEN.report(["no fill", "filled f", "filled ENOENT"], &[1, 2]);
+}
+
+#[test]
+fn fill_vs_rmdir() {
+    static SEEN: Seen<3> = Seen::new();
+    fill_vs_change(Change::Rmdir, &SEEN);
+    SEEN.report(["no fill", "filled f", "filled ENOENT"], &[1]);
+}
+
+/// The twin: a directory's unhash that moves no generation leaves the
+/// entries that went through it answering (f's own count never moved).
+#[test]
+#[should_panic(expected = "stale answer")]
+fn fill_vs_rmdir_without_generation_fails() {
+    static SEEN: Seen<3> = Seen::new();
+    fill_vs_change(Change::RmdirWithoutGeneration, &SEEN);
 }
 
 /// The fill of `q/f` as `Nd::fill_cached_ino` makes it with
