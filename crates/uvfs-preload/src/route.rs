@@ -230,12 +230,45 @@ pub(crate) fn strip_prefix(pre: &[u8], n: &[u8]) -> Option<Vec<u8>> {
     Some(rest.to_vec())
 }
 
+/// The first `needle` in `hay`: `memchr::memchr` without its run-time
+/// CPU check. `memchr::memchr` picks AVX2 or SSE2 at its first call by
+/// asking the CPU (std's feature detection: a series of `cpuid`s, each a
+/// trap to the hypervisor in a VM), and the first path the shim routes
+/// is the first call: about 15 us of a one-`stat` program's first uvfs
+/// call (docs/preload-firstcall.md). SSE2 (x86-64) and NEON (aarch64) are
+/// in every CPU of those targets, so their searchers are built without
+/// asking; paths are short, where AVX2 gains nothing over them. Elsewhere
+/// the portable word-at-a-time search.
+#[inline]
+fn find_byte(needle: u8, hay: &[u8]) -> Option<usize> {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    if let Some(s) = memchr::arch::x86_64::sse2::memchr::One::new(needle) {
+        return s.find(hay);
+    }
+    #[cfg(all(
+        target_arch = "aarch64",
+        target_feature = "neon",
+        target_endian = "little"
+    ))]
+    if let Some(s) = memchr::arch::aarch64::neon::memchr::One::new(needle) {
+        return s.find(hay);
+    }
+    memchr::arch::all::memchr::One::new(needle).find(hay)
+}
+
 /// Whether `path` has a `..` component. Most paths have no two dots in a
-/// row at all, which a vectorized scan for `.` (memchr) settles; the
-/// component split runs only when they do.
+/// row at all, which a vectorized scan for `.` settles; the component
+/// split runs only when they do.
 pub(crate) fn has_dotdot(path: &[u8]) -> bool {
-    if !memchr::memchr_iter(b'.', path).any(|i| path.get(i + 1) == Some(&b'.')) {
-        return false;
+    let mut at = 0;
+    loop {
+        let Some(i) = find_byte(b'.', &path[at..]) else {
+            return false;
+        };
+        if path.get(at + i + 1) == Some(&b'.') {
+            break;
+        }
+        at += i + 1;
     }
     path.split(|&c| c == b'/').any(|c| c == b"..")
 }
@@ -292,7 +325,7 @@ fn escape_once(pre: &[u8], path: &[u8]) -> Option<Vec<u8>> {
     let mut inside = false;
     let mut at = 0;
     while at < path.len() {
-        let end = memchr::memchr(b'/', &path[at..]).map_or(path.len(), |i| at + i);
+        let end = find_byte(b'/', &path[at..]).map_or(path.len(), |i| at + i);
         let comp = &path[at..end];
         let next = (end + 1).min(path.len());
         match comp {
@@ -332,7 +365,7 @@ fn escape_once(pre: &[u8], path: &[u8]) -> Option<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{AT_FDCWD, Dir, Route, escape, normalize, route};
+    use super::{AT_FDCWD, Dir, Route, escape, find_byte, has_dotdot, normalize, route};
     use std::borrow::Cow;
 
     const PRE: &[u8] = b"/h/uvfs";
@@ -457,5 +490,37 @@ mod tests {
         assert_eq!(normalize(b"/a/b/..").unwrap(), b"/a/");
         assert_eq!(normalize(b"//a//b").unwrap(), b"/a/b");
         assert!(normalize(b"a").is_none());
+    }
+
+    /// `find_byte` (memchr without its CPU check) finds what a plain scan
+    /// finds, for every needle position, length and start offset around
+    /// the vector width; `has_dotdot` on top of it.
+    #[test]
+    fn find_byte_is_a_plain_scan() {
+        let buf: Vec<u8> = (0..200u32).map(|i| b'a' + (i % 23) as u8).collect();
+        for start in 0..17 {
+            for len in 0..(buf.len() - start) {
+                let hay = &buf[start..start + len];
+                for needle in [b'a', b'k', b'w', b'/'] {
+                    let want = hay.iter().position(|&c| c == needle);
+                    assert_eq!(find_byte(needle, hay), want, "{start} {len} {needle}");
+                }
+            }
+        }
+        for (p, want) in [
+            ("/a/..", true),
+            ("..", true),
+            ("../x", true),
+            ("/a/...", false),
+            ("/a/.b/..c", false),
+            ("/a/b../c", false),
+            ("/.a./..b/../", true),
+            ("", false),
+            ("/x/./y/.", false),
+        ] {
+            assert_eq!(has_dotdot(p.as_bytes()), want, "{p}");
+            let long = format!("/{}{p}", "d/".repeat(40));
+            assert_eq!(has_dotdot(long.as_bytes()), want, "{long}");
+        }
     }
 }

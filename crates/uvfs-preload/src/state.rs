@@ -713,7 +713,30 @@ fn new_process() -> Process {
     // Seeding reads the host with std::fs, whose libc calls must pass
     // straight through the shim.
     let _busy = Busy::enter();
-    let fs: Arc<dyn FileSystem> = Tmpfs::new(TmpfsOptions::default());
+    // SAFETY: plain id getters, no memory involved.
+    let (uid, gid, euid, egid) = unsafe {
+        (
+            libc::getuid(),
+            libc::getgid(),
+            libc::geteuid(),
+            libc::getegid(),
+        )
+    };
+    let mut groups = vec![0 as libc::gid_t; 256];
+    // SAFETY: the buffer holds 256 gids.
+    let n = unsafe { libc::getgroups(256, groups.as_mut_ptr()) };
+    groups.truncate(usize::try_from(n).unwrap_or(0));
+    let mask = rustix::process::umask(rustix::fs::Mode::empty());
+    rustix::process::umask(mask);
+    // The root is made with its mode and owner (tmpfs's `mode=`, `uid=`
+    // and `gid=`), not changed by a `chmod` and a `chown` through the VFS
+    // afterwards: a tenth of the first uvfs call (docs/preload-firstcall.md).
+    let fs: Arc<dyn FileSystem> = Tmpfs::new(TmpfsOptions {
+        mode: 0o777 & !mask.bits(),
+        uid: euid,
+        gid: egid,
+        ..TmpfsOptions::default()
+    });
     let vfs: Arc<Vfs> = Vfs::builder()
         .fastpaths(FASTPATHS.get().copied().unwrap_or_else(FastPaths::seeds))
         .lease_notify(Arc::new(crate::signal::KillNotify))
@@ -731,24 +754,7 @@ fn new_process() -> Process {
     // The kernel's RLIMIT_NOFILE bounds the placeholders; uvfs's own table
     // must never be the tighter limit.
     let _ = p.setrlimit_nofile(uvfs::uapi::NR_OPEN, uvfs::uapi::NR_OPEN);
-    // SAFETY: plain id getters, no memory involved.
-    let (uid, gid, euid, egid) = unsafe {
-        (
-            libc::getuid(),
-            libc::getgid(),
-            libc::geteuid(),
-            libc::getegid(),
-        )
-    };
-    let mut groups = vec![0 as libc::gid_t; 256];
-    // SAFETY: the buffer holds 256 gids.
-    let n = unsafe { libc::getgroups(256, groups.as_mut_ptr()) };
-    groups.truncate(usize::try_from(n).unwrap_or(0));
-    let mask = rustix::process::umask(rustix::fs::Mode::empty());
-    rustix::process::umask(mask);
     p.umask(mask.bits());
-    let _ = p.chmod("/", 0o777 & !mask.bits());
-    let _ = p.chown("/", euid, egid);
     let mut cred = uvfs::cred::Cred::user(uid, gid, groups);
     cred.euid = euid;
     cred.egid = egid;

@@ -357,6 +357,47 @@ fn ls_la_of_the_prefix_shows_its_parent() {
     );
 }
 
+/// The prefix (uvfs's root) is a directory of the program's effective
+/// user and group, mode 0777 less the umask the program has at its first
+/// uvfs call, with no sticky bit (tmpfs's default root is 01777): for
+/// umasks 022 and 027, and with the first call a `mkdir` under it.
+#[test]
+fn the_prefix_is_the_programs_with_its_umask() {
+    if !have("/usr/bin/python3") {
+        return;
+    }
+    let dir = Scratch::new("boundary-root");
+    let prefix = dir.join("uvfs");
+    let script = "import os, sys\n\
+                  os.umask(int(sys.argv[2], 8))\n\
+                  if sys.argv[3] == 'mkdir': os.mkdir(sys.argv[1] + '/d')\n\
+                  st = os.stat(sys.argv[1])\n\
+                  print(oct(st.st_mode), st.st_uid == os.geteuid(), st.st_gid == os.getegid())\n";
+    for (mask, first, want) in [
+        ("022", "stat", "0o40755 True True"),
+        ("027", "stat", "0o40750 True True"),
+        ("077", "mkdir", "0o40700 True True"),
+    ] {
+        let o = run(
+            &[
+                "/usr/bin/python3",
+                "-c",
+                script,
+                prefix.to_str().unwrap(),
+                mask,
+                first,
+            ],
+            true,
+            &[
+                ("UVFS_PREFIX", prefix.to_str().unwrap()),
+                ("UVFS_TREE", "0"),
+            ],
+        );
+        assert!(o.status.success(), "umask {mask}: {}", err(&o));
+        assert_eq!(out(&o).trim(), want, "umask {mask}, first call {first}");
+    }
+}
+
 /// Symlinks in uvfs with an absolute target, resolved as on a mount: a
 /// target under the prefix stays in uvfs, any other reaches the host with
 /// the rest of the path (stat, open, create, listing and `os.walk` through

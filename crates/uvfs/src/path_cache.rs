@@ -359,9 +359,16 @@ struct Hints {
     seen: AtomicU32,
 }
 
+/// The slots: zeroed memory from the allocator (see `with_admission`);
+/// built one by one under loom and shuttle.
+#[cfg(not(any(loom, shuttle)))]
+type Slots = crate::primitive::sync::ZeroedSlice<Slot>;
+#[cfg(any(loom, shuttle))]
+type Slots = Box<[Slot]>;
+
 /// The cache: one per [`Vfs`](crate::Vfs) built with `path_cache` on.
 pub(crate) struct PathCache {
-    slots: Box<[Slot]>,
+    slots: Slots,
     /// Per slot, its hints ([`Hints`]; 8 bytes a slot, 8 KiB).
     tags: Box<[Hints]>,
     /// `FastPaths::path_cache_admit`: a miss fills its slot only when the
@@ -394,7 +401,7 @@ impl PathCache {
         #[cfg(not(any(loom, shuttle)))]
         // SAFETY: a `Slot` is std atomics only, for which all-zero is the
         // valid value `Slot::new` also builds.
-        let slots = unsafe { crate::primitive::sync::zeroed_slice::<Slot>(SLOTS) };
+        let slots = unsafe { crate::primitive::sync::ZeroedSlice::<Slot>::new(SLOTS) };
         #[cfg(any(loom, shuttle))]
         let slots = (0..SLOTS).map(|_| Slot::new()).collect();
         let tags = (0..SLOTS)

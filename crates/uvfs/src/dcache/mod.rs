@@ -214,7 +214,14 @@ const COMPLETE: u32 = 32;
 /// path-cache entry never outlives a wrap of the count it recorded.
 const SEQ_GEN_PERIOD: u32 = 1 << 20;
 
-/// The most bucket locks (each on its own cache lines).
+/// The most bucket locks. They sit side by side, eight to a cache line
+/// (a `Mutex<()>` is 8 bytes): 32 KiB for the 4096. Each on its own
+/// 128-byte pair of lines, as they were, they took 512 KiB, every byte
+/// written when the cache was built: half of the shim's first uvfs call
+/// went to those page faults (docs/preload-firstcall.md). Two threads
+/// whose buckets' locks share a line (one chance in 512 for a random pair
+/// of buckets) move it between their CPUs, as two on the same lock wait
+/// for each other (one in 4096); the lookups take no bucket lock.
 const MAX_LOCKS: usize = 4096;
 
 /// The longest name a dentry holds in itself (Linux's `d_iname`): in its
@@ -969,7 +976,7 @@ impl fmt::Debug for DentryRef {
 /// The dentry cache.
 pub struct DentryCache {
     buckets: Box<[AtomicPtr<Dentry>]>,
-    locks: Box<[crossbeam_utils::CachePadded<Mutex<()>>]>,
+    locks: Box<[Mutex<()>]>,
     lru_lock: Mutex<()>,
     /// LRU list ends (oldest at the head), under `lru_lock`.
     lru: LruLinks,

@@ -16,9 +16,7 @@ impl DentryCache {
             .next_power_of_two();
         DentryCache {
             buckets: crate::primitive::sync::null_ptrs(n),
-            locks: (0..n.min(MAX_LOCKS))
-                .map(|_| crossbeam_utils::CachePadded::new(Mutex::new(())))
-                .collect(),
+            locks: (0..n.min(MAX_LOCKS)).map(|_| Mutex::new(())).collect(),
             lru_lock: Mutex::new(()),
             lru: LruLinks::new(),
             lru_len: AtomicUsize::new(0),

@@ -79,12 +79,16 @@ pub(crate) fn null_ptrs<T>(n: usize) -> Box<[atomic::AtomicPtr<T>]> {
 /// `n` values of `T`, all bytes zero, in memory the allocator hands out
 /// zeroed (`calloc`: fresh pages for a large slice, resident only once
 /// written). `Box::new_zeroed_slice` does this from Rust 1.92, above the
-/// crate's minimum version.
+/// crate's minimum version. Only for a `T` aligned to at most
+/// [`CALLOC_ALIGN`]: std's allocator zeroes a block of a larger alignment
+/// with a `memset` of all of it (every page faulted in); such a `T` takes
+/// a [`ZeroedSlice`].
 ///
 /// # Safety
 /// All-zero bytes are a valid `T`.
 #[cfg(not(any(loom, shuttle)))]
 pub(crate) unsafe fn zeroed_slice<T>(n: usize) -> Box<[T]> {
+    const { assert!(std::mem::align_of::<T>() <= CALLOC_ALIGN) };
     let Ok(layout) = std::alloc::Layout::array::<T>(n) else {
         panic!("a zeroed slice of {n} elements overflows the address space");
     };
@@ -105,6 +109,112 @@ pub(crate) unsafe fn zeroed_slice<T>(n: usize) -> Box<[T]> {
     // which `Box` frees with the same layout), holding `n` zeroed `T`s,
     // each a valid value per the contract.
     unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, n)) }
+}
+
+/// The largest alignment for which std's allocator on Linux (glibc)
+/// serves `alloc_zeroed` with `calloc`, whose large blocks are fresh,
+/// untouched pages; above it, std allocates aligned and zeroes with a
+/// `memset` (on x86-64 and aarch64 its `MIN_ALIGN` is 16).
+#[cfg(not(any(loom, shuttle)))]
+const CALLOC_ALIGN: usize = 16;
+
+/// `n` zeroed values of a `T` of any alignment, in memory the allocator
+/// hands out zeroed, as [`zeroed_slice`] gives for a `T` aligned to at most
+/// 16 bytes: the block is asked for at 16-byte alignment (so `calloc`
+/// serves it: a large one is fresh pages, resident only once written),
+/// `align_of::<T>() - 16` bytes longer, and the slice starts at the first
+/// address inside it aligned for `T`. For the path cache's 64-byte
+/// aligned slots: a `Box<[T]>` of them was zeroed with a `memset` of its
+/// 256 KiB, the first uvfs call's largest cost after the dentry cache's
+/// locks (docs/preload-firstcall.md).
+#[cfg(not(any(loom, shuttle)))]
+pub(crate) struct ZeroedSlice<T> {
+    /// The first value (aligned for `T`; dangling when nothing was
+    /// allocated).
+    ptr: std::ptr::NonNull<T>,
+    len: usize,
+    /// The allocation (`None` for zero bytes) and its layout.
+    block: Option<(std::ptr::NonNull<u8>, std::alloc::Layout)>,
+}
+
+// SAFETY: a `ZeroedSlice` owns its values as a `Box<[T]>` does.
+#[cfg(not(any(loom, shuttle)))]
+unsafe impl<T: Send> Send for ZeroedSlice<T> {}
+// SAFETY: shared access only hands out `&[T]`, as a `Box<[T]>` does.
+#[cfg(not(any(loom, shuttle)))]
+unsafe impl<T: Sync> Sync for ZeroedSlice<T> {}
+
+#[cfg(not(any(loom, shuttle)))]
+impl<T> ZeroedSlice<T> {
+    /// `n` values of `T`, all bytes zero.
+    ///
+    /// # Safety
+    /// All-zero bytes are a valid `T`.
+    pub(crate) unsafe fn new(n: usize) -> ZeroedSlice<T> {
+        let align = std::mem::align_of::<T>();
+        let size = std::mem::size_of::<T>().checked_mul(n);
+        let Some(size) = size.filter(|s| *s <= isize::MAX as usize - align) else {
+            panic!("a zeroed slice of {n} elements overflows the address space");
+        };
+        if size == 0 {
+            return ZeroedSlice {
+                ptr: std::ptr::NonNull::dangling(),
+                len: n,
+                block: None,
+            };
+        }
+        let base_align = align.min(CALLOC_ALIGN);
+        // A block aligned to `base_align` has an address aligned to
+        // `align` within its first `align - base_align` bytes.
+        let Ok(layout) =
+            std::alloc::Layout::from_size_align(size + (align - base_align), base_align)
+        else {
+            panic!("a zeroed slice of {n} elements overflows the address space");
+        };
+        // SAFETY: a non-zero size.
+        let Some(base) = std::ptr::NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) }) else {
+            std::alloc::handle_alloc_error(layout);
+        };
+        let skip = base.as_ptr().align_offset(align);
+        debug_assert!(skip <= align - base_align);
+        // SAFETY: `skip + size` is within the block (see above).
+        let ptr = unsafe { base.add(skip) }.cast::<T>();
+        ZeroedSlice {
+            ptr,
+            len: n,
+            block: Some((base, layout)),
+        }
+    }
+}
+
+#[cfg(not(any(loom, shuttle)))]
+impl<T> std::ops::Deref for ZeroedSlice<T> {
+    type Target = [T];
+
+    #[inline]
+    fn deref(&self) -> &[T] {
+        // SAFETY: `len` values, zeroed (valid per `new`'s contract) or
+        // changed only through `&T`'s interior mutability since, aligned,
+        // inside the block this owns (or zero-sized and dangling).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+#[cfg(not(any(loom, shuttle)))]
+impl<T> Drop for ZeroedSlice<T> {
+    fn drop(&mut self) {
+        // SAFETY: the values are valid and owned here, dropped once.
+        unsafe {
+            std::ptr::drop_in_place(std::ptr::slice_from_raw_parts_mut(
+                self.ptr.as_ptr(),
+                self.len,
+            ));
+        }
+        if let Some((base, layout)) = self.block {
+            // SAFETY: allocated in `new` with this layout, freed once.
+            unsafe { std::alloc::dealloc(base.as_ptr(), layout) };
+        }
+    }
 }
 
 /// Where the unmodelled locks come from: std's, except under shuttle.
@@ -223,5 +333,84 @@ mod slim_shuttle {
         pub(crate) fn get_mut(&mut self) -> &mut T {
             self.0.get_mut().unwrap_or_else(|e| e.into_inner())
         }
+    }
+}
+
+#[cfg(all(test, not(any(loom, shuttle))))]
+mod tests {
+    use super::ZeroedSlice;
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+    /// A 64-byte aligned value, as the path cache's slots are, that counts
+    /// its drops.
+    #[repr(align(64))]
+    struct Wide {
+        word: AtomicU64,
+    }
+
+    static DROPS: AtomicUsize = AtomicUsize::new(0);
+
+    impl Drop for Wide {
+        fn drop(&mut self) {
+            DROPS.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_zeroed_slice_is_aligned_zero_and_dropped_once() {
+        for n in [0usize, 1, 3, 64, 1000] {
+            let before = DROPS.load(Ordering::Relaxed);
+            // SAFETY: an all-zero `Wide` is a zero atomic.
+            let s = unsafe { ZeroedSlice::<Wide>::new(n) };
+            assert_eq!(s.len(), n);
+            assert_eq!(s.as_ptr() as usize % 64, 0, "{n} values");
+            for (i, w) in s.iter().enumerate() {
+                assert_eq!(w.word.load(Ordering::Relaxed), 0);
+                w.word.store(i as u64 + 1, Ordering::Relaxed);
+            }
+            let sum: u64 = s.iter().map(|w| w.word.load(Ordering::Relaxed)).sum();
+            assert_eq!(sum, (n * (n + 1) / 2) as u64);
+            drop(s);
+            assert_eq!(DROPS.load(Ordering::Relaxed) - before, n);
+        }
+        // Byte-aligned and zero-sized values.
+        // SAFETY: all-zero bytes are a valid `u8` and `()`.
+        let b = unsafe { ZeroedSlice::<u8>::new(10_000) };
+        assert!(b.iter().all(|&x| x == 0));
+        // SAFETY: as above.
+        let z = unsafe { ZeroedSlice::<()>::new(5) };
+        assert_eq!(z.len(), 5);
+    }
+
+    /// The point of [`ZeroedSlice`]: a large slice of over-aligned values
+    /// is fresh memory, not resident until written (std's `alloc_zeroed`
+    /// at 64-byte alignment wrote all of it: every page resident). 64 MiB
+    /// is above glibc's largest `mmap` threshold, so the block is always
+    /// its own mapping; at most its first page (a huge page where THP is
+    /// on for every mapping) is touched, by the allocator's header.
+    #[test]
+    fn a_large_zeroed_slice_of_aligned_values_is_not_resident() {
+        const BYTES: usize = 64 << 20;
+        // SAFETY: as above.
+        let s = unsafe { ZeroedSlice::<Wide>::new(BYTES / 64) };
+        // SAFETY: a plain query.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap();
+        let start = s.as_ptr() as usize & !(page - 1);
+        let end = s.as_ptr() as usize + BYTES;
+        let pages = (end - start).div_ceil(page);
+        let mut vec = vec![0u8; pages];
+        // SAFETY: the range lies within the slice's mapping (rounded to
+        // its pages); `vec` holds a byte per page.
+        let r = unsafe { libc::mincore(start as *mut libc::c_void, end - start, vec.as_mut_ptr()) };
+        assert_eq!(r, 0, "mincore: {}", std::io::Error::last_os_error());
+        let resident = vec.iter().filter(|&&b| b & 1 != 0).count() * page;
+        assert!(
+            resident <= 4 << 20,
+            "{} KiB of a fresh 64 MiB zeroed slice resident",
+            resident >> 10
+        );
+        // Written, a value's page becomes resident.
+        s[s.len() / 2].word.store(1, Ordering::Relaxed);
+        assert_eq!(s[s.len() / 2].word.load(Ordering::Relaxed), 1);
     }
 }
