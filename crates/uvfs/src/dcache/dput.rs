@@ -93,7 +93,7 @@ pub(super) unsafe fn kill(d: NonNull<Dentry>) {
         let dr = unsafe { d.as_ref() };
         // Borrowed, not cloned (no count taken on the shared `Arc`): the
         // dentry, and with it its superblock's reference to the caches,
-        // lives until `defer_drop_box` below, after the last use.
+        // lives until `defer_free` below, after the last use.
         let caches = &dr.sb.caches;
         let cache = &caches.dcache;
         if dr.flags.load(Ordering::Acquire) & HASHED != 0 {
@@ -169,12 +169,13 @@ pub(super) unsafe fn kill(d: NonNull<Dentry>) {
         cache.ns_changed();
         // SAFETY: the dentry is unreachable for new walkers (unhashed, no
         // references); pinned walkers may still read it, so both are freed
-        // after a grace period.
+        // after a grace period (the dentry back to its cache's slab: see
+        // `slab`).
         unsafe {
             if let Some(n) = NonNull::new(name) {
                 Name::defer_free(n);
             }
-            reclaim::defer_drop_box(d);
+            reclaim::defer_free(d);
         }
         // Drop the parent's reference; if it was the last and the parent
         // must die too, continue with it here instead of recursing.

@@ -44,7 +44,9 @@
 //! Dentry memory is reclaimed through the epoch scheme in `reclaim`
 //! (Linux frees dentries after an RCU grace period too): a lockless walker
 //! pins the epoch, so any dentry it reaches through a hash chain or a parent
-//! pointer stays allocated while it looks at it.
+//! pointer stays allocated while it looks at it. Dentries live in the
+//! cache's slabs (`slab`, Linux's `dentry_cache`); a dead one's slot goes
+//! back to the free list only when that grace period is over.
 //!
 //! # Lockless lookup (the RCU walk)
 //!
@@ -73,7 +75,8 @@
 //! `d_alloc`, `d_drop`, `d_move`), `dput` (final put and kill),
 //! `children` (child lists and the prune of removed directories),
 //! `lru` (the LRU and the shrinker), `hash` (name hashing), `path` (the
-//! rename sequence count and `d_path`) and `check` (consistency checks).
+//! rename sequence count and `d_path`), `slab` (the dentries' memory) and
+//! `check` (consistency checks).
 
 use crate::fs::{Attr, Ino, S_IFDIR, S_IFLNK, S_IFMT};
 use crate::icache::Inode;
@@ -96,6 +99,7 @@ mod dput;
 pub(crate) mod hash;
 mod lru;
 mod path;
+mod slab;
 mod table;
 
 use dput::dput;
@@ -469,6 +473,22 @@ unsafe impl Send for Dentry {}
 // SAFETY: as above.
 unsafe impl Sync for Dentry {}
 
+/// A dead dentry's memory goes back to its cache's slab once its grace
+/// period is over (see [`slab`]); the value is dropped after, since its
+/// superblock reference may be what keeps the cache alive.
+impl reclaim::Free for Dentry {
+    unsafe fn free(p: NonNull<Dentry>) {
+        // SAFETY: the contract: a live dentry nobody reads any more; moved
+        // out once, and the slot is not read as a dentry again.
+        let d = unsafe { p.as_ptr().read() };
+        // SAFETY: the dentry came from its cache's slab (`new_child`,
+        // `new_root`), which `d`'s superblock reference keeps alive; its
+        // value is moved out, its grace period over.
+        unsafe { d.sb.caches.dcache.slab.free(p) };
+        drop(d);
+    }
+}
+
 /// What a lockless child lookup found.
 pub(crate) struct RcuChild {
     pub(crate) dentry: NonNull<Dentry>,
@@ -522,8 +542,8 @@ impl Dentry {
         name: &[u8],
         hash: u64,
         inline_max: usize,
-    ) -> Box<Dentry> {
-        Box::new(Dentry {
+    ) -> Dentry {
+        Dentry {
             count: AtomicUsize::new(1),
             seq: AtomicU32::new(0),
             flags: AtomicU32::new(0),
@@ -542,7 +562,7 @@ impl Dentry {
             sb,
             children: AtomicPtr::new(ptr::null_mut()),
             slot: AtomicU32::new(NO_SLOT),
-        })
+        }
     }
 
     /// This directory's child list, allocated on first use. The caller
@@ -1008,6 +1028,8 @@ pub struct DentryCache {
     /// The rename sequence count (Linux's `rename_lock`): every move is a
     /// write section of it, and `d_path` reads under it (see `path`).
     rename: crossbeam_utils::CachePadded<path::RenameSeq>,
+    /// Where the dentries live (see [`slab`]).
+    slab: slab::DentrySlab,
 }
 
 // SAFETY: `lru` is only touched under `lru_lock`; the rest is atomics and

@@ -28,6 +28,7 @@ impl DentryCache {
             dir_gen: false,
             inline_max: if inline_names { INLINE_NAME } else { 0 },
             rename: crossbeam_utils::CachePadded::new(path::RenameSeq::new()),
+            slab: slab::DentrySlab::new(),
         }
     }
 
@@ -96,6 +97,12 @@ impl DentryCache {
         self.len() == 0
     }
 
+    /// Dentries ever carved from the slab (its memory is this times
+    /// `size_of::<Dentry>()`, 128 bytes; kept until the cache goes).
+    pub fn objects(&self) -> usize {
+        self.slab.objects()
+    }
+
     /// The size limit.
     pub fn limit(&self) -> usize {
         self.limit
@@ -117,9 +124,10 @@ impl DentryCache {
         inode: NonNull<Inode>,
         attr: &Attr,
     ) -> DentryRef {
-        let d = Dentry::new(sb, ptr::null_mut(), b"/", 0, self.inline_max);
+        let d = self
+            .slab
+            .alloc(Dentry::new(sb, ptr::null_mut(), b"/", 0, self.inline_max));
         self.nr.fetch_add(1, Ordering::Relaxed);
-        let d = NonNull::from(Box::leak(d));
         // SAFETY: fresh and ours.
         unsafe { instantiate_raw(d.as_ref(), inode, attr) };
         DentryRef(d)
@@ -254,10 +262,16 @@ impl DentryCache {
     pub(super) fn new_child(&self, parent: &DentryRef, name: &[u8]) -> (NonNull<Dentry>, u64) {
         let hash = name_hash(parent.0.as_ptr(), name);
         let p = parent.clone();
-        let d = Dentry::new(parent.sb.clone(), p.0.as_ptr(), name, hash, self.inline_max);
+        let d = self.slab.alloc(Dentry::new(
+            parent.sb.clone(),
+            p.0.as_ptr(),
+            name,
+            hash,
+            self.inline_max,
+        ));
         std::mem::forget(p); // the child's reference on its parent
         self.nr.fetch_add(1, Ordering::Relaxed);
-        (NonNull::from(Box::leak(d)), hash)
+        (d, hash)
     }
 
     /// Allocates a child dentry of `parent` named `name`, negative until
