@@ -402,8 +402,9 @@ fn reproduce_quick_writes_its_report() {
     // threads), and issue 16's path-cache, tmpfs-borrow, stat-noref,
     // rcu-parent, stat-noref-walk, write-one-lock (write1), d-delete
     // (unlink1), light-overwrite (write1), dentry-inline-name (fstree),
-    // path-cache-inode (stat12) and path-cache-admit (fstree) rows.
-    assert_eq!(seeds.len(), 33);
+    // path-cache-inode (stat12), path-cache-admit (fstree),
+    // path-cache-dir-gen (statchurn) and path-cache-parent (unlink2) rows.
+    assert_eq!(seeds.len(), 35);
     for s in seeds {
         assert!(s["error"].is_null(), "{s}");
         assert!(s["a_ops_per_sec"].as_f64().unwrap() > 0.0, "{s}");

@@ -187,6 +187,12 @@ pub(super) const ROWS: &[Row] = &[
         "path_cache_dir_gen",
         "a file's unlink leaves other path-cache entries valid",
     ),
+    own(
+        "016",
+        Test::Unlink2,
+        "path_cache_parent",
+        "a create's or unlink's directory from the path cache",
+    ),
     // Not a kernel seed: uvfs's own fast path (issue 19), numbered after
     // its issue so the rows stay sorted; no published figure.
     own(
