@@ -823,13 +823,8 @@ impl<'a> Nd<'a> {
             }
             // `may_lookup` on every directory, the last one's included,
             // as the walk with references does.
-            if check_search {
-                let a = snap.attr();
-                if a.acl & crate::fs::HAS_ACCESS_ACL != 0
-                    || permission(self.cred, &a, MAY_EXEC).is_err()
-                {
-                    return None;
-                }
+            if check_search && !self.may_search_rcu(&snap) {
+                return None;
             }
             let (end, hash) = crate::dcache::hash_component(cur.as_ptr(), rest);
             let name = &rest[..end];
@@ -870,6 +865,17 @@ impl<'a> Nd<'a> {
             }
             rest = after;
         }
+    }
+
+    /// Whether the lockless walks may go on through the directory whose
+    /// snapshot is `snap` (`may_lookup` for a caller without
+    /// `CAP_DAC_READ_SEARCH`): search permission by its mode and owners.
+    /// A directory with an access ACL answers no: the walk with
+    /// references reads the ACL.
+    #[inline]
+    fn may_search_rcu(&self, snap: &crate::dcache::Snap) -> bool {
+        let a = snap.attr();
+        a.acl & crate::fs::HAS_ACCESS_ACL == 0 && permission(self.cred, &a, MAY_EXEC).is_ok()
     }
 
     /// The lockless walk; `None` to fall back to the locked walk.
@@ -922,13 +928,8 @@ impl<'a> Nd<'a> {
         loop {
             // A directory with an access ACL is left to the walk with
             // references (which reads the ACL): it is never memoized.
-            if check_search {
-                let a = snap.attr();
-                if a.acl & crate::fs::HAS_ACCESS_ACL != 0
-                    || permission(self.cred, &a, MAY_EXEC).is_err()
-                {
-                    return None;
-                }
+            if check_search && !self.may_search_rcu(&snap) {
+                return None;
             }
             let (end, hash) = crate::dcache::hash_component(cur.as_ptr(), rest);
             let name = &rest[..end];

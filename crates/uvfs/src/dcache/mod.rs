@@ -772,13 +772,14 @@ impl Dentry {
     pub(crate) fn set_perm(&self, mode: u32, uid: u32, gid: u32) {
         // Most calls (a write's size and times) leave these alone: no
         // write section, no namespace change for the path cache.
-        if self.mode.load(Ordering::Relaxed) == mode
+        let old = self.mode.load(Ordering::Relaxed);
+        if old == mode
             && self.uid.load(Ordering::Relaxed) == uid
             && self.gid.load(Ordering::Relaxed) == gid
         {
             return;
         }
-        let was_dir = self.mode.load(Ordering::Relaxed) & S_IFMT == S_IFDIR;
+        let was_dir = old & S_IFMT == S_IFDIR;
         self.write_begin();
         self.mode.store(mode, Ordering::Relaxed);
         self.uid.store(uid, Ordering::Relaxed);
@@ -788,6 +789,13 @@ impl Dentry {
         // walk went through it; a file's mode and owners are in no entry
         // (the count just moved says it to the entries that end here).
         self.sb.caches.dcache.ns_changed_at(was_dir);
+    }
+
+    /// Whether the dentry names a directory now (its snapshot's type; no
+    /// sequence check: for a writer under the locks that keep the type
+    /// from changing, deciding what its change must count).
+    fn mode_is_dir(&self) -> bool {
+        self.mode.load(Ordering::Relaxed) & S_IFMT == S_IFDIR
     }
 
     /// Marks an unnamed (`O_TMPFILE | O_EXCL`) file as never linkable.

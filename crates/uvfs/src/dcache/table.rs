@@ -358,23 +358,26 @@ impl DentryCache {
         let dr = unsafe { d.as_ref() };
         let b = self.bucket(dr.hash_len.load(Ordering::Relaxed));
         let _g = self.bucket_lock(b);
-        self.unhash_locked_then(b, d, false);
+        let _ = self.unhash_locked_quiet(b, d);
     }
 
     /// [`unhash`](Self::unhash) with bucket `b`'s lock held (`b` is the
     /// dentry's bucket).
     fn unhash_locked(&self, b: usize, d: NonNull<Dentry>) {
-        self.unhash_locked_then(b, d, true);
+        if let Some(was_dir) = self.unhash_locked_quiet(b, d) {
+            self.ns_changed_at(was_dir);
+        }
     }
 
-    /// [`unhash_locked`](Self::unhash_locked); `count` false only for the
-    /// loom model's broken twin (no generation moved at all).
+    /// [`unhash_locked`](Self::unhash_locked) without counting the change:
+    /// `Some(was_dir)` if the dentry was hashed (and is not now), for the
+    /// caller to count it.
     #[inline]
-    fn unhash_locked_then(&self, b: usize, d: NonNull<Dentry>, count: bool) {
+    fn unhash_locked_quiet(&self, b: usize, d: NonNull<Dentry>) -> Option<bool> {
         // SAFETY: the caller holds a reference or owns the dead dentry.
         let dr = unsafe { d.as_ref() };
         if dr.flags.load(Ordering::Relaxed) & HASHED == 0 {
-            return;
+            return None;
         }
         let mut prev = &self.buckets[b];
         loop {
@@ -389,14 +392,12 @@ impl DentryCache {
             // SAFETY: chain members are alive under the bucket lock.
             prev = unsafe { &pn.as_ref().next };
         }
-        let was_dir = dr.mode.load(Ordering::Relaxed) & S_IFMT == S_IFDIR;
+        let was_dir = dr.mode_is_dir();
         dr.write_begin();
         dr.flags.fetch_and(!HASHED, Ordering::Release);
         dr.count.fetch_and(!C_HASHED, Ordering::Release);
         dr.write_end();
-        if count {
-            self.ns_changed_at(was_dir);
-        }
+        Some(was_dir)
     }
 
     /// `d_drop`: unhashes a dentry the caller holds, so lookups miss it
@@ -484,7 +485,7 @@ impl DentryCache {
             return false;
         }
         // Only non-directories come here (unlink); read, not assumed.
-        let was_dir = dr.mode.load(Ordering::Relaxed) & S_IFMT == S_IFDIR;
+        let was_dir = dr.mode_is_dir();
         dr.ino.store(0, Ordering::Relaxed);
         dr.mode.store(0, Ordering::Relaxed);
         dr.uid.store(0, Ordering::Relaxed);

@@ -5,7 +5,6 @@
 //! directory part (`lookup_parent_cached`, `FastPaths::path_cache_parent`).
 
 use super::{DIRECTORY, FOLLOW, LastName, LastType, Nd, Parent, kind_of};
-use crate::cred::{MAY_EXEC, permission};
 use crate::dcache::{Dentry, DentryRef};
 use crate::errno::Errno;
 use crate::path_cache::{Key, Outcome, PathCache, Pinned};
@@ -190,17 +189,16 @@ impl Nd<'_> {
         if !matches!(kind_of(name), LastType::Norm) {
             return None;
         }
-        // The directory part without the slashes before the name; "/"
-        // itself for a name in the root.
+        // The directory part without the slashes before the name.
         let mut end = slash;
         while end > 0 && path[end - 1] == b'/' {
             end -= 1;
         }
-        let prefix = if end == 0 { &path[..1] } else { &path[..end] };
-        if prefix == b"/" {
-            // The root: the lockless walk takes no step there either.
+        if end == 0 {
+            // A name in the root: the parent walk takes no step either.
             return None;
         }
+        let prefix = &path[..end];
         let flags = FOLLOW | DIRECTORY;
         let mut key = Key::empty();
         if !self.key(&mut key, start, prefix, flags) {
@@ -210,15 +208,10 @@ impl Nd<'_> {
             Some(r) => r.ok()?,
             None => self.fill_cached(pc, &key, start, prefix, flags)?.ok()?,
         };
-        // `may_lookup` on the directory, as `lookup_parent_rcu` makes it
-        // (an access ACL is left to the walk with references).
-        if !self.cred.capable(crate::cred::Cap::DacReadSearch) {
-            let a = dir.snap()?.attr();
-            if a.acl & crate::fs::HAS_ACCESS_ACL != 0
-                || permission(self.cred, &a, MAY_EXEC).is_err()
-            {
-                return None;
-            }
+        // `may_lookup` on the directory, as `lookup_parent_rcu` makes it.
+        if !self.cred.capable(crate::cred::Cap::DacReadSearch) && !self.may_search_rcu(&dir.snap()?)
+        {
+            return None;
         }
         let (len, hash) = crate::dcache::hash_component(dir.as_ptr().as_ptr(), name);
         debug_assert_eq!(len, name.len());
