@@ -19,10 +19,12 @@
  *   READS   timed read1 iterations: read 4 KiB; at end of file, lseek to 0
  *           (the lab's read1)
  *   STATS   timed stat iterations: stat(DIR/calls.file)
- *   OPENS   open1 with 4 threads: each opens (O_RDWR) and closes its own
- *           file OPENS times; the figure is wall time / (4 * OPENS), from
- *           the first thread's start (after a common barrier) to the last
- *           one's end
+ *   OPENS   open1 in the main thread alone (OPENS pairs on open1.0,
+ *           before any other thread exists: open1_ns), then with 4
+ *           threads: each opens (O_RDWR) and closes its own file OPENS
+ *           times; that figure is wall time / (4 * OPENS), from the first
+ *           thread's start (after a common barrier) to the last one's end
+ *           (open4_ns). open1_ns / open4_ns is what 4 threads gain.
  *
  * Each loop runs a tenth of its count (at most 10000) untimed first.
  * Output, one line: key=value pairs, times in ns per call (per iteration),
@@ -127,6 +129,26 @@ static void *open1(void *arg) {
 	}
 	o->t1 = now_ns();
 	return NULL;
+}
+
+/* n pairs on DIR/open1.0 in the calling thread; ns per pair, or a
+ * negative value on failure. */
+static double open_one(const char *dir, long n) {
+	char file[4096];
+	snprintf(file, sizeof file, "%s/open1.0", dir);
+	int fd = open(file, O_CREAT | O_RDWR, 0600);
+	if (fd < 0 || close(fd) != 0)
+		return fail("creating open1.0");
+	double t = now_ns();
+	for (long i = 0; i < n; i++) {
+		fd = open(file, O_RDWR);
+		if (fd < 0 || close(fd) != 0)
+			return fail("open1 (1 thread)");
+	}
+	double ns = (now_ns() - t) / (double)n;
+	if (unlink(file) != 0)
+		return fail("unlink of open1.0");
+	return ns;
 }
 
 /* OPENS pairs in each of THREADS threads; ns per pair over all of them,
@@ -243,6 +265,12 @@ int main(int argc, char **argv) {
 	stat_ns = (now_ns() - t) / (double)ns;
 	close(fd);
 
+	/* One thread first, while the process has no other. */
+	if (open_one(dir, warmup(no) > 0 ? warmup(no) : 1) < 0)
+		return 1;
+	double open1_ns = open_one(dir, no);
+	if (open1_ns < 0)
+		return 1;
 	if (open_threads(dir, warmup(no) > 0 ? warmup(no) : 1) < 0)
 		return 1;
 	double open4_ns = open_threads(dir, no);
@@ -255,8 +283,8 @@ int main(int argc, char **argv) {
 	}
 	printf("shim=%d first_us=%.3f first_rss_kb=%ld first_hwm_kb=%ld dups=%ld dup_ns=%.3f "
 	       "lseeks=%ld lseek_ns=%.3f reads=%ld read_ns=%.3f stats=%ld stat_ns=%.3f opens=%ld "
-	       "open4_ns=%.3f\n",
+	       "open1_ns=%.3f open4_ns=%.3f\n",
 	       loaded, first_us, rss1 - rss0, hwm1 - hwm0, nd, dup_ns, nl, lseek_ns, nr, read_ns, ns,
-	       stat_ns, no, open4_ns);
+	       stat_ns, no, open1_ns, open4_ns);
 	return 0;
 }
