@@ -851,6 +851,45 @@ fn targets(
             met: measured.map(|m| m >= preload::TARGET),
         });
     }
+    t.extend(shim_call_targets(preload.and_then(|p| p.calls.as_ref())));
+    t
+}
+
+/// Issue 14's targets from the shim's per-call loops: dup1 and lseek1
+/// against the host, the first call, and the 4-thread open1's gain against
+/// the library's (none when the section did not run them).
+fn shim_call_targets(calls: Option<&crate::preload_calls::CallsReport>) -> Vec<Target> {
+    let mut t = Vec::new();
+    for row in calls.map_or(&[][..], |c| &c.rows[..]) {
+        if let Some(goal) = row.target {
+            t.push(Target {
+                what: format!("shim {}: shim / host", row.call),
+                goal: format!(">= {goal}x"),
+                measured: Some(row.shim_vs_host),
+                met: row.met,
+            });
+        }
+    }
+    if let Some(f) = calls.map(|c| &c.first) {
+        t.push(Target {
+            what: "shim first call (µs; VmHWM within the KiB goal too)".into(),
+            goal: format!(
+                "<= {} us, <= {} KiB",
+                crate::preload_calls::FIRST_US_TARGET,
+                crate::preload_calls::FIRST_KB_TARGET
+            ),
+            measured: Some(f.shim_us.median),
+            met: Some(f.met),
+        });
+    }
+    if let Some(g) = calls.and_then(|c| c.open_scaling.as_ref()) {
+        t.push(Target {
+            what: "shim open1, 4 threads / 1: shim's gain / library's".into(),
+            goal: format!(">= {}", crate::preload_calls::SCALING_TARGET),
+            measured: Some(g.shim_vs_library),
+            met: Some(g.met),
+        });
+    }
     t
 }
 
@@ -980,5 +1019,73 @@ mod tests {
         assert!((find("dup1: uvfs threads").measured.unwrap() - 1.2).abs() < 1e-9);
         assert_eq!(find("shim open+close: uvfs-default").met, None);
         assert_eq!(find("shim open+close: uvfs-fd-cache-0").measured, None);
+        assert!(!t.iter().any(|t| t.what.starts_with("shim dup1")));
+    }
+
+    #[test]
+    fn shim_call_targets_are_judged() {
+        use crate::figure::Figure;
+        use crate::preload_calls::{CallCounts, CallRow, CallsReport, FirstCall, OpenScaling};
+        let fig = |x: f64| Figure::of(vec![x]);
+        let row = |call: &str, shim_vs_host: f64, target: Option<f64>| CallRow {
+            call: call.into(),
+            host_ns: fig(100.0),
+            shim_ns: fig(100.0 / shim_vs_host),
+            library_ns: fig(5.0),
+            shim_vs_host,
+            library_vs_host: 20.0,
+            cost_ns: 1.0,
+            target,
+            met: target.map(|g| shim_vs_host >= g),
+        };
+        let counts = CallCounts {
+            dups: 1,
+            lseeks: 1,
+            reads: 1,
+            stats: 1,
+            opens: 1,
+        };
+        let r = CallsReport {
+            cc: String::new(),
+            counts: [counts; 3],
+            rows: vec![
+                row("dup1", 12.0, Some(10.0)),
+                row("lseek1", 8.0, Some(10.0)),
+                row("stat", 6.0, None),
+            ],
+            first: FirstCall {
+                host_us: fig(5.0),
+                shim_us: fig(180.0),
+                library_us: fig(150.0),
+                shim_rss_kb: fig(600.0),
+                shim_hwm_kb: fig(600.0),
+                met: true,
+            },
+            open_scaling: Some(OpenScaling {
+                host: 1.2,
+                shim: 0.9,
+                library: 1.0,
+                shim_vs_library: 0.9,
+                met: false,
+            }),
+            load_before: [0.0; 3],
+            load_after: [0.0; 3],
+        };
+        let t = shim_call_targets(Some(&r));
+        let find = |w: &str| t.iter().find(|t| t.what.starts_with(w)).unwrap();
+        assert_eq!(find("shim dup1").met, Some(true));
+        assert_eq!(find("shim lseek1").met, Some(false));
+        assert_eq!(find("shim lseek1").measured, Some(8.0));
+        assert!(!t.iter().any(|t| t.what.starts_with("shim stat")));
+        assert_eq!(find("shim first call").met, Some(true));
+        assert_eq!(find("shim open1, 4 threads").met, Some(false));
+        assert_eq!(find("shim open1, 4 threads").measured, Some(0.9));
+        // A report from before the scaling was measured has no such target.
+        let old = CallsReport {
+            open_scaling: None,
+            ..r
+        };
+        assert_eq!(shim_call_targets(Some(&old)).len(), 3);
+        assert!(shim_call_targets(None).is_empty());
     }
 }
