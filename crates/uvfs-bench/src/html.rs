@@ -646,7 +646,7 @@ pub fn page(r: &Reproduction, charts: &[(String, String)]) -> String {
             h,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
              <td class=\"n\">{:+.1}%</td><td class=\"n\">{:+.1}% .. {:+.1}%</td><td>{}</td>\
-             <td class=\"n\">{}</td><td class=\"n\">{}×</td><td>{}</td></tr>",
+             <td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
             s.seed,
             esc(&s.test),
             esc(&s.switch),
@@ -657,7 +657,8 @@ pub fn page(r: &Reproduction, charts: &[(String, String)]) -> String {
             s.ci_high_pct,
             esc(&s.verdict),
             s.host_ops_per_sec.map_or("–".into(), group),
-            opt(s.host_ops_per_sec.map(|x| s.b_ops_per_sec / x), 1),
+            s.host_ops_per_sec
+                .map_or_else(|| "–".into(), |x| format!("{:.1}×", s.b_ops_per_sec / x)),
             if s.unit == "ops/s" {
                 esc(&s.evidence)
             } else {

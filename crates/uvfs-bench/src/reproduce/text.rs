@@ -36,7 +36,7 @@ pub(super) fn print_text(r: &Reproduction) {
             continue;
         }
         println!(
-            "{:<4} {:<8} {:<18} {:>13.0} {:>13.0} {:>+7.1}% {:>+7.1}%..{:>+6.1}% {:<13} {:>12} {:>7}x  {}",
+            "{:<4} {:<8} {:<18} {:>13.0} {:>13.0} {:>+7.1}% {:>+7.1}%..{:>+6.1}% {:<13} {:>12} {:>8}  {}",
             s.seed,
             s.test,
             s.switch,
@@ -47,7 +47,8 @@ pub(super) fn print_text(r: &Reproduction) {
             s.ci_high_pct,
             s.verdict,
             fmt_opt(s.host_ops_per_sec, 0),
-            fmt_opt(s.host_ops_per_sec.map(|h| s.b_ops_per_sec / h), 1),
+            s.host_ops_per_sec
+                .map_or_else(|| "-".into(), |h| format!("{:.1}x", s.b_ops_per_sec / h)),
             if s.unit == "ops/s" {
                 s.evidence.clone()
             } else {
