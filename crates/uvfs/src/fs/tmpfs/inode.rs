@@ -74,9 +74,10 @@ impl XattrSet {
     }
 }
 
-/// What an inode is, with what only that type holds. A directory's index
-/// is boxed: it is the largest variant, and every regular file (most
-/// inodes) would otherwise carry its size (88 bytes against 32).
+/// What an inode is, with what only that type holds (boxed in [`State`],
+/// none for an empty regular file). A directory's index is boxed: it is
+/// the largest variant, and every written regular file's box would
+/// otherwise carry its size (88 bytes against 32).
 pub(super) enum Kind {
     Reg(RegFile),
     Dir(Box<Dir>),
