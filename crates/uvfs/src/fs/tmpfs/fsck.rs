@@ -79,7 +79,7 @@ impl Tmpfs {
             } else {
                 u64::from(st.nlink().max(1))
             };
-            if let Kind::Dir(d) = &st.kind {
+            if let Kind::Dir(d) = st.kind() {
                 d.check().map_err(|e| format!("dir {ino}: {e}"))?;
                 for slot in d.iter() {
                     let c = slot.inode();
@@ -131,7 +131,7 @@ impl Tmpfs {
         let mut work = vec![self.root.clone()];
         while let Some(d) = work.pop() {
             let st = rd(&d);
-            let Kind::Dir(dd) = &st.kind else { continue };
+            let Kind::Dir(dd) = st.kind() else { continue };
             for slot in dd.iter() {
                 let c = slot.inode();
                 match all.get(&c.ino) {
@@ -139,7 +139,7 @@ impl Tmpfs {
                     Some(_) => return Err(format!("two inodes numbered {}", c.ino)),
                     None => {
                         all.insert(c.ino, c.clone());
-                        if matches!(rd(c).kind, Kind::Dir(_)) {
+                        if matches!(rd(c).kind(), Kind::Dir(_)) {
                             work.push(c.clone());
                         }
                     }

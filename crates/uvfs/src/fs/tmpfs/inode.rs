@@ -9,7 +9,7 @@ use std::sync::{Arc, Weak};
 
 use super::dir::{self, Target, check_name};
 use super::pageindex::PageIndex;
-use super::pages::RegFile;
+use super::pages::{PageFile, RegFile};
 use super::published::{AttrCell, PAGES_LIMIT, Snapshot, pack};
 use super::{DIRENT_SIZE, EMPTY_DIR_SIZE, Held, MAX_FILE_SIZE, PAGE_SIZE, ROOT_INO, Tmpfs};
 use crate::acl::PosixAcl;
@@ -74,9 +74,10 @@ impl XattrSet {
     }
 }
 
-/// What an inode is, with what only that type holds. A directory's index
-/// is boxed: it is the largest variant, and every regular file (most
-/// inodes) would otherwise carry its size (88 bytes against 32).
+/// What an inode is, with what only that type holds (boxed in [`State`],
+/// none for an empty regular file). A directory's index is boxed: it is
+/// the largest variant, and every written regular file's box would
+/// otherwise carry its size (88 bytes against 32).
 pub(super) enum Kind {
     Reg(RegFile),
     Dir(Box<Dir>),
@@ -98,12 +99,26 @@ pub(super) enum Kind {
 /// of their own: the inode's malloc size class): whether it is an
 /// `O_TMPFILE` inode never linked yet ([`Locked::linkable`]) and whether
 /// it was given back ([`Locked::given_back`]).
+///
+/// Two words, so that the inode is a 128-byte malloc chunk: the kind
+/// behind one optional box and the xattrs' pointer. An empty regular file
+/// (no size, no page, no memfd: what a create makes) holds no box; its
+/// first write, truncation to a size or `fallocate` makes one
+/// ([`State::kind_mut`]).
 pub(super) struct State {
-    pub(super) kind: Kind,
+    /// What the inode is, boxed; `None` for an empty regular file, which
+    /// reads as [`EMPTY_REG`] ([`State::kind`]).
+    kind: Option<Box<Kind>>,
     /// Extended attributes and ACLs (and times the cell cannot hold),
     /// `None` until the first is set.
     pub(super) xattrs: Xattrs,
 }
+
+/// What a regular file with no box reads as: size 0, no pages.
+static EMPTY_REG: Kind = Kind::Reg(RegFile::Pages(PageFile {
+    size: 0,
+    pages: BTreeMap::new(),
+}));
 
 const ATIME: usize = 0;
 const MTIME: usize = 1;
@@ -124,27 +139,63 @@ pub(super) struct Init {
 }
 
 impl State {
+    /// A state holding `kind` (no box for an empty regular file).
+    pub(super) fn new(kind: Kind) -> State {
+        let empty =
+            matches!(&kind, Kind::Reg(RegFile::Pages(f)) if f.size == 0 && f.pages.is_empty());
+        State {
+            kind: (!empty).then(|| Box::new(kind)),
+            xattrs: None,
+        }
+    }
+
+    /// What the inode is.
+    #[inline]
+    pub(super) fn kind(&self) -> &Kind {
+        self.kind.as_deref().unwrap_or(&EMPTY_REG)
+    }
+
+    /// What the inode is, to change: an empty regular file gets its box
+    /// here (one allocation, the first time its contents change).
+    #[inline]
+    pub(super) fn kind_mut(&mut self) -> &mut Kind {
+        self.kind
+            .get_or_insert_with(|| Box::new(Kind::Reg(RegFile::default())))
+    }
+
+    /// What the inode is, to change, if it has a box: `None` for an empty
+    /// regular file, which has nothing to change (no box made).
+    #[inline]
+    pub(super) fn kind_mut_if_boxed(&mut self) -> Option<&mut Kind> {
+        self.kind.as_deref_mut()
+    }
+
+    /// Whether the kind has its box (tests: an empty file has none).
+    #[cfg(test)]
+    pub(super) fn is_boxed(&self) -> bool {
+        self.kind.is_some()
+    }
+
     pub(super) fn is_dir(&self) -> bool {
-        matches!(self.kind, Kind::Dir(_))
+        matches!(self.kind(), Kind::Dir(_))
     }
 
     pub(super) fn dir(&self) -> Result<&Dir, Errno> {
-        match &self.kind {
+        match self.kind() {
             Kind::Dir(d) => Ok(d),
             _ => Err(Errno::ENOTDIR),
         }
     }
 
     pub(super) fn dir_mut(&mut self) -> Result<&mut Dir, Errno> {
-        match &mut self.kind {
-            Kind::Dir(d) => Ok(d),
+        match self.kind_mut_if_boxed() {
+            Some(Kind::Dir(d)) => Ok(d),
             _ => Err(Errno::ENOTDIR),
         }
     }
-
     /// Pages this inode holds against the space limit.
     pub(super) fn pages_held(&self) -> u64 {
-        match &self.kind {
+        match self.kind() {
             Kind::Reg(f) => f.pages_held(),
             Kind::Symlink { has_page, .. } => u64::from(*has_page),
             Kind::Dir(_) | Kind::Special { .. } => 0,
@@ -156,7 +207,7 @@ impl State {
     /// memfd (its size is the kernel's), a device node (its number is not
     /// in the cell), a page count the cell cannot hold.
     fn published_size(&self) -> Option<(u64, u32)> {
-        let (size, pages) = match &self.kind {
+        let (size, pages) = match self.kind() {
             Kind::Reg(RegFile::Pages(f)) => (f.size, u32::try_from(f.pages.len()).ok()?),
             Kind::Reg(RegFile::Memfd(_)) | Kind::Special { .. } => return None,
             Kind::Dir(d) => (EMPTY_DIR_SIZE + DIRENT_SIZE * d.len(), 0),
@@ -498,7 +549,7 @@ pub(super) trait Locked {
 /// regular file's (which [`Tmpfs::attr`] asks the memfd for).
 fn attr_of(ino: Ino, l: &(impl Locked + ?Sized)) -> Attr {
     let st = l.state();
-    let (size, blocks) = match &st.kind {
+    let (size, blocks) = match st.kind() {
         Kind::Reg(RegFile::Pages(f)) => (f.size, f.pages.len() as u64 * (PAGE_SIZE / 512)),
         Kind::Reg(RegFile::Memfd(_)) => (0, 0),
         Kind::Dir(d) => (EMPTY_DIR_SIZE + DIRENT_SIZE * d.len(), 0),
@@ -508,7 +559,7 @@ fn attr_of(ino: Ino, l: &(impl Locked + ?Sized)) -> Attr {
         ),
         Kind::Special { .. } => (0, 0),
     };
-    let rdev = match &st.kind {
+    let rdev = match st.kind() {
         Kind::Special { rdev } => *rdev,
         _ => 0,
     };
@@ -866,7 +917,7 @@ impl Tmpfs {
     /// The attributes of inode `ino` under its lock `l`.
     pub(super) fn attr(&self, ino: Ino, l: &(impl Locked + ?Sized)) -> Attr {
         let mut a = attr_of(ino, l);
-        if let Kind::Reg(f @ RegFile::Memfd(_)) = &l.state().kind {
+        if let Kind::Reg(f @ RegFile::Memfd(_)) = l.state().kind() {
             (a.size, a.blocks) = f.size_blocks(self);
         }
         a
@@ -940,7 +991,7 @@ impl Tmpfs {
         let i = self.node(n)?;
         let mut st = wr(&i);
         if let Some(size) = set.size {
-            match st.kind {
+            match *st.kind() {
                 Kind::Reg(_) => {}
                 Kind::Dir(_) => return Err(Errno::EISDIR),
                 Kind::Symlink { .. } | Kind::Special { .. } => return Err(Errno::EINVAL),
@@ -985,8 +1036,11 @@ impl Tmpfs {
             Some(SetTime::Now) => mtime_now = true,
             None => {}
         }
+        // An empty file truncated to 0 (`O_TRUNC` of a new file) has
+        // nothing to change: no box made for it.
         if let Some(size) = set.size
-            && let Kind::Reg(f) = &mut st.kind
+            && (size != 0 || st.kind_mut_if_boxed().is_some())
+            && let Kind::Reg(f) = st.kind_mut()
             && self.set_size(i.file_index(), f, size)?
         {
             if set.mtime.is_none() {
@@ -1060,10 +1114,10 @@ impl Tmpfs {
         st.set_given_back();
         self.unorphaned();
         self.release_pages(st.pages_held());
-        match &mut st.kind {
-            Kind::Reg(f) => self.clear_file(i.file_index(), f),
-            Kind::Symlink { has_page, .. } => *has_page = false,
-            Kind::Dir(_) | Kind::Special { .. } => {}
+        match st.kind_mut_if_boxed() {
+            Some(Kind::Reg(f)) => self.clear_file(i.file_index(), f),
+            Some(Kind::Symlink { has_page, .. }) => *has_page = false,
+            Some(Kind::Dir(_) | Kind::Special { .. }) | None => {}
         }
         self.release_inode();
     }
@@ -1080,17 +1134,25 @@ mod size_tests {
         ((n + 8).div_ceil(16) * 16).max(32)
     }
 
-    /// The inode, behind its `Arc`'s two counts, stays a 152-byte request
-    /// (a 160-byte malloc chunk): the page index shares the parent's word,
-    /// the lock has no poison flag (`parking_lot`'s, one word) and the
+    /// The inode, behind its `Arc`'s two counts, stays a 120-byte request
+    /// (a 128-byte malloc chunk): the page index shares the parent's word,
+    /// the lock has no poison flag (`parking_lot`'s, one word), the
     /// linkable and given-back flags live in the attribute cell's mode
-    /// word. One byte more in the inode and it is the 176 class again.
+    /// word, and the state is two words (the kind behind one optional box,
+    /// none for an empty regular file, and the xattrs' pointer). One byte
+    /// more in the inode and it is the 144 class.
     #[test]
     fn inode_keeps_its_size_class() {
-        assert!(std::mem::size_of::<Inode>() <= 136);
+        assert!(std::mem::size_of::<Inode>() <= 104);
+        assert_eq!(std::mem::size_of::<super::State>(), 16);
         assert_eq!(std::mem::size_of::<super::SlimRwLock<()>>(), 8);
-        assert_eq!(super::super::inode_size(), 152);
-        assert_eq!(malloc_chunk(super::super::inode_size()), 160);
-        assert_eq!(malloc_chunk(168), 176, "the class the inode left");
+        assert_eq!(super::super::inode_size(), 120);
+        assert_eq!(malloc_chunk(super::super::inode_size()), 128);
+        assert_eq!(
+            malloc_chunk(super::super::inode_size() + 1),
+            144,
+            "one byte more"
+        );
+        assert_eq!(malloc_chunk(152), 160, "the class the inode left");
     }
 }

@@ -35,7 +35,7 @@ impl Tmpfs {
             && buf.len() <= BORROW_WRITE_MAX
             && let Some(r) = self.with_inode(ino, |i| {
                 let st = i.st.try_read()?;
-                if matches!(st.kind, Kind::Reg(RegFile::Memfd(_))) {
+                if matches!(st.kind(), Kind::Reg(RegFile::Memfd(_))) {
                     return None;
                 }
                 Some(read_locked(&st, off, &mut *buf, self.light_overwrite))
@@ -74,7 +74,7 @@ impl Tmpfs {
             && self.store.is_none()
             && let Some(r) = self.with_inode(ino, |i| {
                 let mut st = try_wr(i)?;
-                if matches!(st.kind, Kind::Reg(RegFile::Memfd(_))) {
+                if matches!(st.kind(), Kind::Reg(RegFile::Memfd(_))) {
                     return None;
                 }
                 Some(self.write_locked(i, &mut st, off, data))
@@ -119,7 +119,7 @@ impl Tmpfs {
             return Some(Ok((at, done, false)));
         }
         let mut st = wr(&i);
-        let size = match &st.kind {
+        let size = match st.kind() {
             Kind::Reg(RegFile::Pages(f)) => f.size,
             _ => return None,
         };
@@ -145,7 +145,7 @@ impl Tmpfs {
         off: u64,
         data: &[u8],
     ) -> Result<usize, Errno> {
-        match st.kind {
+        match *st.kind() {
             Kind::Reg(_) => {}
             Kind::Dir(_) => return Err(Errno::EISDIR),
             Kind::Symlink { .. } | Kind::Special { .. } => return Err(Errno::EINVAL),
@@ -165,11 +165,11 @@ impl Tmpfs {
         st.file_update_time();
         // With a directory store the data lives there from the first write.
         if self.store.is_some()
-            && let Kind::Reg(f @ RegFile::Pages(_)) = &mut st.kind
+            && let Kind::Reg(f @ RegFile::Pages(_)) = st.kind_mut()
         {
             f.memfd(self, ix)?;
         }
-        let f = match &mut st.kind {
+        let f = match st.kind_mut() {
             Kind::Reg(RegFile::Pages(f)) => f,
             Kind::Reg(RegFile::Memfd(m)) => return m.write(self, off, &data[..len]),
             _ => return Err(Errno::EINVAL),
@@ -268,7 +268,7 @@ impl Tmpfs {
         }
         let i = self.node(n)?;
         let mut st = wr(&i);
-        match st.kind {
+        match *st.kind() {
             Kind::Reg(_) => {}
             Kind::Dir(_) => return Err(Errno::EISDIR),
             Kind::Symlink { .. } | Kind::Special { .. } => return Err(Errno::ENODEV),
@@ -285,11 +285,11 @@ impl Tmpfs {
         // (its file system decides whether the range fits).
         if self.store.is_some()
             && !punch
-            && let Kind::Reg(f @ RegFile::Pages(_)) = &mut st.kind
+            && let Kind::Reg(f @ RegFile::Pages(_)) = st.kind_mut()
         {
             f.memfd(self, ix)?;
         }
-        if let Kind::Reg(RegFile::Memfd(m)) = &st.kind {
+        if let Kind::Reg(RegFile::Memfd(m)) = st.kind() {
             if punch {
                 m.punch(self, off, end)?;
             } else {
@@ -308,7 +308,7 @@ impl Tmpfs {
             st.file_update_time();
             return Ok(());
         }
-        let Kind::Reg(RegFile::Pages(f)) = &mut st.kind else {
+        let Kind::Reg(RegFile::Pages(f)) = st.kind_mut() else {
             return Err(Errno::EINVAL);
         };
         if punch {
@@ -364,7 +364,7 @@ impl Tmpfs {
     pub(super) fn seek_pages(&self, n: Node<'_>, off: u64, whence: Seek) -> Result<u64, Errno> {
         let i = self.node(n)?;
         let st = rd(&i);
-        let f = match &st.kind {
+        let f = match st.kind() {
             Kind::Reg(RegFile::Pages(f)) => f,
             Kind::Reg(RegFile::Memfd(m)) => return m.seek(off, whence),
             _ => return Err(Errno::EINVAL),
@@ -526,7 +526,7 @@ fn write_light(i: &Inode, off: u64, data: &[u8]) -> Option<usize> {
 /// (`shared`: the pages' bytes are copied through [`racy::copy`], since a
 /// light writer may write them meanwhile: `FastPaths::light_overwrite`).
 fn read_locked(st: &State, off: u64, buf: &mut [u8], shared: bool) -> Result<usize, Errno> {
-    let f = match &st.kind {
+    let f = match st.kind() {
         Kind::Reg(RegFile::Pages(f)) => f,
         Kind::Reg(RegFile::Memfd(m)) => return m.read(off, buf),
         Kind::Dir(_) => return Err(Errno::EISDIR),

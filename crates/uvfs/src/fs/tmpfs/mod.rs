@@ -326,10 +326,7 @@ impl Tmpfs {
             acl: 0,
             linkable: false,
         };
-        let root = State {
-            kind: Kind::Dir(Box::new(Dir::new())),
-            xattrs: None,
-        };
+        let root = State::new(Kind::Dir(Box::new(Dir::new())));
         // The root has no parent: an empty `Weak` (`..` is itself).
         let (_, root) = Inode::new(
             ROOT_INO,
@@ -468,7 +465,7 @@ impl Tmpfs {
     #[inline(never)]
     fn getattr_pinned_locked(&self, ino: Ino, i: &Inode) -> Option<Attr> {
         let st = inode::try_rd(i)?;
-        if matches!(st.kind, Kind::Reg(RegFile::Memfd(_))) {
+        if matches!(st.kind(), Kind::Reg(RegFile::Memfd(_))) {
             return None;
         }
         st.mark_ctime_queried();
@@ -624,7 +621,7 @@ impl Drop for Tmpfs {
     fn drop(&mut self) {
         let mut work = vec![self.root.clone()];
         while let Some(i) = work.pop() {
-            if let Kind::Dir(d) = &mut inode::wr(&i).kind {
+            if let Some(Kind::Dir(d)) = inode::wr(&i).kind_mut_if_boxed() {
                 d.take_inodes(&mut work);
             }
         }
@@ -707,7 +704,7 @@ impl FileSystem for Tmpfs {
                 return Some(inode::attr_of_snapshot(ino, &s));
             }
             let st = inode::try_rd(i)?;
-            if matches!(st.kind, Kind::Reg(RegFile::Memfd(_))) {
+            if matches!(st.kind(), Kind::Reg(RegFile::Memfd(_))) {
                 return None;
             }
             st.mark_ctime_queried();
@@ -903,7 +900,7 @@ impl FileSystem for Tmpfs {
     fn readlink_node(&self, n: Node<'_>) -> Result<Vec<u8>, Errno> {
         let i = self.node(n)?;
         let st = rd(&i);
-        match &st.kind {
+        match st.kind() {
             Kind::Symlink { target, .. } => Ok(target.to_vec()),
             _ => Err(Errno::EINVAL),
         }
@@ -1071,7 +1068,7 @@ impl FileSystem for Tmpfs {
         // `memfd_create(MFD_ALLOW_SEALING)` clears it, and uvfs has no
         // memfd. A directory is no shmem file: `EINVAL`.
         let i = self.node(n)?;
-        match rd(&i).kind {
+        match rd(&i).kind() {
             inode::Kind::Reg(_) => Ok(crate::uapi::F_SEAL_SEAL),
             _ => Err(Errno::EINVAL),
         }
@@ -1084,7 +1081,7 @@ impl FileSystem for Tmpfs {
     fn mmap_file_node(&self, n: Node<'_>, accmode: i32) -> Result<std::os::fd::OwnedFd, Errno> {
         let i = self.node(n)?;
         let mut st = inode::wr(&i);
-        match &mut st.kind {
+        match st.kind_mut() {
             Kind::Reg(f) => f.memfd(self, i.file_index())?.reopen(accmode),
             _ => Err(Errno::ENODEV),
         }

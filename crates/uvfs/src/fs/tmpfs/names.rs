@@ -58,7 +58,7 @@ pub(super) fn new_state(
         acl: acls.as_ref().map_or(0, |x| x.acl_flags()),
         linkable: false,
     };
-    let st = State { kind, xattrs: None };
+    let st = State::new(kind);
     (ftype, init, st, acls)
 }
 
@@ -188,10 +188,7 @@ impl Tmpfs {
             },
             linkable: true,
         };
-        let st = State {
-            kind: Kind::Reg(RegFile::default()),
-            xattrs: None,
-        };
+        let st = State::new(Kind::Reg(RegFile::default()));
         let xattrs = XattrSet::with_acls(new.acl, None);
         self.orphaned();
         Ok(self.insert_inode(ino, std::sync::Weak::new(), &init, st, xattrs))

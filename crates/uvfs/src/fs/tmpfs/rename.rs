@@ -365,7 +365,7 @@ impl Rename<'_> {
         }
         if let Some(t) = r.tgt.as_deref()
             && !self.exchange()
-            && matches!(&t.kind, Kind::Dir(d) if d.len() > 0)
+            && matches!(t.kind(), Kind::Dir(d) if d.len() > 0)
         {
             return Err(Errno::ENOTEMPTY);
         }

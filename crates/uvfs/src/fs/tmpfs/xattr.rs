@@ -110,7 +110,7 @@ impl Tmpfs {
     pub(super) fn acl_get(&self, n: Node<'_>, ty: AclType) -> Result<Option<Arc<PosixAcl>>, Errno> {
         let i = self.node(n)?;
         let st = rd(&i);
-        if matches!(st.kind, Kind::Symlink { .. }) {
+        if matches!(st.kind(), Kind::Symlink { .. }) {
             return Err(Errno::EOPNOTSUPP);
         }
         Ok(st.xattrs.as_ref().and_then(|a| match ty {
@@ -130,7 +130,7 @@ impl Tmpfs {
     ) -> Result<crate::fs::Attr, Errno> {
         let i = self.node(n)?;
         let mut st = wr(&i);
-        if matches!(st.kind, Kind::Symlink { .. }) {
+        if matches!(st.kind(), Kind::Symlink { .. }) {
             return Err(Errno::EOPNOTSUPP);
         }
         let set = st.xattrs.get_or_insert_with(Default::default);

@@ -624,3 +624,38 @@ fn far_times_leave_the_cell_and_come_back() {
     assert!(inode::rd(&i).xattrs.is_none());
     ok(&fs);
 }
+
+/// An empty regular file holds no box for its kind (the inode in the
+/// 128-byte class): a create, a zero-length write, a truncation to 0 and
+/// a read make none; a truncation to a size or a write makes one, and the
+/// file reads and reports the same either way.
+#[test]
+fn empty_file_holds_no_kind_box() {
+    let fs = fs();
+    let f = file(&fs, R, "f");
+    let i = fs.get(f).unwrap();
+    let boxed = || inode::rd(&i).is_boxed();
+    assert!(!boxed());
+    assert_eq!(fs.write(f, 0, b""), Ok(0));
+    let trunc = |size| SetAttr {
+        size: Some(size),
+        ..SetAttr::default()
+    };
+    let a = fs.setattr(f, &trunc(0)).unwrap();
+    assert_eq!((a.size, a.blocks), (0, 0));
+    let mut buf = [7u8; 4];
+    assert_eq!(fs.read(f, 0, &mut buf), Ok(0));
+    assert!(!boxed(), "nothing changed the contents");
+    let a = fs.setattr(f, &trunc(10)).unwrap();
+    assert_eq!((a.size, a.blocks), (10, 0));
+    assert!(boxed());
+    assert_eq!(fs.read(f, 0, &mut buf), Ok(4));
+    assert_eq!(buf, [0; 4]);
+    let g = file(&fs, R, "g");
+    let j = fs.get(g).unwrap();
+    assert_eq!(fs.write(g, 0, b"abc"), Ok(3));
+    assert!(inode::rd(&j).is_boxed());
+    assert_eq!(fs.getattr(g).unwrap().size, 3);
+    drop((i, j));
+    ok(&fs);
+}
