@@ -209,6 +209,40 @@ fn kill_9_gives_enotconn_and_lazy_umount_recovers() {
     assert_eq!(std::fs::read_dir(m.path()).unwrap().count(), 0);
 }
 
+/// The server grows its fd table before its session's threads start, to
+/// hold the high numbers its memfds take (from three quarters of the soft
+/// `RLIMIT_NOFILE`, at most 4096): grown later, with the workers sharing
+/// it, the kernel waits for an RCU grace period first (milliseconds, at
+/// the mount's first new file). `FDSize` in `/proc/PID/status`, before
+/// any file is made.
+#[test]
+fn the_fd_table_holds_the_memfds_before_the_first_file() {
+    skip_unless_fuse!();
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: a valid, writable `struct rlimit`.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 || lim.rlim_cur < 16 {
+        return;
+    }
+    let floor = (lim.rlim_cur / 4 * 3).min(4096);
+    let mut m = Mount::new("fdtable", &[]);
+    let pid = m.child.as_ref().unwrap().id();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let size: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("FDSize:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("FDSize in:\n{status}"));
+    m.signal(libc::SIGTERM);
+    assert_eq!(m.wait_exit(), Some(0));
+    assert!(
+        size > floor,
+        "the server's fd table holds {size} fds before its first file; its memfds go from {floor} on"
+    );
+}
+
 #[test]
 fn daemon_returns_once_live() {
     skip_unless_fuse!();

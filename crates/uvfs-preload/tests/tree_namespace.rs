@@ -353,6 +353,82 @@ fn a_killed_server_gives_enotconn() {
     no_leftovers(&t, uv);
 }
 
+/// The tree's server grows its fd table, while it has one thread, to hold
+/// the high numbers its memfds take (from three quarters of the soft
+/// `RLIMIT_NOFILE`, at most 4096): grown later, under its worker threads,
+/// it waited for an RCU grace period (5 to 10 ms at the tree's first new
+/// file). Seen in `/proc/PID/status` (`FDSize`) before any file is made;
+/// the server of a shim without the growing shows the table it was forked
+/// with (256 here).
+#[test]
+fn the_servers_fd_table_holds_the_memfds_before_its_threads_start() {
+    if !can_mount() {
+        return;
+    }
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: a valid, writable `struct rlimit`.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 || lim.rlim_cur < 16 {
+        return;
+    }
+    let floor = (lim.rlim_cur / 4 * 3).min(4096);
+    let sc = Scratch::new("tree-fdtable");
+    let uv = sc.join("uvfs");
+    let uv = uv.to_str().unwrap();
+    let t = tag("fdtable");
+    // The first command forks (the server starts); then bash waits for a
+    // line on stdin, having made no file.
+    let mut child = Command::new("bash")
+        .arg("-c")
+        .arg("/bin/true && echo started && read line")
+        .env("D", uv)
+        .env("LD_PRELOAD", shim())
+        .env("UVFS_PREFIX", uv)
+        .env("UVFS_TREE_TEST_TAG", &t)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 8];
+    std::io::Read::read_exact(&mut stdout, &mut first).unwrap();
+    assert_eq!(&first, b"started\n");
+    // The server: the tagged process that leads its own session.
+    let server: Vec<i32> = tagged(&t)
+        .into_iter()
+        .filter(|(pid, stat)| {
+            let f: Vec<&str> = stat
+                .rsplit_once(") ")
+                .map(|(_, r)| r.split(' ').collect())
+                .unwrap_or_default();
+            f.get(3) == Some(&pid.to_string().as_str())
+        })
+        .map(|(pid, _)| pid)
+        .collect();
+    assert_eq!(server.len(), 1, "one server: {:?}", tagged(&t));
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server[0])).unwrap();
+    let field = |name: &str| -> u64 {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{name} in:\n{status}"))
+    };
+    let (size, threads) = (field("FDSize:"), field("Threads:"));
+    child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    no_leftovers(&t, uv);
+    assert!(threads > 1, "the server's workers run: {threads} thread(s)");
+    assert!(
+        size > floor,
+        "the server's fd table holds {size} fds before its first file; its memfds go from {floor} on"
+    );
+}
+
 /// A process with a second thread (made with `pthread_create`) starts the
 /// tree at its first child all the same: it moved to a mount namespace of
 /// its own at that thread's creation, while it had one thread.

@@ -183,10 +183,10 @@ fn close_raw(fd: OwnedFd) {
     unsafe { libc::syscall(libc::SYS_close, n) };
 }
 
-/// Moves `fd` to a high number (`F_DUPFD_CLOEXEC` from three quarters of
-/// `RLIMIT_NOFILE`'s soft limit, at most 4096) so it never takes a low
-/// number the program expects; `fd` itself if the kernel refuses.
-fn move_high(fd: OwnedFd) -> OwnedFd {
+/// The lowest number [`move_high`] moves a kernel fd to: three quarters
+/// of `RLIMIT_NOFILE`'s soft limit, at most 4096; `None` where the limit
+/// cannot be read or is below 16 (the fd stays where it is).
+fn high_floor() -> Option<libc::c_long> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -202,9 +202,40 @@ fn move_high(fd: OwnedFd) -> OwnedFd {
         )
     };
     if r < 0 || lim.rlim_cur < 16 {
-        return fd;
+        return None;
     }
-    let min = (lim.rlim_cur / 4 * 3).min(4096) as libc::c_long;
+    Some((lim.rlim_cur / 4 * 3).min(4096) as libc::c_long)
+}
+
+/// Grows this process's fd table now to hold the numbers the memfds
+/// take (from three quarters of `RLIMIT_NOFILE`'s soft limit, at most
+/// 4096, on), by a duplicate of `fd` there, closed at once. For a server
+/// about to start its threads: Linux grows a table that several threads
+/// share only after an RCU grace period (the old table may still be read
+/// locklessly), which cost the first memfd of a tree's server 5 to 16
+/// ms; a process with one thread grows it at once. Nothing happens where
+/// the floor is unknown or the duplicate is refused (the table then grows
+/// at the first memfd, as before).
+pub fn reserve_high_fds(fd: std::os::fd::BorrowedFd<'_>) {
+    let Some(min) = high_floor() else {
+        return;
+    };
+    // SAFETY: fcntl duplicating a borrowed, open fd; no pointers.
+    let r = unsafe { libc::syscall(libc::SYS_fcntl, fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, min) };
+    if let Ok(n) = check(r) {
+        // SAFETY: `F_DUPFD_CLOEXEC` returned a new fd, owned by nobody
+        // else; closed once.
+        close_raw(unsafe { OwnedFd::from_raw_fd(n as RawFd) });
+    }
+}
+
+/// Moves `fd` to a high number (`F_DUPFD_CLOEXEC` from three quarters of
+/// `RLIMIT_NOFILE`'s soft limit, at most 4096) so it never takes a low
+/// number the program expects; `fd` itself if the kernel refuses.
+fn move_high(fd: OwnedFd) -> OwnedFd {
+    let Some(min) = high_floor() else {
+        return fd;
+    };
     // SAFETY: fcntl on an fd this function owns; no pointers.
     let r = unsafe { libc::syscall(libc::SYS_fcntl, fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, min) };
     match check(r) {

@@ -124,7 +124,7 @@ use inode::{Init, Inode, Kind, Locked, State, rd};
 use pages::RegFile;
 use table::Shard;
 
-pub use memfd::{FileStore, holds_kernel_fd, kernel_fds_in};
+pub use memfd::{FileStore, holds_kernel_fd, kernel_fds_in, reserve_high_fds};
 
 /// Page size: the unit of allocation and of `size_bytes`.
 pub const PAGE_SIZE: u64 = 4096;
