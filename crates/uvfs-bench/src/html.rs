@@ -846,6 +846,89 @@ fn preload_section(h: &mut String, r: &Reproduction) {
         );
     }
     h.push_str("</table>\n");
+    if let Some(c) = &p.calls {
+        preload_calls_html(h, c);
+    }
+    if let Some(t) = &p.tree {
+        let _ = writeln!(
+            h,
+            "<p>A process tree ({} archive entries): <code>{}</code>, ms per run, median (min .. max): \
+             host tmpfs {:.1} ({:.1} .. {:.1}); under the shim, the tree served over FUSE, {:.1} ({:.1} .. {:.1}): \
+             {:.2}× the host's time.</p>",
+            t.entries,
+            esc(&t.script),
+            t.host_ms.median,
+            t.host_ms.min,
+            t.host_ms.max,
+            t.shim_ms.median,
+            t.shim_ms.min,
+            t.shim_ms.max,
+            t.ratio
+        );
+    }
+}
+
+/// The shim's per-call loops: ns per iteration on the host, under the
+/// shim and through the library; the first call; the threads' gain.
+fn preload_calls_html(h: &mut String, c: &crate::preload_calls::CallsReport) {
+    let _ = writeln!(
+        h,
+        "<p>Per call: {} on the host's tmpfs, under the shim (files under the prefix) and through \
+         the library in process; median ns per iteration over the rounds; load average {:.2} before, \
+         {:.2} after.</p>\n<table><tr><th>loop</th><th>host</th><th>shim</th><th>library</th>\
+         <th>shim vs host</th><th>shim − library</th><th>target</th></tr>",
+        esc(&c.cc),
+        c.load_before[0],
+        c.load_after[0]
+    );
+    for r in &c.rows {
+        let (class, word) = match (r.target, r.met) {
+            (Some(t), Some(true)) => ("met", format!("≥ {t}× host: met")),
+            (Some(t), _) => ("missed", format!("≥ {t}× host: missed")),
+            _ => ("", String::new()),
+        };
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td class=\"n\">{:.1}</td><td class=\"n\">{:.1}</td><td class=\"n\">{:.1}</td>\
+             <td class=\"n\">{:.2}×</td><td class=\"n\">{:+.1}</td><td class=\"{class}\">{word}</td></tr>",
+            esc(&r.call),
+            r.host_ns.median,
+            r.shim_ns.median,
+            r.library_ns.median,
+            r.shim_vs_host,
+            r.cost_ns
+        );
+    }
+    h.push_str("</table>\n");
+    let f = &c.first;
+    let _ = writeln!(
+        h,
+        "<p>The first uvfs call (a stat of the prefix, which builds the VFS): {:.1} µs ({:.1} .. {:.1}), \
+         VmHWM +{:.0} KiB; target ≤ {} µs and ≤ {} KiB: <span class=\"{}\">{}</span>.</p>",
+        f.shim_us.median,
+        f.shim_us.min,
+        f.shim_us.max,
+        f.shim_hwm_kb.median,
+        crate::preload_calls::FIRST_US_TARGET,
+        crate::preload_calls::FIRST_KB_TARGET,
+        if f.met { "met" } else { "missed" },
+        if f.met { "met" } else { "missed" }
+    );
+    if let Some(g) = &c.open_scaling {
+        let _ = writeln!(
+            h,
+            "<p>open1, 4 threads against 1 (pairs per second): host {:.2}×, shim {:.2}×, library {:.2}×; \
+             the shim's gain / the library's {:.2} (target ≥ {}: the threads scale as the library's): \
+             <span class=\"{}\">{}</span>.</p>",
+            g.host,
+            g.shim,
+            g.library,
+            g.shim_vs_library,
+            crate::preload_calls::SCALING_TARGET,
+            if g.met { "met" } else { "missed" },
+            if g.met { "met" } else { "missed" }
+        );
+    }
 }
 
 /// The peers section: per row each system's ops/s and uvfs / peer, the
@@ -1039,7 +1122,26 @@ fn fuse_section(h: &mut String, r: &Reproduction) {
 
 #[cfg(test)]
 mod tests {
-    use super::{esc, group_f, log_keys, speedups};
+    use super::{esc, group_f, log_keys, preload_calls_html, speedups};
+
+    #[test]
+    fn the_shims_per_call_loops_are_shown() {
+        let mut h = String::new();
+        preload_calls_html(&mut h, &crate::preload_calls::sample_report());
+        // Each loop a row; a target met or missed in its colour.
+        assert_eq!(h.matches("<tr><td>").count(), 3, "{h}");
+        assert!(h.contains("<td class=\"met\">≥ 10× host: met</td>"), "{h}");
+        assert!(
+            h.contains("<td class=\"missed\">≥ 10× host: missed</td>"),
+            "{h}"
+        );
+        assert!(h.contains("180.0 µs"), "{h}");
+        assert!(h.contains("the shim's gain / the library's 0.90"), "{h}");
+        assert!(
+            h.contains("<span class=\"missed\">missed</span>.</p>"),
+            "{h}"
+        );
+    }
 
     #[test]
     fn speedups_carry_their_spread() {

@@ -590,6 +590,57 @@ pub fn print_calls(out: &mut impl Write, r: &CallsReport) -> std::io::Result<()>
     Ok(())
 }
 
+/// A report for tests: dup1 met (12x), lseek1 missed (8x), stat without a
+/// target, the first call met, the threads' gain missed (0.9).
+#[cfg(test)]
+pub(crate) fn sample_report() -> CallsReport {
+    let fig = |x: f64| Figure::of(vec![x]);
+    let row = |call: &str, shim_vs_host: f64, target: Option<f64>| CallRow {
+        call: call.into(),
+        host_ns: fig(100.0),
+        shim_ns: fig(100.0 / shim_vs_host),
+        library_ns: fig(5.0),
+        shim_vs_host,
+        library_vs_host: 20.0,
+        cost_ns: 1.0,
+        target,
+        met: target.map(|g| shim_vs_host >= g),
+    };
+    let counts = CallCounts {
+        dups: 1,
+        lseeks: 1,
+        reads: 1,
+        stats: 1,
+        opens: 1,
+    };
+    CallsReport {
+        cc: String::new(),
+        counts: [counts; 3],
+        rows: vec![
+            row("dup1", 12.0, Some(10.0)),
+            row("lseek1", 8.0, Some(10.0)),
+            row("stat", 6.0, None),
+        ],
+        first: FirstCall {
+            host_us: fig(5.0),
+            shim_us: fig(180.0),
+            library_us: fig(150.0),
+            shim_rss_kb: fig(600.0),
+            shim_hwm_kb: fig(600.0),
+            met: true,
+        },
+        open_scaling: Some(OpenScaling {
+            host: 1.2,
+            shim: 0.9,
+            library: 1.0,
+            shim_vs_library: 0.9,
+            met: false,
+        }),
+        load_before: [0.0; 3],
+        load_after: [0.0; 3],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

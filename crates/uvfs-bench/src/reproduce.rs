@@ -1024,53 +1024,8 @@ mod tests {
 
     #[test]
     fn shim_call_targets_are_judged() {
-        use crate::figure::Figure;
-        use crate::preload_calls::{CallCounts, CallRow, CallsReport, FirstCall, OpenScaling};
-        let fig = |x: f64| Figure::of(vec![x]);
-        let row = |call: &str, shim_vs_host: f64, target: Option<f64>| CallRow {
-            call: call.into(),
-            host_ns: fig(100.0),
-            shim_ns: fig(100.0 / shim_vs_host),
-            library_ns: fig(5.0),
-            shim_vs_host,
-            library_vs_host: 20.0,
-            cost_ns: 1.0,
-            target,
-            met: target.map(|g| shim_vs_host >= g),
-        };
-        let counts = CallCounts {
-            dups: 1,
-            lseeks: 1,
-            reads: 1,
-            stats: 1,
-            opens: 1,
-        };
-        let r = CallsReport {
-            cc: String::new(),
-            counts: [counts; 3],
-            rows: vec![
-                row("dup1", 12.0, Some(10.0)),
-                row("lseek1", 8.0, Some(10.0)),
-                row("stat", 6.0, None),
-            ],
-            first: FirstCall {
-                host_us: fig(5.0),
-                shim_us: fig(180.0),
-                library_us: fig(150.0),
-                shim_rss_kb: fig(600.0),
-                shim_hwm_kb: fig(600.0),
-                met: true,
-            },
-            open_scaling: Some(OpenScaling {
-                host: 1.2,
-                shim: 0.9,
-                library: 1.0,
-                shim_vs_library: 0.9,
-                met: false,
-            }),
-            load_before: [0.0; 3],
-            load_after: [0.0; 3],
-        };
+        use crate::preload_calls::CallsReport;
+        let r = crate::preload_calls::sample_report();
         let t = shim_call_targets(Some(&r));
         let find = |w: &str| t.iter().find(|t| t.what.starts_with(w)).unwrap();
         assert_eq!(find("shim dup1").met, Some(true));

@@ -16,7 +16,7 @@ use std::process::{Command, Output, Stdio};
 mod support;
 use support::cprog::{Scratch, compile_c, have};
 use support::shim;
-use support::tree::{bash, can_mount, no_leftovers, run_c_in_tree, tag, tagged};
+use support::tree::{bash, can_mount, no_leftovers, run_c_in_tree, tag, tree_server};
 
 /// Runs `script` on a host directory and under the shim; compares stdout
 /// (the directory masked as `$D`) and exit status; checks for leftovers.
@@ -313,26 +313,14 @@ fn a_killed_server_gives_enotconn() {
     let mut first = [0u8; 6];
     std::io::Read::read_exact(&mut stdout, &mut first).unwrap();
     assert_eq!(&first, b"wrote\n");
-    // The server: the tagged process that leads its own session.
-    let server: Vec<i32> = tagged(&t)
-        .into_iter()
-        .filter(|(pid, stat)| {
-            let f: Vec<&str> = stat
-                .rsplit_once(") ")
-                .map(|(_, r)| r.split(' ').collect())
-                .unwrap_or_default();
-            f.get(3) == Some(&pid.to_string().as_str())
-        })
-        .map(|(pid, _)| pid)
-        .collect();
-    assert_eq!(server.len(), 1, "one server: {:?}", tagged(&t));
+    let server = tree_server(&t);
     // SAFETY: a pid found above; SIGKILL.
-    unsafe { libc::kill(server[0], libc::SIGKILL) };
+    unsafe { libc::kill(server, libc::SIGKILL) };
     // SIGKILL is delivered asynchronously: wait until the server is dead
     // (a zombie or gone), so its /dev/fuse fd is closed.
     // (Its environment goes before its fds do: its state in /proc tells.)
     for _ in 0..600 {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", server[0])).unwrap_or_default();
+        let stat = std::fs::read_to_string(format!("/proc/{server}/stat")).unwrap_or_default();
         let state = stat.rsplit_once(") ").and_then(|(_, r)| r.chars().next());
         if matches!(state, None | Some('Z' | 'X')) {
             break;
@@ -396,20 +384,8 @@ fn the_servers_fd_table_holds_the_memfds_before_its_threads_start() {
     let mut first = [0u8; 8];
     std::io::Read::read_exact(&mut stdout, &mut first).unwrap();
     assert_eq!(&first, b"started\n");
-    // The server: the tagged process that leads its own session.
-    let server: Vec<i32> = tagged(&t)
-        .into_iter()
-        .filter(|(pid, stat)| {
-            let f: Vec<&str> = stat
-                .rsplit_once(") ")
-                .map(|(_, r)| r.split(' ').collect())
-                .unwrap_or_default();
-            f.get(3) == Some(&pid.to_string().as_str())
-        })
-        .map(|(pid, _)| pid)
-        .collect();
-    assert_eq!(server.len(), 1, "one server: {:?}", tagged(&t));
-    let status = std::fs::read_to_string(format!("/proc/{}/status", server[0])).unwrap();
+    let server = tree_server(&t);
+    let status = std::fs::read_to_string(format!("/proc/{server}/status")).unwrap();
     let field = |name: &str| -> u64 {
         status
             .lines()

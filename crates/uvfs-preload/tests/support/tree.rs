@@ -73,6 +73,25 @@ pub fn tagged(tag: &str) -> Vec<(i32, String)> {
     found
 }
 
+/// The tree's server among the processes tagged `tag`: the one that
+/// leads its own session (its pid is its session id). Fails unless there
+/// is exactly one.
+pub fn tree_server(tag: &str) -> i32 {
+    let server: Vec<i32> = tagged(tag)
+        .into_iter()
+        .filter(|(pid, stat)| {
+            let f: Vec<&str> = stat
+                .rsplit_once(") ")
+                .map(|(_, r)| r.split(' ').collect())
+                .unwrap_or_default();
+            f.get(3) == Some(&pid.to_string().as_str())
+        })
+        .map(|(pid, _)| pid)
+        .collect();
+    assert_eq!(server.len(), 1, "one server: {:?}", tagged(tag));
+    server[0]
+}
+
 /// No mount at `dir` here, and (after the server has seen the tree end:
 /// polled, up to a generous bound) no live process of the run.
 pub fn no_leftovers(tag: &str, dir: &str) {
