@@ -904,29 +904,27 @@ fn preload_calls_html(h: &mut String, c: &crate::preload_calls::CallsReport) {
     let _ = writeln!(
         h,
         "<p>The first uvfs call (a stat of the prefix, which builds the VFS): {:.1} µs ({:.1} .. {:.1}), \
-         VmHWM +{:.0} KiB; target ≤ {} µs and ≤ {} KiB: <span class=\"{}\">{}</span>.</p>",
+         VmHWM +{:.0} KiB; target ≤ {} µs and ≤ {} KiB: <span class=\"{met}\">{met}</span>.</p>",
         f.shim_us.median,
         f.shim_us.min,
         f.shim_us.max,
         f.shim_hwm_kb.median,
         crate::preload_calls::FIRST_US_TARGET,
         crate::preload_calls::FIRST_KB_TARGET,
-        if f.met { "met" } else { "missed" },
-        if f.met { "met" } else { "missed" }
+        met = if f.met { "met" } else { "missed" }
     );
     if let Some(g) = &c.open_scaling {
         let _ = writeln!(
             h,
             "<p>open1, 4 threads against 1 (pairs per second): host {:.2}×, shim {:.2}×, library {:.2}×; \
              the shim's gain / the library's {:.2} (target ≥ {}: the threads scale as the library's): \
-             <span class=\"{}\">{}</span>.</p>",
+             <span class=\"{met}\">{met}</span>.</p>",
             g.host,
             g.shim,
             g.library,
             g.shim_vs_library,
             crate::preload_calls::SCALING_TARGET,
-            if g.met { "met" } else { "missed" },
-            if g.met { "met" } else { "missed" }
+            met = if g.met { "met" } else { "missed" }
         );
     }
 }

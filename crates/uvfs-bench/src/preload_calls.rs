@@ -468,10 +468,11 @@ pub fn measure_calls(
         ("open1 (1 thread)", |s| s.open1_ns, None),
         ("open1 x4 threads", |s| s.open4_ns, None),
     ];
+    // The median over the rounds of a per-round figure.
+    let per = |g: &dyn Fn(usize) -> f64| median(&(0..rounds).map(g).collect::<Vec<_>>());
     let rows = loops
         .iter()
         .map(|&(call, f, target)| {
-            let per = |g: &dyn Fn(usize) -> f64| median(&(0..rounds).map(g).collect::<Vec<_>>());
             let shim_vs_host = per(&|i| f(&host[i]) / f(&shim[i]));
             CallRow {
                 call: call.into(),
@@ -494,16 +495,11 @@ pub fn measure_calls(
         shim_hwm_kb: col(&shim, |s| s.first_hwm_kb),
         met: false,
     };
-    let gain = |v: &[CallSample]| median(&v.iter().map(open_gain).collect::<Vec<_>>());
-    let shim_vs_library = median(
-        &(0..rounds)
-            .map(|i| open_gain(&shim[i]) / open_gain(&libr[i]))
-            .collect::<Vec<_>>(),
-    );
+    let shim_vs_library = per(&|i| open_gain(&shim[i]) / open_gain(&libr[i]));
     let open_scaling = OpenScaling {
-        host: gain(&host),
-        shim: gain(&shim),
-        library: gain(&libr),
+        host: col(&host, open_gain).median,
+        shim: col(&shim, open_gain).median,
+        library: col(&libr, open_gain).median,
         shim_vs_library,
         met: shim_vs_library >= SCALING_TARGET,
     };

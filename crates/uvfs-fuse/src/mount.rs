@@ -455,9 +455,7 @@ pub fn start(
         .with_writeback(opts.writeback);
     // The fd table grown before the session's threads share it, to hold
     // the memfds' high numbers (see `reserve_high_fds`).
-    if let Ok(stdin) = std::fs::File::open("/dev/null") {
-        uvfs::fs::tmpfs::reserve_high_fds(std::os::fd::AsFd::as_fd(&stdin));
-    }
+    uvfs::fs::tmpfs::reserve_high_fds();
     let mut config = Config::default();
     config.mount_options = vec![
         MountOption::FSName("uvfs".into()),

@@ -633,7 +633,7 @@ fn serve(
     // The fd table grown now, while the server has one thread, to hold
     // the memfds' high numbers: grown later, under the workers, it waits
     // for an RCU grace period (5 to 10 ms at the tree's first new file).
-    uvfs::fs::tmpfs::reserve_high_fds(std::os::fd::AsFd::as_fd(&fuse));
+    uvfs::fs::tmpfs::reserve_high_fds();
     let mut config = fuser::Config::default();
     config.n_threads = Some(2);
     config.clone_fd = true;

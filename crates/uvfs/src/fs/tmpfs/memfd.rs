@@ -208,24 +208,26 @@ fn high_floor() -> Option<libc::c_long> {
 }
 
 /// Grows this process's fd table now to hold the numbers the memfds
-/// take (from three quarters of `RLIMIT_NOFILE`'s soft limit, at most
-/// 4096, on), by a duplicate of `fd` there, closed at once. For a server
-/// about to start its threads: Linux grows a table that several threads
-/// share only after an RCU grace period (the old table may still be read
-/// locklessly), which cost the first memfd of a tree's server 5 to 16
-/// ms; a process with one thread grows it at once. Nothing happens where
-/// the floor is unknown or the duplicate is refused (the table then grows
-/// at the first memfd, as before).
-pub fn reserve_high_fds(fd: std::os::fd::BorrowedFd<'_>) {
-    let Some(min) = high_floor() else {
-        return;
+/// take: an fd of `/` (`O_PATH`) moved where `move_high` moves every
+/// memfd, then closed. For a server about to start its threads: Linux
+/// grows a table that several threads share only after an RCU grace
+/// period (the old table may still be read locklessly), which cost the
+/// first memfd of a tree's server 5 to 16 ms; a process with one thread
+/// grows it at once. Nothing happens where `/` cannot be opened or the
+/// floor is unknown (the table then grows at the first memfd, as before).
+pub fn reserve_high_fds() {
+    // SAFETY: a static C string; no other pointers.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_openat,
+            libc::AT_FDCWD,
+            c"/".as_ptr(),
+            libc::O_PATH | libc::O_CLOEXEC,
+        )
     };
-    // SAFETY: fcntl duplicating a borrowed, open fd; no pointers.
-    let r = unsafe { libc::syscall(libc::SYS_fcntl, fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, min) };
     if let Ok(n) = check(r) {
-        // SAFETY: `F_DUPFD_CLOEXEC` returned a new fd, owned by nobody
-        // else; closed once.
-        close_raw(unsafe { OwnedFd::from_raw_fd(n as RawFd) });
+        // SAFETY: openat returned a new fd, owned by nobody else.
+        close_raw(move_high(unsafe { OwnedFd::from_raw_fd(n as RawFd) }));
     }
 }
 
